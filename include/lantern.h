@@ -1,0 +1,123 @@
+/* lantern: the one public header. Opaque handles, status codes, the tensor
+ * descriptor and the library API the `lantern` command is built on. */
+#ifndef LANTERN_H
+#define LANTERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum lt_status {
+    LT_OK = 0,
+    LT_ERR_INVALID,     /* malformed input: model, tensor file, arguments */
+    LT_ERR_UNSUPPORTED, /* valid input that lantern cannot handle (yet) */
+    LT_ERR_NOMEM,       /* an allocation failed; the message gives the size */
+    LT_ERR_IO,          /* a file could not be read or written */
+    LT_ERR_RUNTIME,     /* a kernel failed on valid input (e.g. shape mismatch) */
+    LT_ERR_INTERNAL     /* a lantern bug */
+} lt_status;
+
+const char *lt_status_str(lt_status s);
+
+/* Error message carrier: library functions that fail fill msg with one line
+ * naming the file, node and op involved. */
+#define LT_ERR_MSG_MAX 1024
+typedef struct lt_err {
+    char msg[LT_ERR_MSG_MAX];
+} lt_err;
+
+/* Element types use ONNX TensorProto.DataType numbering. */
+typedef enum lt_dtype {
+    LT_UNDEFINED = 0,
+    LT_F32 = 1,
+    LT_U8 = 2,
+    LT_I8 = 3,
+    LT_U16 = 4,
+    LT_I16 = 5,
+    LT_I32 = 6,
+    LT_I64 = 7,
+    LT_STRING = 8,
+    LT_BOOL = 9,
+    LT_F16 = 10,
+    LT_F64 = 11,
+    LT_U32 = 12,
+    LT_U64 = 13,
+    LT_C64 = 14,
+    LT_C128 = 15,
+    LT_BF16 = 16,
+    LT_DTYPE_COUNT
+} lt_dtype;
+
+const char *lt_dtype_name(lt_dtype t);
+size_t lt_dtype_size(lt_dtype t); /* 0 for types lantern cannot hold */
+
+#define LT_MAX_RANK 8
+
+/* A dense, row-major tensor. `data` points at numel * lt_dtype_size(dtype)
+ * bytes (STRING tensors hold numel `char *`). */
+typedef struct lt_tensor {
+    lt_dtype dtype;
+    int rank;
+    int64_t dims[LT_MAX_RANK];
+    int64_t numel;
+    void *data;
+    struct lt_buf *buf; /* owning storage; NULL when data is borrowed */
+} lt_tensor;
+
+/* ---- runtime values: tensors, sequences, optionals ---- */
+typedef struct lt_value lt_value;
+
+lt_status lt_value_load(const char *path, lt_value **out, lt_err *err); /* .npy or .pb */
+lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err);
+void lt_value_free(lt_value *v);
+/* The tensor inside a tensor value, NULL for sequences and empty optionals. */
+const lt_tensor *lt_value_tensor(const lt_value *v);
+/* One-line description ("float32[2,3] 0.1 0.2 ..." or "seq(3)"). */
+void lt_value_describe(const lt_value *v, int max_elems, FILE *f);
+/* Compares with ONNX backend tolerances: |a-b| <= atol + rtol*|b|. */
+int lt_value_close(const lt_value *got, const lt_value *want, double rtol, double atol,
+                   char *why, size_t why_len);
+lt_status lt_value_from_tensor(const lt_tensor *t, lt_value **out, lt_err *err); /* copies */
+
+/* ---- models ---- */
+typedef struct lt_model lt_model;
+
+/* Reads, validates, imports, infers shapes and verifies. */
+lt_status lt_model_load(const char *path, lt_model **out, lt_err *err);
+lt_status lt_model_load_buffer(const void *data, size_t len, const char *name,
+                               const char *base_dir, lt_model **out, lt_err *err);
+void lt_model_free(lt_model *m);
+
+/* Human summary for `lantern import`; sets *n_unsupported to the number of
+ * nodes whose op has no CPU kernel. */
+void lt_model_summary(const lt_model *m, FILE *f, int *n_unsupported);
+/* The IR in its text form. */
+void lt_model_print(const lt_model *m, FILE *f);
+
+int lt_model_num_inputs(const lt_model *m);
+const char *lt_model_input_name(const lt_model *m, int i);
+int lt_model_num_outputs(const lt_model *m);
+const char *lt_model_output_name(const lt_model *m, int i);
+
+/* ---- execution ---- */
+typedef struct lt_session lt_session;
+
+lt_status lt_session_new(lt_model *m, lt_session **out, lt_err *err);
+void lt_session_free(lt_session *s);
+/* Runs the main graph. inputs[i] belongs to input names[i]; graph inputs not
+ * given fall back to their initializer. outputs receives one value per model
+ * output (caller frees each with lt_value_free). */
+lt_status lt_session_run(lt_session *s, int n, const char *const *names,
+                         lt_value *const *inputs, lt_value **outputs, lt_err *err);
+
+/* Threads used by kernels (OpenMP), and BLAS pinned to the same pool. */
+void lt_set_num_threads(int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,374 @@
+/* IR objects: the module's arena, builders, attribute lookup, types, the op
+ * name table generated from ops.def. */
+#include "ir.h"
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const lt_op_names[LT_OP_COUNT] = {
+#define LT_OP(id, name, dom) name,
+#include "ops.def"
+#undef LT_OP
+};
+const int lt_op_domains[LT_OP_COUNT] = {
+#define LT_OP(id, name, dom) dom,
+#include "ops.def"
+#undef LT_OP
+};
+_Static_assert(sizeof lt_op_names / sizeof lt_op_names[0] == LT_OP_COUNT, "op table out of step");
+
+lt_op lt_op_lookup(const char *name, int domain)
+{
+    /* linear scan is fine: import looks each node up once */
+    for (int i = 0; i < LT_OP_COUNT; i++)
+        if (lt_op_domains[i] == domain && strcmp(lt_op_names[i], name) == 0)
+            return (lt_op)i;
+    return LT_OP_COUNT;
+}
+
+const char *lt_status_str(lt_status s)
+{
+    switch (s) {
+    case LT_OK: return "ok";
+    case LT_ERR_INVALID: return "invalid input";
+    case LT_ERR_UNSUPPORTED: return "unsupported";
+    case LT_ERR_NOMEM: return "out of memory";
+    case LT_ERR_IO: return "i/o error";
+    case LT_ERR_RUNTIME: return "runtime error";
+    case LT_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+lt_status lt_errf(lt_err *err, lt_status s, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return s;
+}
+
+/* ---- arena: chunks of at least 64 KiB, freed together ---- */
+struct lt_chunk {
+    struct lt_chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+void *lt_ir_alloc(lt_module *m, size_t bytes)
+{
+    bytes = (bytes + 15) & ~(size_t)15;
+    lt_chunk *c = m->arena;
+    if (!c || c->cap - c->used < bytes) {
+        size_t cap = bytes > 65536 ? bytes : 65536;
+        c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->used = 0;
+        c->cap = cap;
+        c->next = m->arena;
+        m->arena = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += bytes;
+    memset(p, 0, bytes);
+    return p;
+}
+
+const char *lt_ir_strndup(lt_module *m, const char *s, size_t n)
+{
+    char *p = lt_ir_alloc(m, n + 1);
+    if (p) {
+        if (n)
+            memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
+
+const char *lt_ir_strdup(lt_module *m, const char *s)
+{
+    return lt_ir_strndup(m, s ? s : "", s ? strlen(s) : 0);
+}
+
+lt_module *lt_module_new(void)
+{
+    lt_module *m = calloc(1, sizeof *m);
+    return m;
+}
+
+void lt_module_free(lt_module *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->nparams; i++)
+        free(m->params[i].data.data);
+    free(m->params);
+    free(m->values);
+    free(m->syms);
+    while (m->arena) {
+        lt_chunk *c = m->arena;
+        m->arena = c->next;
+        free(c);
+    }
+    free(m);
+}
+
+void lt_model_free(lt_model *m) { lt_module_free(m); }
+
+static bool grow(void **p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    int nc = *cap ? *cap * 2 : 16;
+    while (nc < need)
+        nc *= 2;
+    void *q = realloc(*p, (size_t)nc * elem);
+    if (!q)
+        return false;
+    memset((char *)q + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
+    *p = q;
+    *cap = nc;
+    return true;
+}
+
+lt_block *lt_block_new(lt_module *m, lt_block *parent, const char *name)
+{
+    lt_block *b = lt_ir_alloc(m, sizeof *b);
+    if (!b)
+        return NULL;
+    b->parent = parent;
+    b->name = lt_ir_strdup(m, name);
+    return b;
+}
+
+lt_ival *lt_ival_new(lt_module *m, lt_block *b, const char *name)
+{
+    if (!grow((void **)&m->values, &m->cap_values, m->nvalues + 1, sizeof *m->values))
+        return NULL;
+    lt_ival *v = lt_ir_alloc(m, sizeof *v);
+    if (!v)
+        return NULL;
+    v->id = m->nvalues;
+    v->name = lt_ir_strdup(m, name);
+    v->block = b;
+    v->param = -1;
+    lt_type_unknown(&v->type, LT_UNDEFINED, -1);
+    m->values[m->nvalues++] = v;
+    return v;
+}
+
+lt_node *lt_node_new(lt_module *m, lt_block *b, lt_op op, int nin, int nout)
+{
+    lt_node *n = lt_ir_alloc(m, sizeof *n);
+    if (!n)
+        return NULL;
+    n->op = op;
+    n->nin = nin;
+    n->nout = nout;
+    n->in = lt_ir_alloc(m, sizeof *n->in * (nin ? nin : 1));
+    n->out = lt_ir_alloc(m, sizeof *n->out * (nout ? nout : 1));
+    n->name = "";
+    n->domain_name = "";
+    if (!n->in || !n->out)
+        return NULL;
+    if (b->nnodes == b->cap) {
+        int nc = b->cap ? b->cap * 2 : 16;
+        lt_node **nn = lt_ir_alloc(m, sizeof *nn * nc);
+        if (!nn)
+            return NULL;
+        if (b->nnodes)
+            memcpy(nn, b->nodes, sizeof *nn * b->nnodes);
+        b->nodes = nn;
+        b->cap = nc;
+    }
+    n->block = b;
+    n->index = b->nnodes;
+    b->nodes[b->nnodes++] = n;
+    return n;
+}
+
+lt_status lt_block_set_params(lt_module *m, lt_block *b, int n)
+{
+    b->nparams = n;
+    b->params = lt_ir_alloc(m, sizeof *b->params * (n ? n : 1));
+    return b->params ? LT_OK : LT_ERR_NOMEM;
+}
+
+lt_status lt_block_set_results(lt_module *m, lt_block *b, int n)
+{
+    b->nresults = n;
+    b->results = lt_ir_alloc(m, sizeof *b->results * (n ? n : 1));
+    return b->results ? LT_OK : LT_ERR_NOMEM;
+}
+
+lt_status lt_node_set_attrs(lt_module *m, lt_node *n, int nattr)
+{
+    n->nattr = nattr;
+    n->attrs = lt_ir_alloc(m, sizeof *n->attrs * (nattr ? nattr : 1));
+    return n->attrs ? LT_OK : LT_ERR_NOMEM;
+}
+
+lt_status lt_node_set_regions(lt_module *m, lt_node *n, int nregions)
+{
+    n->nregions = nregions;
+    n->regions = lt_ir_alloc(m, sizeof *n->regions * (nregions ? nregions : 1));
+    return n->regions ? LT_OK : LT_ERR_NOMEM;
+}
+
+int lt_module_sym(lt_module *m, const char *name)
+{
+    for (int i = 0; i < m->nsyms; i++)
+        if (strcmp(m->syms[i], name) == 0)
+            return i;
+    if (!grow((void **)&m->syms, &m->cap_syms, m->nsyms + 1, sizeof *m->syms))
+        return -1;
+    m->syms[m->nsyms] = lt_ir_strdup(m, name);
+    return m->syms[m->nsyms] ? m->nsyms++ : -1;
+}
+
+int lt_module_add_param(lt_module *m, const char *name)
+{
+    if (!grow((void **)&m->params, &m->cap_params, m->nparams + 1, sizeof *m->params))
+        return -1;
+    lt_param *p = &m->params[m->nparams];
+    memset(p, 0, sizeof *p);
+    p->name = lt_ir_strdup(m, name);
+    p->trainable = true;
+    return m->nparams++;
+}
+
+/* ---- attributes ---- */
+const lt_attr *lt_attr_find(const lt_node *n, const char *name)
+{
+    for (int i = 0; i < n->nattr; i++)
+        if (strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
+    return NULL;
+}
+
+int64_t lt_attr_int(const lt_node *n, const char *name, int64_t dflt)
+{
+    const lt_attr *a = lt_attr_find(n, name);
+    return a && a->kind == LT_ATTR_INT ? a->i : dflt;
+}
+
+float lt_attr_float(const lt_node *n, const char *name, float dflt)
+{
+    const lt_attr *a = lt_attr_find(n, name);
+    return a && a->kind == LT_ATTR_FLOAT ? a->f : dflt;
+}
+
+const char *lt_attr_str(const lt_node *n, const char *name, const char *dflt)
+{
+    const lt_attr *a = lt_attr_find(n, name);
+    return a && a->kind == LT_ATTR_STRING ? a->s : dflt;
+}
+
+const int64_t *lt_attr_ints(const lt_node *n, const char *name, int *len)
+{
+    const lt_attr *a = lt_attr_find(n, name);
+    if (!a || a->kind != LT_ATTR_INTS) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    if (len)
+        *len = a->n;
+    static const int64_t none[1];
+    return a->ints ? a->ints : none;
+}
+
+const float *lt_attr_floats(const lt_node *n, const char *name, int *len)
+{
+    const lt_attr *a = lt_attr_find(n, name);
+    if (!a || a->kind != LT_ATTR_FLOATS) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    if (len)
+        *len = a->n;
+    static const float none[1];
+    return a->floats ? a->floats : none;
+}
+
+const lt_tensor *lt_attr_tensor(const lt_node *n, const char *name)
+{
+    const lt_attr *a = lt_attr_find(n, name);
+    return a && a->kind == LT_ATTR_TENSOR ? a->t : NULL;
+}
+
+/* ---- types ---- */
+void lt_type_unknown(lt_type *t, lt_dtype dtype, int rank)
+{
+    memset(t, 0, sizeof *t);
+    t->kind = LT_KIND_TENSOR;
+    t->dtype = dtype;
+    t->rank = rank;
+    for (int i = 0; i < LT_MAX_RANK; i++) {
+        t->dims[i].v = -1;
+        t->dims[i].sym = -1;
+    }
+}
+
+void lt_type_tensor(lt_type *t, lt_dtype dtype, int rank, const int64_t *dims)
+{
+    lt_type_unknown(t, dtype, rank);
+    for (int i = 0; i < rank && i < LT_MAX_RANK; i++)
+        t->dims[i].v = dims ? dims[i] : -1;
+}
+
+bool lt_type_equal(const lt_type *a, const lt_type *b)
+{
+    if (a->kind != b->kind || a->dtype != b->dtype || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i].sym != b->dims[i].sym || (a->dims[i].sym < 0 && a->dims[i].v != b->dims[i].v))
+            return false;
+    return true;
+}
+
+void lt_type_print(const lt_module *m, const lt_type *t, FILE *f)
+{
+    if (t->kind == LT_KIND_SEQUENCE)
+        fprintf(f, "seq<");
+    else if (t->kind == LT_KIND_OPTIONAL)
+        fprintf(f, t->inner == LT_KIND_SEQUENCE ? "opt<seq<" : "opt<");
+    else if (t->kind == LT_KIND_FUNCTION) {
+        fprintf(f, "fn");
+        return;
+    }
+    fprintf(f, "%s", lt_dtype_name(t->dtype));
+    if (t->kind == LT_KIND_TENSOR || t->inner == LT_KIND_TENSOR) {
+        if (t->rank < 0) {
+            fprintf(f, "[*]");
+        } else {
+            fputc('[', f);
+            for (int i = 0; i < t->rank; i++) {
+                if (i)
+                    fputc(',', f);
+                if (t->dims[i].sym >= 0 && m && t->dims[i].sym < m->nsyms)
+                    fprintf(f, "%s", m->syms[t->dims[i].sym]);
+                else if (t->dims[i].v >= 0)
+                    fprintf(f, "%lld", (long long)t->dims[i].v);
+                else
+                    fputc('?', f);
+            }
+            fputc(']', f);
+        }
+    }
+    if (t->kind == LT_KIND_SEQUENCE)
+        fputc('>', f);
+    else if (t->kind == LT_KIND_OPTIONAL)
+        fprintf(f, t->inner == LT_KIND_SEQUENCE ? ">>" : ">");
+}
+
+const char *lt_node_label(const lt_node *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "node '%s' (%s)", n->name && *n->name ? n->name : "<unnamed>", lt_op_names[n->op]);
+    return buf;
+}

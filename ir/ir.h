@@ -1,0 +1,213 @@
+/* The staged IR: modules, blocks, nodes, SSA values with types (element type,
+ * rank, constant or symbolic dims). Internal to lantern. */
+#ifndef LT_IR_H
+#define LT_IR_H
+
+#include "lantern.h"
+#include <stdbool.h>
+
+typedef enum lt_op {
+#define LT_OP(id, name, dom) LT_OP_##id,
+#include "ops.def"
+#undef LT_OP
+    LT_OP_COUNT
+} lt_op;
+
+enum { LT_DOMAIN_ONNX = 0, LT_DOMAIN_TRAINING = 1, LT_DOMAIN_LANTERN = 2 };
+
+extern const char *const lt_op_names[LT_OP_COUNT];
+extern const int lt_op_domains[LT_OP_COUNT];
+/* LT_OP_COUNT when the (name, domain) pair is not an op lantern knows. */
+lt_op lt_op_lookup(const char *name, int domain);
+
+/* ---- types ---- */
+typedef enum lt_kind {
+    LT_KIND_TENSOR = 0,
+    LT_KIND_SEQUENCE, /* sequence of tensors of dtype */
+    LT_KIND_OPTIONAL, /* optional; `inner` says tensor or sequence */
+    LT_KIND_FUNCTION  /* a function value (emitted by the AD only) */
+} lt_kind;
+
+/* One dimension: sym >= 0 names a symbol in the module's table (then v is
+ * meaningless); otherwise v >= 0 is the size, or v < 0 unknown. */
+typedef struct lt_dim {
+    int64_t v;
+    int sym;
+} lt_dim;
+
+typedef struct lt_type {
+    uint8_t kind;  /* lt_kind */
+    uint8_t inner; /* for LT_KIND_OPTIONAL: LT_KIND_TENSOR or LT_KIND_SEQUENCE */
+    lt_dtype dtype;
+    int rank; /* -1 when shape inference could not tell */
+    lt_dim dims[LT_MAX_RANK];
+} lt_type;
+
+/* ---- attributes (ONNX AttributeProto kinds and numbering) ---- */
+typedef enum lt_attr_kind {
+    LT_ATTR_UNDEFINED = 0,
+    LT_ATTR_FLOAT = 1,
+    LT_ATTR_INT = 2,
+    LT_ATTR_STRING = 3,
+    LT_ATTR_TENSOR = 4,
+    LT_ATTR_GRAPH = 5,
+    LT_ATTR_FLOATS = 6,
+    LT_ATTR_INTS = 7,
+    LT_ATTR_STRINGS = 8,
+    LT_ATTR_TENSORS = 9,
+    LT_ATTR_GRAPHS = 10,
+    LT_ATTR_SPARSE_TENSOR = 11,
+    LT_ATTR_SPARSE_TENSORS = 12,
+    LT_ATTR_TYPE_PROTO = 13,
+    LT_ATTR_TYPE_PROTOS = 14
+} lt_attr_kind;
+
+typedef struct lt_attr {
+    const char *name;
+    lt_attr_kind kind;
+    int64_t i;
+    float f;
+    const char *s; /* NUL-terminated; slen bytes (may contain NULs) */
+    size_t slen;
+    int n;           /* element count for the list kinds */
+    int64_t *ints;   /* LT_ATTR_INTS */
+    float *floats;   /* LT_ATTR_FLOATS */
+    const char **strings;
+    lt_tensor *t;    /* LT_ATTR_TENSOR (owned by the module) */
+    int region;      /* LT_ATTR_GRAPH: index into node->regions */
+} lt_attr;
+
+struct lt_block;
+struct lt_node;
+
+/* An SSA value. Defined by a node output, a block parameter, or a module
+ * parameter (initializer). */
+typedef struct lt_ival {
+    int id; /* unique in the module; indexes module->values */
+    const char *name;
+    lt_type type;
+    struct lt_node *def;    /* defining node, NULL for parameters */
+    struct lt_block *block; /* block it is visible in (defined in) */
+    int param;              /* module parameter index, or -1 */
+    int uses;               /* number of node inputs / results reading it */
+} lt_ival;
+
+typedef struct lt_node {
+    lt_op op;
+    int opset; /* the version of the op's domain that the model imports */
+    const char *name;
+    const char *domain_name;
+    int nin, nout;
+    lt_ival **in;  /* in[i] NULL for an omitted optional input */
+    lt_ival **out; /* out[i] NULL for an omitted optional output */
+    int nattr;
+    lt_attr *attrs;
+    int nregions;
+    struct lt_block **regions; /* If: then, else; Loop/Scan: body */
+    struct lt_block *block;    /* enclosing block */
+    int index;                 /* position in the block */
+} lt_node;
+
+typedef struct lt_block {
+    int nparams;
+    lt_ival **params;
+    int nnodes, cap;
+    lt_node **nodes;
+    int nresults;
+    lt_ival **results;
+    struct lt_block *parent;
+    lt_node *owner; /* the node whose region this is; NULL for the main graph */
+    const char *name;
+    void *plan; /* runtime plan cache (owned by the session) */
+} lt_block;
+
+typedef struct lt_param {
+    const char *name;
+    lt_ival *value;
+    lt_tensor data; /* owned; data allocated with malloc */
+    bool trainable;
+    bool is_input_default; /* a graph input's default value */
+} lt_param;
+
+typedef struct lt_opset {
+    const char *domain;
+    int64_t version;
+} lt_opset;
+
+typedef struct lt_chunk lt_chunk;
+
+struct lt_model {
+    const char *path;     /* file it came from (for messages) */
+    const char *base_dir; /* folder for external data */
+    int64_t ir_version;
+    const char *producer_name, *producer_version, *graph_name;
+    int nopsets;
+    lt_opset *opsets;
+
+    lt_block *main;
+    /* main graph inputs: main->params; for each, the parameter holding its
+     * default (initializer of the same name) or -1 */
+    int *input_default;
+
+    int nparams, cap_params;
+    lt_param *params;
+
+    int nvalues, cap_values;
+    lt_ival **values;
+
+    int nsyms, cap_syms;
+    const char **syms;
+
+    lt_chunk *arena; /* owns every IR object and string */
+};
+typedef struct lt_model lt_module;
+
+/* ---- construction (allocations come from the module's arena) ---- */
+lt_module *lt_module_new(void);
+void lt_module_free(lt_module *m);
+void *lt_ir_alloc(lt_module *m, size_t bytes); /* zeroed; NULL on OOM */
+const char *lt_ir_strdup(lt_module *m, const char *s);
+const char *lt_ir_strndup(lt_module *m, const char *s, size_t n);
+lt_block *lt_block_new(lt_module *m, lt_block *parent, const char *name);
+lt_ival *lt_ival_new(lt_module *m, lt_block *b, const char *name);
+lt_node *lt_node_new(lt_module *m, lt_block *b, lt_op op, int nin, int nout);
+lt_status lt_block_set_params(lt_module *m, lt_block *b, int n);
+lt_status lt_block_set_results(lt_module *m, lt_block *b, int n);
+lt_status lt_node_set_attrs(lt_module *m, lt_node *n, int nattr);
+lt_status lt_node_set_regions(lt_module *m, lt_node *n, int nregions);
+int lt_module_sym(lt_module *m, const char *name); /* interns; -1 on OOM */
+int lt_module_add_param(lt_module *m, const char *name); /* -1 on OOM */
+
+/* ---- attribute access ---- */
+const lt_attr *lt_attr_find(const lt_node *n, const char *name);
+int64_t lt_attr_int(const lt_node *n, const char *name, int64_t dflt);
+float lt_attr_float(const lt_node *n, const char *name, float dflt);
+const char *lt_attr_str(const lt_node *n, const char *name, const char *dflt);
+/* Returns the list (and its length in *len) or NULL when absent. */
+const int64_t *lt_attr_ints(const lt_node *n, const char *name, int *len);
+const float *lt_attr_floats(const lt_node *n, const char *name, int *len);
+const lt_tensor *lt_attr_tensor(const lt_node *n, const char *name);
+
+/* ---- types ---- */
+void lt_type_unknown(lt_type *t, lt_dtype dtype, int rank); /* dims all unknown */
+void lt_type_tensor(lt_type *t, lt_dtype dtype, int rank, const int64_t *dims);
+bool lt_type_equal(const lt_type *a, const lt_type *b);
+void lt_type_print(const lt_module *m, const lt_type *t, FILE *f);
+
+/* "node 'name' (Op)" for messages */
+const char *lt_node_label(const lt_node *n, char *buf, size_t len);
+
+/* Text form of the IR. */
+void lt_ir_print(const lt_module *m, FILE *f);
+
+/* Verifier: SSA, scoping, operand counts, types where known. */
+lt_status lt_ir_verify(const lt_module *m, lt_err *err);
+
+/* Shape inference over the whole module (runs at import). */
+lt_status lt_infer_module(lt_module *m, lt_err *err);
+
+/* printf into err->msg; returns s. */
+lt_status lt_errf(lt_err *err, lt_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

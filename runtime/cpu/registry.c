@@ -1,0 +1,22 @@
+/* The CPU backend's kernel table, filled once from the family registrars. */
+#include "../runtime.h"
+#include <pthread.h>
+
+lt_kernel_fn lt_cpu_kernels[LT_OP_COUNT];
+
+static void fill(void)
+{
+    lt_cpu_register_elementwise(lt_cpu_kernels);
+    lt_cpu_register_reduce(lt_cpu_kernels);
+    lt_cpu_register_nn(lt_cpu_kernels);
+    lt_cpu_register_tensor(lt_cpu_kernels);
+    lt_cpu_register_linalg(lt_cpu_kernels);
+    lt_cpu_register_rnn(lt_cpu_kernels);
+    lt_cpu_register_control(lt_cpu_kernels);
+}
+
+void lt_cpu_kernels_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, fill);
+}

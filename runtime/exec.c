@@ -1,0 +1,402 @@
+/* The executor: plan each block once (kernel per node, which values die after
+ * which node), then run the plan. Values live in an environment indexed by
+ * SSA id; a value is released right after its last use in its own block, so
+ * the pool hands its memory to the next allocation. Region blocks (If, Loop,
+ * Scan bodies) run through lt_k_run_block. */
+#include "exec.h"
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- scratch arena: stack discipline, one frame per kernel call ---- */
+typedef struct lt_scratch_chunk {
+    struct lt_scratch_chunk *next;
+    size_t used, cap;
+    _Alignas(64) unsigned char data[];
+} lt_scratch_chunk;
+
+static void *scratch_alloc(lt_exec *ex, size_t bytes)
+{
+    bytes = (bytes + 63) & ~(size_t)63;
+    lt_scratch_chunk *c = ex->scratch;
+    if (!c || c->cap - c->used < bytes) {
+        /* take a cached chunk that fits, else a new one */
+        lt_scratch_chunk **pp = &ex->scratch_free, *f;
+        while ((f = *pp) && f->cap < bytes)
+            pp = &f->next;
+        if (f) {
+            *pp = f->next;
+        } else {
+            size_t cap = bytes > ((size_t)1 << 20) ? bytes : ((size_t)1 << 20);
+            f = aligned_alloc(64, (sizeof *f + cap + 63) & ~(size_t)63);
+            if (!f)
+                return NULL;
+            f->cap = cap;
+        }
+        f->used = 0;
+        f->next = ex->scratch;
+        ex->scratch = f;
+        c = f;
+    }
+    void *p = c->data + c->used;
+    c->used += bytes;
+    return p;
+}
+
+typedef struct {
+    lt_scratch_chunk *chunk;
+    size_t used;
+} scratch_mark;
+
+static scratch_mark scratch_mark_get(lt_exec *ex)
+{
+    return (scratch_mark){ex->scratch, ex->scratch ? ex->scratch->used : 0};
+}
+
+static void scratch_release(lt_exec *ex, scratch_mark mk)
+{
+    while (ex->scratch && ex->scratch != mk.chunk) {
+        lt_scratch_chunk *c = ex->scratch;
+        ex->scratch = c->next;
+        c->next = ex->scratch_free;
+        ex->scratch_free = c;
+    }
+    if (ex->scratch)
+        ex->scratch->used = mk.used;
+}
+
+/* ---- planning ---- */
+static void mark_reads(const lt_block *owner, const lt_block *b, int at, int *last)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] && n->in[j]->block == owner && n->in[j]->def)
+                last[n->in[j]->id] = at;
+        for (int r = 0; r < n->nregions; r++)
+            mark_reads(owner, n->regions[r], at, last);
+    }
+    for (int j = 0; j < b->nresults; j++)
+        if (b->results[j]->block == owner && b->results[j]->def)
+            last[b->results[j]->id] = at;
+}
+
+static lt_status plan_block(lt_exec *ex, const lt_block *b, lt_plan **out)
+{
+    lt_module *m = ex->m;
+    lt_plan *p = calloc(1, sizeof *p);
+    int *last = malloc(sizeof *last * (m->nvalues ? m->nvalues : 1));
+    if (!p || !last) {
+        free(p);
+        free(last);
+        return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory planning block");
+    }
+    for (int v = 0; v < m->nvalues; v++)
+        last[v] = -1;
+    p->nnodes = b->nnodes;
+    p->kernels = calloc(b->nnodes ? b->nnodes : 1, sizeof *p->kernels);
+    p->free_start = calloc(b->nnodes + 1, sizeof *p->free_start);
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        /* a value nobody reads dies right after its definition */
+        for (int j = 0; j < n->nout; j++)
+            if (n->out[j])
+                last[n->out[j]->id] = i;
+        lt_block one = {.nnodes = 1, .nodes = (lt_node **)&b->nodes[i]};
+        mark_reads(b, &one, i, last);
+    }
+    for (int j = 0; j < b->nresults; j++)
+        if (b->results[j]->block == b && b->results[j]->def)
+            last[b->results[j]->id] = b->nnodes; /* released by the frame */
+    /* bucket values by the node after which they die */
+    int total = 0;
+    for (int i = 0; i < b->nnodes; i++)
+        for (int j = 0; j < b->nodes[i]->nout; j++)
+            if (b->nodes[i]->out[j] && last[b->nodes[i]->out[j]->id] < b->nnodes)
+                total++;
+    p->free_ids = calloc(total ? total : 1, sizeof *p->free_ids);
+    if (!p->kernels || !p->free_start || !p->free_ids) {
+        free(last);
+        lt_plan_free(p);
+        return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory planning block");
+    }
+    int k = 0;
+    for (int at = 0; at < b->nnodes; at++) {
+        p->free_start[at] = k;
+        for (int i = 0; i <= at; i++)
+            for (int j = 0; j < b->nodes[i]->nout; j++) {
+                lt_ival *v = b->nodes[i]->out[j];
+                if (v && last[v->id] == at)
+                    p->free_ids[k++] = v->id;
+            }
+    }
+    p->free_start[b->nnodes] = k;
+    free(last);
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        p->kernels[i] = lt_cpu_kernels[n->op];
+        if (!p->kernels[i]) {
+            char lb[256];
+            lt_status s = lt_errf(ex->err, LT_ERR_UNSUPPORTED, "%s: %s: no CPU kernel for op %s", m->path,
+                                  lt_node_label(n, lb, sizeof lb), lt_op_names[n->op]);
+            lt_plan_free(p);
+            return s;
+        }
+    }
+    p->next_all = ex->plans;
+    ex->plans = p;
+    *out = p;
+    return LT_OK;
+}
+
+void lt_plan_free(lt_plan *p)
+{
+    if (!p)
+        return;
+    free(p->kernels);
+    free(p->free_start);
+    free(p->free_ids);
+    free(p);
+}
+
+/* ---- running ---- */
+static void env_drop(lt_exec *ex, int id)
+{
+    lt_value_free(ex->env[id]);
+    ex->env[id] = NULL;
+}
+
+static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
+{
+    lt_value *inbuf[64], *outbuf[64];
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        lt_value **in = n->nin <= 64 ? inbuf : calloc(n->nin, sizeof *in);
+        lt_value **outv = n->nout <= 64 ? outbuf : calloc(n->nout, sizeof *outv);
+        if (!in || !outv)
+            return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory");
+        for (int j = 0; j < n->nin; j++)
+            in[j] = n->in[j] ? ex->env[n->in[j]->id] : NULL;
+        memset(outv, 0, sizeof *outv * n->nout);
+        lt_kctx k = {.ex = ex, .node = n, .nin = n->nin, .nout = n->nout, .in = in, .out = outv, .err = ex->err};
+        scratch_mark mk = scratch_mark_get(ex);
+        lt_status s = LT_OK;
+        for (int j = 0; j < n->nin && s == LT_OK; j++)
+            if (n->in[j] && !in[j])
+                s = lt_k_fail(&k, LT_ERR_INTERNAL, "input %d ('%s') has no value", j, n->in[j]->name);
+        if (s == LT_OK)
+            s = p->kernels[i](&k);
+        scratch_release(ex, mk);
+        for (int j = 0; j < n->nout && s == LT_OK; j++)
+            if (n->out[j] && !outv[j])
+                s = lt_k_fail(&k, LT_ERR_INTERNAL, "kernel produced no output %d", j);
+        for (int j = 0; j < n->nout; j++) {
+            if (s == LT_OK && n->out[j]) {
+                if (ex->env[n->out[j]->id])
+                    env_drop(ex, n->out[j]->id);
+                ex->env[n->out[j]->id] = outv[j];
+            } else {
+                lt_value_free(outv[j]);
+            }
+        }
+        if (in != inbuf)
+            free(in);
+        if (outv != outbuf)
+            free(outv);
+        if (s != LT_OK)
+            return s;
+        for (int f = p->free_start[i]; f < p->free_start[i + 1]; f++)
+            env_drop(ex, p->free_ids[f]);
+    }
+    return LT_OK;
+}
+
+lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, lt_value **results)
+{
+    lt_block *mb = (lt_block *)b;
+    if (!mb->plan) {
+        lt_plan *p;
+        lt_status s = plan_block(ex, b, &p);
+        if (s != LT_OK)
+            return s;
+        mb->plan = p;
+    }
+    if (++ex->depth > LT_EXEC_MAX_DEPTH) {
+        ex->depth--;
+        return lt_errf(ex->err, LT_ERR_RUNTIME, "%s: regions nested deeper than %d at run time", ex->m->path,
+                       LT_EXEC_MAX_DEPTH);
+    }
+    lt_status s = LT_OK;
+    for (int i = 0; i < b->nparams && s == LT_OK; i++) {
+        int id = b->params[i]->id;
+        if (ex->env[id])
+            env_drop(ex, id);
+        ex->env[id] = args[i] ? lt_value_ref(args[i]) : NULL;
+        if (args[i] && !ex->env[id])
+            s = lt_errf(ex->err, LT_ERR_NOMEM, "out of memory");
+    }
+    if (s == LT_OK)
+        s = run_nodes(ex, b, mb->plan);
+    for (int i = 0; i < b->nresults; i++)
+        results[i] = NULL;
+    for (int i = 0; i < b->nresults && s == LT_OK; i++) {
+        lt_value *v = ex->env[b->results[i]->id];
+        if (!v) {
+            s = lt_errf(ex->err, LT_ERR_INTERNAL, "%s: block result '%s' has no value", ex->m->path,
+                        b->results[i]->name);
+            break;
+        }
+        results[i] = lt_value_ref(v);
+        if (!results[i])
+            s = lt_errf(ex->err, LT_ERR_NOMEM, "out of memory");
+    }
+    /* the frame ends: everything it defined goes */
+    for (int i = 0; i < b->nparams; i++)
+        if (ex->env[b->params[i]->id])
+            env_drop(ex, b->params[i]->id);
+    for (int i = 0; i < b->nnodes; i++)
+        for (int j = 0; j < b->nodes[i]->nout; j++)
+            if (b->nodes[i]->out[j] && ex->env[b->nodes[i]->out[j]->id])
+                env_drop(ex, b->nodes[i]->out[j]->id);
+    if (s != LT_OK)
+        for (int i = 0; i < b->nresults; i++) {
+            lt_value_free(results[i]);
+            results[i] = NULL;
+        }
+    ex->depth--;
+    return s;
+}
+
+/* ---- kernel helpers ---- */
+const lt_tensor *lt_k_in(lt_kctx *k, int i)
+{
+    if (i < 0 || i >= k->nin || !k->in[i] || k->in[i]->kind != LT_VAL_TENSOR)
+        return NULL;
+    return &k->in[i]->t;
+}
+
+bool lt_k_want(const lt_kctx *k, int i)
+{
+    return i >= 0 && i < k->nout && k->node->out[i] != NULL;
+}
+
+lt_status lt_k_out(lt_kctx *k, int i, lt_dtype dtype, int rank, const int64_t *dims, lt_tensor **t)
+{
+    if (i < 0 || i >= k->nout)
+        return lt_k_fail(k, LT_ERR_INTERNAL, "output %d out of range", i);
+    lt_value *v = lt_value_new_tensor();
+    if (!v)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    lt_status s = lt_tensor_alloc(&v->t, dtype, rank, dims, k->err);
+    if (s != LT_OK) {
+        free(v);
+        char msg[LT_ERR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", k->err->msg);
+        return lt_k_fail(k, s, "output %d: %s", i, msg);
+    }
+    lt_value_free(k->out[i]);
+    k->out[i] = v;
+    if (t)
+        *t = &v->t;
+    return LT_OK;
+}
+
+lt_status lt_k_out_view(lt_kctx *k, int i, const lt_tensor *src, int rank, const int64_t *dims)
+{
+    if (lt_shape_numel(rank, dims) != src->numel)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "cannot view %lld elements with the new shape", (long long)src->numel);
+    lt_value *v = lt_value_new_tensor();
+    if (!v)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    lt_tensor_view(&v->t, src, rank, dims);
+    lt_value_free(k->out[i]);
+    k->out[i] = v;
+    return LT_OK;
+}
+
+void lt_k_out_value(lt_kctx *k, int i, lt_value *v)
+{
+    lt_value_free(k->out[i]);
+    k->out[i] = v;
+}
+
+lt_status lt_k_fail(lt_kctx *k, lt_status s, const char *fmt, ...)
+{
+    char msg[LT_ERR_MSG_MAX], lb[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return lt_errf(k->err, s, "%s: %s: %s", k->ex->m->path, lt_node_label(k->node, lb, sizeof lb), msg);
+}
+
+void *lt_k_scratch(lt_kctx *k, size_t bytes)
+{
+    return scratch_alloc(k->ex, bytes ? bytes : 1);
+}
+
+lt_status lt_k_run_block(lt_kctx *k, const lt_block *b, lt_value *const *args, lt_value **results)
+{
+    return lt_exec_block(k->ex, b, args, results);
+}
+
+uint64_t lt_k_rand_u64(lt_kctx *k)
+{
+    /* splitmix64 */
+    uint64_t z = (k->ex->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- executor lifetime ---- */
+lt_status lt_exec_init(lt_exec *ex, lt_module *m, lt_err *err)
+{
+    memset(ex, 0, sizeof *ex);
+    ex->m = m;
+    ex->err = err;
+    ex->rng = 0x6c616e7465726e00ull;
+    lt_cpu_kernels_init();
+    ex->env = calloc(m->nvalues ? m->nvalues : 1, sizeof *ex->env);
+    if (!ex->env)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    /* module parameters are visible everywhere: borrowed views */
+    for (int i = 0; i < m->nparams; i++) {
+        lt_value *v = lt_value_new_tensor();
+        if (!v)
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        v->t = m->params[i].data;
+        v->t.buf = NULL;
+        ex->env[m->params[i].value->id] = v;
+    }
+    return LT_OK;
+}
+
+static void clear_plans(lt_block *b)
+{
+    b->plan = NULL;
+    for (int i = 0; i < b->nnodes; i++)
+        for (int r = 0; r < b->nodes[i]->nregions; r++)
+            clear_plans(b->nodes[i]->regions[r]);
+}
+
+void lt_exec_fini(lt_exec *ex)
+{
+    if (ex->env)
+        for (int v = 0; v < ex->m->nvalues; v++)
+            lt_value_free(ex->env[v]);
+    free(ex->env);
+    while (ex->plans) {
+        lt_plan *p = ex->plans;
+        ex->plans = p->next_all;
+        lt_plan_free(p);
+    }
+    clear_plans(ex->m->main);
+    for (lt_scratch_chunk *l[2] = {ex->scratch, ex->scratch_free}, **q = l; q < l + 2; q++)
+        while (*q) {
+            lt_scratch_chunk *c = *q;
+            *q = c->next;
+            free(c);
+        }
+    memset(ex, 0, sizeof *ex);
+}

@@ -1,0 +1,34 @@
+/* Executor internals shared by exec.c and session.c. */
+#ifndef LT_EXEC_H
+#define LT_EXEC_H
+
+#include "runtime.h"
+
+#define LT_EXEC_MAX_DEPTH 256
+
+typedef struct lt_plan {
+    int nnodes;
+    lt_kernel_fn *kernels; /* resolved once per block */
+    int *free_start;       /* values to release after node i: free_ids[free_start[i]..free_start[i+1]) */
+    int *free_ids;
+    struct lt_plan *next_all;
+} lt_plan;
+
+struct lt_scratch_chunk;
+
+typedef struct lt_exec {
+    lt_module *m;
+    lt_err *err;
+    lt_value **env; /* by SSA id */
+    lt_plan *plans;
+    struct lt_scratch_chunk *scratch, *scratch_free;
+    uint64_t rng;
+    int depth;
+} lt_exec;
+
+lt_status lt_exec_init(lt_exec *ex, lt_module *m, lt_err *err);
+void lt_exec_fini(lt_exec *ex);
+lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, lt_value **results);
+void lt_plan_free(lt_plan *p);
+
+#endif

@@ -1,0 +1,109 @@
+/* Runtime internals: reference-counted buffers from a caching pool, runtime
+ * values (tensor, sequence, empty optional), and the kernel interface every
+ * backend's kernels are written against. */
+#ifndef LT_RUNTIME_H
+#define LT_RUNTIME_H
+
+#include "../ir/ir.h"
+
+/* Storage shared by tensors that view the same bytes (Reshape, Identity...). */
+typedef struct lt_buf {
+    int64_t refs;
+    size_t size; /* bytes usable */
+    int cls;     /* pool size class, -1 for oversized */
+    void *data;
+} lt_buf;
+
+lt_buf *lt_buf_alloc(size_t bytes); /* NULL on OOM; 64-byte aligned data */
+void lt_buf_retain(lt_buf *b);
+void lt_buf_release(lt_buf *b);
+void lt_pool_trim(void); /* returns cached blocks to the system */
+size_t lt_pool_bytes_in_use(void);
+size_t lt_pool_peak_bytes(void);
+
+int64_t lt_shape_numel(int rank, const int64_t *dims); /* -1 on overflow/negative */
+/* Allocates an owned tensor (uninitialized data). */
+lt_status lt_tensor_alloc(lt_tensor *t, lt_dtype dtype, int rank, const int64_t *dims, lt_err *err);
+/* A new tensor sharing src's storage with another shape (numel must match). */
+void lt_tensor_view(lt_tensor *dst, const lt_tensor *src, int rank, const int64_t *dims);
+lt_status lt_tensor_clone(lt_tensor *dst, const lt_tensor *src, lt_err *err);
+void lt_tensor_release(lt_tensor *t); /* drops the storage reference */
+size_t lt_tensor_nbytes(const lt_tensor *t);
+/* Generic element access through double / int64 (slow paths, any dtype). */
+double lt_tensor_get_f64(const lt_tensor *t, int64_t i);
+void lt_tensor_set_f64(lt_tensor *t, int64_t i, double v);
+int64_t lt_tensor_get_i64(const lt_tensor *t, int64_t i);
+void lt_tensor_set_i64(lt_tensor *t, int64_t i, int64_t v);
+float lt_f16_to_f32(uint16_t h);
+uint16_t lt_f32_to_f16(float f);
+float lt_bf16_to_f32(uint16_t h);
+uint16_t lt_f32_to_bf16(float f);
+bool lt_dtype_is_float(lt_dtype t); /* f16, bf16, f32, f64 */
+bool lt_dtype_is_int(lt_dtype t);   /* signed or unsigned integers (not bool) */
+bool lt_dtype_is_signed(lt_dtype t);
+
+/* ---- runtime values ---- */
+typedef enum lt_vk { LT_VAL_TENSOR = 0, LT_VAL_SEQUENCE, LT_VAL_NONE } lt_vk;
+
+struct lt_value {
+    lt_vk kind;
+    lt_tensor t;      /* LT_VAL_TENSOR */
+    int nseq, capseq; /* LT_VAL_SEQUENCE */
+    lt_tensor *seq;
+    lt_dtype seq_dtype; /* element type of an (empty) sequence */
+};
+
+lt_value *lt_value_new_tensor(void); /* kind TENSOR, empty tensor */
+lt_value *lt_value_new_seq(lt_dtype dtype);
+lt_value *lt_value_new_none(void);
+lt_value *lt_value_ref(const lt_value *v); /* shallow copy sharing buffers */
+lt_status lt_seq_append(lt_value *seq, const lt_tensor *t, lt_err *err); /* shares t's buffer */
+
+/* ---- kernels ---- */
+struct lt_exec;
+
+typedef struct lt_kctx {
+    struct lt_exec *ex;
+    const lt_node *node;
+    int nin, nout;
+    lt_value **in;  /* in[i] NULL for an omitted input */
+    lt_value **out; /* kernel fills out[i] through the helpers below */
+    lt_err *err;
+} lt_kctx;
+
+typedef lt_status (*lt_kernel_fn)(lt_kctx *k);
+
+/* Input i as a tensor, NULL when omitted (or not a tensor). */
+const lt_tensor *lt_k_in(lt_kctx *k, int i);
+/* Whether output i is wanted (present in the node). */
+bool lt_k_want(const lt_kctx *k, int i);
+/* Allocates output i as a tensor; returns it in *t. */
+lt_status lt_k_out(lt_kctx *k, int i, lt_dtype dtype, int rank, const int64_t *dims, lt_tensor **t);
+/* Output i views src's storage with a new shape (numel must match). */
+lt_status lt_k_out_view(lt_kctx *k, int i, const lt_tensor *src, int rank, const int64_t *dims);
+/* Output i takes any value (sequence, optional); the kernel gives up v. */
+void lt_k_out_value(lt_kctx *k, int i, lt_value *v);
+/* Fails with "file: node 'name' (Op): <message>". */
+lt_status lt_k_fail(lt_kctx *k, lt_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Scratch memory valid until the kernel returns (per-node arena frame). */
+void *lt_k_scratch(lt_kctx *k, size_t bytes);
+/* Runs region block b with the given parameter values; results[] receives
+ * new references (caller releases with lt_value_free). */
+lt_status lt_k_run_block(lt_kctx *k, const lt_block *b, lt_value *const *args, lt_value **results);
+/* Seeded RNG owned by the executor (Dropout, Random*). */
+uint64_t lt_k_rand_u64(lt_kctx *k);
+
+/* Kernel table for the CPU backend: filled once by the family registrars. */
+extern lt_kernel_fn lt_cpu_kernels[LT_OP_COUNT];
+void lt_cpu_kernels_init(void);
+
+/* One registrar per family (runtime/cpu/<family>.c). */
+void lt_cpu_register_elementwise(lt_kernel_fn *tab);
+void lt_cpu_register_reduce(lt_kernel_fn *tab);
+void lt_cpu_register_nn(lt_kernel_fn *tab);
+void lt_cpu_register_tensor(lt_kernel_fn *tab);
+void lt_cpu_register_linalg(lt_kernel_fn *tab);
+void lt_cpu_register_rnn(lt_kernel_fn *tab);
+void lt_cpu_register_control(lt_kernel_fn *tab);
+
+#endif

@@ -1,0 +1,359 @@
+/* Tensors and their storage: reference-counted buffers served from a caching
+ * pool with power-of-two size classes, so memory freed at a value's last use
+ * is reused by the next allocation of a similar size. */
+#include "runtime.h"
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LT_POOL_CLASSES 40 /* 64 B .. 2^45 B */
+#define LT_POOL_KEEP 64    /* cached blocks kept per class */
+
+static struct {
+    pthread_mutex_t mu;
+    lt_buf *free[LT_POOL_CLASSES][LT_POOL_KEEP];
+    int nfree[LT_POOL_CLASSES];
+    size_t in_use, peak;
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int size_class(size_t bytes)
+{
+    int c = 0;
+    size_t s = 64;
+    while (s < bytes && c < LT_POOL_CLASSES - 1) {
+        s <<= 1;
+        c++;
+    }
+    return s >= bytes ? c : -1;
+}
+
+lt_buf *lt_buf_alloc(size_t bytes)
+{
+    int c = size_class(bytes ? bytes : 1);
+    size_t cap = c >= 0 ? ((size_t)64 << c) : bytes;
+    lt_buf *b = NULL;
+    pthread_mutex_lock(&pool.mu);
+    if (c >= 0 && pool.nfree[c] > 0)
+        b = pool.free[c][--pool.nfree[c]];
+    pthread_mutex_unlock(&pool.mu);
+    if (!b) {
+        b = malloc(sizeof *b);
+        if (!b)
+            return NULL;
+        if (posix_memalign(&b->data, 64, cap) != 0) {
+            free(b);
+            return NULL;
+        }
+        b->size = cap;
+        b->cls = c;
+    }
+    b->refs = 1;
+    pthread_mutex_lock(&pool.mu);
+    pool.in_use += b->size;
+    if (pool.in_use > pool.peak)
+        pool.peak = pool.in_use;
+    pthread_mutex_unlock(&pool.mu);
+    return b;
+}
+
+void lt_buf_retain(lt_buf *b)
+{
+    if (b)
+        __atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+}
+
+void lt_buf_release(lt_buf *b)
+{
+    if (!b || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    pthread_mutex_lock(&pool.mu);
+    pool.in_use -= b->size;
+    if (b->cls >= 0 && pool.nfree[b->cls] < LT_POOL_KEEP) {
+        pool.free[b->cls][pool.nfree[b->cls]++] = b;
+        b = NULL;
+    }
+    pthread_mutex_unlock(&pool.mu);
+    if (b) {
+        free(b->data);
+        free(b);
+    }
+}
+
+void lt_pool_trim(void)
+{
+    pthread_mutex_lock(&pool.mu);
+    for (int c = 0; c < LT_POOL_CLASSES; c++) {
+        while (pool.nfree[c] > 0) {
+            lt_buf *b = pool.free[c][--pool.nfree[c]];
+            free(b->data);
+            free(b);
+        }
+    }
+    pthread_mutex_unlock(&pool.mu);
+}
+
+size_t lt_pool_bytes_in_use(void) { return pool.in_use; }
+size_t lt_pool_peak_bytes(void) { return pool.peak; }
+
+/* ---- dtypes ---- */
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[LT_DTYPE_COUNT] = {
+    [LT_UNDEFINED] = {"undefined", 0}, [LT_F32] = {"float32", 4},  [LT_U8] = {"uint8", 1},
+    [LT_I8] = {"int8", 1},             [LT_U16] = {"uint16", 2},   [LT_I16] = {"int16", 2},
+    [LT_I32] = {"int32", 4},           [LT_I64] = {"int64", 8},    [LT_STRING] = {"string", sizeof(char *)},
+    [LT_BOOL] = {"bool", 1},           [LT_F16] = {"float16", 2},  [LT_F64] = {"float64", 8},
+    [LT_U32] = {"uint32", 4},          [LT_U64] = {"uint64", 8},   [LT_C64] = {"complex64", 8},
+    [LT_C128] = {"complex128", 16},    [LT_BF16] = {"bfloat16", 2},
+};
+
+const char *lt_dtype_name(lt_dtype t)
+{
+    return (unsigned)t < LT_DTYPE_COUNT ? dtypes[t].name : "invalid";
+}
+
+size_t lt_dtype_size(lt_dtype t)
+{
+    return (unsigned)t < LT_DTYPE_COUNT ? dtypes[t].size : 0;
+}
+
+bool lt_dtype_is_float(lt_dtype t)
+{
+    return t == LT_F32 || t == LT_F64 || t == LT_F16 || t == LT_BF16;
+}
+
+bool lt_dtype_is_int(lt_dtype t)
+{
+    switch (t) {
+    case LT_U8: case LT_I8: case LT_U16: case LT_I16: case LT_I32:
+    case LT_I64: case LT_U32: case LT_U64:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool lt_dtype_is_signed(lt_dtype t)
+{
+    return t == LT_I8 || t == LT_I16 || t == LT_I32 || t == LT_I64 || lt_dtype_is_float(t);
+}
+
+/* ---- tensors ---- */
+int64_t lt_shape_numel(int rank, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 0 || __builtin_mul_overflow(n, dims[i], &n))
+            return -1;
+    }
+    return n;
+}
+
+size_t lt_tensor_nbytes(const lt_tensor *t)
+{
+    return (size_t)t->numel * lt_dtype_size(t->dtype);
+}
+
+lt_status lt_tensor_alloc(lt_tensor *t, lt_dtype dtype, int rank, const int64_t *dims, lt_err *err)
+{
+    memset(t, 0, sizeof *t);
+    if (rank < 0 || rank > LT_MAX_RANK)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "tensor rank %d is beyond lantern's limit of %d", rank,
+                       LT_MAX_RANK);
+    size_t es = lt_dtype_size(dtype);
+    if (es == 0)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "element type %s is not supported", lt_dtype_name(dtype));
+    int64_t n = lt_shape_numel(rank, dims);
+    size_t bytes;
+    if (n < 0 || __builtin_mul_overflow((size_t)n, es, &bytes))
+        return lt_errf(err, LT_ERR_INVALID, "tensor shape overflows or has a negative dim");
+    lt_buf *b = lt_buf_alloc(bytes);
+    if (!b)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
+    t->dtype = dtype;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
+    t->numel = n;
+    t->buf = b;
+    t->data = b->data;
+    if (dtype == LT_STRING)
+        memset(t->data, 0, bytes);
+    return LT_OK;
+}
+
+void lt_tensor_view(lt_tensor *dst, const lt_tensor *src, int rank, const int64_t *dims)
+{
+    lt_tensor v = *src;
+    v.rank = rank;
+    for (int i = 0; i < rank; i++)
+        v.dims[i] = dims[i];
+    lt_buf_retain(v.buf);
+    *dst = v;
+}
+
+lt_status lt_tensor_clone(lt_tensor *dst, const lt_tensor *src, lt_err *err)
+{
+    lt_status s = lt_tensor_alloc(dst, src->dtype, src->rank, src->dims, err);
+    if (s == LT_OK && lt_tensor_nbytes(src))
+        memcpy(dst->data, src->data, lt_tensor_nbytes(src));
+    return s;
+}
+
+void lt_tensor_release(lt_tensor *t)
+{
+    if (t->buf)
+        lt_buf_release(t->buf);
+    t->buf = NULL;
+    t->data = NULL;
+}
+
+/* ---- half precision ---- */
+float lt_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: renormalize */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t lt_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (x >> 16) & 0x8000;
+    uint32_t exp = (x >> 23) & 0xff, man = x & 0x7fffff;
+    if (exp == 0xff)
+        return sign | 0x7c00 | (man ? 0x200 : 0);
+    int e = (int)exp - 127 + 15;
+    if (e >= 0x1f)
+        return sign | 0x7c00;
+    if (e <= 0) {
+        if (e < -10)
+            return sign;
+        man |= 0x800000;
+        int shift = 14 - e;
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return sign | (uint16_t)half;
+    }
+    uint32_t half = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+        half++; /* may carry into the exponent, which is the right rounding */
+    return sign | (uint16_t)half;
+}
+
+float lt_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t lt_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffff) > 0x7f800000)
+        return (uint16_t)((x >> 16) | 0x40);
+    uint32_t lsb = (x >> 16) & 1;
+    x += 0x7fff + lsb;
+    return (uint16_t)(x >> 16);
+}
+
+/* ---- generic element access ---- */
+double lt_tensor_get_f64(const lt_tensor *t, int64_t i)
+{
+    const void *p = t->data;
+    switch (t->dtype) {
+    case LT_F32: return ((const float *)p)[i];
+    case LT_F64: return ((const double *)p)[i];
+    case LT_F16: return lt_f16_to_f32(((const uint16_t *)p)[i]);
+    case LT_BF16: return lt_bf16_to_f32(((const uint16_t *)p)[i]);
+    case LT_I8: return ((const int8_t *)p)[i];
+    case LT_U8: return ((const uint8_t *)p)[i];
+    case LT_I16: return ((const int16_t *)p)[i];
+    case LT_U16: return ((const uint16_t *)p)[i];
+    case LT_I32: return ((const int32_t *)p)[i];
+    case LT_U32: return ((const uint32_t *)p)[i];
+    case LT_I64: return (double)((const int64_t *)p)[i];
+    case LT_U64: return (double)((const uint64_t *)p)[i];
+    case LT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: return NAN;
+    }
+}
+
+void lt_tensor_set_f64(lt_tensor *t, int64_t i, double v)
+{
+    void *p = t->data;
+    switch (t->dtype) {
+    case LT_F32: ((float *)p)[i] = (float)v; break;
+    case LT_F64: ((double *)p)[i] = v; break;
+    case LT_F16: ((uint16_t *)p)[i] = lt_f32_to_f16((float)v); break;
+    case LT_BF16: ((uint16_t *)p)[i] = lt_f32_to_bf16((float)v); break;
+    case LT_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case LT_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case LT_I16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case LT_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case LT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case LT_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case LT_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+    case LT_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+int64_t lt_tensor_get_i64(const lt_tensor *t, int64_t i)
+{
+    const void *p = t->data;
+    switch (t->dtype) {
+    case LT_I64: return ((const int64_t *)p)[i];
+    case LT_I32: return ((const int32_t *)p)[i];
+    case LT_U64: return (int64_t)((const uint64_t *)p)[i];
+    case LT_I8: return ((const int8_t *)p)[i];
+    case LT_U8: return ((const uint8_t *)p)[i];
+    case LT_I16: return ((const int16_t *)p)[i];
+    case LT_U16: return ((const uint16_t *)p)[i];
+    case LT_U32: return ((const uint32_t *)p)[i];
+    case LT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: return (int64_t)lt_tensor_get_f64(t, i);
+    }
+}
+
+void lt_tensor_set_i64(lt_tensor *t, int64_t i, int64_t v)
+{
+    void *p = t->data;
+    switch (t->dtype) {
+    case LT_I64: ((int64_t *)p)[i] = v; break;
+    case LT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case LT_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    case LT_I8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case LT_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case LT_I16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case LT_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case LT_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: lt_tensor_set_f64(t, i, (double)v); break;
+    }
+}

@@ -1,0 +1,1 @@
+# placeholder, filled with the malformed corpus

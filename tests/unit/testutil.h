@@ -1,0 +1,42 @@
+/* Helpers for the cmocka suites: build a one-node module, run it, fill
+ * tensors with seeded random values. */
+#ifndef LT_TESTUTIL_H
+#define LT_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "runtime/runtime.h"
+
+typedef struct tu_graph {
+    lt_module *m;
+    lt_node *node;
+} tu_graph;
+
+/* A module whose main graph has nin inputs feeding one node with nout
+ * outputs; opset is the ai.onnx version the node sees. Omitted inputs: pass
+ * nin inputs and mark absent ones later with tu_omit_input. */
+tu_graph tu_single(lt_op op, int opset, int nin, int nout);
+void tu_omit_input(tu_graph *g, int i);
+void tu_attr_int(tu_graph *g, const char *name, int64_t v);
+void tu_attr_float(tu_graph *g, const char *name, float v);
+void tu_attr_str(tu_graph *g, const char *name, const char *s);
+void tu_attr_ints(tu_graph *g, const char *name, int n, const int64_t *v);
+void tu_attr_floats(tu_graph *g, const char *name, int n, const float *v);
+/* Runs the graph; outputs[i] must be freed with lt_value_free. Returns the
+ * status; err->msg holds the message. */
+lt_status tu_run(tu_graph *g, lt_value *const *inputs, lt_value **outputs, lt_err *err);
+void tu_free(tu_graph *g);
+
+/* A tensor value with the given shape, uniform in [lo, hi) from seed. */
+lt_value *tu_rand(lt_dtype dtype, int rank, const int64_t *dims, double lo, double hi, uint64_t seed);
+/* A tensor value filled from a double array. */
+lt_value *tu_from(lt_dtype dtype, int rank, const int64_t *dims, const double *vals);
+double tu_get(const lt_value *v, int64_t i);
+/* Largest |a-b|/(atol+|b|)-style mismatch check; fails the test with the seed. */
+void tu_assert_close(const lt_value *got, const double *want, int64_t n, double rtol, double atol, uint64_t seed);
+
+#endif
