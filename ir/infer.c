@@ -16,6 +16,9 @@ static void fill(void)
     lt_infer_register_linalg(lt_infer_rules);
     lt_infer_register_rnn(lt_infer_rules);
     lt_infer_register_control(lt_infer_rules);
+    lt_infer_register_norm(lt_infer_rules);
+    lt_infer_register_index(lt_infer_rules);
+    lt_infer_register_image(lt_infer_rules);
 }
 
 void lt_infer_rules_init(void)

@@ -36,5 +36,8 @@ void lt_infer_register_tensor(lt_infer_fn *tab);
 void lt_infer_register_linalg(lt_infer_fn *tab);
 void lt_infer_register_rnn(lt_infer_fn *tab);
 void lt_infer_register_control(lt_infer_fn *tab);
+void lt_infer_register_norm(lt_infer_fn *tab);
+void lt_infer_register_index(lt_infer_fn *tab);
+void lt_infer_register_image(lt_infer_fn *tab);
 
 #endif

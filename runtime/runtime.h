@@ -105,5 +105,8 @@ void lt_cpu_register_tensor(lt_kernel_fn *tab);
 void lt_cpu_register_linalg(lt_kernel_fn *tab);
 void lt_cpu_register_rnn(lt_kernel_fn *tab);
 void lt_cpu_register_control(lt_kernel_fn *tab);
+void lt_cpu_register_norm(lt_kernel_fn *tab);
+void lt_cpu_register_index(lt_kernel_fn *tab);
+void lt_cpu_register_image(lt_kernel_fn *tab);
 
 #endif

@@ -13,6 +13,9 @@ static void fill(void)
     lt_cpu_register_linalg(lt_cpu_kernels);
     lt_cpu_register_rnn(lt_cpu_kernels);
     lt_cpu_register_control(lt_cpu_kernels);
+    lt_cpu_register_norm(lt_cpu_kernels);
+    lt_cpu_register_index(lt_cpu_kernels);
+    lt_cpu_register_image(lt_cpu_kernels);
 }
 
 void lt_cpu_kernels_init(void)
