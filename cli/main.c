@@ -1,9 +1,49 @@
-/* The lantern command. */
-#include "lantern.h"
+/* The lantern command: dispatch to subcommands. */
+#include "cli.h"
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: lantern <command> [options]\n"
+            "  import MODEL [--print]                 summarize an ONNX model (exit 2 if it has unsupported ops)\n"
+            "  run MODEL --input NAME=FILE... [--output-dir DIR]\n"
+            "                                         run a model on .npy/.pb inputs\n"
+            "  check [--expect FILE] PATH...          run ONNX backend test cases\n");
+}
+
+int lt_exit_code(lt_status s)
+{
+    switch (s) {
+    case LT_OK: return 0;
+    case LT_ERR_INVALID:
+    case LT_ERR_UNSUPPORTED:
+    case LT_ERR_IO: return 2;
+    default: return 1;
+    }
+}
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return 0;
+    const char *threads = getenv("LANTERN_THREADS");
+    lt_set_num_threads(threads ? atoi(threads) : 0);
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "import") == 0)
+        return lt_cmd_import(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0)
+        return lt_cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "check") == 0)
+        return lt_cmd_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "lantern: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
 }

@@ -71,7 +71,12 @@ typedef struct lt_tensor {
 /* ---- runtime values: tensors, sequences, optionals ---- */
 typedef struct lt_value lt_value;
 
-lt_status lt_value_load(const char *path, lt_value **out, lt_err *err); /* .npy or .pb */
+typedef enum lt_value_kind { LT_VALUE_TENSOR = 0, LT_VALUE_SEQUENCE, LT_VALUE_OPTIONAL } lt_value_kind;
+
+/* Reads a .npy file, or a .pb file holding an ONNX TensorProto (or, by kind,
+ * a SequenceProto / OptionalProto). */
+lt_status lt_value_load(const char *path, lt_value **out, lt_err *err);
+lt_status lt_value_load_as(const char *path, lt_value_kind kind, lt_value **out, lt_err *err);
 lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err);
 void lt_value_free(lt_value *v);
 /* The tensor inside a tensor value, NULL for sequences and empty optionals. */
@@ -102,6 +107,8 @@ int lt_model_num_inputs(const lt_model *m);
 const char *lt_model_input_name(const lt_model *m, int i);
 int lt_model_num_outputs(const lt_model *m);
 const char *lt_model_output_name(const lt_model *m, int i);
+lt_value_kind lt_model_input_kind(const lt_model *m, int i);
+lt_value_kind lt_model_output_kind(const lt_model *m, int i);
 
 /* ---- execution ---- */
 typedef struct lt_session lt_session;

@@ -109,6 +109,7 @@ void lt_module_free(lt_module *m)
     free(m->params);
     free(m->values);
     free(m->syms);
+    free(m->unsupported);
     while (m->arena) {
         lt_chunk *c = m->arena;
         m->arena = c->next;

@@ -158,6 +158,13 @@ struct lt_model {
     int nsyms, cap_syms;
     const char **syms;
 
+    /* nodes whose op lantern does not know: reported by `lantern import`,
+     * refused by sessions */
+    int nunsupported, cap_unsupported;
+    struct lt_unsupported {
+        const char *op, *domain, *node;
+    } *unsupported;
+
     lt_chunk *arena; /* owns every IR object and string */
 };
 typedef struct lt_model lt_module;

@@ -1,7 +1,509 @@
-/* Shape inference rules: nn family. */
+/* Shape inference rules: nn family (convolutions, pools, RoI ops, Col2Im),
+ * and the window geometry their CPU kernels share (shape_nn.h). */
 #include "infer.h"
+#include "shape_nn.h"
+#include <stdio.h>
+#include <string.h>
+
+/* ---- geometry ---- */
+enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
+
+/* attributes beyond this are nonsense; keeping them small keeps every
+ * product of two of them inside int64 */
+#define ATTR_MAX ((int64_t)1 << 31)
+
+static int auto_pad_mode(const lt_node *n)
+{
+    const char *s = lt_attr_str(n, "auto_pad", "NOTSET");
+    if (!*s || !strcmp(s, "NOTSET"))
+        return PAD_NOTSET;
+    if (!strcmp(s, "SAME_UPPER"))
+        return PAD_SAME_UPPER;
+    if (!strcmp(s, "SAME_LOWER"))
+        return PAD_SAME_LOWER;
+    if (!strcmp(s, "VALID"))
+        return PAD_VALID;
+    return -1;
+}
+
+/* An ints attribute with `want` values, or dflt everywhere when absent (an
+ * empty list counts as absent: some exporters write one). */
+static bool ints_attr(const lt_node *n, const char *name, int want, int64_t dflt, int64_t lo, int64_t *out,
+                      char *why, size_t len)
+{
+    int l;
+    const int64_t *v = lt_attr_ints(n, name, &l);
+    for (int i = 0; i < want; i++)
+        out[i] = dflt;
+    if (!v || l == 0)
+        return true;
+    if (l != want) {
+        snprintf(why, len, "attribute %s has %d values, expected %d", name, l, want);
+        return false;
+    }
+    for (int i = 0; i < want; i++) {
+        if (v[i] < lo || v[i] > ATTR_MAX) {
+            snprintf(why, len, "attribute %s has the out-of-range value %lld", name, (long long)v[i]);
+            return false;
+        }
+        out[i] = v[i];
+    }
+    return true;
+}
+
+/* the common attributes: strides, dilations, pads, kernel */
+static bool common(const lt_node *n, int nsp, const int64_t *kernel, lt_nn_geom *g, int64_t *pads, char *why,
+                   size_t len)
+{
+    if (nsp < 1 || nsp > LT_MAX_RANK - 2) {
+        snprintf(why, len, "%d spatial axes (the input needs rank 3 to %d)", nsp, LT_MAX_RANK);
+        return false;
+    }
+    memset(g, 0, sizeof *g);
+    g->nsp = nsp;
+    for (int i = 0; i < nsp; i++) {
+        if (kernel[i] < 1 || kernel[i] > ATTR_MAX) {
+            snprintf(why, len, "kernel size %lld along spatial axis %d", (long long)kernel[i], i);
+            return false;
+        }
+        g->k[i] = kernel[i];
+    }
+    return ints_attr(n, "strides", nsp, 1, 1, g->s, why, len) &&
+           ints_attr(n, "dilations", nsp, 1, 1, g->d, why, len) &&
+           ints_attr(n, "pads", 2 * nsp, 0, 0, pads, why, len);
+}
+
+/* floor(t / 2) for either sign */
+static int64_t half_floor(int64_t t) { return t >= 0 ? t / 2 : -((-t + 1) / 2); }
+
+bool lt_nn_window(const lt_node *n, int nsp, const int64_t *img, const int64_t *kernel, bool ceil_mode,
+                  lt_nn_geom *g, char *why, size_t len)
+{
+    int64_t pads[2 * LT_MAX_RANK];
+    if (!common(n, nsp, kernel, g, pads, why, len))
+        return false;
+    int mode = auto_pad_mode(n);
+    if (mode < 0) {
+        snprintf(why, len, "unknown auto_pad '%s'", lt_attr_str(n, "auto_pad", ""));
+        return false;
+    }
+    for (int i = 0; i < nsp; i++) {
+        int64_t dk = (g->k[i] - 1) * g->d[i] + 1, in = img[i];
+        g->img[i] = in;
+        g->pb[i] = mode == PAD_NOTSET ? pads[i] : 0;
+        g->pe[i] = mode == PAD_NOTSET ? pads[nsp + i] : 0;
+        if (in < 0) {
+            g->grid[i] = -1;
+            continue;
+        }
+        if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
+            g->grid[i] = (in + g->s[i] - 1) / g->s[i];
+            int64_t total = (g->grid[i] - 1) * g->s[i] + dk - in;
+            if (total < 0)
+                total = 0;
+            g->pb[i] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+            g->pe[i] = total - g->pb[i];
+            continue;
+        }
+        int64_t span = in + g->pb[i] + g->pe[i] - dk;
+        if (span < 0) {
+            snprintf(why, len, "the window (%lld with dilation) is larger than the padded input (%lld) along spatial axis %d",
+                     (long long)dk, (long long)(in + g->pb[i] + g->pe[i]), i);
+            return false;
+        }
+        g->grid[i] = span / g->s[i] + 1;
+        if (ceil_mode && span % g->s[i]) {
+            g->grid[i]++;
+            /* the last window must start inside the input or the left padding */
+            if ((g->grid[i] - 1) * g->s[i] >= in + g->pb[i])
+                g->grid[i]--;
+        }
+    }
+    return true;
+}
+
+bool lt_nn_window_transpose(const lt_node *n, int nsp, const int64_t *grid, const int64_t *kernel, lt_nn_geom *g,
+                            char *why, size_t len)
+{
+    int64_t pads[2 * LT_MAX_RANK], opad[LT_MAX_RANK], oshape[LT_MAX_RANK + 2];
+    if (!common(n, nsp, kernel, g, pads, why, len) ||
+        !ints_attr(n, "output_padding", nsp, 0, 0, opad, why, len))
+        return false;
+    int mode = auto_pad_mode(n);
+    if (mode < 0) {
+        snprintf(why, len, "unknown auto_pad '%s'", lt_attr_str(n, "auto_pad", ""));
+        return false;
+    }
+    int nos;
+    const int64_t *os = lt_attr_ints(n, "output_shape", &nos);
+    if (os && nos > 0) {
+        /* either the spatial sizes or the full shape */
+        if (nos != nsp && nos != nsp + 2) {
+            snprintf(why, len, "output_shape has %d values for %d spatial axes", nos, nsp);
+            return false;
+        }
+        for (int i = 0; i < nsp; i++) {
+            oshape[i] = os[nos - nsp + i];
+            if (oshape[i] < 0 || oshape[i] > ((int64_t)1 << 40)) {
+                snprintf(why, len, "output_shape value %lld", (long long)oshape[i]);
+                return false;
+            }
+        }
+    } else {
+        os = NULL;
+    }
+    for (int i = 0; i < nsp; i++) {
+        int64_t dk = (g->k[i] - 1) * g->d[i] + 1, in = grid[i];
+        g->grid[i] = in;
+        g->pb[i] = mode == PAD_NOTSET ? pads[i] : 0;
+        g->pe[i] = mode == PAD_NOTSET ? pads[nsp + i] : 0;
+        if (in < 0) {
+            g->img[i] = os ? oshape[i] : -1;
+            continue;
+        }
+        int64_t full = g->s[i] * (in - 1) + opad[i] + dk;
+        if (os || mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
+            g->img[i] = os ? oshape[i] : in * g->s[i];
+            int64_t total = full - g->img[i];
+            /* split as the spec's formulas do (floor division): a negative
+             * total means the output reaches beyond every contribution */
+            if (mode == PAD_SAME_UPPER) {
+                g->pb[i] = half_floor(total);
+                g->pe[i] = total - g->pb[i];
+            } else {
+                g->pe[i] = half_floor(total);
+                g->pb[i] = total - g->pe[i];
+            }
+            continue;
+        }
+        g->img[i] = full - g->pb[i] - g->pe[i];
+        if (g->img[i] < 0) {
+            snprintf(why, len, "pads leave a negative output size along spatial axis %d", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+int64_t lt_nn_prod(int n, const int64_t *v)
+{
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0 || (v[i] > 0 && p > INT64_MAX / v[i]))
+            return -1;
+        p *= v[i];
+    }
+    return p;
+}
+
+/* ---- rules ---- */
+static int64_t dim_of(const lt_type *t, int i)
+{
+    return t->rank > i && t->dims[i].sym < 0 ? t->dims[i].v : -1;
+}
+
+static const lt_type *in_type(const lt_node *n, int i)
+{
+    return i < n->nin && n->in[i] ? &n->in[i]->type : NULL;
+}
+
+static lt_type *out_type(lt_node *n, int i)
+{
+    return i < n->nout && n->out[i] ? &n->out[i]->type : NULL;
+}
+
+/* Conv, ConvInteger, QLinearConv */
+static lt_status infer_conv(lt_infer_ctx *c, lt_node *n)
+{
+    int wi = n->op == LT_OP_Q_LINEAR_CONV ? 3 : 1;
+    const lt_type *x = in_type(n, 0), *w = in_type(n, wi);
+    lt_type *y = out_type(n, 0);
+    if (!x || !w || !y)
+        return LT_OK;
+    lt_dtype dt = x->dtype;
+    if (n->op == LT_OP_CONV_INTEGER)
+        dt = LT_I32;
+    else if (n->op == LT_OP_Q_LINEAR_CONV)
+        dt = in_type(n, 7) && in_type(n, 7)->dtype != LT_UNDEFINED ? in_type(n, 7)->dtype : x->dtype;
+    int r = x->rank >= 0 ? x->rank : w->rank;
+    lt_type_unknown(y, dt, r);
+    if (r < 0)
+        return LT_OK;
+    if (r < 3 || r > LT_MAX_RANK)
+        return lt_infer_fail(c, n, "input of rank %d (needs N, C and at least one spatial axis)", r);
+    if (x->rank >= 0 && w->rank >= 0 && x->rank != w->rank)
+        return lt_infer_fail(c, n, "input of rank %d with weights of rank %d", x->rank, w->rank);
+    int64_t group = lt_attr_int(n, "group", 1);
+    if (group < 1)
+        return lt_infer_fail(c, n, "group %lld", (long long)group);
+    int64_t cx = dim_of(x, 1), cw = dim_of(w, 1), m = dim_of(w, 0);
+    if (cx >= 0 && cw >= 0 && cx != cw * group)
+        return lt_infer_fail(c, n, "input has %lld channels, weights expect %lld x group %lld", (long long)cx,
+                             (long long)cw, (long long)group);
+    if (m >= 0 && m % group)
+        return lt_infer_fail(c, n, "%lld output channels do not split into %lld groups", (long long)m,
+                             (long long)group);
+    if (x->rank >= 0)
+        y->dims[0] = x->dims[0];
+    if (w->rank >= 0)
+        y->dims[1] = w->dims[0];
+    int nsp = r - 2, nk;
+    int64_t kernel[LT_MAX_RANK], img[LT_MAX_RANK];
+    const int64_t *ks = lt_attr_ints(n, "kernel_shape", &nk);
+    if (ks && nk > 0 && nk != nsp)
+        return lt_infer_fail(c, n, "kernel_shape has %d values for %d spatial axes", nk, nsp);
+    for (int i = 0; i < nsp; i++) {
+        kernel[i] = ks && nk > 0 ? ks[i] : dim_of(w, i + 2);
+        if (ks && nk > 0 && dim_of(w, i + 2) >= 0 && dim_of(w, i + 2) != ks[i])
+            return lt_infer_fail(c, n, "kernel_shape disagrees with the weights along spatial axis %d", i);
+        if (kernel[i] < 0)
+            return LT_OK;
+        img[i] = dim_of(x, i + 2);
+    }
+    lt_nn_geom g;
+    char why[256];
+    if (!lt_nn_window(n, nsp, img, kernel, false, &g, why, sizeof why))
+        return lt_infer_fail(c, n, "%s", why);
+    for (int i = 0; i < nsp; i++)
+        y->dims[i + 2].v = g.grid[i];
+    return LT_OK;
+}
+
+static lt_status infer_conv_transpose(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0), *w = in_type(n, 1);
+    lt_type *y = out_type(n, 0);
+    if (!x || !w || !y)
+        return LT_OK;
+    int r = x->rank >= 0 ? x->rank : w->rank;
+    lt_type_unknown(y, x->dtype, r);
+    if (r < 0)
+        return LT_OK;
+    if (r < 3 || r > LT_MAX_RANK)
+        return lt_infer_fail(c, n, "input of rank %d (needs N, C and at least one spatial axis)", r);
+    if (x->rank >= 0 && w->rank >= 0 && x->rank != w->rank)
+        return lt_infer_fail(c, n, "input of rank %d with weights of rank %d", x->rank, w->rank);
+    int64_t group = lt_attr_int(n, "group", 1);
+    if (group < 1)
+        return lt_infer_fail(c, n, "group %lld", (long long)group);
+    int64_t cx = dim_of(x, 1), cw = dim_of(w, 0), mg = dim_of(w, 1);
+    if (cx >= 0 && cw >= 0 && cx != cw)
+        return lt_infer_fail(c, n, "input has %lld channels, weights %lld", (long long)cx, (long long)cw);
+    if (cx >= 0 && cx % group)
+        return lt_infer_fail(c, n, "%lld channels do not split into %lld groups", (long long)cx, (long long)group);
+    if (x->rank >= 0)
+        y->dims[0] = x->dims[0];
+    if (mg >= 0)
+        y->dims[1].v = mg * group;
+    int nsp = r - 2, nk;
+    int64_t kernel[LT_MAX_RANK], grid[LT_MAX_RANK];
+    const int64_t *ks = lt_attr_ints(n, "kernel_shape", &nk);
+    if (ks && nk > 0 && nk != nsp)
+        return lt_infer_fail(c, n, "kernel_shape has %d values for %d spatial axes", nk, nsp);
+    for (int i = 0; i < nsp; i++) {
+        kernel[i] = ks && nk > 0 ? ks[i] : dim_of(w, i + 2);
+        if (kernel[i] < 0)
+            return LT_OK;
+        grid[i] = dim_of(x, i + 2);
+    }
+    lt_nn_geom g;
+    char why[256];
+    if (!lt_nn_window_transpose(n, nsp, grid, kernel, &g, why, sizeof why))
+        return lt_infer_fail(c, n, "%s", why);
+    for (int i = 0; i < nsp; i++)
+        y->dims[i + 2].v = g.img[i];
+    return LT_OK;
+}
+
+/* MaxPool, AveragePool, LpPool */
+static lt_status infer_pool(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0);
+    lt_type *y = out_type(n, 0), *ind = out_type(n, 1);
+    if (!x)
+        return LT_OK;
+    int nk;
+    const int64_t *ks = lt_attr_ints(n, "kernel_shape", &nk);
+    if (!ks || nk < 1)
+        return lt_infer_fail(c, n, "the kernel_shape attribute is required");
+    int r = x->rank >= 0 ? x->rank : nk + 2;
+    if (y)
+        lt_type_unknown(y, x->dtype, r);
+    if (ind)
+        lt_type_unknown(ind, LT_I64, r);
+    if (x->rank >= 0 && x->rank != nk + 2)
+        return lt_infer_fail(c, n, "input of rank %d with a %d-D kernel", x->rank, nk);
+    int64_t img[LT_MAX_RANK];
+    for (int i = 0; i < nk && i < LT_MAX_RANK; i++)
+        img[i] = dim_of(x, i + 2);
+    lt_nn_geom g;
+    char why[256];
+    if (!lt_nn_window(n, nk, img, ks, lt_attr_int(n, "ceil_mode", 0) != 0, &g, why, sizeof why))
+        return lt_infer_fail(c, n, "%s", why);
+    for (lt_type *t = y; t; t = t == y ? ind : NULL) {
+        if (x->rank >= 0) {
+            t->dims[0] = x->dims[0];
+            t->dims[1] = x->dims[1];
+        }
+        for (int i = 0; i < nk; i++)
+            t->dims[i + 2].v = g.grid[i];
+    }
+    return LT_OK;
+}
+
+static lt_status infer_global_pool(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0);
+    lt_type *y = out_type(n, 0);
+    if (!x || !y)
+        return LT_OK;
+    lt_type_unknown(y, x->dtype, x->rank);
+    if (x->rank < 0)
+        return LT_OK;
+    if (x->rank < 2)
+        return lt_infer_fail(c, n, "input of rank %d (needs N and C)", x->rank);
+    y->dims[0] = x->dims[0];
+    y->dims[1] = x->dims[1];
+    for (int i = 2; i < x->rank; i++)
+        y->dims[i].v = 1;
+    return LT_OK;
+}
+
+static lt_status infer_max_unpool(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0);
+    lt_type *y = out_type(n, 0);
+    if (!x || !y)
+        return LT_OK;
+    lt_type_unknown(y, x->dtype, x->rank);
+    const lt_tensor *os = n->nin > 2 ? lt_infer_const(c, n->in[2]) : NULL;
+    if (os) {
+        if (os->rank != 1 || (x->rank >= 0 && os->numel != x->rank) || os->numel > LT_MAX_RANK ||
+            !lt_dtype_is_int(os->dtype))
+            return lt_infer_fail(c, n, "output_shape must be a 1-D integer tensor with one value per input axis");
+        y->rank = (int)os->numel;
+        for (int i = 0; i < y->rank; i++)
+            y->dims[i].v = lt_tensor_get_i64(os, i);
+        return LT_OK;
+    }
+    if (x->rank < 0 || (n->nin > 2 && n->in[2]))
+        return LT_OK;
+    int nk;
+    const int64_t *ks = lt_attr_ints(n, "kernel_shape", &nk);
+    if (!ks || nk < 1)
+        return lt_infer_fail(c, n, "the kernel_shape attribute is required");
+    if (x->rank != nk + 2)
+        return lt_infer_fail(c, n, "input of rank %d with a %d-D kernel", x->rank, nk);
+    y->dims[0] = x->dims[0];
+    y->dims[1] = x->dims[1];
+    int64_t grid[LT_MAX_RANK];
+    for (int i = 0; i < nk; i++)
+        grid[i] = dim_of(x, i + 2);
+    lt_nn_geom g;
+    char why[256];
+    /* the unpooled size is the pooled window's image, without output_padding */
+    if (!lt_nn_window_transpose(n, nk, grid, ks, &g, why, sizeof why))
+        return lt_infer_fail(c, n, "%s", why);
+    for (int i = 0; i < nk; i++)
+        y->dims[i + 2].v = g.img[i];
+    return LT_OK;
+}
+
+static lt_status infer_max_roi_pool(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0), *rois = in_type(n, 1);
+    lt_type *y = out_type(n, 0);
+    if (!x || !rois || !y)
+        return LT_OK;
+    int np;
+    const int64_t *ps = lt_attr_ints(n, "pooled_shape", &np);
+    if (!ps || np != 2 || ps[0] < 1 || ps[1] < 1)
+        return lt_infer_fail(c, n, "pooled_shape must hold two positive sizes");
+    if (x->rank >= 0 && x->rank != 4)
+        return lt_infer_fail(c, n, "input of rank %d (expected 4)", x->rank);
+    lt_type_unknown(y, x->dtype, 4);
+    if (rois->rank >= 0)
+        y->dims[0] = rois->dims[0];
+    if (x->rank >= 0)
+        y->dims[1] = x->dims[1];
+    y->dims[2].v = ps[0];
+    y->dims[3].v = ps[1];
+    return LT_OK;
+}
+
+static lt_status infer_roi_align(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0), *rois = in_type(n, 1), *bi = in_type(n, 2);
+    lt_type *y = out_type(n, 0);
+    if (!x || !y)
+        return LT_OK;
+    if (x->rank >= 0 && x->rank != 4)
+        return lt_infer_fail(c, n, "input of rank %d (expected 4)", x->rank);
+    int64_t oh = lt_attr_int(n, "output_height", 1), ow = lt_attr_int(n, "output_width", 1);
+    if (oh < 1 || ow < 1)
+        return lt_infer_fail(c, n, "output size %lldx%lld", (long long)oh, (long long)ow);
+    lt_type_unknown(y, x->dtype, 4);
+    if (bi && bi->rank >= 1)
+        y->dims[0] = bi->dims[0];
+    else if (rois && rois->rank >= 1)
+        y->dims[0] = rois->dims[0];
+    if (x->rank >= 0)
+        y->dims[1] = x->dims[1];
+    y->dims[2].v = oh;
+    y->dims[3].v = ow;
+    return LT_OK;
+}
+
+static lt_status infer_col2im(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0), *is = in_type(n, 1);
+    lt_type *y = out_type(n, 0);
+    if (!x || !y)
+        return LT_OK;
+    const lt_tensor *img = n->nin > 1 ? lt_infer_const(c, n->in[1]) : NULL;
+    const lt_tensor *blk = n->nin > 2 ? lt_infer_const(c, n->in[2]) : NULL;
+    int nsp = img ? (int)img->numel : is && is->rank == 1 ? (int)dim_of(is, 0) : -1;
+    if (x->rank >= 0 && x->rank != 3)
+        return lt_infer_fail(c, n, "input of rank %d (expected 3: N, C x block, L)", x->rank);
+    if (nsp > LT_MAX_RANK - 2)
+        return lt_infer_fail(c, n, "%d spatial axes", nsp);
+    lt_type_unknown(y, x->dtype, nsp >= 0 ? nsp + 2 : -1);
+    if (nsp < 0)
+        return LT_OK;
+    if (x->rank >= 0)
+        y->dims[0] = x->dims[0];
+    if (img)
+        for (int i = 0; i < nsp; i++)
+            y->dims[i + 2].v = lt_tensor_get_i64(img, i);
+    if (blk && blk->numel == nsp) {
+        int64_t k[LT_MAX_RANK];
+        for (int i = 0; i < nsp; i++)
+            k[i] = lt_tensor_get_i64(blk, i);
+        int64_t kk = lt_nn_prod(nsp, k), ck = dim_of(x, 1);
+        if (kk > 0 && ck >= 0) {
+            if (ck % kk)
+                return lt_infer_fail(c, n, "%lld channels do not split into blocks of %lld", (long long)ck,
+                                     (long long)kk);
+            y->dims[1].v = ck / kk;
+        }
+    }
+    return LT_OK;
+}
 
 void lt_infer_register_nn(lt_infer_fn *tab)
 {
-    (void)tab;
+    tab[LT_OP_CONV] = infer_conv;
+    tab[LT_OP_CONV_INTEGER] = infer_conv;
+    tab[LT_OP_Q_LINEAR_CONV] = infer_conv;
+    tab[LT_OP_CONV_TRANSPOSE] = infer_conv_transpose;
+    tab[LT_OP_MAX_POOL] = infer_pool;
+    tab[LT_OP_AVERAGE_POOL] = infer_pool;
+    tab[LT_OP_LP_POOL] = infer_pool;
+    tab[LT_OP_GLOBAL_AVERAGE_POOL] = infer_global_pool;
+    tab[LT_OP_GLOBAL_MAX_POOL] = infer_global_pool;
+    tab[LT_OP_GLOBAL_LP_POOL] = infer_global_pool;
+    tab[LT_OP_MAX_UNPOOL] = infer_max_unpool;
+    tab[LT_OP_MAX_ROI_POOL] = infer_max_roi_pool;
+    tab[LT_OP_ROI_ALIGN] = infer_roi_align;
+    tab[LT_OP_COL2_IM] = infer_col2im;
 }

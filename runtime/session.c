@@ -53,7 +53,8 @@ static bool value_fits(const lt_ival *iv, const lt_value *v)
     if (iv->type.kind == LT_KIND_TENSOR) {
         if (v->kind != LT_VAL_TENSOR)
             return false;
-        if (iv->type.dtype != LT_UNDEFINED && iv->type.dtype != v->t.dtype)
+        if (iv->type.dtype != LT_UNDEFINED && iv->type.dtype != v->t.dtype &&
+            !(iv->type.dtype == LT_BF16 && v->t.dtype == LT_U16))
             return false;
         if (iv->type.rank >= 0 && iv->type.rank != v->t.rank)
             return false;
@@ -100,6 +101,10 @@ lt_status lt_session_run(lt_session *s, int n, const char *const *names, lt_valu
                          want, t ? lt_dtype_name(t->dtype) : "a non-tensor", t ? t->rank : -1);
         } else
             args[k] = inputs[i];
+        /* ONNX test data stores bfloat16 tensors as uint16 bit patterns */
+        if (st == LT_OK && b->params[k]->type.dtype == LT_BF16 && inputs[i]->kind == LT_VAL_TENSOR &&
+            inputs[i]->t.dtype == LT_U16)
+            inputs[i]->t.dtype = LT_BF16;
     }
     for (int k = 0; k < b->nparams && st == LT_OK; k++) {
         if (args[k])

@@ -1,7 +1,305 @@
-/* CPU kernels: nn family. */
-#include "../runtime.h"
+/* CPU kernels: nn family (convolutions, pools, RoI ops, Col2Im). This file
+ * registers the family and holds what its kernels share: im2col / col2im,
+ * GEMM dispatch, dtype conversions (nn_util.h). */
+#include "nn_util.h"
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+/* The range [lo, hi) of window positions p in [0, n) for which p*s + off
+ * lies inside [0, size). */
+static void valid_range(int64_t off, int64_t s, int64_t size, int64_t n, int64_t *lo, int64_t *hi)
+{
+    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t b = size - off <= 0 ? 0 : (size - off + s - 1) / s;
+    if (b > n)
+        b = n;
+    if (a > b)
+        a = b;
+    *lo = a;
+    *hi = b;
+}
+
+/* Walks the column-matrix row (c, tap) one run at a time: a run is the
+ * window positions along the last grid axis for fixed outer positions. For
+ * each run it gives the column offset, the image offset of position 0 and
+ * whether the outer coordinates lie inside the image; within a run only
+ * positions [lo, hi) do. */
+typedef struct row_iter {
+    const lt_nn_geom *g;
+    int64_t off[LT_MAX_RANK]; /* tap * dilation - pad_begin per axis */
+    int64_t pos[LT_MAX_RANK]; /* outer grid coordinates of the next run */
+    int64_t lo, hi, width, q, outer;
+} row_iter;
+
+static void row_iter_init(row_iter *it, const lt_nn_geom *g, int64_t tap)
+{
+    int n = g->nsp;
+    it->g = g;
+    for (int d = n - 1; d >= 0; d--) {
+        it->off[d] = tap % g->k[d] * g->d[d] - g->pb[d];
+        tap /= g->k[d];
+        it->pos[d] = 0;
+    }
+    valid_range(it->off[n - 1], g->s[n - 1], g->img[n - 1], g->grid[n - 1], &it->lo, &it->hi);
+    it->width = g->grid[n - 1];
+    it->q = 0;
+    it->outer = 1;
+    for (int d = 0; d < n - 1; d++)
+        it->outer *= g->grid[d];
+}
+
+static inline bool row_iter_next(row_iter *it, int64_t *colo, int64_t *imgo, bool *inside)
+{
+    if (it->q >= it->outer)
+        return false;
+    const lt_nn_geom *g = it->g;
+    int last = g->nsp - 1;
+    bool ok = true;
+    int64_t base = 0;
+    for (int d = 0; d < last; d++) {
+        int64_t i = it->pos[d] * g->s[d] + it->off[d];
+        ok = ok && i >= 0 && i < g->img[d];
+        base = base * g->img[d] + i;
+    }
+    *colo = it->q * it->width;
+    *imgo = base * g->img[last] + it->off[last];
+    *inside = ok;
+    it->q++;
+    for (int d = last - 1; d >= 0; d--) {
+        if (++it->pos[d] < g->grid[d])
+            break;
+        it->pos[d] = 0;
+    }
+    return true;
+}
+
+void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, int64_t row0, int64_t row1)
+{
+    int64_t K = lt_nn_prod(g->nsp, g->k), L = lt_nn_prod(g->nsp, g->grid), plane = lt_nn_prod(g->nsp, g->img);
+    int64_t s = g->s[g->nsp - 1];
+    for (int64_t r = row0; r < row1; r++) {
+        row_iter it;
+        row_iter_init(&it, g, r % K);
+        int64_t lo = it.lo, hi = it.hi, width = it.width, colo, imgo;
+        bool inside;
+        if (esz == 4) {
+            const float *src = (const float *)img + (r / K) * plane;
+            float *dst = (float *)col + r * L;
+            while (row_iter_next(&it, &colo, &imgo, &inside)) {
+                float *o = dst + colo;
+                if (!inside) {
+                    memset(o, 0, sizeof(float) * width);
+                    continue;
+                }
+                /* imgo may be negative: index only valid positions */
+                for (int64_t p = 0; p < lo; p++)
+                    o[p] = 0;
+                if (s == 1)
+                    memcpy(o + lo, src + imgo + lo, sizeof(float) * (hi - lo));
+                else
+                    for (int64_t p = lo; p < hi; p++)
+                        o[p] = src[imgo + p * s];
+                for (int64_t p = hi; p < width; p++)
+                    o[p] = 0;
+            }
+        } else {
+            const double *src = (const double *)img + (r / K) * plane;
+            double *dst = (double *)col + r * L;
+            while (row_iter_next(&it, &colo, &imgo, &inside)) {
+                double *o = dst + colo;
+                if (!inside) {
+                    memset(o, 0, sizeof(double) * width);
+                    continue;
+                }
+                for (int64_t p = 0; p < lo; p++)
+                    o[p] = 0;
+                for (int64_t p = lo; p < hi; p++)
+                    o[p] = src[imgo + p * s];
+                for (int64_t p = hi; p < width; p++)
+                    o[p] = 0;
+            }
+        }
+    }
+}
+
+void lt_nn_col2im(const void *col, void *img, size_t esz, const lt_nn_geom *g, int64_t c0, int64_t c1)
+{
+    int64_t K = lt_nn_prod(g->nsp, g->k), L = lt_nn_prod(g->nsp, g->grid), plane = lt_nn_prod(g->nsp, g->img);
+    int64_t s = g->s[g->nsp - 1];
+    for (int64_t r = c0 * K; r < c1 * K; r++) {
+        row_iter it;
+        row_iter_init(&it, g, r % K);
+        int64_t lo = it.lo, hi = it.hi, colo, imgo;
+        bool inside;
+        if (esz == 4) {
+            float *dst = (float *)img + (r / K) * plane;
+            const float *src = (const float *)col + r * L;
+            while (row_iter_next(&it, &colo, &imgo, &inside))
+                if (inside)
+                    for (int64_t p = lo; p < hi; p++)
+                        dst[imgo + p * s] += src[colo + p];
+        } else {
+            double *dst = (double *)img + (r / K) * plane;
+            const double *src = (const double *)col + r * L;
+            while (row_iter_next(&it, &colo, &imgo, &inside))
+                if (inside)
+                    for (int64_t p = lo; p < hi; p++)
+                        dst[imgo + p * s] += src[colo + p];
+        }
+    }
+}
+
+void lt_nn_gemm(size_t esz, bool trans_a, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                int64_t ldb, bool accumulate, void *c, int64_t ldc)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    if (k <= 0) {
+        if (!accumulate)
+            for (int64_t i = 0; i < m; i++)
+                memset((char *)c + (size_t)(i * ldc) * esz, 0, (size_t)n * esz);
+        return;
+    }
+    /* callers keep every size and leading dimension within int (checked
+     * where the kernel validates its shapes) */
+    enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+    if (esz == 4)
+        cblas_sgemm(CblasRowMajor, ta, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,
+                    accumulate ? 1.0f : 0.0f, c, (int)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b, (int)ldb,
+                    accumulate ? 1.0 : 0.0, c, (int)ldc);
+}
+
+double *lt_nn_f64_of(lt_kctx *k, const lt_tensor *t)
+{
+    double *v = lt_k_scratch(k, sizeof(double) * (size_t)t->numel);
+    if (!v) {
+        lt_k_fail(k, LT_ERR_NOMEM, "out of memory (%lld bytes of scratch)", (long long)(8 * t->numel));
+        return NULL;
+    }
+    if (t->dtype == LT_F32) {
+        const float *s = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            v[i] = s[i];
+    } else if (t->dtype == LT_F64) {
+        memcpy(v, t->data, sizeof(double) * (size_t)t->numel);
+    } else {
+        for (int64_t i = 0; i < t->numel; i++)
+            v[i] = lt_tensor_get_f64(t, i);
+    }
+    return v;
+}
+
+const float *lt_nn_f32_of(lt_kctx *k, const lt_tensor *t)
+{
+    if (t->dtype == LT_F32)
+        return t->data;
+    float *v = lt_k_scratch(k, sizeof(float) * (size_t)t->numel);
+    if (!v) {
+        lt_k_fail(k, LT_ERR_NOMEM, "out of memory (%lld bytes of scratch)", (long long)(4 * t->numel));
+        return NULL;
+    }
+    for (int64_t i = 0; i < t->numel; i++)
+        v[i] = (float)lt_tensor_get_f64(t, i);
+    return v;
+}
+
+/* integer range of an integer dtype */
+static void int_range(lt_dtype dt, double *lo, double *hi)
+{
+    switch (dt) {
+    case LT_I8: *lo = INT8_MIN; *hi = INT8_MAX; break;
+    case LT_U8: *lo = 0; *hi = UINT8_MAX; break;
+    case LT_I16: *lo = INT16_MIN; *hi = INT16_MAX; break;
+    case LT_U16: *lo = 0; *hi = UINT16_MAX; break;
+    case LT_I32: *lo = INT32_MIN; *hi = INT32_MAX; break;
+    case LT_U32: *lo = 0; *hi = UINT32_MAX; break;
+    case LT_U64: *lo = 0; *hi = 18446744073709549568.0; break;
+    default: *lo = -9223372036854775808.0; *hi = 9223372036854774784.0; break;
+    }
+}
+
+void lt_nn_store_f64(lt_tensor *t, const double *v)
+{
+    if (t->dtype == LT_F64) {
+        memcpy(t->data, v, sizeof(double) * (size_t)t->numel);
+        return;
+    }
+    if (t->dtype == LT_F32) {
+        float *d = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            d[i] = (float)v[i];
+        return;
+    }
+    if (lt_dtype_is_int(t->dtype)) {
+        double lo, hi;
+        int_range(t->dtype, &lo, &hi);
+        for (int64_t i = 0; i < t->numel; i++) {
+            double x = isnan(v[i]) ? 0 : nearbyint(v[i]);
+            lt_tensor_set_f64(t, i, x < lo ? lo : x > hi ? hi : x);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < t->numel; i++)
+        lt_tensor_set_f64(t, i, v[i]);
+}
+
+void lt_nn_store_f32(lt_tensor *t, const float *v)
+{
+    if (t->dtype == LT_F32) {
+        if (t->data != v)
+            memcpy(t->data, v, sizeof(float) * (size_t)t->numel);
+        return;
+    }
+    if (t->dtype == LT_F16 || t->dtype == LT_BF16) {
+        uint16_t *d = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            d[i] = t->dtype == LT_F16 ? lt_f32_to_f16(v[i]) : lt_f32_to_bf16(v[i]);
+        return;
+    }
+    double lo = -INFINITY, hi = INFINITY;
+    bool is_int = lt_dtype_is_int(t->dtype);
+    if (is_int)
+        int_range(t->dtype, &lo, &hi);
+    for (int64_t i = 0; i < t->numel; i++) {
+        double x = v[i];
+        if (is_int) {
+            x = isnan(x) ? 0 : nearbyint(x);
+            x = x < lo ? lo : x > hi ? hi : x;
+        }
+        lt_tensor_set_f64(t, i, x);
+    }
+}
+
+lt_status lt_nn_kernel(lt_kctx *k, int nsp, const int64_t *w_dims, int64_t *kernel)
+{
+    int nk;
+    const int64_t *ks = lt_attr_ints(k->node, "kernel_shape", &nk);
+    if (ks && nk > 0) {
+        if (nk != nsp)
+            return lt_k_fail(k, LT_ERR_INVALID, "kernel_shape has %d values for %d spatial axes", nk, nsp);
+        for (int i = 0; i < nsp; i++) {
+            if (w_dims && ks[i] != w_dims[i])
+                return lt_k_fail(k, LT_ERR_INVALID, "kernel_shape %lld disagrees with the weights' %lld on axis %d",
+                                 (long long)ks[i], (long long)w_dims[i], i);
+            kernel[i] = ks[i];
+        }
+        return LT_OK;
+    }
+    if (!w_dims)
+        return lt_k_fail(k, LT_ERR_INVALID, "the kernel_shape attribute is required");
+    for (int i = 0; i < nsp; i++)
+        kernel[i] = w_dims[i];
+    return LT_OK;
+}
 
 void lt_cpu_register_nn(lt_kernel_fn *tab)
 {
-    (void)tab;
+    lt_nn_register_conv(tab);
+    lt_nn_register_convt(tab);
+    lt_nn_register_pool(tab);
+    lt_nn_register_roi(tab);
 }

@@ -1,0 +1,13 @@
+/* The lantern command's subcommands. */
+#ifndef LT_CLI_H
+#define LT_CLI_H
+
+#include "include/lantern.h"
+
+/* Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid input. */
+int lt_exit_code(lt_status s);
+int lt_cmd_import(int argc, char **argv);
+int lt_cmd_run(int argc, char **argv);
+int lt_cmd_check(int argc, char **argv);
+
+#endif

@@ -1,0 +1,274 @@
+/* Tensor files: NumPy .npy (read and write) and ONNX .pb files holding a
+ * TensorProto, SequenceProto or OptionalProto (the ONNX test-data layout).
+ * SequenceProto and OptionalProto live in onnx-data.proto, which Debian does
+ * not ship, so their few fields are decoded here from the wire format. */
+#include "importer.h"
+#include "../runtime/runtime.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- .npy ---- */
+static const struct {
+    const char *descr;
+    lt_dtype t;
+} npy_types[] = {
+    {"<f4", LT_F32}, {"<f8", LT_F64}, {"<f2", LT_F16}, {"|i1", LT_I8},  {"|u1", LT_U8},  {"<i2", LT_I16},
+    {"<u2", LT_U16}, {"<i4", LT_I32}, {"<u4", LT_U32}, {"<i8", LT_I64}, {"<u8", LT_U64}, {"|b1", LT_BOOL},
+    {"<c8", LT_C64}, {"<c16", LT_C128},
+};
+
+static lt_status npy_parse(const char *path, const uint8_t *d, size_t n, lt_value **out, lt_err *err)
+{
+    if (n < 10 || memcmp(d, "\x93NUMPY", 6) != 0)
+        return lt_errf(err, LT_ERR_INVALID, "%s: not a .npy file (bad magic)", path);
+    size_t hlen, off;
+    if (d[6] == 1) {
+        hlen = d[8] | (size_t)d[9] << 8;
+        off = 10;
+    } else if (d[6] == 2 || d[6] == 3) {
+        if (n < 12)
+            return lt_errf(err, LT_ERR_INVALID, "%s: truncated .npy header", path);
+        hlen = d[8] | (size_t)d[9] << 8 | (size_t)d[10] << 16 | (size_t)d[11] << 24;
+        off = 12;
+    } else {
+        return lt_errf(err, LT_ERR_INVALID, "%s: unknown .npy version %d", path, d[6]);
+    }
+    if (hlen > n - off)
+        return lt_errf(err, LT_ERR_INVALID, "%s: truncated .npy header", path);
+    char hdr[4096];
+    if (hlen >= sizeof hdr)
+        return lt_errf(err, LT_ERR_INVALID, "%s: .npy header too long", path);
+    memcpy(hdr, d + off, hlen);
+    hdr[hlen] = 0;
+    off += hlen;
+    const char *p = strstr(hdr, "'descr'");
+    char descr[16] = "";
+    if (p && (p = strchr(p + 7, '\'')))
+        sscanf(p + 1, "%15[^']", descr);
+    if (descr[0] == '=')
+        descr[0] = '<';
+    lt_dtype dt = LT_UNDEFINED;
+    for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
+        if (strcmp(descr, npy_types[i].descr) == 0 || (descr[0] == '<' && npy_types[i].descr[0] == '|' &&
+                                                        strcmp(descr + 1, npy_types[i].descr + 1) == 0))
+            dt = npy_types[i].t;
+    if (dt == LT_UNDEFINED)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: .npy element type '%s' is not supported", path, descr);
+    if (strstr(hdr, "'fortran_order': True"))
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: Fortran-ordered .npy arrays are not supported", path);
+    p = strstr(hdr, "'shape'");
+    p = p ? strchr(p, '(') : NULL;
+    if (!p)
+        return lt_errf(err, LT_ERR_INVALID, "%s: .npy header has no shape", path);
+    int64_t dims[LT_MAX_RANK];
+    int rank = 0;
+    p++;
+    while (*p && *p != ')') {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == ')')
+            break;
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 0 || rank == LT_MAX_RANK)
+            return lt_errf(err, LT_ERR_INVALID, "%s: bad .npy shape", path);
+        dims[rank++] = v;
+        p = end;
+    }
+    lt_value *v = lt_value_new_tensor();
+    if (!v)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    lt_status s = lt_tensor_alloc(&v->t, dt, rank, dims, err);
+    if (s != LT_OK) {
+        free(v);
+        return s;
+    }
+    size_t bytes = lt_tensor_nbytes(&v->t);
+    if (n - off != bytes) {
+        lt_value_free(v);
+        return lt_errf(err, LT_ERR_INVALID, "%s: .npy data has %zu bytes, its shape needs %zu", path, n - off,
+                       bytes);
+    }
+    if (bytes)
+        memcpy(v->t.data, d + off, bytes);
+    *out = v;
+    return LT_OK;
+}
+
+lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err)
+{
+    const lt_tensor *t = lt_value_tensor(v);
+    if (!t)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: only tensors can be written as .npy", path);
+    const char *descr = NULL;
+    for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
+        if (npy_types[i].t == t->dtype)
+            descr = npy_types[i].descr;
+    if (!descr)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: element type %s has no .npy form", path,
+                       lt_dtype_name(t->dtype));
+    char hdr[512], shape[256] = "";
+    for (int i = 0; i < t->rank; i++)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%lld,%s", (long long)t->dims[i],
+                 i + 1 < t->rank ? " " : "");
+    if (t->rank > 1)
+        shape[strlen(shape) - 1] = 0; /* numpy writes (2, 3) but (4,) */
+    int len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, shape);
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return lt_errf(err, LT_ERR_IO, "%s: cannot write", path);
+    uint16_t hl = (uint16_t)(len + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(hl & 0xff, f);
+    fputc(hl >> 8, f);
+    fwrite(hdr, 1, (size_t)len, f);
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    size_t bytes = lt_tensor_nbytes(t);
+    bool ok = (bytes == 0 || fwrite(t->data, 1, bytes, f) == bytes);
+    ok = (fflush(f) == 0) && ok;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        return lt_errf(err, LT_ERR_IO, "%s: write failed", path);
+    }
+    return LT_OK;
+}
+
+/* ---- .pb ---- */
+static lt_status tensor_value(const char *path, const uint8_t *d, size_t n, lt_value **out, lt_err *err)
+{
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, n, d);
+    if (!tp)
+        return lt_errf(err, LT_ERR_INVALID, "%s: not an ONNX TensorProto", path);
+    lt_tp_ctx c = {path, NULL, "tensor"};
+    lt_tensor t;
+    lt_status s = lt_tensor_from_proto(&c, tp, &t, err);
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    if (s != LT_OK)
+        return s;
+    s = lt_value_from_tensor(&t, out, err);
+    free(t.data);
+    return s;
+}
+
+static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int sh = 0; sh < 64 && *p < end; sh += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80))
+            return true;
+    }
+    return false;
+}
+
+/* Walks the top-level fields; calls back for length-delimited field 3
+ * (tensor values) and reports field 2 (elem_type). Other nested kinds
+ * (sequences of sequences, maps) are refused. */
+static lt_status container_value(const char *path, const uint8_t *d, size_t n, bool is_seq, lt_value **out,
+                                 lt_err *err)
+{
+    const uint8_t *p = d, *end = d + n;
+    lt_value *v = is_seq ? lt_value_new_seq(LT_UNDEFINED) : lt_value_new_none();
+    if (!v)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    lt_status s = LT_OK;
+    while (p < end && s == LT_OK) {
+        uint64_t key, len;
+        if (!varint(&p, end, &key)) {
+            s = lt_errf(err, LT_ERR_INVALID, "%s: corrupt protobuf", path);
+            break;
+        }
+        unsigned field = (unsigned)(key >> 3), wt = key & 7;
+        if (wt == 0) {
+            uint64_t x;
+            if (!varint(&p, end, &x))
+                s = lt_errf(err, LT_ERR_INVALID, "%s: corrupt protobuf", path);
+            else if (field == 2 && x != 0 && x != 1 && !(x == 3 && !is_seq))
+                s = lt_errf(err, LT_ERR_UNSUPPORTED, "%s: only sequences/optionals of tensors are supported", path);
+        } else if (wt == 2) {
+            if (!varint(&p, end, &len) || len > (uint64_t)(end - p)) {
+                s = lt_errf(err, LT_ERR_INVALID, "%s: corrupt protobuf", path);
+                break;
+            }
+            if (field == 3) {
+                lt_value *t;
+                s = tensor_value(path, p, (size_t)len, &t, err);
+                if (s == LT_OK) {
+                    if (is_seq) {
+                        s = lt_seq_append(v, &t->t, err);
+                        lt_value_free(t);
+                    } else {
+                        lt_value_free(v);
+                        v = t;
+                    }
+                }
+            } else if (field == 5 && !is_seq) {
+                lt_value *sq;
+                s = container_value(path, p, (size_t)len, true, &sq, err);
+                if (s == LT_OK) {
+                    lt_value_free(v);
+                    v = sq;
+                }
+            } else if (field >= 4) {
+                s = lt_errf(err, LT_ERR_UNSUPPORTED, "%s: only sequences/optionals of tensors are supported", path);
+            }
+            p += len;
+        } else if (wt == 5) {
+            p += 4;
+        } else if (wt == 1) {
+            p += 8;
+        } else {
+            s = lt_errf(err, LT_ERR_INVALID, "%s: corrupt protobuf", path);
+        }
+        if (p > end)
+            s = lt_errf(err, LT_ERR_INVALID, "%s: corrupt protobuf", path);
+    }
+    if (s != LT_OK) {
+        lt_value_free(v);
+        return s;
+    }
+    *out = v;
+    return LT_OK;
+}
+
+lt_status lt_value_load_as(const char *path, lt_value_kind kind, lt_value **out, lt_err *err)
+{
+    uint8_t *d;
+    size_t n;
+    *out = NULL;
+    lt_status s = lt_read_file(path, LT_MAX_MODEL_BYTES, &d, &n, err);
+    if (s != LT_OK)
+        return s;
+    size_t pl = strlen(path);
+    if (pl >= 4 && strcmp(path + pl - 4, ".npy") == 0)
+        s = npy_parse(path, d, n, out, err);
+    else if (kind == LT_VALUE_TENSOR)
+        s = tensor_value(path, d, n, out, err);
+    else
+        s = container_value(path, d, n, kind == LT_VALUE_SEQUENCE, out, err);
+    free(d);
+    return s;
+}
+
+lt_status lt_value_load(const char *path, lt_value **out, lt_err *err)
+{
+    return lt_value_load_as(path, LT_VALUE_TENSOR, out, err);
+}
+
+static lt_value_kind kind_of(const lt_type *t)
+{
+    return t->kind == LT_KIND_SEQUENCE ? LT_VALUE_SEQUENCE
+           : t->kind == LT_KIND_OPTIONAL ? LT_VALUE_OPTIONAL
+                                         : LT_VALUE_TENSOR;
+}
+
+lt_value_kind lt_model_input_kind(const lt_model *m, int i) { return kind_of(&m->main->params[i]->type); }
+lt_value_kind lt_model_output_kind(const lt_model *m, int i) { return kind_of(&m->main->results[i]->type); }

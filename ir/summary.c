@@ -1,0 +1,105 @@
+/* `lantern import`'s report: producer, versions, opsets, inputs and outputs
+ * with types, parameters, an op histogram, control flow with its nesting and
+ * every op lantern cannot run. */
+#include "ir.h"
+#include "../runtime/runtime.h"
+#include <string.h>
+
+static void count_ops(const lt_block *b, int *hist)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        hist[b->nodes[i]->op]++;
+        for (int r = 0; r < b->nodes[i]->nregions; r++)
+            count_ops(b->nodes[i]->regions[r], hist);
+    }
+}
+
+static void control_flow(const lt_block *b, int depth, FILE *f, int *any)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        if (!n->nregions)
+            continue;
+        *any = 1;
+        fprintf(f, "  %*s%s '%s'", depth * 2, "", lt_op_names[n->op], n->name);
+        for (int r = 0; r < n->nregions; r++)
+            fprintf(f, "%s%s: %d nodes", r ? ", " : " [", n->regions[r]->name ? n->regions[r]->name : "body",
+                    n->regions[r]->nnodes);
+        fprintf(f, "]\n");
+        for (int r = 0; r < n->nregions; r++)
+            control_flow(n->regions[r], depth + 1, f, any);
+    }
+}
+
+static void missing_kernels(const lt_block *b, FILE *f, int *count)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        if (!lt_cpu_kernels[n->op]) {
+            fprintf(f, "  %s (node '%s'): no CPU kernel\n", lt_op_names[n->op], n->name);
+            (*count)++;
+        }
+        for (int r = 0; r < n->nregions; r++)
+            missing_kernels(n->regions[r], f, count);
+    }
+}
+
+void lt_model_summary(const lt_model *m, FILE *f, int *n_unsupported)
+{
+    fprintf(f, "model:      %s\n", m->path);
+    fprintf(f, "producer:   %s %s\n", *m->producer_name ? m->producer_name : "(none)", m->producer_version);
+    fprintf(f, "ir version: %lld\n", (long long)m->ir_version);
+    fprintf(f, "opsets:    ");
+    for (int i = 0; i < m->nopsets; i++)
+        fprintf(f, " %s:%lld", *m->opsets[i].domain ? m->opsets[i].domain : "ai.onnx",
+                (long long)m->opsets[i].version);
+    fprintf(f, "\ninputs:\n");
+    for (int i = 0; i < m->main->nparams; i++) {
+        fprintf(f, "  %s: ", m->main->params[i]->name);
+        lt_type_print(m, &m->main->params[i]->type, f);
+        if (m->input_default && m->input_default[i] >= 0)
+            fprintf(f, " (defaults to its initializer)");
+        fputc('\n', f);
+    }
+    fprintf(f, "outputs:\n");
+    for (int i = 0; i < m->main->nresults; i++) {
+        fprintf(f, "  %s: ", m->main->results[i]->name);
+        lt_type_print(m, &m->main->results[i]->type, f);
+        fputc('\n', f);
+    }
+    int64_t count = 0, bytes = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        count += m->params[i].data.numel;
+        bytes += (int64_t)m->params[i].data.numel * (int64_t)lt_dtype_size(m->params[i].data.dtype);
+    }
+    fprintf(f, "parameters: %d tensors, %lld values, %lld bytes\n", m->nparams, (long long)count,
+            (long long)bytes);
+    int hist[LT_OP_COUNT] = {0}, total = 0;
+    count_ops(m->main, hist);
+    fprintf(f, "ops:\n");
+    for (int op = 0; op < LT_OP_COUNT; op++)
+        if (hist[op]) {
+            fprintf(f, "  %-28s %d\n", lt_op_names[op], hist[op]);
+            total += hist[op];
+        }
+    fprintf(f, "  %-28s %d\n", "(total)", total + m->nunsupported);
+    int any = 0;
+    fprintf(f, "control flow:\n");
+    control_flow(m->main, 0, f, &any);
+    if (!any)
+        fprintf(f, "  (none)\n");
+    int bad = 0;
+    lt_cpu_kernels_init();
+    {
+        fprintf(f, "unsupported:\n");
+        for (int i = 0; i < m->nunsupported; i++)
+            fprintf(f, "  %s (domain %s, node '%s'): not an op lantern knows\n", m->unsupported[i].op,
+                    m->unsupported[i].domain, m->unsupported[i].node);
+        bad = m->nunsupported;
+        if (m->main)
+            missing_kernels(m->main, f, &bad);
+        if (!bad)
+            fprintf(f, "  (none)\n");
+    }
+    *n_unsupported = bad;
+}

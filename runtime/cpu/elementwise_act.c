@@ -1,0 +1,181 @@
+/* CPU kernels: activations (Sigmoid, Relu, Elu, Selu, Celu, LeakyRelu,
+ * HardSigmoid, HardSwish, Softplus, Softsign, ThresholdedRelu, Gelu, Mish,
+ * Shrink, PRelu). Each is written once for float and double through FN2;
+ * float16/bfloat16 compute in float32. */
+#include "elementwise_bcast.h"
+#include <tgmath.h>
+
+#define ROW LT_EW_UNARY_ROW
+
+/* Defines name_f (float) and name_d (double) from one body, in which T is
+ * the float type, x the value and p the op's attributes. */
+#define FN2(name, BODY)                                                     \
+    static inline float name##_f(float x, const lt_ew_par *p)               \
+    {                                                                       \
+        typedef float T;                                                    \
+        (void)p;                                                            \
+        BODY                                                                \
+    }                                                                       \
+    static inline double name##_d(double x, const lt_ew_par *p)             \
+    {                                                                       \
+        typedef double T;                                                   \
+        (void)p;                                                            \
+        BODY                                                                \
+    }
+#define CALL(name, x) _Generic((x), float: name##_f, double: name##_d)(x, p)
+
+/* The exp(-|x|) form never overflows. */
+FN2(sigmoid, T e = exp(-fabs(x)); T r = 1 / (1 + e); return x >= 0 ? r : e * r;)
+FN2(softplus, return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));)
+FN2(elu, return x < 0 ? (T)p->alpha * expm1(x) : x;)
+FN2(selu, return x <= 0 ? (T)p->gamma * (T)p->alpha * expm1(x) : (T)p->gamma * x;)
+FN2(celu, return x > 0 ? x : (T)p->alpha * expm1(x / (T)p->alpha);)
+/* comparisons rather than fmin/fmax so NaN propagates */
+FN2(hsig, T v = (T)p->alpha * x + (T)p->beta; return v < 0 ? 0 : (v > 1 ? 1 : v);)
+FN2(hswish, T v = x / 6 + (T)0.5; return x * (v < 0 ? 0 : (v > 1 ? 1 : v));)
+FN2(gelu, return p->flag_a ? (T)0.5 * x * (1 + tanh((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x)))
+                           : (T)0.5 * x * (1 + erf(x * (T)0.7071067811865476));)
+FN2(mish, return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)));)
+FN2(shrink, return x < -(T)p->lambd ? x + (T)p->bias : (x > (T)p->lambd ? x - (T)p->bias : 0);)
+
+#define H LT_EW_PAR_HEAVY
+#define L LT_EW_PAR_LIGHT
+
+/* A float-only activation whose attributes come from fill(node, &par). */
+#define ACT(op, EXPR, PAR, VIA_F64)                                                      \
+    LT_EW_FLOATS(ROW, op, LT_EW_SAME, EXPR)                                              \
+    static const lt_ew_row op##_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(op)};           \
+    static const lt_ew_op op##_op = {op##_rows, LT_EW_OUT_SAME, VIA_F64, PAR};
+
+ACT(sigmoid, CALL(sigmoid, x), H, false)
+ACT(softplus, CALL(softplus, x), H, false)
+ACT(softsign, x / (1 + fabs(x)), L, false)
+ACT(elu, CALL(elu, x), H, false)
+ACT(selu, CALL(selu, x), H, false)
+ACT(celu, CALL(celu, x), H, false)
+ACT(leaky, x < 0 ? (ti_t)p->alpha * x : x, L, false)
+ACT(hsig, CALL(hsig, x), L, false)
+ACT(hswish, CALL(hswish, x), L, false)
+ACT(threlu, x > (ti_t)p->alpha ? x : 0, L, false)
+ACT(gelu, CALL(gelu, x), H, false)
+ACT(mish, CALL(mish, x), H, false)
+ACT(shrink, CALL(shrink, x), L, true) /* Shrink takes every numeric type */
+
+/* Relu: floats and (opset 14) signed ints */
+LT_EW_FLOATS(ROW, relu, LT_EW_SAME, x < 0 ? 0 : x) /* keeps NaN */
+LT_EW_SINTS(ROW, relu, LT_EW_SAME, x < 0 ? 0 : x)
+static const lt_ew_row relu_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(relu) LT_EW_TAB_SINTS(relu)};
+static const lt_ew_op relu_op = {relu_rows, LT_EW_OUT_SAME, false, L};
+
+static lt_status run(lt_kctx *k, const lt_ew_op *op, const lt_ew_par *p) { return lt_ew_unary(k, op, p); }
+
+static lt_status k_sigmoid(lt_kctx *k) { return run(k, &sigmoid_op, NULL); }
+static lt_status k_softplus(lt_kctx *k) { return run(k, &softplus_op, NULL); }
+static lt_status k_softsign(lt_kctx *k) { return run(k, &softsign_op, NULL); }
+static lt_status k_relu(lt_kctx *k) { return run(k, &relu_op, NULL); }
+static lt_status k_hswish(lt_kctx *k) { return run(k, &hswish_op, NULL); }
+static lt_status k_mish(lt_kctx *k) { return run(k, &mish_op, NULL); }
+
+static lt_status k_elu(lt_kctx *k)
+{
+    lt_ew_par p = {.alpha = lt_attr_float(k->node, "alpha", 1.0f)};
+    return run(k, &elu_op, &p);
+}
+
+static lt_status k_selu(lt_kctx *k)
+{
+    lt_ew_par p = {.alpha = lt_attr_float(k->node, "alpha", 1.67326319217681884765625f),
+                   .gamma = lt_attr_float(k->node, "gamma", 1.05070102214813232421875f)};
+    return run(k, &selu_op, &p);
+}
+
+static lt_status k_celu(lt_kctx *k)
+{
+    lt_ew_par p = {.alpha = lt_attr_float(k->node, "alpha", 1.0f)};
+    if (p.alpha == 0)
+        return lt_k_fail(k, LT_ERR_INVALID, "alpha must not be 0");
+    return run(k, &celu_op, &p);
+}
+
+static lt_status k_leaky(lt_kctx *k)
+{
+    lt_ew_par p = {.alpha = lt_attr_float(k->node, "alpha", 0.01f)};
+    return run(k, &leaky_op, &p);
+}
+
+static lt_status k_hsig(lt_kctx *k)
+{
+    lt_ew_par p = {.alpha = lt_attr_float(k->node, "alpha", 0.2f), .beta = lt_attr_float(k->node, "beta", 0.5f)};
+    return run(k, &hsig_op, &p);
+}
+
+static lt_status k_threlu(lt_kctx *k)
+{
+    lt_ew_par p = {.alpha = lt_attr_float(k->node, "alpha", 1.0f)};
+    return run(k, &threlu_op, &p);
+}
+
+static lt_status k_gelu(lt_kctx *k)
+{
+    const char *a = lt_attr_str(k->node, "approximate", "none");
+    lt_ew_par p = {0};
+    if (strcmp(a, "tanh") == 0)
+        p.flag_a = 1;
+    else if (strcmp(a, "none") != 0)
+        return lt_k_fail(k, LT_ERR_INVALID, "approximate must be 'none' or 'tanh', not '%s'", a);
+    return run(k, &gelu_op, &p);
+}
+
+static lt_status k_shrink(lt_kctx *k)
+{
+    lt_ew_par p = {.lambd = lt_attr_float(k->node, "lambd", 0.5f), .bias = lt_attr_float(k->node, "bias", 0.0f)};
+    return run(k, &shrink_op, &p);
+}
+
+/* PRelu: slope broadcasts one-directionally onto X; integer products wrap */
+LT_EW_FLOATS(LT_EW_BINARY_ROW, prelu, LT_EW_SAME, x < 0 ? y * x : x)
+LT_EW_SINTS(LT_EW_BINARY_ROW, prelu, LT_EW_SAME, x < 0 ? (ti_t)((ut_t)y * (ut_t)x) : x)
+LT_EW_UINTS(LT_EW_BINARY_ROW, prelu, LT_EW_SAME, x)
+static const lt_ew_row prelu_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_NUMS(prelu)};
+
+static lt_status k_prelu(lt_kctx *k)
+{
+    static const lt_ew_op o = {prelu_rows, LT_EW_OUT_SAME, false, L};
+    const lt_tensor *x = lt_k_in(k, 0), *slope = lt_k_in(k, 1);
+    if (!x || !slope)
+        return lt_k_fail(k, LT_ERR_INVALID, "needs inputs X and slope");
+    if (x->dtype != slope->dtype)
+        return lt_k_fail(k, LT_ERR_INVALID, "X is %s but slope is %s", lt_dtype_name(x->dtype),
+                         lt_dtype_name(slope->dtype));
+    lt_dtype cd = lt_ew_compute_dtype(prelu_rows, x->dtype, false);
+    if (cd == LT_UNDEFINED)
+        return lt_ew_fail_dtype(k, x->dtype);
+    lt_tensor s = *slope;
+    /* before opset 7 a 1-D slope of X's channel count is per channel (dim 1) */
+    if (k->node->opset < 7 && s.rank == 1 && x->rank >= 2 && s.dims[0] == x->dims[1] && s.dims[0] != 1) {
+        s.rank = x->rank - 1;
+        for (int d = 1; d < s.rank; d++)
+            s.dims[d] = 1;
+    }
+    const lt_tensor *in[2] = {x, &s};
+    return lt_ew_run(k, &o, NULL, 2, in, cd, x->dtype, x->rank, x->dims);
+}
+
+void lt_cpu_register_elementwise_act(lt_kernel_fn *tab)
+{
+    tab[LT_OP_SIGMOID] = k_sigmoid;
+    tab[LT_OP_SOFTPLUS] = k_softplus;
+    tab[LT_OP_SOFTSIGN] = k_softsign;
+    tab[LT_OP_RELU] = k_relu;
+    tab[LT_OP_ELU] = k_elu;
+    tab[LT_OP_SELU] = k_selu;
+    tab[LT_OP_CELU] = k_celu;
+    tab[LT_OP_LEAKY_RELU] = k_leaky;
+    tab[LT_OP_HARD_SIGMOID] = k_hsig;
+    tab[LT_OP_HARD_SWISH] = k_hswish;
+    tab[LT_OP_THRESHOLDED_RELU] = k_threlu;
+    tab[LT_OP_GELU] = k_gelu;
+    tab[LT_OP_MISH] = k_mish;
+    tab[LT_OP_SHRINK] = k_shrink;
+    tab[LT_OP_P_RELU] = k_prelu;
+}

@@ -1,0 +1,141 @@
+/* CPU kernels: unary math (trigonometric, hyperbolic, exp/log, rounding,
+ * Abs/Neg/Sign, Erf), IsInf/IsNaN, Not and BitwiseNot. float16/bfloat16
+ * compute in float32. */
+#include "elementwise_bcast.h"
+#include <tgmath.h>
+
+#define ROW LT_EW_UNARY_ROW
+
+/* An op defined on float types only. */
+#define FLOAT_OP(op, EXPR, PAR)                                                          \
+    LT_EW_FLOATS(ROW, op, LT_EW_SAME, EXPR)                                              \
+    static const lt_ew_row op##_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(op)};           \
+    static lt_status k_##op(lt_kctx *k)                                                  \
+    {                                                                                    \
+        static const lt_ew_op o = {op##_rows, LT_EW_OUT_SAME, false, PAR};               \
+        return lt_ew_unary(k, &o, NULL);                                                 \
+    }
+
+#define H LT_EW_PAR_HEAVY
+#define L LT_EW_PAR_LIGHT
+FLOAT_OP(acos, acos(x), H)
+FLOAT_OP(acosh, acosh(x), H)
+FLOAT_OP(asin, asin(x), H)
+FLOAT_OP(asinh, asinh(x), H)
+FLOAT_OP(atan, atan(x), H)
+FLOAT_OP(atanh, atanh(x), H)
+FLOAT_OP(cos, cos(x), H)
+FLOAT_OP(cosh, cosh(x), H)
+FLOAT_OP(sin, sin(x), H)
+FLOAT_OP(sinh, sinh(x), H)
+FLOAT_OP(tan, tan(x), H)
+FLOAT_OP(tanh, tanh(x), H)
+FLOAT_OP(exp, exp(x), H)
+FLOAT_OP(log, log(x), H)
+FLOAT_OP(sqrt, sqrt(x), L)
+FLOAT_OP(erf, erf(x), H)
+FLOAT_OP(reciprocal, 1 / x, L)
+FLOAT_OP(floor, floor(x), L)
+FLOAT_OP(ceil, ceil(x), L)
+FLOAT_OP(round, rint(x), L) /* the default rounding mode: half to even */
+
+/* Abs, Neg, Sign: every numeric type. Integer negation wraps (INT_MIN
+ * stays INT_MIN) through the unsigned type instead of overflowing. */
+LT_EW_FLOATS(ROW, abs, LT_EW_SAME, fabs(x))
+LT_EW_SINTS(ROW, abs, LT_EW_SAME, x < 0 ? (ti_t)(0 - (ut_t)x) : x)
+LT_EW_UINTS(ROW, abs, LT_EW_SAME, x)
+LT_EW_FLOATS(ROW, neg, LT_EW_SAME, -x)
+LT_EW_INTS(ROW, neg, LT_EW_SAME, (ti_t)(0 - (ut_t)x))
+LT_EW_FLOATS(ROW, sign, LT_EW_SAME, x > 0 ? 1 : (x < 0 ? -1 : x)) /* keeps NaN */
+LT_EW_SINTS(ROW, sign, LT_EW_SAME, (x > 0) - (x < 0))
+LT_EW_UINTS(ROW, sign, LT_EW_SAME, x > 0)
+static const lt_ew_row abs_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_NUMS(abs)};
+static const lt_ew_row neg_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_NUMS(neg)};
+static const lt_ew_row sign_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_NUMS(sign)};
+
+static lt_status k_abs(lt_kctx *k)
+{
+    static const lt_ew_op o = {abs_rows, LT_EW_OUT_SAME, false, L};
+    return lt_ew_unary(k, &o, NULL);
+}
+
+static lt_status k_neg(lt_kctx *k)
+{
+    static const lt_ew_op o = {neg_rows, LT_EW_OUT_SAME, false, L};
+    return lt_ew_unary(k, &o, NULL);
+}
+
+static lt_status k_sign(lt_kctx *k)
+{
+    static const lt_ew_op o = {sign_rows, LT_EW_OUT_SAME, false, L};
+    return lt_ew_unary(k, &o, NULL);
+}
+
+/* IsInf (detect_positive / detect_negative in flag_a / flag_b), IsNaN */
+LT_EW_FLOATS(ROW, isinf, LT_EW_BOOL, isinf(x) && (x > 0 ? p->flag_a : p->flag_b))
+LT_EW_FLOATS(ROW, isnan, LT_EW_BOOL, x != x)
+static const lt_ew_row isinf_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(isinf)};
+static const lt_ew_row isnan_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(isnan)};
+
+static lt_status k_isinf(lt_kctx *k)
+{
+    static const lt_ew_op o = {isinf_rows, LT_EW_OUT_BOOL, false, L};
+    lt_ew_par p = {.flag_a = lt_attr_int(k->node, "detect_positive", 1) != 0,
+                   .flag_b = lt_attr_int(k->node, "detect_negative", 1) != 0};
+    return lt_ew_unary(k, &o, &p);
+}
+
+static lt_status k_isnan(lt_kctx *k)
+{
+    static const lt_ew_op o = {isnan_rows, LT_EW_OUT_BOOL, false, L};
+    return lt_ew_unary(k, &o, NULL);
+}
+
+/* Not on bool; BitwiseNot on integers */
+ROW(not_b, uint8_t, uint8_t, uint32_t, x == 0)
+LT_EW_INTS(ROW, bnot, LT_EW_SAME, ~x)
+static const lt_ew_row not_rows[LT_DTYPE_COUNT] = {[LT_BOOL] = not_b};
+static const lt_ew_row bnot_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_INTS(bnot)};
+
+static lt_status k_not(lt_kctx *k)
+{
+    static const lt_ew_op o = {not_rows, LT_EW_OUT_SAME, false, L};
+    return lt_ew_unary(k, &o, NULL);
+}
+
+static lt_status k_bnot(lt_kctx *k)
+{
+    static const lt_ew_op o = {bnot_rows, LT_EW_OUT_SAME, false, L};
+    return lt_ew_unary(k, &o, NULL);
+}
+
+void lt_cpu_register_elementwise_unary(lt_kernel_fn *tab)
+{
+    tab[LT_OP_ACOS] = k_acos;
+    tab[LT_OP_ACOSH] = k_acosh;
+    tab[LT_OP_ASIN] = k_asin;
+    tab[LT_OP_ASINH] = k_asinh;
+    tab[LT_OP_ATAN] = k_atan;
+    tab[LT_OP_ATANH] = k_atanh;
+    tab[LT_OP_COS] = k_cos;
+    tab[LT_OP_COSH] = k_cosh;
+    tab[LT_OP_SIN] = k_sin;
+    tab[LT_OP_SINH] = k_sinh;
+    tab[LT_OP_TAN] = k_tan;
+    tab[LT_OP_TANH] = k_tanh;
+    tab[LT_OP_EXP] = k_exp;
+    tab[LT_OP_LOG] = k_log;
+    tab[LT_OP_SQRT] = k_sqrt;
+    tab[LT_OP_ERF] = k_erf;
+    tab[LT_OP_RECIPROCAL] = k_reciprocal;
+    tab[LT_OP_FLOOR] = k_floor;
+    tab[LT_OP_CEIL] = k_ceil;
+    tab[LT_OP_ROUND] = k_round;
+    tab[LT_OP_ABS] = k_abs;
+    tab[LT_OP_NEG] = k_neg;
+    tab[LT_OP_SIGN] = k_sign;
+    tab[LT_OP_IS_INF] = k_isinf;
+    tab[LT_OP_IS_NA_N] = k_isnan;
+    tab[LT_OP_NOT] = k_not;
+    tab[LT_OP_BITWISE_NOT] = k_bnot;
+}

@@ -1,0 +1,109 @@
+/* Helpers private to the index family's CPU kernels (runtime/cpu/index*.c):
+ * axis normalization, index reads with bounds checks, size-dispatched copies. */
+#ifndef LT_CPU_INDEX_UTIL_H
+#define LT_CPU_INDEX_UTIL_H
+
+#include "../runtime.h"
+#include <string.h>
+
+/* Work (elements) below which a loop is not worth an OpenMP team. */
+#define LT_IX_PAR_MIN 32768
+
+/* A 16-byte element (complex128) moved as one unit. */
+typedef struct {
+    uint64_t lo, hi;
+} lt_ix_u128;
+
+/* Runs MACRO(T) with T the unsigned type of an es-byte element; elements are
+ * only moved, never interpreted, so one loop serves every dtype of that size
+ * (strings included: they are pointers owned by their producer). */
+#define LT_IX_BY_SIZE(k, es, MACRO)                                                                   \
+    switch (es) {                                                                                    \
+    case 1: MACRO(uint8_t); break;                                                                   \
+    case 2: MACRO(uint16_t); break;                                                                  \
+    case 4: MACRO(uint32_t); break;                                                                  \
+    case 8: MACRO(uint64_t); break;                                                                  \
+    case 16: MACRO(lt_ix_u128); break;                                                               \
+    default: return lt_k_fail(k, LT_ERR_UNSUPPORTED, "element size %zu is not supported", (size_t)(es)); \
+    }
+
+/* Normalizes axis into [0, rank); false when out of range. */
+static inline bool lt_ix_axis(int64_t axis, int rank, int *out)
+{
+    if (axis < -rank || axis >= rank)
+        return false;
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return true;
+}
+
+/* Index element i of an integer tensor (int32/int64 fast, any type slow). */
+static inline int64_t lt_ix_get(const lt_tensor *t, int64_t i)
+{
+    if (t->dtype == LT_I64)
+        return ((const int64_t *)t->data)[i];
+    if (t->dtype == LT_I32)
+        return ((const int32_t *)t->data)[i];
+    return lt_tensor_get_i64(t, i);
+}
+
+static inline bool lt_ix_is_index_type(lt_dtype t) { return t == LT_I32 || t == LT_I64; }
+
+/* v wrapped once if negative; false when it still falls outside [0, bound). */
+static inline bool lt_ix_wrap(int64_t *v, int64_t bound)
+{
+    int64_t x = *v < 0 ? *v + bound : *v;
+    if (x < 0 || x >= bound)
+        return false;
+    *v = x;
+    return true;
+}
+
+/* The first out-of-range index met by a (possibly parallel) loop: kept as
+ * the one at the smallest position so the message does not depend on thread
+ * timing. */
+typedef struct {
+    int64_t pos; /* -1: none */
+    int64_t val, bound;
+} lt_ix_bad;
+
+static inline void lt_ix_bad_note(lt_ix_bad *b, int64_t pos, int64_t val, int64_t bound)
+{
+#pragma omp critical(lt_ix_bad)
+    if (b->pos < 0 || pos < b->pos) {
+        b->pos = pos;
+        b->val = val;
+        b->bound = bound;
+    }
+}
+
+static inline lt_status lt_ix_bad_fail(lt_kctx *k, const lt_ix_bad *b, const char *what)
+{
+    return lt_k_fail(k, LT_ERR_RUNTIME, "%s %lld (at position %lld) is out of range [-%lld, %lld)", what,
+                     (long long)b->val, (long long)b->pos, (long long)b->bound, (long long)b->bound);
+}
+
+/* Product of dims[lo..hi) (caller has a valid tensor, so it cannot overflow). */
+static inline int64_t lt_ix_prod(const int64_t *dims, int lo, int hi)
+{
+    int64_t p = 1;
+    for (int i = lo; i < hi; i++)
+        p *= dims[i];
+    return p;
+}
+
+/* Scratch for n elements of es bytes; NULL on overflow or OOM. */
+static inline void *lt_ix_scratch(lt_kctx *k, int64_t n, size_t es)
+{
+    size_t bytes;
+    if (n < 0 || __builtin_mul_overflow((size_t)n, es, &bytes))
+        return NULL;
+    return lt_k_scratch(k, bytes);
+}
+
+/* Registrars of the family's other files, called from index.c. */
+void lt_cpu_register_index_scatter(lt_kernel_fn *tab);
+void lt_cpu_register_index_select(lt_kernel_fn *tab);
+void lt_cpu_register_index_unique(lt_kernel_fn *tab);
+void lt_cpu_register_index_random(lt_kernel_fn *tab);
+
+#endif

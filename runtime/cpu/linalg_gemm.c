@@ -1,0 +1,213 @@
+/* Matrix-product plumbing shared by the linalg and rnn kernels: BLAS calls
+ * split over OpenMP threads, numpy matmul shapes, float conversions. */
+#include "linalg_util.h"
+#include <cblas.h>
+#include <limits.h>
+#include <omp.h>
+#include <string.h>
+
+/* below this many multiply-adds a product runs on the calling thread */
+#define PAR_WORK (1 << 21)
+
+bool lt_linalg_blas_ok(int64_t a, int64_t b, int64_t c)
+{
+    return a >= 0 && b >= 0 && c >= 0 && a <= INT_MAX && b <= INT_MAX && c <= INT_MAX;
+}
+
+static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void *A,
+                 int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {
+        /* an empty sum: C = beta * C (BLAS is picky about lda when K is 0) */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                if (dt == LT_F32) {
+                    float *c = (float *)C + i * ldc + j;
+                    *c = beta == 0 ? 0.0f : (float)beta * *c;
+                } else {
+                    double *c = (double *)C + i * ldc + j;
+                    *c = beta == 0 ? 0.0 : beta * *c;
+                }
+            }
+        return;
+    }
+    enum CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
+    if (dt == LT_F32)
+        cblas_sgemm(CblasRowMajor, oa, ob, (int)M, (int)N, (int)K, (float)alpha, A, (int)lda, B, (int)ldb,
+                    (float)beta, C, (int)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, oa, ob, (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C,
+                    (int)ldc);
+}
+
+static int pool_threads(void)
+{
+    return omp_in_parallel() ? 1 : omp_get_max_threads();
+}
+
+void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void *A,
+                    int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
+{
+    int nt = pool_threads();
+    if (nt <= 1 || (double)M * (double)N * (double)K < PAR_WORK || (M < 16 && N < 16)) {
+        blas(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    size_t es = dt == LT_F32 ? sizeof(float) : sizeof(double);
+    /* split the longer side (rows win ties: they keep B shared and hot) */
+    bool rows = M >= N || M >= 16 * (int64_t)nt;
+    int64_t len = rows ? M : N;
+    int64_t chunk = (len + nt - 1) / nt;
+    chunk = (chunk + 7) & ~(int64_t)7;
+    int64_t nchunks = (len + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t o = c * chunk, n = len - o < chunk ? len - o : chunk;
+        if (rows) {
+            const char *a = (const char *)A + (size_t)(ta ? o : o * lda) * es;
+            blas(dt, ta, tb, n, N, K, alpha, a, lda, B, ldb, beta, (char *)C + (size_t)(o * ldc) * es, ldc);
+        } else {
+            const char *b = (const char *)B + (size_t)(tb ? o * ldb : o) * es;
+            blas(dt, ta, tb, M, n, K, alpha, A, lda, b, ldb, beta, (char *)C + (size_t)o * es, ldc);
+        }
+    }
+}
+
+void lt_linalg_gemm_batched(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                            const void *A, int64_t lda, const int64_t *offa, const void *B, int64_t ldb,
+                            const int64_t *offb, double beta, void *C, int64_t ldc, const int64_t *offc,
+                            int64_t nb)
+{
+    size_t es = dt == LT_F32 ? sizeof(float) : sizeof(double);
+    int nt = pool_threads();
+    double work = (double)M * (double)N * (double)K * (double)nb;
+    if (nt > 1 && nb >= nt && work >= PAR_WORK) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t i = 0; i < nb; i++)
+            blas(dt, ta, tb, M, N, K, alpha, (const char *)A + (size_t)offa[i] * es, lda,
+                 (const char *)B + (size_t)offb[i] * es, ldb, beta, (char *)C + (size_t)offc[i] * es, ldc);
+        return;
+    }
+    for (int64_t i = 0; i < nb; i++)
+        lt_linalg_gemm(dt, ta, tb, M, N, K, alpha, (const char *)A + (size_t)offa[i] * es, lda,
+                       (const char *)B + (size_t)offb[i] * es, ldb, beta, (char *)C + (size_t)offc[i] * es, ldc);
+}
+
+static void dims_str(const lt_tensor *t, char *buf, size_t len)
+{
+    size_t o = 0;
+    o += snprintf(buf + o, len - o, "[");
+    for (int i = 0; i < t->rank && o < len; i++)
+        o += snprintf(buf + o, len - o, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+    if (o < len)
+        snprintf(buf + o, len - o, "]");
+}
+
+bool lt_mm_shape_of(const lt_tensor *a, const lt_tensor *b, lt_mm_shape *s, char *why, size_t why_len)
+{
+    char da_s[128], db_s[128];
+    memset(s, 0, sizeof *s);
+    int ra = a->rank, rb = b->rank;
+    if (ra < 1 || rb < 1) {
+        snprintf(why, why_len, "operands must have rank >= 1 (got ranks %d and %d)", ra, rb);
+        return false;
+    }
+    s->M = ra >= 2 ? a->dims[ra - 2] : 1;
+    s->K = a->dims[ra - 1];
+    int64_t kb = rb >= 2 ? b->dims[rb - 2] : b->dims[0];
+    s->N = rb >= 2 ? b->dims[rb - 1] : 1;
+    if (s->K != kb) {
+        dims_str(a, da_s, sizeof da_s);
+        dims_str(b, db_s, sizeof db_s);
+        snprintf(why, why_len, "inner dimensions differ: A is %s, B is %s", da_s, db_s);
+        return false;
+    }
+    int ba = ra > 2 ? ra - 2 : 0, bb = rb > 2 ? rb - 2 : 0;
+    s->nbr = ba > bb ? ba : bb;
+    for (int i = 0; i < s->nbr; i++) {
+        int ia = i - (s->nbr - ba), ib = i - (s->nbr - bb);
+        int64_t x = ia >= 0 ? a->dims[ia] : 1, y = ib >= 0 ? b->dims[ib] : 1;
+        if (x != y && x != 1 && y != 1) {
+            dims_str(a, da_s, sizeof da_s);
+            dims_str(b, db_s, sizeof db_s);
+            snprintf(why, why_len, "batch dimensions do not broadcast: A is %s, B is %s", da_s, db_s);
+            return false;
+        }
+        s->bdims[i] = x == 1 ? y : x;
+    }
+    /* strides in whole matrices; a dim of 1 is broadcast (stride 0) */
+    int64_t st = 1;
+    for (int i = s->nbr - 1; i >= s->nbr - ba; i--) {
+        int64_t x = a->dims[i - (s->nbr - ba)];
+        s->sa[i] = x == 1 ? 0 : st;
+        st *= x;
+    }
+    st = 1;
+    for (int i = s->nbr - 1; i >= s->nbr - bb; i--) {
+        int64_t y = b->dims[i - (s->nbr - bb)];
+        s->sb[i] = y == 1 ? 0 : st;
+        st *= y;
+    }
+    s->nb = lt_shape_numel(s->nbr, s->bdims);
+    int r = 0;
+    for (int i = 0; i < s->nbr; i++)
+        s->out_dims[r++] = s->bdims[i];
+    if (ra >= 2)
+        s->out_dims[r++] = s->M;
+    if (rb >= 2)
+        s->out_dims[r++] = s->N;
+    s->out_rank = r;
+    if (s->nb < 0 || lt_shape_numel(r, s->out_dims) < 0) {
+        snprintf(why, why_len, "output shape overflows");
+        return false;
+    }
+    return true;
+}
+
+void lt_mm_batch_index(const lt_mm_shape *s, int64_t i, int64_t *ia, int64_t *ib)
+{
+    int64_t a = 0, b = 0;
+    for (int d = s->nbr - 1; d >= 0; d--) {
+        int64_t x = i % s->bdims[d];
+        i /= s->bdims[d];
+        a += x * s->sa[d];
+        b += x * s->sb[d];
+    }
+    *ia = a;
+    *ib = b;
+}
+
+const float *lt_linalg_as_f32(lt_kctx *k, const lt_tensor *t)
+{
+    if (t->dtype == LT_F32)
+        return t->data;
+    float *o = lt_k_scratch(k, (size_t)t->numel * sizeof(float));
+    if (!o)
+        return NULL;
+    if (t->dtype == LT_F16) {
+        const uint16_t *h = t->data;
+#pragma omp parallel for if (t->numel > 32768)
+        for (int64_t i = 0; i < t->numel; i++)
+            o[i] = lt_f16_to_f32(h[i]);
+    } else {
+#pragma omp parallel for if (t->numel > 32768)
+        for (int64_t i = 0; i < t->numel; i++)
+            o[i] = (float)lt_tensor_get_f64(t, i);
+    }
+    return o;
+}
+
+const double *lt_linalg_as_f64(lt_kctx *k, const lt_tensor *t)
+{
+    if (t->dtype == LT_F64)
+        return t->data;
+    double *o = lt_k_scratch(k, (size_t)t->numel * sizeof(double));
+    if (!o)
+        return NULL;
+#pragma omp parallel for if (t->numel > 32768)
+    for (int64_t i = 0; i < t->numel; i++)
+        o[i] = lt_tensor_get_f64(t, i);
+    return o;
+}

@@ -1,0 +1,54 @@
+/* Private helpers of the linalg kernel files (the rnn family uses the GEMM
+ * too): GEMM split over the OpenMP pool (OpenBLAS itself is pinned to one
+ * thread), numpy-style batch broadcasting for matrix products, and the
+ * registrars of the split files. */
+#ifndef LT_CPU_LINALG_UTIL_H
+#define LT_CPU_LINALG_UTIL_H
+
+#include "../runtime.h"
+
+/* Row-major C[M,N] = alpha * op(A) * op(B) + beta * C for dt LT_F32 or
+ * LT_F64 (pointers to that type; alpha/beta converted). op(A) is [M,K]:
+ * A is stored [M,K] with row stride lda, or [K,M] when ta. Large products
+ * are split by rows or columns over OpenMP threads. Callers guarantee
+ * M, N, K, lda, ldb, ldc fit in an int (lt_linalg_blas_ok). */
+void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void *A,
+                    int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+
+/* nb independent products; A, B, C of product i start at element offsets
+ * offa[i], offb[i], offc[i]. Parallel over the batch when there are many. */
+void lt_linalg_gemm_batched(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                            const void *A, int64_t lda, const int64_t *offa, const void *B, int64_t ldb,
+                            const int64_t *offb, double beta, void *C, int64_t ldc, const int64_t *offc,
+                            int64_t nb);
+
+/* Whether every size fits BLAS's int. */
+bool lt_linalg_blas_ok(int64_t a, int64_t b, int64_t c);
+
+/* Shapes of a numpy matmul: 1-D operands promoted, batch dims broadcast. */
+typedef struct lt_mm_shape {
+    int64_t M, N, K;
+    int64_t nb;                    /* number of output batches */
+    int out_rank;
+    int64_t out_dims[LT_MAX_RANK];
+    int nbr;                       /* broadcast batch rank */
+    int64_t bdims[LT_MAX_RANK];    /* broadcast batch dims */
+    int64_t sa[LT_MAX_RANK];       /* per batch dim: stride in A's matrices (0 = broadcast) */
+    int64_t sb[LT_MAX_RANK];
+} lt_mm_shape;
+
+/* Fills s from the operand shapes; on a mismatch writes a message to why
+ * and returns false. */
+bool lt_mm_shape_of(const lt_tensor *a, const lt_tensor *b, lt_mm_shape *s, char *why, size_t why_len);
+/* Matrix index (not element offset) of batch i in A and in B. */
+void lt_mm_batch_index(const lt_mm_shape *s, int64_t i, int64_t *ia, int64_t *ib);
+
+/* Converts any numeric tensor to a float / double scratch copy (or returns
+ * the data itself when it already has that type). NULL on OOM. */
+const float *lt_linalg_as_f32(lt_kctx *k, const lt_tensor *t);
+const double *lt_linalg_as_f64(lt_kctx *k, const lt_tensor *t);
+
+void lt_linalg_register_einsum(lt_kernel_fn *tab);
+void lt_linalg_register_quant(lt_kernel_fn *tab);
+
+#endif

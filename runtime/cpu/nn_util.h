@@ -1,0 +1,52 @@
+/* Private helpers shared by the nn-family kernels (runtime/cpu/nn*.c):
+ * im2col / col2im over the window geometry of ir/shape_nn.h, GEMM on
+ * float or double, and conversions for the dtypes without a fast path. */
+#ifndef LT_CPU_NN_UTIL_H
+#define LT_CPU_NN_UTIL_H
+
+#include "../runtime.h"
+#include "../../ir/shape_nn.h"
+
+/* Below this much work (elements or flops) a loop stays on one thread. */
+#define LT_NN_PAR_MIN 32768
+
+/* Rows row0..row1 of the column matrix of one image [C, img...]: row
+ * (c, tap) holds, for every window position of g's grid, the image element
+ * that tap reads, or 0 where it falls into the padding. The matrix is
+ * [C * prod(k), prod(grid)]; esz is 4 (float) or 8 (double). */
+void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, int64_t row0, int64_t row1);
+/* The adjoint: adds the rows of channels c0..c1 of col into the image
+ * (accumulates; parts of windows outside the image are dropped). */
+void lt_nn_col2im(const void *col, void *img, size_t esz, const lt_nn_geom *g, int64_t c0, int64_t c1);
+
+/* Row-major C[m,n] (+)= op(A)[m,k] * B[k,n] on float (esz 4) or double
+ * (esz 8); op(A) = A^T when trans_a. Any size may be 0. */
+void lt_nn_gemm(size_t esz, bool trans_a, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                int64_t ldb, bool accumulate, void *c, int64_t ldc);
+
+/* t's elements as double in scratch memory (NULL, with k failed, on OOM). */
+double *lt_nn_f64_of(lt_kctx *k, const lt_tensor *t);
+/* t's elements as float: t's own data when already float32, else a scratch copy. */
+const float *lt_nn_f32_of(lt_kctx *k, const lt_tensor *t);
+/* Writes n values into t, converting (integer types saturate and round to
+ * nearest even). */
+void lt_nn_store_f64(lt_tensor *t, const double *v);
+void lt_nn_store_f32(lt_tensor *t, const float *v);
+
+/* Reads a conv-like node's kernel: kernel_shape when given (it must agree
+ * with the weights' spatial dims w_dims, when w_dims is not NULL). */
+lt_status lt_nn_kernel(lt_kctx *k, int nsp, const int64_t *w_dims, int64_t *kernel);
+
+/* size checks: a * b with overflow detection; false on overflow */
+static inline bool lt_nn_mul(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out) && *out >= 0;
+}
+
+/* Registrars of the family's files, called by lt_cpu_register_nn. */
+void lt_nn_register_conv(lt_kernel_fn *tab);
+void lt_nn_register_convt(lt_kernel_fn *tab);
+void lt_nn_register_pool(lt_kernel_fn *tab);
+void lt_nn_register_roi(lt_kernel_fn *tab);
+
+#endif

@@ -1,0 +1,161 @@
+/* CPU kernels: LayerNormalization and GroupNormalization. */
+#include "norm_util.h"
+#include "norm_kernels.h"
+#include <math.h>
+
+/* ---- LayerNormalization ---- */
+
+/* How a Scale or B tensor lines up with the rows of X flattened to
+ * [rows, d] at axis: it is expanded to X's trailing dims from *first on,
+ * and repeats every *prows rows (1 when it only covers the normalized
+ * dims). */
+static void ln_param_span(const lt_tensor *p, const lt_tensor *x, int axis, int *first, int64_t *prows)
+{
+    int pr = p->rank;
+    while (pr > 0 && p->dims[p->rank - pr] == 1 && pr > x->rank - axis)
+        pr--; /* leading 1s broadcast over the rows anyway */
+    if (pr > x->rank)
+        pr = x->rank;
+    *first = pr > x->rank - axis ? x->rank - pr : axis;
+    *prows = lt_shape_numel(axis - *first, x->dims + *first);
+}
+
+/* Mean and InvStdDev take the type the model declares, else stash_type. */
+static lt_dtype ln_stat_dtype(const lt_kctx *k, int i, lt_dtype xdt)
+{
+    const lt_ival *v = k->node->out[i];
+    if (v && v->type.dtype != LT_UNDEFINED)
+        return v->type.dtype;
+    lt_dtype st = (lt_dtype)lt_attr_int(k->node, "stash_type", LT_F32);
+    return lt_dtype_is_float(st) ? st : xdt;
+}
+
+static lt_status ln_stat_out(lt_kctx *k, int i, const lt_tensor *x, int axis, const double *vals)
+{
+    if (!lt_k_want(k, i))
+        return LT_OK;
+    int64_t dims[LT_MAX_RANK];
+    for (int d = 0; d < x->rank; d++)
+        dims[d] = d < axis ? x->dims[d] : 1;
+    lt_tensor *t;
+    lt_status s = lt_k_out(k, i, ln_stat_dtype(k, i, x->dtype), x->rank, dims, &t);
+    if (s == LT_OK)
+        lt_nu_store_f64(t, vals);
+    return s;
+}
+
+lt_status lt_cpu_layer_norm(lt_kctx *k)
+{
+    const lt_tensor *x = lt_k_in(k, 0), *scale = lt_k_in(k, 1), *bias = lt_k_in(k, 2);
+    if (!x || !scale)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "needs X and Scale");
+    if (!lt_dtype_is_float(x->dtype))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "X must be a float tensor, got %s", lt_dtype_name(x->dtype));
+    int64_t axis = lt_attr_int(k->node, "axis", -1);
+    if (axis < 0)
+        axis += x->rank;
+    if (axis < 0 || axis >= x->rank)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "axis %lld is out of range for rank %d",
+                         (long long)lt_attr_int(k->node, "axis", -1), x->rank);
+    double eps = lt_attr_float(k->node, "epsilon", 1e-5f);
+    int ax = (int)axis;
+    int64_t rows = lt_shape_numel(ax, x->dims), d = lt_shape_numel(x->rank - ax, x->dims + ax);
+    bool f32 = x->dtype == LT_F32;
+
+    int sfirst, bfirst = 0;
+    int64_t srows, brows = 1;
+    ln_param_span(scale, x, ax, &sfirst, &srows);
+    if (bias)
+        ln_param_span(bias, x, ax, &bfirst, &brows);
+    const void *sw, *bw = NULL;
+    if (f32) {
+        sw = lt_nu_expand_f32(k, scale, x->rank - sfirst, x->dims + sfirst, "Scale");
+        if (sw && bias)
+            bw = lt_nu_expand_f32(k, bias, x->rank - bfirst, x->dims + bfirst, "B");
+    } else {
+        sw = lt_nu_expand_f64(k, scale, x->rank - sfirst, x->dims + sfirst, "Scale");
+        if (sw && bias)
+            bw = lt_nu_expand_f64(k, bias, x->rank - bfirst, x->dims + bfirst, "B");
+    }
+    if (!sw || (bias && !bw))
+        return LT_ERR_RUNTIME;
+
+    lt_tensor *y;
+    lt_status st = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &y);
+    if (st != LT_OK)
+        return st;
+    const void *xw = lt_nu_work_in(k, x, f32);
+    void *yw = xw ? lt_nu_work_out(k, y, f32) : NULL;
+    double *mean = yw ? lt_nu_scratch(k, 2 * rows, sizeof *mean) : NULL;
+    if (!mean)
+        return LT_ERR_RUNTIME;
+    double *inv = mean + rows;
+    if (f32)
+        lt_nu_row_stats_f32(xw, rows, d, mean, inv);
+    else
+        lt_nu_row_stats_f64(xw, rows, d, mean, inv);
+    for (int64_t r = 0; r < rows; r++)
+        inv[r] = 1.0 / sqrt(inv[r] + eps);
+    if (f32)
+        lt_nu_row_norm_f32(xw, yw, rows, d, mean, inv, sw, srows, bw, brows);
+    else
+        lt_nu_row_norm_f64(xw, yw, rows, d, mean, inv, sw, srows, bw, brows);
+    lt_nu_work_store(y, yw, f32);
+    if ((st = ln_stat_out(k, 1, x, ax, mean)) != LT_OK)
+        return st;
+    return ln_stat_out(k, 2, x, ax, inv);
+}
+
+/* ---- GroupNormalization ---- */
+lt_status lt_cpu_group_norm(lt_kctx *k)
+{
+    const lt_tensor *x = lt_k_in(k, 0), *scale = lt_k_in(k, 1), *bias = lt_k_in(k, 2);
+    if (!x || !scale || !bias)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "needs X, scale and bias");
+    if (!lt_dtype_is_float(x->dtype))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "X must be a float tensor, got %s", lt_dtype_name(x->dtype));
+    if (x->rank < 2)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "X must have rank >= 2 (N, C, ...), got rank %d", x->rank);
+    int64_t g = lt_attr_int(k->node, "num_groups", -1);
+    int64_t n = x->dims[0], c = x->dims[1], s = lt_shape_numel(x->rank - 2, x->dims + 2);
+    if (g <= 0 || c % g != 0)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "num_groups %lld must be positive and divide the %lld channels",
+                         (long long)g, (long long)c);
+    double eps = lt_attr_float(k->node, "epsilon", 1e-5f);
+    /* opset 18 scales per group, opset 21 per channel; where the sizes leave
+     * no doubt, accept either */
+    bool per_group = k->node->opset < 21 ? scale->numel == g : scale->numel != c && scale->numel == g;
+    int64_t np = per_group ? g : c;
+    const double *sc = lt_nu_vec(k, scale, np, "scale");
+    const double *bi = sc ? lt_nu_vec(k, bias, np, "bias") : NULL;
+    double *mean = bi ? lt_nu_scratch(k, 2 * n * g + 2 * n * c, sizeof *mean) : NULL;
+    bool f32 = x->dtype == LT_F32;
+    const void *xw = mean ? lt_nu_work_in(k, x, f32) : NULL;
+    if (!xw)
+        return LT_ERR_RUNTIME;
+    double *var = mean + n * g, *a = var + n * g, *off = a + n * c;
+    int64_t cg = c / g;
+    if (f32)
+        lt_nu_row_stats_f32(xw, n * g, cg * s, mean, var);
+    else
+        lt_nu_row_stats_f64(xw, n * g, cg * s, mean, var);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < c; j++) {
+            int64_t r = i * g + j / cg, p = per_group ? j / cg : j;
+            a[i * c + j] = sc[p] / sqrt(var[r] + eps);
+            off[i * c + j] = bi[p] - mean[r] * a[i * c + j];
+        }
+    lt_tensor *y;
+    lt_status st = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &y);
+    if (st != LT_OK)
+        return st;
+    void *yw = lt_nu_work_out(k, y, f32);
+    if (!yw)
+        return LT_ERR_RUNTIME;
+    if (f32)
+        lt_nu_chan_affine_f32(xw, yw, n, c, s, a, off, 1);
+    else
+        lt_nu_chan_affine_f64(xw, yw, n, c, s, a, off, 1);
+    lt_nu_work_store(y, yw, f32);
+    return LT_OK;
+}

@@ -1,0 +1,84 @@
+/* Private helpers of the reduce family's CPU kernels (reduce*.c): axis
+ * handling, the outer x reduced x inner view of a tensor, loading data into
+ * a compute type, and the shared reduction and softmax cores. */
+#ifndef LT_CPU_REDUCE_UTIL_H
+#define LT_CPU_REDUCE_UTIL_H
+
+#include "../runtime.h"
+
+/* Elements of work below which a parallel region costs more than it saves. */
+#define LT_RED_PAR_MIN 32768
+
+/* Maps axis a of a rank-r tensor from [-r, r) to [0, r); false when outside. */
+static inline bool lt_red_axis(int64_t a, int rank, int *out)
+{
+    if (a < -rank || a >= rank)
+        return false;
+    *out = (int)(a < 0 ? a + rank : a);
+    return true;
+}
+
+/* Product of dims[lo..hi); -1 on overflow (possible when another dim is 0). */
+static inline int64_t lt_red_prod(const int64_t *dims, int lo, int hi)
+{
+    int64_t p = 1;
+    for (int i = lo; i < hi; i++)
+        if (__builtin_mul_overflow(p, dims[i], &p))
+            return -1;
+    return p;
+}
+
+/* A reduction seen as outer x r x inner. When the reduced axes are not one
+ * contiguous block, the data must first be permuted (lt_red_permute with
+ * prank, pdims, perm) into [kept..., reduced...] order; then inner is 1. */
+typedef struct lt_red_plan {
+    int64_t outer, r, inner;
+    bool permute;
+    int prank;
+    int64_t pdims[LT_MAX_RANK];
+    int perm[LT_MAX_RANK];
+} lt_red_plan;
+
+/* mask[d] marks reduced axes. False on size overflow. */
+bool lt_red_plan_make(int rank, const int64_t *dims, const bool *mask, lt_red_plan *p);
+
+/* dst = src with axes reordered: dst axis j is src axis perm[j] (es-byte
+ * elements, dims of src). */
+void lt_red_permute(const void *src, void *dst, size_t es, int rank, const int64_t *dims, const int *perm);
+/* The inverse: src was produced by lt_red_permute(orig, src, ..., dims, perm);
+ * dst receives the original layout. */
+void lt_red_unpermute(const void *src, void *dst, size_t es, int rank, const int64_t *dims, const int *perm);
+
+/* The tensor's data as float (f32 as is; f16/bf16 converted into scratch),
+ * double (f64 as is; other types converted) or int64 (ints and bool; uint64
+ * with its top bit flipped when flip_u64, so that signed order is unsigned
+ * order). NULL when scratch memory runs out. */
+const float *lt_red_load_f32(lt_kctx *k, const lt_tensor *t);
+const double *lt_red_load_f64(lt_kctx *k, const lt_tensor *t);
+const int64_t *lt_red_load_i64(lt_kctx *k, const lt_tensor *t, bool flip_u64);
+/* Stores n floats into a float tensor of any float dtype. */
+void lt_red_store_f32(const float *src, lt_tensor *dst);
+
+/* ---- the reduction core ---- */
+enum { LT_RED_PRE_ID, LT_RED_PRE_ABS, LT_RED_PRE_SQ, LT_RED_PRE_EXP, LT_RED_PRE_SQDEV };
+enum { LT_RED_ADD, LT_RED_MUL, LT_RED_MAX, LT_RED_MIN };
+
+/* acc[o*inner + i] = combine over r of pre(x[(o*r_n + r)*inner + i]), in
+ * double. x is float (is_f64 false) or double. PRE_EXP maps to exp(x - sh),
+ * PRE_SQDEV to (x - sh)^2, with sh[o*inner + i]. Max and min propagate NaN.
+ * part: scratch of lt_red_part_size() doubles (may be NULL when that is 0). */
+size_t lt_red_part_size(int64_t outer, int64_t r, int64_t inner);
+void lt_red_run(const void *x, bool is_f64, int64_t outer, int64_t r, int64_t inner, int pre, int comb,
+                const double *sh, double *acc, double *part);
+
+/* ---- softmax core ---- */
+enum { LT_RED_SOFTMAX, LT_RED_LOGSOFTMAX, LT_RED_HARDMAX };
+void lt_red_softmax_f32(const float *x, float *y, int64_t outer, int64_t c, int64_t inner, int mode);
+void lt_red_softmax_f64(const double *x, double *y, int64_t outer, int64_t c, int64_t inner, int mode);
+
+/* ---- registrars of the family's files ---- */
+void lt_cpu_register_reduce_arg(lt_kernel_fn *tab);     /* ArgMax, ArgMin, TopK, CumSum */
+void lt_cpu_register_reduce_softmax(lt_kernel_fn *tab); /* Softmax, LogSoftmax, Hardmax, LpNorm, MVN */
+void lt_cpu_register_reduce_loss(lt_kernel_fn *tab);    /* SoftmaxCrossEntropyLoss, NLLLoss */
+
+#endif
