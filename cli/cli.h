@@ -9,5 +9,6 @@ int lt_exit_code(lt_status s);
 int lt_cmd_import(int argc, char **argv);
 int lt_cmd_run(int argc, char **argv);
 int lt_cmd_check(int argc, char **argv);
+int lt_cmd_predict(int argc, char **argv);
 
 #endif

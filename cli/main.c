@@ -10,7 +10,8 @@ static void usage(FILE *f)
             "  import MODEL [--print]                 summarize an ONNX model (exit 2 if it has unsupported ops)\n"
             "  run MODEL --input NAME=FILE... [--output-dir DIR]\n"
             "                                         run a model on .npy/.pb inputs\n"
-            "  check [--expect FILE] PATH...          run ONNX backend test cases\n");
+            "  check [--expect FILE] PATH...          run ONNX backend test cases\n"
+            "  predict MODEL [--data SPEC] [--count N] classify test images (default fashion-mnist)\n");
 }
 
 int lt_exit_code(lt_status s)
@@ -37,6 +38,8 @@ int main(int argc, char **argv)
         return lt_cmd_import(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0)
         return lt_cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "predict") == 0)
+        return lt_cmd_predict(argc - 1, argv + 1);
     if (strcmp(cmd, "check") == 0)
         return lt_cmd_check(argc - 1, argv + 1);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {

@@ -521,6 +521,35 @@ static void collect_reads(const Onnx__GraphProto *g, const namemap *producers, i
     }
 }
 
+static void heap_push(int *h, size_t *n, int v)
+{
+    size_t i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+static int heap_pop(int *h, size_t *n)
+{
+    int top = h[0], v = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = v;
+    return top;
+}
+
 /* Kahn's algorithm over this graph's nodes; order[] receives node indices. */
 static lt_status order_nodes(imp *im, const Onnx__GraphProto *g, int *order)
 {
@@ -583,16 +612,18 @@ static lt_status order_nodes(imp *im, const Onnx__GraphProto *g, int *order)
     }
     if (st != LT_OK)
         goto done;
-    size_t head = 0, tail = 0, done_n = 0;
+    /* a min-heap on the original index keeps an already sorted graph in its
+     * own order */
+    size_t hn = 0, done_n = 0;
     for (size_t i = 0; i < n; i++)
         if (indeg[i] == 0)
-            queue[tail++] = (int)i;
-    while (head < tail) {
-        int i = queue[head++];
+            heap_push(queue, &hn, (int)i);
+    while (hn) {
+        int i = heap_pop(queue, &hn);
         order[done_n++] = i;
         for (int k = 0; k < nsucc[i]; k++)
             if (--indeg[succ[i][k]] == 0)
-                queue[tail++] = succ[i][k];
+                heap_push(queue, &hn, succ[i][k]);
     }
     if (done_n != n) {
         char list[400] = "";

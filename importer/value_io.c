@@ -272,3 +272,11 @@ static lt_value_kind kind_of(const lt_type *t)
 
 lt_value_kind lt_model_input_kind(const lt_model *m, int i) { return kind_of(&m->main->params[i]->type); }
 lt_value_kind lt_model_output_kind(const lt_model *m, int i) { return kind_of(&m->main->results[i]->type); }
+
+void lt_model_input_shape(const lt_model *m, int i, int *rank, int64_t *dims)
+{
+    const lt_type *t = &m->main->params[i]->type;
+    *rank = t->kind == LT_KIND_TENSOR ? t->rank : -1;
+    for (int d = 0; d < *rank; d++)
+        dims[d] = t->dims[d].sym < 0 ? t->dims[d].v : -1;
+}

@@ -108,6 +108,9 @@ const char *lt_model_input_name(const lt_model *m, int i);
 int lt_model_num_outputs(const lt_model *m);
 const char *lt_model_output_name(const lt_model *m, int i);
 lt_value_kind lt_model_input_kind(const lt_model *m, int i);
+/* Declared or inferred shape of input i: *rank (-1 unknown) and dims (-1 for
+ * symbolic or unknown sizes). */
+void lt_model_input_shape(const lt_model *m, int i, int *rank, int64_t *dims);
 lt_value_kind lt_model_output_kind(const lt_model *m, int i);
 
 /* ---- execution ---- */
@@ -120,6 +123,19 @@ void lt_session_free(lt_session *s);
  * output (caller frees each with lt_value_free). */
 lt_status lt_session_run(lt_session *s, int n, const char *const *names,
                          lt_value *const *inputs, lt_value **outputs, lt_err *err);
+
+/* ---- datasets ---- */
+typedef struct lt_dataset lt_dataset;
+
+/* spec: "fashion-mnist" or "mnist" (Debian's folder for Fashion-MNIST, or
+ * NAME=DIR); split 0 = train, 1 = test. Images are scaled to [0,1]. */
+lt_status lt_dataset_open(const char *spec, int split, lt_dataset **out, lt_err *err);
+void lt_dataset_free(lt_dataset *d);
+int64_t lt_dataset_size(const lt_dataset *d);
+/* Samples [start, start+n) as a float32 tensor of the given shape (its first
+ * dim is n; the rest must hold one image) and int64 labels [n]. */
+lt_status lt_dataset_batch(const lt_dataset *d, int64_t start, int64_t n, int rank, const int64_t *shape,
+                           lt_value **x, lt_value **y, lt_err *err);
 
 /* Threads used by kernels (OpenMP), and BLAS pinned to the same pool. */
 void lt_set_num_threads(int n);

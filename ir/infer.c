@@ -125,6 +125,7 @@ static lt_status infer_block(lt_infer_ctx *c, lt_block *b)
                 lt_type_unknown(&n->out[j]->type, LT_UNDEFINED, -1);
             }
         /* regions first: their results feed the node's rule (If, Loop) */
+        lt_infer_region_params(n);
         for (int r = 0; r < n->nregions; r++) {
             lt_status s = infer_block(c, n->regions[r]);
             if (s != LT_OK)

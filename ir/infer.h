@@ -26,6 +26,10 @@ bool lt_infer_broadcast(const lt_type *a, const lt_type *b, lt_type *out);
 /* Output i gets input j's type (Relu, Identity...). */
 void lt_infer_same(lt_node *n, int i, int j);
 
+/* Types region parameters (Loop/Scan/SequenceMap bodies) from the node's
+ * inputs where the model left them undeclared. */
+void lt_infer_region_params(lt_node *n);
+
 extern lt_infer_fn lt_infer_rules[LT_OP_COUNT];
 void lt_infer_rules_init(void);
 

@@ -370,6 +370,11 @@ void lt_type_print(const lt_module *m, const lt_type *t, FILE *f)
 
 const char *lt_node_label(const lt_node *n, char *buf, size_t len)
 {
-    snprintf(buf, len, "node '%s' (%s)", n->name && *n->name ? n->name : "<unnamed>", lt_op_names[n->op]);
+    if (n->name && *n->name)
+        snprintf(buf, len, "node '%s' (%s)", n->name, lt_op_names[n->op]);
+    else if (n->nout > 0 && n->out[0])
+        snprintf(buf, len, "node producing '%s' (%s)", n->out[0]->name, lt_op_names[n->op]);
+    else
+        snprintf(buf, len, "unnamed node (%s)", lt_op_names[n->op]);
     return buf;
 }

@@ -1,7 +1,258 @@
-/* Shape inference rules: control family. */
+/* Shape inference rules: control flow (If, Loop, Scan), sequences and
+ * optionals. Region parameters get their types from the node's inputs before
+ * the region is inferred (lt_infer_region_params). */
 #include "infer.h"
+
+static void join(lt_type *a, const lt_type *b)
+{
+    if (a->kind != b->kind || a->dtype != b->dtype) {
+        if (a->dtype == LT_UNDEFINED)
+            *a = *b;
+        return;
+    }
+    if (a->rank != b->rank) {
+        a->rank = -1;
+        return;
+    }
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d].sym != b->dims[d].sym || a->dims[d].v != b->dims[d].v)
+            a->dims[d] = (lt_dim){-1, -1};
+}
+
+static bool unknown(const lt_type *t) { return t->dtype == LT_UNDEFINED && t->rank < 0; }
+
+static void add_axis(lt_type *t, int axis, lt_dim d)
+{
+    if (t->kind != LT_KIND_TENSOR || t->rank < 0 || t->rank >= LT_MAX_RANK) {
+        t->rank = -1;
+        return;
+    }
+    if (axis < 0)
+        axis += t->rank + 1;
+    if (axis < 0 || axis > t->rank) {
+        t->rank = -1;
+        return;
+    }
+    for (int i = t->rank; i > axis; i--)
+        t->dims[i] = t->dims[i - 1];
+    t->dims[axis] = d;
+    t->rank++;
+}
+
+void lt_infer_region_params(lt_node *n)
+{
+    if (n->op == LT_OP_LOOP && n->nregions == 1) {
+        lt_block *b = n->regions[0];
+        if (b->nparams >= 2) {
+            if (unknown(&b->params[0]->type))
+                lt_type_tensor(&b->params[0]->type, LT_I64, 0, NULL);
+            if (unknown(&b->params[1]->type))
+                lt_type_tensor(&b->params[1]->type, LT_BOOL, 0, NULL);
+        }
+        for (int i = 2; i < b->nparams && i < n->nin; i++)
+            if (n->in[i] && unknown(&b->params[i]->type))
+                b->params[i]->type = n->in[i]->type;
+    } else if (n->op == LT_OP_SCAN && n->nregions == 1 && n->opset >= 9) {
+        lt_block *b = n->regions[0];
+        int nscan = (int)lt_attr_int(n, "num_scan_inputs", 0), nstate = n->nin - nscan, na;
+        const int64_t *axes = lt_attr_ints(n, "scan_input_axes", &na);
+        for (int i = 0; i < b->nparams && i < n->nin; i++) {
+            if (!n->in[i] || !unknown(&b->params[i]->type))
+                continue;
+            lt_type t = n->in[i]->type;
+            if (i >= nstate && t.rank > 0) {
+                int ax = axes && i - nstate < na ? (int)axes[i - nstate] : 0;
+                if (ax < 0)
+                    ax += t.rank;
+                if (ax >= 0 && ax < t.rank) {
+                    for (int d = ax; d + 1 < t.rank; d++)
+                        t.dims[d] = t.dims[d + 1];
+                    t.rank--;
+                }
+            }
+            b->params[i]->type = t;
+        }
+    } else if (n->op == LT_OP_SEQUENCE_MAP && n->nregions == 1) {
+        lt_block *b = n->regions[0];
+        for (int i = 0; i < b->nparams && i < n->nin; i++) {
+            if (!n->in[i] || !unknown(&b->params[i]->type))
+                continue;
+            lt_type t = n->in[i]->type;
+            if (t.kind == LT_KIND_SEQUENCE)
+                lt_type_unknown(&t, t.dtype, -1);
+            b->params[i]->type = t;
+        }
+    }
+}
+
+static lt_status infer_if(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->nregions != 2)
+        return LT_OK;
+    for (int i = 0; i < n->nout; i++) {
+        if (!n->out[i] || i >= n->regions[0]->nresults || i >= n->regions[1]->nresults)
+            continue;
+        lt_type t = n->regions[0]->results[i]->type;
+        join(&t, &n->regions[1]->results[i]->type);
+        n->out[i]->type = t;
+    }
+    return LT_OK;
+}
+
+static lt_status infer_loop(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->nregions != 1)
+        return LT_OK;
+    lt_block *b = n->regions[0];
+    int ncarried = n->nin - 2;
+    const lt_tensor *trip = lt_infer_const(c, n->in[0]);
+    lt_dim iters = {-1, -1};
+    if (trip && trip->numel == 1 && !n->in[1])
+        iters.v = trip->dtype == LT_I64 ? *(const int64_t *)trip->data : -1;
+    for (int i = 0; i < n->nout; i++) {
+        if (!n->out[i] || 1 + i >= b->nresults)
+            continue;
+        lt_type t = b->results[1 + i]->type;
+        if (i < ncarried) {
+            if (unknown(&t) && n->in[2 + i])
+                t = n->in[2 + i]->type;
+        } else {
+            add_axis(&t, 0, iters);
+        }
+        n->out[i]->type = t;
+    }
+    return LT_OK;
+}
+
+static lt_status infer_scan(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->nregions != 1 || n->opset < 9)
+        return LT_OK;
+    lt_block *b = n->regions[0];
+    int nscan = (int)lt_attr_int(n, "num_scan_inputs", 0), nstate = n->nin - nscan, na, nb;
+    const int64_t *in_axes = lt_attr_ints(n, "scan_input_axes", &na);
+    const int64_t *out_axes = lt_attr_ints(n, "scan_output_axes", &nb);
+    lt_dim T = {-1, -1};
+    if (nscan > 0 && n->in[nstate] && n->in[nstate]->type.rank > 0) {
+        int ax = in_axes && na > 0 ? (int)in_axes[0] : 0;
+        if (ax < 0)
+            ax += n->in[nstate]->type.rank;
+        if (ax >= 0 && ax < n->in[nstate]->type.rank)
+            T = n->in[nstate]->type.dims[ax];
+    }
+    for (int i = 0; i < n->nout && i < b->nresults; i++) {
+        if (!n->out[i])
+            continue;
+        lt_type t = b->results[i]->type;
+        if (i >= nstate)
+            add_axis(&t, out_axes && i - nstate < nb ? (int)out_axes[i - nstate] : 0, T);
+        n->out[i]->type = t;
+    }
+    return LT_OK;
+}
+
+static void seq_type(lt_node *n, lt_dtype dt)
+{
+    if (n->nout > 0 && n->out[0]) {
+        lt_type_unknown(&n->out[0]->type, dt, -1);
+        n->out[0]->type.kind = LT_KIND_SEQUENCE;
+    }
+}
+
+static lt_dtype in_dtype(const lt_node *n, int i)
+{
+    return i < n->nin && n->in[i] ? n->in[i]->type.dtype : LT_UNDEFINED;
+}
+
+static lt_status infer_seq_from_input(lt_infer_ctx *c, lt_node *n)
+{
+    seq_type(n, in_dtype(n, n->op == LT_OP_SEQUENCE_CONSTRUCT || n->op == LT_OP_SPLIT_TO_SEQUENCE ? 0 : 0));
+    return LT_OK;
+}
+
+static lt_status infer_seq_empty(lt_infer_ctx *c, lt_node *n)
+{
+    seq_type(n, (lt_dtype)lt_attr_int(n, "dtype", LT_F32));
+    return LT_OK;
+}
+
+static lt_status infer_seq_at(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->out[0])
+        lt_type_unknown(&n->out[0]->type, in_dtype(n, 0), -1);
+    return LT_OK;
+}
+
+static lt_status infer_seq_length(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->out[0])
+        lt_type_tensor(&n->out[0]->type, LT_I64, 0, NULL);
+    return LT_OK;
+}
+
+static lt_status infer_concat_from_seq(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->out[0])
+        lt_type_unknown(&n->out[0]->type, in_dtype(n, 0), -1);
+    return LT_OK;
+}
+
+static lt_status infer_optional_has(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->out[0])
+        lt_type_tensor(&n->out[0]->type, LT_BOOL, 0, NULL);
+    return LT_OK;
+}
+
+static lt_status infer_optional_get(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->out[0] && n->nin > 0 && n->in[0]) {
+        lt_type t = n->in[0]->type;
+        if (t.kind == LT_KIND_OPTIONAL)
+            t.kind = t.inner;
+        n->out[0]->type = t;
+    }
+    return LT_OK;
+}
+
+static lt_status infer_optional(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->out[0] && n->nin > 0 && n->in[0]) {
+        lt_type t = n->in[0]->type;
+        t.inner = t.kind == LT_KIND_SEQUENCE ? LT_KIND_SEQUENCE : LT_KIND_TENSOR;
+        t.kind = LT_KIND_OPTIONAL;
+        n->out[0]->type = t;
+    }
+    return LT_OK;
+}
+
+static lt_status infer_seq_map(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->nregions != 1)
+        return LT_OK;
+    for (int i = 0; i < n->nout && i < n->regions[0]->nresults; i++)
+        if (n->out[i]) {
+            lt_type_unknown(&n->out[i]->type, n->regions[0]->results[i]->type.dtype, -1);
+            n->out[i]->type.kind = LT_KIND_SEQUENCE;
+        }
+    return LT_OK;
+}
 
 void lt_infer_register_control(lt_infer_fn *tab)
 {
-    (void)tab;
+    tab[LT_OP_IF] = infer_if;
+    tab[LT_OP_LOOP] = infer_loop;
+    tab[LT_OP_SCAN] = infer_scan;
+    tab[LT_OP_SEQUENCE_EMPTY] = infer_seq_empty;
+    tab[LT_OP_SEQUENCE_CONSTRUCT] = infer_seq_from_input;
+    tab[LT_OP_SEQUENCE_INSERT] = infer_seq_from_input;
+    tab[LT_OP_SEQUENCE_ERASE] = infer_seq_from_input;
+    tab[LT_OP_SPLIT_TO_SEQUENCE] = infer_seq_from_input;
+    tab[LT_OP_SEQUENCE_AT] = infer_seq_at;
+    tab[LT_OP_SEQUENCE_LENGTH] = infer_seq_length;
+    tab[LT_OP_CONCAT_FROM_SEQUENCE] = infer_concat_from_seq;
+    tab[LT_OP_SEQUENCE_MAP] = infer_seq_map;
+    tab[LT_OP_OPTIONAL] = infer_optional;
+    tab[LT_OP_OPTIONAL_HAS_ELEMENT] = infer_optional_has;
+    tab[LT_OP_OPTIONAL_GET_ELEMENT] = infer_optional_get;
 }

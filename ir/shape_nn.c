@@ -212,6 +212,18 @@ static lt_type *out_type(lt_node *n, int i)
     return i < n->nout && n->out[i] ? &n->out[i]->type : NULL;
 }
 
+/* Reads a constant 1-D int32/int64 tensor of at most max values; false
+ * when t is not one. */
+static bool const_ints(const lt_tensor *t, int64_t *out, int max, int *n)
+{
+    if (!t || t->rank != 1 || t->numel > max || (t->dtype != LT_I64 && t->dtype != LT_I32))
+        return false;
+    *n = (int)t->numel;
+    for (int i = 0; i < *n; i++)
+        out[i] = t->dtype == LT_I64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+    return true;
+}
+
 /* Conv, ConvInteger, QLinearConv */
 static lt_status infer_conv(lt_infer_ctx *c, lt_node *n)
 {
@@ -378,12 +390,13 @@ static lt_status infer_max_unpool(lt_infer_ctx *c, lt_node *n)
     lt_type_unknown(y, x->dtype, x->rank);
     const lt_tensor *os = n->nin > 2 ? lt_infer_const(c, n->in[2]) : NULL;
     if (os) {
-        if (os->rank != 1 || (x->rank >= 0 && os->numel != x->rank) || os->numel > LT_MAX_RANK ||
-            !lt_dtype_is_int(os->dtype))
+        int64_t v[LT_MAX_RANK];
+        int nv;
+        if (!const_ints(os, v, LT_MAX_RANK, &nv) || nv < 3 || (x->rank >= 0 && nv != x->rank))
             return lt_infer_fail(c, n, "output_shape must be a 1-D integer tensor with one value per input axis");
-        y->rank = (int)os->numel;
-        for (int i = 0; i < y->rank; i++)
-            y->dims[i].v = lt_tensor_get_i64(os, i);
+        y->rank = nv;
+        for (int i = 0; i < nv; i++)
+            y->dims[i].v = v[i];
         return LT_OK;
     }
     if (x->rank < 0 || (n->nin > 2 && n->in[2]))
@@ -460,9 +473,13 @@ static lt_status infer_col2im(lt_infer_ctx *c, lt_node *n)
     lt_type *y = out_type(n, 0);
     if (!x || !y)
         return LT_OK;
-    const lt_tensor *img = n->nin > 1 ? lt_infer_const(c, n->in[1]) : NULL;
-    const lt_tensor *blk = n->nin > 2 ? lt_infer_const(c, n->in[2]) : NULL;
-    int nsp = img ? (int)img->numel : is && is->rank == 1 ? (int)dim_of(is, 0) : -1;
+    int64_t img[LT_MAX_RANK], blk[LT_MAX_RANK];
+    int ni = -1, nb = -1;
+    if (!const_ints(n->nin > 1 ? lt_infer_const(c, n->in[1]) : NULL, img, LT_MAX_RANK - 2, &ni))
+        ni = -1;
+    if (!const_ints(n->nin > 2 ? lt_infer_const(c, n->in[2]) : NULL, blk, LT_MAX_RANK - 2, &nb))
+        nb = -1;
+    int nsp = ni >= 0 ? ni : is && is->rank == 1 ? (int)dim_of(is, 0) : -1;
     if (x->rank >= 0 && x->rank != 3)
         return lt_infer_fail(c, n, "input of rank %d (expected 3: N, C x block, L)", x->rank);
     if (nsp > LT_MAX_RANK - 2)
@@ -472,14 +489,10 @@ static lt_status infer_col2im(lt_infer_ctx *c, lt_node *n)
         return LT_OK;
     if (x->rank >= 0)
         y->dims[0] = x->dims[0];
-    if (img)
-        for (int i = 0; i < nsp; i++)
-            y->dims[i + 2].v = lt_tensor_get_i64(img, i);
-    if (blk && blk->numel == nsp) {
-        int64_t k[LT_MAX_RANK];
-        for (int i = 0; i < nsp; i++)
-            k[i] = lt_tensor_get_i64(blk, i);
-        int64_t kk = lt_nn_prod(nsp, k), ck = dim_of(x, 1);
+    for (int i = 0; i < ni; i++)
+        y->dims[i + 2].v = img[i];
+    if (nb == nsp) {
+        int64_t kk = lt_nn_prod(nsp, blk), ck = dim_of(x, 1);
         if (kk > 0 && ck >= 0) {
             if (ck % kk)
                 return lt_infer_fail(c, n, "%lld channels do not split into blocks of %lld", (long long)ck,

@@ -21,7 +21,8 @@ static void control_flow(const lt_block *b, int depth, FILE *f, int *any)
         if (!n->nregions)
             continue;
         *any = 1;
-        fprintf(f, "  %*s%s '%s'", depth * 2, "", lt_op_names[n->op], n->name);
+        char lb[256];
+        fprintf(f, "  %*s%s", depth * 2, "", lt_node_label(n, lb, sizeof lb));
         for (int r = 0; r < n->nregions; r++)
             fprintf(f, "%s%s: %d nodes", r ? ", " : " [", n->regions[r]->name ? n->regions[r]->name : "body",
                     n->regions[r]->nnodes);
@@ -36,7 +37,8 @@ static void missing_kernels(const lt_block *b, FILE *f, int *count)
     for (int i = 0; i < b->nnodes; i++) {
         const lt_node *n = b->nodes[i];
         if (!lt_cpu_kernels[n->op]) {
-            fprintf(f, "  %s (node '%s'): no CPU kernel\n", lt_op_names[n->op], n->name);
+            char lb[256];
+            fprintf(f, "  %s: no CPU kernel\n", lt_node_label(n, lb, sizeof lb));
             (*count)++;
         }
         for (int r = 0; r < n->nregions; r++)

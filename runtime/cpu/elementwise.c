@@ -210,7 +210,7 @@ lt_status lt_ew_run(lt_kctx *k, const lt_ew_op *op, const void *par, int nin, co
         return lt_ew_fail_dtype(k, cd);
     lt_ew_bcast bc;
     if ((s = lt_ew_bcast_init(k, &bc, nin, in, rank, dims)) != LT_OK)
-        return s;
+        return s; /* before converting: a mismatch costs nothing */
     for (int j = 0; j < nin; j++) {
         use[j] = in[j];
         if (in[j]->dtype != cd) {
@@ -221,6 +221,7 @@ lt_status lt_ew_run(lt_kctx *k, const lt_ew_op *op, const void *par, int nin, co
             use[j] = &conv[j];
         }
         ptr[j] = use[j]->data;
+        bc.es[j] = lt_dtype_size(use[j]->dtype);
     }
     lt_tensor *y;
     if ((s = lt_k_out(k, 0, odt, bc.out_rank, bc.out_dims, &y)) != LT_OK)

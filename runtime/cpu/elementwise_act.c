@@ -14,12 +14,14 @@
     {                                                                       \
         typedef float T;                                                    \
         (void)p;                                                            \
+        (void)sizeof(T);                                                    \
         BODY                                                                \
     }                                                                       \
     static inline double name##_d(double x, const lt_ew_par *p)             \
     {                                                                       \
         typedef double T;                                                   \
         (void)p;                                                            \
+        (void)sizeof(T);                                                    \
         BODY                                                                \
     }
 #define CALL(name, x) _Generic((x), float: name##_f, double: name##_d)(x, p)

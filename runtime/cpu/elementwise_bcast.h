@@ -138,10 +138,12 @@ void lt_cpu_register_elementwise_cast(lt_kernel_fn *tab);
             _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                                            \
             {                                                                                              \
                 TI x = a_[i], y = b_[i];                                                                   \
+                (void)y;                                                                                   \
                 o_[i] = (TO)(EXPR);                                                                        \
             }                                                                                              \
         } else if (sa_ == 1 && sb_ == 0) {                                                                 \
             const TI y = b_[0];                                                                            \
+            (void)y;                                                                                       \
             _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                                            \
             {                                                                                              \
                 TI x = a_[i];                                                                              \
@@ -152,11 +154,13 @@ void lt_cpu_register_elementwise_cast(lt_kernel_fn *tab);
             _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                                            \
             {                                                                                              \
                 TI y = b_[i];                                                                              \
+                (void)y;                                                                                   \
                 o_[i] = (TO)(EXPR);                                                                        \
             }                                                                                              \
         } else {                                                                                           \
             for (int64_t i = 0; i < n; i++) {                                                              \
                 TI x = a_[i * sa_], y = b_[i * sb_];                                                       \
+                (void)y;                                                                                   \
                 o_[i] = (TO)(EXPR);                                                                        \
             }                                                                                              \
         }                                                                                                  \

@@ -204,6 +204,28 @@ void lt_ew_cast(void *dst, lt_dtype dt, const void *src, lt_dtype st, int64_t n)
     }
 }
 
+/* Before opset 19 the reference Cast to bfloat16 goes through float32 and
+ * then drops the low 16 bits (truncation, NaN kept quiet); opset 19 made it
+ * round to nearest even like every other conversion here. */
+static lt_status cast_bf16_truncating(lt_kctx *k, const lt_tensor *x, lt_tensor *y)
+{
+    lt_tensor f = *x;
+    if (x->dtype != LT_F32) {
+        lt_status s = lt_ew_promote(k, x, LT_F32, &f);
+        if (s != LT_OK)
+            return s;
+    }
+    const uint32_t *src = f.data;
+    uint16_t *dst = y->data;
+    int64_t n = x->numel;
+#pragma omp parallel for if (n >= LT_EW_PAR_LIGHT) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b = src[i];
+        dst[i] = (b & 0x7fffffff) > 0x7f800000 ? (uint16_t)((b >> 16) | 0x40) : (uint16_t)(b >> 16);
+    }
+    return LT_OK;
+}
+
 static lt_status cast_to(lt_kctx *k, const lt_tensor *x, lt_dtype to)
 {
     if (x->dtype == LT_STRING || to == LT_STRING)
@@ -215,9 +237,12 @@ static lt_status cast_to(lt_kctx *k, const lt_tensor *x, lt_dtype to)
         return lt_k_out_view(k, 0, x, x->rank, x->dims);
     lt_tensor *y;
     lt_status s = lt_k_out(k, 0, to, x->rank, x->dims, &y);
-    if (s == LT_OK)
-        lt_ew_cast(y->data, to, x->data, x->dtype, x->numel);
-    return s;
+    if (s != LT_OK)
+        return s;
+    if (to == LT_BF16 && k->node->opset < 19)
+        return cast_bf16_truncating(k, x, y);
+    lt_ew_cast(y->data, to, x->data, x->dtype, x->numel);
+    return LT_OK;
 }
 
 static lt_status k_cast(lt_kctx *k)

@@ -54,7 +54,8 @@ static lt_status k_gather(lt_kctx *k)
         int64_t v = lt_ix_get(ind, j);
         idx[j] = v;
         if (!lt_ix_wrap(&idx[j], n))
-            return lt_k_fail(k, LT_ERR_RUNTIME, "index %lld (at position %lld) is out of range for axis %d of size %lld",
+            return lt_k_fail(k, LT_ERR_RUNTIME,
+                             "index %lld (at position %lld of indices) is out of range for axis %d of size %lld",
                              (long long)v, (long long)j, axis, (long long)n);
     }
     lt_tensor *y;
@@ -131,7 +132,7 @@ static lt_status k_gather_elements(lt_kctx *k)
             inoff[i] = off;
         }
     }
-    lt_ix_bad bad = {-1, 0, 0};
+    lt_ix_bad bad = {-1, 0, 0, 0};
     bool par = ind->numel > LT_IX_PAR_MIN;
     size_t es = lt_dtype_size(x->dtype);
 #define GATHER_EL(T)                                                                                    \
@@ -148,7 +149,7 @@ static lt_status k_gather_elements(lt_kctx *k)
             for (int64_t i = 0; i < inner; i++) {                                                       \
                 int64_t p = t * inner + i, v = lt_ix_get(ind, p), w = v;                                \
                 if (!lt_ix_wrap(&w, n)) {                                                               \
-                    lt_ix_bad_note(&bad, p, v, n);                                                      \
+                    lt_ix_bad_note(&bad, p, v, n, axis);                                                \
                     continue;                                                                           \
                 }                                                                                       \
                 yd[p] = xd[base + w * sa + (inoff ? inoff[i] : i)];                                     \
@@ -158,7 +159,7 @@ static lt_status k_gather_elements(lt_kctx *k)
     LT_IX_BY_SIZE(k, es, GATHER_EL)
 #undef GATHER_EL
     if (bad.pos >= 0)
-        return lt_ix_bad_fail(k, &bad, "index");
+        return lt_ix_bad_fail(k, &bad);
     return LT_OK;
 }
 
@@ -207,7 +208,7 @@ static lt_status k_gather_nd(lt_kctx *k)
     size_t es = lt_dtype_size(x->dtype), row = (size_t)slice * es;
     const char *xd = x->data;
     char *yd = y->data;
-    lt_ix_bad bad = {-1, 0, 0};
+    lt_ix_bad bad = {-1, 0, 0, 0};
 #pragma omp parallel for if (total * slice > LT_IX_PAR_MIN)
     for (int64_t t = 0; t < total; t++) {
         int64_t off = (t / (nt ? nt : 1)) * bstride;
@@ -215,7 +216,7 @@ static lt_status k_gather_nd(lt_kctx *k)
         for (int j = 0; j < kk && ok; j++) {
             int64_t v = lt_ix_get(ind, t * kk + j), w = v;
             if (!lt_ix_wrap(&w, x->dims[b + j])) {
-                lt_ix_bad_note(&bad, t * kk + j, v, x->dims[b + j]);
+                lt_ix_bad_note(&bad, t * kk + j, v, x->dims[b + j], (int)b + j);
                 ok = false;
             }
             off += w * strides[j];
@@ -224,7 +225,7 @@ static lt_status k_gather_nd(lt_kctx *k)
             memcpy(yd + (size_t)t * row, xd + (size_t)off * es, row);
     }
     if (bad.pos >= 0)
-        return lt_ix_bad_fail(k, &bad, "index");
+        return lt_ix_bad_fail(k, &bad);
     return LT_OK;
 }
 

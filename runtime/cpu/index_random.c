@@ -160,7 +160,7 @@ static lt_status k_multinomial(lt_kctx *k)
     if (!cdf && nb * nc > 0)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     uint64_t seed = stream_seed(k);
-#pragma omp parallel for if (nb * (nc + ss) > LT_IX_PAR_MIN / 8)
+#pragma omp parallel for if (x->numel + y->numel > LT_IX_PAR_MIN / 8)
     for (int64_t b = 0; b < nb; b++) {
         double *c = cdf + b * nc, mx = -INFINITY, acc = 0;
         for (int64_t j = 0; j < nc; j++) {

@@ -132,7 +132,7 @@ static lt_status k_scatter_elements(lt_kctx *k)
     size_t es = lt_dtype_size(x->dtype);
     char *yd = y->data;
     const char *ud = u->data;
-    lt_ix_bad bad = {-1, 0, 0};
+    lt_ix_bad bad = {-1, 0, 0, 0};
     /* each line (all coordinates but the axis one) writes its own output
      * line, so lines run in parallel and each runs in index order */
 #pragma omp parallel for if (ind->numel > LT_IX_PAR_MIN)
@@ -151,18 +151,20 @@ static lt_status k_scatter_elements(lt_kctx *k)
         for (int64_t j = 0; j < na; j++) {
             int64_t p = (o * na + j) * inner + i, v = lt_ix_get(ind, p), w = v;
             if (!lt_ix_wrap(&w, n)) {
-                lt_ix_bad_note(&bad, p, v, n);
+                lt_ix_bad_note(&bad, p, v, n, axis);
                 break;
             }
             char *dst = yd + (size_t)(base + w * sa) * es;
             if (red == RED_NONE)
                 memcpy(dst, ud + (size_t)p * es, es);
+            else if (x->dtype == LT_F32) /* the common case without a call per element */
+                RED_LOOP(float, 1, (float *)dst, (const float *)ud + p, red)
             else
                 reduce_run(x->dtype, red, dst, ud + (size_t)p * es, 1);
         }
     }
     if (bad.pos >= 0)
-        return lt_ix_bad_fail(k, &bad, "index");
+        return lt_ix_bad_fail(k, &bad);
     return LT_OK;
 }
 

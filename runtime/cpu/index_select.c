@@ -28,8 +28,9 @@ static bool truthy(const lt_tensor *t, int64_t i)
 }
 
 /* Index p of OneHot's indices, wrapped into [0, depth); false when it falls
- * outside [-depth, depth) (non-integer indices truncate, as a cast would). */
-static bool one_hot_index(const lt_tensor *ind, int64_t p, int64_t depth, int64_t *x)
+ * outside [-depth, depth) (non-integer indices truncate, as a cast would).
+ * Opset 9 knew no negative indices: they select nothing there. */
+static bool one_hot_index(const lt_tensor *ind, int64_t p, int64_t depth, bool neg, int64_t *x)
 {
     if (lt_dtype_is_float(ind->dtype)) {
         double v = lt_tensor_get_f64(ind, p);
@@ -39,6 +40,8 @@ static bool one_hot_index(const lt_tensor *ind, int64_t p, int64_t depth, int64_
     } else {
         *x = lt_ix_get(ind, p);
     }
+    if (*x < 0 && !neg)
+        return false;
     return lt_ix_wrap(x, depth);
 }
 
@@ -82,6 +85,7 @@ static lt_status k_one_hot(lt_kctx *k)
         return s;
     int64_t inner = lt_ix_prod(ind->dims, axis, ind->rank);
     size_t es = lt_dtype_size(val->dtype);
+    bool neg = k->node->opset >= 11;
     /* off everywhere, then one on per in-range index; out-of-range indices
      * leave their column all off (spec) */
 #define ONE_HOT(T)                                                                                      \
@@ -92,7 +96,7 @@ static lt_status k_one_hot(lt_kctx *k)
         _Pragma("omp parallel for if (n > LT_IX_PAR_MIN)") for (int64_t i = 0; i < n; i++) yd[i] = off; \
         for (int64_t p = 0; p < ind->numel; p++) {                                                      \
             int64_t x;                                                                                  \
-            if (!one_hot_index(ind, p, depth, &x))                                                      \
+            if (!one_hot_index(ind, p, depth, neg, &x))                                                      \
                 continue;                                                                               \
             int64_t o = p / inner, i = p % inner;                                                       \
             yd[(o * depth + x) * inner + i] = on;                                                       \

@@ -64,22 +64,25 @@ static inline bool lt_ix_wrap(int64_t *v, int64_t bound)
 typedef struct {
     int64_t pos; /* -1: none */
     int64_t val, bound;
+    int axis;
 } lt_ix_bad;
 
-static inline void lt_ix_bad_note(lt_ix_bad *b, int64_t pos, int64_t val, int64_t bound)
+static inline void lt_ix_bad_note(lt_ix_bad *b, int64_t pos, int64_t val, int64_t bound, int axis)
 {
 #pragma omp critical(lt_ix_bad)
     if (b->pos < 0 || pos < b->pos) {
         b->pos = pos;
         b->val = val;
         b->bound = bound;
+        b->axis = axis;
     }
 }
 
-static inline lt_status lt_ix_bad_fail(lt_kctx *k, const lt_ix_bad *b, const char *what)
+static inline lt_status lt_ix_bad_fail(lt_kctx *k, const lt_ix_bad *b)
 {
-    return lt_k_fail(k, LT_ERR_RUNTIME, "%s %lld (at position %lld) is out of range [-%lld, %lld)", what,
-                     (long long)b->val, (long long)b->pos, (long long)b->bound, (long long)b->bound);
+    return lt_k_fail(k, LT_ERR_RUNTIME,
+                     "index %lld (at position %lld of indices) is out of range for axis %d of size %lld",
+                     (long long)b->val, (long long)b->pos, b->axis, (long long)b->bound);
 }
 
 /* Product of dims[lo..hi) (caller has a valid tensor, so it cannot overflow). */

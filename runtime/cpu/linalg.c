@@ -80,7 +80,7 @@ static lt_status matmul(lt_kctx *k)
     lt_status st = lt_k_out(k, 0, dt, s.out_rank, s.out_dims, &Y);
     if (st != LT_OK || Y->numel == 0)
         return st;
-    int64_t na = s.M * s.K ? A->numel / (s.M * s.K) : 0, nbm = s.K * s.N ? B->numel / (s.K * s.N) : 0;
+    int64_t na = s.M * s.K != 0 ? A->numel / (s.M * s.K) : 0, nbm = s.K * s.N != 0 ? B->numel / (s.K * s.N) : 0;
     if (s.K == 0) {
         memset(Y->data, 0, lt_tensor_nbytes(Y));
         return LT_OK;

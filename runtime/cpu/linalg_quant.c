@@ -206,8 +206,8 @@ static lt_status int_matmul(lt_kctx *k, const lt_tensor *A, const lt_tensor *za,
     if (!lt_dtype_is_int(A->dtype) || !lt_dtype_is_int(B->dtype))
         return lt_k_fail(k, LT_ERR_INVALID, "operands must be integer tensors");
     int64_t M = s->M, N = s->N, K = s->K;
-    int64_t na = M * K ? A->numel / (M * K) : 0, nbm = K * N ? B->numel / (K * N) : 0;
-    int mza, mzb;
+    int64_t na = M * K != 0 ? A->numel / (M * K) : 0, nbm = K * N != 0 ? B->numel / (K * N) : 0;
+    int mza = 0, mzb = 0;
     lt_status st = qparam_mode(k, za, "A's zero point", M, na, &mza);
     if (st == LT_OK)
         st = qparam_mode(k, zb, "B's zero point", N, nbm, &mzb);
@@ -289,7 +289,7 @@ static lt_status qlinear_matmul(lt_kctx *k)
         return st;
     float ys = (float)lt_tensor_get_f64(sy, 0), yz = zy ? (float)lt_tensor_get_i64(zy, 0) : 0.0f;
     int64_t M = s.M, N = s.N, K = s.K;
-    int64_t na = M * K ? A->numel / (M * K) : 1, nbm = K * N ? B->numel / (K * N) : 1;
+    int64_t na = M * K != 0 ? A->numel / (M * K) : 1, nbm = K * N != 0 ? B->numel / (K * N) : 1;
     for (int64_t bi = 0; bi < s.nb; bi++) {
         int64_t ia, ib;
         lt_mm_batch_index(&s, bi, &ia, &ib);

@@ -309,8 +309,8 @@ static lt_status k_qlinear_conv(lt_kctx *k)
     lt_status s = conv_int(k, x, lt_k_in(k, 2), w, lt_k_in(k, 5), lt_k_in(k, 8), yz->dtype, &y, &acc, &j);
     if (s != LT_OK)
         return s;
-    const float *xs, *ws, *ys;
-    int64_t n1, nws, n2;
+    const float *xs = NULL, *ws = NULL, *ys = NULL;
+    int64_t n1 = 0, nws = 0, n2 = 0;
     if ((s = scale_of(k, lt_k_in(k, 1), "x_scale", 0, &xs, &n1)) != LT_OK ||
         (s = scale_of(k, lt_k_in(k, 4), "w_scale", j.m, &ws, &nws)) != LT_OK ||
         (s = scale_of(k, lt_k_in(k, 6), "y_scale", 0, &ys, &n2)) != LT_OK)

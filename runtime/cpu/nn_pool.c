@@ -69,54 +69,253 @@ static int64_t window_taps(const lt_nn_geom *g, const int64_t *pos, int64_t *off
 /* row-major in-plane offset to the column-major one (storage_order 1) */
 static int64_t column_major(const lt_nn_geom *g, int64_t off)
 {
-    int64_t r = 0, stride = 1;
+    int64_t coord[LT_MAX_RANK], r = 0;
     for (int d = g->nsp - 1; d >= 0; d--) {
-        (void)0;
-        int64_t c = off % g->img[d];
+        coord[d] = off % g->img[d];
         off /= g->img[d];
-        (void)c;
     }
-    /* coordinates again, now weighting axis 0 fastest */
-    int64_t coord[LT_MAX_RANK];
-    off = off; /* (unused) */
-    (void)r;
-    (void)stride;
-    (void)coord;
-    return off;
+    for (int d = g->nsp - 1; d >= 0; d--)
+        r = r * g->img[d] + coord[d];
+    return r;
 }
 
-#define REDUCE(T)                                                                                                \
-    do {                                                                                                         \
-        const T *x = (const T *)j->x + plane * j->in_plane;                                                      \
-        T *y = (T *)j->y + o;                                                                                    \
-        if (j->kind == POOL_MAX) {                                                                               \
-            T best = cnt ? x[offs[0]] : (T)0;                                                                    \
-            int64_t at = cnt ? offs[0] : 0;                                                                      \
-            for (int64_t q = 1; q < cnt; q++)                                                                    \
-                if (x[offs[q]] > best) {                                                                         \
-                    best = x[offs[q]];                                                                           \
-                    at = offs[q];                                                                                \
-                }                                                                                                \
-            *y = best;                                                                                           \
-            if (j->ind)                                                                                          \
-                j->ind[o] = plane * j->in_plane + (j->storage_order ? to_column_major(&j->g, at) : at);          \
-        } else if (j->kind == POOL_AVG) {                                                                        \
-            T sum = 0;                                                                                           \
-            for (int64_t q = 0; q < cnt; q++)                                                                    \
-                sum += x[offs[q]];                                                                               \
-            int64_t div = j->count_pad ? padded : cnt;                                                           \
-            *y = div ? sum / (T)div : (T)0;                                                                      \
-        } else {                                                                                                 \
-            T sum = 0;                                                                                           \
-            if (j->p == 2)                                                                                       \
-                for (int64_t q = 0; q < cnt; q++)                                                                \
-                    sum += x[offs[q]] * x[offs[q]];                                                              \
-            else if (j->p == 1)                                                                                  \
-                for (int64_t q = 0; q < cnt; q++)                                                                \
-                    sum += x[offs[q]] < 0 ? -x[offs[q]] : x[offs[q]];                                            \
-            else                                                                                                 \
-                for (int64_t q = 0; q < cnt; q++)                                                                \
-                    sum += (T)pow(fabs((double)x[offs[q]]), j->p);                                               \
-            *y = j->p == 2 ? (T)sqrt((double)sum) : j->p == 1 ? sum : (T)pow((double)sum, 1.0 / j->p);          \
-        }                                                                                                        \
-    } while (0)
+static inline double load(const pool_job *j, const void *x, int64_t i)
+{
+    return j->esz == 4 ? (double)((const float *)x)[i] : ((const double *)x)[i];
+}
+
+/* one output element from its window's taps */
+static void reduce(const pool_job *j, int64_t plane, int64_t o, const int64_t *offs, int64_t cnt, int64_t padded)
+{
+    const char *x = (const char *)j->x + (size_t)(plane * j->in_plane) * j->esz;
+    double v;
+    if (j->kind == POOL_MAX) {
+        /* the first maximum in scan order wins; an empty window gives 0 */
+        double best = cnt ? load(j, x, offs[0]) : 0;
+        int64_t at = cnt ? offs[0] : 0;
+        for (int64_t q = 1; q < cnt; q++) {
+            double e = load(j, x, offs[q]);
+            if (e > best) {
+                best = e;
+                at = offs[q];
+            }
+        }
+        v = best;
+        if (j->ind)
+            j->ind[o] = plane * j->in_plane + (j->storage_order ? column_major(&j->g, at) : at);
+    } else if (j->kind == POOL_AVG) {
+        double sum = 0;
+        for (int64_t q = 0; q < cnt; q++)
+            sum += load(j, x, offs[q]);
+        int64_t div = j->count_pad ? padded : cnt;
+        v = div ? sum / (double)div : 0;
+    } else {
+        double sum = 0;
+        for (int64_t q = 0; q < cnt; q++) {
+            double e = load(j, x, offs[q]);
+            sum += j->p == 2 ? e * e : j->p == 1 ? fabs(e) : pow(fabs(e), j->p);
+        }
+        v = j->p == 2 ? sqrt(sum) : j->p == 1 ? sum : pow(sum, 1.0 / j->p);
+    }
+    if (j->esz == 4)
+        ((float *)j->y)[o] = (float)v;
+    else
+        ((double *)j->y)[o] = v;
+}
+
+static void pool_run(const pool_job *j, int64_t *offs_all)
+{
+    int64_t total = j->planes * j->out_plane;
+    const lt_nn_geom *g = &j->g;
+    bool parallel = total * j->taps >= LT_NN_PAR_MIN;
+#pragma omp parallel if (parallel)
+    {
+        int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t a = total * tid / nt, b = total * (tid + 1) / nt;
+        int64_t *offs = offs_all + (size_t)tid * (size_t)j->taps;
+        int64_t pos[LT_MAX_RANK];
+        if (a < b) {
+            int64_t r = a % j->out_plane;
+            for (int d = g->nsp - 1; d >= 0; d--) {
+                pos[d] = r % g->grid[d];
+                r /= g->grid[d];
+            }
+        }
+        for (int64_t o = a; o < b; o++) {
+            int64_t padded, cnt = window_taps(g, pos, offs, &padded);
+            reduce(j, o / j->out_plane, o, offs, cnt, padded);
+            for (int d = g->nsp - 1; d >= 0; d--) {
+                if (++pos[d] < g->grid[d])
+                    break;
+                pos[d] = 0;
+            }
+        }
+    }
+}
+
+/* Runs a windowed pool of the given kind on input 0 into output 0 (and the
+ * Indices output 1 of MaxPool when wanted). */
+static lt_status pool(lt_kctx *k, pool_kind kind, double p)
+{
+    const lt_tensor *x = lt_k_in(k, 0);
+    if (!x)
+        return lt_k_fail(k, LT_ERR_INVALID, "needs an input");
+    bool ok_type = lt_dtype_is_float(x->dtype) || (kind == POOL_MAX && lt_dtype_is_int(x->dtype));
+    if (!ok_type)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input of type %s", lt_dtype_name(x->dtype));
+    if (x->rank < 3 || x->rank > LT_MAX_RANK)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d (needs N, C and at least one spatial axis)", x->rank);
+    int nsp = x->rank - 2;
+    int64_t kernel[LT_MAX_RANK];
+    lt_status s = lt_nn_kernel(k, nsp, NULL, kernel);
+    if (s != LT_OK)
+        return s;
+    pool_job j = {.kind = kind, .p = p};
+    const lt_node *n = k->node;
+    char why[256];
+    if (!lt_nn_window(n, nsp, x->dims + 2, kernel, lt_attr_int(n, "ceil_mode", 0) != 0, &j.g, why, sizeof why))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "%s", why);
+    j.count_pad = lt_attr_int(n, "count_include_pad", 0) != 0;
+    j.storage_order = (int)lt_attr_int(n, "storage_order", 0);
+    if (j.storage_order != 0 && j.storage_order != 1)
+        return lt_k_fail(k, LT_ERR_INVALID, "storage_order %d", j.storage_order);
+    int64_t dims[LT_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int i = 0; i < nsp; i++)
+        dims[i + 2] = j.g.grid[i];
+    lt_tensor *y, *ind = NULL;
+    if ((s = lt_k_out(k, 0, x->dtype, x->rank, dims, &y)) != LT_OK)
+        return s;
+    if (kind == POOL_MAX && lt_k_want(k, 1) && (s = lt_k_out(k, 1, LT_I64, x->rank, dims, &ind)) != LT_OK)
+        return s;
+    j.planes = x->dims[0] * x->dims[1];
+    j.in_plane = lt_nn_prod(nsp, x->dims + 2);
+    j.out_plane = lt_nn_prod(nsp, j.g.grid);
+    j.taps = lt_nn_prod(nsp, kernel);
+    if (y->numel == 0)
+        return LT_OK;
+    int nth = omp_get_max_threads();
+    int64_t bytes;
+    int64_t *offs;
+    if (j.taps < 0 || !lt_nn_mul(j.taps, 8 * (int64_t)nth, &bytes) || !(offs = lt_k_scratch(k, (size_t)bytes)))
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (window of %lld taps)", (long long)j.taps);
+    j.ind = ind ? ind->data : NULL;
+    if (x->dtype == LT_F32 || x->dtype == LT_F64) {
+        j.esz = x->dtype == LT_F32 ? 4 : 8;
+        j.x = x->data;
+        j.y = y->data;
+        pool_run(&j, offs);
+        return LT_OK;
+    }
+    j.esz = 8;
+    j.x = lt_nn_f64_of(k, x);
+    j.y = lt_k_scratch(k, sizeof(double) * (size_t)y->numel);
+    if (!j.x)
+        return LT_ERR_NOMEM;
+    if (!j.y)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    pool_run(&j, offs);
+    lt_nn_store_f64(y, j.y);
+    return LT_OK;
+}
+
+/* LpPool and GlobalLpPool: p is a float attribute in version 1, an int later */
+static double lp_order(const lt_node *n)
+{
+    const lt_attr *a = lt_attr_find(n, "p");
+    if (a && a->kind == LT_ATTR_INT)
+        return (double)a->i;
+    if (a && a->kind == LT_ATTR_FLOAT)
+        return a->f;
+    return 2;
+}
+
+static lt_status k_max_pool(lt_kctx *k) { return pool(k, POOL_MAX, 0); }
+static lt_status k_average_pool(lt_kctx *k) { return pool(k, POOL_AVG, 0); }
+
+static lt_status k_lp_pool(lt_kctx *k)
+{
+    double p = lp_order(k->node);
+    if (!(p > 0))
+        return lt_k_fail(k, LT_ERR_INVALID, "p = %g", p);
+    return pool(k, POOL_LP, p);
+}
+
+/* Global pools: each [N, C] plane reduces to one value. */
+static lt_status global_pool(lt_kctx *k, pool_kind kind, double p)
+{
+    const lt_tensor *x = lt_k_in(k, 0);
+    if (!x)
+        return lt_k_fail(k, LT_ERR_INVALID, "needs an input");
+    if (!lt_dtype_is_float(x->dtype) && !(kind == POOL_MAX && lt_dtype_is_int(x->dtype)))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input of type %s", lt_dtype_name(x->dtype));
+    if (x->rank < 2)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d (needs N and C)", x->rank);
+    if (kind == POOL_LP && !(p > 0))
+        return lt_k_fail(k, LT_ERR_INVALID, "p = %g", p);
+    int64_t dims[LT_MAX_RANK];
+    for (int i = 0; i < x->rank; i++)
+        dims[i] = i < 2 ? x->dims[i] : 1;
+    lt_tensor *y;
+    lt_status s = lt_k_out(k, 0, x->dtype, x->rank, dims, &y);
+    if (s != LT_OK || y->numel == 0)
+        return s;
+    int64_t planes = y->numel, len = x->numel / planes;
+    pool_job j = {.kind = kind, .p = p, .esz = 8};
+    const void *src = x->data;
+    double *dst = lt_k_scratch(k, sizeof(double) * (size_t)planes);
+    if (x->dtype == LT_F32)
+        j.esz = 4;
+    else if (x->dtype != LT_F64 && !(src = lt_nn_f64_of(k, x)))
+        return LT_ERR_NOMEM;
+    if (!dst)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+#pragma omp parallel for schedule(static) if (x->numel >= LT_NN_PAR_MIN)
+    for (int64_t q = 0; q < planes; q++) {
+        const char *row = (const char *)src + (size_t)(q * len) * j.esz;
+        double acc = kind == POOL_MAX ? (len ? load(&j, row, 0) : 0) : 0;
+        if (j.esz == 4) {
+            const float *r = (const float *)row;
+            if (kind == POOL_MAX)
+                for (int64_t i = 1; i < len; i++)
+                    acc = r[i] > acc ? r[i] : acc;
+            else if (kind == POOL_AVG)
+                for (int64_t i = 0; i < len; i++)
+                    acc += r[i];
+            else
+                for (int64_t i = 0; i < len; i++)
+                    acc += p == 2 ? (double)r[i] * r[i] : pow(fabs((double)r[i]), p);
+        } else {
+            const double *r = (const double *)row;
+            if (kind == POOL_MAX)
+                for (int64_t i = 1; i < len; i++)
+                    acc = r[i] > acc ? r[i] : acc;
+            else if (kind == POOL_AVG)
+                for (int64_t i = 0; i < len; i++)
+                    acc += r[i];
+            else
+                for (int64_t i = 0; i < len; i++)
+                    acc += p == 2 ? r[i] * r[i] : pow(fabs(r[i]), p);
+        }
+        if (kind == POOL_AVG)
+            acc = len ? acc / (double)len : 0;
+        else if (kind == POOL_LP)
+            acc = p == 2 ? sqrt(acc) : pow(acc, 1.0 / p);
+        dst[q] = acc;
+    }
+    lt_nn_store_f64(y, dst);
+    return LT_OK;
+}
+
+static lt_status k_global_average_pool(lt_kctx *k) { return global_pool(k, POOL_AVG, 0); }
+static lt_status k_global_max_pool(lt_kctx *k) { return global_pool(k, POOL_MAX, 0); }
+static lt_status k_global_lp_pool(lt_kctx *k) { return global_pool(k, POOL_LP, lp_order(k->node)); }
+
+void lt_nn_register_pool(lt_kernel_fn *tab)
+{
+    tab[LT_OP_MAX_POOL] = k_max_pool;
+    tab[LT_OP_AVERAGE_POOL] = k_average_pool;
+    tab[LT_OP_LP_POOL] = k_lp_pool;
+    tab[LT_OP_GLOBAL_AVERAGE_POOL] = k_global_average_pool;
+    tab[LT_OP_GLOBAL_MAX_POOL] = k_global_max_pool;
+    tab[LT_OP_GLOBAL_LP_POOL] = k_global_lp_pool;
+}

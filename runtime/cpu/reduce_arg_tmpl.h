@@ -10,8 +10,9 @@
  * unless last is set. */
 static inline bool ARG_FN(arg_better)(RT v, RT b, bool mx, bool last)
 {
-    if (v != v || b != b)
-        return v != v && b == b;
+    bool vn = isnan((double)v), bn = isnan((double)b);
+    if (vn || bn)
+        return vn && !bn;
     if (mx)
         return last ? v >= b : v > b;
     return last ? v <= b : v < b;

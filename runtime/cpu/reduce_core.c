@@ -80,14 +80,15 @@ bool lt_red_plan_make(int rank, const int64_t *dims, const bool *mask, lt_red_pl
 static void permute_copy(const void *src, void *dst, size_t es, int rank, const int64_t *dims, const int *perm,
                          bool gather)
 {
+    if (rank <= 0 || rank > LT_MAX_RANK) {
+        if (rank == 0)
+            memcpy(dst, src, es);
+        return;
+    }
     int64_t st[LT_MAX_RANK], pd[LT_MAX_RANK], ps[LT_MAX_RANK], numel = 1;
     for (int d = rank - 1; d >= 0; d--) {
         st[d] = numel;
         numel *= dims[d];
-    }
-    if (rank == 0) {
-        memcpy(dst, src, es);
-        return;
     }
     for (int j = 0; j < rank; j++) {
         pd[j] = dims[perm[j]];

@@ -221,7 +221,7 @@ static lt_status k_slice(lt_kctx *k)
     lt_status st = lt_tk_need(k, 0, &x);
     if (st != LT_OK)
         return st;
-    int r = x->rank, n;
+    int r = x->rank, n = 0;
     int64_t starts[LT_MAX_RANK], ends[LT_MAX_RANK], axes[LT_MAX_RANK], steps[LT_MAX_RANK];
     st = slice_params(k, r, starts, ends, axes, steps, &n);
     if (st != LT_OK)

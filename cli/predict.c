@@ -1,0 +1,94 @@
+/* `lantern predict`: runs a classifier on the first images of a dataset's
+ * test split and prints predicted and true classes. */
+#include "cli.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const fashion_names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                              "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+int lt_cmd_predict(int argc, char **argv)
+{
+    const char *path = NULL, *spec = "fashion-mnist";
+    long count = 10;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
+            spec = argv[++i];
+        else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc)
+            count = strtol(argv[++i], NULL, 10);
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else {
+            fprintf(stderr, "lantern predict: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!path || count <= 0) {
+        fprintf(stderr, "usage: lantern predict MODEL [--data fashion-mnist[=DIR]] [--count N]\n");
+        return 2;
+    }
+    lt_err err;
+    lt_model *m = NULL;
+    lt_dataset *d = NULL;
+    lt_session *s = NULL;
+    lt_value *x = NULL, *y = NULL, *out = NULL;
+    int rc = 0;
+    lt_status st = lt_model_load(path, &m, &err);
+    if (st == LT_OK)
+        st = lt_dataset_open(spec, 1, &d, &err);
+    if (st != LT_OK)
+        goto fail;
+    if (count > lt_dataset_size(d))
+        count = (long)lt_dataset_size(d);
+    const char *name = lt_model_input_name(m, 0);
+    int rank;
+    int64_t shape[LT_MAX_RANK];
+    lt_model_input_shape(m, 0, &rank, shape);
+    if (rank < 2) {
+        fprintf(stderr, "lantern: %s: input '%s' must be [N, ...] with a known rank\n", path, name);
+        rc = 2;
+        goto done;
+    }
+    for (int i = 1; i < rank; i++)
+        if (shape[i] < 1)
+            shape[i] = 1;
+    st = lt_dataset_batch(d, 0, count, rank, shape, &x, &y, &err);
+    if (st == LT_OK)
+        st = lt_session_new(m, &s, &err);
+    if (st == LT_OK)
+        st = lt_session_run(s, 1, &name, &x, &out, &err);
+    if (st != LT_OK)
+        goto fail;
+    const lt_tensor *logits = lt_value_tensor(out);
+    if (!logits || logits->rank != 2 || logits->dims[0] != count || logits->dtype != LT_F32) {
+        fprintf(stderr, "lantern: %s: the first output must be float32 [N, classes]\n", path);
+        rc = 2;
+        goto done;
+    }
+    int64_t C = logits->dims[1], correct = 0;
+    printf("%-6s %-14s %-14s\n", "image", "predicted", "true");
+    for (long i = 0; i < count; i++) {
+        const float *row = (const float *)logits->data + i * C;
+        int64_t best = 0;
+        for (int64_t c = 1; c < C; c++)
+            if (row[c] > row[best])
+                best = c;
+        int64_t truth = ((const int64_t *)lt_value_tensor(y)->data)[i];
+        correct += best == truth;
+        printf("%-6ld %-14s %-14s%s\n", i, best < 10 ? fashion_names[best] : "?", fashion_names[truth],
+               best == truth ? "" : "  (wrong)");
+    }
+    printf("accuracy on %ld test images: %.4f\n", count, (double)correct / (double)count);
+    goto done;
+fail:
+    fprintf(stderr, "lantern: %s\n", err.msg);
+    rc = lt_exit_code(st);
+done:
+    lt_value_free(x);
+    lt_value_free(y);
+    lt_value_free(out);
+    lt_session_free(s);
+    lt_dataset_free(d);
+    lt_model_free(m);
+    return rc;
+}

@@ -1,0 +1,271 @@
+/* Softmax, LogSoftmax, Hardmax (legacy 2-D coercion and single-axis forms),
+ * LpNormalization and MeanVarianceNormalization against double loops. */
+#include "testutil.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SOFTMAX, LOGSOFTMAX, HARDMAX };
+static const lt_op smx_ops[3] = {LT_OP_SOFTMAX, LT_OP_LOG_SOFTMAX, LT_OP_HARDMAX};
+
+/* Reference over the outer x c x inner view. */
+static void ref_smx(int mode, const lt_tensor *x, int64_t outer, int64_t c, int64_t inner, double *y)
+{
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double m = -INFINITY, s = 0;
+            int64_t am = 0;
+            for (int64_t j = 0; j < c; j++) {
+                double v = lt_tensor_get_f64(x, (o * c + j) * inner + i);
+                if (v > m) {
+                    m = v;
+                    am = j;
+                }
+            }
+            for (int64_t j = 0; j < c; j++)
+                s += exp(lt_tensor_get_f64(x, (o * c + j) * inner + i) - m);
+            for (int64_t j = 0; j < c; j++) {
+                int64_t at = (o * c + j) * inner + i;
+                double v = lt_tensor_get_f64(x, at);
+                y[at] = mode == SOFTMAX ? exp(v - m) / s : mode == LOGSOFTMAX ? v - m - log(s) : (double)(j == am);
+            }
+        }
+}
+
+static lt_value *run1(lt_op op, int opset, lt_value *x, const char *attr, int64_t v, const char *attr2, int64_t v2)
+{
+    tu_graph g = tu_single(op, opset, 1, 1);
+    if (attr)
+        tu_attr_int(&g, attr, v);
+    if (attr2)
+        tu_attr_int(&g, attr2, v2);
+    lt_value *in[1] = {x}, *out[1] = {NULL};
+    lt_err err;
+    lt_status s = tu_run(&g, in, out, &err);
+    if (s != LT_OK)
+        fail_msg("%s-%d: %s", lt_op_names[op], opset, err.msg);
+    tu_free(&g);
+    return out[0];
+}
+
+static int64_t prod(const int64_t *d, int lo, int hi)
+{
+    int64_t p = 1;
+    for (int i = lo; i < hi; i++)
+        p *= d[i];
+    return p;
+}
+
+static void check_smx(lt_dtype dt, int rank, const int64_t *dims, int opset, bool set_axis, int64_t axis,
+                      uint64_t seed)
+{
+    bool legacy = opset < 13;
+    int64_t ax = set_axis ? axis : legacy ? 1 : -1;
+    int a = (int)(ax < 0 ? ax + rank : ax);
+    int64_t outer = prod(dims, 0, a), c = legacy ? prod(dims, a, rank) : dims[a];
+    int64_t inner = legacy ? 1 : prod(dims, a + 1, rank);
+    for (int mode = 0; mode < 3; mode++) {
+        lt_value *x = tu_rand(dt, rank, dims, -4, 4, seed + mode);
+        double *want = malloc(sizeof(double) * (size_t)x->t.numel);
+        ref_smx(mode, &x->t, outer, c, inner, want);
+        lt_value *y = run1(smx_ops[mode], opset, x, set_axis ? "axis" : NULL, axis, NULL, 0);
+        assert_int_equal(y->t.dtype, dt);
+        double tol = dt == LT_BF16 ? 3e-2 : dt == LT_F16 ? 4e-3 : dt == LT_F64 ? 1e-12 : 2e-6;
+        tu_assert_close(y, want, x->t.numel, tol, tol, seed + mode);
+        free(want);
+        lt_value_free(y);
+        lt_value_free(x);
+    }
+}
+
+static void softmax_axis_forms(void **state)
+{
+    (void)state;
+    int64_t d3[3] = {3, 4, 5};
+    /* opset 13: one axis, default -1 */
+    check_smx(LT_F32, 3, d3, 13, false, 0, 10);
+    check_smx(LT_F32, 3, d3, 13, true, 0, 20);
+    check_smx(LT_F32, 3, d3, 13, true, 1, 30);
+    check_smx(LT_F32, 3, d3, 13, true, -2, 40);
+    /* before 13: coerced to 2-D, default axis 1 */
+    check_smx(LT_F32, 3, d3, 11, false, 0, 50);
+    check_smx(LT_F32, 3, d3, 1, true, 0, 60);
+    check_smx(LT_F32, 3, d3, 11, true, -1, 70);
+    check_smx(LT_F32, 3, d3, 11, true, 3, 80); /* axis == rank: every element alone */
+    int64_t d1[1] = {6};
+    check_smx(LT_F32, 1, d1, 11, false, 0, 90); /* default axis 1 on rank 1 */
+}
+
+static void softmax_types_and_sizes(void **state)
+{
+    (void)state;
+    int64_t d3[3] = {2, 5, 7};
+    check_smx(LT_F64, 3, d3, 13, true, 1, 100);
+    check_smx(LT_F16, 3, d3, 13, true, 1, 110);
+    check_smx(LT_BF16, 3, d3, 11, true, 1, 120);
+    /* inner wider than one block, and a long parallel row set */
+    int64_t wide[3] = {3, 6, 700}, rows[2] = {400, 129};
+    check_smx(LT_F32, 3, wide, 13, true, 1, 130);
+    check_smx(LT_F32, 2, rows, 13, false, 0, 140);
+}
+
+static void softmax_large_values(void **state)
+{
+    (void)state;
+    int64_t d[2] = {2, 3};
+    double v[6] = {1000, 1001, 1002, -1000, -1001, -1002};
+    lt_value *x = tu_from(LT_F32, 2, d, v);
+    lt_value *y = run1(LT_OP_SOFTMAX, 13, x, NULL, 0, NULL, 0);
+    double e0 = exp(-2), e1 = exp(-1), s = e0 + e1 + 1;
+    double want[6] = {e0 / s, e1 / s, 1 / s, 1 / s, e1 / s, e0 / s};
+    tu_assert_close(y, want, 6, 1e-6, 1e-7, 0);
+    lt_value_free(y);
+    y = run1(LT_OP_LOG_SOFTMAX, 13, x, NULL, 0, NULL, 0);
+    double lw[6];
+    for (int i = 0; i < 6; i++)
+        lw[i] = log(want[i]);
+    tu_assert_close(y, lw, 6, 1e-6, 1e-6, 0);
+    lt_value_free(y);
+    lt_value_free(x);
+    /* Hardmax: ties go to the first index */
+    double t[6] = {1, 3, 3, 2, 2, 0};
+    x = tu_from(LT_F32, 2, d, t);
+    y = run1(LT_OP_HARDMAX, 13, x, NULL, 0, NULL, 0);
+    double hw[6] = {0, 1, 0, 1, 0, 0};
+    tu_assert_close(y, hw, 6, 0, 0, 0);
+    lt_value_free(y);
+    lt_value_free(x);
+}
+
+static void lp_normalization(void **state)
+{
+    (void)state;
+    int64_t d[3] = {3, 4, 5};
+    for (int p = 1; p <= 2; p++)
+        for (int axis = -1; axis <= 1; axis++) {
+            uint64_t seed = 200 + p * 10 + axis;
+            lt_value *x = tu_rand(LT_F32, 3, d, -2, 2, seed);
+            int a = axis < 0 ? 2 : axis;
+            int64_t outer = prod(d, 0, a), c = d[a], inner = prod(d, a + 1, 3);
+            double want[60];
+            for (int64_t o = 0; o < outer; o++)
+                for (int64_t i = 0; i < inner; i++) {
+                    double n = 0;
+                    for (int64_t j = 0; j < c; j++) {
+                        double v = tu_get(x, (o * c + j) * inner + i);
+                        n += p == 1 ? fabs(v) : v * v;
+                    }
+                    if (p == 2)
+                        n = sqrt(n);
+                    for (int64_t j = 0; j < c; j++)
+                        want[(o * c + j) * inner + i] = tu_get(x, (o * c + j) * inner + i) / n;
+                }
+            lt_value *y = run1(LT_OP_LP_NORMALIZATION, 1, x, "axis", axis, "p", p);
+            tu_assert_close(y, want, 60, 1e-6, 1e-7, seed);
+            lt_value_free(y);
+            lt_value_free(x);
+        }
+    /* a zero vector stays zero */
+    int64_t d2[2] = {2, 2};
+    double z[4] = {0, 0, 3, 4};
+    lt_value *x = tu_from(LT_F64, 2, d2, z);
+    lt_value *y = run1(LT_OP_LP_NORMALIZATION, 1, x, NULL, 0, NULL, 0);
+    double want[4] = {0, 0, 0.6, 0.8};
+    tu_assert_close(y, want, 4, 1e-15, 0, 0);
+    lt_value_free(y);
+    lt_value_free(x);
+}
+
+/* MVN reference: mean and variance over the masked axes of a rank-4 tensor. */
+static void ref_mvn(const lt_value *x, const bool *mask, double *y)
+{
+    const int64_t *d = x->t.dims;
+    int64_t n = x->t.numel;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ci[4], rem = i;
+        for (int k = 3; k >= 0; k--) {
+            ci[k] = rem % d[k];
+            rem /= d[k];
+        }
+        double s = 0, ss = 0, cnt = 0;
+        for (int64_t j = 0; j < n; j++) {
+            int64_t cj[4], r2 = j;
+            for (int k = 3; k >= 0; k--) {
+                cj[k] = r2 % d[k];
+                r2 /= d[k];
+            }
+            bool same = true;
+            for (int k = 0; k < 4; k++)
+                if (!mask[k] && cj[k] != ci[k])
+                    same = false;
+            if (!same)
+                continue;
+            double v = tu_get(x, j);
+            s += v;
+            ss += v * v;
+            cnt++;
+        }
+        double mean = s / cnt, var = ss / cnt - mean * mean;
+        y[i] = (tu_get(x, i) - mean) / (sqrt(var) + 1e-9);
+    }
+}
+
+static void mvn(void **state)
+{
+    (void)state;
+    int64_t d[4] = {2, 3, 4, 2};
+    double want[48];
+    /* default axes [0, 2, 3]: scattered, so permuted and back */
+    lt_value *x = tu_rand(LT_F32, 4, d, -3, 5, 300);
+    bool m023[4] = {true, false, true, true};
+    ref_mvn(x, m023, want);
+    lt_value *y = run1(LT_OP_MEAN_VARIANCE_NORMALIZATION, 13, x, NULL, 0, NULL, 0);
+    tu_assert_close(y, want, 48, 1e-5, 1e-5, 300);
+    lt_value_free(y);
+    /* contiguous axes [2, 3] */
+    tu_graph g = tu_single(LT_OP_MEAN_VARIANCE_NORMALIZATION, 9, 1, 1);
+    int64_t a23[2] = {2, 3};
+    tu_attr_ints(&g, "axes", 2, a23);
+    lt_value *in[1] = {x}, *out[1];
+    lt_err err;
+    assert_int_equal(tu_run(&g, in, out, &err), LT_OK);
+    bool m23[4] = {false, false, true, true};
+    ref_mvn(x, m23, want);
+    tu_assert_close(out[0], want, 48, 1e-5, 1e-5, 301);
+    lt_value_free(out[0]);
+    tu_free(&g);
+    lt_value_free(x);
+    /* float16 */
+    x = tu_rand(LT_F16, 4, d, -1, 1, 302);
+    ref_mvn(x, m023, want);
+    y = run1(LT_OP_MEAN_VARIANCE_NORMALIZATION, 13, x, NULL, 0, NULL, 0);
+    assert_int_equal(y->t.dtype, LT_F16);
+    tu_assert_close(y, want, 48, 4e-3, 4e-3, 302);
+    lt_value_free(y);
+    lt_value_free(x);
+}
+
+static void bad_axis(void **state)
+{
+    (void)state;
+    int64_t d[2] = {2, 3};
+    lt_value *x = tu_rand(LT_F32, 2, d, -1, 1, 1), *out[1];
+    lt_err err;
+    tu_graph g = tu_single(LT_OP_SOFTMAX, 13, 1, 1);
+    tu_attr_int(&g, "axis", 2);
+    lt_value *in[1] = {x};
+    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "axis"));
+    tu_free(&g);
+    lt_value_free(x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(softmax_axis_forms), cmocka_unit_test(softmax_types_and_sizes),
+        cmocka_unit_test(softmax_large_values), cmocka_unit_test(lp_normalization),
+        cmocka_unit_test(mvn), cmocka_unit_test(bad_axis),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
