@@ -11,6 +11,13 @@
 #include <string.h>
 
 #define LT_MAX_NESTING 64
+/* Nodes that inlining model-local functions may create in all: a function
+ * calling another twice, forty levels deep, is a few hundred bytes of file. */
+#define LT_MAX_INLINED_NODES (1 << 20)
+/* protobuf-c unpacks submessages by recursion without a limit; deeper
+ * nesting than this is refused before unpacking. Subgraphs nested
+ * LT_MAX_NESTING deep take 3 levels each (graph, node, attribute). */
+#define LT_MAX_PROTO_DEPTH (3 * LT_MAX_NESTING + 64)
 
 /* ---- name -> value map (open addressing) ---- */
 typedef struct namemap {
@@ -114,6 +121,7 @@ typedef struct imp {
     const char *path;
     opsets model_ops;
     int depth;
+    int64_t inlined; /* nodes created by function inlining so far */
 } imp;
 
 /* Function inlining context: the calling node supplies attribute values. */
@@ -155,6 +163,23 @@ static const struct {
     {"momentum", LT_ATTR_FLOAT, LT_OP_MOMENTUM},
 };
 
+/* An attribute's kind: its type, or for old exporters that omit the type,
+ * the field that is set. Region counting and conversion must agree on it. */
+static lt_attr_kind attr_kind(const Onnx__AttributeProto *ap)
+{
+    if (ap->has_type && ap->type != 0)
+        return (lt_attr_kind)ap->type;
+    if (ap->has_f) return LT_ATTR_FLOAT;
+    if (ap->has_i) return LT_ATTR_INT;
+    if (ap->has_s) return LT_ATTR_STRING;
+    if (ap->t) return LT_ATTR_TENSOR;
+    if (ap->g) return LT_ATTR_GRAPH;
+    if (ap->n_floats) return LT_ATTR_FLOATS;
+    if (ap->n_ints) return LT_ATTR_INTS;
+    if (ap->n_strings) return LT_ATTR_STRINGS;
+    return LT_ATTR_UNDEFINED;
+}
+
 static lt_status convert_attr(imp *im, const Onnx__NodeProto *np, lt_node *n, const Onnx__AttributeProto *ap,
                               lt_attr *a, lt_block *b, scope *s, const opsets *ops, int *region)
 {
@@ -162,27 +187,16 @@ static lt_status convert_attr(imp *im, const Onnx__NodeProto *np, lt_node *n, co
     if (!ap->name || !*ap->name)
         return node_err(im, np, LT_ERR_INVALID, "an attribute has no name%s", NULL);
     a->name = lt_ir_strdup(m, ap->name);
-    if (!ap->has_type || ap->type == 0) {
-        /* old exporters omit the type: infer it from the field set */
-        if (ap->has_f) a->kind = LT_ATTR_FLOAT;
-        else if (ap->has_i) a->kind = LT_ATTR_INT;
-        else if (ap->has_s) a->kind = LT_ATTR_STRING;
-        else if (ap->t) a->kind = LT_ATTR_TENSOR;
-        else if (ap->g) a->kind = LT_ATTR_GRAPH;
-        else if (ap->n_floats) a->kind = LT_ATTR_FLOATS;
-        else if (ap->n_ints) a->kind = LT_ATTR_INTS;
-        else if (ap->n_strings) a->kind = LT_ATTR_STRINGS;
-        else
-            return node_err(im, np, LT_ERR_INVALID, "attribute '%s' has no type and no value", ap->name);
-    } else {
-        a->kind = (lt_attr_kind)ap->type;
-    }
+    a->kind = attr_kind(ap);
+    if (a->kind == LT_ATTR_UNDEFINED)
+        return node_err(im, np, LT_ERR_INVALID, "attribute '%s' has no type and no value", ap->name);
     for (size_t i = 0; i < sizeof fixed_kinds / sizeof fixed_kinds[0]; i++)
         if (strcmp(fixed_kinds[i].name, a->name) == 0 && fixed_kinds[i].except != n->op &&
             fixed_kinds[i].kind != a->kind)
             return node_err(im, np, LT_ERR_INVALID, "attribute '%s' has the wrong kind", a->name);
     char what[300];
-    snprintf(what, sizeof what, "attribute '%s' of node '%s'", a->name, str_or(np->name, "<unnamed>"));
+    snprintf(what, sizeof what, "attribute '%s' of node '%s' (%s)", a->name, str_or(np->name, "<unnamed>"),
+             np->op_type);
     switch (a->kind) {
     case LT_ATTR_FLOAT: a->f = ap->f; break;
     case LT_ATTR_INT: a->i = ap->i; break;
@@ -325,6 +339,87 @@ static lt_status record_unsupported(imp *im, scope *s, lt_block *b, const Onnx__
 static lt_status import_node(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np, const opsets *ops,
                              const fnctx *fc);
 
+static const lt_block *graph_attr(const lt_node *n, const char *name)
+{
+    for (int i = 0; i < n->nattr; i++)
+        if (n->attrs[i].kind == LT_ATTR_GRAPH && strcmp(n->attrs[i].name, name) == 0)
+            return n->regions[n->attrs[i].region];
+    return NULL;
+}
+
+/* If, Loop and Scan must carry exactly the graphs their op takes, with the
+ * input and output counts the node implies: the verifier and the kernels
+ * rely on both, and a mismatch is the file's fault, not a run-time one. */
+static lt_status check_control(imp *im, const Onnx__NodeProto *np, const lt_node *n)
+{
+    static const char *const if_graphs[] = {"then_branch", "else_branch"}, *const body_graph[] = {"body"};
+    const char *const *want = n->op == LT_OP_IF ? if_graphs : body_graph;
+    int nwant = n->op == LT_OP_IF ? 2 : 1;
+    char msg[256];
+    if (n->op != LT_OP_IF && n->op != LT_OP_LOOP && n->op != LT_OP_SCAN)
+        return LT_OK;
+    for (int i = 0; i < n->nattr; i++) {
+        if (n->attrs[i].kind != LT_ATTR_GRAPH)
+            continue;
+        bool known = false;
+        for (int k = 0; k < nwant; k++)
+            known = known || strcmp(n->attrs[i].name, want[k]) == 0;
+        if (!known) {
+            snprintf(msg, sizeof msg, "attribute '%s' is a graph, but %s takes only %s", n->attrs[i].name,
+                     np->op_type, n->op == LT_OP_IF ? "then_branch and else_branch" : "body");
+            return node_err(im, np, LT_ERR_INVALID, "%s", msg);
+        }
+    }
+    for (int k = 0; k < nwant; k++)
+        if (!graph_attr(n, want[k]))
+            return node_err(im, np, LT_ERR_INVALID, "needs a graph attribute '%s'", want[k]);
+    if (n->nregions != nwant)
+        return node_err(im, np, LT_ERR_INVALID, "has a graph attribute twice%s", NULL);
+    msg[0] = 0;
+    if (n->op == LT_OP_IF) {
+        for (int k = 0; k < 2 && !msg[0]; k++) {
+            const lt_block *g = graph_attr(n, want[k]);
+            if (g->nparams != 0)
+                snprintf(msg, sizeof msg, "branch '%s' takes %d inputs; If branches take none", want[k], g->nparams);
+            else if (g->nresults != n->nout)
+                snprintf(msg, sizeof msg, "branch '%s' returns %d values, the node has %d outputs", want[k],
+                         g->nresults, n->nout);
+        }
+    } else if (n->op == LT_OP_LOOP) {
+        const lt_block *g = graph_attr(n, "body");
+        int carried = n->nin - 2;
+        if (carried < 0)
+            snprintf(msg, sizeof msg, "has %d inputs; Loop needs at least M and cond (either may be empty)", n->nin);
+        else if (g->nparams != carried + 2)
+            snprintf(msg, sizeof msg, "the body takes %d inputs, but the node's %d loop-carried value(s) need %d",
+                     g->nparams, carried, carried + 2);
+        else if (g->nresults < carried + 1)
+            snprintf(msg, sizeof msg,
+                     "the body returns %d values, fewer than the %d its condition and loop-carried values need",
+                     g->nresults, carried + 1);
+        else if (n->nout != g->nresults - 1)
+            snprintf(msg, sizeof msg, "the node has %d outputs, but its body returns %d after the condition",
+                     n->nout, g->nresults - 1);
+    } else {
+        const lt_block *g = graph_attr(n, "body");
+        int first = n->opset < 9 ? 1 : 0; /* Scan-8: input 0 is sequence_lens */
+        int64_t nscan = lt_attr_int(n, "num_scan_inputs", -1);
+        int64_t nstate = (int64_t)n->nin - first - nscan;
+        if (nscan < 1 || nstate < 0)
+            snprintf(msg, sizeof msg, "num_scan_inputs %lld does not fit the node's %d inputs", (long long)nscan,
+                     n->nin);
+        else if (g->nparams != nstate + nscan)
+            snprintf(msg, sizeof msg, "the body takes %d inputs, but the node's %lld state and %lld scan input(s) need %lld",
+                     g->nparams, (long long)nstate, (long long)nscan, (long long)(nstate + nscan));
+        else if (g->nresults < nstate)
+            snprintf(msg, sizeof msg, "the body returns %d values, fewer than the node's %lld state values",
+                     g->nresults, (long long)nstate);
+        else if (n->nout != g->nresults)
+            snprintf(msg, sizeof msg, "the node has %d outputs, its body returns %d", n->nout, g->nresults);
+    }
+    return msg[0] ? node_err(im, np, LT_ERR_INVALID, "%s", msg) : LT_OK;
+}
+
 /* Inlines a model-local function: its body sees only its own inputs. */
 static lt_status inline_function(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np,
                                  const Onnx__FunctionProto *f, const opsets *caller_ops)
@@ -359,6 +454,9 @@ static lt_status inline_function(imp *im, scope *s, lt_block *b, const Onnx__Nod
     char prefix[256];
     snprintf(prefix, sizeof prefix, "%s/", str_or(np->name, f->name));
     fnctx fc = {np, prefix};
+    im->inlined += (int64_t)f->n_node;
+    if (st == LT_OK && im->inlined > LT_MAX_INLINED_NODES)
+        st = node_err(im, np, LT_ERR_INVALID, "functions expand to more than %s nodes", "1048576");
     im->depth++;
     for (size_t i = 0; i < f->n_node && st == LT_OK; i++) {
         if (!f->node[i])
@@ -452,12 +550,14 @@ static lt_status import_node(imp *im, scope *s, lt_block *b, const Onnx__NodePro
             (void)renamed;
         }
         aps[nattr++] = ap;
-        if ((ap->has_type ? ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH : ap->g != NULL))
+        if (attr_kind(ap) == LT_ATTR_GRAPH)
             nregions++;
     }
     lt_status st = lt_node_set_attrs(m, n, nattr);
     if (st == LT_OK)
         st = lt_node_set_regions(m, n, nregions);
+    if (st != LT_OK)
+        st = lt_errf(im->err, st, "out of memory");
     int region = 0;
     for (int i = 0; i < nattr && st == LT_OK; i++) {
         st = convert_attr(im, np, n, aps[i], &n->attrs[i], b, s, ops, &region);
@@ -471,6 +571,8 @@ static lt_status import_node(imp *im, scope *s, lt_block *b, const Onnx__NodePro
     }
     n->nregions = region;
     free(aps);
+    if (st == LT_OK)
+        st = check_control(im, np, n);
     if (st != LT_OK)
         return st;
     for (size_t i = 0; i < np->n_output; i++) {
@@ -715,10 +817,12 @@ static lt_status import_graph(imp *im, scope *outer, const Onnx__GraphProto *g, 
 
     /* inputs; in the main graph an input may shadow an initializer (its default) */
     st = lt_block_set_params(m, b, (int)g->n_input);
+    if (st != LT_OK)
+        st = lt_errf(im->err, st, "out of memory");
     if (st == LT_OK && is_main) {
         m->input_default = lt_ir_alloc(m, sizeof(int) * (g->n_input + 1));
         if (!m->input_default)
-            st = LT_ERR_NOMEM;
+            st = lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < g->n_input && st == LT_OK; i++) {
         const Onnx__ValueInfoProto *vi = g->input[i];
@@ -780,8 +884,8 @@ static lt_status import_graph(imp *im, scope *outer, const Onnx__GraphProto *g, 
     }
 
     /* outputs */
-    if (st == LT_OK)
-        st = lt_block_set_results(m, b, (int)g->n_output);
+    if (st == LT_OK && lt_block_set_results(m, b, (int)g->n_output) != LT_OK)
+        st = lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < g->n_output && st == LT_OK; i++) {
         const Onnx__ValueInfoProto *vi = g->output[i];
         if (!vi || !vi->name || !*vi->name) {
@@ -857,8 +961,65 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
     return st;
 }
 
-lt_status lt_model_load_buffer(const void *data, size_t len, const char *name, const char *base_dir,
-                               lt_model **out, lt_err *err)
+static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int sh = 0; sh < 64 && *p < end; sh += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80))
+            return true;
+    }
+    return false;
+}
+
+/* How deep messages nest in [p, end), read as message type d; stops early
+ * past LT_MAX_PROTO_DEPTH. Malformed bytes end the walk: protobuf-c rejects
+ * them afterwards. Each byte is read once, by the innermost message holding it. */
+static int wire_depth(const ProtobufCMessageDescriptor *d, const uint8_t *p, const uint8_t *end, int depth)
+{
+    int max = depth;
+    while (p < end && max <= LT_MAX_PROTO_DEPTH) {
+        uint64_t key, x;
+        if (!wire_varint(&p, end, &key) || (key >> 3) > 0x1fffffff)
+            break;
+        unsigned wt = key & 7;
+        if (wt == 0 && wire_varint(&p, end, &x))
+            continue;
+        if ((wt == 1 && end - p >= 8) || (wt == 5 && end - p >= 4)) {
+            p += wt == 1 ? 8 : 4;
+            continue;
+        }
+        if (wt != 2 || !wire_varint(&p, end, &x) || x > (uint64_t)(end - p))
+            break;
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3));
+        if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
+            int sub = wire_depth(f->descriptor, p, p + x, depth + 1);
+            max = sub > max ? sub : max;
+        }
+        p += x;
+    }
+    return max;
+}
+
+/* Messages are printed as one line that starts with the file's name; names
+ * taken from the file may hold line breaks or other control characters. */
+static void tidy_message(lt_err *err, const char *path)
+{
+    size_t pl = strlen(path), ml = strnlen(err->msg, sizeof err->msg - 1);
+    err->msg[ml] = 0;
+    if (strncmp(err->msg, path, pl) != 0 && pl + 2 + ml < sizeof err->msg) {
+        memmove(err->msg + pl + 2, err->msg, ml + 1);
+        memcpy(err->msg, path, pl);
+        memcpy(err->msg + pl, ": ", 2);
+    }
+    for (char *c = err->msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+}
+
+static lt_status load_buffer(const void *data, size_t len, const char *name, const char *base_dir,
+                             lt_model **out, lt_err *err)
 {
     *out = NULL;
     lt_module *m = lt_module_new();
@@ -866,6 +1027,16 @@ lt_status lt_model_load_buffer(const void *data, size_t len, const char *name, c
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
     m->path = lt_ir_strdup(m, name ? name : "<buffer>");
     m->base_dir = base_dir ? lt_ir_strdup(m, base_dir) : NULL;
+    if (len == 0) {
+        lt_module_free(m);
+        return lt_errf(err, LT_ERR_INVALID, "%s: the file is empty, not an ONNX model", name ? name : "<buffer>");
+    }
+    if (wire_depth(&onnx__model_proto__descriptor, data, (const uint8_t *)data + len, 0) > LT_MAX_PROTO_DEPTH) {
+        lt_errf(err, LT_ERR_INVALID, "%s: protobuf messages are nested more than %d deep (subgraphs or types)",
+                m->path, LT_MAX_PROTO_DEPTH);
+        lt_module_free(m);
+        return LT_ERR_INVALID;
+    }
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp) {
         lt_errf(err, LT_ERR_INVALID, "%s: not an ONNX model (the protobuf does not parse: truncated or corrupt)",
@@ -881,6 +1052,15 @@ lt_status lt_model_load_buffer(const void *data, size_t len, const char *name, c
     }
     *out = m;
     return LT_OK;
+}
+
+lt_status lt_model_load_buffer(const void *data, size_t len, const char *name, const char *base_dir,
+                               lt_model **out, lt_err *err)
+{
+    lt_status st = load_buffer(data, len, name, base_dir, out, err);
+    if (st != LT_OK)
+        tidy_message(err, name ? name : "<buffer>");
+    return st;
 }
 
 lt_status lt_model_load(const char *path, lt_model **out, lt_err *err)

@@ -68,7 +68,8 @@ static lt_status shape_from_dims(const lt_tp_ctx *c, size_t n_dims, const int64_
     return LT_OK;
 }
 
-static lt_status read_external(const lt_tp_ctx *c, const Onnx__TensorProto *tp, void *dst, size_t bytes,
+/* Allocates t->data only once the file is known to hold the bytes. */
+static lt_status read_external(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_tensor *t, size_t bytes,
                                lt_err *err)
 {
     const char *loc = NULL;
@@ -123,29 +124,32 @@ static lt_status read_external(const lt_tp_ctx *c, const Onnx__TensorProto *tp, 
     else if ((uint64_t)offset > (uint64_t)st.st_size || (uint64_t)st.st_size - (uint64_t)offset < bytes)
         s = lt_errf(err, LT_ERR_INVALID, "%s: %s: external data '%s' ends before offset %lld + %zu bytes", c->path,
                     c->what, loc, (long long)offset, bytes);
-    else if (fseeko(f, offset, SEEK_SET) != 0 || (bytes && fread(dst, 1, bytes, f) != bytes))
+    else if (!(t->data = malloc(bytes ? bytes : 1)))
+        s = lt_errf(err, LT_ERR_NOMEM, "%s: %s: out of memory for %zu bytes", c->path, c->what, bytes);
+    else if (fseeko(f, offset, SEEK_SET) != 0 || (bytes && fread(t->data, 1, bytes, f) != bytes))
         s = lt_errf(err, LT_ERR_IO, "%s: %s: short read from external data '%s'", c->path, c->what, loc);
     fclose(f);
     return s;
 }
 
 /* Typed fields: which repeated field holds which element type. */
+static size_t typed_count(const Onnx__TensorProto *tp, lt_dtype dt)
+{
+    switch (dt) {
+    case LT_F32: return tp->n_float_data;
+    case LT_C64: return tp->n_float_data / 2;
+    case LT_F64: return tp->n_double_data;
+    case LT_C128: return tp->n_double_data / 2;
+    case LT_I64: return tp->n_int64_data;
+    case LT_U32: case LT_U64: return tp->n_uint64_data;
+    default: return tp->n_int32_data;
+    }
+}
+
+/* Copies the typed field into t->data; typed_count() was checked. */
 static lt_status from_typed(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_tensor *t, lt_err *err)
 {
     int64_t n = t->numel;
-    size_t have;
-    switch (t->dtype) {
-    case LT_F32: have = tp->n_float_data; break;
-    case LT_C64: have = tp->n_float_data / 2; break;
-    case LT_F64: have = tp->n_double_data; break;
-    case LT_C128: have = tp->n_double_data / 2; break;
-    case LT_I64: have = tp->n_int64_data; break;
-    case LT_U32: case LT_U64: have = tp->n_uint64_data; break;
-    default: have = tp->n_int32_data; break;
-    }
-    if ((int64_t)have != n)
-        return lt_errf(err, LT_ERR_INVALID, "%s: %s holds %zu values but its dims need %lld", c->path, c->what, have,
-                       (long long)n);
     for (int64_t i = 0; i < n; i++) {
         switch (t->dtype) {
         case LT_F32: ((float *)t->data)[i] = tp->float_data[i]; break;
@@ -183,18 +187,23 @@ lt_status lt_tensor_from_proto(const lt_tp_ctx *c, const Onnx__TensorProto *tp, 
     lt_status s = shape_from_dims(c, tp->n_dims, tp->dims, t, &bytes, err);
     if (s != LT_OK)
         return s;
-    t->data = malloc(bytes ? bytes : 1);
-    if (!t->data)
-        return lt_errf(err, LT_ERR_NOMEM, "%s: %s: out of memory for %zu bytes", c->path, c->what, bytes);
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        s = read_external(c, tp, t->data, bytes, err);
-    } else if (tp->has_raw_data) {
-        if (tp->raw_data.len != bytes)
-            s = lt_errf(err, LT_ERR_INVALID, "%s: %s: raw_data has %zu bytes, its dims need %zu", c->path, c->what,
-                        tp->raw_data.len, bytes);
-        else if (bytes)
+    /* the data must be there before anything is allocated: a few bytes of
+     * file can declare a tensor of gigabytes */
+    bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (external)
+        s = read_external(c, tp, t, bytes, err);
+    else if (tp->has_raw_data && tp->raw_data.len != bytes)
+        s = lt_errf(err, LT_ERR_INVALID, "%s: %s: raw_data has %zu bytes, its dims need %zu", c->path, c->what,
+                    tp->raw_data.len, bytes);
+    else if (!tp->has_raw_data && (int64_t)typed_count(tp, t->dtype) != t->numel)
+        s = lt_errf(err, LT_ERR_INVALID, "%s: %s holds %zu values but its dims need %lld", c->path, c->what,
+                    typed_count(tp, t->dtype), (long long)t->numel);
+    else if (!(t->data = malloc(bytes ? bytes : 1)))
+        s = lt_errf(err, LT_ERR_NOMEM, "%s: %s: out of memory for %zu bytes", c->path, c->what, bytes);
+    else if (tp->has_raw_data) {
+        if (bytes)
             memcpy(t->data, tp->raw_data.data, bytes); /* little-endian host */
-        if (s == LT_OK && t->dtype == LT_BOOL)
+        if (t->dtype == LT_BOOL)
             for (int64_t i = 0; i < t->numel; i++)
                 ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
     } else {

@@ -75,6 +75,14 @@ static lt_status npy_parse(const char *path, const uint8_t *d, size_t n, lt_valu
         dims[rank++] = v;
         p = end;
     }
+    /* sizes are checked against the file before anything is allocated */
+    int64_t numel = lt_shape_numel(rank, dims);
+    size_t bytes;
+    if (numel < 0 || __builtin_mul_overflow((size_t)numel, lt_dtype_size(dt), &bytes))
+        return lt_errf(err, LT_ERR_INVALID, "%s: .npy shape overflows", path);
+    if (n - off != bytes)
+        return lt_errf(err, LT_ERR_INVALID, "%s: .npy data has %zu bytes, its shape needs %zu", path, n - off,
+                       bytes);
     lt_value *v = lt_value_new_tensor();
     if (!v)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
@@ -82,12 +90,6 @@ static lt_status npy_parse(const char *path, const uint8_t *d, size_t n, lt_valu
     if (s != LT_OK) {
         free(v);
         return s;
-    }
-    size_t bytes = lt_tensor_nbytes(&v->t);
-    if (n - off != bytes) {
-        lt_value_free(v);
-        return lt_errf(err, LT_ERR_INVALID, "%s: .npy data has %zu bytes, its shape needs %zu", path, n - off,
-                       bytes);
     }
     if (bytes)
         memcpy(v->t.data, d + off, bytes);

@@ -190,8 +190,15 @@ static lt_status gather(lt_kctx *k, const lt_tensor *x, lt_tensor *y, const lt_r
             base += o;
         }
         unsigned char *dp = dst + row * last * es;
+        const int64_t *ol = off[r - 1];
+        if (es == 4 && !out) {
+            /* 4-byte elements: a fixed-size copy the compiler inlines */
+            for (int64_t j = 0; j < last; j++)
+                memcpy(dp + j * 4, ol[j] < 0 ? fill : src + base + ol[j], 4);
+            continue;
+        }
         for (int64_t j = 0; j < last; j++, dp += es) {
-            int64_t o = off[r - 1][j];
+            int64_t o = ol[j];
             memcpy(dp, (out || o < 0) ? fill : src + base + o, es);
         }
     }

@@ -16,11 +16,13 @@ void FN(lt_nu_row_stats)(const T *x, int64_t rows, int64_t d, double *mean, doub
     for (int64_t r = 0; r < rows; r++) {
         const T *p = x + r * d;
         double s = 0;
+#pragma omp simd reduction(+ : s)
         for (int64_t j = 0; j < d; j++)
             s += p[j];
         double m = d ? s / (double)d : 0;
         /* second pass over the deviations: no cancellation for large means */
         double q = 0;
+#pragma omp simd reduction(+ : q)
         for (int64_t j = 0; j < d; j++) {
             double t = p[j] - m;
             q += t * t;
@@ -38,12 +40,14 @@ void FN(lt_nu_chan_stats)(const T *x, int64_t n, int64_t c, int64_t s, double *m
         double sum = 0;
         for (int64_t i = 0; i < n; i++) {
             const T *p = x + (i * c + j) * s;
+#pragma omp simd reduction(+ : sum)
             for (int64_t e = 0; e < s; e++)
                 sum += p[e];
         }
         double m = cnt > 0 ? sum / cnt : 0, q = 0;
         for (int64_t i = 0; i < n; i++) {
             const T *p = x + (i * c + j) * s;
+#pragma omp simd reduction(+ : q)
             for (int64_t e = 0; e < s; e++) {
                 double t = p[e] - m;
                 q += t * t;

@@ -248,7 +248,7 @@ lt_status lt_rnn_project(lt_kctx *k, const lt_rnn *r, int d, const bool *rb_mask
     int64_t rows = r->S * r->B, G = r->gates * r->H, H = r->H;
     if (!lt_linalg_blas_ok(rows, G, r->I))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "sizes exceed BLAS's int range");
-    float *o = lt_k_scratch(k, sizeof *o * (size_t)(rows * G ? rows * G : 1));
+    float *o = lt_k_scratch(k, sizeof *o * (size_t)(rows * G > 0 ? rows * G : 1));
     if (!o)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     lt_linalg_gemm(LT_F32, false, true, rows, G, r->I, 1.0, r->X, r->I, r->W + d * G * r->I, r->I, 0.0, o, G);
@@ -276,8 +276,8 @@ static lt_status rnn(lt_kctx *k)
     if (s != LT_OK)
         return s;
     int64_t H = r.H, B = r.B;
-    float *h = lt_k_scratch(k, sizeof *h * (size_t)(B * H ? B * H : 1));
-    float *hp = lt_k_scratch(k, sizeof *hp * (size_t)(B * H ? B * H : 1));
+    float *h = lt_k_scratch(k, sizeof *h * (size_t)(B * H > 0 ? B * H : 1));
+    float *hp = lt_k_scratch(k, sizeof *hp * (size_t)(B * H > 0 ? B * H : 1));
     if (!h || !hp)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     const bool mask[1] = {true};

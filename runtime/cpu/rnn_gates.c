@@ -15,7 +15,7 @@ static lt_status gru(lt_kctx *k)
         return s;
     bool lbr = lt_attr_int(k->node, "linear_before_reset", 0) != 0;
     int64_t H = r.H, B = r.B, G = 3 * H;
-    size_t bh = (size_t)(B * H ? B * H : 1);
+    size_t bh = (size_t)(B * H > 0 ? B * H : 1);
     float *h = lt_k_scratch(k, sizeof(float) * bh);
     float *hp = lt_k_scratch(k, sizeof(float) * bh * 3);
     float *rh = lt_k_scratch(k, sizeof(float) * bh);
@@ -101,7 +101,7 @@ static lt_status lstm(lt_kctx *k)
         return s;
     bool couple = lt_attr_int(k->node, "input_forget", 0) != 0;
     int64_t H = r.H, B = r.B, G = 4 * H;
-    size_t bh = (size_t)(B * H ? B * H : 1);
+    size_t bh = (size_t)(B * H > 0 ? B * H : 1);
     float *h = lt_k_scratch(k, sizeof(float) * bh);
     float *c = lt_k_scratch(k, sizeof(float) * bh);
     float *hp = lt_k_scratch(k, sizeof(float) * bh * 4);

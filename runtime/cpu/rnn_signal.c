@@ -321,7 +321,7 @@ static lt_status mel_weight_matrix(lt_kctx *k)
     for (int i = 0; i < 5; i++)
         if (!(in[i] = lt_k_in(k, i)) || in[i]->numel != 1)
             return lt_k_fail(k, LT_ERR_RUNTIME, "input %d must be a scalar", i);
-    int64_t nmel, n, rate;
+    int64_t nmel = 0, n = 0, rate = 0;
     lt_status s = scalar_int(k, in[0], "num_mel_bins", &nmel);
     if (s == LT_OK)
         s = scalar_int(k, in[1], "dft_length", &n);

@@ -203,7 +203,8 @@ static int64_t perm_map(const int64_t *idx, const void *ctx)
 static void transpose_one(int rank, const int64_t *dims, const int64_t *perm, lt_dtype dt, uint64_t seed)
 {
     perm_ctx c = {rank};
-    memcpy(c.in_dims, dims, sizeof *dims * rank);
+    if (rank)
+        memcpy(c.in_dims, dims, sizeof *dims * rank);
     for (int i = 0; i < rank; i++)
         c.perm[i] = perm ? perm[i] : rank - 1 - i;
     lt_value *x = to_bytes(dt, rank, dims, seed), *out[1];

@@ -37,7 +37,12 @@ tu_graph tu_single(lt_op op, int opset, int nin, int nout)
     return g;
 }
 
-void tu_omit_input(tu_graph *g, int i) { g->node->in[i] = NULL; }
+void tu_omit_input(tu_graph *g, int i)
+{
+    /* the graph input becomes an optional nobody feeds */
+    g->m->main->params[i]->type.kind = LT_KIND_OPTIONAL;
+    g->node->in[i] = NULL;
+}
 
 static lt_attr *new_attr(tu_graph *g, const char *name, lt_attr_kind kind)
 {
