@@ -592,35 +592,68 @@ static lt_status import_node(imp *im, scope *s, lt_block *b, const Onnx__NodePro
     return LT_OK;
 }
 
-/* Names a subgraph reads (over-approximated: every input name of every node
- * at any depth); used to order nodes whose regions capture outer values. */
-static void collect_reads(const Onnx__GraphProto *g, const namemap *producers, int self, int *deps, int *ndeps,
-                          int maxdeps, int depth)
+/* Names a subgraph defines: they hide outer names for the nodes inside it. */
+typedef struct local_names {
+    const struct local_names *up;
+    namemap names;
+} local_names;
+
+static bool is_local(const local_names *l, const char *name)
+{
+    for (; l; l = l->up)
+        if (map_get(&l->names, name))
+            return true;
+    return false;
+}
+
+static void add_read(const char *name, const local_names *l, const namemap *producers, int *deps, int *ndeps,
+                     int maxdeps)
+{
+    if (!name || !*name || is_local(l, name))
+        return;
+    lt_ival *p = map_get(producers, name);
+    if (p && *ndeps < maxdeps)
+        deps[(*ndeps)++] = (int)(intptr_t)p - 1;
+}
+
+/* The outer values a subgraph reads (at any depth, less the names defined
+ * in between); used to order nodes whose regions capture outer values. If
+ * memory for the local names runs out, a local name may count as a read:
+ * at worst an order that fails later with a clear message. */
+static void collect_reads(const Onnx__GraphProto *g, const namemap *producers, const local_names *up, int *deps,
+                          int *ndeps, int maxdeps, int depth)
 {
     if (depth > LT_MAX_NESTING)
         return;
+    local_names l = {up, {0}};
+    lt_ival *mark = (lt_ival *)(intptr_t)1;
+    for (size_t i = 0; i < g->n_input; i++)
+        if (g->input[i] && g->input[i]->name)
+            map_put(&l.names, g->input[i]->name, mark);
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (g->initializer[i] && g->initializer[i]->name)
+            map_put(&l.names, g->initializer[i]->name, mark);
+    for (size_t i = 0; i < g->n_sparse_initializer; i++)
+        if (g->sparse_initializer[i] && g->sparse_initializer[i]->values && g->sparse_initializer[i]->values->name)
+            map_put(&l.names, g->sparse_initializer[i]->values->name, mark);
+    for (size_t i = 0; i < g->n_node; i++)
+        for (size_t j = 0; g->node[i] && j < g->node[i]->n_output; j++)
+            if (g->node[i]->output[j] && *g->node[i]->output[j])
+                map_put(&l.names, g->node[i]->output[j], mark);
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *np = g->node[i];
         if (!np)
             continue;
-        for (size_t j = 0; j < np->n_input; j++) {
-            if (!np->input[j] || !*np->input[j])
-                continue;
-            lt_ival *p = map_get(producers, np->input[j]);
-            if (p && *ndeps < maxdeps)
-                deps[(*ndeps)++] = (int)(intptr_t)p - 1;
-        }
+        for (size_t j = 0; j < np->n_input; j++)
+            add_read(np->input[j], &l, producers, deps, ndeps, maxdeps);
         for (size_t a = 0; a < np->n_attribute; a++)
             if (np->attribute[a] && np->attribute[a]->g)
-                collect_reads(np->attribute[a]->g, producers, self, deps, ndeps, maxdeps, depth + 1);
+                collect_reads(np->attribute[a]->g, producers, &l, deps, ndeps, maxdeps, depth + 1);
     }
-    for (size_t j = 0; j < g->n_output; j++) {
-        if (!g->output[j] || !g->output[j]->name)
-            continue;
-        lt_ival *p = map_get(producers, g->output[j]->name);
-        if (p && *ndeps < maxdeps)
-            deps[(*ndeps)++] = (int)(intptr_t)p - 1;
-    }
+    for (size_t j = 0; j < g->n_output; j++)
+        if (g->output[j])
+            add_read(g->output[j]->name, &l, producers, deps, ndeps, maxdeps);
+    map_free(&l.names);
 }
 
 static void heap_push(int *h, size_t *n, int v)
@@ -695,7 +728,7 @@ static lt_status order_nodes(imp *im, const Onnx__GraphProto *g, int *order)
         }
         for (size_t a = 0; a < np->n_attribute; a++)
             if (np->attribute[a] && np->attribute[a]->g)
-                collect_reads(np->attribute[a]->g, &producers, (int)i, deps, &nd, maxdeps, 0);
+                collect_reads(np->attribute[a]->g, &producers, NULL, deps, &nd, maxdeps, 0);
         for (int k = 0; k < nd; k++) {
             int p = deps[k];
             if (nsucc[p] == capsucc[p]) {

@@ -48,7 +48,7 @@ static lt_status shape_from_dims(const lt_tp_ctx *c, size_t n_dims, const int64_
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s has rank %zu, more than lantern's %d", c->path, c->what,
                        n_dims, LT_MAX_RANK);
     size_t es = lt_dtype_size(t->dtype);
-    if (es == 0 || t->dtype == LT_STRING)
+    if (es == 0)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s has element type %d, which lantern does not support",
                        c->path, c->what, (int)t->dtype);
     t->rank = (int)n_dims;
@@ -142,6 +142,7 @@ static size_t typed_count(const Onnx__TensorProto *tp, lt_dtype dt)
     case LT_C128: return tp->n_double_data / 2;
     case LT_I64: return tp->n_int64_data;
     case LT_U32: case LT_U64: return tp->n_uint64_data;
+    case LT_STRING: return tp->n_string_data;
     default: return tp->n_int32_data;
     }
 }
@@ -167,6 +168,11 @@ static lt_status from_typed(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_
         case LT_U8: ((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i]; break;
         case LT_BOOL: ((uint8_t *)t->data)[i] = tp->int32_data[i] != 0; break;
         case LT_I32: ((int32_t *)t->data)[i] = tp->int32_data[i]; break;
+        case LT_STRING:
+            if (!(((const char **)t->data)[i] =
+                      lt_str_intern((const char *)tp->string_data[i].data, tp->string_data[i].len)))
+                return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+            break;
         default: return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s: element type %s", c->path, c->what,
                                 lt_dtype_name(t->dtype));
         }

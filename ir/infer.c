@@ -19,6 +19,7 @@ static void fill(void)
     lt_infer_register_norm(lt_infer_rules);
     lt_infer_register_index(lt_infer_rules);
     lt_infer_register_image(lt_infer_rules);
+    lt_infer_register_misc(lt_infer_rules);
 }
 
 void lt_infer_rules_init(void)

@@ -43,5 +43,6 @@ void lt_infer_register_control(lt_infer_fn *tab);
 void lt_infer_register_norm(lt_infer_fn *tab);
 void lt_infer_register_index(lt_infer_fn *tab);
 void lt_infer_register_image(lt_infer_fn *tab);
+void lt_infer_register_misc(lt_infer_fn *tab);
 
 #endif

@@ -1,6 +1,7 @@
 /* IR objects: the module's arena, builders, attribute lookup, types, the op
  * name table generated from ops.def. */
 #include "ir.h"
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,4 +378,60 @@ const char *lt_node_label(const lt_node *n, char *buf, size_t len)
     else
         snprintf(buf, len, "unnamed node (%s)", lt_op_names[n->op]);
     return buf;
+}
+
+/* ---- interned strings ---- */
+static struct {
+    pthread_mutex_t mu;
+    char **slots;
+    size_t cap, n;
+} interned = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t str_hash(const char *s, size_t len)
+{
+    size_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+const char *lt_str_intern(const char *s, size_t len)
+{
+    const char *found = NULL;
+    pthread_mutex_lock(&interned.mu);
+    if ((interned.n + 1) * 2 > interned.cap) {
+        size_t nc = interned.cap ? interned.cap * 2 : 256;
+        char **ns = calloc(nc, sizeof *ns);
+        if (!ns)
+            goto done;
+        for (size_t i = 0; i < interned.cap; i++)
+            if (interned.slots[i]) {
+                size_t j = str_hash(interned.slots[i], strlen(interned.slots[i])) & (nc - 1);
+                while (ns[j])
+                    j = (j + 1) & (nc - 1);
+                ns[j] = interned.slots[i];
+            }
+        free(interned.slots);
+        interned.slots = ns;
+        interned.cap = nc;
+    }
+    size_t j = str_hash(s, len) & (interned.cap - 1);
+    while (interned.slots[j]) {
+        if (strncmp(interned.slots[j], s, len) == 0 && interned.slots[j][len] == 0) {
+            found = interned.slots[j];
+            goto done;
+        }
+        j = (j + 1) & (interned.cap - 1);
+    }
+    char *c = malloc(len + 1);
+    if (c) {
+        memcpy(c, s, len);
+        c[len] = 0;
+        interned.slots[j] = c;
+        interned.n++;
+        found = c;
+    }
+done:
+    pthread_mutex_unlock(&interned.mu);
+    return found;
 }

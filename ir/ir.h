@@ -213,6 +213,10 @@ lt_status lt_ir_verify(const lt_module *m, lt_err *err);
 /* Shape inference over the whole module (runs at import). */
 lt_status lt_infer_module(lt_module *m, lt_err *err);
 
+/* String tensors hold pointers to interned, immutable strings that live for
+ * the process, so kernels may copy them like any other element. NULL on OOM. */
+const char *lt_str_intern(const char *s, size_t len);
+
 /* printf into err->msg; returns s. */
 lt_status lt_errf(lt_err *err, lt_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

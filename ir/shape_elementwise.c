@@ -72,8 +72,10 @@ static lt_status bcast(lt_infer_ctx *c, lt_node *n, int first, int dt_from, lt_d
         if (!have) {
             acc = *t;
             have = true;
-        } else if (!lt_infer_broadcast(&acc, t, &acc)) {
-            return lt_infer_fail(c, n, "input %d does not broadcast with the inputs before it", i);
+        } else {
+            lt_type prev = acc; /* the helper writes out before reading a */
+            if (!lt_infer_broadcast(&prev, t, &acc))
+                return lt_infer_fail(c, n, "input %d does not broadcast with the inputs before it", i);
         }
     }
     if (!have)

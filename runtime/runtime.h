@@ -108,5 +108,6 @@ void lt_cpu_register_control(lt_kernel_fn *tab);
 void lt_cpu_register_norm(lt_kernel_fn *tab);
 void lt_cpu_register_index(lt_kernel_fn *tab);
 void lt_cpu_register_image(lt_kernel_fn *tab);
+void lt_cpu_register_misc(lt_kernel_fn *tab);
 
 #endif

@@ -179,8 +179,11 @@ lt_status lt_tensor_alloc(lt_tensor *t, lt_dtype dtype, int rank, const int64_t 
     t->numel = n;
     t->buf = b;
     t->data = b->data;
-    if (dtype == LT_STRING)
-        memset(t->data, 0, bytes);
+    if (dtype == LT_STRING) {
+        const char *empty = lt_str_intern("", 0);
+        for (int64_t i = 0; i < n; i++)
+            ((const char **)t->data)[i] = empty;
+    }
     return LT_OK;
 }
 

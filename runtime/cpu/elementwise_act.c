@@ -3,6 +3,7 @@
  * Shrink, PRelu). Each is written once for float and double through FN2;
  * float16/bfloat16 compute in float32. */
 #include "elementwise_bcast.h"
+#include "elementwise_vmath.h"
 #include <tgmath.h>
 
 #define ROW LT_EW_UNARY_ROW
@@ -26,8 +27,13 @@
     }
 #define CALL(name, x) _Generic((x), float: name##_f, double: name##_d)(x, p)
 
-/* The exp(-|x|) form never overflows. */
-FN2(sigmoid, T e = exp(-fabs(x)); T r = 1 / (1 + e); return x >= 0 ? r : e * r;)
+/* float: the vectorizable form; double: exp(-|x|) never overflows */
+static inline float sigmoid_f(float x, const lt_ew_par *p) { return lt_ew_sigmoidf(x); }
+static inline double sigmoid_d(double x, const lt_ew_par *p)
+{
+    double e = exp(-fabs(x)), r = 1 / (1 + e);
+    return x >= 0 ? r : e * r;
+}
 FN2(softplus, return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));)
 FN2(elu, return x < 0 ? (T)p->alpha * expm1(x) : x;)
 FN2(selu, return x <= 0 ? (T)p->gamma * (T)p->alpha * expm1(x) : (T)p->gamma * x;)
@@ -35,8 +41,16 @@ FN2(celu, return x > 0 ? x : (T)p->alpha * expm1(x / (T)p->alpha);)
 /* comparisons rather than fmin/fmax so NaN propagates */
 FN2(hsig, T v = (T)p->alpha * x + (T)p->beta; return v < 0 ? 0 : (v > 1 ? 1 : v);)
 FN2(hswish, T v = x / 6 + (T)0.5; return x * (v < 0 ? 0 : (v > 1 ? 1 : v));)
-FN2(gelu, return p->flag_a ? (T)0.5 * x * (1 + tanh((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x)))
-                           : (T)0.5 * x * (1 + erf(x * (T)0.7071067811865476));)
+static inline float gelu_f(float x, const lt_ew_par *p)
+{
+    return p->flag_a ? 0.5f * x * (1 + lt_ew_tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)))
+                     : 0.5f * x * (1 + erff(x * 0.7071067811865476f));
+}
+static inline double gelu_d(double x, const lt_ew_par *p)
+{
+    return p->flag_a ? 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+                     : 0.5 * x * (1 + erf(x * 0.7071067811865476));
+}
 FN2(mish, return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)));)
 FN2(shrink, return x < -(T)p->lambd ? x + (T)p->bias : (x > (T)p->lambd ? x - (T)p->bias : 0);)
 
@@ -49,7 +63,7 @@ FN2(shrink, return x < -(T)p->lambd ? x + (T)p->bias : (x > (T)p->lambd ? x - (T
     static const lt_ew_row op##_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(op)};           \
     static const lt_ew_op op##_op = {op##_rows, LT_EW_OUT_SAME, VIA_F64, PAR};
 
-ACT(sigmoid, CALL(sigmoid, x), H, false)
+ACT(sigmoid, CALL(sigmoid, x), L, false)
 ACT(softplus, CALL(softplus, x), H, false)
 ACT(softsign, x / (1 + fabs(x)), L, false)
 ACT(elu, CALL(elu, x), H, false)

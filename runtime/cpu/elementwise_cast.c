@@ -1,6 +1,7 @@
 /* CPU kernels: Cast and CastLike, and the any-to-any numeric conversion the
  * other elementwise kernels use to promote float16/bfloat16/int inputs. */
 #include "elementwise_bcast.h"
+#include "elementwise_vmath.h"
 #include "../../ir/shape_elementwise.h"
 #include <omp.h>
 
@@ -9,8 +10,8 @@
  * it; double holds every float16/bfloat16/float32 exactly. */
 #define LD_F32(x) ((double)(x))
 #define LD_F64(x) ((double)(x))
-#define LD_F16(x) ((double)lt_f16_to_f32(x))
-#define LD_BF16(x) ((double)lt_bf16_to_f32(x))
+#define LD_F16(x) ((double)lt_ew_h2f(x))
+#define LD_BF16(x) ((double)lt_ew_bf2f(x))
 #define LD_I8(x) ((int64_t)(x))
 #define LD_I16(x) ((int64_t)(x))
 #define LD_I32(x) ((int64_t)(x))
@@ -58,10 +59,10 @@ static inline float st_f32_u(uint64_t v) { return (float)v; }
 static inline double st_f64_f(double v) { return v; }
 static inline double st_f64_i(int64_t v) { return (double)v; }
 static inline double st_f64_u(uint64_t v) { return (double)v; }
-static inline uint16_t st_f16_f(double v) { return lt_f32_to_f16(f64_to_f32_odd(v)); }
+static inline uint16_t st_f16_f(double v) { return lt_ew_f2h(f64_to_f32_odd(v)); }
 static inline uint16_t st_f16_i(int64_t v) { return st_f16_f((double)v); }
 static inline uint16_t st_f16_u(uint64_t v) { return st_f16_f((double)v); }
-static inline uint16_t st_bf16_f(double v) { return lt_f32_to_bf16(f64_to_f32_odd(v)); }
+static inline uint16_t st_bf16_f(double v) { return lt_ew_f2bf(f64_to_f32_odd(v)); }
 static inline uint16_t st_bf16_i(int64_t v) { return st_bf16_f((double)v); }
 static inline uint16_t st_bf16_u(uint64_t v) { return st_bf16_f((double)v); }
 static inline uint8_t st_bool_f(double v) { return v != 0; }
@@ -138,24 +139,27 @@ static void f32_to_f16(void *dst, const void *src, int64_t n)
 {
     const float *s = src;
     uint16_t *d = dst;
+#pragma omp simd
     for (int64_t i = 0; i < n; i++)
-        d[i] = lt_f32_to_f16(s[i]);
+        d[i] = lt_ew_f2h(s[i]);
 }
 
 static void f32_to_bf16(void *dst, const void *src, int64_t n)
 {
     const float *s = src;
     uint16_t *d = dst;
+#pragma omp simd
     for (int64_t i = 0; i < n; i++)
-        d[i] = lt_f32_to_bf16(s[i]);
+        d[i] = lt_ew_f2bf(s[i]);
 }
 
 static void f16_to_f32(void *dst, const void *src, int64_t n)
 {
     const uint16_t *s = src;
     float *d = dst;
+#pragma omp simd
     for (int64_t i = 0; i < n; i++)
-        d[i] = lt_f16_to_f32(s[i]);
+        d[i] = lt_ew_h2f(s[i]);
 }
 
 static void bf16_to_f32(void *dst, const void *src, int64_t n)

@@ -2,7 +2,11 @@
  * Abs/Neg/Sign, Erf), IsInf/IsNaN, Not and BitwiseNot. float16/bfloat16
  * compute in float32. */
 #include "elementwise_bcast.h"
+#include "elementwise_vmath.h"
 #include <tgmath.h>
+
+/* float rows take the vectorizable version, double rows libm's */
+#define VF(ff, df, x) _Generic((x), float: ff, double: df)(x)
 
 #define ROW LT_EW_UNARY_ROW
 
@@ -29,8 +33,8 @@ FLOAT_OP(cosh, cosh(x), H)
 FLOAT_OP(sin, sin(x), H)
 FLOAT_OP(sinh, sinh(x), H)
 FLOAT_OP(tan, tan(x), H)
-FLOAT_OP(tanh, tanh(x), H)
-FLOAT_OP(exp, exp(x), H)
+FLOAT_OP(tanh, VF(lt_ew_tanhf, tanh, x), L)
+FLOAT_OP(exp, VF(lt_ew_expf, exp, x), L)
 FLOAT_OP(log, log(x), H)
 FLOAT_OP(sqrt, sqrt(x), L)
 FLOAT_OP(erf, erf(x), H)

@@ -236,6 +236,7 @@ static lt_status gather(lt_kctx *k, const lt_tensor *x, lt_tensor *y, const lt_r
                 if (w[t] == 0)                                                                               \
                     continue;                                                                                \
                 const T wt = (T)w[t], *q = sp + idx[t] * inner;                                              \
+                _Pragma("omp simd")                                                                          \
                 for (int64_t e = 0; e < inner; e++)                                                          \
                     dp[e] += wt * q[e];                                                                      \
             }                                                                                                \

@@ -22,42 +22,55 @@ typedef struct pool_job {
     int64_t *ind;
 } pool_job;
 
+/* Per axis and window position: where the window starts, its taps inside
+ * the image [lo, hi), and its taps inside the padded image. Computed once
+ * per kernel call so that no output position divides. */
+typedef struct axis_win {
+    int64_t start, lo, hi, padded;
+} axis_win;
+
+static void axis_tables(const lt_nn_geom *g, axis_win **tab)
+{
+    for (int d = 0; d < g->nsp; d++)
+        for (int64_t p = 0; p < g->grid[d]; p++) {
+            int64_t st = p * g->s[d] - g->pb[d], dil = g->d[d], in = g->img[d], k = g->k[d];
+            int64_t a = st >= 0 ? 0 : (-st + dil - 1) / dil;
+            int64_t b = in - st <= 0 ? 0 : (in - st + dil - 1) / dil;
+            int64_t pend = in + g->pe[d] - st <= 0 ? 0 : (in + g->pe[d] - st + dil - 1) / dil;
+            b = b < k ? b : k;
+            tab[d][p] = (axis_win){st, a < b ? a : b, b, pend < k ? pend : k};
+        }
+}
+
 /* The in-plane offsets of the taps of the window at grid position pos that
  * lie inside the image, in scan order; returns their count, and in *padded
  * the count of taps inside the padded image. */
-static int64_t window_taps(const lt_nn_geom *g, const int64_t *pos, int64_t *offs, int64_t *padded)
+static int64_t window_taps(const lt_nn_geom *g, axis_win *const *tab, const int64_t *pos, int64_t *offs,
+                           int64_t *padded)
 {
-    int n = g->nsp;
-    int64_t start[LT_MAX_RANK], lo[LT_MAX_RANK], hi[LT_MAX_RANK], t[LT_MAX_RANK], count = 1, pc = 1;
+    int n = g->nsp, last = n - 1;
+    const axis_win *w[LT_MAX_RANK];
+    int64_t t[LT_MAX_RANK], count = 1, pc = 1;
     for (int d = 0; d < n; d++) {
-        int64_t st = pos[d] * g->s[d] - g->pb[d], dil = g->d[d], in = g->img[d];
-        int64_t a = st >= 0 ? 0 : (-st + dil - 1) / dil;
-        int64_t b = in - st <= 0 ? 0 : (in - st + dil - 1) / dil;
-        int64_t pend = in + g->pe[d] - st <= 0 ? 0 : (in + g->pe[d] - st + dil - 1) / dil;
-        b = b < g->k[d] ? b : g->k[d];
-        pend = pend < g->k[d] ? pend : g->k[d];
-        start[d] = st;
-        lo[d] = a;
-        hi[d] = b > a ? b : a;
-        t[d] = a;
-        count *= hi[d] - lo[d];
-        pc *= pend;
+        w[d] = &tab[d][pos[d]];
+        t[d] = w[d]->lo;
+        count *= w[d]->hi - w[d]->lo;
+        pc *= w[d]->padded;
     }
     *padded = pc;
     if (count == 0)
         return 0;
-    int last = n - 1;
-    int64_t m = 0;
+    int64_t m = 0, dl = g->d[last], lo = w[last]->lo, hi = w[last]->hi;
     for (;;) {
         int64_t base = 0;
         for (int d = 0; d < last; d++)
-            base = base * g->img[d] + start[d] + t[d] * g->d[d];
-        base = base * g->img[last] + start[last];
-        for (int64_t q = lo[last]; q < hi[last]; q++)
-            offs[m++] = base + q * g->d[last];
+            base = base * g->img[d] + w[d]->start + t[d] * g->d[d];
+        base = base * g->img[last] + w[last]->start;
+        for (int64_t q = lo; q < hi; q++)
+            offs[m++] = base + q * dl;
         int d = last - 1;
-        while (d >= 0 && ++t[d] >= hi[d]) {
-            t[d] = lo[d];
+        while (d >= 0 && ++t[d] >= w[d]->hi) {
+            t[d] = w[d]->lo;
             d--;
         }
         if (d < 0)
@@ -123,7 +136,74 @@ static void reduce(const pool_job *j, int64_t plane, int64_t o, const int64_t *o
         ((double *)j->y)[o] = v;
 }
 
-static void pool_run(const pool_job *j, int64_t *offs_all)
+/* The fast path: float32 with up to 3 spatial axes, run as 3-D (missing
+ * leading axes have size 1) with direct loops over each window. */
+static void pool3_f32(const pool_job *j, axis_win *const *tab)
+{
+    static const axis_win unit = {0, 0, 1, 1};
+    const lt_nn_geom *g = &j->g;
+    int lead = 3 - g->nsp;
+    const axis_win *t3[3];
+    int64_t img[3], grid[3], dil[3];
+    for (int a = 0; a < 3; a++) {
+        int d = a - lead;
+        img[a] = d < 0 ? 1 : g->img[d];
+        grid[a] = d < 0 ? 1 : g->grid[d];
+        dil[a] = d < 0 ? 1 : g->d[d];
+        t3[a] = d < 0 ? &unit : tab[d];
+    }
+    int64_t rows = j->planes * grid[0] * grid[1], w = img[2], hw = img[1] * img[2];
+    bool parallel = rows * grid[2] * j->taps >= LT_NN_PAR_MIN;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t plane = row / (grid[0] * grid[1]);
+        const axis_win *wz = &t3[0][row / grid[1] % grid[0]];
+        const axis_win *wy = &t3[1][row % grid[1]];
+        const float *x = (const float *)j->x + plane * j->in_plane;
+        float *y = (float *)j->y + row * grid[2];
+        int64_t *ind = j->ind ? j->ind + row * grid[2] : NULL;
+        for (int64_t ox = 0; ox < grid[2]; ox++) {
+            const axis_win *wx = &t3[2][ox];
+            int64_t cnt = (wz->hi - wz->lo) * (wy->hi - wy->lo) * (wx->hi - wx->lo);
+            float best = 0;
+            int64_t at = -1;
+            double sum = 0;
+            for (int64_t tz = wz->lo; tz < wz->hi; tz++)
+                for (int64_t ty = wy->lo; ty < wy->hi; ty++) {
+                    int64_t base = (wz->start + tz * dil[0]) * hw + (wy->start + ty * dil[1]) * w + wx->start;
+                    const float *r = x + base;
+                    if (j->kind == POOL_MAX) {
+                        for (int64_t tx = wx->lo; tx < wx->hi; tx++)
+                            if (at < 0 || r[tx * dil[2]] > best) {
+                                best = r[tx * dil[2]];
+                                at = base + tx * dil[2];
+                            }
+                    } else if (j->kind == POOL_AVG) {
+                        for (int64_t tx = wx->lo; tx < wx->hi; tx++)
+                            sum += r[tx * dil[2]];
+                    } else {
+                        for (int64_t tx = wx->lo; tx < wx->hi; tx++) {
+                            double e = fabs((double)r[tx * dil[2]]);
+                            sum += j->p == 2 ? e * e : j->p == 1 ? e : pow(e, j->p);
+                        }
+                    }
+                }
+            if (j->kind == POOL_MAX) {
+                y[ox] = at < 0 ? 0 : best;
+                if (ind)
+                    ind[ox] = plane * j->in_plane + (j->storage_order ? column_major(g, at < 0 ? 0 : at)
+                                                                       : (at < 0 ? 0 : at));
+            } else if (j->kind == POOL_AVG) {
+                int64_t div = j->count_pad ? wz->padded * wy->padded * wx->padded : cnt;
+                y[ox] = div ? (float)(sum / (double)div) : 0;
+            } else {
+                y[ox] = (float)(j->p == 2 ? sqrt(sum) : j->p == 1 ? sum : pow(sum, 1.0 / j->p));
+            }
+        }
+    }
+}
+
+static void pool_run(const pool_job *j, axis_win *const *tab, int64_t *offs_all)
 {
     int64_t total = j->planes * j->out_plane;
     const lt_nn_geom *g = &j->g;
@@ -133,22 +213,18 @@ static void pool_run(const pool_job *j, int64_t *offs_all)
         int tid = omp_get_thread_num(), nt = omp_get_num_threads();
         int64_t a = total * tid / nt, b = total * (tid + 1) / nt;
         int64_t *offs = offs_all + (size_t)tid * (size_t)j->taps;
-        int64_t pos[LT_MAX_RANK];
-        if (a < b) {
-            int64_t r = a % j->out_plane;
-            for (int d = g->nsp - 1; d >= 0; d--) {
-                pos[d] = r % g->grid[d];
-                r /= g->grid[d];
-            }
+        int64_t pos[LT_MAX_RANK], plane = a / j->out_plane, r = a % j->out_plane;
+        for (int d = g->nsp - 1; d >= 0; d--) {
+            pos[d] = r % g->grid[d];
+            r /= g->grid[d];
         }
         for (int64_t o = a; o < b; o++) {
-            int64_t padded, cnt = window_taps(g, pos, offs, &padded);
-            reduce(j, o / j->out_plane, o, offs, cnt, padded);
-            for (int d = g->nsp - 1; d >= 0; d--) {
-                if (++pos[d] < g->grid[d])
-                    break;
-                pos[d] = 0;
-            }
+            int64_t padded, cnt = window_taps(g, tab, pos, offs, &padded);
+            reduce(j, plane, o, offs, cnt, padded);
+            int d = g->nsp - 1;
+            while (d >= 0 && ++pos[d] >= g->grid[d])
+                pos[d--] = 0;
+            plane += d < 0;
         }
     }
 }
@@ -194,16 +270,26 @@ static lt_status pool(lt_kctx *k, pool_kind kind, double p)
     if (y->numel == 0)
         return LT_OK;
     int nth = omp_get_max_threads();
-    int64_t bytes;
+    int64_t bytes, ntab = 0;
     int64_t *offs;
-    if (j.taps < 0 || !lt_nn_mul(j.taps, 8 * (int64_t)nth, &bytes) || !(offs = lt_k_scratch(k, (size_t)bytes)))
+    for (int i = 0; i < nsp; i++)
+        ntab += j.g.grid[i];
+    axis_win *tab[LT_MAX_RANK], *all = lt_k_scratch(k, sizeof(axis_win) * (size_t)ntab);
+    if (j.taps < 0 || !lt_nn_mul(j.taps, 8 * (int64_t)nth, &bytes) || !(offs = lt_k_scratch(k, (size_t)bytes)) ||
+        !all)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (window of %lld taps)", (long long)j.taps);
+    for (int i = 0; i < nsp; all += j.g.grid[i++])
+        tab[i] = all;
+    axis_tables(&j.g, tab);
     j.ind = ind ? ind->data : NULL;
     if (x->dtype == LT_F32 || x->dtype == LT_F64) {
         j.esz = x->dtype == LT_F32 ? 4 : 8;
         j.x = x->data;
         j.y = y->data;
-        pool_run(&j, offs);
+        if (j.esz == 4 && nsp <= 3)
+            pool3_f32(&j, tab);
+        else
+            pool_run(&j, tab, offs);
         return LT_OK;
     }
     j.esz = 8;
@@ -213,7 +299,7 @@ static lt_status pool(lt_kctx *k, pool_kind kind, double p)
         return LT_ERR_NOMEM;
     if (!j.y)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    pool_run(&j, offs);
+    pool_run(&j, tab, offs);
     lt_nn_store_f64(y, j.y);
     return LT_OK;
 }

@@ -67,6 +67,7 @@ void FN(lt_nu_chan_affine)(const T *x, T *y, int64_t n, int64_t c, int64_t s, co
         const T av = (T)a[q], bv = (T)b[q];
         const T *xp = x + ij * s;
         T *yp = y + ij * s;
+#pragma omp simd
         for (int64_t e = 0; e < s; e++)
             yp[e] = xp[e] * av + bv;
     }
@@ -82,9 +83,11 @@ void FN(lt_nu_row_norm)(const T *x, T *y, int64_t rows, int64_t d, const double 
         T *yp = y + r * d;
         if (bias) {
             const T *bp = bias + (r % brows) * d;
+#pragma omp simd
             for (int64_t j = 0; j < d; j++)
                 yp[j] = (xp[j] - m) * iv * sp[j] + bp[j];
         } else {
+#pragma omp simd
             for (int64_t j = 0; j < d; j++)
                 yp[j] = (xp[j] - m) * iv * sp[j];
         }

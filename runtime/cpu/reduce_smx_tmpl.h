@@ -35,9 +35,11 @@ static void SMX_FN(smx_row)(const RT *x, RT *y, int64_t c, int mode)
     } else {
         for (int64_t j = 0; j < c; j++)
             s += RT_EXP(x[j] - m);
-        RT off = (RT)((double)m + log(s));
+        /* (x - m) is exact for x near m; adding m back into log(s) first
+         * would round away the low digits when m is large */
+        RT ls = (RT)log(s);
         for (int64_t j = 0; j < c; j++)
-            y[j] = x[j] - off;
+            y[j] = (x[j] - m) - ls;
     }
 }
 
@@ -92,14 +94,14 @@ static void SMX_FN(smx_cols)(const RT *x, RT *y, int64_t c, int64_t inner, int64
             for (int64_t i = 0; i < n; i++)
                 s[i] += RT_EXP(xj[i] - m[i]);
         }
-        RT off[SMX_IB];
+        RT ls[SMX_IB];
         for (int64_t i = 0; i < n; i++)
-            off[i] = (RT)((double)m[i] + log(s[i]));
+            ls[i] = (RT)log(s[i]);
         for (int64_t j = 0; j < c; j++) {
             const RT *xj = x + j * inner;
             RT *yj = y + j * inner;
             for (int64_t i = 0; i < n; i++)
-                yj[i] = xj[i] - off[i];
+                yj[i] = (xj[i] - m[i]) - ls[i];
         }
     }
 }

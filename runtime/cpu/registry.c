@@ -16,6 +16,7 @@ static void fill(void)
     lt_cpu_register_norm(lt_cpu_kernels);
     lt_cpu_register_index(lt_cpu_kernels);
     lt_cpu_register_image(lt_cpu_kernels);
+    lt_cpu_register_misc(lt_cpu_kernels);
 }
 
 void lt_cpu_kernels_init(void)

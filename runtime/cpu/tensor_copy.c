@@ -90,6 +90,8 @@ static lt_status split_sizes(lt_kctx *k, int64_t dim, int64_t *sizes)
 {
     int n = k->nout, len = 0;
     const lt_tensor *t = k->node->opset >= 13 || k->node->opset == 1 ? lt_k_in(k, 1) : NULL;
+    if (t && t->numel == 0 && n > 0)
+        t = NULL; /* an empty list gives no sizes */
     const int64_t *a = k->node->opset < 13 ? lt_attr_ints(k->node, "split", &len) : NULL;
     if (t) {
         if (!lt_dtype_is_int(t->dtype) || t->rank > 1 || t->numel != n)
@@ -124,7 +126,8 @@ static lt_status split_sizes(lt_kctx *k, int64_t dim, int64_t *sizes)
     for (int i = 0; i < n; i++) {
         if (sizes[i] < 0)
             return lt_k_fail(k, LT_ERR_RUNTIME, "split[%d] is negative", i);
-        sum += sizes[i];
+        if (__builtin_add_overflow(sum, sizes[i], &sum))
+            return lt_k_fail(k, LT_ERR_RUNTIME, "split sizes overflow");
     }
     if (sum != dim)
         return lt_k_fail(k, LT_ERR_RUNTIME, "split sums to %lld but the axis has %lld", (long long)sum,

@@ -2,6 +2,9 @@
  * shape op, plus small input readers. */
 #include "tensor_util.h"
 #include <omp.h>
+#ifdef __SSE2__
+#include <xmmintrin.h>
+#endif
 #include <string.h>
 
 void lt_tk_strides(int rank, const int64_t *dims, int64_t *strides)
@@ -114,11 +117,12 @@ static void copy_rows(const plan *p, unsigned char *dst, const unsigned char *sr
     }
 }
 
-#define TILE 32
+#define TILE 16
 
 /* The two innermost dims form a transpose: dst walks the last dim with
  * stride 1 while src walks the one before it with stride 1. Going through
- * TILE x TILE blocks keeps both sides in cache. Task t covers one block of
+ * TILE x TILE blocks keeps both sides in cache (small tiles: power-of-two
+ * strides map a tall tile's lines onto few cache sets). Task t covers one block of
  * one outer slice. */
 static void copy_tile(const plan *p, unsigned char *dst, const unsigned char *src, size_t es, int64_t t)
 {
@@ -136,6 +140,30 @@ static void copy_tile(const plan *p, unsigned char *dst, const unsigned char *sr
     int64_t i0 = bi * TILE, i1 = i0 + TILE < M ? i0 + TILE : M;
     int64_t j0 = bj * TILE, j1 = j0 + TILE < N ? j0 + TILE : N;
     int64_t dsi = p->ds[r - 2], ssj = p->ss[r - 1];
+#ifdef __SSE2__
+    if (es == 4) {
+        /* 4x4 register transposes cover the block but for a ragged edge */
+        float *d = (float *)dst + doff;
+        const float *s = (const float *)src + soff;
+        int64_t i4 = i0 + ((i1 - i0) & ~(int64_t)3), j4 = j0 + ((j1 - j0) & ~(int64_t)3);
+        for (int64_t j = j0; j < j4; j += 4)
+            for (int64_t i = i0; i < i4; i += 4) {
+                __m128 r0 = _mm_loadu_ps(s + i + j * ssj), r1 = _mm_loadu_ps(s + i + (j + 1) * ssj);
+                __m128 r2 = _mm_loadu_ps(s + i + (j + 2) * ssj), r3 = _mm_loadu_ps(s + i + (j + 3) * ssj);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                _mm_storeu_ps(d + i * dsi + j, r0);
+                _mm_storeu_ps(d + (i + 1) * dsi + j, r1);
+                _mm_storeu_ps(d + (i + 2) * dsi + j, r2);
+                _mm_storeu_ps(d + (i + 3) * dsi + j, r3);
+            }
+        const uint32_t *su = (const uint32_t *)s;
+        uint32_t *du = (uint32_t *)d;
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t j = i < i4 ? j4 : j0; j < j1; j++)
+                du[i * dsi + j] = su[i + j * ssj];
+        return;
+    }
+#endif
 #define TBLOCK(T)                                                                                               \
     {                                                                                                           \
         T *d = (T *)dst + doff;                                                                                 \

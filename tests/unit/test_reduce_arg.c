@@ -30,7 +30,7 @@ static void check_arg(bool mx, lt_dtype dt, int rank, const int64_t *dims, int64
             int64_t best = 0;
             for (int64_t q = 1; q < r; q++) {
                 double v = tu_get(x, (o * r + q) * inner + i), b = tu_get(x, (o * r + best) * inner + i);
-                if (mx ? (v > b || (last && v == b)) : (v < b || (last && v == b)))
+                if (mx ? (v > b || (last > 0 && v == b)) : (v < b || (last > 0 && v == b)))
                     best = q;
             }
             want[o * inner + i] = (double)best;
@@ -189,12 +189,12 @@ static void check_cumsum(lt_dtype dt, int rank, const int64_t *dims, int64_t axi
         for (int64_t i = 0; i < inner; i++) {
             double s = 0;
             for (int64_t t = 0; t < r; t++) {
-                int64_t q = rev ? r - 1 - t : t, at = (o * r + q) * inner + i;
+                int64_t q = rev > 0 ? r - 1 - t : t, at = (o * r + q) * inner + i;
                 double v = tu_get(x, at);
-                if (!excl)
+                if (excl <= 0)
                     s += v;
                 want[at] = s;
-                if (excl)
+                if (excl > 0)
                     s += v;
             }
         }

@@ -1,0 +1,113 @@
+/* Private to the elementwise family: branch-free float32 exp, tanh and
+ * sigmoid, and float16/bfloat16 conversions, written so that `omp simd`
+ * loops vectorize them (libm's scalar calls do not). exp is Cody-Waite
+ * range reduction plus the Cephes degree-5 polynomial (about 2 ulp). */
+#ifndef LT_ELEMENTWISE_VMATH_H
+#define LT_ELEMENTWISE_VMATH_H
+
+#include <stdint.h>
+
+static inline uint32_t lt_ew_bits(float f)
+{
+    union {
+        float f;
+        uint32_t u;
+    } v = {.f = f};
+    return v.u;
+}
+
+static inline float lt_ew_float(uint32_t u)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v = {.u = u};
+    return v.f;
+}
+
+static inline float lt_ew_expf(float x)
+{
+    /* outside [-104, 89] the result is 0 or inf anyway; NaN passes through */
+    float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+    /* k = round(x / ln 2) via the 1.5 * 2^23 trick: k sits in t's low bits */
+    float t = xc * 1.44269504088896341f + 12582912.0f;
+    int32_t k = (int32_t)(lt_ew_bits(t) - 0x4b400000u);
+    float kf = t - 12582912.0f;
+    float r = xc - kf * 0.693359375f; /* ln 2 split in two: kf * hi is exact */
+    r = r - kf * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    /* 2^k in two halves so k from -150 to 128 never leaves the normal range
+     * of a single factor (denormal results and overflow come out right) */
+    int32_t k1 = k / 2, k2 = k - k1;
+    float s1 = lt_ew_float((uint32_t)(k1 + 127) << 23), s2 = lt_ew_float((uint32_t)(k2 + 127) << 23);
+    return p * s1 * s2;
+}
+
+static inline float lt_ew_sigmoidf(float x)
+{
+    /* exp(-x) overflows to inf for x < -89: 1 / inf = 0, as it should */
+    return 1.0f / (1.0f + lt_ew_expf(-x));
+}
+
+static inline float lt_ew_tanhf(float x)
+{
+    float ax = x < 0 ? -x : x;
+    /* small |x|: odd polynomial (Cephes tanhf), no cancellation */
+    float z = x * x;
+    float ps = -5.70498872745e-3f;
+    ps = ps * z + 2.06390887954e-2f;
+    ps = ps * z - 5.37397155531e-2f;
+    ps = ps * z + 1.33314422036e-1f;
+    ps = ps * z - 3.33332819422e-1f;
+    ps = ps * z * x + x;
+    /* large |x|: 1 - 2 / (e^{2|x|} + 1), sign restored */
+    float pl = 1.0f - 2.0f / (lt_ew_expf(2.0f * ax) + 1.0f);
+    pl = lt_ew_float(lt_ew_bits(pl) | (lt_ew_bits(x) & 0x80000000u));
+    return ax < 0.625f ? ps : pl;
+}
+
+/* float16 -> float32, exact */
+static inline float lt_ew_h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, em = h & 0x7fff;
+    uint32_t r = (em << 13) + 0x38000000u; /* rebias the exponent: 127 - 15 */
+    r = em >= 0x7c00 ? r + 0x38000000u : r; /* inf / NaN: exponent to 0xff */
+    float f = lt_ew_float(r);
+    f = em < 0x400 ? (float)em * 5.9604644775390625e-8f : f; /* subnormal: em * 2^-24 */
+    return lt_ew_float(lt_ew_bits(f) | sign);
+}
+
+/* float32 -> float16, round to nearest even */
+static inline uint16_t lt_ew_f2h(float f)
+{
+    uint32_t x = lt_ew_bits(f), sign = (x >> 16) & 0x8000;
+    x &= 0x7fffffffu;
+    /* >= 65536 (and inf / NaN): no rounding can bring it back below inf */
+    uint32_t big = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    /* below 2^-14: adding 0.5 lines the half subnormal unit (2^-24) up with
+     * float's last bit and the FPU rounds to nearest even */
+    uint32_t sub = lt_ew_bits(lt_ew_float(x) + 0.5f) - 0x3f000000u;
+    /* normal: rebias and round on the 13 dropped bits, ties to even; a
+     * carry into the exponent is the correct rounding (up to inf) */
+    uint32_t nrm = (x + 0xc8000fffu + ((x >> 13) & 1)) >> 13;
+    uint32_t r = x >= 0x47800000u ? big : (x < 0x38800000u ? sub : nrm);
+    return (uint16_t)(r | sign);
+}
+
+/* float32 -> bfloat16, round to nearest even, NaN kept quiet */
+static inline uint16_t lt_ew_f2bf(float f)
+{
+    uint32_t x = lt_ew_bits(f);
+    uint32_t r = (x + 0x7fffu + ((x >> 16) & 1)) >> 16;
+    return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40 : r);
+}
+
+static inline float lt_ew_bf2f(uint16_t h) { return lt_ew_float((uint32_t)h << 16); }
+
+#endif

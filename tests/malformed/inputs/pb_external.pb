@@ -1,0 +1,2 @@
+BXj
+locationx.binp
