@@ -169,6 +169,10 @@ static lt_status from_typed(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_
         case LT_BOOL: ((uint8_t *)t->data)[i] = tp->int32_data[i] != 0; break;
         case LT_I32: ((int32_t *)t->data)[i] = tp->int32_data[i]; break;
         case LT_STRING:
+            /* lantern's strings end at their first NUL */
+            if (memchr(tp->string_data[i].data, 0, tp->string_data[i].len))
+                return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s: string %lld holds a NUL byte", c->path, c->what,
+                               (long long)i);
             if (!(((const char **)t->data)[i] =
                       lt_str_intern((const char *)tp->string_data[i].data, tp->string_data[i].len)))
                 return lt_errf(err, LT_ERR_NOMEM, "out of memory");
@@ -196,7 +200,9 @@ lt_status lt_tensor_from_proto(const lt_tp_ctx *c, const Onnx__TensorProto *tp, 
     /* the data must be there before anything is allocated: a few bytes of
      * file can declare a tensor of gigabytes */
     bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    if (external)
+    if (t->dtype == LT_STRING && (external || (tp->has_raw_data && tp->raw_data.len)))
+        s = lt_errf(err, LT_ERR_INVALID, "%s: %s: string tensors keep their data in string_data", c->path, c->what);
+    else if (external)
         s = read_external(c, tp, t, bytes, err);
     else if (tp->has_raw_data && tp->raw_data.len != bytes)
         s = lt_errf(err, LT_ERR_INVALID, "%s: %s: raw_data has %zu bytes, its dims need %zu", c->path, c->what,
@@ -238,6 +244,11 @@ lt_status lt_tensor_from_sparse(const lt_tp_ctx *c, const Onnx__SparseTensorProt
     }
     t->dtype = vals.dtype;
     size_t bytes;
+    if (t->dtype == LT_STRING) { /* the implicit zeros would be NULL strings */
+        free(vals.data);
+        free(idx.data);
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s: sparse string tensors are not supported", c->path, c->what);
+    }
     s = shape_from_dims(c, sp->n_dims, sp->dims, t, &bytes, err);
     int64_t nnz = vals.rank == 1 ? vals.dims[0] : -1;
     if (s == LT_OK && (nnz < 0 || idx.dtype != LT_I64))

@@ -165,19 +165,27 @@ static void pool3_f32(const pool_job *j, axis_win *const *tab)
         for (int64_t ox = 0; ox < grid[2]; ox++) {
             const axis_win *wx = &t3[2][ox];
             int64_t cnt = (wz->hi - wz->lo) * (wy->hi - wy->lo) * (wx->hi - wx->lo);
-            float best = 0;
-            int64_t at = -1;
+            /* the maximum starts at the first tap; the comparisons are
+             * selects, not branches (random data mispredicts them) */
+            int64_t at = cnt ? (wz->start + wz->lo * dil[0]) * hw + (wy->start + wy->lo * dil[1]) * w + wx->start +
+                                   wx->lo * dil[2]
+                             : 0;
+            float best = cnt ? x[at] : 0;
             double sum = 0;
             for (int64_t tz = wz->lo; tz < wz->hi; tz++)
                 for (int64_t ty = wy->lo; ty < wy->hi; ty++) {
                     int64_t base = (wz->start + tz * dil[0]) * hw + (wy->start + ty * dil[1]) * w + wx->start;
                     const float *r = x + base;
-                    if (j->kind == POOL_MAX) {
+                    if (j->kind == POOL_MAX && !ind) {
                         for (int64_t tx = wx->lo; tx < wx->hi; tx++)
-                            if (at < 0 || r[tx * dil[2]] > best) {
-                                best = r[tx * dil[2]];
-                                at = base + tx * dil[2];
-                            }
+                            best = r[tx * dil[2]] > best ? r[tx * dil[2]] : best;
+                    } else if (j->kind == POOL_MAX) {
+                        for (int64_t tx = wx->lo; tx < wx->hi; tx++) {
+                            float v = r[tx * dil[2]];
+                            bool gt = v > best;
+                            best = gt ? v : best;
+                            at = gt ? base + tx * dil[2] : at;
+                        }
                     } else if (j->kind == POOL_AVG) {
                         for (int64_t tx = wx->lo; tx < wx->hi; tx++)
                             sum += r[tx * dil[2]];
@@ -189,10 +197,9 @@ static void pool3_f32(const pool_job *j, axis_win *const *tab)
                     }
                 }
             if (j->kind == POOL_MAX) {
-                y[ox] = at < 0 ? 0 : best;
+                y[ox] = best;
                 if (ind)
-                    ind[ox] = plane * j->in_plane + (j->storage_order ? column_major(g, at < 0 ? 0 : at)
-                                                                       : (at < 0 ? 0 : at));
+                    ind[ox] = plane * j->in_plane + (j->storage_order ? column_major(g, at) : at);
             } else if (j->kind == POOL_AVG) {
                 int64_t div = j->count_pad ? wz->padded * wy->padded * wx->padded : cnt;
                 y[ox] = div ? (float)(sum / (double)div) : 0;

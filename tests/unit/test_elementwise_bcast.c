@@ -38,7 +38,7 @@ static double ref_op(lt_op op, double x, double y)
 
 static void check_pair(lt_op op, lt_dtype dt, const shape_pair *p, uint64_t seed)
 {
-    int nr;
+    int nr = 0;
     int64_t dr[LT_MAX_RANK];
     assert_true(ew_bshape(p->na, p->da, p->nb, p->db, &nr, dr));
     lt_value *a = tu_rand(dt, p->na, p->da, 1, 9, seed), *b = tu_rand(dt, p->nb, p->db, 1, 9, seed + 1);

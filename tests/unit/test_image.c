@@ -650,6 +650,30 @@ static void gridsample_hand(void **state)
     tu_free(&g);
 }
 
+static void gridsample_errors(void **state)
+{
+    (void)state;
+    /* a grid whose last dim is 3 for a 2-d image */
+    tu_graph g = tu_single(LT_OP_GRID_SAMPLE, 16, 2, 1);
+    int64_t xd[4] = {1, 1, 2, 2}, gd[4] = {1, 2, 2, 3};
+    lt_value *in[2] = {tu_rand(LT_F32, 4, xd, 0, 1, 1), tu_rand(LT_F32, 4, gd, -1, 1, 2)};
+    lt_value *out[1] = {0};
+    lt_err err = {{0}};
+    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_RUNTIME);
+    assert_non_null(strstr(err.msg, "grid"));
+    tu_free(&g);
+    g = tu_single(LT_OP_GRID_SAMPLE, 16, 2, 1);
+    tu_attr_str(&g, "padding_mode", "wrap");
+    lt_value_free(in[1]);
+    int64_t gd2[4] = {1, 2, 2, 2};
+    in[1] = tu_rand(LT_F32, 4, gd2, -1, 1, 2);
+    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_RUNTIME);
+    assert_non_null(strstr(err.msg, "wrap"));
+    tu_free(&g);
+    lt_value_free(in[0]);
+    lt_value_free(in[1]);
+}
+
 /* ---- shape inference with constant scales ---- */
 static void infer_shapes(void **state)
 {
@@ -709,6 +733,7 @@ int main(void)
         cmocka_unit_test(resize_errors),
         cmocka_unit_test(gridsample_vs_reference),
         cmocka_unit_test(gridsample_hand),
+        cmocka_unit_test(gridsample_errors),
         cmocka_unit_test(infer_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -316,6 +316,27 @@ static void groupnorm(void **state)
     }
 }
 
+static void groupnorm_errors(void **state)
+{
+    (void)state;
+    int64_t xd[3] = {2, 6, 3}, pd[1] = {4};
+    tu_graph g = tu_single(LT_OP_GROUP_NORMALIZATION, 18, 3, 1);
+    tu_attr_int(&g, "num_groups", 4); /* does not divide 6 */
+    lt_value *in[3] = {tu_rand(LT_F32, 3, xd, -3, 3, 1), tu_rand(LT_F32, 1, pd, 0.5, 2, 2),
+                       tu_rand(LT_F32, 1, pd, -1, 1, 3)};
+    lt_value *out[1] = {0};
+    lt_err err = {{0}};
+    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_RUNTIME);
+    assert_non_null(strstr(err.msg, "num_groups"));
+    tu_free(&g);
+    g = tu_single(LT_OP_GROUP_NORMALIZATION, 18, 3, 1);
+    tu_attr_int(&g, "num_groups", 3); /* scale of 4 fits neither 3 groups nor 6 channels */
+    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_RUNTIME);
+    assert_non_null(strstr(err.msg, "scale"));
+    free_all(in, 3);
+    tu_free(&g);
+}
+
 /* ---- LRN ---- */
 static void lrn_even_size(void **state)
 {
@@ -485,6 +506,7 @@ int main(void)
         cmocka_unit_test(layernorm_broadcast_params),
         cmocka_unit_test(layernorm_errors),
         cmocka_unit_test(groupnorm),
+        cmocka_unit_test(groupnorm_errors),
         cmocka_unit_test(lrn_even_size),
         cmocka_unit_test(dropout_inference),
         cmocka_unit_test(dropout_training_seeded),
