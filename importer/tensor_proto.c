@@ -170,11 +170,11 @@ static lt_status from_typed(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_
         case LT_I32: ((int32_t *)t->data)[i] = tp->int32_data[i]; break;
         case LT_STRING:
             /* lantern's strings end at their first NUL */
-            if (memchr(tp->string_data[i].data, 0, tp->string_data[i].len))
+            if (tp->string_data[i].len && memchr(tp->string_data[i].data, 0, tp->string_data[i].len))
                 return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s: string %lld holds a NUL byte", c->path, c->what,
                                (long long)i);
-            if (!(((const char **)t->data)[i] =
-                      lt_str_intern((const char *)tp->string_data[i].data, tp->string_data[i].len)))
+            if (!(((const char **)t->data)[i] = lt_str_intern(
+                      tp->string_data[i].len ? (const char *)tp->string_data[i].data : "", tp->string_data[i].len)))
                 return lt_errf(err, LT_ERR_NOMEM, "out of memory");
             break;
         default: return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s: element type %s", c->path, c->what,

@@ -151,5 +151,10 @@ lt_status lt_infer_module(lt_module *m, lt_err *err)
 {
     lt_infer_rules_init();
     lt_infer_ctx c = {m, err};
+    for (int i = 0; i < m->nfuncs; i++) {
+        lt_status s = infer_block(&c, m->funcs[i]->body);
+        if (s != LT_OK)
+            return s;
+    }
     return infer_block(&c, m->main);
 }

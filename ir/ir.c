@@ -111,6 +111,7 @@ void lt_module_free(lt_module *m)
     free(m->values);
     free(m->syms);
     free(m->unsupported);
+    free(m->funcs);
     while (m->arena) {
         lt_chunk *c = m->arena;
         m->arena = c->next;
@@ -243,6 +244,18 @@ int lt_module_add_param(lt_module *m, const char *name)
     return m->nparams++;
 }
 
+lt_func *lt_module_add_func(lt_module *m, const char *name)
+{
+    if (!grow((void **)&m->funcs, &m->cap_funcs, m->nfuncs + 1, sizeof *m->funcs))
+        return NULL;
+    lt_func *f = lt_ir_alloc(m, sizeof *f);
+    if (!f || !(f->body = lt_block_new(m, NULL, name)))
+        return NULL;
+    f->name = f->body->name;
+    m->funcs[m->nfuncs++] = f;
+    return f;
+}
+
 /* ---- attributes ---- */
 const lt_attr *lt_attr_find(const lt_node *n, const char *name)
 {
@@ -340,12 +353,14 @@ void lt_type_print(const lt_module *m, const lt_type *t, FILE *f)
         fprintf(f, "seq<");
     else if (t->kind == LT_KIND_OPTIONAL)
         fprintf(f, t->inner == LT_KIND_SEQUENCE ? "opt<seq<" : "opt<");
+    else if (t->kind == LT_KIND_CELL)
+        fprintf(f, "cell<");
     else if (t->kind == LT_KIND_FUNCTION) {
         fprintf(f, "fn");
         return;
     }
     fprintf(f, "%s", lt_dtype_name(t->dtype));
-    if (t->kind == LT_KIND_TENSOR || t->inner == LT_KIND_TENSOR) {
+    if (t->kind == LT_KIND_TENSOR || t->kind == LT_KIND_CELL || t->inner == LT_KIND_TENSOR) {
         if (t->rank < 0) {
             fprintf(f, "[*]");
         } else {
@@ -363,7 +378,7 @@ void lt_type_print(const lt_module *m, const lt_type *t, FILE *f)
             fputc(']', f);
         }
     }
-    if (t->kind == LT_KIND_SEQUENCE)
+    if (t->kind == LT_KIND_SEQUENCE || t->kind == LT_KIND_CELL)
         fputc('>', f);
     else if (t->kind == LT_KIND_OPTIONAL)
         fprintf(f, t->inner == LT_KIND_SEQUENCE ? ">>" : ">");

@@ -25,7 +25,8 @@ typedef enum lt_kind {
     LT_KIND_TENSOR = 0,
     LT_KIND_SEQUENCE, /* sequence of tensors of dtype */
     LT_KIND_OPTIONAL, /* optional; `inner` says tensor or sequence */
-    LT_KIND_FUNCTION  /* a function value (emitted by the AD only) */
+    LT_KIND_FUNCTION, /* a function value (emitted by the AD only) */
+    LT_KIND_CELL      /* an accumulation cell: AccZerosLike, AccAdd, AccRead */
 } lt_kind;
 
 /* One dimension: sym >= 0 names a symbol in the module's table (then v is
@@ -136,6 +137,15 @@ typedef struct lt_opset {
 
 typedef struct lt_chunk lt_chunk;
 
+/* An IR function: a closed block (no enclosing scope; what it would capture
+ * is passed as parameters) called by Call nodes through attribute "callee"
+ * (its index in module->funcs). The AD lifts continuations and loops into
+ * functions; recursion is allowed. */
+typedef struct lt_func {
+    const char *name;
+    lt_block *body;
+} lt_func;
+
 struct lt_model {
     const char *path;     /* file it came from (for messages) */
     const char *base_dir; /* folder for external data */
@@ -145,6 +155,8 @@ struct lt_model {
     lt_opset *opsets;
 
     lt_block *main;
+    int nfuncs, cap_funcs;
+    lt_func **funcs;
     /* main graph inputs: main->params; for each, the parameter holding its
      * default (initializer of the same name) or -1 */
     int *input_default;
@@ -184,6 +196,7 @@ lt_status lt_node_set_attrs(lt_module *m, lt_node *n, int nattr);
 lt_status lt_node_set_regions(lt_module *m, lt_node *n, int nregions);
 int lt_module_sym(lt_module *m, const char *name); /* interns; -1 on OOM */
 int lt_module_add_param(lt_module *m, const char *name); /* -1 on OOM */
+lt_func *lt_module_add_func(lt_module *m, const char *name); /* body has no parent */
 
 /* ---- attribute access ---- */
 const lt_attr *lt_attr_find(const lt_node *n, const char *name);

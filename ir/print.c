@@ -63,7 +63,10 @@ static void block(const lt_module *m, const lt_block *b, int ind, FILE *f)
             fprintf(f, ": ");
             lt_type_print(m, &n->out[j]->type, f);
         }
-        fprintf(f, "%s%s(", nouts ? " = " : "", lt_op_names[n->op]);
+        if (n->op == LT_OP_CALL && lt_attr_int(n, "callee", -1) >= 0 && lt_attr_int(n, "callee", -1) < m->nfuncs)
+            fprintf(f, "%sCall @%s(", nouts ? " = " : "", m->funcs[lt_attr_int(n, "callee", 0)]->name);
+        else
+            fprintf(f, "%s%s(", nouts ? " = " : "", lt_op_names[n->op]);
         for (int j = 0; j < n->nin; j++) {
             if (j)
                 fprintf(f, ", ");
@@ -117,6 +120,20 @@ void lt_ir_print(const lt_module *m, FILE *f)
         fprintf(f, ": ");
         lt_type_print(m, &m->params[i].value->type, f);
         fprintf(f, "%s\n", m->params[i].is_input_default ? " (input default)" : "");
+    }
+    for (int i = 0; i < m->nfuncs; i++) {
+        const lt_block *b = m->funcs[i]->body;
+        fprintf(f, "func @%s(", m->funcs[i]->name);
+        for (int p = 0; p < b->nparams; p++) {
+            if (p)
+                fprintf(f, ", ");
+            val(b->params[p], f);
+            fprintf(f, ": ");
+            lt_type_print(m, &b->params[p]->type, f);
+        }
+        fprintf(f, ") {\n");
+        block(m, b, 2, f);
+        fprintf(f, "}\n");
     }
     fprintf(f, "func main(");
     for (int p = 0; p < m->main->nparams; p++) {

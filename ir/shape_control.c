@@ -238,8 +238,41 @@ static lt_status infer_seq_map(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+static lt_status infer_call(lt_infer_ctx *c, lt_node *n)
+{
+    int64_t fi = lt_attr_int(n, "callee", -1);
+    if (fi < 0 || fi >= c->m->nfuncs)
+        return lt_infer_fail(c, n, "calls function %lld, which does not exist", (long long)fi);
+    const lt_block *b = c->m->funcs[fi]->body;
+    for (int i = 0; i < n->nout && i < b->nresults; i++)
+        if (n->out[i])
+            n->out[i]->type = b->results[i]->type;
+    return LT_OK;
+}
+
+static lt_status infer_acc_zeros_like(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->out[0] && n->in[0]) {
+        n->out[0]->type = n->in[0]->type;
+        n->out[0]->type.kind = LT_KIND_CELL;
+    }
+    return LT_OK;
+}
+
+static lt_status infer_acc_read(lt_infer_ctx *c, lt_node *n)
+{
+    if (n->out[0] && n->in[0]) {
+        n->out[0]->type = n->in[0]->type;
+        n->out[0]->type.kind = LT_KIND_TENSOR;
+    }
+    return LT_OK;
+}
+
 void lt_infer_register_control(lt_infer_fn *tab)
 {
+    tab[LT_OP_CALL] = infer_call;
+    tab[LT_OP_ACC_ZEROS_LIKE] = infer_acc_zeros_like;
+    tab[LT_OP_ACC_READ] = infer_acc_read;
     tab[LT_OP_IF] = infer_if;
     tab[LT_OP_LOOP] = infer_loop;
     tab[LT_OP_SCAN] = infer_scan;

@@ -61,6 +61,14 @@ static lt_status verify_block(vctx *c, const lt_block *b)
                 if (s != LT_OK)
                     return s;
             }
+        if (n->op == LT_OP_CALL) {
+            int64_t fi = lt_attr_int(n, "callee", -1);
+            if (fi < 0 || fi >= c->m->nfuncs)
+                return fail(c, n, "calls a function that does not exist%s", "");
+            const lt_block *fb = c->m->funcs[fi]->body;
+            if (fb->nparams != n->nin || fb->nresults != n->nout)
+                return fail(c, n, "passes the wrong number of arguments or results to '%s'", c->m->funcs[fi]->name);
+        }
         int want = n->op == LT_OP_IF ? 2 : (n->op == LT_OP_LOOP || n->op == LT_OP_SCAN) ? 1 : -1;
         if (want >= 0 && n->nregions != want)
             return fail(c, n, "needs %s region(s)", want == 2 ? "2" : "1");
@@ -108,6 +116,13 @@ lt_status lt_ir_verify(const lt_module *m, lt_err *err)
             return lt_errf(err, LT_ERR_INTERNAL, "%s: IR verifier: parameter %d is not linked", m->path, i);
         }
     lt_status s = m->main ? verify_block(&c, m->main) : lt_errf(err, LT_ERR_INTERNAL, "module has no main");
+    for (int i = 0; i < m->nfuncs && s == LT_OK; i++) {
+        if (m->funcs[i]->body->parent)
+            s = lt_errf(err, LT_ERR_INTERNAL, "%s: IR verifier: function '%s' is not closed", m->path,
+                        m->funcs[i]->name);
+        else
+            s = verify_block(&c, m->funcs[i]->body);
+    }
     free(c.state);
     return s;
 }

@@ -81,6 +81,27 @@ static void mark_reads(const lt_block *owner, const lt_block *b, int at, int *la
             last[b->results[j]->id] = at;
 }
 
+static int collect_ids(const lt_block *b, int *ids)
+{
+    int n = 0;
+    for (int p = 0; p < b->nparams; p++)
+        if (ids)
+            ids[n++] = b->params[p]->id;
+        else
+            n++;
+    for (int i = 0; i < b->nnodes; i++) {
+        for (int j = 0; j < b->nodes[i]->nout; j++)
+            if (b->nodes[i]->out[j]) {
+                if (ids)
+                    ids[n] = b->nodes[i]->out[j]->id;
+                n++;
+            }
+        for (int r = 0; r < b->nodes[i]->nregions; r++)
+            n += collect_ids(b->nodes[i]->regions[r], ids ? ids + n : NULL);
+    }
+    return n;
+}
+
 static lt_status plan_block(lt_exec *ex, const lt_block *b, lt_plan **out)
 {
     lt_module *m = ex->m;
@@ -132,6 +153,13 @@ static lt_status plan_block(lt_exec *ex, const lt_block *b, lt_plan **out)
     }
     p->free_start[b->nnodes] = k;
     free(last);
+    p->nids = collect_ids(b, NULL);
+    p->ids = malloc(sizeof *p->ids * (p->nids + 1));
+    if (!p->ids) {
+        lt_plan_free(p);
+        return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory planning block");
+    }
+    collect_ids(b, p->ids);
     for (int i = 0; i < b->nnodes; i++) {
         const lt_node *n = b->nodes[i];
         p->kernels[i] = lt_cpu_kernels[n->op];
@@ -156,6 +184,7 @@ void lt_plan_free(lt_plan *p)
     free(p->kernels);
     free(p->free_start);
     free(p->free_ids);
+    free(p->ids);
     free(p);
 }
 
@@ -226,6 +255,22 @@ lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, l
         return lt_errf(ex->err, LT_ERR_RUNTIME, "%s: regions nested deeper than %d at run time", ex->m->path,
                        LT_EXEC_MAX_DEPTH);
     }
+    /* a block entered again while it runs (a recursive Call) gets fresh
+     * slots: the outer frame's values are set aside until it returns */
+    lt_plan *plan = mb->plan;
+    lt_value **saved = NULL;
+    if (plan->active > 0) {
+        saved = malloc(sizeof *saved * (plan->nids + 1));
+        if (!saved) {
+            ex->depth--;
+            return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory");
+        }
+        for (int i = 0; i < plan->nids; i++) {
+            saved[i] = ex->env[plan->ids[i]];
+            ex->env[plan->ids[i]] = NULL;
+        }
+    }
+    plan->active++;
     lt_status s = LT_OK;
     for (int i = 0; i < b->nparams && s == LT_OK; i++) {
         int id = b->params[i]->id;
@@ -263,6 +308,14 @@ lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, l
             lt_value_free(results[i]);
             results[i] = NULL;
         }
+    plan->active--;
+    if (saved) {
+        for (int i = 0; i < plan->nids; i++) {
+            lt_value_free(ex->env[plan->ids[i]]);
+            ex->env[plan->ids[i]] = saved[i];
+        }
+        free(saved);
+    }
     ex->depth--;
     return s;
 }
@@ -340,6 +393,11 @@ lt_status lt_k_run_block(lt_kctx *k, const lt_block *b, lt_value *const *args, l
     return lt_exec_block(k->ex, b, args, results);
 }
 
+const lt_func *lt_k_callee(lt_kctx *k, int64_t fi)
+{
+    return fi >= 0 && fi < k->ex->m->nfuncs ? k->ex->m->funcs[fi] : NULL;
+}
+
 uint64_t lt_k_rand_u64(lt_kctx *k)
 {
     /* splitmix64 */
@@ -392,6 +450,8 @@ void lt_exec_fini(lt_exec *ex)
         lt_plan_free(p);
     }
     clear_plans(ex->m->main);
+    for (int i = 0; i < ex->m->nfuncs; i++)
+        clear_plans(ex->m->funcs[i]->body);
     for (lt_scratch_chunk *l[2] = {ex->scratch, ex->scratch_free}, **q = l; q < l + 2; q++)
         while (*q) {
             lt_scratch_chunk *c = *q;

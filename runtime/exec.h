@@ -11,6 +11,8 @@ typedef struct lt_plan {
     lt_kernel_fn *kernels; /* resolved once per block */
     int *free_start;       /* values to release after node i: free_ids[free_start[i]..free_start[i+1]) */
     int *free_ids;
+    int nids, *ids; /* every value the block defines, nested regions included */
+    int active;     /* frames of this block running now (recursion) */
     struct lt_plan *next_all;
 } lt_plan;
 

@@ -90,6 +90,8 @@ void *lt_k_scratch(lt_kctx *k, size_t bytes);
 /* Runs region block b with the given parameter values; results[] receives
  * new references (caller releases with lt_value_free). */
 lt_status lt_k_run_block(lt_kctx *k, const lt_block *b, lt_value *const *args, lt_value **results);
+/* Function fi of the module (for Call), NULL when out of range. */
+const lt_func *lt_k_callee(lt_kctx *k, int64_t fi);
 /* Seeded RNG owned by the executor (Dropout, Random*). */
 uint64_t lt_k_rand_u64(lt_kctx *k);
 

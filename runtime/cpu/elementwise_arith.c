@@ -44,19 +44,24 @@ LT_EW_UINTS(BROW, cmod, LT_EW_SAME, x % y)
 static const lt_ew_row pymod_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_NUMS(pymod)};
 static const lt_ew_row cmod_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_NUMS(cmod)};
 
-/* Whether an integer tensor holds a 0 (every byte of the element zero). */
+/* Whether an integer tensor holds a 0 (an element whose bytes are all 0). */
+#define HAS_ZERO(T)                                   \
+    {                                                 \
+        const T *p = t->data;                         \
+        for (int64_t i = 0; i < t->numel; i++)        \
+            if (p[i] == 0)                            \
+                return true;                          \
+        return false;                                 \
+    }
 static bool has_zero(const lt_tensor *t)
 {
-    size_t es = lt_dtype_size(t->dtype);
-    const unsigned char *p = t->data;
-    for (int64_t i = 0; i < t->numel; i++) {
-        size_t b = 0;
-        while (b < es && p[(size_t)i * es + b] == 0)
-            b++;
-        if (b == es)
-            return true;
+    switch (lt_dtype_size(t->dtype)) {
+    case 1: HAS_ZERO(uint8_t)
+    case 2: HAS_ZERO(uint16_t)
+    case 4: HAS_ZERO(uint32_t)
+    case 8: HAS_ZERO(uint64_t)
+    default: return false;
     }
-    return false;
 }
 
 static lt_status int_divisor_check(lt_kctx *k)

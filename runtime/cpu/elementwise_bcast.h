@@ -6,7 +6,7 @@
 
 /* Nothing here reads floating-point exception flags; without this, GCC
  * will not if-convert (and so not vectorize) loops whose selects guard
- * float arithmetic, e.g. Relu, Max, clamps inside exp/tanh. It applies to
+ * float arithmetic (Relu, Max, the clamps inside exp/tanh). It applies to
  * every function the including file defines after this point. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")

@@ -34,9 +34,11 @@ static lt_status k_constant(lt_kctx *k)
         return st;
     }
     if ((a = lt_attr_find(n, "value_string")) && a->kind == LT_ATTR_STRING) {
-        /* strings stay owned by the module, as the attribute's are */
+        const char *v = lt_str_intern(a->s ? a->s : "", a->s ? a->slen : 0);
+        if (!v)
+            return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
         if ((st = lt_k_out(k, 0, LT_STRING, 0, NULL, &y)) == LT_OK)
-            *(const char **)y->data = a->s;
+            *(const char **)y->data = v;
         return st;
     }
     if ((a = lt_attr_find(n, "value_floats")) && a->kind == LT_ATTR_FLOATS) {
@@ -53,8 +55,13 @@ static lt_status k_constant(lt_kctx *k)
     }
     if ((a = lt_attr_find(n, "value_strings")) && a->kind == LT_ATTR_STRINGS) {
         int64_t len = a->n;
-        if ((st = lt_k_out(k, 0, LT_STRING, 1, &len, &y)) == LT_OK && len)
-            memcpy(y->data, a->strings, sizeof(char *) * (size_t)len);
+        if ((st = lt_k_out(k, 0, LT_STRING, 1, &len, &y)) != LT_OK)
+            return st;
+        for (int64_t i = 0; i < len; i++) {
+            const char *v = a->strings[i] ? a->strings[i] : "";
+            if (!(((const char **)y->data)[i] = lt_str_intern(v, strlen(v))))
+                return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+        }
         return st;
     }
     if (lt_attr_find(n, "sparse_value"))

@@ -150,7 +150,7 @@ static void elem_from(lt_dtype dt, double v, unsigned char *out)
 {
     memset(out, 0, 16);
     if (dt == LT_STRING) {
-        const char *empty = "";
+        const char *empty = lt_str_intern("", 0);
         memcpy(out, &empty, sizeof empty);
         return;
     }

@@ -239,9 +239,19 @@ def tensors():
     t = tensor("W", TensorProto.INT64, [4])
     t.int64_data.extend([1, 2, 3])
     write("int64_count_mismatch.onnx", init_model(t), "initializer 'W' holds 3 values but its dims need 4")
-    t = tensor("W", TensorProto.STRING, [2])
+    # string tensors: their elements are pointers once loaded, so raw bytes
+    # must never be taken for them
+    t = tensor("W", TensorProto.STRING, [2], raw=raw(16))
+    write("string_raw_data.onnx", init_model(t, "Concat"), "initializer 'W': string tensors keep their data in string_data")
+    m = init_model(ext_tensor("W", [2], location="ext_data.bin"))
+    m.graph.initializer[0].data_type = TensorProto.STRING
+    write("string_external.onnx", m, "initializer 'W': string tensors keep their data in string_data")
+    t = tensor("W", TensorProto.STRING, [3])
     t.string_data.extend([b"a", b"b"])
-    write("string_initializer.onnx", init_model(t), "initializer 'W' has element type 8")
+    write("string_count_mismatch.onnx", init_model(t), "initializer 'W' holds 2 values but its dims need 3")
+    t = tensor("W", TensorProto.STRING, [2])
+    t.string_data.extend([b"ok", b"nul\0inside"])
+    write("string_nul_byte.onnx", init_model(t), "initializer 'W': string 1 holds a NUL byte")
     write("dtype_unknown.onnx", init_model(tensor("W", 99, [2], raw=raw(8))), "initializer 'W' has element type 99")
     write("dtype_undefined.onnx", init_model(tensor("W", 0, [2], raw=raw(8))), "initializer 'W' has element type 0")
     write("rank9_initializer.onnx", init_model(tensor("W", F, [1] * 9, raw=raw(4))),
@@ -346,6 +356,10 @@ def sparse():
          "sparse initializer 'S': sparse indices have the wrong shape")
     case("sparse_huge_dense.onnx", sp([1 << 40], [1], [0]), "sparse initializer 'S': 1099511627776 elements are too many bytes")
     s = sp([10], [1, 2], [1, 2])
+    s.values.CopyFrom(tensor("S", TensorProto.STRING, [2]))
+    s.values.string_data.extend([b"a", b"b"])
+    case("sparse_strings.onnx", s, "sparse initializer 'S': sparse string tensors are not supported")
+    s = sp([10], [1, 2], [1, 2])
     s.indices.CopyFrom(tensor("", F, [2], raw=np.array([1, 2], np.float32).tobytes()))
     case("sparse_indices_float.onnx", s, "sparse values must be 1-D and indices int64")
     case("sparse_no_name.onnx", sp([10], [1], [1], name=""), "sparse initializer 0 has no name")
@@ -439,7 +453,7 @@ def control():
     # unpacking (which has no limit of its own), 70 deep by the importer
     sys.setrecursionlimit(20000)
     for depth, expect in ((1000, "protobuf messages are nested more than 256 deep"),
-                          (70, "node 'if5' (If): subgraphs are nested deeper than 64 levels")):
+                          (70, "node 'if64' (If): subgraphs are nested deeper than 64 levels")):
         g = bool_branch("leaf")
         for d in range(depth):
             n = node("If", ["c"], ["b"], "if%d" % (depth - 1 - d))
@@ -574,6 +588,7 @@ def npy(header, data=b"", version=1):
 def inputs():
     write("inputs/relu.onnx", relu_model())
     good = np.arange(6, dtype=np.float32).tobytes()
+    raw8 = bytes(range(8))
     hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }"
     full = npy(hdr % "2, 3", good)
     write("inputs/npy_truncated_header.npy", full[:40], "truncated .npy header")
@@ -598,10 +613,39 @@ def inputs():
     write("inputs/pb_raw_short.pb", tensor("X", F, [2, 3], raw=good[:20]), "tensor: raw_data has 20 bytes")
     write("inputs/pb_negative_dim.pb", tensor("X", F, [-2, 3], raw=good), "tensor has negative dim -2")
     write("inputs/pb_external.pb", ext_tensor("X", [2, 3], location="x.bin"), "tensor: external data is not allowed here")
-    st = tensor("X", TensorProto.STRING, [1])
-    st.string_data.append(b"s")
-    write("inputs/pb_string.pb", st, "tensor has element type 8")
+    write("inputs/pb_string_raw.pb", tensor("X", TensorProto.STRING, [1], raw=raw8),
+          "tensor: string tensors keep their data in string_data")
     write("inputs/pb_huge_no_data.pb", tensor("X", F, [1 << 31]), "tensor holds 0 values but its dims need 2147483648")
+
+
+# ---- valid models for the fuzzer's seed corpus (tests/fuzz/seeds): features
+# the ONNX test data does not use ----
+def fuzz_seeds():
+    seeds = os.path.join(HERE, "..", "fuzz", "seeds")
+    f = FunctionProto()
+    f.name, f.domain = "Shifted", "local"
+    f.input.extend(["x", "b"])
+    f.output.append("y")
+    f.attribute.append("alpha")
+    lr = node("LeakyRelu", ["x"], ["t"], "lr")
+    lr.attribute.append(attr("alpha", AttributeProto.FLOAT, ref_attr_name="alpha"))
+    f.node.extend([lr, node("Add", ["t", "b"], ["y"], "add")])
+    o = f.opset_import.add()
+    o.version = 13
+    call1 = node("Shifted", ["X", "B"], ["T"], "call1", domain="local", alpha=0.5)
+    call2 = node("Shifted", ["T", "B"], ["Y"], "call2", domain="local", alpha=0.25)
+    b = tensor("B", F, [3], floats=[0.5, -1.0, 2.0])
+    m = model(graph([call1, call2], [vi("X")], [vi("Y")], inits=[b]), functions=[f], extra_opsets=[("local", 1)])
+    write("../fuzz/seeds/lantern_function.onnx", m)
+    s = helper.make_sparse_tensor(tensor("S", F, [2], floats=[1.5, -2.0]), tensor("", TensorProto.INT64, [2, 2],
+                                  raw=np.array([0, 1, 1, 2], np.int64).tobytes()), [2, 3])
+    m = model(graph([node("Add", ["X", "S"], ["Y"], "add")], [vi("X")], [vi("Y")], sparse=[s]))
+    write("../fuzz/seeds/lantern_sparse.onnx", m)
+    t = tensor("names", TensorProto.STRING, [2])
+    t.string_data.extend([b"alpha", b"beta"])
+    c = node("Constant", [], ["Y"], "c")
+    c.attribute.append(attr("value", AttributeProto.TENSOR, t=t))
+    write("../fuzz/seeds/lantern_strings.onnx", model(graph([c], [], [vi("Y", (2,), TensorProto.STRING)])))
 
 
 # Inputs the fuzzer found (tests/fuzz): kept byte for byte; listed here so
@@ -623,6 +667,7 @@ def main():
     functions()
     unsupported()
     inputs()
+    fuzz_seeds()
     for name, expect in FUZZ_CASES:
         if not os.path.exists(os.path.join(HERE, name)):
             sys.exit("missing fuzz regression input " + name)

@@ -23,7 +23,8 @@ static void set_const(tu_graph *g, int i, int n, const int64_t *vals)
     t->dims[0] = n;
     t->numel = n;
     t->data = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-    memcpy(t->data, vals, sizeof(int64_t) * (size_t)n);
+    if (n > 0)
+        memcpy(t->data, vals, sizeof(int64_t) * (size_t)n);
     g->m->params[p].value = g->m->main->params[i];
     g->m->main->params[i]->param = p;
     int64_t d = n;

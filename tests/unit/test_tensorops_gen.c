@@ -74,6 +74,7 @@ static void constant_forms(void **state)
     to_run(&g, NULL, out, LT_OK);
     assert_int_equal(out[0]->t.dtype, LT_STRING);
     assert_string_equal(*(char **)out[0]->t.data, "lantern");
+    assert_ptr_equal(*(char **)out[0]->t.data, lt_str_intern("lantern", 7));
     lt_value_free(out[0]);
     tu_free(&g);
 

@@ -257,11 +257,40 @@ static void depth_space(void **state)
     lt_value_free(x);
 }
 
+/* String tensors move as interned pointers; the default pad is "". */
+static void strings_move(void **state)
+{
+    (void)state;
+    static const char *words[4] = {"a", "bb", "ccc", "dddd"};
+    lt_value *x = lt_value_new_tensor(), *out[1];
+    lt_err err;
+    assert_int_equal(lt_tensor_alloc(&x->t, LT_STRING, 2, (int64_t[]){2, 2}, &err), LT_OK);
+    for (int i = 0; i < 4; i++)
+        ((const char **)x->t.data)[i] = lt_str_intern(words[i], strlen(words[i]));
+    tu_graph g = tu_single(LT_OP_TRANSPOSE, 13, 1, 1);
+    to_run(&g, (lt_value *[]){x}, out, LT_OK);
+    const char **t = out[0]->t.data;
+    assert_string_equal(t[0], "a");
+    assert_string_equal(t[1], "ccc");
+    assert_string_equal(t[2], "bb");
+    assert_string_equal(t[3], "dddd");
+    lt_value_free(out[0]);
+    tu_free(&g);
+    lt_value *y = pad11(NULL, x, 4, (int64_t[]){0, 1, 0, 0}, NULL, NULL, 13, LT_OK);
+    to_dims(y, 2, (int64_t[]){2, 3});
+    const char **p = y->t.data;
+    assert_ptr_equal(p[0], lt_str_intern("", 0));
+    assert_string_equal(p[1], "a");
+    assert_string_equal(p[5], "dddd");
+    lt_value_free(y);
+    lt_value_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pad_modes),        cmocka_unit_test(pad_large),   cmocka_unit_test(center_crop_pad),
-        cmocka_unit_test(reverse_sequence), cmocka_unit_test(depth_space),
+        cmocka_unit_test(reverse_sequence), cmocka_unit_test(depth_space), cmocka_unit_test(strings_move),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
