@@ -95,10 +95,23 @@ static lt_status dft(lt_infer_ctx *c, lt_node *n)
     if (r < 2)
         return lt_infer_fail(c, n, "input must have rank >= 2 (got %d)", r);
     int64_t axis = lt_attr_int(n, "axis", 1);
+    if (n->opset >= 20) {
+        /* axis became input 2 (default -2) */
+        axis = -2;
+        if (n->nin > 2 && n->in[2]) {
+            const lt_tensor *a = lt_infer_const(c, n->in[2]);
+            if (!a || a->numel != 1 || (a->dtype != LT_I64 && a->dtype != LT_I32)) {
+                set_out(n, 0, &t);
+                return LT_OK;
+            }
+            axis = a->dtype == LT_I64 ? ((const int64_t *)a->data)[0] : ((const int32_t *)a->data)[0];
+        }
+    }
+    int64_t given = axis;
     if (axis < 0)
         axis += r;
     if (axis < 0 || axis > r - 2)
-        return lt_infer_fail(c, n, "axis %lld is out of range for rank %d", (long long)lt_attr_int(n, "axis", 1), r);
+        return lt_infer_fail(c, n, "axis %lld is out of range for rank %d", (long long)given, r);
     for (int i = 0; i < r - 1; i++)
         t.dims[i] = x->dims[i];
     t.dims[r - 1] = known(2);

@@ -21,38 +21,49 @@ static void valid_range(int64_t off, int64_t s, int64_t size, int64_t n, int64_t
     *hi = b;
 }
 
-/* Walks the column-matrix row (c, tap) one run at a time: a run is the
- * window positions along the last grid axis for fixed outer positions. For
- * each run it gives the column offset, the image offset of position 0 and
- * whether the outer coordinates lie inside the image; within a run only
- * positions [lo, hi) do. */
+/* Walks the column-matrix row (c, tap) over the columns [c0, c1) one run
+ * at a time: a run is the window positions along the last grid axis for
+ * fixed outer positions, clipped to the column range. For each run it
+ * gives the offset of the run's position 0 in the tile (may be negative),
+ * the image offset of position 0, the clipped positions [a, b) and whether
+ * the outer coordinates lie inside the image; inside the image along the
+ * last axis are positions [lo, hi). */
 typedef struct row_iter {
     const lt_nn_geom *g;
     int64_t off[LT_MAX_RANK]; /* tap * dilation - pad_begin per axis */
     int64_t pos[LT_MAX_RANK]; /* outer grid coordinates of the next run */
-    int64_t lo, hi, width, q, outer;
+    int64_t lo, hi, width, q, qend, c0, c1;
 } row_iter;
 
-static void row_iter_init(row_iter *it, const lt_nn_geom *g, int64_t tap)
+static void row_iter_init(row_iter *it, const lt_nn_geom *g, int64_t tap, int64_t c0, int64_t c1)
 {
     int n = g->nsp;
     it->g = g;
     for (int d = n - 1; d >= 0; d--) {
         it->off[d] = tap % g->k[d] * g->d[d] - g->pb[d];
         tap /= g->k[d];
-        it->pos[d] = 0;
     }
     valid_range(it->off[n - 1], g->s[n - 1], g->img[n - 1], g->grid[n - 1], &it->lo, &it->hi);
     it->width = g->grid[n - 1];
-    it->q = 0;
-    it->outer = 1;
-    for (int d = 0; d < n - 1; d++)
-        it->outer *= g->grid[d];
+    it->c0 = c0;
+    it->c1 = c1;
+    it->q = c0 / it->width;
+    it->qend = (c1 + it->width - 1) / it->width;
+    int64_t q = it->q;
+    for (int d = n - 2; d >= 0; d--) {
+        it->pos[d] = q % g->grid[d];
+        q /= g->grid[d];
+    }
 }
 
-static inline bool row_iter_next(row_iter *it, int64_t *colo, int64_t *imgo, bool *inside)
+typedef struct run {
+    int64_t colo, imgo, a, b;
+    bool inside;
+} run;
+
+static inline bool row_iter_next(row_iter *it, run *r)
 {
-    if (it->q >= it->outer)
+    if (it->q >= it->qend)
         return false;
     const lt_nn_geom *g = it->g;
     int last = g->nsp - 1;
@@ -63,9 +74,12 @@ static inline bool row_iter_next(row_iter *it, int64_t *colo, int64_t *imgo, boo
         ok = ok && i >= 0 && i < g->img[d];
         base = base * g->img[d] + i;
     }
-    *colo = it->q * it->width;
-    *imgo = base * g->img[last] + it->off[last];
-    *inside = ok;
+    int64_t start = it->q * it->width;
+    r->colo = start - it->c0;
+    r->imgo = base * g->img[last] + it->off[last];
+    r->a = it->c0 > start ? it->c0 - start : 0;
+    r->b = it->c1 - start < it->width ? it->c1 - start : it->width;
+    r->inside = ok;
     it->q++;
     for (int d = last - 1; d >= 0; d--) {
         if (++it->pos[d] < g->grid[d])
@@ -75,78 +89,92 @@ static inline bool row_iter_next(row_iter *it, int64_t *colo, int64_t *imgo, boo
     return true;
 }
 
-void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, int64_t row0, int64_t row1)
+/* the clipped run [a, b) split by the image's extent [lo, hi) */
+static inline void clip(const row_iter *it, const run *r, int64_t *plo, int64_t *phi)
 {
-    int64_t K = lt_nn_prod(g->nsp, g->k), L = lt_nn_prod(g->nsp, g->grid), plane = lt_nn_prod(g->nsp, g->img);
-    int64_t s = g->s[g->nsp - 1];
-    for (int64_t r = row0; r < row1; r++) {
+    int64_t x = it->lo > r->a ? it->lo : r->a, y = it->hi < r->b ? it->hi : r->b;
+    *plo = x;
+    *phi = y > x ? y : x;
+}
+
+void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, int64_t channels, int64_t c0,
+                  int64_t c1)
+{
+    int64_t K = lt_nn_prod(g->nsp, g->k), plane = lt_nn_prod(g->nsp, g->img);
+    int64_t s = g->s[g->nsp - 1], tw = c1 - c0;
+    for (int64_t r = 0; r < channels * K; r++) {
         row_iter it;
-        row_iter_init(&it, g, r % K);
-        int64_t lo = it.lo, hi = it.hi, width = it.width, colo, imgo;
-        bool inside;
+        row_iter_init(&it, g, r % K, c0, c1);
+        run u;
+        int64_t lo, hi;
         if (esz == 4) {
             const float *src = (const float *)img + (r / K) * plane;
-            float *dst = (float *)col + r * L;
-            while (row_iter_next(&it, &colo, &imgo, &inside)) {
-                float *o = dst + colo;
-                if (!inside) {
-                    memset(o, 0, sizeof(float) * width);
+            float *dst = (float *)col + r * tw;
+            while (row_iter_next(&it, &u)) {
+                /* offsets may be negative: index only valid positions */
+                if (!u.inside) {
+                    memset(dst + u.colo + u.a, 0, sizeof(float) * (u.b - u.a));
                     continue;
                 }
-                /* imgo may be negative: index only valid positions */
-                for (int64_t p = 0; p < lo; p++)
-                    o[p] = 0;
+                clip(&it, &u, &lo, &hi);
+                for (int64_t p = u.a; p < lo; p++)
+                    dst[u.colo + p] = 0;
                 if (s == 1)
-                    memcpy(o + lo, src + imgo + lo, sizeof(float) * (hi - lo));
+                    memcpy(dst + u.colo + lo, src + u.imgo + lo, sizeof(float) * (hi - lo));
                 else
                     for (int64_t p = lo; p < hi; p++)
-                        o[p] = src[imgo + p * s];
-                for (int64_t p = hi; p < width; p++)
-                    o[p] = 0;
+                        dst[u.colo + p] = src[u.imgo + p * s];
+                for (int64_t p = hi; p < u.b; p++)
+                    dst[u.colo + p] = 0;
             }
         } else {
             const double *src = (const double *)img + (r / K) * plane;
-            double *dst = (double *)col + r * L;
-            while (row_iter_next(&it, &colo, &imgo, &inside)) {
-                double *o = dst + colo;
-                if (!inside) {
-                    memset(o, 0, sizeof(double) * width);
+            double *dst = (double *)col + r * tw;
+            while (row_iter_next(&it, &u)) {
+                if (!u.inside) {
+                    memset(dst + u.colo + u.a, 0, sizeof(double) * (u.b - u.a));
                     continue;
                 }
-                for (int64_t p = 0; p < lo; p++)
-                    o[p] = 0;
+                clip(&it, &u, &lo, &hi);
+                for (int64_t p = u.a; p < lo; p++)
+                    dst[u.colo + p] = 0;
                 for (int64_t p = lo; p < hi; p++)
-                    o[p] = src[imgo + p * s];
-                for (int64_t p = hi; p < width; p++)
-                    o[p] = 0;
+                    dst[u.colo + p] = src[u.imgo + p * s];
+                for (int64_t p = hi; p < u.b; p++)
+                    dst[u.colo + p] = 0;
             }
         }
     }
 }
 
-void lt_nn_col2im(const void *col, void *img, size_t esz, const lt_nn_geom *g, int64_t c0, int64_t c1)
+void lt_nn_col2im(const void *col, void *img, size_t esz, const lt_nn_geom *g, int64_t ch0, int64_t ch1, int64_t c0,
+                  int64_t c1)
 {
-    int64_t K = lt_nn_prod(g->nsp, g->k), L = lt_nn_prod(g->nsp, g->grid), plane = lt_nn_prod(g->nsp, g->img);
-    int64_t s = g->s[g->nsp - 1];
-    for (int64_t r = c0 * K; r < c1 * K; r++) {
+    int64_t K = lt_nn_prod(g->nsp, g->k), plane = lt_nn_prod(g->nsp, g->img);
+    int64_t s = g->s[g->nsp - 1], tw = c1 - c0;
+    for (int64_t r = ch0 * K; r < ch1 * K; r++) {
         row_iter it;
-        row_iter_init(&it, g, r % K);
-        int64_t lo = it.lo, hi = it.hi, colo, imgo;
-        bool inside;
+        row_iter_init(&it, g, r % K, c0, c1);
+        run u;
+        int64_t lo, hi;
         if (esz == 4) {
             float *dst = (float *)img + (r / K) * plane;
-            const float *src = (const float *)col + r * L;
-            while (row_iter_next(&it, &colo, &imgo, &inside))
-                if (inside)
+            const float *src = (const float *)col + r * tw;
+            while (row_iter_next(&it, &u))
+                if (u.inside) {
+                    clip(&it, &u, &lo, &hi);
                     for (int64_t p = lo; p < hi; p++)
-                        dst[imgo + p * s] += src[colo + p];
+                        dst[u.imgo + p * s] += src[u.colo + p];
+                }
         } else {
             double *dst = (double *)img + (r / K) * plane;
-            const double *src = (const double *)col + r * L;
-            while (row_iter_next(&it, &colo, &imgo, &inside))
-                if (inside)
+            const double *src = (const double *)col + r * tw;
+            while (row_iter_next(&it, &u))
+                if (u.inside) {
+                    clip(&it, &u, &lo, &hi);
                     for (int64_t p = lo; p < hi; p++)
-                        dst[imgo + p * s] += src[colo + p];
+                        dst[u.imgo + p * s] += src[u.colo + p];
+                }
         }
     }
 }

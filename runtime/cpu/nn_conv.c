@@ -37,16 +37,18 @@ static bool fill_bias(const conv_job *j, void *yt, const void *bias, int64_t mg,
     return true;
 }
 
+/* im2col tiles stay below this many bytes per thread */
+#define TILE_BYTES ((int64_t)2 << 20)
+
 static lt_status conv_run(lt_kctx *k, const conv_job *j)
 {
     const lt_nn_geom *g = &j->g;
     int nsp = g->nsp;
     size_t esz = j->esz;
     int64_t cg = j->c / j->groups, mg = j->m / j->groups;
-    int64_t K = lt_nn_prod(nsp, g->k), L = lt_nn_prod(nsp, g->grid), plane = lt_nn_prod(nsp, g->img), R, colsz;
+    int64_t K = lt_nn_prod(nsp, g->k), L = lt_nn_prod(nsp, g->grid), plane = lt_nn_prod(nsp, g->img), R;
     int64_t tasks = j->n * j->groups;
-    if (K < 0 || L < 0 || plane < 0 || !lt_nn_mul(cg, K, &R) || !lt_nn_mul(R, L, &colsz) || R > INT_MAX ||
-        L > INT_MAX || mg > INT_MAX)
+    if (K < 0 || L < 0 || plane < 0 || !lt_nn_mul(cg, K, &R) || R > INT_MAX || L > INT_MAX || mg > INT_MAX)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "convolution too large for one GEMM (%lld x %lld x %lld)",
                          (long long)mg, (long long)L, (long long)R);
     if (tasks == 0 || L == 0 || mg == 0)
@@ -58,56 +60,41 @@ static lt_status conv_run(lt_kctx *k, const conv_job *j)
     int nth = omp_get_max_threads();
     double flops = 2.0 * (double)tasks * (double)mg * (double)L * (double)R;
     bool parallel = flops >= 8.0 * LT_NN_PAR_MIN && nth > 1;
-    /* enough images x groups for every thread: one task per thread at a
-     * time; else the threads share each task's im2col and GEMM */
-    bool per_task = !parallel || tasks >= nth;
-    int nbuf = direct ? 0 : per_task ? (parallel ? nth : 1) : 1;
-    char *scratch = NULL;
-    if (nbuf) {
-        int64_t bytes;
-        if (!lt_nn_mul(colsz, (int64_t)esz * nbuf, &bytes) || !(scratch = lt_k_scratch(k, (size_t)bytes)))
-            return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (im2col buffer of %lld x %lld)", (long long)R,
-                             (long long)L);
+    /* Work items are column tiles of (image, group) tasks: small enough for
+     * the im2col buffer to stay in cache, and enough of them for every
+     * thread. Widths are multiples of 16 for the GEMM's sake. */
+    int64_t tile = R ? TILE_BYTES / (R * (int64_t)esz) : L;
+    tile = tile < 64 ? 64 : tile / 16 * 16;
+    if (parallel && tasks < nth) {
+        int64_t split = (nth + tasks - 1) / tasks, t2 = ((L + split - 1) / split + 15) / 16 * 16;
+        tile = t2 < tile ? t2 : tile;
     }
+    tile = tile > L ? L : tile;
+    int64_t ntiles = (L + tile - 1) / tile, items = tasks * ntiles, bytes;
+    int nbuf = direct ? 0 : parallel ? nth : 1;
+    char *scratch = NULL;
+    if (nbuf && (!lt_nn_mul(R * tile, (int64_t)esz * nbuf, &bytes) || !(scratch = lt_k_scratch(k, (size_t)bytes))))
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (im2col buffer of %lld x %lld)", (long long)R,
+                         (long long)tile);
     const char *x = j->x, *w = j->w, *b = j->b;
     char *y = j->y;
-    if (per_task) {
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
-        for (int64_t t = 0; t < tasks; t++) {
-            int64_t n = t / j->groups, gi = t % j->groups;
-            const char *xt = x + (size_t)((n * j->c + gi * cg) * plane) * esz;
-            char *yt = y + (size_t)((n * j->m + gi * mg) * L) * esz;
-            const void *col = xt;
-            if (!direct) {
-                char *buf = scratch + (size_t)colsz * esz * (size_t)omp_get_thread_num();
-                lt_nn_im2col(xt, buf, esz, g, 0, R);
-                col = buf;
-            }
-            bool acc = fill_bias(j, yt, b ? b + (size_t)(gi * mg) * esz : NULL, mg, L, 0, L);
-            lt_nn_gemm(esz, false, mg, L, R, w + (size_t)(gi * mg * R) * esz, R, col, L, acc, yt, L);
-        }
-        return LT_OK;
-    }
-    for (int64_t t = 0; t < tasks; t++) {
-        int64_t n = t / j->groups, gi = t % j->groups;
+    for (int64_t it = 0; it < items; it++) {
+        int64_t t = it / ntiles, n = t / j->groups, gi = t % j->groups;
+        int64_t c0 = it % ntiles * tile, c1 = c0 + tile < L ? c0 + tile : L;
         const char *xt = x + (size_t)((n * j->c + gi * cg) * plane) * esz;
         char *yt = y + (size_t)((n * j->m + gi * mg) * L) * esz;
-        const char *col = direct ? xt : scratch;
-#pragma omp parallel
-        {
-            int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-            if (!direct)
-                lt_nn_im2col(xt, scratch, esz, g, R * tid / nt, R * (tid + 1) / nt);
-#pragma omp barrier
-            /* column blocks of the output, multiples of 16 for the GEMM's sake */
-            int64_t blk = ((L + nt - 1) / nt + 15) / 16 * 16;
-            int64_t j0 = blk * tid, j1 = j0 + blk < L ? j0 + blk : L;
-            if (j0 < j1) {
-                bool acc = fill_bias(j, yt, b ? b + (size_t)(gi * mg) * esz : NULL, mg, L, j0, j1);
-                lt_nn_gemm(esz, false, mg, j1 - j0, R, w + (size_t)(gi * mg * R) * esz, R, col + (size_t)j0 * esz,
-                           L, acc, yt + (size_t)j0 * esz, L);
-            }
+        const char *col = xt + (size_t)c0 * esz;
+        int64_t ldb = L;
+        if (!direct) {
+            char *buf = scratch + (size_t)(R * tile) * esz * (size_t)omp_get_thread_num();
+            lt_nn_im2col(xt, buf, esz, g, cg, c0, c1);
+            col = buf;
+            ldb = c1 - c0;
         }
+        bool acc = fill_bias(j, yt, b ? b + (size_t)(gi * mg) * esz : NULL, mg, L, c0, c1);
+        lt_nn_gemm(esz, false, mg, c1 - c0, R, w + (size_t)(gi * mg * R) * esz, R, col, ldb, acc,
+                   yt + (size_t)c0 * esz, L);
     }
     return LT_OK;
 }

@@ -32,41 +32,52 @@ static void init_out(const convt_job *j, char *yt, const char *bias, int64_t m0,
     }
 }
 
+/* column buffers stay below this many bytes per thread */
+#define TILE_BYTES ((int64_t)2 << 20)
+
 static lt_status convt_run(lt_kctx *k, const convt_job *j)
 {
     const lt_nn_geom *g = &j->g;
     size_t esz = j->esz;
     int nsp = g->nsp;
     int64_t cg = j->c / j->groups, mg = j->m / j->groups;
-    int64_t K = lt_nn_prod(nsp, g->k), lin = lt_nn_prod(nsp, g->grid), plane = lt_nn_prod(nsp, g->img), R, colsz;
+    int64_t K = lt_nn_prod(nsp, g->k), lin = lt_nn_prod(nsp, g->grid), plane = lt_nn_prod(nsp, g->img), R;
     int64_t tasks = j->n * j->groups;
-    if (K < 0 || lin < 0 || plane < 0 || !lt_nn_mul(mg, K, &R) || !lt_nn_mul(R, lin, &colsz) || R > INT_MAX ||
-        lin > INT_MAX || cg > INT_MAX)
+    if (K < 0 || lin < 0 || plane < 0 || !lt_nn_mul(mg, K, &R) || R > INT_MAX || lin > INT_MAX || cg > INT_MAX)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "transposed convolution too large for one GEMM");
     if (tasks == 0 || plane == 0 || mg == 0)
         return LT_OK;
     int nth = omp_get_max_threads();
     double work = 2.0 * (double)tasks * (double)R * (double)lin * (double)(cg ? cg : 1);
     bool parallel = work >= 8.0 * LT_NN_PAR_MIN && nth > 1;
+    /* enough images x groups for every thread: one task per thread at a
+     * time; else the threads share each task */
     bool per_task = !parallel || tasks >= nth;
+    int64_t tile = R ? TILE_BYTES / (R * (int64_t)esz) : lin;
+    tile = tile < 64 ? 64 : tile / 16 * 16;
+    tile = tile > lin ? lin : tile;
     int nbuf = per_task && parallel ? nth : 1;
     int64_t bytes;
     char *scratch;
-    if (!lt_nn_mul(colsz, (int64_t)esz * nbuf, &bytes) || !(scratch = lt_k_scratch(k, (size_t)(bytes ? bytes : 1))))
+    if (!lt_nn_mul(R * tile, (int64_t)esz * nbuf, &bytes) || !(scratch = lt_k_scratch(k, (size_t)(bytes ? bytes : 1))))
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (column buffer of %lld x %lld)", (long long)R,
-                         (long long)lin);
+                         (long long)tile);
     const char *x = j->x, *w = j->w, *b = j->b;
     char *y = j->y;
     if (per_task) {
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
         for (int64_t t = 0; t < tasks; t++) {
             int64_t n = t / j->groups, gi = t % j->groups;
-            char *col = scratch + (size_t)colsz * esz * (size_t)omp_get_thread_num();
+            char *col = scratch + (size_t)(R * tile) * esz * (size_t)omp_get_thread_num();
             char *yt = y + (size_t)((n * j->m + gi * mg) * plane) * esz;
-            lt_nn_gemm(esz, true, R, lin, cg, w + (size_t)(gi * cg * R) * esz, R,
-                       x + (size_t)((n * j->c + gi * cg) * lin) * esz, lin, false, col, lin);
+            const char *xt = x + (size_t)((n * j->c + gi * cg) * lin) * esz;
             init_out(j, yt, b ? b + (size_t)(gi * mg) * esz : NULL, 0, mg, plane);
-            lt_nn_col2im(col, yt, esz, g, 0, mg);
+            for (int64_t c0 = 0; c0 < lin; c0 += tile) {
+                int64_t c1 = c0 + tile < lin ? c0 + tile : lin;
+                lt_nn_gemm(esz, true, R, c1 - c0, cg, w + (size_t)(gi * cg * R) * esz, R, xt + (size_t)c0 * esz, lin,
+                           false, col, c1 - c0);
+                lt_nn_col2im(col, yt, esz, g, 0, mg, c0, c1);
+            }
         }
         return LT_OK;
     }
@@ -78,15 +89,20 @@ static lt_status convt_run(lt_kctx *k, const convt_job *j)
 #pragma omp parallel
         {
             int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-            int64_t blk = ((lin + nt - 1) / nt + 15) / 16 * 16;
-            int64_t j0 = blk * tid, j1 = j0 + blk < lin ? j0 + blk : lin;
-            if (j0 < j1)
-                lt_nn_gemm(esz, true, R, j1 - j0, cg, wt, R, xt + (size_t)j0 * esz, lin, false,
-                           scratch + (size_t)j0 * esz, lin);
             int64_t m0 = mg * tid / nt, m1 = mg * (tid + 1) / nt;
             init_out(j, yt, bt, m0, m1, plane);
+            for (int64_t c0 = 0; c0 < lin; c0 += tile) {
+                int64_t c1 = c0 + tile < lin ? c0 + tile : lin, tw = c1 - c0;
+                /* the tile's GEMM split by columns, its scatter by channels */
+                int64_t blk = ((tw + nt - 1) / nt + 15) / 16 * 16;
+                int64_t j0 = blk * tid, j1 = j0 + blk < tw ? j0 + blk : tw;
+                if (j0 < j1)
+                    lt_nn_gemm(esz, true, R, j1 - j0, cg, wt, R, xt + (size_t)(c0 + j0) * esz, lin, false,
+                               scratch + (size_t)j0 * esz, tw);
 #pragma omp barrier
-            lt_nn_col2im(scratch, yt, esz, g, m0, m1);
+                lt_nn_col2im(scratch, yt, esz, g, m0, m1, c0, c1);
+#pragma omp barrier
+            }
         }
     }
     return LT_OK;
@@ -218,7 +234,7 @@ static lt_status k_col2im(lt_kctx *k)
     for (int64_t t = 0; t < n * c; t++) {
         int64_t i = t / c, ch = t % c;
         lt_nn_col2im((const char *)src + (size_t)(i * c * K * L) * esz, (char *)dst + (size_t)(i * c * plane) * esz,
-                     esz, &g, ch, ch + 1);
+                     esz, &g, ch, ch + 1, 0, L);
     }
     if (dst != y->data)
         lt_nn_store_f64(y, dst);

@@ -10,14 +10,18 @@
 /* Below this much work (elements or flops) a loop stays on one thread. */
 #define LT_NN_PAR_MIN 32768
 
-/* Rows row0..row1 of the column matrix of one image [C, img...]: row
+/* Columns c0..c1 of the column matrix of one image [channels, img...]: row
  * (c, tap) holds, for every window position of g's grid, the image element
- * that tap reads, or 0 where it falls into the padding. The matrix is
- * [C * prod(k), prod(grid)]; esz is 4 (float) or 8 (double). */
-void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, int64_t row0, int64_t row1);
-/* The adjoint: adds the rows of channels c0..c1 of col into the image
- * (accumulates; parts of windows outside the image are dropped). */
-void lt_nn_col2im(const void *col, void *img, size_t esz, const lt_nn_geom *g, int64_t c0, int64_t c1);
+ * that tap reads, or 0 where it falls into the padding. The full matrix is
+ * [channels * prod(k), prod(grid)]; col receives its [*, c1 - c0] tile.
+ * esz is 4 (float) or 8 (double). */
+void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, int64_t channels, int64_t c0,
+                  int64_t c1);
+/* The adjoint on a tile: adds the rows of channels ch0..ch1 of the
+ * [*, c1 - c0] tile col into the image (accumulates; parts of windows
+ * outside the image are dropped). */
+void lt_nn_col2im(const void *col, void *img, size_t esz, const lt_nn_geom *g, int64_t ch0, int64_t ch1, int64_t c0,
+                  int64_t c1);
 
 /* Row-major C[m,n] (+)= op(A)[m,k] * B[k,n] on float (esz 4) or double
  * (esz 8); op(A) = A^T when trans_a. Any size may be 0. */

@@ -195,13 +195,22 @@ static lt_status dft_op(lt_kctx *k)
     int r = X->rank;
     if (r < 2 || (X->dims[r - 1] != 1 && X->dims[r - 1] != 2))
         return lt_k_fail(k, LT_ERR_RUNTIME, "input must be [..., 1] (real) or [..., 2] (complex)");
+    /* opset 20 moved axis into input 2 (default -2) */
     int64_t axis = lt_attr_int(k->node, "axis", 1);
+    const lt_tensor *A = k->node->opset >= 20 ? lt_k_in(k, 2) : NULL;
+    if (k->node->opset >= 20)
+        axis = -2;
+    if (A) {
+        lt_status s = scalar_int(k, A, "axis", &axis);
+        if (s != LT_OK)
+            return s;
+    }
+    int64_t axis_given = axis;
     bool inverse = lt_attr_int(k->node, "inverse", 0) != 0, onesided = lt_attr_int(k->node, "onesided", 0) != 0;
     if (axis < 0)
         axis += r;
     if (axis < 0 || axis > r - 2)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "axis %lld is out of range for rank %d",
-                         (long long)lt_attr_int(k->node, "axis", 1), r);
+        return lt_k_fail(k, LT_ERR_RUNTIME, "axis %lld is out of range for rank %d", (long long)axis_given, r);
     int64_t nin = X->dims[axis], n = nin;
     if (L) {
         lt_status s = scalar_int(k, L, "dft_length", &n);

@@ -441,6 +441,72 @@ static void broadcast_inference(void **state)
     assert_false(lt_infer_broadcast(&a, &b, &o)); /* 5 vs 7 */
 }
 
+static lt_value *run_file(const char *path, int n, const char **names, lt_value **ins)
+{
+    lt_err err;
+    lt_model *m;
+    if (lt_model_load(path, &m, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_session *s;
+    lt_value *out = NULL;
+    assert_int_equal(lt_session_new(m, &s, &err), LT_OK);
+    if (lt_session_run(s, n, names, ins, &out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_session_free(s);
+    lt_model_free(m);
+    return out;
+}
+
+/* z = leaky(leaky(x*y, 0.5) * y, 0.25): a function inlined twice with the
+ * caller's attribute values */
+static void function_inlined(void **state)
+{
+    (void)state;
+    lt_err err;
+    lt_model *m;
+    assert_int_equal(lt_model_load(LT_SOURCE_DIR "/tests/data/function.onnx", &m, &err), LT_OK);
+    assert_int_equal(m->main->nnodes, 4);
+    assert_int_equal(m->main->nodes[1]->op, LT_OP_LEAKY_RELU);
+    assert_true(lt_attr_float(m->main->nodes[1], "alpha", 0) == 0.5f);
+    assert_true(lt_attr_float(m->main->nodes[3], "alpha", 0) == 0.25f);
+    assert_string_equal(m->main->nodes[0]->name, "first/");
+    lt_model_free(m);
+    int64_t d[2] = {2, 3};
+    lt_value *x = tu_rand(LT_F32, 2, d, -2, 2, 21), *y = tu_rand(LT_F32, 2, d, -2, 2, 22);
+    const char *names[2] = {"x", "y"};
+    lt_value *ins[2] = {x, y};
+    lt_value *z = run_file(LT_SOURCE_DIR "/tests/data/function.onnx", 2, names, ins);
+    double want[6];
+    for (int i = 0; i < 6; i++) {
+        double t = tu_get(x, i) * tu_get(y, i);
+        t = t < 0 ? 0.5 * t : t;
+        t *= tu_get(y, i);
+        want[i] = t < 0 ? 0.25 * t : t;
+    }
+    tu_assert_close(z, want, 6, 1e-6, 1e-7, 21);
+    lt_value_free(x);
+    lt_value_free(y);
+    lt_value_free(z);
+}
+
+static void sparse_initializer(void **state)
+{
+    (void)state;
+    int64_t d[2] = {3, 4};
+    lt_value *x = tu_rand(LT_F32, 2, d, -1, 1, 31);
+    const char *name = "x";
+    lt_value *z = run_file(LT_SOURCE_DIR "/tests/data/sparse.onnx", 1, &name, &x);
+    double want[12];
+    for (int i = 0; i < 12; i++)
+        want[i] = tu_get(x, i);
+    want[0 * 4 + 1] += 1.5;
+    want[1 * 4 + 3] += -2.0;
+    want[2 * 4 + 0] += 4.0;
+    tu_assert_close(z, want, 12, 1e-6, 1e-7, 31);
+    lt_value_free(x);
+    lt_value_free(z);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -454,6 +520,8 @@ int main(void)
         cmocka_unit_test(unknown_op_reported),
         cmocka_unit_test(verifier_rejects_bad_ir),
         cmocka_unit_test(broadcast_inference),
+        cmocka_unit_test(function_inlined),
+        cmocka_unit_test(sparse_initializer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

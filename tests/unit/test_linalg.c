@@ -120,7 +120,8 @@ static void matmul_errors(void **state)
 {
     (void)state;
     tu_graph g = tu_single(LT_OP_MAT_MUL, 13, 2, 1);
-    lt_value *in[2] = {tu_rand(LT_F32, 2, (int64_t[]){3, 4}, -1, 1, 1), tu_rand(LT_F32, 2, (int64_t[]){5, 2}, -1, 1, 2)};
+    lt_value *in[2] = {tu_rand(LT_F32, 2, (int64_t[]){3, 4}, -1, 1, 1),
+                       tu_rand(LT_F32, 2, (int64_t[]){5, 2}, -1, 1, 2)};
     lt_value *out[1] = {NULL};
     lt_err err;
     assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_RUNTIME);

@@ -141,7 +141,8 @@ static void matmul_integer(void **state)
     /* the ONNX example: A - 12 times B */
     double a[12] = {11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0}, b[6] = {1, 4, 2, 5, 3, 6};
     lt_value *in[4] = {tu_from(LT_U8, 2, (int64_t[]){4, 3}, a), tu_from(LT_U8, 2, (int64_t[]){3, 2}, b),
-                       tu_from(LT_U8, 1, (int64_t[]){1}, (double[]){12}), tu_from(LT_U8, 1, (int64_t[]){1}, (double[]){0})};
+                       tu_from(LT_U8, 1, (int64_t[]){1}, (double[]){12}),
+                       tu_from(LT_U8, 1, (int64_t[]){1}, (double[]){0})};
     lt_value *y = run(LT_OP_MAT_MUL_INTEGER, 10, 4, in, 1, NULL, 99);
     double want[8] = {-38, -83, -44, -98, -50, -113, -56, -128};
     assert_int_equal(y->t.dtype, LT_I32);

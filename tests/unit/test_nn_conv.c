@@ -128,6 +128,8 @@ static void conv_configs(void **state)
         {2, 3, 8, 16, 1, {14, 14}, {5, 5}, {1, 1}, {1, 1}, {0}, NULL, true, LT_F32},
         /* one image, big enough that threads share the GEMM */
         {2, 1, 8, 16, 1, {16, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, false, LT_F32},
+        /* an im2col matrix of several MB: column tiles that split rows */
+        {2, 1, 32, 4, 1, {30, 50}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, NULL, true, LT_F32},
         /* strides, dilations, asymmetric pads */
         {2, 2, 3, 4, 1, {9, 11}, {3, 2}, {2, 3}, {2, 1}, {1, 0, 2, 1}, NULL, true, LT_F32},
         /* groups and depthwise */
@@ -267,6 +269,9 @@ static void convt_configs(void **state)
         {3, 1, 2, 2, 1, {2, 3, 2}, {2, 2, 3}, {2, 1, 2}, {1, 2, 1}, {0, 1, 0, 0, 0, 1}, {0}, {0}, NULL, true},
         /* one image, large enough for threads to share the work */
         {2, 1, 16, 16, 1, {16, 16}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}, {0}, NULL, true},
+        /* column buffers of several MB: tiles, one image and two */
+        {2, 1, 2, 32, 1, {30, 50}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, {0}, {0}, NULL, true},
+        {2, 2, 2, 32, 1, {30, 50}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, {0}, {0}, NULL, false},
         /* output_shape smaller than the natural size (negative split) */
         {2, 1, 1, 1, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {0}, {0}, {5, 4}, NULL, false},
     };

@@ -290,8 +290,10 @@ static void errors(void **state)
     (void)state;
     tu_graph gr = tu_single(LT_OP_GRU, 14, 5, 2);
     tu_attr_int(&gr, "hidden_size", 2);
-    lt_value *in[5] = {tu_rand(LT_F32, 3, (int64_t[]){2, 1, 3}, -1, 1, 1), tu_rand(LT_F32, 3, (int64_t[]){1, 6, 3}, -1, 1, 2),
-                       tu_rand(LT_F32, 3, (int64_t[]){1, 6, 2}, -1, 1, 3), tu_rand(LT_F32, 2, (int64_t[]){1, 12}, -1, 1, 4),
+    lt_value *in[5] = {tu_rand(LT_F32, 3, (int64_t[]){2, 1, 3}, -1, 1, 1),
+                       tu_rand(LT_F32, 3, (int64_t[]){1, 6, 3}, -1, 1, 2),
+                       tu_rand(LT_F32, 3, (int64_t[]){1, 6, 2}, -1, 1, 3),
+                       tu_rand(LT_F32, 2, (int64_t[]){1, 12}, -1, 1, 4),
                        tu_from(LT_I32, 1, (int64_t[]){1}, (double[]){3})};
     lt_value *out[2] = {NULL};
     lt_err err;
