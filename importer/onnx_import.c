@@ -11,9 +11,10 @@
 #include <string.h>
 
 #define LT_MAX_NESTING 64
-/* Nodes that inlining model-local functions may create in all: a function
- * calling another twice, forty levels deep, is a few hundred bytes of file. */
-#define LT_MAX_INLINED_NODES (1 << 20)
+/* Nodes that inlining model-local functions may create in all, plus one per
+ * 8 bytes of file: a function calling another twice, forty levels deep, is a
+ * few hundred bytes of file. */
+#define LT_MAX_INLINED_NODES (1 << 16)
 /* protobuf-c unpacks submessages by recursion without a limit; deeper
  * nesting than this is refused before unpacking. Subgraphs nested
  * LT_MAX_NESTING deep take 3 levels each (graph, node, attribute). */
@@ -121,7 +122,7 @@ typedef struct imp {
     const char *path;
     opsets model_ops;
     int depth;
-    int64_t inlined; /* nodes created by function inlining so far */
+    int64_t inlined, max_inlined; /* nodes created by function inlining: so far, at most */
 } imp;
 
 /* Function inlining context: the calling node supplies attribute values. */
@@ -455,8 +456,11 @@ static lt_status inline_function(imp *im, scope *s, lt_block *b, const Onnx__Nod
     snprintf(prefix, sizeof prefix, "%s/", str_or(np->name, f->name));
     fnctx fc = {np, prefix};
     im->inlined += (int64_t)f->n_node;
-    if (st == LT_OK && im->inlined > LT_MAX_INLINED_NODES)
-        st = node_err(im, np, LT_ERR_INVALID, "functions expand to more than %s nodes", "1048576");
+    if (st == LT_OK && im->inlined > im->max_inlined) {
+        char lim[32];
+        snprintf(lim, sizeof lim, "%lld", (long long)im->max_inlined);
+        st = node_err(im, np, LT_ERR_INVALID, "functions expand to more than %s nodes", lim);
+    }
     im->depth++;
     for (size_t i = 0; i < f->n_node && st == LT_OK; i++) {
         if (!f->node[i])
@@ -946,9 +950,9 @@ done:
     return st;
 }
 
-static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *err)
+static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, size_t len, lt_err *err)
 {
-    imp im = {m, err, mp, m->path, {-1, -1}, 0};
+    imp im = {m, err, mp, m->path, {-1, -1}, 0, 0, LT_MAX_INLINED_NODES + (int64_t)(len / 8)};
     if (!mp->has_ir_version || mp->ir_version < 3 || mp->ir_version > 10)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: IR version %lld is outside the 3..10 lantern reads", m->path,
                        (long long)mp->ir_version);
@@ -1077,7 +1081,7 @@ static lt_status load_buffer(const void *data, size_t len, const char *name, con
         lt_module_free(m);
         return LT_ERR_INVALID;
     }
-    lt_status st = import_model(m, mp, err);
+    lt_status st = import_model(m, mp, len, err);
     onnx__model_proto__free_unpacked(mp, NULL);
     if (st != LT_OK) {
         lt_module_free(m);

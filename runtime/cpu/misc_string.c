@@ -31,27 +31,39 @@ static bool reads_back(const char *s, double v, lt_dtype t)
 
 /* Shortest significant digits of finite a > 0 that identify it in type t:
  * fills digits (no dot, no trailing zeros) and the decimal exponent of the
- * first digit. %.*e rounds correctly, so the first precision that reads
- * back gives the closest shortest digit string. */
+ * first digit. At each length, %.*e gives the closest digit string; when it
+ * does not read back, its upper or lower neighbour still may (the rounding
+ * interval is lopsided at powers of two), and at most one of them can. */
 static void shortest_digits(double a, lt_dtype t, char *digits, int *exp10)
 {
     int maxp = t == LT_F32 ? 9 : t == LT_F16 ? 5 : t == LT_BF16 ? 4 : 17;
     char buf[48];
-    for (int p = 1; p <= maxp; p++) {
+    uint64_t best = 0;
+    int scale = 0; /* a ~ best * 10^scale */
+    for (int p = 1; p <= maxp && !best; p++) {
         snprintf(buf, sizeof buf, "%.*e", p - 1, a);
-        if (reads_back(buf, a, t))
-            break;
+        uint64_t m = 0;
+        const char *c = buf;
+        for (; *c && *c != 'e'; c++)
+            if (*c != '.')
+                m = m * 10 + (uint64_t)(*c - '0');
+        int sc = (*c == 'e' ? atoi(c + 1) : 0) - (p - 1);
+        const uint64_t cand[3] = {m, m + 1, m - 1};
+        for (int q = 0; q < 3 && !best; q++) {
+            if (cand[q] == 0)
+                continue;
+            snprintf(buf, sizeof buf, "%" PRIu64 "e%d", cand[q], sc);
+            if (reads_back(buf, a, t) || p == maxp) {
+                best = cand[q];
+                scale = sc;
+            }
+        }
     }
-    /* buf is "d[.ddd]e[+-]XX" */
-    int n = 0;
-    const char *c = buf;
-    for (; *c && *c != 'e'; c++)
-        if (*c != '.')
-            digits[n++] = *c;
+    int n = snprintf(digits, 24, "%" PRIu64, best);
+    *exp10 = scale + n - 1;
     while (n > 1 && digits[n - 1] == '0')
         n--;
     digits[n] = 0;
-    *exp10 = *c == 'e' ? atoi(c + 1) : 0;
 }
 
 int lt_misc_format_float(double v, lt_dtype t, char *buf, size_t len)

@@ -57,13 +57,16 @@ static void ARG_FN(cumsum_run)(const RT *x, RT *y, int64_t outer, int64_t r, int
             size_t off = (size_t)((o * r + q) * inner + i0);
             const RT *xq = x + off;
             RT *yq = y + off;
-            for (int64_t i = 0; i < n; i++) {
-                RACC v = (RACC)xq[i];
-                if (excl) {
+            if (excl) {
+#pragma omp simd
+                for (int64_t i = 0; i < n; i++) {
                     yq[i] = (RT)a[i];
-                    a[i] += v;
-                } else {
-                    a[i] += v;
+                    a[i] += (RACC)xq[i];
+                }
+            } else {
+#pragma omp simd
+                for (int64_t i = 0; i < n; i++) {
+                    a[i] += (RACC)xq[i];
                     yq[i] = (RT)a[i];
                 }
             }

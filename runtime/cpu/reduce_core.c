@@ -7,7 +7,7 @@
 
 #define RT float
 #define RS f32
-#define RT_EXP expf
+#define RT_EXP lt_red_expf
 #include "reduce_tmpl.h"
 #undef RT
 #undef RS

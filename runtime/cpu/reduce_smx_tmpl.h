@@ -9,35 +9,40 @@
 
 static void SMX_FN(smx_row)(const RT *x, RT *y, int64_t c, int mode)
 {
-    RT m = x[0];
-    int64_t am = 0;
-    for (int64_t j = 1; j < c; j++)
-        if (x[j] > m) {
-            m = x[j];
-            am = j;
-        }
     if (mode == LT_RED_HARDMAX) {
+        int64_t am = 0;
+        for (int64_t j = 1; j < c; j++)
+            if (x[j] > x[am])
+                am = j;
         for (int64_t j = 0; j < c; j++)
             y[j] = 0;
         y[am] = 1;
         return;
     }
+    RT m = x[0];
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 1; j < c; j++)
+        m = x[j] > m ? x[j] : m;
     double s = 0;
     if (mode == LT_RED_SOFTMAX) {
+#pragma omp simd reduction(+ : s)
         for (int64_t j = 0; j < c; j++) {
             RT e = RT_EXP(x[j] - m);
             y[j] = e;
             s += e;
         }
         RT inv = (RT)(1.0 / s);
+#pragma omp simd
         for (int64_t j = 0; j < c; j++)
             y[j] *= inv;
     } else {
+#pragma omp simd reduction(+ : s)
         for (int64_t j = 0; j < c; j++)
             s += RT_EXP(x[j] - m);
         /* (x - m) is exact for x near m; adding m back into log(s) first
          * would round away the low digits when m is large */
         RT ls = (RT)log(s);
+#pragma omp simd
         for (int64_t j = 0; j < c; j++)
             y[j] = (x[j] - m) - ls;
     }
@@ -48,21 +53,22 @@ static void SMX_FN(smx_cols)(const RT *x, RT *y, int64_t c, int64_t inner, int64
 {
     RT m[SMX_IB];
     double s[SMX_IB];
-    int64_t am[SMX_IB];
     for (int64_t i = 0; i < n; i++) {
         m[i] = x[i];
-        am[i] = 0;
         s[i] = 0;
     }
-    for (int64_t j = 1; j < c; j++) {
-        const RT *xj = x + j * inner;
-        for (int64_t i = 0; i < n; i++)
-            if (xj[i] > m[i]) {
-                m[i] = xj[i];
-                am[i] = j;
-            }
-    }
     if (mode == LT_RED_HARDMAX) {
+        int64_t am[SMX_IB];
+        for (int64_t i = 0; i < n; i++)
+            am[i] = 0;
+        for (int64_t j = 1; j < c; j++) {
+            const RT *xj = x + j * inner;
+            for (int64_t i = 0; i < n; i++)
+                if (xj[i] > m[i]) {
+                    m[i] = xj[i];
+                    am[i] = j;
+                }
+        }
         for (int64_t j = 0; j < c; j++)
             for (int64_t i = 0; i < n; i++)
                 y[j * inner + i] = 0;
@@ -70,10 +76,17 @@ static void SMX_FN(smx_cols)(const RT *x, RT *y, int64_t c, int64_t inner, int64
             y[am[i] * inner + i] = 1;
         return;
     }
+    for (int64_t j = 1; j < c; j++) {
+        const RT *xj = x + j * inner;
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++)
+            m[i] = xj[i] > m[i] ? xj[i] : m[i];
+    }
     if (mode == LT_RED_SOFTMAX) {
         for (int64_t j = 0; j < c; j++) {
             const RT *xj = x + j * inner;
             RT *yj = y + j * inner;
+#pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 RT e = RT_EXP(xj[i] - m[i]);
                 yj[i] = e;
@@ -85,12 +98,14 @@ static void SMX_FN(smx_cols)(const RT *x, RT *y, int64_t c, int64_t inner, int64
             inv[i] = (RT)(1.0 / s[i]);
         for (int64_t j = 0; j < c; j++) {
             RT *yj = y + j * inner;
+#pragma omp simd
             for (int64_t i = 0; i < n; i++)
                 yj[i] *= inv[i];
         }
     } else {
         for (int64_t j = 0; j < c; j++) {
             const RT *xj = x + j * inner;
+#pragma omp simd
             for (int64_t i = 0; i < n; i++)
                 s[i] += RT_EXP(xj[i] - m[i]);
         }
@@ -100,6 +115,7 @@ static void SMX_FN(smx_cols)(const RT *x, RT *y, int64_t c, int64_t inner, int64
         for (int64_t j = 0; j < c; j++) {
             const RT *xj = x + j * inner;
             RT *yj = y + j * inner;
+#pragma omp simd
             for (int64_t i = 0; i < n; i++)
                 yj[i] = (xj[i] - m[i]) - ls[i];
         }

@@ -8,7 +8,7 @@
 
 #define RT float
 #define RS f32
-#define RT_EXP expf
+#define RT_EXP lt_red_expf
 #include "reduce_smx_tmpl.h"
 #undef RT
 #undef RS
@@ -97,13 +97,27 @@ static void scale_rows(const void *xv, void *yv, bool f64, int64_t outer, int64_
         if (f64) {
             const double *x = (const double *)xv + j * inner;
             double *y = (double *)yv + j * inner;
-            for (int64_t i = 0; i < inner; i++)
-                y[i] = (x[i] - (m ? m[i] : 0)) * sc[i];
+            if (m) {
+#pragma omp simd
+                for (int64_t i = 0; i < inner; i++)
+                    y[i] = (x[i] - m[i]) * sc[i];
+            } else {
+#pragma omp simd
+                for (int64_t i = 0; i < inner; i++)
+                    y[i] = x[i] * sc[i];
+            }
         } else {
             const float *x = (const float *)xv + j * inner;
             float *y = (float *)yv + j * inner;
-            for (int64_t i = 0; i < inner; i++)
-                y[i] = (float)(((double)x[i] - (m ? m[i] : 0)) * sc[i]);
+            if (m) {
+#pragma omp simd
+                for (int64_t i = 0; i < inner; i++)
+                    y[i] = (float)(((double)x[i] - m[i]) * sc[i]);
+            } else {
+#pragma omp simd
+                for (int64_t i = 0; i < inner; i++)
+                    y[i] = (float)((double)x[i] * sc[i]);
+            }
         }
     }
 }

@@ -33,6 +33,7 @@ static double RED_FN(row)(const void *xv, int64_t n, int pre, int comb, double s
         case LT_RED_PRE_EXP: {
             /* the shift is a max of RT values, so exact in RT */
             RT s = (RT)sh;
+#pragma omp simd reduction(+ : a)
             for (int64_t i = 0; i < n; i++)
                 a += (double)RT_EXP(x[i] - s);
             break;
@@ -84,24 +85,29 @@ static void RED_FN(vec)(const void *xv, int64_t n, int pre, int comb, const doub
     case LT_RED_ADD:
         switch (pre) {
         case LT_RED_PRE_ID:
+#pragma omp simd
             for (int64_t i = 0; i < n; i++)
                 acc[i] += (double)x[i];
             break;
         case LT_RED_PRE_ABS:
+#pragma omp simd
             for (int64_t i = 0; i < n; i++)
                 acc[i] += fabs((double)x[i]);
             break;
         case LT_RED_PRE_SQ:
+#pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 double v = x[i];
                 acc[i] += v * v;
             }
             break;
         case LT_RED_PRE_EXP:
+#pragma omp simd
             for (int64_t i = 0; i < n; i++)
                 acc[i] += (double)RT_EXP(x[i] - (RT)sh[i]);
             break;
         case LT_RED_PRE_SQDEV:
+#pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 double v = (double)x[i] - sh[i];
                 acc[i] += v * v;
@@ -110,16 +116,19 @@ static void RED_FN(vec)(const void *xv, int64_t n, int pre, int comb, const doub
         }
         break;
     case LT_RED_MUL:
+#pragma omp simd
         for (int64_t i = 0; i < n; i++)
             acc[i] *= (double)x[i];
         break;
     case LT_RED_MAX:
+#pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             double v = x[i];
             acc[i] = (v > acc[i] || v != v) ? v : acc[i];
         }
         break;
     case LT_RED_MIN:
+#pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             double v = x[i];
             acc[i] = (v < acc[i] || v != v) ? v : acc[i];

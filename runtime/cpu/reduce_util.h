@@ -5,9 +5,43 @@
 #define LT_CPU_REDUCE_UTIL_H
 
 #include "../runtime.h"
+#include <math.h>
+#include <string.h>
 
 /* Elements of work below which a parallel region costs more than it saves. */
 #define LT_RED_PAR_MIN 32768
+
+/* exp for float32 loops that the compiler can vectorize (a call to expf
+ * cannot be): n = round(x / ln2), r = x - n ln2 in two parts, a degree-7
+ * polynomial for e^r, times 2^n built in the exponent bits (in two halves so
+ * that n = 128 does not overflow them). Within a few ulp of expf; exp(-inf)
+ * and anything below the normal range give 0, overflow gives inf, NaN stays. */
+static inline float lt_red_expf(float x)
+{
+    const float hi = 88.7228391f, lo = -87.3365447f;
+    float xc = x > hi ? hi : x;
+    xc = xc < lo ? lo : xc;
+    float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = xc - n * 0.693145752f;
+    r = r - n * 1.42860677e-6f;
+    float p = 1.98412698e-4f;
+    p = p * r + 1.38888889e-3f;
+    p = p * r + 8.33333333e-3f;
+    p = p * r + 4.16666667e-2f;
+    p = p * r + 1.66666667e-1f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t ni = (int32_t)n, h = ni >> 1;
+    int32_t b1 = (h + 127) << 23, b2 = (ni - h + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, sizeof s1);
+    memcpy(&s2, &b2, sizeof s2);
+    float y = p * s1 * s2;
+    y = x < lo ? 0.0f : y;
+    y = x > hi ? (float)INFINITY : y;
+    return x != x ? x : y;
+}
 
 /* Maps axis a of a rank-r tensor from [-r, r) to [0, r); false when outside. */
 static inline bool lt_red_axis(int64_t a, int rank, int *out)

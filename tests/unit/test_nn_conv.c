@@ -151,6 +151,48 @@ static void conv_configs(void **state)
         run_conv(&cases[i], 100 + i);
 }
 
+static uint64_t rng_next(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+static int64_t pick(uint64_t *s, int64_t lo, int64_t hi) { return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
+
+/* random geometries of 1 to 3 axes, every auto_pad mode */
+static void conv_random(void **state)
+{
+    (void)state;
+    static const char *modes[4] = {NULL, "SAME_UPPER", "SAME_LOWER", "VALID"};
+    uint64_t s = 2024;
+    for (int iter = 0; iter < 60; iter++) {
+        cfg f = {0};
+        f.nsp = (int)pick(&s, 1, 3);
+        f.group = pick(&s, 1, 3);
+        f.n = pick(&s, 1, 3);
+        f.c = f.group * pick(&s, 1, 3);
+        f.m = f.group * pick(&s, 1, 3);
+        f.auto_pad = modes[pick(&s, 0, 3)];
+        f.bias = pick(&s, 0, 1);
+        f.dt = pick(&s, 0, 4) ? LT_F32 : LT_F64;
+        bool ok = true;
+        for (int i = 0; i < f.nsp; i++) {
+            f.img[i] = pick(&s, 1, f.nsp == 3 ? 6 : 12);
+            f.k[i] = pick(&s, 1, 4);
+            f.s[i] = pick(&s, 1, 3);
+            f.d[i] = pick(&s, 1, 3);
+            f.pads[i] = pick(&s, 0, 2);
+            f.pads[f.nsp + i] = pick(&s, 0, 2);
+            int64_t dk = (f.k[i] - 1) * f.d[i] + 1;
+            int64_t room = f.auto_pad && !strncmp(f.auto_pad, "SAME", 4) ? dk : f.auto_pad ? f.img[i]
+                                                                                            : f.img[i] + f.pads[i] + f.pads[f.nsp + i];
+            ok = ok && room >= dk;
+        }
+        if (ok)
+            run_conv(&f, 1000 + iter);
+    }
+}
+
 static void conv_bad_channels(void **state)
 {
     (void)state;
@@ -277,6 +319,39 @@ static void convt_configs(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_convt(&cases[i], 300 + i);
+}
+
+static void convt_random(void **state)
+{
+    (void)state;
+    uint64_t s = 4048;
+    for (int iter = 0; iter < 40; iter++) {
+        tcfg f = {0};
+        f.nsp = (int)pick(&s, 1, 3);
+        f.group = pick(&s, 1, 2);
+        f.n = pick(&s, 1, 2);
+        f.c = f.group * pick(&s, 1, 3);
+        f.m = f.group * pick(&s, 1, 3);
+        f.bias = pick(&s, 0, 1);
+        int mode = (int)pick(&s, 0, 3); /* pads, output_shape, SAME_UPPER, SAME_LOWER */
+        f.auto_pad = mode == 2 ? "SAME_UPPER" : mode == 3 ? "SAME_LOWER" : NULL;
+        bool ok = true;
+        for (int i = 0; i < f.nsp; i++) {
+            f.img[i] = pick(&s, 1, f.nsp == 3 ? 4 : 7);
+            f.k[i] = pick(&s, 1, 4);
+            f.s[i] = pick(&s, 1, 3);
+            f.d[i] = pick(&s, 1, 2);
+            f.opad[i] = pick(&s, 0, f.s[i] - 1);
+            f.pads[i] = pick(&s, 0, 2);
+            f.pads[f.nsp + i] = pick(&s, 0, 2);
+            int64_t full = f.s[i] * (f.img[i] - 1) + f.opad[i] + (f.k[i] - 1) * f.d[i] + 1;
+            if (mode == 1)
+                f.oshape[i] = full + pick(&s, -2, 2);
+            ok = ok && (mode != 0 || full - f.pads[i] - f.pads[f.nsp + i] >= 1) && (mode != 1 || f.oshape[i] >= 1);
+        }
+        if (ok)
+            run_convt(&f, 2000 + iter);
+    }
 }
 
 static void conv_integer(void **state)
@@ -420,7 +495,8 @@ static void col2im(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(conv_configs),  cmocka_unit_test(conv_bad_channels), cmocka_unit_test(convt_configs),
+        cmocka_unit_test(conv_configs),  cmocka_unit_test(conv_random),       cmocka_unit_test(conv_bad_channels),
+        cmocka_unit_test(convt_configs), cmocka_unit_test(convt_random),
         cmocka_unit_test(conv_integer),  cmocka_unit_test(qlinear_conv),      cmocka_unit_test(col2im),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,6 +35,11 @@ static void pool_out(const pcfg *f, int64_t *out, int64_t *pb, int64_t *pe)
 {
     for (int i = 0; i < f->nsp; i++) {
         int64_t dk = (f->k[i] - 1) * f->d[i] + 1;
+        if (f->auto_pad && !strcmp(f->auto_pad, "VALID")) {
+            out[i] = (f->img[i] - dk) / f->s[i] + 1;
+            pb[i] = pe[i] = 0;
+            continue;
+        }
         if (f->auto_pad) {
             out[i] = (f->img[i] + f->s[i] - 1) / f->s[i];
             int64_t total = (out[i] - 1) * f->s[i] + dk - f->img[i];
@@ -125,6 +130,11 @@ static void run_pool(int kind, const pcfg *f, int storage_order, double p, uint6
         }
         want[i] = kind == MAXP ? best : kind == AVGP ? sum / (double)(f->count_pad ? padded : cnt) : pow(sum, 1 / p);
         wind[i] = (double)at;
+        if (cnt == 0) {
+            /* a window wholly in the padding: 0 (and index 0 of the plane) */
+            want[i] = kind == AVGP && f->count_pad ? 0 / (double)padded : 0;
+            wind[i] = (double)(pl * plane);
+        }
     }
     double tol = f->dt == LT_F16 ? 1e-2 : f->dt == LT_F32 ? 1e-5 : 1e-12;
     tu_assert_close(res[0], want, total, tol, tol, seed);
@@ -186,6 +196,50 @@ static void lp_pool(void **state)
             run_pool(LPP, &pool_cases[i], 0, i % 3 + 1, 600 + i);
     for (size_t i = 0; i < sizeof dilated_cases / sizeof *dilated_cases; i++)
         run_pool(LPP, &dilated_cases[i], 0, 2, 650 + i);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+static int64_t pick(uint64_t *s, int64_t lo, int64_t hi) { return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
+
+/* random geometries of 1 to 3 axes, every auto_pad mode, ceil_mode */
+static void pool_random(void **state)
+{
+    (void)state;
+    static const char *modes[4] = {NULL, "SAME_UPPER", "SAME_LOWER", "VALID"};
+    static const lt_dtype types[4] = {LT_F32, LT_F32, LT_F64, LT_F16};
+    uint64_t s = 99;
+    for (int iter = 0; iter < 120; iter++) {
+        pcfg f = {0};
+        int kind = (int)pick(&s, 0, 2);
+        f.nsp = (int)pick(&s, 1, 3);
+        f.n = pick(&s, 1, 2);
+        f.c = pick(&s, 1, 3);
+        f.auto_pad = modes[pick(&s, 0, 3)];
+        f.ceil_mode = !f.auto_pad && pick(&s, 0, 1);
+        f.count_pad = pick(&s, 0, 1);
+        f.dt = types[pick(&s, 0, 3)];
+        bool ok = true;
+        for (int i = 0; i < f.nsp; i++) {
+            f.img[i] = pick(&s, 1, f.nsp == 3 ? 6 : 11);
+            f.k[i] = pick(&s, 1, 4);
+            f.s[i] = pick(&s, 1, 3);
+            f.d[i] = kind == AVGP ? 1 : pick(&s, 1, 3);
+            f.pads[i] = pick(&s, 0, f.k[i] - 1);
+            f.pads[f.nsp + i] = pick(&s, 0, f.k[i] - 1);
+            int64_t dk = (f.k[i] - 1) * f.d[i] + 1;
+            int64_t room = f.auto_pad && !strcmp(f.auto_pad, "VALID") ? f.img[i]
+                           : f.auto_pad                               ? dk
+                                                                      : f.img[i] + f.pads[i] + f.pads[f.nsp + i];
+            ok = ok && room >= dk;
+        }
+        if (ok)
+            run_pool(kind, &f, (int)pick(&s, 0, 1), (double)pick(&s, 1, 3), 3000 + iter);
+    }
 }
 
 static void global_pools(void **state)
@@ -379,6 +433,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(max_pool),   cmocka_unit_test(average_pool), cmocka_unit_test(lp_pool),
+        cmocka_unit_test(pool_random),
         cmocka_unit_test(global_pools), cmocka_unit_test(max_unpool), cmocka_unit_test(max_roi_pool),
         cmocka_unit_test(roi_align),
     };
