@@ -3,10 +3,8 @@
  * the C locale's (ASCII letters only; other UTF-8 bytes pass through), for
  * the stop-word comparison as well as for the output. */
 #include "misc_kernels.h"
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 enum { CASE_NONE, CASE_LOWER, CASE_UPPER };
 
@@ -15,9 +13,18 @@ static int cmp_sensitive(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* ASCII only, whatever locale the process runs in */
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c; }
+static int upper(int c) { return c >= 'a' && c <= 'z' ? c - ('a' - 'A') : c; }
+
 static int cmp_insensitive(const void *a, const void *b)
 {
-    return strcasecmp(*(const char *const *)a, *(const char *const *)b);
+    const unsigned char *x = *(const unsigned char *const *)a, *y = *(const unsigned char *const *)b;
+    while (*x && lower(*x) == lower(*y)) {
+        x++;
+        y++;
+    }
+    return lower(*x) - lower(*y);
 }
 
 /* Interned copy of s with its ASCII letters case-mapped; tmp holds len+1
@@ -27,7 +34,7 @@ static const char *map_case(const char *s, int action, char *tmp)
     size_t n = strlen(s);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        tmp[i] = (char)(action == CASE_LOWER ? tolower(c) : toupper(c));
+        tmp[i] = (char)(action == CASE_LOWER ? lower(c) : upper(c));
     }
     return lt_str_intern(tmp, n);
 }

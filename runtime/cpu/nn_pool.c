@@ -1,7 +1,8 @@
 /* CPU kernels: MaxPool (with Indices), AveragePool, LpPool and the global
- * pools. Windows are N-D: each output position lists the in-image taps of
- * its window, then reduces them; float32 and double run natively, other
- * types through double. */
+ * pools. Windows are N-D: per-axis tables give each window position its
+ * in-image taps; float32 with up to 3 spatial axes runs direct loops over
+ * them, everything else lists each window's taps and reduces them in double
+ * (types without a native path convert through double). */
 #include "nn_util.h"
 #include <math.h>
 #include <omp.h>

@@ -14,13 +14,24 @@
 /* exp for float32 loops that the compiler can vectorize (a call to expf
  * cannot be): n = round(x / ln2), r = x - n ln2 in two parts, a degree-7
  * polynomial for e^r, times 2^n built in the exponent bits (in two halves so
- * that n = 128 does not overflow them). Within a few ulp of expf; exp(-inf)
- * and anything below the normal range give 0, overflow gives inf, NaN stays. */
+ * that n = 128 does not overflow them). Within 2 ulp of exp; anything below
+ * the normal range gives 0, above it inf, NaN stays NaN. The range tests
+ * compare bit patterns as integers: float compares would keep GCC (with its
+ * default -ftrapping-math) from if-converting, and so from vectorizing. */
 static inline float lt_red_expf(float x)
 {
-    const float hi = 88.7228391f, lo = -87.3365447f;
-    float xc = x > hi ? hi : x;
-    xc = xc < lo ? lo : xc;
+    const uint32_t hi_bits = 0x42b17218u; /* 88.7228391f = ln(FLT_MAX) */
+    const uint32_t lo_bits = 0x42aeac50u; /* |-87.3365447f| = -ln(FLT_MIN) */
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t mag = u & 0x7fffffffu, neg = u >> 31;
+    uint32_t nan = -(uint32_t)(mag > 0x7f800000u);
+    uint32_t low = -(uint32_t)(neg & (mag > lo_bits)) & ~nan;
+    uint32_t high = -(uint32_t)((neg ^ 1u) & (mag > hi_bits)) & ~nan;
+    /* out-of-range and NaN inputs compute on 0 and are replaced below */
+    uint32_t ub = u & ~(low | high | nan);
+    float xc;
+    memcpy(&xc, &ub, sizeof xc);
     float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f; /* round to nearest */
     float r = xc - n * 0.693145752f;
     r = r - n * 1.42860677e-6f;
@@ -33,14 +44,16 @@ static inline float lt_red_expf(float x)
     p = p * r + 1.0f;
     p = p * r + 1.0f;
     int32_t ni = (int32_t)n, h = ni >> 1;
-    int32_t b1 = (h + 127) << 23, b2 = (ni - h + 127) << 23;
+    uint32_t b1 = (uint32_t)(h + 127) << 23, b2 = (uint32_t)(ni - h + 127) << 23;
     float s1, s2;
     memcpy(&s1, &b1, sizeof s1);
     memcpy(&s2, &b2, sizeof s2);
     float y = p * s1 * s2;
-    y = x < lo ? 0.0f : y;
-    y = x > hi ? (float)INFINITY : y;
-    return x != x ? x : y;
+    uint32_t yb;
+    memcpy(&yb, &y, sizeof yb);
+    yb = (yb & ~(low | high | nan)) | (high & 0x7f800000u) | (nan & u);
+    memcpy(&y, &yb, sizeof y);
+    return y;
 }
 
 /* Maps axis a of a rank-r tensor from [-r, r) to [0, r); false when outside. */

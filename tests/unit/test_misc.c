@@ -119,11 +119,14 @@ static void nms_random(void **state)
     (void)state;
     for (int center = 0; center < 2; center++) {
         uint64_t seed = 21 + (uint64_t)center;
-        const int64_t nb = 2, nc = 3, ns = 60, maxo = 7;
+        const int64_t nb = 2, nc = 3, ns = 60, maxo = 12;
         const double iou = 0.3, thr = 0.25;
         int64_t bd[3] = {nb, ns, 4}, sd[3] = {nb, nc, ns};
         lt_value *bx = tu_rand(LT_F32, 3, bd, -1, 1, seed);
         lt_value *sc = tu_rand(LT_F32, 3, sd, 0, 1, seed + 100);
+        /* class c scores lie in [0, (c+1)/3): class 0 has few candidates */
+        for (int64_t i = 0; i < sc->t.numel; i++)
+            lt_tensor_set_f64(&sc->t, i, tu_get(sc, i) * (double)((i / ns) % nc + 1) / 3.0);
         if (center) /* sizes positive and not too large */
             for (int64_t i = 0; i < nb * ns; i++)
                 for (int q = 2; q < 4; q++)
@@ -135,11 +138,11 @@ static void nms_random(void **state)
         lt_err err;
         assert_int_equal(tu_run(&g, in, out, &err), LT_OK);
 
-        double want[2 * 3 * 7 * 3];
-        int64_t nw = 0;
+        double want[2 * 3 * 12 * 3];
+        int64_t nw = 0, suppressed = 0, capped = 0;
         for (int64_t b = 0; b < nb; b++)
             for (int64_t c = 0; c < nc; c++) {
-                int64_t order[60], no = 0, sel[7], ns_sel = 0;
+                int64_t order[60], no = 0, sel[12], ns_sel = 0;
                 for (int64_t i = 0; i < ns; i++)
                     if (tu_get(sc, (b * nc + c) * ns + i) > (float)thr)
                         order[no++] = i;
@@ -159,16 +162,18 @@ static void nms_random(void **state)
                         if (ref_iou(ref_corners(bx, ns, b, sel[j], center), ref_corners(bx, ns, b, order[i], center)) >
                             (float)iou)
                             keep = false;
+                    suppressed += !keep;
                     if (keep) {
                         sel[ns_sel++] = order[i];
+                        capped += ns_sel == maxo;
                         want[nw++] = (double)b;
                         want[nw++] = (double)c;
                         want[nw++] = (double)order[i];
                     }
                 }
             }
-        assert_true(nw > 3 * 6); /* the test selects something and suppresses something */
-        assert_true(nw < 3 * nb * nc * maxo);
+        /* the case exercises suppression, the per-class cap and the score cut */
+        assert_true(suppressed > 0 && capped > 0 && nw < 3 * nb * nc * maxo);
         tu_assert_close(out[0], want, nw, 0, 0, seed);
         lt_value_free(out[0]);
         for (int i = 0; i < 5; i++)
