@@ -311,8 +311,11 @@ static void imm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const int64_t
             }
 }
 
-/* Contracts x with y keeping the labels marked in keep. */
-static lt_status contract(lt_kctx *k, int ct, const ein_t *x, const ein_t *y, const bool *keep, ein_t *out)
+/* Contracts x with y keeping the labels marked in keep. When the result
+ * comes out with exactly the labels final[0..nfinal) in that order, it is
+ * written straight into dst (the output) instead of scratch. */
+static lt_status contract(lt_kctx *k, int ct, const ein_t *x, const ein_t *y, const bool *keep, const int *final,
+                          int nfinal, void *dst, ein_t *out)
 {
     int bat[NLAB], lef[NLAB], con[NLAB], rig[NLAB], nb = 0, nl = 0, nc = 0, nr = 0;
     int64_t size[NLAB];
@@ -409,7 +412,10 @@ static lt_status contract(lt_kctx *k, int ct, const ein_t *x, const ein_t *y, co
     int64_t total = lt_shape_numel(out->n, out->dim);
     if (total < 0 || lt_shape_numel(4, (int64_t[]){B, M, K, N}) < 0)
         return lt_k_fail(k, LT_ERR_RUNTIME, "intermediate shape overflows");
-    out->data = lt_k_scratch(k, (size_t)total * ct_size(ct));
+    bool is_final = dst && out->n == nfinal;
+    for (int i = 0; is_final && i < nfinal; i++)
+        is_final = out->lab[i] == final[i];
+    out->data = is_final ? dst : lt_k_scratch(k, (size_t)total * ct_size(ct));
     if (!out->data)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     if (total == 0)
@@ -559,7 +565,11 @@ static lt_status einsum(lt_kctx *k)
                 opcount[q.axl[i][a]]++;
             }
     }
-    ein_t cur;
+    bool direct = (ct == CT_F32 && dt == LT_F32) || (ct == CT_F64 && dt == LT_F64) || (ct == CT_I64 && dt == LT_I64);
+    ein_t fin, cur;
+    fin.data = direct ? Y->data : lt_k_scratch(k, (size_t)Y->numel * ct_size(ct));
+    if (!fin.data)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     s = prepare(k, ct, &q, 0, in[0], opcount, in_out, &cur);
     for (int i = 1; i < nin && s == LT_OK; i++) {
         ein_t op, res;
@@ -573,17 +583,11 @@ static lt_status einsum(lt_kctx *k)
         for (int j = i + 1; j < nin; j++)
             for (int a = 0; a < q.nax[j]; a++)
                 keep[q.axl[j][a]] = true;
-        s = contract(k, ct, &cur, &op, keep, &res);
+        s = contract(k, ct, &cur, &op, keep, q.outl, q.nout, i == nin - 1 ? fin.data : NULL, &res);
         cur = res;
     }
     if (s != LT_OK)
         return s;
-    /* output order; anything else still there is summed */
-    bool direct = (ct == CT_F32 && dt == LT_F32) || (ct == CT_F64 && dt == LT_F64) || (ct == CT_I64 && dt == LT_I64);
-    ein_t fin;
-    fin.data = direct ? Y->data : lt_k_scratch(k, (size_t)Y->numel * ct_size(ct));
-    if (!fin.data)
-        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     int64_t xst[NLAB], st[NLAB], rd[NLAB], rs[NLAB];
     int nr = 0;
     contiguous_strides(cur.n, cur.dim, xst);
@@ -596,7 +600,9 @@ static lt_status einsum(lt_kctx *k)
             rd[nr] = cur.dim[a];
             rs[nr++] = xst[a];
         }
-    strided(ct, fin.data, q.nout, od, st, nr, rd, rs, cur.data);
+    /* output order; anything else still there is summed */
+    if (cur.data != fin.data)
+        strided(ct, fin.data, q.nout, od, st, nr, rd, rs, cur.data);
     if (!direct)
         for (int64_t i = 0; i < Y->numel; i++) {
             if (ct == CT_I64)

@@ -242,8 +242,9 @@ void lt_red_store_f32(const float *src, lt_tensor *dst)
 }
 
 /* ---- the reduction core ---- */
-#define RED_IB 1024     /* inner elements one task handles */
-#define RED_CHUNK 32768 /* reduced elements per task when r is split */
+#define RED_IB 4096     /* inner elements one task handles: whole rows stream */
+#define RED_CHUNK 16384 /* fewest elements of a task when r is split */
+#define RED_MAXC 64     /* most chunks r is split into */
 
 typedef struct {
     int64_t ib, nib, rc, nrc;
@@ -259,8 +260,9 @@ static red_split split_of(int64_t outer, int64_t r, int64_t inner)
     s.rc = r;
     s.nrc = 1;
     /* few outputs and long reductions: split r so that threads share it */
-    if (s.ib && outer * s.nib < 64 && r / 2 > RED_CHUNK / s.ib) {
-        s.rc = RED_CHUNK / s.ib > 0 ? RED_CHUNK / s.ib : 1;
+    if (s.ib && outer * s.nib < RED_MAXC && (double)r * (double)s.ib > 2.0 * RED_CHUNK) {
+        int64_t rc = (RED_CHUNK + s.ib - 1) / s.ib, cap = (r + RED_MAXC - 1) / RED_MAXC;
+        s.rc = rc > cap ? rc : cap;
         s.nrc = (r + s.rc - 1) / s.rc;
     }
     return s;

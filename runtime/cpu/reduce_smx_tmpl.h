@@ -19,10 +19,19 @@ static void SMX_FN(smx_row)(const RT *x, RT *y, int64_t c, int mode)
         y[am] = 1;
         return;
     }
-    RT m = x[0];
-#pragma omp simd reduction(max : m)
-    for (int64_t j = 1; j < c; j++)
-        m = x[j] > m ? x[j] : m;
+    /* max in 8 independent lanes: an omp simd max reduction keeps its
+     * accumulator in memory with GCC */
+    RT lane[8], m = x[0];
+    for (int l = 0; l < 8; l++)
+        lane[l] = x[0];
+    int64_t j0 = 0;
+    for (; j0 + 8 <= c; j0 += 8)
+        for (int l = 0; l < 8; l++)
+            lane[l] = x[j0 + l] > lane[l] ? x[j0 + l] : lane[l];
+    for (int l = 0; l < 8; l++)
+        m = lane[l] > m ? lane[l] : m;
+    for (; j0 < c; j0++)
+        m = x[j0] > m ? x[j0] : m;
     double s = 0;
     if (mode == LT_RED_SOFTMAX) {
 #pragma omp simd reduction(+ : s)

@@ -51,24 +51,37 @@ static double RED_FN(row)(const void *xv, int64_t n, int pre, int comb, double s
         for (int64_t i = 0; i < n; i++)
             a *= (double)x[i];
     } else {
-        /* max / min with NaN propagating like numpy's */
+        /* max / min in 8 independent lanes (an omp simd max reduction keeps
+         * its accumulator in memory with GCC); NaN sticks in its lane, as
+         * numpy propagates it */
+        bool mx = comb == LT_RED_MAX;
+        RT lane[8];
+        for (int l = 0; l < 8; l++)
+            lane[l] = mx ? (RT)-INFINITY : (RT)INFINITY;
+        int64_t i = 0;
+        if (mx)
+            for (; i + 8 <= n; i += 8)
+                for (int l = 0; l < 8; l++) {
+                    RT v = x[i + l];
+                    lane[l] = (v > lane[l] || v != v) ? v : lane[l];
+                }
+        else
+            for (; i + 8 <= n; i += 8)
+                for (int l = 0; l < 8; l++) {
+                    RT v = x[i + l];
+                    lane[l] = (v < lane[l] || v != v) ? v : lane[l];
+                }
+        a = mx ? -INFINITY : INFINITY;
         int nan = 0;
-        if (comb == LT_RED_MAX) {
-            a = -INFINITY;
-#pragma omp simd reduction(max : a) reduction(| : nan)
-            for (int64_t i = 0; i < n; i++) {
-                double v = x[i];
-                a = v > a ? v : a;
-                nan |= v != v;
-            }
-        } else {
-            a = INFINITY;
-#pragma omp simd reduction(min : a) reduction(| : nan)
-            for (int64_t i = 0; i < n; i++) {
-                double v = x[i];
-                a = v < a ? v : a;
-                nan |= v != v;
-            }
+        for (int l = 0; l < 8; l++) {
+            double v = lane[l];
+            a = mx ? (v > a ? v : a) : (v < a ? v : a);
+            nan |= v != v;
+        }
+        for (; i < n; i++) {
+            double v = x[i];
+            a = mx ? (v > a ? v : a) : (v < a ? v : a);
+            nan |= v != v;
         }
         if (nan)
             a = NAN;

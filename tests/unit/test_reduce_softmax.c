@@ -1,6 +1,7 @@
 /* Softmax, LogSoftmax, Hardmax (legacy 2-D coercion and single-axis forms),
  * LpNormalization and MeanVarianceNormalization against double loops. */
 #include "testutil.h"
+#include "runtime/cpu/reduce_util.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,15 @@ static void softmax_large_values(void **state)
     tu_assert_close(y, lw, 6, 1e-6, 1e-6, 0);
     lt_value_free(y);
     lt_value_free(x);
+    /* masked entries (-inf) get exactly 0, the rest a proper softmax */
+    int64_t d4[1] = {4};
+    double mk[4] = {-INFINITY, 0, 1, -INFINITY};
+    x = tu_from(LT_F32, 1, d4, mk);
+    y = run1(LT_OP_SOFTMAX, 13, x, NULL, 0, NULL, 0);
+    double mw[4] = {0, 1 / (1 + exp(1)), exp(1) / (1 + exp(1)), 0};
+    tu_assert_close(y, mw, 4, 1e-6, 0, 0);
+    lt_value_free(y);
+    lt_value_free(x);
     /* Hardmax: ties go to the first index */
     double t[6] = {1, 3, 3, 2, 2, 0};
     x = tu_from(LT_F32, 2, d, t);
@@ -245,6 +255,25 @@ static void mvn(void **state)
     lt_value_free(x);
 }
 
+/* The vectorizable exp of the float paths against double exp. */
+static void fast_exp(void **state)
+{
+    (void)state;
+    double worst = 0;
+    for (float x = -87.3f; x < 88.7f; x += 0.0137f) {
+        double e = exp((double)x), got = lt_red_expf(x);
+        double rel = fabs(got - e) / e;
+        worst = rel > worst ? rel : worst;
+    }
+    assert_true(worst < 2.5e-7); /* about 2 ulp */
+    assert_true(lt_red_expf(0) == 1.0f);
+    assert_true(lt_red_expf(-INFINITY) == 0.0f);
+    assert_true(lt_red_expf(-1000.0f) == 0.0f);
+    assert_true(isinf(lt_red_expf(INFINITY)) && lt_red_expf(1000.0f) > 0);
+    assert_true(isnan(lt_red_expf(NAN)));
+    assert_true(isnan(lt_red_expf(-NAN)));
+}
+
 static void bad_axis(void **state)
 {
     (void)state;
@@ -265,7 +294,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(softmax_axis_forms), cmocka_unit_test(softmax_types_and_sizes),
         cmocka_unit_test(softmax_large_values), cmocka_unit_test(lp_normalization),
-        cmocka_unit_test(mvn), cmocka_unit_test(bad_axis),
+        cmocka_unit_test(mvn), cmocka_unit_test(fast_exp), cmocka_unit_test(bad_axis),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
