@@ -223,15 +223,11 @@ static lt_status container_value(const char *path, const uint8_t *d, size_t n, b
                 s = lt_errf(err, LT_ERR_UNSUPPORTED, "%s: only sequences/optionals of tensors are supported", path);
             }
             p += len;
-        } else if (wt == 5) {
-            p += 4;
-        } else if (wt == 1) {
-            p += 8;
+        } else if ((wt == 5 && end - p >= 4) || (wt == 1 && end - p >= 8)) {
+            p += wt == 5 ? 4 : 8;
         } else {
             s = lt_errf(err, LT_ERR_INVALID, "%s: corrupt protobuf", path);
         }
-        if (p > end)
-            s = lt_errf(err, LT_ERR_INVALID, "%s: corrupt protobuf", path);
     }
     if (s != LT_OK) {
         lt_value_free(v);

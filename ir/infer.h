@@ -44,5 +44,8 @@ void lt_infer_register_norm(lt_infer_fn *tab);
 void lt_infer_register_index(lt_infer_fn *tab);
 void lt_infer_register_image(lt_infer_fn *tab);
 void lt_infer_register_misc(lt_infer_fn *tab);
+void lt_infer_register_grad_nn(lt_infer_fn *tab);
+void lt_infer_register_grad_misc(lt_infer_fn *tab);
+void lt_infer_register_grad_rnn(lt_infer_fn *tab);
 
 #endif

@@ -111,5 +111,8 @@ void lt_cpu_register_norm(lt_kernel_fn *tab);
 void lt_cpu_register_index(lt_kernel_fn *tab);
 void lt_cpu_register_image(lt_kernel_fn *tab);
 void lt_cpu_register_misc(lt_kernel_fn *tab);
+void lt_cpu_register_grad_nn(lt_kernel_fn *tab);
+void lt_cpu_register_grad_misc(lt_kernel_fn *tab);
+void lt_cpu_register_grad_rnn(lt_kernel_fn *tab);
 
 #endif

@@ -41,15 +41,14 @@ FN2(celu, return x > 0 ? x : (T)p->alpha * expm1(x / (T)p->alpha);)
 /* comparisons rather than fmin/fmax so NaN propagates */
 FN2(hsig, T v = (T)p->alpha * x + (T)p->beta; return v < 0 ? 0 : (v > 1 ? 1 : v);)
 FN2(hswish, T v = x / 6 + (T)0.5; return x * (v < 0 ? 0 : (v > 1 ? 1 : v));)
-static inline float gelu_f(float x, const lt_ew_par *p)
+/* Gelu, exact form: 1 + erf(t) = erfc(-t) keeps precision for x << 0 */
+static inline float gelu_f(float x, const lt_ew_par *p) { return 0.5f * x * lt_ew_erf1pf(x * 0.7071067811865476f); }
+static inline double gelu_d(double x, const lt_ew_par *p) { return 0.5 * x * erfc(x * -0.7071067811865476); }
+/* Gelu, approximate = "tanh" */
+FN2(gelut, return (T)0.5 * x * (1 + tanh((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x)));)
+static inline float gelut_vf(float x, const lt_ew_par *p)
 {
-    return p->flag_a ? 0.5f * x * (1 + lt_ew_tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)))
-                     : 0.5f * x * (1 + erff(x * 0.7071067811865476f));
-}
-static inline double gelu_d(double x, const lt_ew_par *p)
-{
-    return p->flag_a ? 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
-                     : 0.5 * x * (1 + erf(x * 0.7071067811865476));
+    return 0.5f * x * (1 + lt_ew_tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 FN2(mish, return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)));)
 FN2(shrink, return x < -(T)p->lambd ? x + (T)p->bias : (x > (T)p->lambd ? x - (T)p->bias : 0);)
@@ -73,7 +72,8 @@ ACT(leaky, x < 0 ? (ti_t)p->alpha * x : x, L, false)
 ACT(hsig, CALL(hsig, x), L, false)
 ACT(hswish, CALL(hswish, x), L, false)
 ACT(threlu, x > (ti_t)p->alpha ? x : 0, L, false)
-ACT(gelu, CALL(gelu, x), H, false)
+ACT(gelu, CALL(gelu, x), L, false)
+ACT(gelut, _Generic((x), float: gelut_vf, double: gelut_d)(x, p), L, false)
 ACT(mish, CALL(mish, x), H, false)
 ACT(shrink, CALL(shrink, x), L, true) /* Shrink takes every numeric type */
 
@@ -134,12 +134,11 @@ static lt_status k_threlu(lt_kctx *k)
 static lt_status k_gelu(lt_kctx *k)
 {
     const char *a = lt_attr_str(k->node, "approximate", "none");
-    lt_ew_par p = {0};
     if (strcmp(a, "tanh") == 0)
-        p.flag_a = 1;
-    else if (strcmp(a, "none") != 0)
+        return run(k, &gelut_op, NULL);
+    if (strcmp(a, "none") != 0)
         return lt_k_fail(k, LT_ERR_INVALID, "approximate must be 'none' or 'tanh', not '%s'", a);
-    return run(k, &gelu_op, &p);
+    return run(k, &gelu_op, NULL);
 }
 
 static lt_status k_shrink(lt_kctx *k)

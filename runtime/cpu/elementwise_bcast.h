@@ -114,7 +114,9 @@ void lt_cpu_register_elementwise_cast(lt_kernel_fn *tab);
 #define LT_EW_UNARY_ROW(name, TI, TO, UT, EXPR)                                                            \
     static void name(const void *par_, int64_t n, void *out_, const void *const *in_, const int64_t *step_) \
     {                                                                                                      \
-        const lt_ew_par *p = par_;                                                                         \
+        /* a local copy: loads from it may be if-converted, loads through par_ not */                     \
+        const lt_ew_par pv_ = par_ ? *(const lt_ew_par *)par_ : (lt_ew_par){0};                            \
+        const lt_ew_par *p = &pv_;                                                                         \
         typedef TI ti_t;                                                                                   \
         typedef UT ut_t;                                                                                   \
         (void)p;                                                                                           \
@@ -133,7 +135,9 @@ void lt_cpu_register_elementwise_cast(lt_kernel_fn *tab);
 #define LT_EW_BINARY_ROW(name, TI, TO, UT, EXPR)                                                           \
     static void name(const void *par_, int64_t n, void *out_, const void *const *in_, const int64_t *step_) \
     {                                                                                                      \
-        const lt_ew_par *p = par_;                                                                         \
+        /* a local copy: loads from it may be if-converted, loads through par_ not */                     \
+        const lt_ew_par pv_ = par_ ? *(const lt_ew_par *)par_ : (lt_ew_par){0};                            \
+        const lt_ew_par *p = &pv_;                                                                         \
         typedef TI ti_t;                                                                                   \
         typedef UT ut_t;                                                                                   \
         (void)p;                                                                                           \

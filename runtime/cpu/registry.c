@@ -17,6 +17,9 @@ static void fill(void)
     lt_cpu_register_index(lt_cpu_kernels);
     lt_cpu_register_image(lt_cpu_kernels);
     lt_cpu_register_misc(lt_cpu_kernels);
+    lt_cpu_register_grad_nn(lt_cpu_kernels);
+    lt_cpu_register_grad_misc(lt_cpu_kernels);
+    lt_cpu_register_grad_rnn(lt_cpu_kernels);
 }
 
 void lt_cpu_kernels_init(void)

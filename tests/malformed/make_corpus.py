@@ -389,6 +389,9 @@ def structure():
     m.graph.input.append(vi("X"))
     write("duplicate_input.onnx", m, "value 'X' is defined twice in graph 'g'")
     write("node_no_op_type.onnx", m1([node("", ["X"], ["Y"], "n0")]), "node 'n0' (<no op_type>): node has no op_type")
+    n = node("Relu", ["X"], ["Y"], "n1")
+    n.ClearField("op_type")
+    write("node_op_type_absent.onnx", m1([n]), "node 'n1' (<no op_type>): node has no op_type")
     write("node_name_newline.onnx", m1([node("Relu", ["nope"], ["Y"], "evil\nname\r")]),
           "node 'evil?name?' (Relu): input 'nope' is not defined")
     m = relu_model()
