@@ -45,7 +45,7 @@ int lt_cmd_import(int argc, char **argv)
     return 0;
 }
 
-static void sanitize(const char *name, char *out, size_t len)
+void lt_cli_sanitize(const char *name, char *out, size_t len)
 {
     size_t i = 0;
     for (; name[i] && i + 1 < len; i++) {
@@ -130,7 +130,7 @@ int lt_cmd_run(int argc, char **argv)
         printf("\n");
         if (outdir) {
             char fn[1024], file[2048];
-            sanitize(lt_model_output_name(m, i), fn, sizeof fn);
+            lt_cli_sanitize(lt_model_output_name(m, i), fn, sizeof fn);
             snprintf(file, sizeof file, "%s/%s.npy", outdir, fn);
             s = lt_value_save_npy(outs[i], file, &err);
             if (s != LT_OK) {

@@ -10,6 +10,9 @@ static void usage(FILE *f)
             "  import MODEL [--print]                 summarize an ONNX model (exit 2 if it has unsupported ops)\n"
             "  run MODEL --input NAME=FILE... [--output-dir DIR]\n"
             "                                         run a model on .npy/.pb inputs\n"
+            "  grad MODEL --input NAME=FILE... [--loss sum|mean|softmax-cross-entropy --labels FILE]\n"
+            "       [--seed OUTPUT=FILE]... [--wrt-inputs] [--output-dir DIR] [--print]\n"
+            "                                         gradients of a loss with respect to the parameters\n"
             "  check [--expect FILE] PATH...          run ONNX backend test cases\n"
             "  predict MODEL [--data SPEC] [--count N] classify test images (default fashion-mnist)\n");
 }
@@ -38,6 +41,8 @@ int main(int argc, char **argv)
         return lt_cmd_import(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0)
         return lt_cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "grad") == 0)
+        return lt_cmd_grad(argc - 1, argv + 1);
     if (strcmp(cmd, "predict") == 0)
         return lt_cmd_predict(argc - 1, argv + 1);
     if (strcmp(cmd, "check") == 0)

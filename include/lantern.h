@@ -113,6 +113,26 @@ lt_value_kind lt_model_input_kind(const lt_model *m, int i);
 void lt_model_input_shape(const lt_model *m, int i, int *rank, int64_t *dims);
 lt_value_kind lt_model_output_kind(const lt_model *m, int i);
 
+/* ---- differentiation ---- */
+typedef enum lt_loss_kind {
+    LT_LOSS_SUM = 0, /* sum of the first output */
+    LT_LOSS_MEAN,    /* mean of the first output */
+    LT_LOSS_SOFTMAX_CROSS_ENTROPY, /* batch mean against int64 labels (input "labels") */
+    LT_LOSS_SEEDS    /* sum of output * seed over seeded outputs (inputs "<output>_seed") */
+} lt_loss_kind;
+
+typedef struct lt_grad_opts {
+    lt_loss_kind loss;
+    int nseeds;
+    const char *const *seed_outputs;
+    int wrt_inputs; /* gradients for float graph inputs too */
+} lt_grad_opts;
+
+/* Turns the model into its combined forward/backward program (reverse-mode
+ * AD as a CPS transform): outputs become "loss" then "<param>_grad" for each
+ * trainable float parameter (then "<input>_grad" with wrt_inputs). */
+lt_status lt_model_grad(lt_model *m, const lt_grad_opts *opts, lt_err *err);
+
 /* ---- execution ---- */
 typedef struct lt_session lt_session;
 

@@ -34,10 +34,13 @@ static inline double sigmoid_d(double x, const lt_ew_par *p)
     double e = exp(-fabs(x)), r = 1 / (1 + e);
     return x >= 0 ? r : e * r;
 }
-FN2(softplus, return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));)
-FN2(elu, return x < 0 ? (T)p->alpha * expm1(x) : x;)
-FN2(selu, return x <= 0 ? (T)p->gamma * (T)p->alpha * expm1(x) : (T)p->gamma * x;)
-FN2(celu, return x > 0 ? x : (T)p->alpha * expm1(x / (T)p->alpha);)
+/* float takes the vectorizable expm1 / log1p, double libm's */
+#define EXPM1(x) _Generic((x), float: lt_ew_expm1f, double: expm1)(x)
+static inline float softplus_f(float x, const lt_ew_par *p) { return lt_ew_softplusf(x); }
+static inline double softplus_d(double x, const lt_ew_par *p) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+FN2(elu, return x < 0 ? (T)p->alpha * EXPM1(x) : x;)
+FN2(selu, return x <= 0 ? (T)p->gamma * (T)p->alpha * EXPM1(x) : (T)p->gamma * x;)
+FN2(celu, return x > 0 ? x : (T)p->alpha * EXPM1(x / (T)p->alpha);)
 /* comparisons rather than fmin/fmax so NaN propagates */
 FN2(hsig, T v = (T)p->alpha * x + (T)p->beta; return v < 0 ? 0 : (v > 1 ? 1 : v);)
 FN2(hswish, T v = x / 6 + (T)0.5; return x * (v < 0 ? 0 : (v > 1 ? 1 : v));)
@@ -45,36 +48,40 @@ FN2(hswish, T v = x / 6 + (T)0.5; return x * (v < 0 ? 0 : (v > 1 ? 1 : v));)
 static inline float gelu_f(float x, const lt_ew_par *p) { return 0.5f * x * lt_ew_erf1pf(x * 0.7071067811865476f); }
 static inline double gelu_d(double x, const lt_ew_par *p) { return 0.5 * x * erfc(x * -0.7071067811865476); }
 /* Gelu, approximate = "tanh" */
-FN2(gelut, return (T)0.5 * x * (1 + tanh((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x)));)
-static inline float gelut_vf(float x, const lt_ew_par *p)
+static inline float gelut_f(float x, const lt_ew_par *p)
 {
     return 0.5f * x * (1 + lt_ew_tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
-FN2(mish, return x * tanh(x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)));)
+static inline double gelut_d(double x, const lt_ew_par *p)
+{
+    return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+static inline float mish_f(float x, const lt_ew_par *p) { return lt_ew_mishf(x); }
+static inline double mish_d(double x, const lt_ew_par *p) { return x * tanh(softplus_d(x, p)); }
 FN2(shrink, return x < -(T)p->lambd ? x + (T)p->bias : (x > (T)p->lambd ? x - (T)p->bias : 0);)
 
-#define H LT_EW_PAR_HEAVY
 #define L LT_EW_PAR_LIGHT
 
-/* A float-only activation whose attributes come from fill(node, &par). */
+/* Rows, table and descriptor of a float activation (attributes arrive per
+ * call in an lt_ew_par). */
 #define ACT(op, EXPR, PAR, VIA_F64)                                                      \
     LT_EW_FLOATS(ROW, op, LT_EW_SAME, EXPR)                                              \
     static const lt_ew_row op##_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(op)};           \
     static const lt_ew_op op##_op = {op##_rows, LT_EW_OUT_SAME, VIA_F64, PAR};
 
 ACT(sigmoid, CALL(sigmoid, x), L, false)
-ACT(softplus, CALL(softplus, x), H, false)
+ACT(softplus, CALL(softplus, x), L, false)
 ACT(softsign, x / (1 + fabs(x)), L, false)
-ACT(elu, CALL(elu, x), H, false)
-ACT(selu, CALL(selu, x), H, false)
-ACT(celu, CALL(celu, x), H, false)
+ACT(elu, CALL(elu, x), L, false)
+ACT(selu, CALL(selu, x), L, false)
+ACT(celu, CALL(celu, x), L, false)
 ACT(leaky, x < 0 ? (ti_t)p->alpha * x : x, L, false)
 ACT(hsig, CALL(hsig, x), L, false)
 ACT(hswish, CALL(hswish, x), L, false)
 ACT(threlu, x > (ti_t)p->alpha ? x : 0, L, false)
 ACT(gelu, CALL(gelu, x), L, false)
-ACT(gelut, _Generic((x), float: gelut_vf, double: gelut_d)(x, p), L, false)
-ACT(mish, CALL(mish, x), H, false)
+ACT(gelut, CALL(gelut, x), L, false)
+ACT(mish, CALL(mish, x), L, false)
 ACT(shrink, CALL(shrink, x), L, true) /* Shrink takes every numeric type */
 
 /* Relu: floats and (opset 14) signed ints */

@@ -76,7 +76,12 @@ static lt_status k_bitshift(lt_kctx *k)
         const T *x = in[1], *y = in[2];                                                                  \
         T *o = out;                                                                                      \
         if (st[0] == 1 && st[1] == 1 && st[2] == 1) {                                                    \
-            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : y[i];              \
+            /* both loads unconditional, so the select vectorizes */                                   \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                                          \
+            {                                                                                            \
+                T xv = x[i], yv = y[i];                                                                  \
+                o[i] = c[i] ? xv : yv;                                                                   \
+            }                                                                                            \
         } else {                                                                                         \
             for (int64_t i = 0; i < n; i++)                                                              \
                 o[i] = c[i * st[0]] ? x[i * st[1]] : y[i * st[2]];                                       \

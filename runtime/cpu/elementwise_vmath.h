@@ -49,10 +49,58 @@ static inline float lt_ew_expf(float x)
     return p * s1 * s2;
 }
 
+/* e^x - 1: Taylor series through x^8 / 8! where the subtraction would
+ * cancel (|x| < 0.5, truncation error below 1e-8 relative) */
+static inline float lt_ew_expm1f(float x)
+{
+    float p = 1.0f / 40320;
+    p = p * x + 1.0f / 5040;
+    p = p * x + 1.0f / 720;
+    p = p * x + 1.0f / 120;
+    p = p * x + 1.0f / 24;
+    p = p * x + 1.0f / 6;
+    p = p * x + 0.5f;
+    p = p * x * x + x;
+    float ax = x < 0 ? -x : x;
+    return ax < 0.5f ? p : lt_ew_expf(x) - 1.0f;
+}
+
+/* log(1 + y) for y in [0, 1]: 2 atanh(s) with s = y / (2 + y) <= 1/3, whose
+ * odd series 2 (s + s^3/3 + ... + s^17/17) is within 1e-9 there */
+static inline float lt_ew_log1p_unit(float y)
+{
+    float s = y / (2.0f + y), z = s * s;
+    float p = 1.0f / 17;
+    p = p * z + 1.0f / 15;
+    p = p * z + 1.0f / 13;
+    p = p * z + 1.0f / 11;
+    p = p * z + 1.0f / 9;
+    p = p * z + 1.0f / 7;
+    p = p * z + 1.0f / 5;
+    p = p * z + 1.0f / 3;
+    return 2.0f * (p * z * s + s);
+}
+
+/* log(1 + e^x) = max(x, 0) + log(1 + e^{-|x|}) */
+static inline float lt_ew_softplusf(float x)
+{
+    float ax = x < 0 ? -x : x;
+    return (x > 0 ? x : 0.0f) + lt_ew_log1p_unit(lt_ew_expf(-ax));
+}
+
+/* x tanh(softplus(x)) = x n / (n + 2) with n = e^x (e^x + 2); past x = 20
+ * the ratio is 1 in float (and n would overflow) */
+static inline float lt_ew_mishf(float x)
+{
+    float e = lt_ew_expf(x < 20.0f ? x : 20.0f), n = e * (e + 2.0f);
+    return x * (n / (n + 2.0f));
+}
+
 static inline float lt_ew_sigmoidf(float x)
 {
-    /* exp(-x) overflows to inf for x < -89: 1 / inf = 0, as it should */
-    return 1.0f / (1.0f + lt_ew_expf(-x));
+    /* e^{-|x|} never overflows, so tails down to the subnormals survive */
+    float e = lt_ew_expf(x < 0 ? x : -x), r = 1.0f / (1.0f + e);
+    return x < 0 ? e * r : r;
 }
 
 static inline float lt_ew_tanhf(float x)
@@ -66,10 +114,10 @@ static inline float lt_ew_tanhf(float x)
     ps = ps * z + 1.33314422036e-1f;
     ps = ps * z - 3.33332819422e-1f;
     ps = ps * z * x + x;
-    /* large |x|: 1 - 2 / (e^{2|x|} + 1), sign restored */
+    /* large |x|: 1 - 2 / (e^{2|x|} + 1) */
     float pl = 1.0f - 2.0f / (lt_ew_expf(2.0f * ax) + 1.0f);
-    pl = lt_ew_float(lt_ew_bits(pl) | (lt_ew_bits(x) & 0x80000000u));
-    return ax < 0.625f ? ps : pl;
+    /* x's sign onto either (ps already has it, except for -0) */
+    return lt_ew_float(lt_ew_bits(ax < 0.625f ? ps : pl) | (lt_ew_bits(x) & 0x80000000u));
 }
 
 /* erf pieces: for |x| < 1, erf(x) = x P(x^2); for |x| >= 1, erfc(|x|) =
@@ -103,7 +151,12 @@ static inline float lt_ew_erfc_large(float ax)
     g = g * u - 2.570774805e-03f;
     g = g * u + 5.643334160e-01f;
     g = g * u - 3.461047193e-06f;
-    return lt_ew_expf(-ac * ac) * g;
+    /* e^{-x^2} with x^2 split exactly: xh (12 significant bits) squares
+     * without rounding, and the rest is small; rounding x * x instead would
+     * cost up to 20 ulp near x = 10 */
+    float xh = lt_ew_float(lt_ew_bits(ac) & 0xfffff000u);
+    float d = (ac - xh) * (ac + xh);
+    return lt_ew_expf(-xh * xh) * lt_ew_expf(-d) * g;
 }
 
 static inline float lt_ew_erff(float x)

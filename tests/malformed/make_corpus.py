@@ -443,11 +443,14 @@ def attributes():
     write("attr_graph_missing.onnx", if_model(bool_branch("then"), None,
                                               extra=[attr("else_branch", AttributeProto.GRAPH)]),
           "node 'if' (If): attribute 'else_branch' has no graph")
-    # a graph whose kind is left for the importer to infer (type present but
-    # 0): it must still get a region of its own; its body is then broken
-    bad = graph([node("Relu", ["nope"], ["z"], "inner")], [], [vi("z")], name="sub")
-    write("attr_graph_type0.onnx", one("Relu", attr("sub", 0, g=bad), name="r"),
-          "node 'inner' (Relu): input 'nope' is not defined")
+    # graphs whose kind is left for the importer to infer (type present but
+    # 0): each must still get a region of its own (the second once wrote past
+    # the node's region array); the second body is then broken
+    good = graph([node("Relu", ["X"], ["z"], "fine")], [], [vi("z")], name="sub1")
+    bad = graph([node("Relu", ["nope"], ["z"], "inner")], [], [vi("z")], name="sub2")
+    m = one("Relu", attr("sub1", 0, g=good), name="r")
+    m.graph.node[0].attribute.append(attr("sub2", 0, g=bad))
+    write("attr_graph_type0.onnx", m, "node 'inner' (Relu): input 'nope' is not defined")
 
 
 # ---- control flow ----

@@ -1,0 +1,44 @@
+/* State shared by the transform's files. */
+#ifndef LT_AD_IMPL_H
+#define LT_AD_IMPL_H
+
+#include "ad.h"
+
+struct lt_ad {
+    lt_module *m;
+    lt_err *err;
+    const lt_ad_spec *spec;
+    lt_block *out;  /* block being written */
+    int nsrc;       /* values of the source program: ids below nsrc */
+    lt_ival **map;  /* source value -> value in the new program */
+    lt_ival **cell; /* source value -> its adjoint cell in the new program */
+    bool *active;   /* source value depends on something differentiated */
+    int counter;    /* fresh names */
+    lt_ival *loss_src, *loss_cell;
+};
+
+typedef struct lt_ad_kont {
+    lt_status (*fn)(lt_ad *c, void *env);
+    void *env;
+} lt_ad_kont;
+
+typedef struct lt_ad_captures {
+    lt_ival **v;
+    int n, cap;
+} lt_ad_captures;
+
+lt_status lt_ad_block(lt_ad *c, const lt_block *b, int i, lt_ad_kont k);
+lt_status lt_ad_loop(lt_ad *c, const lt_block *b, int i, lt_ad_kont k);
+lt_status lt_ad_close(lt_ad *c, lt_func *f, lt_ad_captures *cp);
+lt_status lt_ad_extend_call(lt_ad *c, lt_node *call, int n, lt_ival *const *extra);
+lt_node *lt_ad_call(lt_ad *c, lt_func *f, int nin, lt_ival *const *args, int nout);
+lt_ival *lt_ad_mapped(lt_ad *c, const lt_ival *v);
+lt_ival *lt_ad_new_cell(lt_ad *c, lt_ival *v);
+lt_status lt_ad_make_cells(lt_ad *c, lt_ival *const *src, int n);
+lt_status lt_ad_clone_node(lt_ad *c, const lt_node *n);
+/* runs the shape rule of an emitted node (inputs and attributes set) */
+void lt_ad_infer(lt_ad *c, lt_node *n);
+/* drops adjoints nobody reads and values nobody uses */
+lt_status lt_ad_dce(lt_module *m, lt_err *err);
+
+#endif

@@ -1,0 +1,138 @@
+/* Dead-code elimination after the AD: adjoint cells nobody reads lose their
+ * accumulations (frozen parameters, integer inputs, shapes), and then every
+ * pure node whose outputs nobody uses goes (forward values the backward
+ * never needs, contributions nobody accumulates). */
+#include "ad_impl.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct dce {
+    lt_module *m;
+    int *uses;      /* per value: reads other than AccAdd's cell operand and Call arguments */
+    bool *read;     /* per cell value: its contents are read somewhere */
+} dce;
+
+static bool pure(lt_op op)
+{
+    switch (op) {
+    case LT_OP_ACC_ADD:
+    case LT_OP_CALL:
+    case LT_OP_IF:
+    case LT_OP_LOOP:
+    case LT_OP_SCAN:
+    case LT_OP_SEQUENCE_MAP:
+        return false;
+    default:
+        return true;
+    }
+}
+
+static const lt_block *callee(const dce *d, const lt_node *n)
+{
+    int64_t fi = lt_attr_int(n, "callee", -1);
+    return fi >= 0 && fi < d->m->nfuncs ? d->m->funcs[fi]->body : NULL;
+}
+
+static void count(dce *d, const lt_block *b)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int j = 0; j < n->nin; j++) {
+            if (!n->in[j])
+                continue;
+            d->uses[n->in[j]->id]++;
+            bool cell_use = (n->op == LT_OP_ACC_ADD && j == 0) || n->op == LT_OP_CALL;
+            if (!cell_use)
+                d->read[n->in[j]->id] = true;
+        }
+        for (int r = 0; r < n->nregions; r++)
+            count(d, n->regions[r]);
+    }
+    for (int j = 0; j < b->nresults; j++) {
+        d->uses[b->results[j]->id]++;
+        d->read[b->results[j]->id] = true;
+    }
+}
+
+/* a cell passed to a Call and the callee's parameter are one object at run
+ * time: if either is read, both are */
+static bool propagate_calls(dce *d, const lt_block *b)
+{
+    bool changed = false;
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        if (n->op == LT_OP_CALL) {
+            const lt_block *f = callee(d, n);
+            for (int j = 0; f && j < n->nin && j < f->nparams; j++) {
+                if (!n->in[j] || d->read[n->in[j]->id] == d->read[f->params[j]->id])
+                    continue;
+                d->read[n->in[j]->id] = d->read[f->params[j]->id] = true;
+                changed = true;
+            }
+        }
+        for (int r = 0; r < n->nregions; r++)
+            changed |= propagate_calls(d, n->regions[r]);
+    }
+    return changed;
+}
+
+static bool sweep(dce *d, lt_block *b)
+{
+    bool changed = false;
+    int w = 0;
+    for (int i = 0; i < b->nnodes; i++) {
+        lt_node *n = b->nodes[i];
+        bool dead = false;
+        if (n->op == LT_OP_ACC_ADD) {
+            dead = n->in[0] && !d->read[n->in[0]->id];
+        } else if (pure(n->op)) {
+            dead = true;
+            for (int j = 0; j < n->nout; j++)
+                if (n->out[j] && d->uses[n->out[j]->id])
+                    dead = false;
+        }
+        if (dead) {
+            changed = true;
+            continue;
+        }
+        for (int r = 0; r < n->nregions; r++)
+            changed |= sweep(d, n->regions[r]);
+        n->index = w;
+        b->nodes[w++] = n;
+    }
+    b->nnodes = w;
+    return changed;
+}
+
+lt_status lt_ad_dce(lt_module *m, lt_err *err)
+{
+    dce d = {m, NULL, NULL};
+    for (int round = 0; round < 1000; round++) {
+        free(d.uses);
+        free(d.read);
+        d.uses = calloc(m->nvalues + 1, sizeof *d.uses);
+        d.read = calloc(m->nvalues + 1, sizeof *d.read);
+        if (!d.uses || !d.read) {
+            free(d.uses);
+            free(d.read);
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        }
+        count(&d, m->main);
+        for (int f = 0; f < m->nfuncs; f++)
+            count(&d, m->funcs[f]->body);
+        bool more = true;
+        while (more) {
+            more = propagate_calls(&d, m->main);
+            for (int f = 0; f < m->nfuncs; f++)
+                more |= propagate_calls(&d, m->funcs[f]->body);
+        }
+        bool changed = sweep(&d, m->main);
+        for (int f = 0; f < m->nfuncs; f++)
+            changed |= sweep(&d, m->funcs[f]->body);
+        if (!changed)
+            break;
+    }
+    free(d.uses);
+    free(d.read);
+    return LT_OK;
+}

@@ -1,0 +1,202 @@
+/* Gradient rules: convolution, pooling, normalization, losses, recurrent
+ * layers and Resize, mostly through the dedicated gradient ops (whose
+ * kernels map onto cuDNN's backward calls on the GPU). */
+#include "ad_impl.h"
+
+#define G dout[0]
+#define ACC(i, v) lt_ad_accum(c, n, (i), (v))
+
+static lt_node *grad_node(lt_ad *c, const lt_node *n, lt_op op, int nin, lt_ival *const *ins, int nout)
+{
+    lt_node *k = lt_ad_node(c, op, nin, nout);
+    if (!k)
+        return NULL;
+    for (int i = 0; i < nin; i++)
+        k->in[i] = ins[i];
+    lt_ad_copy_attrs(c, k, n);
+    lt_ad_infer(c, k);
+    return k;
+}
+
+static lt_ival *arg(const lt_node *n, lt_ival *const *in, int i) { return i < n->nin ? in[i] : NULL; }
+
+/* sum of g over every axis but the channel axis 1: a bias's gradient */
+static lt_ival *channel_sum(lt_ad *c, lt_ival *g)
+{
+    int r = g->type.rank;
+    int64_t axes[LT_MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < r; i++)
+        if (i != 1)
+            axes[k++] = i;
+    lt_node *s = lt_ad_node(c, LT_OP_REDUCE_SUM, 2, 1);
+    if (!s)
+        return NULL;
+    s->in[0] = g;
+    s->in[1] = lt_ad_ints(c, k, axes);
+    lt_ad_attr_int(c, s, "keepdims", 0);
+    lt_ad_infer(c, s);
+    return s->out[0];
+}
+
+static lt_status r_conv(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                        lt_ival *const *dout)
+{
+    bool t = n->op == LT_OP_CONV_TRANSPOSE;
+    if (G->type.rank < 0)
+        return lt_ad_fail(c, n, "needs a known rank to be differentiated");
+    lt_status s = LT_OK;
+    if (lt_ad_wants(c, n, 0)) {
+        lt_ival *ins[3] = {G, in[1], in[0]};
+        lt_node *k = grad_node(c, n, t ? LT_OP_CONV_TRANSPOSE_GRAD_DATA : LT_OP_CONV_GRAD_DATA, 3, ins, 1);
+        s = k ? ACC(0, k->out[0]) : LT_ERR_NOMEM;
+    }
+    if (s == LT_OK && lt_ad_wants(c, n, 1)) {
+        lt_ival *ins[3] = {G, in[0], in[1]};
+        lt_node *k = grad_node(c, n, t ? LT_OP_CONV_TRANSPOSE_GRAD_FILTER : LT_OP_CONV_GRAD_FILTER, 3, ins, 1);
+        s = k ? ACC(1, k->out[0]) : LT_ERR_NOMEM;
+    }
+    if (s == LT_OK && n->nin > 2 && lt_ad_wants(c, n, 2))
+        s = ACC(2, channel_sum(c, G));
+    return s;
+}
+
+static lt_status r_pool(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                        lt_ival *const *dout)
+{
+    lt_op op = n->op == LT_OP_MAX_POOL ? LT_OP_MAX_POOL_GRAD
+               : n->op == LT_OP_AVERAGE_POOL ? LT_OP_AVERAGE_POOL_GRAD
+                                             : LT_OP_LP_POOL_GRAD;
+    lt_ival *ins[3] = {G, in[0], out[0]};
+    lt_node *k = grad_node(c, n, op, op == LT_OP_LP_POOL_GRAD ? 3 : 2, ins, 1);
+    return k ? ACC(0, k->out[0]) : LT_ERR_NOMEM;
+}
+
+static lt_status r_global_pool(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                               lt_ival *const *dout)
+{
+    lt_ival *x = in[0];
+    lt_ival *ge = lt_ad_op2(c, LT_OP_EXPAND, G, lt_ad_op1(c, LT_OP_SHAPE, x));
+    if (n->op == LT_OP_GLOBAL_MAX_POOL) {
+        lt_ival *ye = lt_ad_op2(c, LT_OP_EXPAND, out[0], lt_ad_op1(c, LT_OP_SHAPE, x));
+        lt_ival *zero = lt_ad_scalar(c, x->type.dtype == LT_F64 ? LT_F64 : LT_F32, 0);
+        return ACC(0, lt_ad_op3(c, LT_OP_WHERE, lt_ad_op2(c, LT_OP_EQUAL, x, ye), ge, zero));
+    }
+    lt_ival *cnt = lt_ad_op2(c, LT_OP_DIV, lt_ad_op1(c, LT_OP_SIZE, x), lt_ad_op1(c, LT_OP_SIZE, out[0]));
+    lt_node *k = lt_ad_node(c, LT_OP_CAST, 1, 1);
+    if (!k)
+        return LT_ERR_NOMEM;
+    k->in[0] = cnt;
+    lt_ad_attr_int(c, k, "to", x->type.dtype == LT_F64 ? LT_F64 : LT_F32);
+    lt_ad_infer(c, k);
+    return ACC(0, lt_ad_op2(c, LT_OP_DIV, ge, k->out[0]));
+}
+
+/* normalizations: (dy, x, scale[, bias, mean, var]) -> dx, dscale, dbias */
+static lt_status r_norm(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                        lt_ival *const *dout)
+{
+    lt_op op;
+    int nin;
+    lt_ival *ins[6] = {G, in[0], arg(n, in, 1), arg(n, in, 2), arg(n, in, 3), arg(n, in, 4)};
+    switch (n->op) {
+    case LT_OP_BATCH_NORMALIZATION: op = LT_OP_BATCH_NORM_GRAD; nin = 6; break;
+    case LT_OP_LAYER_NORMALIZATION: op = LT_OP_LAYER_NORM_GRAD; nin = 3; break;
+    case LT_OP_INSTANCE_NORMALIZATION: op = LT_OP_INSTANCE_NORM_GRAD; nin = 3; break;
+    case LT_OP_GROUP_NORMALIZATION: op = LT_OP_GROUP_NORM_GRAD; nin = 4; break;
+    default: return lt_ad_fail(c, n, "no gradient rule");
+    }
+    lt_node *k = grad_node(c, n, op, nin, ins, 3);
+    if (!k)
+        return LT_ERR_NOMEM;
+    lt_status s = ACC(0, k->out[0]);
+    if (s == LT_OK)
+        s = ACC(1, k->out[1]);
+    if (s == LT_OK)
+        s = ACC(2, k->out[2]);
+    return s;
+}
+
+static lt_status r_lrn(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                       lt_ival *const *dout)
+{
+    lt_ival *ins[2] = {G, in[0]};
+    lt_node *k = grad_node(c, n, LT_OP_LRN_GRAD, 2, ins, 1);
+    return k ? ACC(0, k->out[0]) : LT_ERR_NOMEM;
+}
+
+static lt_status r_loss(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                        lt_ival *const *dout)
+{
+    if (!G)
+        return lt_ad_fail(c, n, "only the loss output (not log_prob) can be differentiated");
+    lt_ival *ins[4] = {G, in[0], in[1], arg(n, in, 2)};
+    lt_node *k = grad_node(c, n, n->op == LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS ? LT_OP_SCE_LOSS_GRAD : LT_OP_NLL_LOSS_GRAD,
+                           ins[3] ? 4 : 3, ins, 1);
+    return k ? ACC(0, k->out[0]) : LT_ERR_NOMEM;
+}
+
+static lt_status r_recurrent(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                             lt_ival *const *dout)
+{
+    bool lstm = n->op == LT_OP_LSTM;
+    int nfwd = lstm ? 8 : 6, nd = lstm ? 3 : 2;
+    lt_ival *ins[11];
+    for (int i = 0; i < nfwd; i++)
+        ins[i] = arg(n, in, i);
+    for (int j = 0; j < nd; j++)
+        ins[nfwd + j] = j < n->nout ? dout[j] : NULL;
+    lt_op op = n->op == LT_OP_RNN ? LT_OP_RNN_GRAD : n->op == LT_OP_GRU ? LT_OP_GRU_GRAD : LT_OP_LSTM_GRAD;
+    lt_node *k = grad_node(c, n, op, nfwd + nd, ins, lstm ? 7 : 5);
+    if (!k)
+        return LT_ERR_NOMEM;
+    /* outputs: dX, dW, dR, dB, dh0[, dc0, dP] for inputs 0, 1, 2, 3, 5[, 6, 7] */
+    static const int target[7] = {0, 1, 2, 3, 5, 6, 7};
+    for (int j = 0; j < k->nout; j++) {
+        if (!lt_ad_wants(c, n, target[j])) {
+            k->out[j] = NULL;
+            continue;
+        }
+        lt_status s = ACC(target[j], k->out[j]);
+        if (s != LT_OK)
+            return s;
+    }
+    return LT_OK;
+}
+
+static lt_status r_resize(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                          lt_ival *const *dout)
+{
+    lt_ival *ins[5] = {G, in[0], arg(n, in, 1), arg(n, in, 2), arg(n, in, 3)};
+    lt_node *k = grad_node(c, n, LT_OP_RESIZE_GRAD, 5, ins, 1);
+    return k ? ACC(0, k->out[0]) : LT_ERR_NOMEM;
+}
+
+void lt_ad_register_nn(lt_ad_rule *t, uint32_t *nd)
+{
+    t[LT_OP_CONV] = r_conv;
+    t[LT_OP_CONV_TRANSPOSE] = r_conv;
+    t[LT_OP_MAX_POOL] = r_pool;
+    t[LT_OP_AVERAGE_POOL] = r_pool;
+    t[LT_OP_LP_POOL] = r_pool;
+    t[LT_OP_GLOBAL_AVERAGE_POOL] = r_global_pool;
+    t[LT_OP_GLOBAL_MAX_POOL] = r_global_pool;
+    t[LT_OP_BATCH_NORMALIZATION] = r_norm;
+    t[LT_OP_LAYER_NORMALIZATION] = r_norm;
+    t[LT_OP_INSTANCE_NORMALIZATION] = r_norm;
+    t[LT_OP_GROUP_NORMALIZATION] = r_norm;
+    t[LT_OP_LRN] = r_lrn;
+    t[LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS] = r_loss;
+    t[LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS] = r_loss;
+    t[LT_OP_RNN] = r_recurrent;
+    t[LT_OP_GRU] = r_recurrent;
+    t[LT_OP_LSTM] = r_recurrent;
+    t[LT_OP_RESIZE] = r_resize;
+    nd[LT_OP_BATCH_NORMALIZATION] = (1u << 3) | (1u << 4);
+    nd[LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS] = (1u << 1) | (1u << 2);
+    nd[LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS] = (1u << 1) | (1u << 2);
+    nd[LT_OP_RNN] = 1u << 4;
+    nd[LT_OP_GRU] = 1u << 4;
+    nd[LT_OP_LSTM] = 1u << 4;
+    nd[LT_OP_RESIZE] = ~1u;
+}

@@ -1,0 +1,156 @@
+/* `lantern grad`: the combined forward/backward program of a model, run on
+ * given inputs; writes one .npy gradient per parameter. */
+#include "cli.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int lt_cmd_grad(int argc, char **argv)
+{
+    const char *path = NULL, *outdir = NULL, *labels = NULL;
+    int print = 0, check = 0, rc = 0, nin = 0, nseeds = 0;
+    lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
+    const char **names = calloc(argc + 2, sizeof *names), **seed_names = calloc(argc + 1, sizeof *seed_names);
+    lt_value **vals = calloc(argc + 2, sizeof *vals), **outs = NULL;
+    char **owned_names = calloc(argc + 1, sizeof *owned_names);
+    lt_err err;
+    lt_model *m = NULL;
+    lt_session *sess = NULL;
+    lt_status s = LT_OK;
+    if (!names || !vals || !seed_names || !owned_names) {
+        fprintf(stderr, "lantern: out of memory\n");
+        return 1;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "--input") || !strcmp(a, "--seed")) && i + 1 < argc) {
+            char *spec = argv[++i], *eq = strchr(spec, '=');
+            if (!eq) {
+                fprintf(stderr, "lantern grad: %s wants NAME=FILE, got '%s'\n", a, spec);
+                rc = 2;
+                goto done;
+            }
+            *eq = 0;
+            if (!strcmp(a, "--seed")) {
+                seed_names[nseeds++] = spec;
+                size_t l = strlen(spec) + 6;
+                owned_names[nin] = malloc(l);
+                snprintf(owned_names[nin], l, "%s_seed", spec);
+                names[nin] = owned_names[nin];
+            } else {
+                names[nin] = spec;
+            }
+            if ((s = lt_value_load(eq + 1, &vals[nin], &err)) != LT_OK)
+                goto fail;
+            nin++;
+        } else if (!strcmp(a, "--loss") && i + 1 < argc) {
+            const char *l = argv[++i];
+            if (!strcmp(l, "sum"))
+                o.loss = LT_LOSS_SUM;
+            else if (!strcmp(l, "mean"))
+                o.loss = LT_LOSS_MEAN;
+            else if (!strcmp(l, "softmax-cross-entropy"))
+                o.loss = LT_LOSS_SOFTMAX_CROSS_ENTROPY;
+            else {
+                fprintf(stderr, "lantern grad: unknown loss '%s' (sum, mean, softmax-cross-entropy)\n", l);
+                rc = 2;
+                goto done;
+            }
+        } else if (!strcmp(a, "--labels") && i + 1 < argc) {
+            labels = argv[++i];
+        } else if (!strcmp(a, "--output-dir") && i + 1 < argc) {
+            outdir = argv[++i];
+        } else if (!strcmp(a, "--wrt-inputs")) {
+            o.wrt_inputs = 1;
+        } else if (!strcmp(a, "--print")) {
+            print = 1;
+        } else if (!strcmp(a, "--check")) {
+            check = 1;
+        } else if (a[0] != '-' && !path) {
+            path = a;
+        } else {
+            fprintf(stderr, "lantern grad: unexpected argument '%s'\n", a);
+            rc = 2;
+            goto done;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "usage: lantern grad MODEL --input NAME=FILE ... [--loss sum|mean|softmax-cross-entropy "
+                        "--labels FILE] [--seed OUTPUT=FILE]... [--wrt-inputs] [--output-dir DIR] [--print] [--check]\n");
+        rc = 2;
+        goto done;
+    }
+    if (o.loss == LT_LOSS_SOFTMAX_CROSS_ENTROPY) {
+        if (!labels) {
+            fprintf(stderr, "lantern grad: --loss softmax-cross-entropy needs --labels FILE\n");
+            rc = 2;
+            goto done;
+        }
+        names[nin] = "labels";
+        if ((s = lt_value_load(labels, &vals[nin], &err)) != LT_OK)
+            goto fail;
+        nin++;
+    }
+    if (nseeds) {
+        o.loss = LT_LOSS_SEEDS;
+        o.nseeds = nseeds;
+        o.seed_outputs = seed_names;
+    }
+    if (check) {
+        fprintf(stderr, "lantern grad: --check is not available yet\n");
+        rc = 2;
+        goto done;
+    }
+    if ((s = lt_model_load(path, &m, &err)) != LT_OK || (s = lt_model_grad(m, &o, &err)) != LT_OK)
+        goto fail;
+    if (print)
+        lt_model_print(m, stdout);
+    int nout = lt_model_num_outputs(m);
+    outs = calloc(nout + 1, sizeof *outs);
+    if ((s = lt_session_new(m, &sess, &err)) != LT_OK || (s = lt_session_run(sess, nin, names, vals, outs, &err)) != LT_OK)
+        goto fail;
+    const lt_tensor *L = lt_value_tensor(outs[0]);
+    printf("loss: %.9g\n", L && L->numel == 1 ? (L->dtype == LT_F64 ? *(double *)L->data : *(float *)L->data) : 0.0);
+    if (outdir && mkdir(outdir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "lantern: %s: cannot create folder: %s\n", outdir, strerror(errno));
+        rc = 2;
+        goto done;
+    }
+    for (int i = 1; i < nout; i++) {
+        char pname[1024], fn[1024], file[2048];
+        snprintf(pname, sizeof pname, "%s", lt_model_output_name(m, i));
+        size_t l = strlen(pname);
+        if (l > 5 && !strcmp(pname + l - 5, "_grad"))
+            pname[l - 5] = 0;
+        printf("%s: ", pname);
+        lt_value_describe(outs[i], 4, stdout);
+        printf("\n");
+        if (outdir) {
+            lt_cli_sanitize(pname, fn, sizeof fn);
+            snprintf(file, sizeof file, "%s/%s.npy", outdir, fn);
+            if ((s = lt_value_save_npy(outs[i], file, &err)) != LT_OK)
+                goto fail;
+        }
+    }
+    goto done;
+fail:
+    fprintf(stderr, "lantern: %s\n", err.msg);
+    rc = lt_exit_code(s);
+done:
+    if (outs && m)
+        for (int i = 0; i < lt_model_num_outputs(m); i++)
+            lt_value_free(outs[i]);
+    free(outs);
+    for (int i = 0; i < nin; i++)
+        lt_value_free(vals[i]);
+    for (int i = 0; i < argc; i++)
+        free(owned_names[i]);
+    free(owned_names);
+    free(vals);
+    free(names);
+    free(seed_names);
+    lt_session_free(sess);
+    lt_model_free(m);
+    return rc;
+}

@@ -1,0 +1,375 @@
+/* CPU kernels: ConvGradData, ConvGradFilter, ConvTransposeGradData and
+ * ConvTransposeGradFilter. A convolution and its transpose are one map seen
+ * from two sides: an image side (Conv's input, ConvTranspose's output) and a
+ * grid side (the window positions), with weights laid out [grid channels,
+ * image channels / group, taps...] in both. Three cores cover all six
+ * products: grid = W * im2col(image) (Conv forward, ConvTranspose's data
+ * gradient), image = col2im(W^T * grid) (ConvTranspose forward, Conv's data
+ * gradient) and dW = grid * im2col(image)^T summed over the batch (both
+ * filter gradients). float32 and float64 run natively, the half types
+ * through float32. */
+#include "grad_nn_util.h"
+#include <cblas.h>
+#include <limits.h>
+#include <omp.h>
+#include <string.h>
+
+typedef struct gc_job {
+    lt_nn_geom g; /* img: the image side's spatial dims; grid: the grid side's */
+    size_t esz;
+    int64_t n, groups;
+    int64_t gch, ich; /* channels on the grid side and on the image side */
+    /* per group: grid channels P, image channels Q, taps K, R = Q * K;
+     * positions L on the grid, plane elements on the image */
+    int64_t P, Q, K, R, L, plane;
+    bool direct; /* 1-tap window, unit strides, no pads: im2col is the identity */
+} gc_job;
+
+/* column buffers stay below this many bytes per thread */
+#define TILE_BYTES ((int64_t)2 << 20)
+/* the filter gradient's per-thread partial sums stay below this in all */
+#define PARTIAL_BYTES ((int64_t)64 << 20)
+
+static int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
+
+/* Column tile width for a buffer of `rows` rows, narrowed so that `tasks`
+ * tasks give every thread work when parallel. */
+static int64_t pick_tile(int64_t rows, size_t esz, int64_t L, int64_t tasks, bool parallel, int nth)
+{
+    int64_t tile = rows ? TILE_BYTES / (rows * (int64_t)esz) : L;
+    tile = tile < 64 ? 64 : tile / 16 * 16;
+    if (parallel && tasks < nth) {
+        int64_t split = (nth + tasks - 1) / tasks, t2 = round16((L + split - 1) / split);
+        tile = t2 < tile ? t2 : tile;
+    }
+    tile = tile > L ? L : tile;
+    return tile < 1 ? 1 : tile;
+}
+
+/* C[m, n] += A[m, k] * B[n, k]^T */
+static void gemm_nt(size_t esz, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                    int64_t ldb, void *c, int64_t ldc)
+{
+    if (m <= 0 || n <= 0 || k <= 0)
+        return;
+    if (esz == 4)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,
+                    1.0f, c, (int)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b, (int)ldb,
+                    1.0, c, (int)ldc);
+}
+
+static lt_status too_big(lt_kctx *k) { return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (convolution buffers)"); }
+
+/* grid [N, gch, L] = W_g [P, R] * im2col(image [N, ich, plane]) per group */
+static lt_status gc_forward(lt_kctx *k, const gc_job *j, const char *img, const char *w, char *out)
+{
+    size_t esz = j->esz;
+    int64_t tasks = j->n * j->groups, L = j->L, R = j->R, P = j->P;
+    if (tasks == 0 || L == 0 || P == 0)
+        return LT_OK; /* the output is empty */
+    if (R == 0) {
+        memset(out, 0, (size_t)(tasks * P * L) * esz);
+        return LT_OK;
+    }
+    int nth = omp_get_max_threads();
+    bool parallel = nth > 1 && 2.0 * (double)tasks * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
+    int64_t tile = pick_tile(R, esz, L, tasks, parallel, nth), ntiles = (L + tile - 1) / tile, bytes;
+    int nbuf = j->direct ? 0 : parallel ? nth : 1;
+    char *scratch = NULL;
+    if (nbuf && (!lt_nn_mul(R * tile, (int64_t)esz * nbuf, &bytes) || !(scratch = lt_k_scratch(k, (size_t)bytes))))
+        return too_big(k);
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+    for (int64_t it = 0; it < tasks * ntiles; it++) {
+        int64_t t = it / ntiles, n = t / j->groups, gi = t % j->groups;
+        int64_t c0 = it % ntiles * tile, c1 = c0 + tile < L ? c0 + tile : L;
+        const char *it_img = img + (size_t)((n * j->ich + gi * j->Q) * j->plane) * esz;
+        const char *col = it_img + (size_t)c0 * esz;
+        int64_t ldb = L;
+        if (!j->direct) {
+            char *buf = scratch + (size_t)(R * tile) * esz * (size_t)omp_get_thread_num();
+            lt_nn_im2col(it_img, buf, esz, &j->g, j->Q, c0, c1);
+            col = buf;
+            ldb = c1 - c0;
+        }
+        char *o = out + (size_t)((n * j->gch + gi * P) * L + c0) * esz;
+        lt_nn_gemm(esz, false, P, c1 - c0, R, w + (size_t)(gi * P * R) * esz, R, col, ldb, false, o, L);
+    }
+    return LT_OK;
+}
+
+/* image [N, ich, plane] = col2im(W_g^T [R, P] * grid [N, gch, L]) per group */
+static lt_status gc_backward(lt_kctx *k, const gc_job *j, const char *grid, const char *w, char *img)
+{
+    size_t esz = j->esz;
+    int64_t tasks = j->n * j->groups, L = j->L, R = j->R, P = j->P, Q = j->Q, plane = j->plane;
+    if (tasks == 0 || Q == 0 || plane == 0)
+        return LT_OK; /* the output is empty */
+    if (L == 0 || P == 0) {
+        memset(img, 0, (size_t)(tasks * Q * plane) * esz);
+        return LT_OK;
+    }
+    int nth = omp_get_max_threads();
+    bool parallel = nth > 1 && 2.0 * (double)tasks * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
+    /* enough images x groups for every thread: one task per thread at a
+     * time; else the threads share each task */
+    bool per_task = !parallel || tasks >= nth;
+    int64_t tile = pick_tile(R, esz, L, per_task ? tasks : 1, !per_task, nth), bytes;
+    int nbuf = j->direct ? 0 : per_task && parallel ? nth : 1;
+    char *scratch = NULL;
+    if (nbuf && (!lt_nn_mul(R * tile, (int64_t)esz * nbuf, &bytes) || !(scratch = lt_k_scratch(k, (size_t)bytes))))
+        return too_big(k);
+    if (per_task) {
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+        for (int64_t t = 0; t < tasks; t++) {
+            int64_t n = t / j->groups, gi = t % j->groups;
+            const char *gt = grid + (size_t)((n * j->gch + gi * P) * L) * esz, *wt = w + (size_t)(gi * P * R) * esz;
+            char *it = img + (size_t)((n * j->ich + gi * Q) * plane) * esz;
+            if (j->direct) {
+                lt_nn_gemm(esz, true, R, L, P, wt, R, gt, L, false, it, plane);
+                continue;
+            }
+            char *col = scratch + (size_t)(R * tile) * esz * (size_t)omp_get_thread_num();
+            memset(it, 0, (size_t)(Q * plane) * esz);
+            for (int64_t c0 = 0; c0 < L; c0 += tile) {
+                int64_t c1 = c0 + tile < L ? c0 + tile : L;
+                lt_nn_gemm(esz, true, R, c1 - c0, P, wt, R, gt + (size_t)c0 * esz, L, false, col, c1 - c0);
+                lt_nn_col2im(col, it, esz, &j->g, 0, Q, c0, c1);
+            }
+        }
+        return LT_OK;
+    }
+    for (int64_t t = 0; t < tasks; t++) {
+        int64_t n = t / j->groups, gi = t % j->groups;
+        const char *gt = grid + (size_t)((n * j->gch + gi * P) * L) * esz, *wt = w + (size_t)(gi * P * R) * esz;
+        char *it = img + (size_t)((n * j->ich + gi * Q) * plane) * esz;
+#pragma omp parallel
+        {
+            int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+            if (j->direct) {
+                /* the image is the column matrix: split its columns */
+                int64_t blk = round16((L + nt - 1) / nt), c0 = blk * tid, c1 = c0 + blk < L ? c0 + blk : L;
+                if (c0 < c1)
+                    lt_nn_gemm(esz, true, R, c1 - c0, P, wt, R, gt + (size_t)c0 * esz, L, false,
+                               it + (size_t)c0 * esz, plane);
+            } else {
+                int64_t q0 = Q * tid / nt, q1 = Q * (tid + 1) / nt;
+                memset(it + (size_t)(q0 * plane) * esz, 0, (size_t)((q1 - q0) * plane) * esz);
+                for (int64_t c0 = 0; c0 < L; c0 += tile) {
+                    int64_t c1 = c0 + tile < L ? c0 + tile : L, tw = c1 - c0;
+                    /* the tile's GEMM split by columns, its scatter by channels */
+                    int64_t blk = round16((tw + nt - 1) / nt), a = blk * tid, b = a + blk < tw ? a + blk : tw;
+                    if (a < b)
+                        lt_nn_gemm(esz, true, R, b - a, P, wt, R, gt + (size_t)(c0 + a) * esz, L, false,
+                                   scratch + (size_t)a * esz, tw);
+#pragma omp barrier
+                    lt_nn_col2im(scratch, it, esz, &j->g, q0, q1, c0, c1);
+#pragma omp barrier
+                }
+            }
+        }
+    }
+    return LT_OK;
+}
+
+/* dW [gch, R] = sum over the batch of grid_g [P, L] * im2col(image_g)^T.
+ * Work units are (batch slice, group, block of image channels): units of
+ * one slice write disjoint parts of that slice's partial sum, and the
+ * slices' sums are added at the end. */
+static lt_status gc_filter(lt_kctx *k, const gc_job *j, const char *grid, const char *img, char *dw)
+{
+    size_t esz = j->esz;
+    int64_t G = j->groups, P = j->P, Q = j->Q, K = j->K, R = j->R, L = j->L, plane = j->plane;
+    int64_t wsize = j->gch * R, n = j->n;
+    if (wsize == 0)
+        return LT_OK;
+    memset(dw, 0, (size_t)wsize * esz);
+    if (n == 0 || L == 0)
+        return LT_OK;
+    int nth = omp_get_max_threads();
+    bool parallel = nth > 1 && 2.0 * (double)n * (double)wsize * (double)L >= 8.0 * LT_NN_PAR_MIN;
+    int64_t nslices = 1, nblocks = 1;
+    if (parallel) {
+        int64_t fit = PARTIAL_BYTES / (wsize * (int64_t)esz);
+        nslices = nth < n ? nth : n;
+        nslices = fit < nslices ? (fit < 1 ? 1 : fit) : nslices;
+        nblocks = (nth + nslices * G - 1) / (nslices * G);
+        nblocks = nblocks > Q ? Q : nblocks < 1 ? 1 : nblocks;
+    }
+    int64_t qb = (Q + nblocks - 1) / nblocks, rb = qb * K, bytes;
+    int64_t tile = j->direct ? L : pick_tile(rb, esz, L, 1, false, nth);
+    char *acc = dw, *cols = NULL;
+    if (nslices > 1) {
+        if (!lt_nn_mul(wsize * nslices, (int64_t)esz, &bytes) || !(acc = lt_k_scratch(k, (size_t)bytes)))
+            return too_big(k);
+        memset(acc, 0, (size_t)bytes);
+    }
+    int nbuf = j->direct ? 0 : parallel ? nth : 1;
+    if (nbuf && (!lt_nn_mul(rb * tile, (int64_t)esz * nbuf, &bytes) || !(cols = lt_k_scratch(k, (size_t)bytes))))
+        return too_big(k);
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+    for (int64_t u = 0; u < nslices * G * nblocks; u++) {
+        int64_t s = u / (G * nblocks), gi = u / nblocks % G, b = u % nblocks;
+        int64_t q0 = Q * b / nblocks, q1 = Q * (b + 1) / nblocks, n0 = n * s / nslices, n1 = n * (s + 1) / nslices;
+        char *c = acc + (size_t)(s * wsize + gi * P * R + q0 * K) * esz;
+        char *buf = cols ? cols + (size_t)(rb * tile) * esz * (size_t)omp_get_thread_num() : NULL;
+        for (int64_t i = n0; i < n1 && q0 < q1; i++) {
+            const char *gp = grid + (size_t)((i * j->gch + gi * P) * L) * esz;
+            const char *ip = img + (size_t)((i * j->ich + gi * Q + q0) * plane) * esz;
+            for (int64_t t0 = 0; t0 < L; t0 += tile) {
+                int64_t t1 = t0 + tile < L ? t0 + tile : L;
+                const char *col = ip + (size_t)t0 * esz;
+                int64_t ldb = L;
+                if (!j->direct) {
+                    lt_nn_im2col(ip, buf, esz, &j->g, q1 - q0, t0, t1);
+                    col = buf;
+                    ldb = t1 - t0;
+                }
+                gemm_nt(esz, P, (q1 - q0) * K, t1 - t0, gp + (size_t)t0 * esz, L, col, ldb, c, R);
+            }
+        }
+    }
+    if (nslices > 1) {
+#pragma omp parallel for schedule(static) if (wsize * nslices >= LT_NN_PAR_MIN)
+        for (int64_t i = 0; i < wsize; i++) {
+            if (esz == 4) {
+                float v = 0;
+                for (int64_t s = 0; s < nslices; s++)
+                    v += ((const float *)acc)[s * wsize + i];
+                ((float *)dw)[i] = v;
+            } else {
+                double v = 0;
+                for (int64_t s = 0; s < nslices; s++)
+                    v += ((const double *)acc)[s * wsize + i];
+                ((double *)dw)[i] = v;
+            }
+        }
+    }
+    return LT_OK;
+}
+
+/* Fills the job from the forward node's attributes and its x and W: x is
+ * Conv's input (image side) or ConvTranspose's input (grid side). Gives the
+ * shape dy must have in ydims. */
+static lt_status gc_setup(lt_kctx *k, const lt_tensor *x, const lt_tensor *w, bool transpose, gc_job *j,
+                          int64_t *ydims)
+{
+    if (x->rank < 3 || x->rank > LT_MAX_RANK)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d (needs N, C and at least one spatial axis)", x->rank);
+    if (w->rank != x->rank)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d with weights of rank %d", x->rank, w->rank);
+    memset(j, 0, sizeof *j);
+    j->groups = lt_attr_int(k->node, "group", 1);
+    if (j->groups < 1)
+        return lt_k_fail(k, LT_ERR_INVALID, "group %lld", (long long)j->groups);
+    j->n = x->dims[0];
+    int64_t c = x->dims[1];
+    if (!transpose) {
+        int64_t cw;
+        j->ich = c;
+        j->gch = w->dims[0];
+        if (!lt_nn_mul(w->dims[1], j->groups, &cw) || c != cw || j->gch % j->groups)
+            return lt_k_fail(k, LT_ERR_RUNTIME, "input has %lld channels, weights [%lld, %lld, ...], group %lld",
+                             (long long)c, (long long)w->dims[0], (long long)w->dims[1], (long long)j->groups);
+    } else {
+        j->gch = c;
+        if (w->dims[0] != c || c % j->groups || !lt_nn_mul(w->dims[1], j->groups, &j->ich))
+            return lt_k_fail(k, LT_ERR_RUNTIME, "input has %lld channels, weights [%lld, %lld, ...], group %lld",
+                             (long long)c, (long long)w->dims[0], (long long)w->dims[1], (long long)j->groups);
+    }
+    int nsp = x->rank - 2;
+    int64_t kernel[LT_MAX_RANK];
+    lt_status s = lt_nn_kernel(k, nsp, w->dims + 2, kernel);
+    if (s != LT_OK)
+        return s;
+    char why[256];
+    bool ok = transpose ? lt_nn_window_transpose(k->node, nsp, x->dims + 2, kernel, &j->g, why, sizeof why)
+                        : lt_nn_window(k->node, nsp, x->dims + 2, kernel, false, &j->g, why, sizeof why);
+    if (!ok)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "%s", why);
+    j->P = j->gch / j->groups;
+    j->Q = j->ich / j->groups;
+    j->K = lt_nn_prod(nsp, j->g.k);
+    j->L = lt_nn_prod(nsp, j->g.grid);
+    j->plane = lt_nn_prod(nsp, j->g.img);
+    if (j->K < 0 || j->L < 0 || j->plane < 0 || !lt_nn_mul(j->Q, j->K, &j->R) || j->R > INT_MAX ||
+        j->L > INT_MAX || j->P > INT_MAX || j->plane > INT_MAX)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "convolution too large for one GEMM");
+    j->direct = j->K == 1;
+    for (int i = 0; i < nsp; i++)
+        j->direct = j->direct && j->g.s[i] == 1 && j->g.pb[i] == 0 && j->g.pe[i] == 0;
+    ydims[0] = j->n;
+    ydims[1] = transpose ? j->ich : j->gch;
+    for (int i = 0; i < nsp; i++)
+        ydims[i + 2] = transpose ? j->g.img[i] : j->g.grid[i];
+    /* every tensor's offsets below stay in range: the largest is N x
+     * channels x plane, which the shapes' element counts bound */
+    int64_t t;
+    if (!lt_nn_mul(j->n, j->ich, &t) || !lt_nn_mul(t, j->plane, &t) || !lt_nn_mul(j->n, j->gch, &t) ||
+        !lt_nn_mul(t, j->L, &t))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "convolution sizes overflow");
+    return LT_OK;
+}
+
+typedef enum { GC_DATA, GC_FILTER } gc_what;
+
+/* One gradient kernel: dy is input 0; `a` (input 1) and `b` (input 2) are
+ * (W, x) for the data gradients and (x, W) for the filter gradients; the
+ * output takes b's shape. */
+static lt_status conv_grad(lt_kctx *k, bool transpose, gc_what what)
+{
+    const lt_tensor *dy = lt_gnn_need(k, 0, "dy"), *a = dy ? lt_gnn_need(k, 1, what == GC_DATA ? "W" : "x") : NULL;
+    const lt_tensor *b = a ? lt_gnn_need(k, 2, what == GC_DATA ? "x" : "W") : NULL;
+    if (!b)
+        return LT_ERR_INVALID;
+    const lt_tensor *x = what == GC_DATA ? b : a, *w = what == GC_DATA ? a : b;
+    lt_status s;
+    if ((s = lt_gnn_float(k, dy, "dy")) != LT_OK || (s = lt_gnn_float(k, x, "x")) != LT_OK ||
+        (s = lt_gnn_float(k, w, "W")) != LT_OK)
+        return s;
+    if (dy->dtype != x->dtype || w->dtype != x->dtype)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "dy, x and W of types %s, %s, %s (one type expected)",
+                         lt_dtype_name(dy->dtype), lt_dtype_name(x->dtype), lt_dtype_name(w->dtype));
+    gc_job j;
+    int64_t ydims[LT_MAX_RANK];
+    if ((s = gc_setup(k, x, w, transpose, &j, ydims)) != LT_OK ||
+        (s = lt_gnn_same_shape(k, dy, "dy", x->rank, ydims)) != LT_OK)
+        return s;
+    lt_tensor *out;
+    if ((s = lt_k_out(k, 0, b->dtype, b->rank, b->dims, &out)) != LT_OK || out->numel == 0)
+        return s;
+    bool native = x->dtype == LT_F32 || x->dtype == LT_F64;
+    j.esz = x->dtype == LT_F64 ? 8 : 4;
+    const char *pdy = dy->data, *px = x->data, *pw = w->data;
+    char *po = out->data;
+    if (!native) {
+        pdy = (const char *)lt_nn_f32_of(k, dy);
+        px = pdy ? (const char *)lt_nn_f32_of(k, x) : NULL;
+        pw = px ? (const char *)lt_nn_f32_of(k, w) : NULL;
+        if (!pw)
+            return LT_ERR_NOMEM;
+        if (!(po = lt_k_scratch(k, sizeof(float) * (size_t)out->numel)))
+            return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    }
+    if (what == GC_DATA)
+        s = transpose ? gc_forward(k, &j, pdy, pw, po) : gc_backward(k, &j, pdy, pw, po);
+    else
+        s = transpose ? gc_filter(k, &j, px, pdy, po) : gc_filter(k, &j, pdy, px, po);
+    if (s == LT_OK && !native)
+        lt_nn_store_f32(out, (const float *)po);
+    return s;
+}
+
+static lt_status k_conv_grad_data(lt_kctx *k) { return conv_grad(k, false, GC_DATA); }
+static lt_status k_conv_grad_filter(lt_kctx *k) { return conv_grad(k, false, GC_FILTER); }
+static lt_status k_convt_grad_data(lt_kctx *k) { return conv_grad(k, true, GC_DATA); }
+static lt_status k_convt_grad_filter(lt_kctx *k) { return conv_grad(k, true, GC_FILTER); }
+
+void lt_gnn_register_conv(lt_kernel_fn *tab)
+{
+    tab[LT_OP_CONV_GRAD_DATA] = k_conv_grad_data;
+    tab[LT_OP_CONV_GRAD_FILTER] = k_conv_grad_filter;
+    tab[LT_OP_CONV_TRANSPOSE_GRAD_DATA] = k_convt_grad_data;
+    tab[LT_OP_CONV_TRANSPOSE_GRAD_FILTER] = k_convt_grad_filter;
+}

@@ -1,0 +1,240 @@
+/* CPU kernels: MaxPoolGrad, AveragePoolGrad and LpPoolGrad. Each output's
+ * window is listed (in-image taps, in the forward's scan order) from
+ * per-axis tables and dy is scattered onto its taps: all of it onto the
+ * first maximum, an equal share onto every tap, or the Lp norm's partial
+ * derivative. Planes (N x C) are independent and run in parallel. */
+#include "grad_nn_util.h"
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+typedef enum { GP_MAX, GP_AVG, GP_LP } gp_kind;
+
+/* Per axis and window position: the window's first coordinate, its taps
+ * inside the image [lo, hi) and its taps inside the padded image. */
+typedef struct gp_win {
+    int64_t start, lo, hi, padded;
+} gp_win;
+
+typedef struct gp_job {
+    lt_nn_geom g;
+    gp_kind kind;
+    bool count_pad; /* AveragePool: pads count in the divisor */
+    double p;       /* LpPool */
+    int64_t planes, in_plane, out_plane, taps;
+    gp_win *tab[LT_MAX_RANK];
+} gp_job;
+
+static void fill_tables(gp_job *j)
+{
+    const lt_nn_geom *g = &j->g;
+    for (int d = 0; d < g->nsp; d++)
+        for (int64_t q = 0; q < g->grid[d]; q++) {
+            int64_t st = q * g->s[d] - g->pb[d], dil = g->d[d], in = g->img[d], k = g->k[d];
+            /* taps t with 0 <= st + t * dil < in, and st + t * dil < in + pe */
+            int64_t lo = st >= 0 ? 0 : (-st + dil - 1) / dil;
+            int64_t hi = in - st <= 0 ? 0 : (in - st + dil - 1) / dil;
+            int64_t pad = in + g->pe[d] - st <= 0 ? 0 : (in + g->pe[d] - st + dil - 1) / dil;
+            hi = hi < k ? hi : k;
+            j->tab[d][q] = (gp_win){st, lo < hi ? lo : hi, hi, pad < k ? pad : k};
+        }
+}
+
+/* In-plane offsets of the in-image taps of the window at grid position
+ * pos, in scan order (last axis fastest); returns their count and in
+ * *padded the count of taps inside the padded image. */
+static int64_t window(const gp_job *j, const int64_t *pos, int64_t *offs, int64_t *padded)
+{
+    const lt_nn_geom *g = &j->g;
+    int n = g->nsp, last = n - 1;
+    const gp_win *w[LT_MAX_RANK];
+    int64_t t[LT_MAX_RANK], count = 1, pc = 1;
+    for (int d = 0; d < n; d++) {
+        w[d] = &j->tab[d][pos[d]];
+        t[d] = w[d]->lo;
+        count *= w[d]->hi - w[d]->lo;
+        pc *= w[d]->padded;
+    }
+    *padded = pc;
+    if (count == 0)
+        return 0;
+    int64_t m = 0, dl = g->d[last];
+    for (;;) {
+        int64_t base = 0;
+        for (int d = 0; d < last; d++)
+            base = base * g->img[d] + w[d]->start + t[d] * g->d[d];
+        base = base * g->img[last] + w[last]->start;
+        for (int64_t q = w[last]->lo; q < w[last]->hi; q++)
+            offs[m++] = base + q * dl;
+        int d = last - 1;
+        while (d >= 0 && ++t[d] >= w[d]->hi) {
+            t[d] = w[d]->lo;
+            d--;
+        }
+        if (d < 0)
+            break;
+    }
+    return m;
+}
+
+/* d y / d e for y = (sum |e|^p)^(1/p): sign(e) (|e| / y)^(p - 1), y > 0 */
+static inline double lp_partial(double e, double y, double p)
+{
+    if (p == 2)
+        return e / y;
+    if (e == 0)
+        return 0;
+    double s = e < 0 ? -1 : 1;
+    return p == 1 ? s : s * pow(fabs(e) / y, p - 1);
+}
+
+/* One instance per working type T. */
+#define GP_RUN(T, S)                                                                                          \
+    static void gp_run_##S(const gp_job *j, const T *x, const T *dy, const T *y, T *dx, int64_t *offs_all)     \
+    {                                                                                                         \
+        const lt_nn_geom *g = &j->g;                                                                          \
+        bool parallel = j->planes > 1 && (double)j->planes * (double)j->out_plane * (double)j->taps >=        \
+                                             LT_NN_PAR_MIN;                                                   \
+        _Pragma("omp parallel for schedule(static) if (parallel)")                                            \
+        for (int64_t pl = 0; pl < j->planes; pl++) {                                                          \
+            int64_t *offs = offs_all + (size_t)omp_get_thread_num() * (size_t)j->taps;                        \
+            const T *xp = x + pl * j->in_plane, *dyp = dy + pl * j->out_plane;                                \
+            const T *yp = y ? y + pl * j->out_plane : NULL;                                                   \
+            T *dxp = dx + pl * j->in_plane;                                                                   \
+            int64_t pos[LT_MAX_RANK] = {0};                                                                   \
+            memset(dxp, 0, sizeof(T) * (size_t)j->in_plane);                                                  \
+            for (int64_t o = 0; o < j->out_plane; o++) {                                                      \
+                int64_t padded, cnt = window(j, pos, offs, &padded);                                          \
+                for (int d = g->nsp - 1; d >= 0 && ++pos[d] >= g->grid[d]; d--)                               \
+                    pos[d] = 0;                                                                               \
+                T gv = dyp[o];                                                                                \
+                if (cnt == 0)                                                                                 \
+                    continue; /* an empty window's output is a constant */                                    \
+                if (j->kind == GP_MAX) {                                                                      \
+                    /* the first maximum in scan order took the forward's value */                            \
+                    int64_t at = offs[0];                                                                     \
+                    T best = xp[at];                                                                          \
+                    for (int64_t q = 1; q < cnt; q++) {                                                       \
+                        T v = xp[offs[q]];                                                                    \
+                        if (v > best) {                                                                       \
+                            best = v;                                                                         \
+                            at = offs[q];                                                                     \
+                        }                                                                                     \
+                    }                                                                                         \
+                    dxp[at] += gv;                                                                            \
+                } else if (j->kind == GP_AVG) {                                                               \
+                    int64_t div = j->count_pad ? padded : cnt;                                                \
+                    T share = div ? (T)((double)gv / (double)div) : 0;                                        \
+                    for (int64_t q = 0; q < cnt; q++)                                                         \
+                        dxp[offs[q]] += share;                                                                \
+                } else {                                                                                      \
+                    double yv = 0, p = j->p;                                                                  \
+                    if (yp) {                                                                                 \
+                        yv = yp[o];                                                                           \
+                    } else {                                                                                  \
+                        for (int64_t q = 0; q < cnt; q++)                                                     \
+                            yv += pow(fabs((double)xp[offs[q]]), p);                                          \
+                        yv = pow(yv, 1 / p);                                                                  \
+                    }                                                                                         \
+                    if (!(yv > 0))                                                                            \
+                        continue; /* every tap is 0: the norm has no derivative there */                      \
+                    for (int64_t q = 0; q < cnt; q++)                                                         \
+                        dxp[offs[q]] += (T)((double)gv * lp_partial(xp[offs[q]], yv, p));                     \
+                }                                                                                             \
+            }                                                                                                 \
+        }                                                                                                     \
+    }
+GP_RUN(float, f32)
+GP_RUN(double, f64)
+
+/* LpPool's p: a float attribute in version 1, an int later */
+static double lp_order(const lt_node *n)
+{
+    const lt_attr *a = lt_attr_find(n, "p");
+    if (a && a->kind == LT_ATTR_INT)
+        return (double)a->i;
+    if (a && a->kind == LT_ATTR_FLOAT)
+        return a->f;
+    return 2;
+}
+
+/* (dy, x[, y]) -> dx */
+static lt_status pool_grad(lt_kctx *k, gp_kind kind)
+{
+    const lt_tensor *dy = lt_gnn_need(k, 0, "dy"), *x = dy ? lt_gnn_need(k, 1, "x") : NULL;
+    const lt_tensor *y = kind == GP_LP ? lt_k_in(k, 2) : NULL;
+    if (!x)
+        return LT_ERR_INVALID;
+    lt_status s;
+    if ((s = lt_gnn_float(k, dy, "dy")) != LT_OK || (s = lt_gnn_float(k, x, "x")) != LT_OK)
+        return s;
+    if (dy->dtype != x->dtype || (y && y->dtype != x->dtype))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "dy of type %s for x of type %s", lt_dtype_name(dy->dtype),
+                         lt_dtype_name(x->dtype));
+    if (x->rank < 3 || x->rank > LT_MAX_RANK)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d (needs N, C and at least one spatial axis)", x->rank);
+    int nsp = x->rank - 2;
+    int64_t kernel[LT_MAX_RANK];
+    if ((s = lt_nn_kernel(k, nsp, NULL, kernel)) != LT_OK)
+        return s;
+    const lt_node *n = k->node;
+    gp_job j = {.kind = kind, .count_pad = lt_attr_int(n, "count_include_pad", 0) != 0, .p = lp_order(n)};
+    if (kind == GP_LP && !(j.p > 0))
+        return lt_k_fail(k, LT_ERR_INVALID, "p = %g", j.p);
+    char why[256];
+    if (!lt_nn_window(n, nsp, x->dims + 2, kernel, lt_attr_int(n, "ceil_mode", 0) != 0, &j.g, why, sizeof why))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "%s", why);
+    int64_t dims[LT_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int i = 0; i < nsp; i++)
+        dims[i + 2] = j.g.grid[i];
+    if ((s = lt_gnn_same_shape(k, dy, "dy", x->rank, dims)) != LT_OK ||
+        (y && (s = lt_gnn_same_shape(k, y, "y", x->rank, dims)) != LT_OK))
+        return s;
+    lt_tensor *dx;
+    if ((s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &dx)) != LT_OK || dx->numel == 0)
+        return s;
+    j.planes = x->dims[0] * x->dims[1];
+    j.in_plane = lt_nn_prod(nsp, x->dims + 2);
+    j.out_plane = lt_nn_prod(nsp, j.g.grid);
+    j.taps = lt_nn_prod(nsp, kernel);
+    int64_t ntab = 0, bytes;
+    for (int i = 0; i < nsp; i++)
+        ntab += j.g.grid[i];
+    gp_win *all = lt_k_scratch(k, sizeof(gp_win) * (size_t)(ntab ? ntab : 1));
+    int64_t *offs = NULL;
+    if (j.taps < 0 || !lt_nn_mul(j.taps, 8 * (int64_t)omp_get_max_threads(), &bytes) || !all ||
+        !(offs = lt_k_scratch(k, (size_t)bytes)))
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (window of %lld taps)", (long long)j.taps);
+    for (int i = 0; i < nsp; all += j.g.grid[i++])
+        j.tab[i] = all;
+    fill_tables(&j);
+    if (x->dtype == LT_F64) {
+        gp_run_f64(&j, x->data, dy->data, y ? y->data : NULL, dx->data, offs);
+        return LT_OK;
+    }
+    if (x->dtype == LT_F32) {
+        gp_run_f32(&j, x->data, dy->data, y ? y->data : NULL, dx->data, offs);
+        return LT_OK;
+    }
+    const float *xf = lt_nn_f32_of(k, x), *dyf = xf ? lt_nn_f32_of(k, dy) : NULL;
+    const float *yf = dyf && y ? lt_nn_f32_of(k, y) : NULL;
+    float *dxf = lt_k_scratch(k, sizeof(float) * (size_t)dx->numel);
+    if (!dyf || (y && !yf))
+        return LT_ERR_NOMEM;
+    if (!dxf)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    gp_run_f32(&j, xf, dyf, yf, dxf, offs);
+    lt_nn_store_f32(dx, dxf);
+    return LT_OK;
+}
+
+static lt_status k_max_pool_grad(lt_kctx *k) { return pool_grad(k, GP_MAX); }
+static lt_status k_average_pool_grad(lt_kctx *k) { return pool_grad(k, GP_AVG); }
+static lt_status k_lp_pool_grad(lt_kctx *k) { return pool_grad(k, GP_LP); }
+
+void lt_gnn_register_pool(lt_kernel_fn *tab)
+{
+    tab[LT_OP_MAX_POOL_GRAD] = k_max_pool_grad;
+    tab[LT_OP_AVERAGE_POOL_GRAD] = k_average_pool_grad;
+    tab[LT_OP_LP_POOL_GRAD] = k_lp_pool_grad;
+}

@@ -1,0 +1,14 @@
+/* The RNN/GRU/LSTM gradients in double. */
+#include "grad_rnn_util.h"
+#include "linalg_util.h"
+#include <math.h>
+#include <string.h>
+
+#define T double
+#define CT LT_F64
+#define SFX(name) name##_f64
+#define TANH tanh
+#define EXP exp
+#define LOG1P log1p
+#define FABS fabs
+#include "grad_rnn_tmpl.h"

@@ -1,0 +1,615 @@
+/* Template body of the RNN/GRU/LSTM gradients in one compute type; included
+ * by grad_rnn_f32.c and grad_rnn_f64.c after defining T (float or double),
+ * CT (its lt_dtype), SFX(name) (a suffixed name) and TANH, EXP, LOG1P, FABS
+ * for T.
+ *
+ * Per direction: the input projection X W^T + biases of all steps is one
+ * GEMM into buf [rows, G] (rows = S*B, row of (t, b) = lt_rnn_xrow). The
+ * forward re-run turns each visited row into its gate inputs (before clip
+ * and activation) and records the states each step read; the backward pass
+ * turns each row into the gradient of those gate inputs. Rows past a batch
+ * entry's length are never visited and end up zero, so dX, dW, dR and dB
+ * are each one GEMM (or sum) over all rows. */
+
+#define WK 10 /* per-batch-entry work arrays of H values (activations and derivatives) */
+#define PAR_MIN 32768
+
+/* x = a(clip(x)), with the same formulas as the forward kernels */
+static void SFX(act)(const rnn_act *a, bool clip_on, T clip, T *x, int64_t n)
+{
+    if (clip_on)
+        for (int64_t i = 0; i < n; i++)
+            x[i] = x[i] < -clip ? -clip : x[i] > clip ? clip : x[i];
+    T al = (T)a->alpha, be = (T)a->beta;
+    switch (a->fn) {
+    case RNN_RELU:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = x[i] > 0 ? x[i] : 0;
+        break;
+    case RNN_TANH:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = TANH(x[i]);
+        break;
+    case RNN_SIGMOID:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = x[i] >= 0 ? 1 / (1 + EXP(-x[i])) : EXP(x[i]) / (1 + EXP(x[i]));
+        break;
+    case RNN_AFFINE:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = al * x[i] + be;
+        break;
+    case RNN_LEAKY_RELU:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = x[i] >= 0 ? x[i] : al * x[i];
+        break;
+    case RNN_THRESHOLDED_RELU:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = x[i] > al ? x[i] : 0;
+        break;
+    case RNN_SCALED_TANH:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = al * TANH(be * x[i]);
+        break;
+    case RNN_HARD_SIGMOID:
+        for (int64_t i = 0; i < n; i++) {
+            T v = al * x[i] + be;
+            x[i] = v < 0 ? 0 : v > 1 ? 1 : v;
+        }
+        break;
+    case RNN_ELU:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = x[i] >= 0 ? x[i] : al * (EXP(x[i]) - 1);
+        break;
+    case RNN_SOFTSIGN:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = x[i] / (1 + FABS(x[i]));
+        break;
+    case RNN_SOFTPLUS:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = x[i] > 0 ? x[i] + LOG1P(EXP(-x[i])) : LOG1P(EXP(x[i]));
+        break;
+    }
+}
+
+/* v = a(clip(x)) and dv = dv/dx, which is 0 where the clip holds x */
+static void SFX(act_d)(const rnn_act *a, bool clip_on, T clip, const T *x, T *v, T *dv, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = x[i];
+        dv[i] = 1;
+    }
+    if (clip_on)
+        for (int64_t i = 0; i < n; i++)
+            if (v[i] < -clip || v[i] > clip) {
+                v[i] = v[i] < 0 ? -clip : clip;
+                dv[i] = 0;
+            }
+    T al = (T)a->alpha, be = (T)a->beta;
+    switch (a->fn) {
+    case RNN_RELU:
+        for (int64_t i = 0; i < n; i++) {
+            dv[i] *= v[i] > 0 ? 1 : 0;
+            v[i] = v[i] > 0 ? v[i] : 0;
+        }
+        break;
+    case RNN_TANH:
+        for (int64_t i = 0; i < n; i++) {
+            v[i] = TANH(v[i]);
+            dv[i] *= 1 - v[i] * v[i];
+        }
+        break;
+    case RNN_SIGMOID:
+        for (int64_t i = 0; i < n; i++) {
+            v[i] = v[i] >= 0 ? 1 / (1 + EXP(-v[i])) : EXP(v[i]) / (1 + EXP(v[i]));
+            dv[i] *= v[i] * (1 - v[i]);
+        }
+        break;
+    case RNN_AFFINE:
+        for (int64_t i = 0; i < n; i++) {
+            v[i] = al * v[i] + be;
+            dv[i] *= al;
+        }
+        break;
+    case RNN_LEAKY_RELU:
+        for (int64_t i = 0; i < n; i++) {
+            dv[i] *= v[i] >= 0 ? 1 : al;
+            v[i] = v[i] >= 0 ? v[i] : al * v[i];
+        }
+        break;
+    case RNN_THRESHOLDED_RELU:
+        for (int64_t i = 0; i < n; i++) {
+            dv[i] *= v[i] > al ? 1 : 0;
+            v[i] = v[i] > al ? v[i] : 0;
+        }
+        break;
+    case RNN_SCALED_TANH:
+        for (int64_t i = 0; i < n; i++) {
+            T th = TANH(be * v[i]);
+            v[i] = al * th;
+            dv[i] *= al * be * (1 - th * th);
+        }
+        break;
+    case RNN_HARD_SIGMOID:
+        for (int64_t i = 0; i < n; i++) {
+            T y = al * v[i] + be;
+            dv[i] *= y > 0 && y < 1 ? al : 0;
+            v[i] = y < 0 ? 0 : y > 1 ? 1 : y;
+        }
+        break;
+    case RNN_ELU:
+        for (int64_t i = 0; i < n; i++) {
+            if (v[i] >= 0)
+                continue;
+            T e = EXP(v[i]);
+            v[i] = al * (e - 1);
+            dv[i] *= al * e;
+        }
+        break;
+    case RNN_SOFTSIGN:
+        for (int64_t i = 0; i < n; i++) {
+            T q = 1 + FABS(v[i]);
+            v[i] = v[i] / q;
+            dv[i] *= 1 / (q * q);
+        }
+        break;
+    case RNN_SOFTPLUS:
+        for (int64_t i = 0; i < n; i++) {
+            T y = v[i];
+            v[i] = y > 0 ? y + LOG1P(EXP(-y)) : LOG1P(EXP(y));
+            dv[i] *= y >= 0 ? 1 / (1 + EXP(-y)) : EXP(y) / (1 + EXP(y));
+        }
+        break;
+    }
+}
+
+typedef struct SFX(ws) {
+    const lt_grnn *g;
+    const lt_rnn *r;
+    int d;
+    int64_t B, H, G;
+    const T *Rd;   /* R of this direction [G, H] */
+    T *buf;        /* [rows, G] projection -> gate inputs -> their gradients */
+    T *hx;         /* [rows, H] hidden state the step read */
+    T *ax;         /* [rows, H] GRU: r*h, or h R_h^T + Rb_h when lbr; LSTM: cell state the step read */
+    T *cx;         /* [rows, H] LSTM: cell state the step wrote */
+    T *gh;         /* [rows, H] GRU: gradient of the h gate's recurrent term */
+    T *h, *c;      /* [B, H] running states */
+    T *hp;         /* [B, G] products with R */
+    T *dh, *dc;    /* [B, H] running state gradients */
+    T *ds;         /* [B, G] gradients of this step's gate inputs */
+    T *tmp;        /* [B, H] */
+    T *wk;         /* [B, WK*H] */
+} SFX(ws);
+
+/* dh += dY[t, d, b] */
+static void SFX(add_dy)(const SFX(ws) *w, int64_t t, int64_t b, T *dh)
+{
+    if (!w->g->dY)
+        return;
+    const T *dy = (const T *)w->g->dY + lt_rnn_yoff(w->r, t, w->d, b);
+    for (int64_t j = 0; j < w->H; j++)
+        dh[j] += dy[j];
+}
+
+/* dh of the entries active at step st becomes tmp (the gradient reaching
+ * the state the step read); the others carry theirs through unchanged */
+static void SFX(carry)(SFX(ws) *w, int64_t st)
+{
+    for (int64_t b = 0; b < w->B; b++)
+        if (lt_rnn_time(w->r, w->d, st, b) >= 0)
+            memcpy(w->dh + b * w->H, w->tmp + b * w->H, sizeof(T) * (size_t)w->H);
+}
+
+/* ---- RNN: h = f(x W^T + h R^T + Wb + Rb) ---- */
+
+static void SFX(rnn_fwd)(SFX(ws) *w, int64_t st)
+{
+    const lt_rnn *r = w->r;
+    int64_t B = w->B, H = w->H, G = w->G;
+    const rnn_act *f = &r->act[w->d][0];
+    lt_linalg_gemm(CT, false, true, B, H, H, 1.0, w->h, H, w->Rd, H, 0.0, w->hp, H);
+#pragma omp parallel for if (B * H > PAR_MIN)
+    for (int64_t b = 0; b < B; b++) {
+        int64_t t = lt_rnn_time(r, w->d, st, b);
+        if (t < 0)
+            continue;
+        int64_t row = lt_rnn_xrow(r, t, b);
+        T *a = w->buf + row * G, *hb = w->h + b * H;
+        const T *hp = w->hp + b * H;
+        memcpy(w->hx + row * H, hb, sizeof(T) * (size_t)H);
+        for (int64_t j = 0; j < H; j++)
+            a[j] = hp[j] + a[j];
+        memcpy(hb, a, sizeof(T) * (size_t)H);
+        SFX(act)(f, r->clip_on, (T)r->clip, hb, H);
+    }
+}
+
+static void SFX(rnn_bwd)(SFX(ws) *w, int64_t st)
+{
+    const lt_rnn *r = w->r;
+    int64_t B = w->B, H = w->H, G = w->G;
+    const rnn_act *f = &r->act[w->d][0];
+#pragma omp parallel for if (B * H > PAR_MIN)
+    for (int64_t b = 0; b < B; b++) {
+        int64_t t = lt_rnn_time(r, w->d, st, b);
+        T *ds = w->ds + b * G;
+        if (t < 0) {
+            memset(ds, 0, sizeof(T) * (size_t)G);
+            continue;
+        }
+        T *a = w->buf + lt_rnn_xrow(r, t, b) * G, *dh = w->dh + b * H;
+        T *v = w->wk + b * WK * H, *dv = v + H;
+        SFX(add_dy)(w, t, b, dh);
+        SFX(act_d)(f, r->clip_on, (T)r->clip, a, v, dv, H);
+        for (int64_t j = 0; j < H; j++)
+            ds[j] = a[j] = dh[j] * dv[j];
+    }
+    lt_linalg_gemm(CT, false, false, B, H, G, 1.0, w->ds, G, w->Rd, H, 0.0, w->tmp, H);
+    SFX(carry)(w, st);
+}
+
+/* ---- GRU (gates z, r, h):
+ * z = f(.z + h R_z^T), r = f(.r + h R_r^T),
+ * hh = g(.h + (r*h) R_h^T + Rb_h)  or, when lbr, g(.h + r*(h R_h^T + Rb_h)),
+ * h' = (1-z)*hh + z*h ---- */
+
+static void SFX(gru_fwd)(SFX(ws) *w, int64_t st)
+{
+    const lt_rnn *r = w->r;
+    int64_t B = w->B, H = w->H, G = w->G;
+    bool lbr = w->g->lbr;
+    const rnn_act *f = &r->act[w->d][0], *g = &r->act[w->d][1];
+    T clip = (T)r->clip;
+    const T *rbh = w->g->Bias ? (const T *)w->g->Bias + w->d * 2 * G + G + 2 * H : NULL;
+    lt_linalg_gemm(CT, false, true, B, lbr ? G : 2 * H, H, 1.0, w->h, H, w->Rd, H, 0.0, w->hp, G);
+#pragma omp parallel for if (B * G > PAR_MIN)
+    for (int64_t b = 0; b < B; b++) {
+        int64_t t = lt_rnn_time(r, w->d, st, b);
+        if (t < 0)
+            continue;
+        int64_t row = lt_rnn_xrow(r, t, b);
+        T *a = w->buf + row * G, *hb = w->h + b * H, *rv = w->wk + b * WK * H, *ax = w->ax + row * H;
+        const T *hp = w->hp + b * G;
+        memcpy(w->hx + row * H, hb, sizeof(T) * (size_t)H);
+        for (int64_t j = 0; j < 2 * H; j++)
+            a[j] = hp[j] + a[j];
+        memcpy(rv, a + H, sizeof(T) * (size_t)H);
+        SFX(act)(f, r->clip_on, clip, rv, H);
+        if (lbr) {
+            for (int64_t j = 0; j < H; j++) {
+                ax[j] = hp[2 * H + j] + (rbh ? rbh[j] : 0);
+                a[2 * H + j] = a[2 * H + j] + rv[j] * ax[j];
+            }
+        } else {
+            for (int64_t j = 0; j < H; j++)
+                w->tmp[b * H + j] = ax[j] = rv[j] * hb[j];
+        }
+    }
+    if (!lbr) {
+        /* inactive entries' tmp rows are stale but only feed their own rows */
+        lt_linalg_gemm(CT, false, true, B, H, H, 1.0, w->tmp, H, w->Rd + 2 * H * H, H, 0.0, w->hp + 2 * H, G);
+    }
+#pragma omp parallel for if (B * G > PAR_MIN)
+    for (int64_t b = 0; b < B; b++) {
+        int64_t t = lt_rnn_time(r, w->d, st, b);
+        if (t < 0)
+            continue;
+        T *a = w->buf + lt_rnn_xrow(r, t, b) * G, *hb = w->h + b * H;
+        T *zv = w->wk + b * WK * H, *hv = zv + H;
+        if (!lbr)
+            for (int64_t j = 0; j < H; j++)
+                a[2 * H + j] = w->hp[b * G + 2 * H + j] + a[2 * H + j];
+        memcpy(zv, a, sizeof(T) * (size_t)H);
+        memcpy(hv, a + 2 * H, sizeof(T) * (size_t)H);
+        SFX(act)(f, r->clip_on, clip, zv, H);
+        SFX(act)(g, r->clip_on, clip, hv, H);
+        for (int64_t j = 0; j < H; j++)
+            hb[j] = (1 - zv[j]) * hv[j] + zv[j] * hb[j];
+    }
+}
+
+static void SFX(gru_bwd)(SFX(ws) *w, int64_t st)
+{
+    const lt_rnn *r = w->r;
+    int64_t B = w->B, H = w->H, G = w->G;
+    bool lbr = w->g->lbr;
+    const rnn_act *f = &r->act[w->d][0], *g = &r->act[w->d][1];
+    T clip = (T)r->clip;
+#pragma omp parallel for if (B * G > PAR_MIN)
+    for (int64_t b = 0; b < B; b++) {
+        int64_t t = lt_rnn_time(r, w->d, st, b);
+        T *ds = w->ds + b * G;
+        if (t < 0) {
+            memset(ds, 0, sizeof(T) * (size_t)G);
+            continue;
+        }
+        int64_t row = lt_rnn_xrow(r, t, b);
+        T *a = w->buf + row * G, *dh = w->dh + b * H, *gh = w->gh + row * H, *tmp = w->tmp + b * H;
+        const T *hprev = w->hx + row * H, *ax = w->ax + row * H;
+        T *zv = w->wk + b * WK * H, *zd = zv + H, *rv = zv + 2 * H, *rd = zv + 3 * H, *hv = zv + 4 * H,
+          *hd = zv + 5 * H;
+        SFX(add_dy)(w, t, b, dh);
+        SFX(act_d)(f, r->clip_on, clip, a, zv, zd, H);
+        SFX(act_d)(f, r->clip_on, clip, a + H, rv, rd, H);
+        SFX(act_d)(g, r->clip_on, clip, a + 2 * H, hv, hd, H);
+        for (int64_t j = 0; j < H; j++) {
+            T daz = dh[j] * (hprev[j] - hv[j]) * zd[j];
+            T dah = dh[j] * (1 - zv[j]) * hd[j];
+            tmp[j] = dh[j] * zv[j];
+            ds[j] = a[j] = daz;
+            a[2 * H + j] = dah;
+            if (lbr) {
+                ds[H + j] = a[H + j] = dah * ax[j] * rd[j];
+                ds[2 * H + j] = gh[j] = dah * rv[j];
+            } else {
+                ds[2 * H + j] = gh[j] = dah;
+            }
+        }
+    }
+    if (lbr) {
+        lt_linalg_gemm(CT, false, false, B, H, G, 1.0, w->ds, G, w->Rd, H, 1.0, w->tmp, H);
+    } else {
+        /* gradient of r*h first: it feeds both r's gate input and h */
+        lt_linalg_gemm(CT, false, false, B, H, H, 1.0, w->ds + 2 * H, G, w->Rd + 2 * H * H, H, 0.0, w->hp, H);
+#pragma omp parallel for if (B * H > PAR_MIN)
+        for (int64_t b = 0; b < B; b++) {
+            int64_t t = lt_rnn_time(r, w->d, st, b);
+            if (t < 0)
+                continue;
+            int64_t row = lt_rnn_xrow(r, t, b);
+            T *a = w->buf + row * G, *ds = w->ds + b * G, *tmp = w->tmp + b * H;
+            const T *hprev = w->hx + row * H, *drh = w->hp + b * H;
+            const T *rv = w->wk + b * WK * H + 2 * H, *rd = rv + H;
+            for (int64_t j = 0; j < H; j++) {
+                ds[H + j] = a[H + j] = drh[j] * hprev[j] * rd[j];
+                tmp[j] += drh[j] * rv[j];
+            }
+        }
+        lt_linalg_gemm(CT, false, false, B, H, 2 * H, 1.0, w->ds, G, w->Rd, H, 1.0, w->tmp, H);
+    }
+    SFX(carry)(w, st);
+}
+
+/* ---- LSTM (gates i, o, f, c; peepholes i, o, f):
+ * i = f(.i + P_i*C), f = f(.f + P_f*C) (or 1-i with input_forget),
+ * c~ = g(.c), C' = f*C + i*c~, o = f(.o + P_o*C'), h' = o*h(C') ---- */
+
+static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st)
+{
+    const lt_rnn *r = w->r;
+    int64_t B = w->B, H = w->H, G = w->G;
+    bool couple = w->g->couple;
+    const rnn_act *f = &r->act[w->d][0], *g = &r->act[w->d][1], *ha = &r->act[w->d][2];
+    T clip = (T)r->clip;
+    const T *pi = w->g->P ? (const T *)w->g->P + w->d * 3 * H : NULL, *po = pi ? pi + H : NULL,
+            *pf = pi ? pi + 2 * H : NULL;
+    lt_linalg_gemm(CT, false, true, B, G, H, 1.0, w->h, H, w->Rd, H, 0.0, w->hp, G);
+#pragma omp parallel for if (B * G > PAR_MIN)
+    for (int64_t b = 0; b < B; b++) {
+        int64_t t = lt_rnn_time(r, w->d, st, b);
+        if (t < 0)
+            continue;
+        int64_t row = lt_rnn_xrow(r, t, b);
+        T *a = w->buf + row * G, *hb = w->h + b * H, *cb = w->c + b * H;
+        T *gi = a, *go = a + H, *gf = a + 2 * H, *gc = a + 3 * H;
+        T *iv = w->wk + b * WK * H, *fv = iv + H, *cv = iv + 2 * H, *ov = iv + 3 * H, *hv = iv + 4 * H;
+        const T *hp = w->hp + b * G;
+        memcpy(w->hx + row * H, hb, sizeof(T) * (size_t)H);
+        memcpy(w->ax + row * H, cb, sizeof(T) * (size_t)H);
+        for (int64_t j = 0; j < G; j++)
+            a[j] = hp[j] + a[j];
+        if (pi)
+            for (int64_t j = 0; j < H; j++) {
+                gi[j] += pi[j] * cb[j];
+                gf[j] += pf[j] * cb[j];
+            }
+        memcpy(iv, gi, sizeof(T) * (size_t)H);
+        SFX(act)(f, r->clip_on, clip, iv, H);
+        if (couple) {
+            for (int64_t j = 0; j < H; j++)
+                fv[j] = 1 - iv[j];
+        } else {
+            memcpy(fv, gf, sizeof(T) * (size_t)H);
+            SFX(act)(f, r->clip_on, clip, fv, H);
+        }
+        memcpy(cv, gc, sizeof(T) * (size_t)H);
+        SFX(act)(g, r->clip_on, clip, cv, H);
+        for (int64_t j = 0; j < H; j++)
+            cb[j] = fv[j] * cb[j] + iv[j] * cv[j];
+        if (po)
+            for (int64_t j = 0; j < H; j++)
+                go[j] += po[j] * cb[j];
+        memcpy(ov, go, sizeof(T) * (size_t)H);
+        SFX(act)(f, r->clip_on, clip, ov, H);
+        memcpy(hv, cb, sizeof(T) * (size_t)H);
+        SFX(act)(ha, false, 0, hv, H);
+        for (int64_t j = 0; j < H; j++)
+            hb[j] = ov[j] * hv[j];
+        memcpy(w->cx + row * H, cb, sizeof(T) * (size_t)H);
+    }
+}
+
+static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st)
+{
+    const lt_rnn *r = w->r;
+    int64_t B = w->B, H = w->H, G = w->G;
+    bool couple = w->g->couple;
+    const rnn_act *f = &r->act[w->d][0], *g = &r->act[w->d][1], *ha = &r->act[w->d][2];
+    T clip = (T)r->clip;
+    const T *pi = w->g->P ? (const T *)w->g->P + w->d * 3 * H : NULL, *po = pi ? pi + H : NULL,
+            *pf = pi ? pi + 2 * H : NULL;
+#pragma omp parallel for if (B * G > PAR_MIN)
+    for (int64_t b = 0; b < B; b++) {
+        int64_t t = lt_rnn_time(r, w->d, st, b);
+        T *ds = w->ds + b * G;
+        if (t < 0) {
+            memset(ds, 0, sizeof(T) * (size_t)G);
+            continue;
+        }
+        int64_t row = lt_rnn_xrow(r, t, b);
+        T *a = w->buf + row * G, *dh = w->dh + b * H, *dc = w->dc + b * H;
+        const T *cprev = w->ax + row * H, *cnew = w->cx + row * H;
+        T *iv = w->wk + b * WK * H, *id = iv + H, *ov = iv + 2 * H, *od = iv + 3 * H, *fv = iv + 4 * H,
+          *fd = iv + 5 * H, *cv = iv + 6 * H, *cd = iv + 7 * H, *hv = iv + 8 * H, *hd = iv + 9 * H;
+        SFX(add_dy)(w, t, b, dh);
+        SFX(act_d)(f, r->clip_on, clip, a, iv, id, H);
+        SFX(act_d)(f, r->clip_on, clip, a + H, ov, od, H);
+        if (couple) {
+            for (int64_t j = 0; j < H; j++) {
+                fv[j] = 1 - iv[j];
+                fd[j] = 0;
+            }
+        } else {
+            SFX(act_d)(f, r->clip_on, clip, a + 2 * H, fv, fd, H);
+        }
+        SFX(act_d)(g, r->clip_on, clip, a + 3 * H, cv, cd, H);
+        SFX(act_d)(ha, false, 0, cnew, hv, hd, H);
+        for (int64_t j = 0; j < H; j++) {
+            T dcj = dc[j] + dh[j] * ov[j] * hd[j];
+            T dao = dh[j] * hv[j] * od[j];
+            if (po)
+                dcj += dao * po[j];
+            T di = dcj * cv[j], dfv = dcj * cprev[j], dcp = dcj * fv[j];
+            T dac = dcj * iv[j] * cd[j];
+            if (couple)
+                di -= dfv;
+            T daf = dfv * fd[j], dai = di * id[j];
+            if (pi)
+                dcp += dai * pi[j] + daf * pf[j];
+            ds[j] = a[j] = dai;
+            ds[H + j] = a[H + j] = dao;
+            ds[2 * H + j] = a[2 * H + j] = daf;
+            ds[3 * H + j] = a[3 * H + j] = dac;
+            dc[j] = dcp;
+        }
+    }
+    lt_linalg_gemm(CT, false, false, B, H, G, 1.0, w->ds, G, w->Rd, H, 0.0, w->tmp, H);
+    SFX(carry)(w, st);
+}
+
+/* ---- driver ---- */
+
+/* out[j] = sum over rows of x[row, j] * (y ? y[row, j] : 1), x with row stride ldx */
+static void SFX(colsum)(int64_t rows, int64_t n, const T *x, int64_t ldx, const T *y, int64_t ldy, double *acc,
+                        T *out)
+{
+    memset(acc, 0, sizeof *acc * (size_t)n);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < n; j++)
+            acc[j] += (double)x[i * ldx + j] * (y ? (double)y[i * ldy + j] : 1.0);
+    for (int64_t j = 0; j < n; j++)
+        out[j] = (T)acc[j];
+}
+
+static T *SFX(alloc)(lt_kctx *k, int64_t n, bool zero)
+{
+    size_t bytes = sizeof(T) * (size_t)(n > 0 ? n : 1);
+    T *p = lt_k_scratch(k, bytes);
+    if (p && zero)
+        memset(p, 0, bytes);
+    return p;
+}
+
+lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
+{
+    const lt_rnn *r = &g->r;
+    int gates = r->gates;
+    int64_t S = r->S, B = r->B, I = r->I, H = r->H, G = gates * H, rows = S * B;
+    SFX(ws) w = {.g = g, .r = r, .B = B, .H = H, .G = G};
+    /* rows no step visits must read as zero in the per-row products */
+    w.buf = SFX(alloc)(k, rows * G, false);
+    w.hx = SFX(alloc)(k, rows * H, true);
+    w.ax = gates > 1 ? SFX(alloc)(k, rows * H, true) : w.hx;
+    w.cx = gates == 4 ? SFX(alloc)(k, rows * H, true) : w.hx;
+    w.gh = gates == 3 ? SFX(alloc)(k, rows * H, true) : w.hx;
+    w.h = SFX(alloc)(k, B * H, false);
+    w.c = SFX(alloc)(k, B * H, false);
+    w.hp = SFX(alloc)(k, B * G, true);
+    w.dh = SFX(alloc)(k, B * H, false);
+    w.dc = SFX(alloc)(k, B * H, false);
+    w.ds = SFX(alloc)(k, B * G, true);
+    w.tmp = SFX(alloc)(k, B * H, true);
+    w.wk = SFX(alloc)(k, B * WK * H, false);
+    T *bias = SFX(alloc)(k, G, false);
+    double *acc = lt_k_scratch(k, sizeof *acc * (size_t)(G > 0 ? G : 1));
+    if (!bias || !w.buf || !w.hx || !w.ax || !w.cx || !w.gh || !w.h || !w.c || !w.hp || !w.dh || !w.dc || !w.ds ||
+        !w.tmp || !w.wk || !acc)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    const T *X = g->X, *W = g->W, *Bias = g->Bias;
+    /* which gates' recurrent bias sits in the projection (GRU with lbr keeps
+     * Rb_h inside the reset product) */
+    const bool mask[4] = {true, true, !g->lbr, true};
+    for (int d = 0; d < r->D; d++) {
+        w.d = d;
+        w.Rd = (const T *)g->R + d * G * H;
+        const T *Wd = W + d * G * I;
+        lt_linalg_gemm(CT, false, true, rows, G, I, 1.0, X, I, Wd, I, 0.0, w.buf, G);
+        if (Bias) {
+            const T *wb = Bias + d * 2 * G, *rb = wb + G;
+            for (int64_t j = 0; j < G; j++)
+                bias[j] = wb[j] + (mask[j / H] ? rb[j] : 0);
+#pragma omp parallel for if (rows * G > PAR_MIN)
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < G; j++)
+                    w.buf[i * G + j] += bias[j];
+        }
+        const T *h0 = g->h0, *c0 = g->c0, *dyh = g->dYh, *dyc = g->dYc;
+        for (int64_t b = 0; b < B; b++) {
+            int64_t o = lt_rnn_hoff(r, d, b);
+            for (int64_t j = 0; j < H; j++) {
+                w.h[b * H + j] = h0 ? h0[o + j] : 0;
+                w.c[b * H + j] = c0 ? c0[o + j] : 0;
+                w.dh[b * H + j] = dyh ? dyh[o + j] : 0;
+                w.dc[b * H + j] = dyc ? dyc[o + j] : 0;
+            }
+        }
+        for (int64_t st = 0; st < r->maxlen; st++)
+            gates == 1 ? SFX(rnn_fwd)(&w, st) : gates == 3 ? SFX(gru_fwd)(&w, st) : SFX(lstm_fwd)(&w, st);
+        for (int64_t st = r->maxlen - 1; st >= 0; st--)
+            gates == 1 ? SFX(rnn_bwd)(&w, st) : gates == 3 ? SFX(gru_bwd)(&w, st) : SFX(lstm_bwd)(&w, st);
+        for (int64_t b = 0; b < B; b++) {
+            int64_t o = lt_rnn_hoff(r, d, b);
+            if (g->dh0)
+                memcpy((T *)g->dh0 + o, w.dh + b * H, sizeof(T) * (size_t)H);
+            if (g->dc0)
+                memcpy((T *)g->dc0 + o, w.dc + b * H, sizeof(T) * (size_t)H);
+            /* rows past the length still hold their projection */
+            for (int64_t t = r->len[b]; t < S; t++)
+                memset(w.buf + lt_rnn_xrow(r, t, b) * G, 0, sizeof(T) * (size_t)G);
+        }
+        if (g->dX)
+            lt_linalg_gemm(CT, false, false, rows, I, G, 1.0, w.buf, G, Wd, I, d ? 1.0 : 0.0, g->dX, I);
+        if (g->dW)
+            lt_linalg_gemm(CT, true, false, G, I, rows, 1.0, w.buf, G, X, I, 0.0, (T *)g->dW + d * G * I, I);
+        if (g->dR) {
+            T *dR = (T *)g->dR + d * G * H;
+            if (gates == 3) {
+                lt_linalg_gemm(CT, true, false, 2 * H, H, rows, 1.0, w.buf, G, w.hx, H, 0.0, dR, H);
+                lt_linalg_gemm(CT, true, false, H, H, rows, 1.0, w.gh, H, g->lbr ? w.hx : w.ax, H, 0.0,
+                               dR + 2 * H * H, H);
+            } else {
+                lt_linalg_gemm(CT, true, false, G, H, rows, 1.0, w.buf, G, w.hx, H, 0.0, dR, H);
+            }
+        }
+        if (g->dB) {
+            T *dwb = (T *)g->dB + d * 2 * G, *drb = dwb + G;
+            SFX(colsum)(rows, G, w.buf, G, NULL, 0, acc, dwb);
+            if (gates == 3) {
+                memcpy(drb, dwb, sizeof(T) * (size_t)(2 * H));
+                SFX(colsum)(rows, H, w.gh, H, NULL, 0, acc, drb + 2 * H);
+            } else {
+                memcpy(drb, dwb, sizeof(T) * (size_t)G);
+            }
+        }
+        if (g->dP) {
+            T *dp = (T *)g->dP + d * 3 * H;
+            SFX(colsum)(rows, H, w.buf, G, w.ax, H, acc, dp);                 /* i: C read */
+            SFX(colsum)(rows, H, w.buf + H, G, w.cx, H, acc, dp + H);         /* o: C written */
+            SFX(colsum)(rows, H, w.buf + 2 * H, G, w.ax, H, acc, dp + 2 * H); /* f: C read */
+        }
+    }
+    return LT_OK;
+}
+
+#undef WK
+#undef PAR_MIN

@@ -1,0 +1,111 @@
+/* The elementwise family's vectorizable float32 math (exp, expm1, tanh,
+ * sigmoid, erf, softplus, mish) against libm in double, and its
+ * float16/bfloat16 conversions against the runtime's reference converters,
+ * bit for bit. */
+#include "test_elementwise.h"
+#include "runtime/cpu/elementwise_vmath.h"
+
+/* |got - want| in units of float's spacing at want */
+static double ulps(float got, double want)
+{
+    if (isnan(want))
+        return isnan(got) ? 0 : 1e9;
+    float w = (float)want;
+    if (isinf(w))
+        return got == w ? 0 : 1e9;
+    double u = (double)nextafterf(fabsf(w), INFINITY) - fabsf(w);
+    return fabs((double)got - want) / u;
+}
+
+typedef struct {
+    const char *name;
+    float (*f)(float);
+    double (*ref)(double);
+    double lo, hi, max_ulp;
+} vcase;
+
+static float v_exp(float x) { return lt_ew_expf(x); }
+static float v_tanh(float x) { return lt_ew_tanhf(x); }
+static float v_sigmoid(float x) { return lt_ew_sigmoidf(x); }
+static float v_erf(float x) { return lt_ew_erff(x); }
+static float v_erf1p(float x) { return lt_ew_erf1pf(x); }
+static float v_expm1(float x) { return lt_ew_expm1f(x); }
+static float v_softplus(float x) { return lt_ew_softplusf(x); }
+static float v_mish(float x) { return lt_ew_mishf(x); }
+static double r_softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+static double r_mish(double x) { return x * tanh(r_softplus(x)); }
+static double r_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static double r_erf1p(double x) { return x < 0 ? erfc(-x) : 1 + erf(x); }
+
+static void accuracy(void **state)
+{
+    (void)state;
+    const vcase cases[] = {
+        {"exp", v_exp, exp, -105, 90, 1.5},         {"tanh", v_tanh, tanh, -12, 12, 2},
+        {"tanh", v_tanh, tanh, -1e-3, 1e-3, 2},     {"sigmoid", v_sigmoid, r_sigmoid, -100, 40, 2.5},
+        {"erf", v_erf, erf, -6, 6, 3},              {"erf", v_erf, erf, -1e-4, 1e-4, 3},
+        /* 1 + erf(x) just above x = -1 cancels about 3 bits */
+        {"erf1p", v_erf1p, r_erf1p, -9, 4, 10},       {"expm1", v_expm1, expm1, -20, 20, 2},
+        {"expm1", v_expm1, expm1, -1e-3, 1e-3, 2},  {"softplus", v_softplus, r_softplus, -80, 80, 3},
+        {"mish", v_mish, r_mish, -30, 30, 4},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const vcase *v = &cases[c];
+        double worst = 0, at = 0;
+        for (int i = 0; i <= 400000; i++) {
+            float x = (float)(v->lo + (v->hi - v->lo) * i / 400000.0);
+            double e = ulps(v->f(x), v->ref(x));
+            if (e > worst) {
+                worst = e;
+                at = x;
+            }
+        }
+        if (worst > v->max_ulp)
+            fail_msg("%s: %.2f ulp at %.9g (allowed %.1f)", v->name, worst, at, v->max_ulp);
+    }
+    /* special values */
+    assert_true(isnan(lt_ew_expf(NAN)) && isnan(lt_ew_tanhf(NAN)) && isnan(lt_ew_erff(NAN)));
+    assert_true(lt_ew_expf(INFINITY) == INFINITY && lt_ew_expf(-INFINITY) == 0);
+    assert_true(lt_ew_tanhf(INFINITY) == 1 && lt_ew_tanhf(-INFINITY) == -1);
+    assert_true(lt_ew_erff(INFINITY) == 1 && lt_ew_erff(-INFINITY) == -1);
+    assert_true(lt_ew_sigmoidf(-INFINITY) == 0 && lt_ew_sigmoidf(INFINITY) == 1);
+    assert_true(lt_ew_expf(0) == 1 && lt_ew_tanhf(-0.0f) == 0 && signbit(lt_ew_tanhf(-0.0f)));
+    assert_true(lt_ew_expf(-100) > 0 && lt_ew_expf(-100) < 1e-43f); /* subnormal, not flushed */
+}
+
+static void half_conversions(void **state)
+{
+    (void)state;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        float a = lt_ew_h2f((uint16_t)h), b = lt_f16_to_f32((uint16_t)h);
+        if (memcmp(&a, &b, 4) != 0)
+            fail_msg("half %04x: %08x vs %08x", h, lt_ew_bits(a), lt_ew_bits(b));
+        assert_int_equal(lt_ew_bits(lt_ew_bf2f((uint16_t)h)), lt_ew_bits(lt_bf16_to_f32((uint16_t)h)));
+    }
+    /* every 251st float bit pattern (all exponents, signs, NaNs, ties) */
+    for (uint64_t u = 0; u < 0x100000000ull; u += 251) {
+        float f = lt_ew_float((uint32_t)u);
+        uint16_t a = lt_ew_f2h(f), b = lt_f32_to_f16(f);
+        if (a != b)
+            fail_msg("float %08x -> half %04x, expected %04x", (unsigned)u, a, b);
+        a = lt_ew_f2bf(f);
+        b = lt_f32_to_bf16(f);
+        if (a != b)
+            fail_msg("float %08x -> bfloat16 %04x, expected %04x", (unsigned)u, a, b);
+    }
+    /* the exact ties of the half format round to even */
+    assert_int_equal(lt_ew_f2h(1.0f + ldexpf(1, -11)), 0x3c00);
+    assert_int_equal(lt_ew_f2h(1.0f + 3 * ldexpf(1, -11)), 0x3c02);
+    assert_int_equal(lt_ew_f2h(65520.0f), 0x7c00);
+    assert_int_equal(lt_ew_f2h(ldexpf(1, -25)), 0x0000);
+    assert_int_equal(lt_ew_f2h(3 * ldexpf(1, -25)), 0x0002);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(accuracy),
+        cmocka_unit_test(half_conversions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
