@@ -98,9 +98,15 @@ int lt_cmd_grad(int argc, char **argv)
         o.seed_outputs = seed_names;
     }
     if (check) {
-        fprintf(stderr, "lantern grad: --check is not available yet\n");
-        rc = 2;
-        goto done;
+        lt_gradcheck_row *rows = NULL;
+        int nrows = 0;
+        if ((s = lt_grad_check(path, &o, nin, names, vals, 64, &rows, &nrows, &err)) != LT_OK)
+            goto fail;
+        printf("%-40s %8s %14s %14s %12s\n", "parameter", "checked", "rel.err f64", "rel.err f32", "max |grad|");
+        for (int r = 0; r < nrows; r++)
+            printf("%-40s %8d %14.3e %14.3e %12.4g\n", rows[r].name, rows[r].checked, rows[r].err64, rows[r].err32,
+                   rows[r].max_grad);
+        free(rows);
     }
     if ((s = lt_model_load(path, &m, &err)) != LT_OK || (s = lt_model_grad(m, &o, &err)) != LT_OK)
         goto fail;

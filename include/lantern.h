@@ -133,6 +133,22 @@ typedef struct lt_grad_opts {
  * trainable float parameter (then "<input>_grad" with wrt_inputs). */
 lt_status lt_model_grad(lt_model *m, const lt_grad_opts *opts, lt_err *err);
 
+/* Finite-difference check of a model's gradients at the given inputs: the
+ * model is evaluated in float64, each parameter's analytic gradient (from
+ * the AD, in float64 and in float32) is compared with central differences
+ * on up to max_per_param seeded elements. One row per parameter. */
+typedef struct lt_gradcheck_row {
+    char name[256];
+    int checked;      /* elements compared */
+    double err64;     /* worst relative error, float64 AD vs finite differences */
+    double err32;     /* worst relative error, float32 AD vs finite differences */
+    double max_grad;  /* largest |gradient| seen */
+} lt_gradcheck_row;
+
+lt_status lt_grad_check(const char *path, const lt_grad_opts *opts, int n, const char *const *names,
+                        lt_value *const *inputs, int max_per_param, lt_gradcheck_row **rows, int *nrows,
+                        lt_err *err);
+
 /* ---- execution ---- */
 typedef struct lt_session lt_session;
 

@@ -54,8 +54,11 @@ lt_status lt_infer_fail(lt_infer_ctx *c, const lt_node *n, const char *fmt, ...)
     return lt_errf(c->err, LT_ERR_INVALID, "%s: %s: %s", c->m->path, lt_node_label(n, lb, sizeof lb), msg);
 }
 
-bool lt_infer_broadcast(const lt_type *a, const lt_type *b, lt_type *out)
+bool lt_infer_broadcast(const lt_type *a_in, const lt_type *b_in, lt_type *out)
 {
+    /* out may alias a or b */
+    lt_type ac = *a_in, bc = *b_in;
+    const lt_type *a = &ac, *b = &bc;
     lt_dtype dt = a->dtype != LT_UNDEFINED ? a->dtype : b->dtype;
     if (a->rank < 0 || b->rank < 0) {
         lt_type_unknown(out, dt, -1);

@@ -223,6 +223,9 @@ void lt_ir_print(const lt_module *m, FILE *f);
 /* Verifier: SSA, scoping, operand counts, types where known. */
 lt_status lt_ir_verify(const lt_module *m, lt_err *err);
 
+/* Turns every float32 tensor of the module into float64 (for gradient checks). */
+lt_status lt_ir_to_f64(lt_module *m, lt_err *err);
+
 /* Shape inference over the whole module (runs at import). */
 lt_status lt_infer_module(lt_module *m, lt_err *err);
 

@@ -232,8 +232,13 @@ static lt_status cast_bf16_truncating(lt_kctx *k, const lt_tensor *x, lt_tensor 
 
 static lt_status cast_to(lt_kctx *k, const lt_tensor *x, lt_dtype to)
 {
-    if (x->dtype == LT_STRING || to == LT_STRING)
-        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "casts from or to string are not supported");
+    if (x->dtype == LT_STRING && to == LT_STRING)
+        return lt_k_out_view(k, 0, x, x->rank, x->dims);
+    if (x->dtype == LT_STRING || to == LT_STRING) {
+        lt_tensor *y;
+        lt_status s = lt_k_out(k, 0, to, x->rank, x->dims, &y);
+        return s == LT_OK ? lt_cpu_cast_string(k, x, to, y) : s;
+    }
     if (!lt_ew_cast_supported(x->dtype) || !lt_ew_cast_supported(to))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "cast from %s to %s is not supported", lt_dtype_name(x->dtype),
                          lt_dtype_name(to));

@@ -1,0 +1,143 @@
+/* Gradient checking: the AD's gradients against central finite differences
+ * of the same model evaluated in float64. */
+#include "runtime.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static lt_value *to_f64_value(const lt_value *v)
+{
+    if (v->kind != LT_VAL_TENSOR || v->t.dtype != LT_F32)
+        return lt_value_ref(v);
+    lt_value *d = lt_value_new_tensor();
+    lt_err err;
+    if (!d || lt_tensor_alloc(&d->t, LT_F64, v->t.rank, v->t.dims, &err) != LT_OK) {
+        free(d);
+        return NULL;
+    }
+    for (int64_t i = 0; i < v->t.numel; i++)
+        ((double *)d->t.data)[i] = ((const float *)v->t.data)[i];
+    return d;
+}
+
+/* Loads path, optionally converts it to float64, builds the gradient program. */
+static lt_status prepare(const char *path, const lt_grad_opts *o, bool f64, lt_model **m, lt_session **s,
+                         lt_err *err)
+{
+    lt_status st = lt_model_load(path, m, err);
+    if (st == LT_OK && f64)
+        st = lt_ir_to_f64(*m, err);
+    if (st == LT_OK)
+        st = lt_model_grad(*m, o, err);
+    if (st == LT_OK)
+        st = lt_session_new(*m, s, err);
+    return st;
+}
+
+static double scalar(const lt_value *v) { return lt_tensor_get_f64(&v->t, 0); }
+
+lt_status lt_grad_check(const char *path, const lt_grad_opts *o, int n, const char *const *names,
+                        lt_value *const *inputs, int max_per_param, lt_gradcheck_row **rows_out, int *nrows,
+                        lt_err *err)
+{
+    lt_model *m32 = NULL, *m64 = NULL;
+    lt_session *s32 = NULL, *s64 = NULL;
+    lt_value **in64 = calloc(n + 1, sizeof *in64), **o32 = NULL, **o64 = NULL;
+    lt_gradcheck_row *rows = NULL;
+    lt_status st = in64 ? LT_OK : lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n && st == LT_OK; i++)
+        if (!(in64[i] = to_f64_value(inputs[i])))
+            st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    if (st == LT_OK)
+        st = prepare(path, o, false, &m32, &s32, err);
+    if (st == LT_OK)
+        st = prepare(path, o, true, &m64, &s64, err);
+    if (st != LT_OK)
+        goto done;
+    int nout = lt_model_num_outputs(m64);
+    o32 = calloc(nout, sizeof *o32);
+    o64 = calloc(nout, sizeof *o64);
+    rows = calloc(nout, sizeof *rows);
+    if (!o32 || !o64 || !rows) {
+        st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((st = lt_session_run(s32, n, names, inputs, o32, err)) != LT_OK ||
+        (st = lt_session_run(s64, n, names, in64, o64, err)) != LT_OK)
+        goto done;
+    lt_value **tmp = calloc(nout, sizeof *tmp);
+    if (!tmp) {
+        st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    int nr = 0;
+    uint64_t seed = 0x5eed;
+    for (int r = 1; r < nout && st == LT_OK; r++) {
+        const char *gname = lt_model_output_name(m64, r);
+        size_t gl = strlen(gname);
+        lt_param *p = NULL;
+        for (int i = 0; i < m64->nparams && !p; i++)
+            if (strlen(m64->params[i].name) + 5 == gl && !strncmp(gname, m64->params[i].name, gl - 5))
+                p = &m64->params[i];
+        if (!p || p->data.dtype != LT_F64)
+            continue; /* gradients with respect to inputs: checked through parameters */
+        lt_gradcheck_row *row = &rows[nr++];
+        snprintf(row->name, sizeof row->name, "%s", p->name);
+        double *d = p->data.data;
+        int64_t cnt = p->data.numel < max_per_param ? p->data.numel : max_per_param;
+        for (int64_t i = 0; i < p->data.numel; i++)
+            row->max_grad = fmax(row->max_grad, fabs(lt_tensor_get_f64(&o64[r]->t, i)));
+        for (int64_t k = 0; k < cnt && st == LT_OK; k++) {
+            int64_t e = k;
+            if (p->data.numel > max_per_param) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                e = (int64_t)((seed >> 33) % (uint64_t)p->data.numel);
+            }
+            double orig = d[e], h = 1e-6 * fmax(1.0, fabs(orig)), lp, lm;
+            d[e] = orig + h;
+            st = lt_session_run(s64, n, names, in64, tmp, err);
+            lp = st == LT_OK ? scalar(tmp[0]) : 0;
+            for (int q = 0; q < nout; q++) {
+                lt_value_free(tmp[q]);
+                tmp[q] = NULL;
+            }
+            d[e] = orig - h;
+            if (st == LT_OK)
+                st = lt_session_run(s64, n, names, in64, tmp, err);
+            lm = st == LT_OK ? scalar(tmp[0]) : 0;
+            for (int q = 0; q < nout; q++) {
+                lt_value_free(tmp[q]);
+                tmp[q] = NULL;
+            }
+            d[e] = orig;
+            double fd = (lp - lm) / (2 * h);
+            double a64 = lt_tensor_get_f64(&o64[r]->t, e), a32 = lt_tensor_get_f64(&o32[r]->t, e);
+            /* relative to the gradient's own scale, so that entries near zero
+             * do not turn rounding noise into huge ratios */
+            double floor_ = 1e-3 * row->max_grad + 1e-12;
+            row->err64 = fmax(row->err64, fabs(a64 - fd) / fmax(fmax(fabs(a64), fabs(fd)), floor_));
+            row->err32 = fmax(row->err32, fabs(a32 - fd) / fmax(fmax(fabs(a32), fabs(fd)), floor_));
+            row->checked++;
+        }
+    }
+    free(tmp);
+    *rows_out = rows;
+    *nrows = nr;
+    rows = NULL;
+done:
+    for (int i = 0; o32 && i < lt_model_num_outputs(m32); i++)
+        lt_value_free(o32[i]);
+    for (int i = 0; o64 && i < lt_model_num_outputs(m64); i++)
+        lt_value_free(o64[i]);
+    for (int i = 0; in64 && i < n; i++)
+        lt_value_free(in64[i]);
+    free(in64);
+    free(o32);
+    free(o64);
+    free(rows);
+    lt_session_free(s32);
+    lt_session_free(s64);
+    lt_model_free(m32);
+    lt_model_free(m64);
+    return st;
+}
