@@ -316,33 +316,132 @@ static void substitute(lt_block *b, lt_ival *from, lt_ival *to)
             b->results[j] = to;
 }
 
-/* Turns f's free values into trailing parameters; *cap receives them (the
- * values call sites outside f must pass). */
-lt_status lt_ad_close(lt_ad *c, lt_func *f, lt_ad_captures *cp)
+static bool has(const captures *cp, const lt_ival *v)
 {
-    memset(cp, 0, sizeof *cp);
-    find_free(f->body, f->body, cp);
-    if (cp->n == 0)
-        return LT_OK;
-    if (!cp->v)
-        return lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
-    lt_block *b = f->body;
-    int old = b->nparams;
-    lt_ival **np = lt_ir_alloc(c->m, sizeof *np * (old + cp->n));
-    if (!np)
-        return lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
-    memcpy(np, b->params, sizeof *np * old);
-    for (int k = 0; k < cp->n; k++) {
-        lt_ival *p = lt_ival_new(c->m, b, cp->v[k]->name);
-        if (!p)
-            return lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
-        p->type = cp->v[k]->type;
-        np[old + k] = p;
-        substitute(b, cp->v[k], p);
+    for (int k = 0; k < cp->n; k++)
+        if (cp->v[k] == v)
+            return true;
+    return false;
+}
+
+static bool push(captures *cp, lt_ival *v)
+{
+    if (cp->n == cp->cap) {
+        int nc = cp->cap ? cp->cap * 2 : 16;
+        lt_ival **q = realloc(cp->v, sizeof *q * nc);
+        if (!q)
+            return false;
+        cp->v = q;
+        cp->cap = nc;
     }
-    b->params = np;
-    b->nparams = old + cp->n;
+    cp->v[cp->n++] = v;
+    return true;
+}
+
+static int func_index(const lt_module *m, const lt_node *call)
+{
+    int64_t fi = lt_attr_int(call, "callee", -1);
+    return fi >= 0 && fi < m->nfuncs ? (int)fi : -1;
+}
+
+/* what a call inside f needs passed that f itself must receive */
+static bool grow_from_calls(const lt_module *m, const lt_block *b, const lt_block *root, captures *mine,
+                            const captures *all, bool *oom)
+{
+    bool changed = false;
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        int g = n->op == LT_OP_CALL ? func_index(m, n) : -1;
+        for (int k = 0; g >= 0 && k < all[g].n; k++) {
+            lt_ival *v = all[g].v[k];
+            if (!inside(v->block, root) && !has(mine, v)) {
+                if (!push(mine, v))
+                    *oom = true;
+                changed = true;
+            }
+        }
+        for (int r = 0; r < n->nregions; r++)
+            changed |= grow_from_calls(m, n->regions[r], root, mine, all, oom);
+    }
+    return changed;
+}
+
+static lt_status extend_calls(lt_ad *c, lt_block *b, const captures *all)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        lt_node *n = b->nodes[i];
+        int g = n->op == LT_OP_CALL ? func_index(c->m, n) : -1;
+        if (g >= 0 && all[g].n) {
+            lt_status s = lt_ad_extend_call(c, n, all[g].n, all[g].v);
+            if (s != LT_OK)
+                return s;
+        }
+        for (int r = 0; r < n->nregions; r++) {
+            lt_status s = extend_calls(c, n->regions[r], all);
+            if (s != LT_OK)
+                return s;
+        }
+    }
     return LT_OK;
+}
+
+/* Closure conversion of every lifted function at once: a function's free
+ * values, and those of the functions it calls that it does not define
+ * itself, become trailing parameters; every call passes them. */
+lt_status lt_ad_close_all(lt_ad *c, lt_block *top, int first)
+{
+    lt_module *m = c->m;
+    int nf = m->nfuncs;
+    captures *all = calloc(nf + 1, sizeof *all);
+    bool oom = !all;
+    for (int f = first; f < nf && !oom; f++)
+        find_free(m->funcs[f]->body, m->funcs[f]->body, &all[f]);
+    for (bool changed = true; changed && !oom;) {
+        changed = false;
+        for (int f = first; f < nf; f++)
+            changed |= grow_from_calls(m, m->funcs[f]->body, m->funcs[f]->body, &all[f], all, &oom);
+    }
+    lt_status s = oom ? lt_errf(c->err, LT_ERR_NOMEM, "out of memory") : LT_OK;
+    /* parameters first (so the calls' new arguments get substituted too) */
+    lt_ival ***params = calloc(nf + 1, sizeof *params);
+    for (int f = first; f < nf && s == LT_OK; f++) {
+        lt_block *b = m->funcs[f]->body;
+        params[f] = calloc(all[f].n + 1, sizeof **params);
+        lt_ival **np = lt_ir_alloc(m, sizeof *np * (b->nparams + all[f].n + 1));
+        if (!params[f] || !np) {
+            s = lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (b->nparams)
+            memcpy(np, b->params, sizeof *np * b->nparams);
+        for (int k = 0; k < all[f].n; k++) {
+            lt_ival *p = lt_ival_new(m, b, all[f].v[k]->name);
+            if (!p) {
+                s = lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
+                break;
+            }
+            p->type = all[f].v[k]->type;
+            np[b->nparams + k] = params[f][k] = p;
+        }
+        b->params = np;
+        b->nparams += all[f].n;
+    }
+    if (s == LT_OK)
+        s = extend_calls(c, top, all);
+    for (int f = first; f < nf && s == LT_OK; f++)
+        s = extend_calls(c, m->funcs[f]->body, all);
+    for (int f = first; f < nf && s == LT_OK; f++)
+        for (int k = 0; k < all[f].n; k++)
+            substitute(m->funcs[f]->body, all[f].v[k], params[f][k]);
+    for (int f = 0; f <= nf; f++) {
+        if (all)
+            free(all[f].v);
+        if (params)
+            free(params[f]);
+    }
+    free(all);
+    free(params);
+    return s;
 }
 
 /* Appends extra arguments to a Call node. */
@@ -388,7 +487,6 @@ typedef struct if_branch_env {
     lt_func *k1;
     const lt_node *n;
     int r;
-    captures *cp;
 } if_branch_env;
 
 /* Inside a branch, once its forward is written: call the continuation with
@@ -397,7 +495,7 @@ static lt_status if_branch_kont(lt_ad *c, void *envp)
 {
     if_branch_env *e = envp;
     const lt_block *rb = e->n->regions[e->r];
-    lt_ival **args = calloc(2 * e->n->nout + e->cp->n + 1, sizeof *args);
+    lt_ival **args = calloc(2 * e->n->nout + 1, sizeof *args);
     if (!args)
         return lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
     int na = 0;
@@ -416,8 +514,6 @@ static lt_status if_branch_kont(lt_ad *c, void *envp)
         if (!cell)
             s = lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
     }
-    for (int k = 0; k < e->cp->n; k++)
-        args[na++] = e->cp->v[k];
     if (s == LT_OK && !lt_ad_call(c, e->k1, na, args, 0))
         s = lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
     free(args);
@@ -462,17 +558,12 @@ static lt_status ad_if(lt_ad *c, const lt_block *b, int i, lt_ad_kont k)
     c->out = saved;
     if (s == LT_OK)
         s = lt_block_set_results(c->m, f->body, 0);
-    captures cp;
-    if (s == LT_OK)
-        s = lt_ad_close(c, f, &cp);
     if (s != LT_OK)
         return s;
     /* if (c) { then-forward; k1(...); then-backward } else { ... } */
     lt_node *iff = lt_node_new(c->m, c->out, LT_OP_IF, 1, 0);
-    if (!iff || lt_node_set_regions(c->m, iff, 2) != LT_OK) {
-        free(cp.v);
+    if (!iff || lt_node_set_regions(c->m, iff, 2) != LT_OK)
         return lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
-    }
     iff->opset = n->opset;
     iff->name = n->name;
     iff->in[0] = lt_ad_mapped(c, n->in[0]);
@@ -483,13 +574,12 @@ static lt_status ad_if(lt_ad *c, const lt_block *b, int i, lt_ad_kont k)
         rb->owner = iff;
         iff->regions[r] = rb;
         lt_block_set_results(c->m, rb, 0);
-        if_branch_env e = {f, n, r, &cp};
+        if_branch_env e = {f, n, r};
         lt_block *outer = c->out;
         c->out = rb;
         s = lt_ad_block(c, n->regions[r], 0, (lt_ad_kont){if_branch_kont, &e});
         c->out = outer;
     }
-    free(cp.v);
     return s;
 }
 
@@ -689,7 +779,10 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
         s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
         goto done;
     }
+    int first_func = m->nfuncs;
     s = lt_ad_block(&c, src, 0, (lt_ad_kont){top_kont, NULL});
+    if (s == LT_OK)
+        s = lt_ad_close_all(&c, nb, first_func);
     if (s != LT_OK)
         goto done;
 

@@ -29,7 +29,7 @@ typedef struct lt_ad_captures {
 
 lt_status lt_ad_block(lt_ad *c, const lt_block *b, int i, lt_ad_kont k);
 lt_status lt_ad_loop(lt_ad *c, const lt_block *b, int i, lt_ad_kont k);
-lt_status lt_ad_close(lt_ad *c, lt_func *f, lt_ad_captures *cp);
+lt_status lt_ad_close_all(lt_ad *c, lt_block *top, int first);
 lt_status lt_ad_extend_call(lt_ad *c, lt_node *call, int n, lt_ival *const *extra);
 lt_node *lt_ad_call(lt_ad *c, lt_func *f, int nin, lt_ival *const *args, int nout);
 lt_ival *lt_ad_mapped(lt_ad *c, const lt_ival *v);

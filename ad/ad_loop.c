@@ -23,7 +23,6 @@ typedef struct loopx {
     int bp_carried, br_carried, br_scan; /* offsets in body params/results */
     int64_t in_axis[MAXV], in_dir[MAXV], out_axis[MAXV], out_dir[MAXV];
     lt_func *f, *k;
-    lt_ad_captures kcap;
     /* loop function parameters */
     lt_ival *i, *cond, *carried[MAXV], *cells[MAXV], *seqs[MAXV];
     lt_ival *T; /* iteration count (Scan) or trip count M (Loop), outer value, may be NULL */
@@ -70,13 +69,14 @@ static lt_status iter_kont(lt_ad *c, void *envp)
     }
     for (int k = 0; k < x->K; k++) {
         lt_ival *v = lt_ad_mapped(c, body->results[x->br_scan + k]);
+        lt_ival *front = x->out_dir[k] ? lt_ad_scalar(c, LT_I64, 0) : NULL;
         lt_node *ins = lt_ad_node(c, LT_OP_SEQUENCE_INSERT, x->out_dir[k] ? 3 : 2, 1);
         if (!ins)
             return oom(c);
         ins->in[0] = x->seqs[k];
         ins->in[1] = v;
-        if (x->out_dir[k])
-            ins->in[2] = lt_ad_scalar(c, LT_I64, 0);
+        if (front)
+            ins->in[2] = front;
         ins->out[0]->type = x->seqs[k]->type;
         args[na++] = ins->out[0];
     }
@@ -246,8 +246,6 @@ static lt_status emit_loop_body(lt_ad *c, loopx *x)
             args[na++] = cell;
             eb->results[r++] = cell;
         }
-    for (int k = 0; k < x->kcap.n; k++)
-        args[na++] = x->kcap.v[k];
     if (!lt_ad_call(c, x->k, na, args, 0))
         return oom(c);
     c->out = F;
@@ -328,13 +326,14 @@ lt_status lt_ad_loop(lt_ad *c, const lt_block *b, int i, lt_ad_kont kont)
             return lt_ad_fail(c, n, "Scan without scanned inputs");
         }
         lt_ival *shape = lt_ad_op1(c, LT_OP_SHAPE, lt_ad_mapped(c, n->in[x->N]));
+        lt_ival *ax = lt_ad_scalar(c, LT_I64, (double)x->in_axis[0]);
         lt_node *g = lt_ad_node(c, LT_OP_GATHER, 2, 1);
-        if (!shape || !g) {
+        if (!shape || !ax || !g) {
             free(x);
             return oom(c);
         }
         g->in[0] = shape;
-        g->in[1] = lt_ad_scalar(c, LT_I64, (double)x->in_axis[0]);
+        g->in[1] = ax;
         lt_ad_attr_int(c, g, "axis", 0);
         lt_type_tensor(&g->out[0]->type, LT_I64, 0, NULL);
         x->T = g->out[0];
@@ -372,8 +371,6 @@ lt_status lt_ad_loop(lt_ad *c, const lt_block *b, int i, lt_ad_kont kont)
     c->out = outer;
     if (s == LT_OK)
         s = lt_block_set_results(c->m, x->k->body, 0);
-    if (s == LT_OK)
-        s = lt_ad_close(c, x->k, &x->kcap);
     if (s != LT_OK)
         goto done;
 
@@ -415,15 +412,8 @@ lt_status lt_ad_loop(lt_ad *c, const lt_block *b, int i, lt_ad_kont kont)
     c->out = F;
     s = emit_loop_body(c, x);
     c->out = outer;
-    lt_ad_captures fcap = {0};
-    if (s == LT_OK)
-        s = lt_ad_close(c, x->f, &fcap);
-    if (s == LT_OK && fcap.n)
-        s = lt_ad_extend_call(c, x->self_call, fcap.n, F->params + F->nparams - fcap.n);
-    if (s != LT_OK) {
-        free(fcap.v);
+    if (s != LT_OK)
         goto done;
-    }
 
     /* the first call, where the Loop stood */
     lt_ival *args[4 * MAXV + 8];
@@ -452,9 +442,6 @@ lt_status lt_ad_loop(lt_ad *c, const lt_block *b, int i, lt_ad_kont kont)
         e->out[0]->type = x->seqs[k]->type;
         args[na++] = e->out[0];
     }
-    for (int k = 0; k < fcap.n; k++)
-        args[na++] = fcap.v[k];
-    free(fcap.v);
     for (int a = 0; a < na && s == LT_OK; a++)
         if (!args[a])
             s = oom(c);
@@ -464,7 +451,6 @@ lt_status lt_ad_loop(lt_ad *c, const lt_block *b, int i, lt_ad_kont kont)
     if (s == LT_OK && !lt_ad_call(c, x->f, na, args, nret))
         s = oom(c);
 done:
-    free(x->kcap.v);
     free(x);
     return s;
 }

@@ -29,11 +29,12 @@ static lt_ival *channel_sum(lt_ad *c, lt_ival *g)
     for (int i = 0; i < r; i++)
         if (i != 1)
             axes[k++] = i;
+    lt_ival *axv = lt_ad_ints(c, k, axes);
     lt_node *s = lt_ad_node(c, LT_OP_REDUCE_SUM, 2, 1);
-    if (!s)
+    if (!s || !axv)
         return NULL;
     s->in[0] = g;
-    s->in[1] = lt_ad_ints(c, k, axes);
+    s->in[1] = axv;
     lt_ad_attr_int(c, s, "keepdims", 0);
     lt_ad_infer(c, s);
     return s->out[0];

@@ -39,13 +39,14 @@ static lt_status r_transpose(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_
 /* the copy of g between start and end along axis, both 1-D int64 values */
 static lt_ival *slice_axis(lt_ad *c, lt_ival *g, lt_ival *start, lt_ival *end, int64_t axis)
 {
+    lt_ival *axes = lt_ad_ints(c, 1, &axis);
     lt_node *s = lt_ad_node(c, LT_OP_SLICE, 4, 1);
-    if (!s)
+    if (!s || !axes)
         return NULL;
     s->in[0] = g;
     s->in[1] = start;
     s->in[2] = end;
-    s->in[3] = lt_ad_ints(c, 1, &axis);
+    s->in[3] = axes;
     lt_ad_infer(c, s);
     return s->out[0];
 }
@@ -58,10 +59,11 @@ static lt_status r_concat(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iva
         axis += out[0]->type.rank;
     lt_ival *ax = lt_ad_ints(c, 1, &axis), *off = lt_ad_ints(c, 1, (int64_t[]){0});
     for (int i = 0; i < n->nin; i++) {
+        lt_ival *shape = OP1(SHAPE, in[i]);
         lt_node *g = lt_ad_node(c, LT_OP_GATHER, 2, 1);
-        if (!g)
+        if (!g || !shape)
             return LT_ERR_NOMEM;
-        g->in[0] = OP1(SHAPE, in[i]);
+        g->in[0] = shape;
         g->in[1] = ax;
         lt_ad_infer(c, g);
         lt_ival *end = OP2(ADD, off, g->out[0]);
@@ -78,18 +80,18 @@ static lt_status r_concat(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iva
 static lt_status r_split(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
                          lt_ival *const *dout)
 {
+    lt_ival *parts[64];
+    if (n->nout > 64)
+        return lt_ad_fail(c, n, "too many outputs");
+    for (int j = 0; j < n->nout; j++) /* an output nobody differentiated contributes zeros */
+        if (!(parts[j] = dout[j] ? dout[j] : lt_ad_zeros_like(c, out[j])))
+            return LT_ERR_NOMEM;
     lt_node *cat = lt_ad_node(c, LT_OP_CONCAT, n->nout, 1);
     if (!cat)
         return LT_ERR_NOMEM;
-    for (int j = 0; j < n->nout; j++) {
-        if (dout[j]) {
-            cat->in[j] = dout[j];
-        } else { /* an output nobody differentiated contributes zeros */
-            cat->in[j] = lt_ad_zeros_like(c, out[j]);
-        }
-    }
-    int64_t axis = lt_attr_int(n, "axis", 0);
-    lt_ad_attr_int(c, cat, "axis", axis);
+    for (int j = 0; j < n->nout; j++)
+        cat->in[j] = parts[j];
+    lt_ad_attr_int(c, cat, "axis", lt_attr_int(n, "axis", 0));
     lt_ad_infer(c, cat);
     return ACC(0, cat->out[0]);
 }

@@ -66,8 +66,12 @@ static lt_status verify_block(vctx *c, const lt_block *b)
             if (fi < 0 || fi >= c->m->nfuncs)
                 return fail(c, n, "calls a function that does not exist%s", "");
             const lt_block *fb = c->m->funcs[fi]->body;
-            if (fb->nparams != n->nin || fb->nresults != n->nout)
-                return fail(c, n, "passes the wrong number of arguments or results to '%s'", c->m->funcs[fi]->name);
+            if (fb->nparams != n->nin || fb->nresults != n->nout) {
+                char what[300];
+                snprintf(what, sizeof what, "%s' (%d arguments for %d parameters, %d results for %d)",
+                         c->m->funcs[fi]->name, n->nin, fb->nparams, n->nout, fb->nresults);
+                return fail(c, n, "passes the wrong number of arguments or results to '%s", what);
+            }
         }
         int want = n->op == LT_OP_IF ? 2 : (n->op == LT_OP_LOOP || n->op == LT_OP_SCAN) ? 1 : -1;
         if (want >= 0 && n->nregions != want)

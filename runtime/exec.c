@@ -250,10 +250,10 @@ lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, l
             return s;
         mb->plan = p;
     }
-    if (++ex->depth > LT_EXEC_MAX_DEPTH) {
+    if (++ex->depth > (ex->max_depth ? ex->max_depth : LT_EXEC_MAX_DEPTH)) {
         ex->depth--;
-        return lt_errf(ex->err, LT_ERR_RUNTIME, "%s: regions nested deeper than %d at run time", ex->m->path,
-                       LT_EXEC_MAX_DEPTH);
+        return lt_errf(ex->err, LT_ERR_RUNTIME, "%s: frames nested deeper than %d at run time", ex->m->path,
+                       ex->max_depth ? ex->max_depth : LT_EXEC_MAX_DEPTH);
     }
     /* a block entered again while it runs (a recursive Call) gets fresh
      * slots: the outer frame's values are set aside until it returns */

@@ -4,7 +4,13 @@
 
 #include "runtime.h"
 
+/* Frames nest on the C stack. Programs with functions (the AD's recursive
+ * loops) run on a thread whose stack is reserved large and committed only as
+ * it is touched, so recursion depth is bounded by memory; plain models run
+ * on the caller's stack with a small limit. */
 #define LT_EXEC_MAX_DEPTH 256
+#define LT_EXEC_BIG_STACK ((size_t)4 << 30)
+#define LT_EXEC_BIG_DEPTH (1 << 20)
 
 typedef struct lt_plan {
     int nnodes;
@@ -25,7 +31,7 @@ typedef struct lt_exec {
     lt_plan *plans;
     struct lt_scratch_chunk *scratch, *scratch_free;
     uint64_t rng;
-    int depth;
+    int depth, max_depth;
 } lt_exec;
 
 lt_status lt_exec_init(lt_exec *ex, lt_module *m, lt_err *err);

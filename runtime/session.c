@@ -1,6 +1,7 @@
 /* Sessions: run a model's main graph on given inputs. */
 #include "exec.h"
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,42 @@ static bool value_fits(const lt_ival *iv, const lt_value *v)
     return true;
 }
 
+typedef struct big_run {
+    lt_exec *ex;
+    const lt_block *b;
+    lt_value *const *args;
+    lt_value **outputs;
+    lt_status st;
+} big_run;
+
+static void *run_on_big_stack(void *p)
+{
+    big_run *r = p;
+    r->st = lt_exec_block(r->ex, r->b, r->args, r->outputs);
+    return NULL;
+}
+
+/* Runs the main block; programs with functions get a deep stack. */
+static lt_status run_main(lt_session *s, lt_value *const *args, lt_value **outputs, lt_err *err)
+{
+    if (s->m->nfuncs == 0) {
+        s->ex.max_depth = LT_EXEC_MAX_DEPTH;
+        return lt_exec_block(&s->ex, s->m->main, args, outputs);
+    }
+    pthread_attr_t attr;
+    pthread_t th;
+    big_run r = {&s->ex, s->m->main, args, outputs, LT_OK};
+    if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, LT_EXEC_BIG_STACK) != 0)
+        return lt_errf(err, LT_ERR_NOMEM, "cannot set up a %zu-byte stack for the program", LT_EXEC_BIG_STACK);
+    s->ex.max_depth = LT_EXEC_BIG_DEPTH;
+    int rc = pthread_create(&th, &attr, run_on_big_stack, &r);
+    pthread_attr_destroy(&attr);
+    if (rc != 0)
+        return lt_errf(err, LT_ERR_NOMEM, "cannot start the program's thread (a %zu-byte stack)", LT_EXEC_BIG_STACK);
+    pthread_join(th, NULL);
+    return r.st;
+}
+
 lt_status lt_session_run(lt_session *s, int n, const char *const *names, lt_value *const *inputs,
                          lt_value **outputs, lt_err *err)
 {
@@ -127,7 +164,7 @@ lt_status lt_session_run(lt_session *s, int n, const char *const *names, lt_valu
         args[k]->t.buf = NULL;
     }
     if (st == LT_OK)
-        st = lt_exec_block(&s->ex, b, args, outputs);
+        st = run_main(s, args, outputs, err);
 done:
     if (owned)
         for (int k = 0; k < b->nparams; k++)

@@ -75,7 +75,7 @@ static lt_status gg_out(lt_kctx *k, const lt_tensor *dy, const lt_tensor *x, lt_
     *src = native ? dy->data : (const void *)lt_red_load_f32(k, dy);
     if (!*acc || !*src)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
-    memset(*acc, 0, es * (size_t)(*dx)->numel);
+    lt_gm_zero(*acc, es * (size_t)(*dx)->numel);
     return LT_OK;
 }
 

@@ -127,7 +127,7 @@ static lt_status k_slice_grad(lt_kctx *k)
     if ((st = lt_k_out(k, 0, dy->dtype, r, x->dims, &dx)) != LT_OK)
         return st;
     size_t es = lt_dtype_size(dy->dtype);
-    memset(dx->data, 0, lt_tensor_nbytes(dx));
+    lt_gm_zero(dx->data, lt_tensor_nbytes(dx));
     if (dy->numel == 0)
         return LT_OK;
     /* write dx in ascending order: a reversed axis starts at its lowest
@@ -361,7 +361,7 @@ static lt_status k_pad_grad(lt_kctx *k)
     for (int a = 0; a < r && whole; a++)
         whole = box[a] == x->dims[a];
     if (!whole)
-        memset(dx->data, 0, lt_tensor_nbytes(dx));
+        lt_gm_zero(dx->data, lt_tensor_nbytes(dx));
     if (!empty)
         lt_tk_copy((char *)dx->data + (size_t)xoff * es, xs, (const char *)dy->data + (size_t)yoff * es, ys, r, box,
                    es);

@@ -77,6 +77,18 @@ static void SMG_FN(softmax)(const T *dy, const T *y, T *dx, int64_t outer, int64
  * dx = coef * (p - onehot(cls)); cls < 0 marks an ignored target (coef 0). */
 static void SMG_FN(sce)(T *dx, const double *coef, const int64_t *cls, int64_t n, int64_t c, int64_t d)
 {
+    if (d == 1) { /* (N, C): one contiguous row per sample */
+#pragma omp parallel for schedule(static) if (n * c > LT_GM_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) {
+            T *r = dx + i * c, cf = (T)coef[i];
+#pragma omp simd
+            for (int64_t cc = 0; cc < c; cc++)
+                r[cc] *= cf;
+            if (cls[i] >= 0)
+                r[cls[i]] -= cf;
+        }
+        return;
+    }
 #pragma omp parallel for schedule(static) if (n * c * d > LT_GM_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         const double *cf = coef + i * d;
@@ -96,7 +108,7 @@ static void SMG_FN(sce)(T *dx, const double *coef, const int64_t *cls, int64_t n
 /* dinput of NLL: zero but -coef at each counted target. */
 static void SMG_FN(nll)(T *dx, const double *coef, const int64_t *cls, int64_t n, int64_t c, int64_t d)
 {
-    memset(dx, 0, sizeof(T) * (size_t)(n * c * d));
+    lt_gm_zero(dx, sizeof(T) * (size_t)(n * c * d));
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < d; j++) {
             int64_t t = cls[i * d + j];

@@ -12,6 +12,8 @@
 
 /* Output columns summed at once by the by-output loop (stack accumulator). */
 #define RSL_BLOCK 256
+/* An innermost axis shorter than this is walked together with the next. */
+#define RSL_SHORT 32
 
 /* g seen as merged axes, each wholly reduced or wholly kept; adjacent axes
  * with the same role are merged and size-1 axes dropped. */
@@ -30,18 +32,6 @@ static int64_t rsl_chunk(int64_t len, int t, int n)
 {
     int64_t q = len / n, r = len % n;
     return q * t + (t < r ? t : r);
-}
-
-/* Offset in g of output element q's first contribution. */
-static int64_t rsl_goff(const rsl_plan *p, int64_t q)
-{
-    int64_t off = 0;
-    for (int a = p->m - 1; a >= 0; a--)
-        if (!p->red[a]) {
-            off += (q % p->d[a]) * p->gs[a];
-            q /= p->d[a];
-        }
-    return off;
 }
 
 /* Fills p->roff with the offsets of every combination of the reduced axes,

@@ -5,39 +5,106 @@
 #define RSL_CAT(a, b) RSL_CAT2(a, b)
 #define RSL_FN(name) RSL_CAT(rsl_##name, RS)
 
-/* acc[out(p)] += g[p] for p in [lo, hi): whole runs of the innermost axis,
- * either added into a kept output row or summed into one output element;
- * an odometer over the outer axes keeps the output offset. */
+/* acc[j % L] += src[j - q] for j in [q, q + len): a stretch of a short kept
+ * run repeated along a reduced axis. Whole blocks of rows go through a
+ * local accumulator so that the inner loop stays long. */
+static void RSL_FN(fold_cols)(ACC *acc, const T *src, int64_t q, int64_t len, int64_t L)
+{
+    int64_t i = 0, c = q % L;
+    for (; i < len && c != 0; i++, c = c + 1 == L ? 0 : c + 1)
+        acc[c] += (ACC)src[i];
+    int64_t B = (RSL_BLOCK / L) * L, nb = (len - i) / B;
+    if (nb > 0) {
+        ACC loc[RSL_BLOCK];
+        for (int64_t j = 0; j < B; j++)
+            loc[j] = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            const T *s = src + i + b * B;
+#pragma omp simd
+            for (int64_t j = 0; j < B; j++)
+                loc[j] += (ACC)s[j];
+        }
+        for (int64_t j = 0; j < B; j++)
+            acc[j % L] += loc[j];
+        i += nb * B;
+    }
+    for (c = 0; i < len; i++, c = c + 1 == L ? 0 : c + 1)
+        acc[c] += (ACC)src[i];
+}
+
+/* acc[j / L] += src[j - q] for j in [q, q + len): short reduced runs, one
+ * per element of a kept axis. */
+static void RSL_FN(fold_rows)(ACC *acc, const T *src, int64_t q, int64_t len, int64_t L)
+{
+    int64_t i = 0, row = q / L;
+    if (q % L) {
+        ACC s = 0;
+        for (int64_t c = q % L; i < len && c < L; i++, c++)
+            s += (ACC)src[i];
+        acc[row++] += s;
+    }
+    for (; i + L <= len; i += L, row++) {
+        ACC s = 0;
+        for (int64_t c = 0; c < L; c++)
+            s += (ACC)src[i + c];
+        acc[row] += s;
+    }
+    if (i < len) {
+        ACC s = 0;
+        for (; i < len; i++)
+            s += (ACC)src[i];
+        acc[row] += s;
+    }
+}
+
+/* acc[out(p)] += g[p] for p in [lo, hi), in memory order: runs of the
+ * innermost axis (of the two innermost when the last is short), either
+ * added into a kept output row or summed into output elements; an
+ * odometer over the outer axes keeps the output offset. */
 static void RSL_FN(by_input)(const T *g, const rsl_plan *p, int64_t lo, int64_t hi, ACC *acc)
 {
     if (lo >= hi)
         return;
     int last = p->m - 1;
-    int64_t L = p->d[last], run = lo / L, j = lo % L, idx[LT_MAX_RANK], ooff = 0;
-    for (int a = last - 1; a >= 0; a--) {
+    int64_t L = p->d[last];
+    bool red_inner = p->red[last], two = p->m >= 2 && L < RSL_SHORT;
+    int top = two ? last - 1 : last;
+    int64_t S = two ? L * p->d[last - 1] : L, run = lo / S, q = lo % S, idx[LT_MAX_RANK], ooff = 0;
+    for (int a = top - 1; a >= 0; a--) {
         idx[a] = run % p->d[a];
         run /= p->d[a];
         ooff += idx[a] * p->os[a];
     }
-    bool red_inner = p->red[last];
     for (int64_t pos = lo; pos < hi;) {
-        int64_t len = L - j < hi - pos ? L - j : hi - pos;
+        int64_t len = S - q < hi - pos ? S - q : hi - pos;
         const T *src = g + pos;
-        if (red_inner) {
+        if (two && red_inner) {
+            RSL_FN(fold_rows)(acc + ooff, src, q, len, L);
+        } else if (two) {
+            RSL_FN(fold_cols)(acc + ooff, src, q, len, L);
+        } else if (red_inner) {
             ACC s = 0;
 #pragma omp simd reduction(+ : s)
             for (int64_t i = 0; i < len; i++)
                 s += (ACC)src[i];
             acc[ooff] += s;
+        } else if (q == 0 && len == L && top > 0 && idx[top - 1] + 4 <= p->d[top - 1] && hi - pos >= 4 * L) {
+            /* four whole rows along the reduced axis before: one pass over acc */
+            ACC *dst = acc + ooff;
+#pragma omp simd
+            for (int64_t i = 0; i < L; i++)
+                dst[i] += ((ACC)src[i] + (ACC)src[i + L]) + ((ACC)src[i + 2 * L] + (ACC)src[i + 3 * L]);
+            len = 4 * L;
+            idx[top - 1] += 3; /* os is 0 there: ooff stays; the step below adds the fourth */
         } else {
-            ACC *dst = acc + ooff + j;
+            ACC *dst = acc + ooff + q;
 #pragma omp simd
             for (int64_t i = 0; i < len; i++)
                 dst[i] += (ACC)src[i];
         }
         pos += len;
-        j = 0;
-        for (int a = last - 1; a >= 0; a--) {
+        q = 0;
+        for (int a = top - 1; a >= 0; a--) {
             ooff += p->os[a];
             if (++idx[a] < p->d[a])
                 break;
@@ -47,14 +114,28 @@ static void RSL_FN(by_input)(const T *g, const rsl_plan *p, int64_t lo, int64_t 
     }
 }
 
-/* out[q] for q in [a0, a1), each summed over the reduced offsets p->roff. */
+/* out[q] for q in [a0, a1), each summed over the reduced offsets p->roff:
+ * by segments (a row of the last axis when it is kept, else one element),
+ * with an odometer over the kept axes giving each segment's place in g. */
 static void RSL_FN(by_output)(const T *g, const rsl_plan *p, int64_t a0, int64_t a1, T *out)
 {
+    if (a0 >= a1)
+        return;
     int last = p->m - 1;
-    int64_t L = p->d[last];
-    if (p->red[last]) {
-        for (int64_t q = a0; q < a1; q++) {
-            const T *base = g + rsl_goff(p, q);
+    bool red_inner = p->red[last];
+    int64_t L = p->d[last], W = red_inner ? 1 : L, seg = a0 / W, j = a0 % W, idx[LT_MAX_RANK], goff = 0;
+    int top = red_inner ? p->m : last;
+    for (int a = top - 1; a >= 0; a--)
+        if (!p->red[a]) {
+            idx[a] = seg % p->d[a];
+            seg /= p->d[a];
+            goff += idx[a] * p->gs[a];
+        }
+    ACC acc[RSL_BLOCK];
+    for (int64_t q = a0; q < a1;) {
+        int64_t len = W - j < a1 - q ? W - j : a1 - q;
+        const T *base = g + goff + j;
+        if (red_inner) {
             ACC s = 0;
             for (int64_t r = 0; r < p->nr; r++) {
                 const T *src = base + p->roff[r];
@@ -63,38 +144,60 @@ static void RSL_FN(by_output)(const T *g, const rsl_plan *p, int64_t a0, int64_t
                     s += (ACC)src[i];
             }
             out[q] = (T)s;
-        }
-        return;
-    }
-    ACC acc[RSL_BLOCK];
-    for (int64_t q = a0; q < a1;) {
-        int64_t j = q % L, len = L - j < a1 - q ? L - j : a1 - q;
-        const T *base = g + rsl_goff(p, q);
-        for (int64_t c0 = 0; c0 < len; c0 += RSL_BLOCK) {
-            int64_t n = len - c0 < RSL_BLOCK ? len - c0 : RSL_BLOCK;
-            for (int64_t i = 0; i < n; i++)
-                acc[i] = 0;
-            for (int64_t r = 0; r < p->nr; r++) {
-                const T *src = base + p->roff[r] + c0;
-#pragma omp simd
+        } else {
+            for (int64_t c0 = 0; c0 < len; c0 += RSL_BLOCK) {
+                int64_t n = len - c0 < RSL_BLOCK ? len - c0 : RSL_BLOCK;
                 for (int64_t i = 0; i < n; i++)
-                    acc[i] += (ACC)src[i];
+                    acc[i] = 0;
+                for (int64_t r = 0; r < p->nr; r++) {
+                    const T *src = base + p->roff[r] + c0;
+#pragma omp simd
+                    for (int64_t i = 0; i < n; i++)
+                        acc[i] += (ACC)src[i];
+                }
+                for (int64_t i = 0; i < n; i++)
+                    out[q + c0 + i] = (T)acc[i];
             }
-            for (int64_t i = 0; i < n; i++)
-                out[q + c0 + i] = (T)acc[i];
         }
         q += len;
+        j = 0;
+        for (int a = top - 1; a >= 0; a--) {
+            if (p->red[a])
+                continue;
+            goff += p->gs[a];
+            if (++idx[a] < p->d[a])
+                break;
+            goff -= p->gs[a] * p->d[a];
+            idx[a] = 0;
+        }
     }
 }
 
-/* The whole reduction: one pass in memory order when small; per-thread
- * partial sums over input chunks when the output is much smaller than the
- * input; else each thread computes its own range of outputs. */
+/* The whole reduction. Strong reductions walk g once in memory order
+ * (by_input; per-thread partial sums when parallel); mild ones compute
+ * each output from its few sources (by_output) with no accumulator array. */
 static lt_status RSL_FN(run)(lt_kctx *k, const T *g, T *out, rsl_plan *p)
 {
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
     int64_t gn = p->gn, on = p->on;
-    if (gn < LT_GM_PAR_MIN || nt < 2) {
+    if (gn < LT_GM_PAR_MIN)
+        nt = 1;
+    if (on > gn / (8 * (int64_t)nt)) {
+        lt_status st = rsl_offsets(k, p);
+        if (st != LT_OK)
+            return st;
+        if (nt < 2) {
+            RSL_FN(by_output)(g, p, 0, on, out);
+            return LT_OK;
+        }
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num(), n = omp_get_num_threads();
+            RSL_FN(by_output)(g, p, rsl_chunk(on, t, n), rsl_chunk(on, t + 1, n), out);
+        }
+        return LT_OK;
+    }
+    if (nt < 2) {
         ACC *acc = RSL_SAME ? (ACC *)(void *)out : lt_k_scratch(k, sizeof(ACC) * (size_t)on);
         if (!acc)
             return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
@@ -105,35 +208,25 @@ static lt_status RSL_FN(run)(lt_kctx *k, const T *g, T *out, rsl_plan *p)
                 out[q] = (T)acc[q];
         return LT_OK;
     }
-    if (on <= gn / (8 * (int64_t)nt)) {
-        ACC *part = lt_k_scratch(k, sizeof(ACC) * (size_t)on * (size_t)nt);
-        if (!part)
-            return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
-#pragma omp parallel num_threads(nt)
-        {
-            int t = omp_get_thread_num(), n = omp_get_num_threads();
-            ACC *mine = part + (size_t)t * (size_t)on;
-            memset(mine, 0, sizeof(ACC) * (size_t)on);
-            RSL_FN(by_input)(g, p, rsl_chunk(gn, t, n), rsl_chunk(gn, t + 1, n), mine);
-#pragma omp barrier
-            /* partials are added in thread order: the result does not depend
-             * on which thread finished first */
-            for (int64_t q = rsl_chunk(on, t, n), e = rsl_chunk(on, t + 1, n); q < e; q++) {
-                ACC s = 0;
-                for (int u = 0; u < n; u++)
-                    s += part[(size_t)u * (size_t)on + (size_t)q];
-                out[q] = (T)s;
-            }
-        }
-        return LT_OK;
-    }
-    lt_status st = rsl_offsets(k, p);
-    if (st != LT_OK)
-        return st;
+    /* on <= gn / (8 nt): nt partial outputs cost little next to reading g */
+    ACC *part = lt_k_scratch(k, sizeof(ACC) * (size_t)on * (size_t)nt);
+    if (!part)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
 #pragma omp parallel num_threads(nt)
     {
         int t = omp_get_thread_num(), n = omp_get_num_threads();
-        RSL_FN(by_output)(g, p, rsl_chunk(on, t, n), rsl_chunk(on, t + 1, n), out);
+        ACC *mine = part + (size_t)t * (size_t)on;
+        memset(mine, 0, sizeof(ACC) * (size_t)on);
+        RSL_FN(by_input)(g, p, rsl_chunk(gn, t, n), rsl_chunk(gn, t + 1, n), mine);
+#pragma omp barrier
+        /* partials are added in thread order: the result does not depend
+         * on which thread finished first */
+        for (int64_t q = rsl_chunk(on, t, n), e = rsl_chunk(on, t + 1, n); q < e; q++) {
+            ACC s = 0;
+            for (int u = 0; u < n; u++)
+                s += part[(size_t)u * (size_t)on + (size_t)q];
+            out[q] = (T)s;
+        }
     }
     return LT_OK;
 }

@@ -4,6 +4,7 @@
 #define LT_CPU_GRAD_MISC_UTIL_H
 
 #include "../runtime.h"
+#include <string.h>
 
 /* Work (elements) below which a loop stays on one thread. */
 #define LT_GM_PAR_MIN 32768
@@ -33,6 +34,24 @@ static inline lt_status lt_gm_shape(lt_kctx *k, const lt_tensor *t, const char *
     for (int d = 0; d < t->rank && gl < sizeof got; d++)
         gl += (size_t)snprintf(got + gl, sizeof got - gl, d ? ",%lld" : "%lld", (long long)t->dims[d]);
     return lt_k_fail(k, LT_ERR_RUNTIME, "%s has shape [%s], expected [%s]", what, got, want);
+}
+
+/* Zeroes n bytes (zero bits are zero in every numeric type), in parallel
+ * when large: gradients of gathers, slices and pads start as big zero
+ * tensors. */
+static inline void lt_gm_zero(void *p, size_t n)
+{
+    if (n < (size_t)LT_GM_PAR_MIN * 16) {
+        memset(p, 0, n);
+        return;
+    }
+    const size_t chunk = 1 << 16;
+    int64_t nc = (int64_t)((n + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < nc; c++) {
+        size_t at = (size_t)c * chunk;
+        memset((char *)p + at, 0, n - at < chunk ? n - at : chunk);
+    }
 }
 
 /* Registrars of the family's files, called from grad_misc.c. */

@@ -141,6 +141,9 @@ static lt_status k_batch_norm_grad(lt_kctx *k)
         c *= s;
         s = 1;
     }
+    if (bias && bias->numel != c)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "B has %lld elements, expected %lld", (long long)bias->numel,
+                         (long long)c);
     double eps = lt_attr_float(node, "epsilon", 1e-5f);
     bool training = lt_attr_int(node, "training_mode", 0) != 0;
     const double *g = lt_nu_vec(k, scale, c, "scale");
@@ -209,6 +212,9 @@ static lt_status k_instance_norm_grad(lt_kctx *k)
     const lt_tensor *scale = lt_gnn_need(k, 2, "scale"), *bias = lt_k_in(k, 3);
     if (!scale)
         return LT_ERR_INVALID;
+    if (bias && bias->numel != c)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "B has %lld elements, expected %lld", (long long)bias->numel,
+                         (long long)c);
     double eps = lt_attr_float(k->node, "epsilon", 1e-5f);
     const double *g = lt_nu_vec(k, scale, c, "scale");
     double *ds = g ? lt_nu_scratch(k, 2 * c, sizeof(double)) : NULL;

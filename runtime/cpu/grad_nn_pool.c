@@ -77,6 +77,34 @@ static int64_t window(const gp_job *j, const int64_t *pos, int64_t *offs, int64_
     return m;
 }
 
+/* window() for up to 3 spatial axes: missing leading axes have size 1,
+ * and the taps come from three plain loops */
+static inline int64_t window3(const gp_job *j, const int64_t *pos, int64_t *offs, int64_t *padded)
+{
+    static const gp_win unit = {0, 0, 1, 1};
+    const lt_nn_geom *g = &j->g;
+    int lead = 3 - g->nsp;
+    const gp_win *w[3];
+    int64_t img[3], dil[3];
+    for (int a = 0; a < 3; a++) {
+        int d = a - lead;
+        w[a] = d < 0 ? &unit : &j->tab[d][pos[d]];
+        img[a] = d < 0 ? 1 : g->img[d];
+        dil[a] = d < 0 ? 1 : g->d[d];
+    }
+    *padded = w[0]->padded * w[1]->padded * w[2]->padded;
+    int64_t m = 0;
+    for (int64_t tz = w[0]->lo; tz < w[0]->hi; tz++) {
+        int64_t rz = (w[0]->start + tz * dil[0]) * img[1];
+        for (int64_t ty = w[1]->lo; ty < w[1]->hi; ty++) {
+            int64_t ry = (rz + w[1]->start + ty * dil[1]) * img[2] + w[2]->start;
+            for (int64_t tx = w[2]->lo; tx < w[2]->hi; tx++)
+                offs[m++] = ry + tx * dil[2];
+        }
+    }
+    return m;
+}
+
 /* d y / d e for y = (sum |e|^p)^(1/p): sign(e) (|e| / y)^(p - 1), y > 0 */
 static inline double lp_partial(double e, double y, double p)
 {
@@ -104,7 +132,8 @@ static inline double lp_partial(double e, double y, double p)
             int64_t pos[LT_MAX_RANK] = {0};                                                                   \
             memset(dxp, 0, sizeof(T) * (size_t)j->in_plane);                                                  \
             for (int64_t o = 0; o < j->out_plane; o++) {                                                      \
-                int64_t padded, cnt = window(j, pos, offs, &padded);                                          \
+                int64_t padded, cnt = g->nsp <= 3 ? window3(j, pos, offs, &padded)                           \
+                                                  : window(j, pos, offs, &padded);                            \
                 for (int d = g->nsp - 1; d >= 0 && ++pos[d] >= g->grid[d]; d--)                               \
                     pos[d] = 0;                                                                               \
                 T gv = dyp[o];                                                                                \

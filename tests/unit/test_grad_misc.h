@@ -37,8 +37,8 @@ static inline lt_value *gm_run(lt_op op, int opset, int nin, lt_value *const *in
 }
 
 /* The status (and message, into msg) of a run that is expected to fail. */
-static inline lt_status gm_run_status(lt_op op, int opset, int nin, lt_value *const *in, gm_attrs_fn attrs, const void *ctx,
-                               char *msg, size_t len)
+static inline lt_status gm_run_status(lt_op op, int opset, int nin, lt_value *const *in, gm_attrs_fn attrs,
+                                      const void *ctx, char *msg, size_t len)
 {
     tu_graph g = tu_single(op, opset, nin, 1);
     for (int i = 0; i < nin; i++)
@@ -148,8 +148,8 @@ static inline void gm_assert_same(const lt_value *got, const lt_value *want, dou
 /* Shape inference of one node whose inputs have the given types (NULL:
  * omitted); returns its output 0 type, or fails the test when inference
  * does not return want. */
-static inline lt_type gm_infer(lt_op op, int opset, int nin, const lt_type *const *types, gm_attrs_fn attrs, const void *ctx,
-                        lt_status want)
+static inline lt_type gm_infer(lt_op op, int opset, int nin, const lt_type *const *types, gm_attrs_fn attrs,
+                               const void *ctx, lt_status want)
 {
     tu_graph g = tu_single(op, opset, nin, 1);
     for (int i = 0; i < nin; i++) {

@@ -66,7 +66,8 @@ static void gather(void **state)
         {"Gather empty indices", LT_OP_GATHER, 13, {"axis", 1}, 2, {3, 3}, 1, {0}, {0}},
         /* float32 at sizes past the parallel threshold: destination-row
          * split (narrow rows), column split (wide rows), many outer rows */
-        {"Gather embedding f32", LT_OP_GATHER, 13, {"axis", 0}, 2, {1000, 16}, 1, {4096}, {0}, true, -1000, 1000, LT_F32},
+        {"Gather embedding f32", LT_OP_GATHER, 13, {"axis", 0}, 2, {1000, 16}, 1, {4096}, {0}, true, -1000, 1000,
+         LT_F32},
         {"Gather wide rows f32", LT_OP_GATHER, 13, {"axis", 0}, 2, {4, 3000}, 1, {50}, {0}, true, -4, 4, LT_F32},
         {"Gather outer rows f32", LT_OP_GATHER, 13, {"axis", 1}, 3, {64, 50, 8}, 1, {90}, {0}, true, 0, 50, LT_F32},
         {"Gather f16", LT_OP_GATHER, 13, {"axis", 0}, 2, {5, 4}, 1, {6}, {0}, true, -5, 5, LT_F16},

@@ -147,7 +147,8 @@ static void pad_cases(void **state)
 static void bad_input(void **state)
 {
     (void)state;
-    lt_value *x = tu_rand(LT_F32, 2, (int64_t[]){3, 4}, -1, 1, 1), *dy = tu_rand(LT_F32, 2, (int64_t[]){2, 4}, -1, 1, 2);
+    lt_value *x = tu_rand(LT_F32, 2, (int64_t[]){3, 4}, -1, 1, 1);
+    lt_value *dy = tu_rand(LT_F32, 2, (int64_t[]){2, 4}, -1, 1, 2);
     lt_value *st = gm_vec(1, (int64_t[]){0}), *en = gm_vec(1, (int64_t[]){3}), *zero = gm_vec(1, (int64_t[]){0});
     char msg[LT_ERR_MSG_MAX];
     /* the slice is [3, 4], dy [2, 4] */

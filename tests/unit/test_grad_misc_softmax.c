@@ -34,7 +34,8 @@ static void fd_cases(void **state)
         for (size_t i = 0; i < sizeof smx_cases / sizeof *smx_cases; i++) {
             const smx_case *c = &smx_cases[i];
             uint64_t seed = 300 + i + 50 * logsm;
-            lt_op fwd = logsm ? LT_OP_LOG_SOFTMAX : LT_OP_SOFTMAX, op = logsm ? LT_OP_LOG_SOFTMAX_GRAD : LT_OP_SOFTMAX_GRAD;
+            lt_op fwd = logsm ? LT_OP_LOG_SOFTMAX : LT_OP_SOFTMAX;
+            lt_op op = logsm ? LT_OP_LOG_SOFTMAX_GRAD : LT_OP_SOFTMAX_GRAD;
             lt_value *x = tu_rand(LT_F64, c->rank, c->dims, -3, 3, seed);
             lt_value *y = gm_run(fwd, c->opset, 1, (lt_value *[]){x}, smx_attrs, c, NULL);
             lt_value *dy = tu_rand(LT_F64, c->rank, c->dims, -1, 1, seed + 1);
@@ -65,13 +66,15 @@ static void float32_matches_float64(void **state)
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
             const smx_case *c = &cases[i];
             uint64_t seed = 400 + i;
-            lt_op fwd = logsm ? LT_OP_LOG_SOFTMAX : LT_OP_SOFTMAX, op = logsm ? LT_OP_LOG_SOFTMAX_GRAD : LT_OP_SOFTMAX_GRAD;
+            lt_op fwd = logsm ? LT_OP_LOG_SOFTMAX : LT_OP_SOFTMAX;
+            lt_op op = logsm ? LT_OP_LOG_SOFTMAX_GRAD : LT_OP_SOFTMAX_GRAD;
             lt_value *x = tu_rand(LT_F32, c->rank, c->dims, -4, 4, seed);
             lt_value *y = gm_run(fwd, c->opset, 1, (lt_value *[]){x}, smx_attrs, c, NULL);
             lt_value *dy = tu_rand(LT_F32, c->rank, c->dims, -1, 1, seed + 1);
             lt_value *got = gm_run(op, c->opset, 2, (lt_value *[]){dy, y}, smx_attrs, c, NULL);
             /* the same float32 values, widened */
-            lt_value *y64 = tu_rand(LT_F64, c->rank, c->dims, 0, 1, 0), *dy64 = tu_rand(LT_F64, c->rank, c->dims, 0, 1, 0);
+            lt_value *y64 = tu_rand(LT_F64, c->rank, c->dims, 0, 1, 0);
+            lt_value *dy64 = tu_rand(LT_F64, c->rank, c->dims, 0, 1, 0);
             for (int64_t j = 0; j < y->t.numel; j++) {
                 lt_tensor_set_f64(&y64->t, j, tu_get(y, j));
                 lt_tensor_set_f64(&dy64->t, j, tu_get(dy, j));

@@ -177,6 +177,46 @@ static void resize_cubic(void **state)
     run_all(cases, sizeof cases / sizeof cases[0], 200);
 }
 
+/* Upsample's gradient is ResizeGrad at the Upsample's opset: scales from
+ * the attribute (Upsample-7) or height_scale / width_scale (Upsample-1) */
+static void upsample_legacy(void **state)
+{
+    (void)state;
+    int64_t xd[4] = {1, 2, 3, 4};
+    float sc[4] = {1, 1, 2, 1.5f};
+    for (int v = 0; v < 2; v++) {
+        const char *mode = v ? "nearest" : "linear";
+        int opset = v ? 1 : 7;
+        print_message("upsample-%d %s\n", opset, mode);
+        lt_value *x = tu_rand(LT_F64, 4, xd, -1, 1, 900 + (uint64_t)v);
+        tu_graph fwd = tu_single(LT_OP_UPSAMPLE, opset, 1, 1), gg = tu_single(LT_OP_RESIZE_GRAD, opset, 5, 1);
+        for (int i = 0; i < 2; i++) {
+            tu_graph *g = i ? &gg : &fwd;
+            tu_attr_str(g, "mode", mode);
+            if (v) {
+                tu_attr_float(g, "height_scale", 2);
+                tu_attr_float(g, "width_scale", 1.5f);
+            } else {
+                tu_attr_floats(g, "scales", 4, sc);
+            }
+        }
+        for (int i = 2; i < 5; i++)
+            tu_omit_input(&gg, i);
+        lt_value *fin[1] = {x};
+        lt_value *y = gn_run(&fwd, fin, 1, 0);
+        lt_value *dy = tu_rand(LT_F64, 4, y->t.dims, -1, 1, 910 + (uint64_t)v);
+        lt_value *gin[5] = {dy, x, NULL, NULL, NULL};
+        lt_value *dx = gn_run(&gg, gin, 1, 0);
+        gn_fd("ResizeGrad dx (Upsample)", &fwd, fin, 0, 1, 0, dy, dx, 900, 1e-5);
+        lt_value_free(dx);
+        lt_value_free(dy);
+        lt_value_free(y);
+        lt_value_free(x);
+        tu_free(&fwd);
+        tu_free(&gg);
+    }
+}
+
 static void resize_grad_errors(void **state)
 {
     (void)state;
@@ -210,6 +250,7 @@ int main(void)
         cmocka_unit_test(resize_nearest),
         cmocka_unit_test(resize_linear),
         cmocka_unit_test(resize_cubic),
+        cmocka_unit_test(upsample_legacy),
         cmocka_unit_test(resize_grad_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

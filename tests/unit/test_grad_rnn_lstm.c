@@ -45,6 +45,14 @@ static void lstm_cases(void **state)
     gcfg c8 = {.name = "LSTM no dY_c", .gates = 4, .S = 3, .B = 2, .I = 2, .H = 3, .dir = 2, .bias = true,
                .h0 = true, .c0 = true, .no_dyc = true, .seed = 48};
     run(&c8, false);
+    /* empty sequences and batches: parameter gradients are zero, the state
+     * gradients pass straight through */
+    gcfg c9 = {.name = "LSTM S=0", .gates = 4, .S = 0, .B = 2, .I = 2, .H = 2, .dir = 2, .bias = true, .h0 = true,
+               .c0 = true, .peep = true, .seed = 49};
+    run(&c9, false);
+    gcfg c10 = {.name = "LSTM B=0", .gates = 4, .S = 2, .B = 0, .I = 2, .H = 2, .bias = true, .h0 = true,
+                .c0 = true, .peep = true, .seed = 50};
+    run(&c10, false);
 }
 
 static void lstm_activations(void **state)
@@ -102,8 +110,8 @@ static void compare_types(const gcfg *c, lt_dtype dt, double tol)
 static void float_paths(void **state)
 {
     (void)state;
-    static int64_t lens[160];
-    for (int i = 0; i < 160; i++)
+    static int64_t lens[200];
+    for (int i = 0; i < 200; i++)
         lens[i] = 1 + i % 3;
     gcfg c1 = {.name = "LSTM big bidir lens", .gates = 4, .S = 3, .B = 160, .I = 24, .H = 64, .dir = 2,
                .bias = true, .h0 = true, .c0 = true, .peep = true, .lens = lens, .seed = 61};

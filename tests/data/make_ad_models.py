@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Small models with control flow for the AD's finite-difference tests
+(committed; regenerate with Debian's /usr/bin/python3). Every model has one
+float input x and float parameters; the gradient tests differentiate the sum
+of the first output with respect to every parameter."""
+import os
+import numpy as np
+import onnx
+from onnx import helper as h, TensorProto as TP, numpy_helper as nh
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(7)
+F = TP.FLOAT
+
+
+def w(name, *shape, scale=0.5):
+    return nh.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def i64(name, v):
+    return nh.from_array(np.array(v, np.int64), name)
+
+
+def vi(name, shape, t=F):
+    return h.make_tensor_value_info(name, t, shape)
+
+
+def save(name, nodes, inputs, outputs, inits, opset=13):
+    g = h.make_graph(nodes, name, inputs, outputs, initializer=inits)
+    m = h.make_model(g, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", opset)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(HERE, name + ".onnx"))
+
+
+def rnn_step(hin, hout, W, xt=None, prefix="s"):
+    """hout = tanh(hin @ W [+ xt])"""
+    nodes = [h.make_node("MatMul", [hin, W], [prefix + "_mm"])]
+    last = prefix + "_mm"
+    if xt:
+        nodes.append(h.make_node("Add", [last, xt], [prefix + "_add"]))
+        last = prefix + "_add"
+    nodes.append(h.make_node("Tanh", [last], [hout]))
+    return nodes
+
+
+# If: each branch, outer captures, an initializer inside a branch
+then_g = h.make_graph([h.make_node("MatMul", ["x", "A"], ["xa"]), h.make_node("Relu", ["xa"], ["r"]),
+                       h.make_node("Add", ["r", "c"], ["ty"])], "then", [], [vi("ty", [3, 4])])
+else_g = h.make_graph([h.make_node("MatMul", ["x", "B"], ["xb"]), h.make_node("Sigmoid", ["xb"], ["ey"])],
+                      "else", [], [vi("ey", [3, 4])], initializer=[w("B", 4, 4)])
+save("ad_if", [h.make_node("ReduceSum", ["x"], ["s"], keepdims=0), h.make_node("Greater", ["s", "zero"], ["p"]),
+               h.make_node("If", ["p"], ["y0"], then_branch=then_g, else_branch=else_g),
+               h.make_node("Mul", ["y0", "y0"], ["y"])],
+     [vi("x", [3, 4])], [vi("y", [3, 4])], [w("A", 4, 4), w("c", 4), nh.from_array(np.array(0, np.float32), "zero")])
+
+
+def loop_body(name, cond_out_nodes, with_scan=True, extra_nodes=(), inits=()):
+    nodes = list(extra_nodes) + rnn_step("h_in", "h_out", "W", "xs", prefix=name) + list(cond_out_nodes)
+    outs = [vi("cond_out", [], TP.BOOL), vi("h_out", [2, 4])]
+    if with_scan:
+        nodes.append(h.make_node("Mul", ["h_out", "V"], ["sc"]))
+        outs.append(vi("sc", [2, 4]))
+    return h.make_graph(nodes, name, [vi("it", [], TP.INT64), vi("cond_in", [], TP.BOOL), vi("h_in", [2, 4])], outs,
+                        initializer=list(inits))
+
+
+def loop_model(name, loop_inputs, body, scan=True):
+    nodes = [h.make_node("Tanh", ["x"], ["xs"]),
+             h.make_node("Loop", loop_inputs, ["hT", "stack"] if scan else ["hT"], body=body)]
+    if scan:
+        nodes += [h.make_node("ReduceSum", ["stack"], ["ss"], keepdims=0),
+                  h.make_node("ReduceSum", ["hT"], ["hs"], keepdims=0), h.make_node("Add", ["ss", "hs"], ["y"])]
+    else:
+        nodes += [h.make_node("Mul", ["hT", "hT"], ["y"])]
+    save(name, nodes, [vi("x", [2, 4])], [vi("y", [] if scan else [2, 4])],
+         [w("W", 4, 4), w("V", 2, 4), w("h0", 2, 4), i64("M", 5), nh.from_array(np.array(True), "T")])
+
+
+identity_cond = [h.make_node("Identity", ["cond_in"], ["cond_out"])]
+# trip count only, with a scan output; x and V are captured from outside
+loop_model("ad_loop_trip", ["M", "", "h0"], loop_body("trip", identity_cond))
+# condition only: stop after iteration 3 (cond_out = it < 3)
+less3 = [h.make_node("Less", ["it", "three"], ["cond_out"])]
+loop_model("ad_loop_cond", ["", "T", "h0"], loop_body("cond", less3, inits=[i64("three", 3)]))
+# both: M = 5 but the condition stops it at 4 iterations
+loop_model("ad_loop_both", ["M", "T", "h0"], loop_body("both", less3, inits=[i64("three", 3)]), scan=True)
+
+# Loop in Loop: the inner loop runs twice per outer iteration, uses W from the
+# outermost graph and its own initializer U
+inner = h.make_graph(
+    [h.make_node("MatMul", ["g_in", "U"], ["gu"]), h.make_node("Add", ["gu", "h_in"], ["ga"]),
+     h.make_node("Tanh", ["ga"], ["g_out"]), h.make_node("Identity", ["c2_in"], ["c2_out"])],
+    "inner", [vi("j", [], TP.INT64), vi("c2_in", [], TP.BOOL), vi("g_in", [2, 4])],
+    [vi("c2_out", [], TP.BOOL), vi("g_out", [2, 4])], initializer=[w("U", 4, 4)])
+outer = h.make_graph(
+    [h.make_node("Loop", ["two", "", "h_in"], ["g"], body=inner)] + rnn_step("g", "h_out", "W", "xs", prefix="o")
+    + identity_cond,
+    "outer", [vi("it", [], TP.INT64), vi("cond_in", [], TP.BOOL), vi("h_in", [2, 4])],
+    [vi("cond_out", [], TP.BOOL), vi("h_out", [2, 4])], initializer=[i64("two", 2)])
+save("ad_loop_nested", [h.make_node("Tanh", ["x"], ["xs"]), h.make_node("Loop", ["M", "", "h0"], ["hT"], body=outer),
+                        h.make_node("Mul", ["hT", "hT"], ["y"])],
+     [vi("x", [2, 4])], [vi("y", [2, 4])], [w("W", 4, 4), w("h0", 2, 4), i64("M", 3)])
+
+# If in Loop: even iterations multiply by W1 elementwise, odd ones run tanh(h @ W2)
+even_g = h.make_graph([h.make_node("Mul", ["h_in", "W1"], ["ev"])], "even", [], [vi("ev", [2, 4])])
+odd_g = h.make_graph(rnn_step("h_in", "od", "W2", prefix="od"), "odd", [], [vi("od", [2, 4])])
+body = h.make_graph(
+    [h.make_node("Mod", ["it", "two"], ["r"]), h.make_node("Equal", ["r", "zero"], ["is_even"]),
+     h.make_node("If", ["is_even"], ["h_out"], then_branch=even_g, else_branch=odd_g)] + identity_cond,
+    "ifloop", [vi("it", [], TP.INT64), vi("cond_in", [], TP.BOOL), vi("h_in", [2, 4])],
+    [vi("cond_out", [], TP.BOOL), vi("h_out", [2, 4])], initializer=[i64("two", 2), i64("zero", 0)])
+save("ad_if_in_loop", [h.make_node("Loop", ["M", "", "x"], ["hT"], body=body), h.make_node("Mul", ["hT", "hT"], ["y"])],
+     [vi("x", [2, 4])], [vi("y", [2, 4])], [w("W1", 2, 4), w("W2", 4, 4), i64("M", 4)])
+
+
+def scan_model(name, x_shape, in_axis, in_dir, out_axis, out_dir, out_shape):
+    body = h.make_graph(
+        [h.make_node("MatMul", ["s_in", "W"], ["sw"]), h.make_node("Add", ["sw", "xt"], ["sa"]),
+         h.make_node("Tanh", ["sa"], ["s_out"]), h.make_node("Mul", ["s_out", "V"], ["o"])],
+        name + "_body", [vi("s_in", [2, 4]), vi("xt", [2, 4])], [vi("s_out", [2, 4]), vi("o", [2, 4])])
+    save(name, [h.make_node("Scan", ["s0", "x"], ["sT", "os"], body=body, num_scan_inputs=1,
+                            scan_input_axes=[in_axis], scan_input_directions=[in_dir],
+                            scan_output_axes=[out_axis], scan_output_directions=[out_dir]),
+                h.make_node("Mul", ["os", "P"], ["y"])],
+         [vi("x", x_shape)], [vi("y", out_shape)], [w("W", 4, 4), w("V", 2, 4), w("s0", 2, 4), w("P", 1)], opset=16)
+
+
+scan_model("ad_scan_fwd", [3, 2, 4], 0, 0, 0, 0, [3, 2, 4])
+scan_model("ad_scan_rev_axis1", [2, 3, 4], 1, 1, 2, 1, [2, 4, 3])
