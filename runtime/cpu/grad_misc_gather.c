@@ -73,7 +73,7 @@ static lt_status gg_out(lt_kctx *k, const lt_tensor *dy, const lt_tensor *x, lt_
     size_t es = dy->dtype == LT_F64 ? sizeof(double) : sizeof(float);
     *acc = native ? (*dx)->data : lt_k_scratch(k, es * (size_t)((*dx)->numel ? (*dx)->numel : 1));
     *src = native ? dy->data : (const void *)lt_red_load_f32(k, dy);
-    if (!*acc || !*src)
+    if ((!*acc && (*dx)->numel > 0) || (!*src && dy->numel > 0))
         return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
     lt_gm_zero(*acc, es * (size_t)(*dx)->numel);
     return LT_OK;

@@ -117,7 +117,8 @@ static lt_status rsl_plan_make(lt_kctx *k, const lt_tensor *g, const lt_tensor *
                              (long long)G, (long long)L);
         bool red = L == 1 && G != 1;
         *reduce |= red;
-        if (G == 1)
+        /* an empty g needs no plan (and its other dims may not multiply) */
+        if (G == 1 || g->numel == 0)
             continue;
         if (m > 0 && p->red[m - 1] == red) {
             p->d[m - 1] *= G; /* g is a valid tensor: its numel fits */

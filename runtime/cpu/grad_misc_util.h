@@ -42,7 +42,8 @@ static inline lt_status lt_gm_shape(lt_kctx *k, const lt_tensor *t, const char *
 static inline void lt_gm_zero(void *p, size_t n)
 {
     if (n < (size_t)LT_GM_PAR_MIN * 16) {
-        memset(p, 0, n);
+        if (n)
+            memset(p, 0, n);
         return;
     }
     const size_t chunk = 1 << 16;

@@ -184,6 +184,36 @@ static void bad_input(void **state)
     lt_value_free(x);
 }
 
+/* Empty data or empty indices give (empty or zero) gradients, no error. */
+static void empty_tensors(void **state)
+{
+    (void)state;
+    int_attr none = {NULL, 0};
+    lt_value *x = tu_rand(LT_F32, 2, (int64_t[]){2, 0}, -1, 1, 1), *ind = gm_vec(2, (int64_t[]){1, 0});
+    lt_value *dy = tu_rand(LT_F32, 2, (int64_t[]){2, 0}, -1, 1, 2);
+    static const lt_op ops[] = {LT_OP_GATHER_GRAD, LT_OP_GATHER_ND_GRAD};
+    for (int i = 0; i < 2; i++) {
+        lt_value *in = i ? gm_ints(2, (int64_t[]){2, 1}, (int64_t[]){1, 0}) : ind;
+        lt_value *g = gm_run(ops[i], 13, 3, (lt_value *[]){dy, in, x}, set_attr, &none, NULL);
+        assert_int_equal(g->t.numel, 0);
+        assert_int_equal(g->t.dims[0], 2);
+        lt_value_free(g);
+        if (i)
+            lt_value_free(in);
+    }
+    lt_value *x2 = tu_rand(LT_F64, 2, (int64_t[]){3, 2}, -1, 1, 3);
+    lt_value *e = gm_ints(2, (int64_t[]){0, 2}, (int64_t[]){0}), *dy2 = tu_rand(LT_F64, 2, (int64_t[]){0, 2}, -1, 1, 4);
+    lt_value *g = gm_run(LT_OP_GATHER_ELEMENTS_GRAD, 13, 3, (lt_value *[]){dy2, e, x2}, set_attr, &none, NULL);
+    tu_assert_close(g, (double[]){0, 0, 0, 0, 0, 0}, 6, 0, 0, 3);
+    lt_value_free(g);
+    lt_value_free(dy2);
+    lt_value_free(e);
+    lt_value_free(x2);
+    lt_value_free(dy);
+    lt_value_free(ind);
+    lt_value_free(x);
+}
+
 static void shape_rules(void **state)
 {
     (void)state;
@@ -200,7 +230,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gather),    cmocka_unit_test(gather_elements), cmocka_unit_test(gather_nd),
-        cmocka_unit_test(bad_input), cmocka_unit_test(shape_rules),
+        cmocka_unit_test(bad_input), cmocka_unit_test(empty_tensors),   cmocka_unit_test(shape_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* Executor: IR functions and recursive calls through If, accumulation
  * cells, and memory returning to where it started after a run. */
 #include "testutil.h"
+#include <stdlib.h>
 #include <string.h>
 
 static lt_ival *val(lt_module *m, lt_block *b, lt_node *def, const char *name)
