@@ -129,12 +129,26 @@ static lt_status r_lrn(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *
 static lt_status r_loss(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
                         lt_ival *const *dout)
 {
-    if (!G)
-        return lt_ad_fail(c, n, "only the loss output (not log_prob) can be differentiated");
-    lt_ival *ins[4] = {G, in[0], in[1], arg(n, in, 2)};
-    lt_node *k = grad_node(c, n, n->op == LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS ? LT_OP_SCE_LOSS_GRAD : LT_OP_NLL_LOSS_GRAD,
-                           ins[3] ? 4 : 3, ins, 1);
-    return k ? ACC(0, k->out[0]) : LT_ERR_NOMEM;
+    lt_status s = LT_OK;
+    if (G) {
+        lt_ival *ins[4] = {G, in[0], in[1], arg(n, in, 2)};
+        lt_node *k = grad_node(c, n, n->op == LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS ? LT_OP_SCE_LOSS_GRAD : LT_OP_NLL_LOSS_GRAD,
+                               ins[3] ? 4 : 3, ins, 1);
+        s = k ? ACC(0, k->out[0]) : LT_ERR_NOMEM;
+    }
+    /* the log_prob output of SoftmaxCrossEntropyLoss is LogSoftmax over axis 1 */
+    if (s == LT_OK && n->op == LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS && n->nout > 1 && dout[1]) {
+        lt_node *k = lt_ad_node(c, LT_OP_LOG_SOFTMAX_GRAD, 2, 1);
+        if (!k)
+            return LT_ERR_NOMEM;
+        k->in[0] = dout[1];
+        k->in[1] = out[1];
+        lt_ad_attr_int(c, k, "axis", 1);
+        k->opset = 13;
+        lt_ad_infer(c, k);
+        s = ACC(0, k->out[0]);
+    }
+    return s;
 }
 
 static lt_status r_recurrent(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,

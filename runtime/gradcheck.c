@@ -20,11 +20,13 @@ static lt_value *to_f64_value(const lt_value *v)
     return d;
 }
 
-/* Loads path, optionally converts it to float64, builds the gradient program. */
-static lt_status prepare(const char *path, const lt_grad_opts *o, bool f64, lt_model **m, lt_session **s,
-                         lt_err *err)
+static lt_status load_path(void *ctx, lt_model **m, lt_err *err) { return lt_model_load(ctx, m, err); }
+
+/* Builds the model, optionally converts it to float64, builds the gradient program. */
+static lt_status prepare(lt_model_builder build, void *ctx, const lt_grad_opts *o, bool f64, lt_model **m,
+                         lt_session **s, lt_err *err)
 {
-    lt_status st = lt_model_load(path, m, err);
+    lt_status st = build(ctx, m, err);
     if (st == LT_OK && f64)
         st = lt_ir_to_f64(*m, err);
     if (st == LT_OK)
@@ -40,6 +42,13 @@ lt_status lt_grad_check(const char *path, const lt_grad_opts *o, int n, const ch
                         lt_value *const *inputs, int max_per_param, lt_gradcheck_row **rows_out, int *nrows,
                         lt_err *err)
 {
+    return lt_grad_check_built(load_path, (void *)path, o, n, names, inputs, max_per_param, rows_out, nrows, err);
+}
+
+lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_opts *o, int n,
+                              const char *const *names, lt_value *const *inputs, int max_per_param,
+                              lt_gradcheck_row **rows_out, int *nrows, lt_err *err)
+{
     lt_model *m32 = NULL, *m64 = NULL;
     lt_session *s32 = NULL, *s64 = NULL;
     lt_value **in64 = calloc(n + 1, sizeof *in64), **o32 = NULL, **o64 = NULL;
@@ -49,9 +58,9 @@ lt_status lt_grad_check(const char *path, const lt_grad_opts *o, int n, const ch
         if (!(in64[i] = to_f64_value(inputs[i])))
             st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
     if (st == LT_OK)
-        st = prepare(path, o, false, &m32, &s32, err);
+        st = prepare(build, ctx, o, false, &m32, &s32, err);
     if (st == LT_OK)
-        st = prepare(path, o, true, &m64, &s64, err);
+        st = prepare(build, ctx, o, true, &m64, &s64, err);
     if (st != LT_OK)
         goto done;
     int nout = lt_model_num_outputs(m64);

@@ -59,6 +59,12 @@ lt_value *lt_value_new_none(void);
 lt_value *lt_value_ref(const lt_value *v); /* shallow copy sharing buffers */
 lt_status lt_seq_append(lt_value *seq, const lt_tensor *t, lt_err *err); /* shares t's buffer */
 
+/* ---- gradient checks on models built in memory (tests) ---- */
+typedef lt_status (*lt_model_builder)(void *ctx, lt_model **out, lt_err *err);
+lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_opts *o, int n,
+                              const char *const *names, lt_value *const *inputs, int max_per_param,
+                              lt_gradcheck_row **rows, int *nrows, lt_err *err);
+
 /* ---- kernels ---- */
 struct lt_exec;
 

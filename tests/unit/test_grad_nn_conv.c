@@ -195,6 +195,32 @@ static void conv_grad_errors(void **state)
     lt_value_free(wb);
 }
 
+/* an empty batch: dx is empty and dW is zero */
+static void conv_grad_empty(void **state)
+{
+    (void)state;
+    int64_t xd[4] = {0, 2, 5, 5}, wd[4] = {3, 2, 3, 3}, yd[4] = {0, 3, 3, 3};
+    lt_value *x = tu_rand(LT_F32, 4, xd, -1, 1, 1), *w = tu_rand(LT_F32, 4, wd, -1, 1, 2);
+    lt_value *dy = tu_rand(LT_F32, 4, yd, -1, 1, 3);
+    tu_graph g = tu_single(LT_OP_CONV_GRAD_FILTER, 11, 3, 1);
+    lt_value *in[3] = {dy, x, w};
+    lt_value *dw = gn_run(&g, in, 1, 0);
+    assert_int_equal(dw->t.numel, 54);
+    for (int64_t i = 0; i < dw->t.numel; i++)
+        assert_true(tu_get(dw, i) == 0);
+    tu_free(&g);
+    g = tu_single(LT_OP_CONV_GRAD_DATA, 11, 3, 1);
+    lt_value *in2[3] = {dy, w, x};
+    lt_value *dx = gn_run(&g, in2, 1, 0);
+    assert_int_equal(dx->t.numel, 0);
+    tu_free(&g);
+    lt_value_free(dw);
+    lt_value_free(dx);
+    lt_value_free(x);
+    lt_value_free(w);
+    lt_value_free(dy);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +228,7 @@ int main(void)
         cmocka_unit_test(conv_transpose_grads),
         cmocka_unit_test(conv_grad_half),
         cmocka_unit_test(conv_grad_errors),
+        cmocka_unit_test(conv_grad_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
