@@ -9,6 +9,7 @@ committed; nothing in the C build or tests runs this script.
   rnn_loop.onnx  the same RNN, same weights, written with an ONNX Loop
   lstm.onnx      LSTM (ONNX LSTM op, hidden 128) over the rows, then fc 10
   if_model.onnx  an If whose branches use an outer initializer and one of their own
+  squeezenet.onnx a SqueezeNet-style CNN (fire modules: squeeze 1x1, expand 1x1 + 3x3, concat), untrained
 """
 import gzip, os, sys
 import numpy as np
@@ -78,6 +79,40 @@ class RowRNN(torch.nn.Module):
         if isinstance(h, tuple):
             h = h[0]
         return self.fc(h[0])
+
+
+class Fire(torch.nn.Module):
+    def __init__(self, cin, squeeze, expand):
+        super().__init__()
+        self.s = torch.nn.Conv2d(cin, squeeze, 1)
+        self.e1 = torch.nn.Conv2d(squeeze, expand, 1)
+        self.e3 = torch.nn.Conv2d(squeeze, expand, 3, padding=1)
+
+    def forward(self, x):
+        x = torch.relu(self.s(x))
+        return torch.cat([torch.relu(self.e1(x)), torch.relu(self.e3(x))], 1)
+
+
+class SqueezeNet(torch.nn.Module):
+    """SqueezeNet-style: conv, pool, fire, fire, pool, fire, dropout, 1x1 conv, global average pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(1, 32, 3, stride=1)
+        self.f1, self.f2, self.f3 = Fire(32, 8, 16), Fire(32, 8, 16), Fire(32, 16, 32)
+        self.drop = torch.nn.Dropout(0.5)
+        self.c2 = torch.nn.Conv2d(64, 10, 1)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.c1(x)), 2)
+        x = torch.max_pool2d(self.f2(self.f1(x)), 2)
+        x = self.drop(self.f3(x))
+        return torch.flatten(torch.nn.functional.adaptive_avg_pool2d(torch.relu(self.c2(x)), 1), 1)
+
+
+def squeezenet(path=os.path.join(HERE, "squeezenet.onnx")):
+    torch.manual_seed(3)
+    export(SqueezeNet(), (1, 28, 28), path)
 
 
 def train(model, x, y, shape, epochs=1, batch=128, lr=0.05):
@@ -195,6 +230,7 @@ def main():
     lstm = RowRNN(torch.nn.LSTM)
     export(lstm, (28, 28), os.path.join(HERE, "lstm.onnx"))
     if_model(os.path.join(HERE, "if_model.onnx"))
+    squeezenet()
     # reference outputs for the tests: a few test images through each model
     ref = os.path.join(HERE, "ref")
     os.makedirs(ref, exist_ok=True)

@@ -32,6 +32,8 @@ static int find_name(const char *s, const char *const *names, int n)
 
 /* ---- the forward's parameters from the node ---- */
 
+static bool nonempty(const lt_tensor *t) { return t && t->numel > 0; }
+
 static lt_status rg_modes(lt_kctx *k, lt_resize *p, bool legacy)
 {
     const lt_node *n = k->node;
@@ -119,11 +121,13 @@ static lt_status rg_sizes(lt_kctx *k, lt_resize *p, const lt_tensor *x, const lt
     return LT_OK;
 }
 
-/* Legacy scales (Resize-10, Upsample): input 3, else Upsample-7's scales
- * attribute, else Upsample-1's height_scale and width_scale. */
+/* Legacy scales (Resize-10, Upsample): an input, at 3 as in the later
+ * form or at 2 where the forward's (X, scales) were passed on as they
+ * stand (there is no roi then); else Upsample-7's scales attribute, else
+ * Upsample-1's height_scale and width_scale. */
 static lt_status rg_legacy_scales(lt_kctx *k, const lt_tensor *x, double *sc)
 {
-    const lt_tensor *s = lt_k_in(k, 3);
+    const lt_tensor *s = nonempty(lt_k_in(k, 3)) ? lt_k_in(k, 3) : lt_k_in(k, 2);
     int ns;
     const float *fs = lt_attr_floats(k->node, "scales", &ns);
     for (int d = 0; d < x->rank; d++)
@@ -149,8 +153,6 @@ static lt_status rg_legacy_scales(lt_kctx *k, const lt_tensor *x, double *sc)
     }
     return LT_OK;
 }
-
-static bool nonempty(const lt_tensor *t) { return t && t->numel > 0; }
 
 /* Inputs (dy, x, roi, scales, sizes) and the attributes to the forward's
  * parameters. */
