@@ -20,6 +20,7 @@ void lt_buf_release(lt_buf *b);
 void lt_pool_trim(void); /* returns cached blocks to the system */
 size_t lt_pool_bytes_in_use(void);
 size_t lt_pool_peak_bytes(void);
+void lt_pool_reset_peak(void);
 
 int64_t lt_shape_numel(int rank, const int64_t *dims); /* -1 on overflow/negative */
 /* Allocates an owned tensor (uninitialized data). */

@@ -96,6 +96,13 @@ void lt_pool_trim(void)
 size_t lt_pool_bytes_in_use(void) { return pool.in_use; }
 size_t lt_pool_peak_bytes(void) { return pool.peak; }
 
+void lt_pool_reset_peak(void)
+{
+    pthread_mutex_lock(&pool.mu);
+    pool.peak = pool.in_use;
+    pthread_mutex_unlock(&pool.mu);
+}
+
 /* ---- dtypes ---- */
 static const struct {
     const char *name;
