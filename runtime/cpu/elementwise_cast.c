@@ -2,6 +2,7 @@
  * other elementwise kernels use to promote float16/bfloat16/int inputs. */
 #include "elementwise_bcast.h"
 #include "elementwise_vmath.h"
+#include "misc_string.h"
 #include "../../ir/shape_elementwise.h"
 #include <omp.h>
 
