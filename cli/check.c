@@ -70,7 +70,7 @@ static int run_set(lt_model *m, const char *setdir, double rtol, double atol, ch
     const char **names = calloc(nin + 1, sizeof *names);
     lt_value **vals = calloc(nin + 1, sizeof *vals), **outs = calloc(nout + 1, sizeof *outs);
     lt_session *s = NULL;
-    char file[4096];
+    char file[8192];
     for (int i = 0; i < nin; i++) {
         snprintf(file, sizeof file, "%s/input_%d.pb", setdir, i);
         if (!is_file(file))
