@@ -393,6 +393,8 @@ lt_status lt_k_run_block(lt_kctx *k, const lt_block *b, lt_value *const *args, l
     return lt_exec_block(k->ex, b, args, results);
 }
 
+const lt_module *lt_k_module(lt_kctx *k) { return k->ex->m; }
+
 const lt_func *lt_k_callee(lt_kctx *k, int64_t fi)
 {
     return fi >= 0 && fi < k->ex->m->nfuncs ? k->ex->m->funcs[fi] : NULL;
