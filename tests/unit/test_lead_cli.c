@@ -90,12 +90,69 @@ static void import_reports(void **state)
     assert_int_equal(lines, 0);
 }
 
+static lt_value *load(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    lt_err err;
+    lt_value *v = NULL;
+    if (lt_value_load(path, &v, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    return v;
+}
+
+/* grad: sum loss, the same loss as a vector-Jacobian product with a seed of
+ * ones, and gradients with respect to inputs */
+static void grad_outputs(void **state)
+{
+    (void)state;
+    char d1[] = "/tmp/lt_cli_g1XXXXXX", d2[] = "/tmp/lt_cli_g2XXXXXX", cmd[2048], text[4096], seedf[300];
+    assert_non_null(mkdtemp(d1));
+    assert_non_null(mkdtemp(d2));
+    int lines;
+    snprintf(cmd, sizeof cmd, "%s grad %sif_model.onnx --input x=%sref/if_x.npy --wrt-inputs --output-dir %s", LANTERN,
+             MODELS, MODELS, d1);
+    assert_int_equal(sh(cmd, &lines, text, sizeof text), 0);
+    int64_t dims[2] = {3, 4};
+    double ones[12];
+    for (int i = 0; i < 12; i++)
+        ones[i] = 1;
+    lt_value *seed = tu_from(LT_F32, 2, dims, ones);
+    snprintf(seedf, sizeof seedf, "%s/seed.npy", d2);
+    lt_err err;
+    assert_int_equal(lt_value_save_npy(seed, seedf, &err), LT_OK);
+    snprintf(cmd, sizeof cmd, "%s grad %sif_model.onnx --input x=%sref/if_x.npy --seed y=%s --output-dir %s", LANTERN,
+             MODELS, MODELS, seedf, d2);
+    assert_int_equal(sh(cmd, &lines, text, sizeof text), 0);
+    const char *names[] = {"A", "B", "c"};
+    for (int i = 0; i < 3; i++) {
+        lt_value *a = load(d1, names[i]), *b = load(d2, names[i]);
+        char why[256];
+        if (!lt_value_close(a, b, 1e-6, 1e-7, why, sizeof why))
+            fail_msg("%s: %s", names[i], why);
+        lt_value_free(a);
+        lt_value_free(b);
+    }
+    lt_value *gx = load(d1, "x");
+    assert_int_equal(gx->t.numel, 24);
+    lt_value_free(gx);
+    lt_value_free(seed);
+    /* softmax cross-entropy without labels is a usage error */
+    snprintf(cmd, sizeof cmd, "%s grad %smlp.onnx --input x=%sref/x8_flat.npy --loss softmax-cross-entropy", LANTERN,
+             MODELS, MODELS);
+    assert_int_equal(sh(cmd, &lines, text, sizeof text), 2);
+    assert_int_equal(lines, 1);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", d1, d2);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(run_writes_outputs),
         cmocka_unit_test(bad_input_one_line),
         cmocka_unit_test(import_reports),
+        cmocka_unit_test(grad_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
