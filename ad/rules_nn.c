@@ -110,6 +110,16 @@ static lt_status r_norm(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival 
     lt_node *k = grad_node(c, n, op, nin, ins, 3);
     if (!k)
         return LT_ERR_NOMEM;
+    if (op == LT_OP_BATCH_NORM_GRAD && n->opset < 14) {
+        /* before training_mode, asking for the statistics outputs meant
+         * training (with is_test = 0 before opset 7); the grad kernel only
+         * reads training_mode */
+        bool stats = false;
+        for (int j = 1; j < 5 && j < n->nout; j++)
+            stats = stats || n->out[j];
+        if (stats && (n->opset >= 7 || lt_attr_int(n, "is_test", 0) == 0))
+            lt_ad_attr_int(c, k, "training_mode", 1);
+    }
     lt_status s = ACC(0, k->out[0]);
     if (s == LT_OK)
         s = ACC(1, k->out[1]);

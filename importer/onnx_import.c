@@ -11,10 +11,9 @@
 #include <string.h>
 
 #define LT_MAX_NESTING 64
-/* Nodes that inlining model-local functions may create in all, plus one per
- * 8 bytes of file: a function calling another twice, forty levels deep, is a
- * few hundred bytes of file. */
-#define LT_MAX_INLINED_NODES (1 << 16)
+/* Nodes that inlining model-local functions may create in all: a function
+ * calling another twice, forty levels deep, is a few hundred bytes of file. */
+#define LT_MAX_INLINED_NODES (1 << 20)
 /* protobuf-c unpacks submessages by recursion without a limit; deeper
  * nesting than this is refused before unpacking. Subgraphs nested
  * LT_MAX_NESTING deep take 3 levels each (graph, node, attribute). */
@@ -122,7 +121,9 @@ typedef struct imp {
     const char *path;
     opsets model_ops;
     int depth;
-    int64_t inlined, max_inlined; /* nodes created by function inlining: so far, at most */
+    int64_t inlined;  /* nodes that function inlining creates, counted before inlining */
+    int64_t *fn_size; /* per model function: 0 unknown, -1 being counted, else nodes + 1 */
+    int in_function;  /* > 0 while a function body is being inlined */
 } imp;
 
 /* Function inlining context: the calling node supplies attribute values. */
@@ -297,6 +298,58 @@ static const Onnx__FunctionProto *find_function(imp *im, const char *domain, con
     return NULL;
 }
 
+/* The model-local function a node calls: only a name that is not an op of
+ * the node's domain can be one. */
+static const Onnx__FunctionProto *callee(imp *im, const Onnx__NodeProto *np)
+{
+    const char *domain = np->domain ? np->domain : "";
+    if (!np->op_type || !*np->op_type)
+        return NULL;
+    if ((!*domain || strcmp(domain, "ai.onnx") == 0) && lt_op_lookup(np->op_type, LT_DOMAIN_ONNX) != LT_OP_COUNT)
+        return NULL;
+    if (strcmp(domain, "ai.onnx.preview.training") == 0 &&
+        lt_op_lookup(np->op_type, LT_DOMAIN_TRAINING) != LT_OP_COUNT)
+        return NULL;
+    return find_function(im, domain, np->op_type);
+}
+
+static int64_t function_size(imp *im, const Onnx__FunctionProto *f, int depth);
+
+/* Nodes these nodes become once calls are inlined, subgraphs included; stops
+ * counting soon after LT_MAX_INLINED_NODES. */
+static int64_t nodes_size(imp *im, Onnx__NodeProto *const *nodes, size_t n, int depth)
+{
+    int64_t total = 0;
+    if (depth > LT_MAX_NESTING)
+        return 0; /* too deep to import anyway: the importer says so */
+    for (size_t i = 0; i < n && total <= LT_MAX_INLINED_NODES; i++) {
+        const Onnx__FunctionProto *f = nodes[i] ? callee(im, nodes[i]) : NULL;
+        total += f ? function_size(im, f, depth + 1) : 1;
+        for (size_t a = 0; nodes[i] && a < nodes[i]->n_attribute; a++)
+            if (nodes[i]->attribute[a] && nodes[i]->attribute[a]->g)
+                total += nodes_size(im, nodes[i]->attribute[a]->g->node, nodes[i]->attribute[a]->g->n_node,
+                                    depth + 1);
+    }
+    return total;
+}
+
+/* Counted once per function, so that a call tree that doubles at each of
+ * forty levels is refused without being expanded. A function that calls
+ * itself counts 0 for the recursive call: inlining reports the recursion. */
+static int64_t function_size(imp *im, const Onnx__FunctionProto *f, int depth)
+{
+    size_t k = 0;
+    while (im->mp->functions[k] != f)
+        k++;
+    if (im->fn_size[k] < 0)
+        return 0;
+    if (im->fn_size[k] == 0) {
+        im->fn_size[k] = -1;
+        im->fn_size[k] = nodes_size(im, f->node, f->n_node, depth) + 1;
+    }
+    return im->fn_size[k] - 1;
+}
+
 static lt_status define_value(imp *im, scope *s, lt_block *b, const char *name, lt_ival *v,
                               const Onnx__NodeProto *np)
 {
@@ -381,7 +434,7 @@ static lt_status check_control(imp *im, const Onnx__NodeProto *np, const lt_node
         for (int k = 0; k < 2 && !msg[0]; k++) {
             const lt_block *g = graph_attr(n, want[k]);
             if (g->nparams != 0)
-                snprintf(msg, sizeof msg, "branch '%s' takes %d inputs; If branches take none", want[k], g->nparams);
+                snprintf(msg, sizeof msg, "branch '%s' takes %d inputs, If branches take none", want[k], g->nparams);
             else if (g->nresults != n->nout)
                 snprintf(msg, sizeof msg, "branch '%s' returns %d values, the node has %d outputs", want[k],
                          g->nresults, n->nout);
@@ -390,7 +443,7 @@ static lt_status check_control(imp *im, const Onnx__NodeProto *np, const lt_node
         const lt_block *g = graph_attr(n, "body");
         int carried = n->nin - 2;
         if (carried < 0)
-            snprintf(msg, sizeof msg, "has %d inputs; Loop needs at least M and cond (either may be empty)", n->nin);
+            snprintf(msg, sizeof msg, "has %d inputs, Loop needs at least M and cond (either may be empty)", n->nin);
         else if (g->nparams != carried + 2)
             snprintf(msg, sizeof msg, "the body takes %d inputs, but the node's %d loop-carried value(s) need %d",
                      g->nparams, carried, carried + 2);
@@ -406,7 +459,7 @@ static lt_status check_control(imp *im, const Onnx__NodeProto *np, const lt_node
         int first = n->opset < 9 ? 1 : 0; /* Scan-8: input 0 is sequence_lens */
         int64_t nscan = lt_attr_int(n, "num_scan_inputs", -1);
         int64_t nstate = (int64_t)n->nin - first - nscan;
-        if (nscan < 1 || nstate < 0)
+        if (nscan < 0 || nstate < 0)
             snprintf(msg, sizeof msg, "num_scan_inputs %lld does not fit the node's %d inputs", (long long)nscan,
                      n->nin);
         else if (g->nparams != nstate + nscan)
@@ -455,19 +508,20 @@ static lt_status inline_function(imp *im, scope *s, lt_block *b, const Onnx__Nod
     char prefix[256];
     snprintf(prefix, sizeof prefix, "%s/", str_or(np->name, f->name));
     fnctx fc = {np, prefix};
-    im->inlined += (int64_t)f->n_node;
-    if (st == LT_OK && im->inlined > im->max_inlined) {
-        char lim[32];
-        snprintf(lim, sizeof lim, "%lld", (long long)im->max_inlined);
-        st = node_err(im, np, LT_ERR_INVALID, "functions expand to more than %s nodes", lim);
+    if (st == LT_OK && !im->in_function) { /* calls inside are counted with this one */
+        im->inlined += function_size(im, f, 0);
+        if (im->inlined > LT_MAX_INLINED_NODES)
+            st = node_err(im, np, LT_ERR_INVALID, "functions expand to more than %s nodes", "1048576");
     }
     im->depth++;
+    im->in_function++;
     for (size_t i = 0; i < f->n_node && st == LT_OK; i++) {
         if (!f->node[i])
             st = lt_errf(im->err, LT_ERR_INVALID, "%s: function '%s' has an empty node", im->path, f->name);
         else
             st = import_node(im, &fs, b, f->node[i], &fops, &fc);
     }
+    im->in_function--;
     im->depth--;
     for (size_t i = 0; i < np->n_output && st == LT_OK; i++) {
         if (!np->output[i] || !*np->output[i])
@@ -950,9 +1004,9 @@ done:
     return st;
 }
 
-static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, size_t len, lt_err *err)
+static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *err)
 {
-    imp im = {m, err, mp, m->path, {-1, -1}, 0, 0, LT_MAX_INLINED_NODES + (int64_t)(len / 8)};
+    imp im = {m, err, mp, m->path, {-1, -1}, 0, 0, NULL, 0};
     if (!mp->has_ir_version || mp->ir_version < 3 || mp->ir_version > 10)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: IR version %lld is outside the 3..10 lantern reads", m->path,
                        (long long)mp->ir_version);
@@ -987,7 +1041,11 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, size_t l
     m->main = lt_block_new(m, NULL, "main");
     if (!m->main)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    im.fn_size = calloc(mp->n_functions + 1, sizeof *im.fn_size);
+    if (!im.fn_size)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
     lt_status st = import_graph(&im, NULL, mp->graph, m->main, true, &im.model_ops);
+    free(im.fn_size);
     if (st != LT_OK)
         return st;
     if (m->nunsupported)
@@ -1081,7 +1139,7 @@ static lt_status load_buffer(const void *data, size_t len, const char *name, con
         lt_module_free(m);
         return LT_ERR_INVALID;
     }
-    lt_status st = import_model(m, mp, len, err);
+    lt_status st = import_model(m, mp, err);
     onnx__model_proto__free_unpacked(mp, NULL);
     if (st != LT_OK) {
         lt_module_free(m);

@@ -41,6 +41,11 @@ lt_status lt_read_file(const char *path, size_t max, uint8_t **data, size_t *len
     return LT_OK;
 }
 
+/* lantern densifies sparse tensors. Above this size the dense form may be at
+ * most 1024 times the stored values and indices: a few bytes of file must
+ * not stand for gigabytes. */
+#define LT_SPARSE_FREE_BYTES ((size_t)64 << 20)
+
 static lt_status shape_from_dims(const lt_tp_ctx *c, size_t n_dims, const int64_t *dims, lt_tensor *t,
                                  size_t *bytes, lt_err *err)
 {
@@ -256,6 +261,10 @@ lt_status lt_tensor_from_sparse(const lt_tp_ctx *c, const Onnx__SparseTensorProt
     bool coo = idx.rank == 2;
     if (s == LT_OK && !((idx.rank == 1 && idx.dims[0] == nnz) || (coo && idx.dims[0] == nnz && idx.dims[1] == t->rank)))
         s = lt_errf(err, LT_ERR_INVALID, "%s: %s: sparse indices have the wrong shape", c->path, c->what);
+    size_t stored = (size_t)vals.numel * lt_dtype_size(vals.dtype) + (size_t)idx.numel * sizeof(int64_t);
+    if (s == LT_OK && bytes > LT_SPARSE_FREE_BYTES && bytes / 1024 > stored)
+        s = lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s: %zu dense bytes from %zu stored is more expansion than lantern allows",
+                    c->path, c->what, bytes, stored);
     if (s == LT_OK && !(t->data = calloc(1, bytes ? bytes : 1)))
         s = lt_errf(err, LT_ERR_NOMEM, "%s: %s: out of memory", c->path, c->what);
     size_t es = lt_dtype_size(t->dtype);

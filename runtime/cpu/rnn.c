@@ -1,11 +1,11 @@
 /* CPU kernels: rnn family. The machinery RNN, GRU and LSTM share (inputs,
- * attributes, activations, the input projection of all steps as one GEMM)
- * and the plain RNN; GRU and LSTM are in rnn_gates.c, the signal ops
- * (DFT, STFT, MelWeightMatrix) in rnn_signal.c. Computation is in float;
- * double and half inputs are converted on the way in and out. */
+ * attributes, activations, outputs) and the RNN kernel; the GRU and LSTM
+ * kernels are in rnn_gates.c, the recurrences in rnn_tmpl.h and
+ * rnn_gates_tmpl.h, the signal ops (DFT, STFT, MelWeightMatrix) in
+ * rnn_signal.c. Double inputs are computed in double, float and half ones
+ * in float (half converted on the way in and out). */
 #include "rnn_util.h"
 #include "linalg_util.h"
-#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -27,62 +27,6 @@ static const struct {
     {"Softsign", RNN_SOFTSIGN, 0, 0, 0, 0},
     {"Softplus", RNN_SOFTPLUS, 0, 0, 0, 0},
 };
-
-void lt_rnn_act(const rnn_act *a, bool clip_on, float clip, float *x, int64_t n)
-{
-    if (clip_on)
-        for (int64_t i = 0; i < n; i++)
-            x[i] = x[i] < -clip ? -clip : x[i] > clip ? clip : x[i];
-    float al = a->alpha, be = a->beta;
-    switch (a->fn) {
-    case RNN_RELU:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = x[i] > 0 ? x[i] : 0;
-        break;
-    case RNN_TANH:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = tanhf(x[i]);
-        break;
-    case RNN_SIGMOID:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = x[i] >= 0 ? 1.0f / (1.0f + expf(-x[i])) : expf(x[i]) / (1.0f + expf(x[i]));
-        break;
-    case RNN_AFFINE:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = al * x[i] + be;
-        break;
-    case RNN_LEAKY_RELU:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = x[i] >= 0 ? x[i] : al * x[i];
-        break;
-    case RNN_THRESHOLDED_RELU:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = x[i] > al ? x[i] : 0;
-        break;
-    case RNN_SCALED_TANH:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = al * tanhf(be * x[i]);
-        break;
-    case RNN_HARD_SIGMOID:
-        for (int64_t i = 0; i < n; i++) {
-            float v = al * x[i] + be;
-            x[i] = v < 0 ? 0 : v > 1 ? 1 : v;
-        }
-        break;
-    case RNN_ELU:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = x[i] >= 0 ? x[i] : al * (expf(x[i]) - 1.0f);
-        break;
-    case RNN_SOFTSIGN:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = x[i] / (1.0f + fabsf(x[i]));
-        break;
-    case RNN_SOFTPLUS:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = x[i] > 0 ? x[i] + log1pf(expf(-x[i])) : log1pf(expf(x[i]));
-        break;
-    }
-}
 
 /* activations, activation_alpha, activation_beta: alphas and betas are
  * consumed in order by the functions that take them. */
@@ -200,11 +144,22 @@ lt_status lt_rnn_setup(lt_kctx *k, int gates, int nact, const rnn_fn *defaults, 
         if (r->len[b] > r->maxlen)
             r->maxlen = r->len[b];
     }
+    /* double stays double (the gradient checker differentiates through it);
+     * float and half compute in float */
+    r->ct = dt == LT_F64 ? LT_F64 : LT_F32;
+    size_t esz = r->ct == LT_F64 ? sizeof(double) : sizeof(float);
     const lt_tensor *src[7] = {X, W, R, Bs, h0, c0, P};
-    const float **dst[7] = {&r->X, &r->W, &r->R, &r->Bias, &r->h0, &r->c0, &r->P};
-    for (int i = 0; i < 7; i++)
-        if (src[i] && !(*dst[i] = lt_linalg_as_f32(k, src[i])))
+    const void **dst[7] = {&r->X, &r->W, &r->R, &r->Bias, &r->h0, &r->c0, &r->P};
+    for (int i = 0; i < 7; i++) {
+        if (!src[i])
+            continue;
+        if (r->ct == LT_F64)
+            *dst[i] = lt_linalg_as_f64(k, src[i]);
+        else
+            *dst[i] = lt_linalg_as_f32(k, src[i]);
+        if (!*dst[i])
             return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    }
     /* outputs */
     int64_t yd[4], hd[3];
     if (r->layout) {
@@ -217,7 +172,7 @@ lt_status lt_rnn_setup(lt_kctx *k, int gates, int nact, const rnn_fn *defaults, 
         memcpy(hd, b, sizeof b);
     }
     lt_tensor **outs[3] = {&r->oY, &r->oYh, &r->oYc};
-    float **fl[3] = {&r->Y, &r->Yh, &r->Yc};
+    void **res[3] = {&r->Y, &r->Yh, &r->Yc};
     for (int i = 0; i < 3 && i < k->nout; i++) {
         if (!lt_k_want(k, i) || (i == 2 && gates != 4))
             continue;
@@ -225,47 +180,24 @@ lt_status lt_rnn_setup(lt_kctx *k, int gates, int nact, const rnn_fn *defaults, 
         if (s != LT_OK)
             return s;
         lt_tensor *t = *outs[i];
-        *fl[i] = dt == LT_F32 ? t->data : lt_k_scratch(k, sizeof(float) * (size_t)(t->numel ? t->numel : 1));
-        if (!*fl[i])
+        *res[i] = dt == r->ct ? t->data : lt_k_scratch(k, esz * (size_t)(t->numel ? t->numel : 1));
+        if (!*res[i])
             return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-        memset(*fl[i], 0, sizeof(float) * (size_t)t->numel);
+        /* steps past a sequence's length stay zero in Y */
+        memset(*res[i], 0, esz * (size_t)t->numel);
     }
     return LT_OK;
 }
 
 void lt_rnn_finish(lt_rnn *r)
 {
+    /* only half outputs differ from their compute type (float) */
     lt_tensor *outs[3] = {r->oY, r->oYh, r->oYc};
-    float *fl[3] = {r->Y, r->Yh, r->Yc};
+    const float *fl[3] = {r->Y, r->Yh, r->Yc};
     for (int i = 0; i < 3; i++)
-        if (outs[i] && outs[i]->dtype != LT_F32)
+        if (outs[i] && outs[i]->dtype != r->ct)
             for (int64_t j = 0; j < outs[i]->numel; j++)
                 lt_tensor_set_f64(outs[i], j, fl[i][j]);
-}
-
-lt_status lt_rnn_project(lt_kctx *k, const lt_rnn *r, int d, const bool *rb_mask, float **xp)
-{
-    int64_t rows = r->S * r->B, G = r->gates * r->H, H = r->H;
-    if (!lt_linalg_blas_ok(rows, G, r->I))
-        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "sizes exceed BLAS's int range");
-    float *o = lt_k_scratch(k, sizeof *o * (size_t)(rows * G > 0 ? rows * G : 1));
-    if (!o)
-        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    lt_linalg_gemm(LT_F32, false, true, rows, G, r->I, 1.0, r->X, r->I, r->W + d * G * r->I, r->I, 0.0, o, G);
-    if (r->Bias) {
-        const float *wb = r->Bias + d * 2 * G, *rb = wb + G;
-        float *bias = lt_k_scratch(k, sizeof *bias * (size_t)G);
-        if (!bias)
-            return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-        for (int64_t j = 0; j < G; j++)
-            bias[j] = wb[j] + (rb_mask[j / H] ? rb[j] : 0.0f);
-#pragma omp parallel for if (rows * G > 32768)
-        for (int64_t i = 0; i < rows; i++)
-            for (int64_t j = 0; j < G; j++)
-                o[i * G + j] += bias[j];
-    }
-    *xp = o;
-    return LT_OK;
 }
 
 static lt_status rnn(lt_kctx *k)
@@ -273,46 +205,11 @@ static lt_status rnn(lt_kctx *k)
     lt_rnn r;
     const rnn_fn def[1] = {RNN_TANH};
     lt_status s = lt_rnn_setup(k, 1, 1, def, &r);
-    if (s != LT_OK)
-        return s;
-    int64_t H = r.H, B = r.B;
-    float *h = lt_k_scratch(k, sizeof *h * (size_t)(B * H > 0 ? B * H : 1));
-    float *hp = lt_k_scratch(k, sizeof *hp * (size_t)(B * H > 0 ? B * H : 1));
-    if (!h || !hp)
-        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    const bool mask[1] = {true};
-    for (int d = 0; d < r.D; d++) {
-        float *xp;
-        s = lt_rnn_project(k, &r, d, mask, &xp);
-        if (s != LT_OK)
-            return s;
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t j = 0; j < H; j++)
-                h[b * H + j] = r.h0 ? r.h0[lt_rnn_hoff(&r, d, b) + j] : 0.0f;
-        const float *Rd = r.R + d * H * H;
-        for (int64_t st = 0; st < r.maxlen; st++) {
-            lt_linalg_gemm(LT_F32, false, true, B, H, H, 1.0, h, H, Rd, H, 0.0, hp, H);
-#pragma omp parallel for if (B * H > 32768)
-            for (int64_t b = 0; b < B; b++) {
-                int64_t t = lt_rnn_time(&r, d, st, b);
-                if (t < 0)
-                    continue;
-                float *row = hp + b * H;
-                const float *x = xp + lt_rnn_xrow(&r, t, b) * H;
-                for (int64_t j = 0; j < H; j++)
-                    row[j] += x[j];
-                lt_rnn_act(&r.act[d][0], r.clip_on, r.clip, row, H);
-                memcpy(h + b * H, row, sizeof *row * (size_t)H);
-                if (r.Y)
-                    memcpy(r.Y + lt_rnn_yoff(&r, t, d, b), row, sizeof *row * (size_t)H);
-            }
-        }
-        if (r.Yh)
-            for (int64_t b = 0; b < B; b++)
-                memcpy(r.Yh + lt_rnn_hoff(&r, d, b), h + b * H, sizeof *h * (size_t)H);
-    }
-    lt_rnn_finish(&r);
-    return LT_OK;
+    if (s == LT_OK)
+        s = r.ct == LT_F64 ? lt_rnn_plain_f64(k, &r) : lt_rnn_plain_f32(k, &r);
+    if (s == LT_OK)
+        lt_rnn_finish(&r);
+    return s;
 }
 
 void lt_cpu_register_rnn(lt_kernel_fn *tab)

@@ -1,5 +1,8 @@
 /* Private to the rnn family: what RNN, GRU and LSTM share (attributes,
- * activations, validated inputs in float, output placement by layout). */
+ * activations, validated inputs in the compute type, output placement by
+ * layout). The recurrences themselves are templates (rnn_tmpl.h,
+ * rnn_gates_tmpl.h) instantiated for float (rnn_f32.c) and double
+ * (rnn_f64.c). */
 #ifndef LT_CPU_RNN_UTIL_H
 #define LT_CPU_RNN_UTIL_H
 
@@ -12,7 +15,7 @@ typedef enum rnn_fn {
 
 typedef struct rnn_act {
     rnn_fn fn;
-    float alpha, beta;
+    float alpha, beta;          /* float attributes: exact in either compute type */
 } rnn_act;
 
 typedef struct lt_rnn {
@@ -23,10 +26,12 @@ typedef struct lt_rnn {
     bool clip_on;
     float clip;
     rnn_act act[2][3];          /* per direction: f, g, h */
-    const float *X, *W, *R, *Bias, *h0, *c0, *P; /* Bias, h0, c0, P may be NULL */
+    lt_dtype ct;                /* compute type: LT_F64 for double inputs, LT_F32 otherwise */
+    /* inputs in the compute type (float * or double *); Bias, h0, c0, P may be NULL */
+    const void *X, *W, *R, *Bias, *h0, *c0, *P;
     int64_t *len;               /* [B] valid steps per batch entry */
     int64_t maxlen;
-    float *Y, *Yh, *Yc;         /* float results, NULL when not wanted */
+    void *Y, *Yh, *Yc;          /* results in the compute type, NULL when not wanted */
     lt_tensor *oY, *oYh, *oYc;  /* the output tensors */
 } lt_rnn;
 
@@ -34,13 +39,16 @@ typedef struct lt_rnn {
  * `nact` activations per direction (defaults given), allocates outputs
  * (Y zeroed). */
 lt_status lt_rnn_setup(lt_kctx *k, int gates, int nact, const rnn_fn *defaults, lt_rnn *r);
-/* Converts float results into the outputs when their type is not float. */
+/* Converts the results into the outputs when their type is not the compute type. */
 void lt_rnn_finish(lt_rnn *r);
-/* Applies a (after clipping, when on) to x[0..n). */
-void lt_rnn_act(const rnn_act *a, bool clip_on, float clip, float *x, int64_t n);
-/* Input projection for direction d: xp[row] = X[row] * W_d^T + biases,
- * where bias_mask[g] says whether gate g gets Rb added too. */
-lt_status lt_rnn_project(lt_kctx *k, const lt_rnn *r, int d, const bool *rb_mask, float **xp);
+
+/* The recurrences of every direction, writing r->Y, r->Yh (and r->Yc). */
+lt_status lt_rnn_plain_f32(lt_kctx *k, const lt_rnn *r);
+lt_status lt_rnn_plain_f64(lt_kctx *k, const lt_rnn *r);
+lt_status lt_rnn_gru_f32(lt_kctx *k, const lt_rnn *r, bool linear_before_reset);
+lt_status lt_rnn_gru_f64(lt_kctx *k, const lt_rnn *r, bool linear_before_reset);
+lt_status lt_rnn_lstm_f32(lt_kctx *k, const lt_rnn *r, bool input_forget);
+lt_status lt_rnn_lstm_f64(lt_kctx *k, const lt_rnn *r, bool input_forget);
 
 static inline bool lt_rnn_reverse(const lt_rnn *r, int d) { return r->reverse_only || d == 1; }
 /* row of X / xp for time t, batch b */

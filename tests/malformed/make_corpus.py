@@ -9,8 +9,9 @@ script. Run it with Debian's python (it has onnx and numpy):
 
     /usr/bin/python3 tests/malformed/make_corpus.py
 
-Each case is written with onnx's protobuf classes directly (not through
-onnx.helper's checks), so that it is broken in exactly one way. Regression
+Each case is built from onnx's protobuf classes (onnx.helper only for plain
+nodes and value infos, which it does not check), so that it is broken in
+exactly one way. Regression
 inputs found by the fuzzer (fuzz_*.onnx) are not generated here: they are
 kept as they were found and listed in FUZZ_CASES below.
 """
@@ -21,10 +22,9 @@ import sys
 import warnings
 
 import numpy as np
-from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, TensorProto, helper
+from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, TensorProto, helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-INPUTS = os.path.join(HERE, "inputs")
 F = TensorProto.FLOAT
 
 # (file relative to HERE, what the one stderr line must contain); a second
@@ -58,8 +58,7 @@ def vi(name, dims=(2, 3), elem=F):
 
 
 def node(op, ins, outs, name, domain=None, **attrs):
-    n = helper.make_node(op, ins, outs, name=name, domain=domain, **attrs)
-    return n
+    return helper.make_node(op, ins, outs, name=name, domain=domain, **attrs)
 
 
 def graph(nodes, inputs, outputs, inits=(), name="g", sparse=()):
@@ -354,6 +353,8 @@ def sparse():
          "sparse initializer 'S': sparse index 1 out of range")
     case("sparse_indices_wrong_shape.onnx", sp([10], [1, 2], [1, 2, 3]),
          "sparse initializer 'S': sparse indices have the wrong shape")
+    case("sparse_expansion_bomb.onnx", sp([1 << 31], [1], [0]),
+         "sparse initializer 'S': 8589934592 dense bytes from 12 stored is more expansion than lantern allows")
     case("sparse_huge_dense.onnx", sp([1 << 40], [1], [0]), "sparse initializer 'S': 1099511627776 elements are too many bytes")
     s = sp([10], [1, 2], [1, 2])
     s.values.CopyFrom(tensor("S", TensorProto.STRING, [2]))
@@ -518,6 +519,17 @@ def control():
     write("scan_body_inputs.onnx", model(graph([n], [vi("s0", (3,)), vi("xs", (4, 3))],
                                                [vi("sN", (3,)), vi("ys", (4, 3))])),
           "node 'scan' (Scan): the body takes 1 inputs, but the node's 1 state and 1 scan input(s) need 2")
+    n = node("Scan", ["s0", "xs"], ["sN", "ys"], "scan")
+    n.attribute.append(attr("body", AttributeProto.GRAPH, g=b))
+    write("scan_no_num_scan_inputs.onnx", model(graph([n], [vi("s0", (3,)), vi("xs", (4, 3))],
+                                                      [vi("sN", (3,)), vi("ys", (4, 3))])),
+          "node 'scan' (Scan): num_scan_inputs -1 does not fit the node's 2 inputs")
+    write("loop_one_input.onnx", loop_model(body(2, 1), ins=("M",), outs=()),
+          "node 'loop' (Loop): has 1 inputs, Loop needs at least M and cond")
+    with_in = graph([node("Not", ["x"], ["b"], "n")], [vi("x", (), TensorProto.BOOL)], [vi("b", (), TensorProto.BOOL)],
+                    name="then")
+    write("if_branch_with_inputs.onnx", if_model(with_in, bool_branch("else")),
+          "node 'if' (If): branch 'then_branch' takes 1 inputs, If branches take none")
     inner = graph([node("Relu", ["nope"], ["b"], "inner")], [], [vi("b", (), TensorProto.BOOL)], name="then")
     write("subgraph_dangling.onnx", if_model(inner, bool_branch("else")),
           "node 'inner' (Relu): input 'nope' is not defined")
@@ -560,7 +572,8 @@ def functions():
     for k in range(1, 41):
         fs.append(fn("F%d" % k, [node("F%d" % (k - 1), ["x"], ["t"], "a", domain="local"),
                                   node("F%d" % (k - 1), ["t"], ["y"], "b", domain="local")]))
-    write("function_expansion_bomb.onnx", call("F40"), "functions expand to more than")
+    write("function_expansion_bomb.onnx", call("F40"),
+          "node 'call' (F40): functions expand to more than 1048576 nodes")
     fs = [fn("F", [node("Relu", ["x"], ["t"], "r")])]
     write("function_output_undefined.onnx", call("F"), "node 'call' (F): function output F is never defined")
     fs = [fn("F", [node("Relu", ["nope"], ["y"], "r")])]

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXIN 6
+#define MAXIN 8
 
 typedef struct spec_in {
     int rank;
@@ -171,6 +171,18 @@ static void a_lrn(tu_graph *g) { tu_attr_int(g, "size", 3); }
 static void a_pad_reflect(tu_graph *g) { tu_attr_str(g, "mode", "reflect"); }
 static void a_gnd(tu_graph *g) { (void)g; }
 static void a_split(tu_graph *g) { tu_attr_int(g, "axis", 1); }
+static void a_h3(tu_graph *g) { tu_attr_int(g, "hidden_size", 3); }
+static void a_h3_bidi(tu_graph *g)
+{
+    tu_attr_int(g, "hidden_size", 3);
+    tu_attr_str(g, "direction", "bidirectional");
+}
+static void a_gru_lbr(tu_graph *g)
+{
+    tu_attr_int(g, "hidden_size", 3);
+    tu_attr_int(g, "linear_before_reset", 1);
+    tu_attr_str(g, "direction", "reverse");
+}
 
 #define F(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = -1, .hi = 1}
 #define POS(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = 0.2, .hi = 1.5}
@@ -251,6 +263,10 @@ static const rcase cases[] = {
     {"LRN", LT_OP_LRN, 13, 1, 1, {F(4, 2, 5, 2, 2)}, a_lrn},
     {"SoftmaxCrossEntropyLoss", LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS, 13, 2, 1, {F(2, 4, 5), I64(1, 4, 0, 3, 4, 1)}},
     {"NegativeLogLikelihoodLoss", LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS, 13, 2, 1, {F(3, 4, 5, 2), {.rank = 2, .dims = {4, 2}, .dt = LT_I64, .frozen = true, .nvals = 8, .vals = {0, 4, 3, 1, 2, 2, 4, 0}}}},
+    {"RNN", LT_OP_RNN, 14, 6, 1, {F(3, 3, 2, 4), F(3, 1, 3, 4), F(3, 1, 3, 3), F(2, 1, 6), ABSENT, F(3, 1, 2, 3)}, a_h3},
+    {"GRU.lbr.reverse", LT_OP_GRU, 14, 6, 1, {F(3, 3, 2, 4), F(3, 1, 9, 4), F(3, 1, 9, 3), F(2, 1, 18), ABSENT, F(3, 1, 2, 3)}, a_gru_lbr},
+    {"LSTM", LT_OP_LSTM, 14, 8, 1, {F(3, 3, 2, 4), F(3, 1, 12, 4), F(3, 1, 12, 3), F(2, 1, 24), ABSENT, F(3, 1, 2, 3), F(3, 1, 2, 3), F(2, 1, 9)}, a_h3},
+    {"LSTM.bidirectional", LT_OP_LSTM, 14, 8, 1, {F(3, 3, 2, 4), F(3, 2, 12, 4), F(3, 2, 12, 3), F(2, 2, 24), ABSENT, F(3, 2, 2, 3), F(3, 2, 2, 3), F(2, 2, 9)}, a_h3_bidi},
 };
 
 static void all_rules(void **state)

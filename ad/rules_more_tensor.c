@@ -1,0 +1,279 @@
+/* Gradient rules: data movement the remaining tensor ops do (Tile, CumSum,
+ * TopK, the scatters, DepthToSpace/SpaceToDepth, Upsample, ReverseSequence,
+ * Trilu, CenterCropPad, Compress). Most are the same or the inverse movement applied
+ * to dy. */
+#include "rules_more.h"
+#include <string.h>
+
+#define G dout[0]
+#define ACC(i, v) lt_ad_accum(c, n, (i), (v))
+#define OP1(op, a) lt_ad_op1(c, LT_OP_##op, (a))
+#define OP2(op, a, b) lt_ad_op2(c, LT_OP_##op, (a), (b))
+#define RULE(name)                                                                                                 \
+    static lt_status name(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,                    \
+                          lt_ival *const *dout)
+
+static bool static_dim(const lt_type *t, int i) { return t->dims[i].sym < 0 && t->dims[i].v >= 0; }
+
+/* dy summed over the copies: y viewed as [rep0, d0, rep1, d1, ...] and the
+ * rep axes reduced */
+RULE(r_tile)
+{
+    lt_ival *x = in[0];
+    int r = x->type.rank;
+    if (r < 0 || (out[0]->type.rank >= 0 && out[0]->type.rank != r))
+        return lt_ad_fail(c, n, "Tile needs a known input rank to be differentiated");
+    if (r == 0)
+        return ACC(0, G);
+    int64_t v[2 * LT_MAX_RANK], axes[LT_MAX_RANK];
+    bool known = out[0]->type.rank == r;
+    for (int i = 0; i < r && known; i++) {
+        known = static_dim(&x->type, i) && static_dim(&out[0]->type, i) && x->type.dims[i].v > 0 &&
+                out[0]->type.dims[i].v % x->type.dims[i].v == 0;
+        if (known) {
+            v[2 * i] = out[0]->type.dims[i].v / x->type.dims[i].v;
+            v[2 * i + 1] = x->type.dims[i].v;
+        }
+    }
+    lt_ival *shape;
+    if (known) {
+        shape = lt_ad_ints(c, 2 * r, v);
+    } else {
+        /* at run time: repeats from the input (Tile-6) or out / max(in, 1)
+         * (Tile-1's scalar count along one axis; a zero-size input has an
+         * empty dy, which any repeat count reshapes) */
+        lt_ival *sx = OP1(SHAPE, x), *reps;
+        if (n->opset >= 6)
+            reps = in[1];
+        else
+            reps = OP2(DIV, OP1(SHAPE, out[0]), OP2(MAX, sx, lt_ad_scalar(c, LT_I64, 1)));
+        int64_t one = 1, flat = -1;
+        lt_ival *parts[2] = {lt_ad_more_unsqueeze(c, reps, 1, &one), lt_ad_more_unsqueeze(c, sx, 1, &one)};
+        lt_node *cat = lt_ad_more_node(c, LT_OP_CONCAT, 2, parts);
+        if (!cat)
+            return LT_ERR_NOMEM;
+        lt_ad_attr_int(c, cat, "axis", 1);
+        lt_ad_infer(c, cat);
+        shape = OP2(RESHAPE, cat->out[0], lt_ad_ints(c, 1, &flat));
+    }
+    for (int i = 0; i < r; i++)
+        axes[i] = 2 * i;
+    lt_ival *ins[2] = {OP2(RESHAPE, G, shape), lt_ad_ints(c, r, axes)};
+    lt_node *k = lt_ad_more_node(c, LT_OP_REDUCE_SUM, 2, ins);
+    if (!k)
+        return LT_ERR_NOMEM;
+    lt_ad_attr_int(c, k, "keepdims", 0);
+    lt_ad_infer(c, k);
+    return ACC(0, k->out[0]);
+}
+
+/* each x feeds the sums at and after it: dy summed the other way round,
+ * with the same exclusiveness */
+RULE(r_cumsum)
+{
+    lt_ival *ins[2] = {G, in[1]};
+    lt_node *k = lt_ad_more_node(c, LT_OP_CUM_SUM, 2, ins);
+    if (!k)
+        return LT_ERR_NOMEM;
+    lt_ad_attr_int(c, k, "exclusive", lt_attr_int(n, "exclusive", 0) != 0);
+    lt_ad_attr_int(c, k, "reverse", lt_attr_int(n, "reverse", 0) == 0);
+    lt_ad_infer(c, k);
+    return ACC(0, k->out[0]);
+}
+
+/* dvalues scattered back to where they were taken from */
+RULE(r_topk)
+{
+    if (!G)
+        return LT_OK;
+    if (n->nout < 2 || !out[1])
+        return lt_ad_fail(c, n, "TopK needs its indices output to be differentiated");
+    lt_ival *ins[3] = {G, out[1], in[0]};
+    lt_node *k = lt_ad_more_node(c, LT_OP_GATHER_ELEMENTS_GRAD, 3, ins);
+    if (!k)
+        return LT_ERR_NOMEM;
+    lt_ad_attr_int(c, k, "axis", lt_attr_int(n, "axis", -1));
+    lt_ad_infer(c, k);
+    return ACC(0, k->out[0]);
+}
+
+/* whether the scatter's reduction has a rule: none (the written positions
+ * lose data's gradient) or add (data's gradient passes whole) */
+static lt_status scatter_reduction(lt_ad *c, const lt_node *n, bool *add)
+{
+    const char *red = n->op == LT_OP_SCATTER ? "none" : lt_attr_str(n, "reduction", "none");
+    *add = !strcmp(red, "add");
+    if (!*add && strcmp(red, "none"))
+        return lt_ad_fail(c, n, "no gradient rule for reduction '%s' (only none and add)", red);
+    return LT_OK;
+}
+
+/* ScatterElements (and Scatter-9/11): (data, indices, updates) along axis */
+RULE(r_scatter_elements)
+{
+    bool add;
+    lt_status s = scatter_reduction(c, n, &add);
+    int64_t axis = lt_attr_int(n, "axis", 0);
+    if (s == LT_OK && lt_ad_wants(c, n, 0)) {
+        if (add) {
+            s = ACC(0, G);
+        } else {
+            lt_ival *ins[3] = {G, in[1], lt_ad_zeros_like(c, in[2])};
+            lt_node *k = lt_ad_more_node(c, LT_OP_SCATTER_ELEMENTS, 3, ins);
+            if (!k)
+                return LT_ERR_NOMEM;
+            lt_ad_attr_int(c, k, "axis", axis);
+            lt_ad_infer(c, k);
+            s = ACC(0, k->out[0]);
+        }
+    }
+    if (s == LT_OK && lt_ad_wants(c, n, 2)) {
+        lt_ival *ins[2] = {G, in[1]};
+        lt_node *k = lt_ad_more_node(c, LT_OP_GATHER_ELEMENTS, 2, ins);
+        if (!k)
+            return LT_ERR_NOMEM;
+        lt_ad_attr_int(c, k, "axis", axis);
+        lt_ad_infer(c, k);
+        s = ACC(2, k->out[0]);
+    }
+    return s;
+}
+
+RULE(r_scatter_nd)
+{
+    bool add;
+    lt_status s = scatter_reduction(c, n, &add);
+    if (s == LT_OK && lt_ad_wants(c, n, 0))
+        s = ACC(0, add ? G : lt_ad_op3(c, LT_OP_SCATTER_ND, G, in[1], lt_ad_zeros_like(c, in[2])));
+    if (s == LT_OK && lt_ad_wants(c, n, 2))
+        s = ACC(2, OP2(GATHER_ND, G, in[1]));
+    return s;
+}
+
+/* DepthToSpace or SpaceToDepth (mode DCR) of g with blocksize b */
+static lt_ival *block_op(lt_ad *c, lt_op op, lt_ival *g, int64_t b)
+{
+    lt_node *k = lt_ad_more_node(c, op, 1, &g);
+    if (!k)
+        return NULL;
+    lt_ad_attr_int(c, k, "blocksize", b);
+    lt_ad_infer(c, k);
+    return k->out[0];
+}
+
+RULE(r_depth_to_space)
+{
+    int64_t b = lt_attr_int(n, "blocksize", 0);
+    if (strcmp(lt_attr_str(n, "mode", "DCR"), "CRD"))
+        return ACC(0, block_op(c, LT_OP_SPACE_TO_DEPTH, G, b)); /* DCR: SpaceToDepth is its inverse */
+    /* CRD: x[n, c b b + i b + j, h, w] = dy[n, c, h b + i, w b + j], so dy as
+     * [N, C, H, b, W, b] -> [N, C, b, b, H, W] -> x's shape */
+    lt_ival *sx = OP1(SHAPE, in[0]);
+    int64_t two = 2, three = 3, keep[2] = {0, 0};
+    lt_ival *parts[5] = {lt_ad_ints(c, 2, keep), OP2(GATHER, sx, lt_ad_ints(c, 1, &two)), lt_ad_ints(c, 1, &b),
+                         OP2(GATHER, sx, lt_ad_ints(c, 1, &three)), lt_ad_ints(c, 1, &b)};
+    lt_node *cat = lt_ad_more_node(c, LT_OP_CONCAT, 5, parts);
+    if (!cat)
+        return LT_ERR_NOMEM;
+    lt_ad_attr_int(c, cat, "axis", 0);
+    lt_ad_infer(c, cat);
+    lt_ival *g6 = OP2(RESHAPE, G, cat->out[0]);
+    lt_node *t = lt_ad_more_node(c, LT_OP_TRANSPOSE, 1, &g6);
+    if (!t)
+        return LT_ERR_NOMEM;
+    lt_ad_attr_ints(c, t, "perm", 6, (int64_t[]){0, 1, 3, 5, 2, 4});
+    lt_ad_infer(c, t);
+    return ACC(0, OP2(RESHAPE, t->out[0], sx));
+}
+
+RULE(r_space_to_depth)
+{
+    return ACC(0, block_op(c, LT_OP_DEPTH_TO_SPACE, G, lt_attr_int(n, "blocksize", 0))); /* mode DCR */
+}
+
+/* Upsample is Resize-10 (legacy asymmetric coordinates): ResizeGrad with
+ * its attributes and scales, run by the legacy rules */
+RULE(r_upsample)
+{
+    lt_ival *ins[3] = {G, in[0], n->nin > 1 ? in[1] : NULL};
+    int nin = ins[2] ? 3 : 2;
+    lt_node *k = lt_ad_more_node(c, LT_OP_RESIZE_GRAD, nin, ins);
+    if (!k)
+        return LT_ERR_NOMEM;
+    lt_ad_copy_attrs(c, k, n);
+    if (k->opset > 9)
+        k->opset = 9;
+    lt_ad_infer(c, k);
+    return ACC(0, k->out[0]);
+}
+
+/* ReverseSequence and Trilu are their own adjoints: the same op on dy */
+RULE(r_self_adjoint)
+{
+    lt_ival *ins[2] = {G, n->nin > 1 ? in[1] : NULL};
+    int nin = ins[1] ? 2 : 1;
+    lt_node *k = lt_ad_more_node(c, n->op, nin, ins);
+    if (!k)
+        return LT_ERR_NOMEM;
+    lt_ad_copy_attrs(c, k, n);
+    lt_ad_infer(c, k);
+    return ACC(0, k->out[0]);
+}
+
+/* Cropping and padding about the centre put the odd element at the same
+ * end, so dy cropped/padded back to x's shape is the gradient. */
+RULE(r_center_crop_pad)
+{
+    lt_ival *ins[2] = {G, OP1(SHAPE, in[0])};
+    lt_node *k = lt_ad_more_node(c, LT_OP_CENTER_CROP_PAD, 2, ins);
+    if (!k)
+        return LT_ERR_NOMEM;
+    lt_ad_infer(c, k);
+    return ACC(0, k->out[0]);
+}
+
+/* Compress keeps the slices where the condition holds: dy goes back to
+ * their indices, as Gather's gradient does (along axis, or over x
+ * flattened when there is none) */
+RULE(r_compress)
+{
+    int64_t flat = -1;
+    lt_ival *idx = OP2(RESHAPE, OP1(NON_ZERO, in[1]), lt_ad_ints(c, 1, &flat));
+    const lt_attr *axis = lt_attr_find(n, "axis");
+    lt_ival *data = axis ? in[0] : OP2(RESHAPE, in[0], lt_ad_ints(c, 1, &flat));
+    lt_ival *ins[3] = {G, idx, data};
+    lt_node *k = lt_ad_more_node(c, LT_OP_GATHER_GRAD, 3, ins);
+    if (!k)
+        return LT_ERR_NOMEM;
+    lt_ad_attr_int(c, k, "axis", axis ? axis->i : 0);
+    lt_ad_infer(c, k);
+    return ACC(0, axis ? k->out[0] : OP2(RESHAPE, k->out[0], OP1(SHAPE, in[0])));
+}
+
+void lt_ad_register_more_tensor(lt_ad_rule *t, uint32_t *nd)
+{
+    t[LT_OP_TILE] = r_tile;
+    t[LT_OP_CUM_SUM] = r_cumsum;
+    t[LT_OP_TOP_K] = r_topk;
+    t[LT_OP_SCATTER] = r_scatter_elements;
+    t[LT_OP_SCATTER_ELEMENTS] = r_scatter_elements;
+    t[LT_OP_SCATTER_ND] = r_scatter_nd;
+    t[LT_OP_DEPTH_TO_SPACE] = r_depth_to_space;
+    t[LT_OP_SPACE_TO_DEPTH] = r_space_to_depth;
+    t[LT_OP_UPSAMPLE] = r_upsample;
+    t[LT_OP_REVERSE_SEQUENCE] = r_self_adjoint;
+    t[LT_OP_TRILU] = r_self_adjoint;
+    t[LT_OP_CENTER_CROP_PAD] = r_center_crop_pad;
+    t[LT_OP_COMPRESS] = r_compress;
+    nd[LT_OP_TILE] = ~1u;
+    nd[LT_OP_CUM_SUM] = 1u << 1;
+    nd[LT_OP_TOP_K] = 1u << 1;
+    nd[LT_OP_SCATTER] = 1u << 1;
+    nd[LT_OP_SCATTER_ELEMENTS] = 1u << 1;
+    nd[LT_OP_SCATTER_ND] = 1u << 1;
+    nd[LT_OP_UPSAMPLE] = ~1u;
+    nd[LT_OP_REVERSE_SEQUENCE] = 1u << 1;
+    nd[LT_OP_TRILU] = 1u << 1;
+    nd[LT_OP_CENTER_CROP_PAD] = 1u << 1;
+    nd[LT_OP_COMPRESS] = 1u << 1;
+}
