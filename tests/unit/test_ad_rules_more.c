@@ -7,7 +7,6 @@
  * (op, input) pairs and the worst relative error. */
 #include "testutil.h"
 #include "ir/infer.h"
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
