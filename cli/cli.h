@@ -11,6 +11,9 @@ int lt_cmd_run(int argc, char **argv);
 int lt_cmd_check(int argc, char **argv);
 int lt_cmd_predict(int argc, char **argv);
 int lt_cmd_grad(int argc, char **argv);
+int lt_cmd_train(int argc, char **argv);
+int lt_cmd_eval(int argc, char **argv);
+int lt_cmd_export(int argc, char **argv);
 /* characters outside [A-Za-z0-9._-] become _ */
 void lt_cli_sanitize(const char *name, char *out, size_t len);
 

@@ -14,7 +14,12 @@ static void usage(FILE *f)
             "       [--seed OUTPUT=FILE]... [--wrt-inputs] [--output-dir DIR] [--print]\n"
             "                                         gradients of a loss with respect to the parameters\n"
             "  check [--expect FILE] PATH...          run ONNX backend test cases\n"
-            "  predict MODEL [--data SPEC] [--count N] classify test images (default fashion-mnist)\n");
+            "  predict MODEL [--data SPEC] [--count N] classify test images (default fashion-mnist)\n"
+            "  train MODEL --data SPEC -o OUT.onnx [--epochs E] [--batch B] [--optimizer NAME] [--lr LR] ...\n"
+            "                                         train a classifier, write its weights into OUT.onnx\n"
+            "  eval MODEL [--data SPEC]               test loss and accuracy of a classifier\n"
+            "  export MODEL [--weights DIR] -o OUT.onnx\n"
+            "                                         write the model again with parameters from DIR/*.npy\n");
 }
 
 int lt_exit_code(lt_status s)
@@ -47,6 +52,12 @@ int main(int argc, char **argv)
         return lt_cmd_predict(argc - 1, argv + 1);
     if (strcmp(cmd, "check") == 0)
         return lt_cmd_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "train") == 0)
+        return lt_cmd_train(argc - 1, argv + 1);
+    if (strcmp(cmd, "eval") == 0)
+        return lt_cmd_eval(argc - 1, argv + 1);
+    if (strcmp(cmd, "export") == 0)
+        return lt_cmd_export(argc - 1, argv + 1);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;

@@ -176,6 +176,130 @@ lt_status lt_dataset_batch(const lt_dataset *d, int64_t start, int64_t n, int ra
 /* Threads used by kernels (OpenMP), and BLAS pinned to the same pool. */
 void lt_set_num_threads(int n);
 
+/* ---- training and export ---- */
+
+/* Writes original_onnx again to out_path with every initializer (main graph
+ * and If/Loop/Scan subgraphs at any depth) replaced by the trained model's
+ * parameter of the same name and scope, as raw_data (typed fields and
+ * external data references cleared); a sparse initializer whose values
+ * changed becomes a dense one. Nothing else changes. The file is written
+ * atomically (temp file in the same folder, fsync, rename). */
+lt_status lt_model_export(const lt_model *trained, const char *original_onnx, const char *out_path, lt_err *err);
+
+/* A model's parameters (initializers, subgraphs' included) in module order. */
+int lt_model_num_params(const lt_model *m);
+const char *lt_model_param_name(const lt_model *m, int i);
+/* Copies t's values into parameter i (same element type and shape). */
+lt_status lt_model_set_param(lt_model *m, int i, const lt_tensor *t, lt_err *err);
+
+typedef enum lt_optim_kind {
+    LT_OPTIM_SGD = 0,
+    LT_OPTIM_MOMENTUM, /* v = mu v + g;  p -= lr v */
+    LT_OPTIM_NESTEROV, /* v = mu v + g;  p -= lr (g + mu v) */
+    LT_OPTIM_ADAGRAD,  /* s += g^2;      p -= lr g / (sqrt(s) + eps) */
+    LT_OPTIM_ADAM,     /* bias-corrected moments; weight decay added to g */
+    LT_OPTIM_ADAMW     /* Adam with decoupled weight decay: p -= lr wd p */
+} lt_optim_kind;
+
+typedef struct lt_optim_opts {
+    lt_optim_kind kind;
+    double momentum;     /* momentum, nesterov */
+    double beta1, beta2; /* adam, adamw */
+    double eps;          /* adagrad, adam, adamw */
+    double weight_decay; /* added to the gradient as wd * p (adamw: decoupled) */
+} lt_optim_opts;
+
+/* PyTorch's defaults: momentum 0.9, betas 0.9/0.999, eps 1e-10 (adagrad) or
+ * 1e-8 (adam), no weight decay (adamw: 0.01). */
+void lt_optim_defaults(lt_optim_kind kind, lt_optim_opts *o);
+
+/* Optimizer state for n float32/float64 parameter tensors. */
+typedef struct lt_optim lt_optim;
+lt_status lt_optim_new(const lt_optim_opts *o, int n, const lt_tensor *const *params, lt_optim **out,
+                       lt_err *err);
+void lt_optim_free(lt_optim *o);
+/* One update of every parameter in place with gradients grads[i] * grad_scale
+ * at learning rate lr. */
+lt_status lt_optim_step(lt_optim *o, double lr, double grad_scale, lt_tensor *const *params,
+                        const lt_tensor *const *grads, lt_err *err);
+/* Euclidean norm of all gradients together (for clipping). */
+double lt_grad_global_norm(int n, const lt_tensor *const *grads);
+
+typedef enum lt_schedule_kind {
+    LT_SCHEDULE_CONSTANT = 0,
+    LT_SCHEDULE_STEP,  /* lr * gamma^floor((step - warmup) / step_size) */
+    LT_SCHEDULE_COSINE /* lr * (1 + cos(pi (step - warmup) / (total - warmup))) / 2 */
+} lt_schedule_kind;
+
+typedef struct lt_schedule {
+    lt_schedule_kind kind;
+    double lr;
+    int64_t warmup;    /* steps of linear warmup: lr * (step + 1) / warmup */
+    int64_t total;     /* steps in the run */
+    int64_t step_size; /* LT_SCHEDULE_STEP; <= 0: a third of the steps after warmup */
+    double gamma;      /* LT_SCHEDULE_STEP */
+} lt_schedule;
+
+/* Learning rate of (0-based) step `step`. */
+double lt_schedule_lr(const lt_schedule *s, int64_t step);
+
+typedef struct lt_train_progress {
+    int epoch, epochs;                 /* 1-based */
+    int64_t step, steps;               /* step within the epoch (1-based) of steps */
+    int64_t global_step, total_steps;  /* 1-based */
+    double loss;                       /* mean training loss of the epoch so far */
+    double batch_loss;                 /* this step's */
+    double lr;                         /* learning rate of this step */
+    double samples_per_s;              /* this epoch's training throughput */
+    double elapsed_s, eta_s;           /* since the start; estimate of what is left */
+} lt_train_progress;
+
+typedef struct lt_eval_result {
+    double loss;     /* mean softmax cross-entropy of the first output */
+    double accuracy; /* argmax of the first output against the labels */
+    int64_t count;   /* samples evaluated */
+} lt_eval_result;
+
+typedef struct lt_epoch_result {
+    int epoch, epochs;
+    double train_loss; /* mean over the epoch's batches, weighted by size */
+    lt_eval_result test;
+    double lr;        /* at the epoch's last step */
+    double seconds;   /* the epoch's training time, evaluation excluded */
+} lt_epoch_result;
+
+typedef struct lt_train_opts {
+    const char *data; /* dataset spec for lt_dataset_open, e.g. "fashion-mnist" */
+    int epochs;
+    int64_t batch;
+    lt_optim_opts optim;
+    lt_schedule schedule; /* lr, warmup, kind, step_size, gamma; total is filled in */
+    double clip_norm;     /* scale gradients down to this global norm; 0: off */
+    lt_loss_kind loss;    /* LT_LOSS_SOFTMAX_CROSS_ENTROPY */
+    int nfreeze;          /* parameters (fnmatch patterns) kept fixed */
+    const char *const *freeze;
+    uint64_t seed;        /* shuffling and --init random */
+    int init_random;      /* re-initialize float parameters first (He/Glorot uniform, zero biases) */
+    int64_t limit;        /* train on the first `limit` training samples (0: all) */
+    int64_t test_limit;   /* evaluate on the first `test_limit` test samples (0: all) */
+    void (*on_step)(const lt_train_progress *p, void *user);
+    void (*on_epoch)(const lt_epoch_result *r, void *user);
+    void *user;
+} lt_train_opts;
+
+void lt_train_defaults(lt_train_opts *o);
+
+/* Trains the model in model_path (one image input, first output the class
+ * logits [N, C]) on o->data's training split: seeded shuffling, the
+ * optimizer, schedule and clipping of o; after every epoch the test split's
+ * loss and accuracy. *trained receives the forward model with the trained
+ * parameters (for lt_model_export and lt_model_evaluate). */
+lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **trained, lt_err *err);
+
+/* Test-split loss and accuracy of a classifier on dataset spec `data`
+ * (limit > 0: the first `limit` samples). */
+lt_status lt_model_evaluate(lt_model *m, const char *data, int64_t limit, lt_eval_result *r, lt_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -432,7 +432,8 @@ const char *lt_str_intern(const char *s, size_t len)
     }
     size_t j = str_hash(s, len) & (interned.cap - 1);
     while (interned.slots[j]) {
-        if (strncmp(interned.slots[j], s, len) == 0 && interned.slots[j][len] == 0) {
+        /* stored strings hold no NUL (lengths agree when the bytes do) */
+        if (memcmp(interned.slots[j], s, len) == 0 && interned.slots[j][len] == 0 && strlen(interned.slots[j]) == len) {
             found = interned.slots[j];
             goto done;
         }

@@ -1,0 +1,373 @@
+/* `lantern train`, `lantern eval` and `lantern export`: train a classifier on
+ * a dataset and write the trained weights into a copy of the original ONNX
+ * file; score a classifier on the test split; write a model's file again with
+ * parameters taken from .npy files. */
+#include "cli.h"
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRAIN_USAGE                                                                                              \
+    "usage: lantern train MODEL --data fashion-mnist[=DIR] -o OUT.onnx [--epochs E] [--batch B]\n"              \
+    "         [--optimizer sgd|momentum|nesterov|adagrad|adam|adamw] [--lr LR] [--momentum M]\n"                 \
+    "         [--weight-decay W] [--beta1 B1] [--beta2 B2] [--eps EPS]\n"                                         \
+    "         [--schedule constant|step|cosine] [--warmup STEPS] [--step-size STEPS] [--gamma G]\n"               \
+    "         [--clip-norm X] [--loss softmax-cross-entropy] [--freeze NAME]... [--init keep|random]\n"          \
+    "         [--seed S] [--limit N] [--test-limit N] [--log FILE.csv]\n"
+
+typedef struct progress {
+    int tty;
+    double last; /* when the progress line was last written */
+    FILE *log;
+    double accuracy; /* the last epoch's */
+} progress;
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fmt_time(double s, char *buf, size_t len)
+{
+    long t = s > 0 && s < 1e8 ? (long)(s + 0.5) : 0;
+    if (t >= 3600)
+        snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+}
+
+/* On a terminal one line rewritten at most ten times a second; otherwise a
+ * plain line every five seconds. */
+static void on_step(const lt_train_progress *p, void *user)
+{
+    progress *pr = user;
+    if (pr->log)
+        fprintf(pr->log, "%d,%lld,%lld,%.9g,%.9g,,,\n", p->epoch, (long long)p->step, (long long)p->global_step,
+                p->lr, p->batch_loss);
+    double now = mono_s();
+    int last = p->step == p->steps;
+    if (!(now - pr->last >= (pr->tty ? 0.1 : 5.0) || (pr->tty && last)))
+        return;
+    pr->last = now;
+    char eta[32];
+    fmt_time(p->eta_s, eta, sizeof eta);
+    printf("%sepoch %d/%d  step %lld/%lld  loss %.4f  %.0f samples/s  ETA %s%s", pr->tty ? "\r\033[K" : "", p->epoch,
+           p->epochs, (long long)p->step, (long long)p->steps, p->loss, p->samples_per_s, eta, pr->tty ? "" : "\n");
+    fflush(stdout);
+}
+
+static void on_epoch(const lt_epoch_result *r, void *user)
+{
+    progress *pr = user;
+    pr->accuracy = r->test.accuracy;
+    if (pr->tty)
+        printf("\r\033[K");
+    printf("epoch %d/%d: train loss %.4f, test loss %.4f, test accuracy %.4f (%lld images), %.1f s\n", r->epoch,
+           r->epochs, r->train_loss, r->test.loss, r->test.accuracy, (long long)r->test.count, r->seconds);
+    fflush(stdout);
+    if (pr->log) {
+        fprintf(pr->log, "%d,,,%.9g,%.9g,%.9g,%.9g,%.3f\n", r->epoch, r->lr, r->train_loss, r->test.loss,
+                r->test.accuracy, r->seconds);
+        fflush(pr->log);
+    }
+}
+
+/* Parses a number that must use the whole argument. */
+static int num_arg(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "lantern: %s wants a number in [%g, %g], got '%s'\n", opt, lo, hi, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int pick(const char *opt, const char *s, const char *const *names, int n, int *out)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i])) {
+            *out = i;
+            return 1;
+        }
+    fprintf(stderr, "lantern: %s: unknown value '%s' (", opt, s);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", names[i]);
+    fprintf(stderr, ")\n");
+    return 0;
+}
+
+/* The output's folder must take a new file before hours of training. */
+static int output_writable(const char *out)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", out);
+    const char *d = dirname(dir);
+    if (access(d, W_OK) != 0) {
+        fprintf(stderr, "lantern: %s: cannot write to folder %s: %s\n", out, d, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+int lt_cmd_train(int argc, char **argv)
+{
+    static const char *const optims[] = {"sgd", "momentum", "nesterov", "adagrad", "adam", "adamw"};
+    static const char *const scheds[] = {"constant", "step", "cosine"};
+    static const char *const inits[] = {"keep", "random"};
+    const char *path = NULL, *out = NULL, *log_path = NULL;
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.data = NULL;
+    int kind = LT_OPTIM_SGD, sched = LT_SCHEDULE_CONSTANT, init = 0, nfreeze = 0;
+    double lr = -1, mom = -1, wd = -1, b1 = -1, b2 = -1, eps = -1, v;
+    const char **freeze = calloc(argc + 1, sizeof *freeze);
+    if (!freeze) {
+        fprintf(stderr, "lantern: out of memory\n");
+        return 1;
+    }
+    int rc = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (a[0] != '-') {
+            if (path) {
+                fprintf(stderr, "lantern train: one model at a time ('%s')\n", a);
+                goto done;
+            }
+            path = a;
+            continue;
+        }
+        if (!val) {
+            fprintf(stderr, "lantern train: unknown option or missing value: '%s'\n%s", a, TRAIN_USAGE);
+            goto done;
+        }
+        i++;
+        if (!strcmp(a, "--data"))
+            o.data = val;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+            out = val;
+        else if (!strcmp(a, "--log"))
+            log_path = val;
+        else if (!strcmp(a, "--epochs"))
+            ok = num_arg(a, val, 1, 1e6, &v) && (o.epochs = (int)v) == v;
+        else if (!strcmp(a, "--batch"))
+            ok = num_arg(a, val, 1, 1 << 20, &v) && (o.batch = (int64_t)v) == v;
+        else if (!strcmp(a, "--optimizer"))
+            ok = pick(a, val, optims, 6, &kind);
+        else if (!strcmp(a, "--lr"))
+            ok = num_arg(a, val, 1e-12, 1e6, &lr);
+        else if (!strcmp(a, "--momentum"))
+            ok = num_arg(a, val, 0, 0.999999, &mom);
+        else if (!strcmp(a, "--weight-decay"))
+            ok = num_arg(a, val, 0, 1e6, &wd);
+        else if (!strcmp(a, "--beta1"))
+            ok = num_arg(a, val, 0, 0.999999, &b1);
+        else if (!strcmp(a, "--beta2"))
+            ok = num_arg(a, val, 0, 0.999999, &b2);
+        else if (!strcmp(a, "--eps"))
+            ok = num_arg(a, val, 1e-30, 1, &eps);
+        else if (!strcmp(a, "--schedule"))
+            ok = pick(a, val, scheds, 3, &sched);
+        else if (!strcmp(a, "--warmup"))
+            ok = num_arg(a, val, 0, 1e12, &v) && (o.schedule.warmup = (int64_t)v) == v;
+        else if (!strcmp(a, "--step-size"))
+            ok = num_arg(a, val, 1, 1e12, &v) && (o.schedule.step_size = (int64_t)v) == v;
+        else if (!strcmp(a, "--gamma"))
+            ok = num_arg(a, val, 1e-9, 1, &o.schedule.gamma);
+        else if (!strcmp(a, "--clip-norm"))
+            ok = num_arg(a, val, 0, 1e12, &o.clip_norm);
+        else if (!strcmp(a, "--loss")) {
+            static const char *const losses[] = {"softmax-cross-entropy"};
+            int l;
+            ok = pick(a, val, losses, 1, &l);
+        } else if (!strcmp(a, "--freeze"))
+            freeze[nfreeze++] = val;
+        else if (!strcmp(a, "--init"))
+            ok = pick(a, val, inits, 2, &init);
+        else if (!strcmp(a, "--seed"))
+            ok = num_arg(a, val, 0, 9007199254740992.0, &v) && (o.seed = (uint64_t)v) == v;
+        else if (!strcmp(a, "--limit"))
+            ok = num_arg(a, val, 1, 1e12, &v) && (o.limit = (int64_t)v) == v;
+        else if (!strcmp(a, "--test-limit"))
+            ok = num_arg(a, val, 1, 1e12, &v) && (o.test_limit = (int64_t)v) == v;
+        else {
+            fprintf(stderr, "lantern train: unknown option '%s'\n%s", a, TRAIN_USAGE);
+            goto done;
+        }
+        if (!ok) {
+            fprintf(stderr, "lantern train: bad value for %s: '%s'\n", a, val);
+            goto done;
+        }
+    }
+    if (!path || !out || !o.data) {
+        fprintf(stderr, "lantern train: %s\n%s", !path ? "no MODEL given" : !o.data ? "--data is required" : "-o OUT.onnx is required",
+                TRAIN_USAGE);
+        goto done;
+    }
+    if (!output_writable(out))
+        goto done;
+    lt_optim_defaults((lt_optim_kind)kind, &o.optim);
+    if (mom >= 0)
+        o.optim.momentum = mom;
+    if (wd >= 0)
+        o.optim.weight_decay = wd;
+    if (b1 >= 0)
+        o.optim.beta1 = b1;
+    if (b2 >= 0)
+        o.optim.beta2 = b2;
+    if (eps > 0)
+        o.optim.eps = eps;
+    o.schedule.kind = (lt_schedule_kind)sched;
+    o.schedule.lr = lr > 0 ? lr : kind >= LT_OPTIM_ADAM ? 0.001 : 0.01;
+    o.init_random = init;
+    o.nfreeze = nfreeze;
+    o.freeze = freeze;
+    progress pr = {isatty(STDOUT_FILENO), 0, NULL, 0};
+    if (log_path) {
+        pr.log = fopen(log_path, "w");
+        if (!pr.log) {
+            fprintf(stderr, "lantern: %s: cannot write: %s\n", log_path, strerror(errno));
+            goto done;
+        }
+        fprintf(pr.log, "epoch,step,global_step,lr,train_loss,test_loss,test_accuracy,seconds\n");
+    }
+    o.on_step = on_step;
+    o.on_epoch = on_epoch;
+    o.user = &pr;
+    printf("training %s on %s: %d epoch(s), batch %lld, %s, lr %g%s%s\n", path, o.data, o.epochs,
+           (long long)o.batch, optims[kind], o.schedule.lr, o.schedule.kind != LT_SCHEDULE_CONSTANT ? ", " : "",
+           o.schedule.kind != LT_SCHEDULE_CONSTANT ? scheds[sched] : "");
+    fflush(stdout);
+    lt_err err;
+    lt_model *m = NULL;
+    lt_status s = lt_train(path, &o, &m, &err);
+    if (s == LT_OK)
+        s = lt_model_export(m, path, out, &err);
+    if (pr.log && fclose(pr.log) != 0 && s == LT_OK) {
+        fprintf(stderr, "lantern: %s: cannot write: %s\n", log_path, strerror(errno));
+        rc = 2;
+        lt_model_free(m);
+        goto done;
+    }
+    if (s != LT_OK) {
+        if (pr.tty)
+            printf("\r\033[K");
+        fflush(stdout);
+        fprintf(stderr, "lantern: %s\n", err.msg);
+        rc = lt_exit_code(s);
+        lt_model_free(m);
+        goto done;
+    }
+    lt_model_free(m);
+    printf("wrote %s\n", out);
+    printf("test accuracy: %.4f\n", pr.accuracy);
+    rc = 0;
+done:
+    free(freeze);
+    return rc;
+}
+
+int lt_cmd_eval(int argc, char **argv)
+{
+    const char *path = NULL, *data = "fashion-mnist";
+    double limit = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--data") && i + 1 < argc)
+            data = argv[++i];
+        else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
+            if (!num_arg("--limit", argv[++i], 1, 1e12, &limit))
+                return 2;
+        } else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else {
+            fprintf(stderr, "lantern eval: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "usage: lantern eval MODEL [--data fashion-mnist[=DIR]] [--limit N]\n");
+        return 2;
+    }
+    lt_err err;
+    lt_model *m = NULL;
+    lt_eval_result r;
+    lt_status s = lt_model_load(path, &m, &err);
+    if (s == LT_OK)
+        s = lt_model_evaluate(m, data, (int64_t)limit, &r, &err);
+    lt_model_free(m);
+    if (s != LT_OK) {
+        fprintf(stderr, "lantern: %s\n", err.msg);
+        return lt_exit_code(s);
+    }
+    printf("test images: %lld\n", (long long)r.count);
+    printf("loss: %.6f\n", r.loss);
+    printf("accuracy: %.4f\n", r.accuracy);
+    return 0;
+}
+
+int lt_cmd_export(int argc, char **argv)
+{
+    const char *path = NULL, *out = NULL, *weights = NULL;
+    for (int i = 1; i < argc; i++) {
+        if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "--weights") && i + 1 < argc)
+            weights = argv[++i];
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else {
+            fprintf(stderr, "lantern export: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!path || !out) {
+        fprintf(stderr, "usage: lantern export MODEL [--weights DIR] -o OUT.onnx\n"
+                        "  writes MODEL again (external data inlined); with --weights, parameter P takes the\n"
+                        "  values of DIR/P.npy where that file exists\n");
+        return 2;
+    }
+    lt_err err;
+    lt_model *m = NULL;
+    lt_status s = lt_model_load(path, &m, &err);
+    int replaced = 0;
+    for (int i = 0; s == LT_OK && weights && i < lt_model_num_params(m); i++) {
+        char fn[1024], file[PATH_MAX + 1100];
+        lt_cli_sanitize(lt_model_param_name(m, i), fn, sizeof fn);
+        snprintf(file, sizeof file, "%s/%s.npy", weights, fn);
+        if (access(file, F_OK) != 0)
+            continue;
+        lt_value *v = NULL;
+        s = lt_value_load(file, &v, &err);
+        const lt_tensor *t = s == LT_OK ? lt_value_tensor(v) : NULL;
+        if (s == LT_OK && !t) {
+            snprintf(err.msg, sizeof err.msg, "%.900s: not a tensor", file);
+            s = LT_ERR_INVALID;
+        }
+        if (s == LT_OK)
+            s = lt_model_set_param(m, i, t, &err);
+        replaced += s == LT_OK;
+        lt_value_free(v);
+    }
+    if (s == LT_OK)
+        s = lt_model_export(m, path, out, &err);
+    lt_model_free(m);
+    if (s != LT_OK) {
+        fprintf(stderr, "lantern: %s\n", err.msg);
+        return lt_exit_code(s);
+    }
+    if (weights)
+        printf("%d parameter(s) from %s\n", replaced, weights);
+    printf("wrote %s\n", out);
+    return 0;
+}

@@ -1,0 +1,349 @@
+/* Export: writes the original ONNX file again with the trained weights. The
+ * ModelProto is unpacked, every initializer (main graph and the graphs of
+ * If/Loop/Scan attributes, at any depth) takes the bytes of the parameter of
+ * the same name and scope, and the message is packed and written atomically.
+ * Nothing else in the file changes. */
+#include "importer.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The unpacked message and every buffer put into it come from malloc, so
+ * fields can be swapped and the whole tree freed by protobuf-c. */
+static void *pb_alloc(void *ud, size_t n)
+{
+    (void)ud;
+    return malloc(n ? n : 1);
+}
+static void pb_free(void *ud, void *p)
+{
+    (void)ud;
+    free(p);
+}
+static ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, NULL};
+
+/* Where a graph sits: the attribute graph's name (or the attribute's name,
+ * as the importer names blocks) and its node, up to the main graph. */
+typedef struct scope_link {
+    const char *block;
+    const char *node;
+    const struct scope_link *up;
+} scope_link;
+
+typedef struct exporter {
+    const lt_module *m;
+    const char *path;
+    bool *used; /* per module parameter: already written */
+    lt_err *err;
+} exporter;
+
+static const char *str_or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
+
+/* Whether the parameter's block has the same chain of (block, owner node)
+ * names as the graph the initializer lives in. */
+static bool same_scope(const lt_block *b, const scope_link *l)
+{
+    for (; b && b->parent; b = b->parent, l = l->up) {
+        if (!l || !b->owner || strcmp(str_or(b->name, ""), str_or(l->block, "")) != 0 ||
+            strcmp(str_or(b->owner->name, ""), str_or(l->node, "")) != 0)
+            return false;
+    }
+    return l == NULL;
+}
+
+/* The parameter an initializer becomes: same name and scope; when the scope
+ * cannot be matched (graphs renamed by function inlining), the first unused
+ * parameter of that name. -1 when there is none. */
+static int find_param(exporter *x, const char *name, const scope_link *l)
+{
+    int loose = -1;
+    for (int p = 0; p < x->m->nparams; p++) {
+        const lt_param *pp = &x->m->params[p];
+        if (x->used[p] || !pp->name || strcmp(pp->name, name) != 0)
+            continue;
+        if (pp->value && same_scope(pp->value->block, l))
+            return p;
+        if (loose < 0)
+            loose = p;
+    }
+    return loose;
+}
+
+static lt_status check_shape(exporter *x, const char *name, int32_t dtype, size_t n_dims, const int64_t *dims,
+                             const lt_tensor *t)
+{
+    bool ok = (int32_t)t->dtype == dtype && (size_t)t->rank == n_dims;
+    for (size_t i = 0; ok && i < n_dims; i++)
+        ok = dims[i] == t->dims[i];
+    if (!ok)
+        return lt_errf(x->err, LT_ERR_INVALID,
+                       "%s: initializer '%s' does not match the trained parameter (element type or shape differ)",
+                       x->path, name);
+    return LT_OK;
+}
+
+static size_t tensor_bytes(const lt_tensor *t) { return (size_t)t->numel * lt_dtype_size(t->dtype); }
+
+static void *dup_bytes(const void *src, size_t n)
+{
+    void *d = malloc(n ? n : 1);
+    if (d && n)
+        memcpy(d, src, n);
+    return d;
+}
+
+/* Replaces the tensor's data by `bytes` bytes at src (raw_data), clearing the
+ * typed fields and any external data reference. */
+static lt_status set_raw(exporter *x, Onnx__TensorProto *tp, const void *src, size_t bytes)
+{
+    void *copy = dup_bytes(src, bytes);
+    if (!copy)
+        return lt_errf(x->err, LT_ERR_NOMEM, "out of memory (%zu bytes for initializer '%s')", bytes,
+                       str_or(tp->name, "?"));
+    if (tp->has_raw_data || tp->raw_data.data)
+        free(tp->raw_data.data);
+    tp->raw_data.data = copy;
+    tp->raw_data.len = bytes;
+    tp->has_raw_data = 1;
+    free(tp->float_data);
+    tp->float_data = NULL;
+    tp->n_float_data = 0;
+    free(tp->int32_data);
+    tp->int32_data = NULL;
+    tp->n_int32_data = 0;
+    free(tp->int64_data);
+    tp->int64_data = NULL;
+    tp->n_int64_data = 0;
+    free(tp->double_data);
+    tp->double_data = NULL;
+    tp->n_double_data = 0;
+    free(tp->uint64_data);
+    tp->uint64_data = NULL;
+    tp->n_uint64_data = 0;
+    for (size_t i = 0; i < tp->n_external_data; i++)
+        if (tp->external_data[i])
+            protobuf_c_message_free_unpacked(&tp->external_data[i]->base, &pb_allocator);
+    free(tp->external_data);
+    tp->external_data = NULL;
+    tp->n_external_data = 0;
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        tp->has_data_location = 0;
+        tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT;
+    }
+    return LT_OK;
+}
+
+static lt_status write_initializer(exporter *x, Onnx__TensorProto *tp, const scope_link *l)
+{
+    if (!tp || !tp->name || !*tp->name)
+        return lt_errf(x->err, LT_ERR_INVALID, "%s: an initializer has no name", x->path);
+    int p = find_param(x, tp->name, l);
+    if (p < 0)
+        return lt_errf(x->err, LT_ERR_INVALID, "%s: initializer '%s' has no parameter in the trained model",
+                       x->path, tp->name);
+    x->used[p] = true;
+    const lt_tensor *t = &x->m->params[p].data;
+    lt_status s = check_shape(x, tp->name, tp->has_data_type ? tp->data_type : 0, tp->n_dims, tp->dims, t);
+    if (s != LT_OK)
+        return s;
+    if (t->dtype == LT_STRING)
+        return LT_OK; /* strings are never trained; raw_data cannot hold them */
+    return set_raw(x, tp, t->data, tensor_bytes(t));
+}
+
+/* A sparse initializer stays as it is unless training changed its values;
+ * then it becomes a dense initializer of the same name (the sparse form
+ * cannot hold the new non-zeros). */
+static lt_status write_sparse(exporter *x, Onnx__GraphProto *g, size_t i, const scope_link *l, bool *moved)
+{
+    Onnx__SparseTensorProto *sp = g->sparse_initializer[i];
+    const char *name = sp && sp->values ? sp->values->name : NULL;
+    *moved = false;
+    if (!name || !*name)
+        return lt_errf(x->err, LT_ERR_INVALID, "%s: a sparse initializer has no name", x->path);
+    int p = find_param(x, name, l);
+    if (p < 0)
+        return lt_errf(x->err, LT_ERR_INVALID, "%s: sparse initializer '%s' has no parameter in the trained model",
+                       x->path, name);
+    x->used[p] = true;
+    const lt_tensor *t = &x->m->params[p].data;
+    char what[300];
+    snprintf(what, sizeof what, "sparse initializer '%s'", name);
+    lt_tp_ctx c = {x->path, NULL, what};
+    lt_tensor orig;
+    lt_status s = lt_tensor_from_sparse(&c, sp, &orig, x->err);
+    if (s != LT_OK)
+        return s;
+    s = check_shape(x, name, (int32_t)orig.dtype, (size_t)orig.rank, orig.dims, t);
+    bool same = s == LT_OK && memcmp(orig.data, t->data, tensor_bytes(t)) == 0;
+    free(orig.data);
+    if (s != LT_OK || same)
+        return s;
+    Onnx__TensorProto *tp = malloc(sizeof *tp);
+    Onnx__TensorProto **grown = realloc(g->initializer, sizeof *grown * (g->n_initializer + 1));
+    if (grown)
+        g->initializer = grown;
+    if (!tp || !grown) {
+        free(tp);
+        return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+    }
+    onnx__tensor_proto__init(tp);
+    tp->name = dup_bytes(name, strlen(name) + 1);
+    tp->dims = dup_bytes(t->dims, sizeof(int64_t) * (size_t)t->rank);
+    tp->n_dims = (size_t)t->rank;
+    tp->has_data_type = 1;
+    tp->data_type = (int32_t)t->dtype;
+    g->initializer[g->n_initializer++] = tp; /* owned by the graph from here on */
+    if (!tp->name || !tp->dims)
+        return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+    s = set_raw(x, tp, t->data, tensor_bytes(t));
+    if (s != LT_OK)
+        return s;
+    protobuf_c_message_free_unpacked(&sp->base, &pb_allocator);
+    memmove(g->sparse_initializer + i, g->sparse_initializer + i + 1,
+            sizeof *g->sparse_initializer * (g->n_sparse_initializer - i - 1));
+    g->n_sparse_initializer--;
+    *moved = true;
+    return LT_OK;
+}
+
+static lt_status export_graph(exporter *x, Onnx__GraphProto *g, const scope_link *l, int depth)
+{
+    if (!g)
+        return LT_OK;
+    if (depth > 64)
+        return lt_errf(x->err, LT_ERR_INVALID, "%s: subgraphs are nested more than 64 deep", x->path);
+    lt_status s = LT_OK;
+    for (size_t i = 0; i < g->n_initializer && s == LT_OK; i++)
+        s = write_initializer(x, g->initializer[i], l);
+    /* after the dense ones: a sparse initializer that turns dense is appended */
+    for (size_t i = 0; i < g->n_sparse_initializer && s == LT_OK;) {
+        bool moved;
+        s = write_sparse(x, g, i, l, &moved);
+        i += !moved;
+    }
+    for (size_t n = 0; n < g->n_node && s == LT_OK; n++) {
+        Onnx__NodeProto *np = g->node[n];
+        for (size_t a = 0; np && a < np->n_attribute && s == LT_OK; a++) {
+            Onnx__AttributeProto *ap = np->attribute[a];
+            if (!ap || !ap->g)
+                continue;
+            scope_link sub = {str_or(ap->g->name, ap->name), np->name, l};
+            s = export_graph(x, ap->g, &sub, depth + 1);
+        }
+    }
+    return s;
+}
+
+/* Temp file in the target's folder, fsync, rename: a reader sees the old
+ * file or the whole new one, never a part. */
+static lt_status write_atomic(const char *out_path, const uint8_t *data, size_t len, lt_err *err)
+{
+    size_t pl = strlen(out_path);
+    char *tmp = malloc(pl + 16);
+    if (!tmp)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", out_path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        lt_status s = lt_errf(err, LT_ERR_IO, "%s: cannot create a file next to it: %s", out_path, strerror(errno));
+        free(tmp);
+        return s;
+    }
+    mode_t um = umask(0);
+    umask(um);
+    int ok = fchmod(fd, 0666 & ~um) == 0;
+    for (size_t off = 0; ok && off < len;) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        ok = w > 0;
+        off += ok ? (size_t)w : 0;
+    }
+    ok = ok && fsync(fd) == 0;
+    int e = errno;
+    ok = close(fd) == 0 && ok;
+    if (ok && rename(tmp, out_path) != 0) {
+        e = errno;
+        ok = 0;
+    }
+    if (!ok) {
+        unlink(tmp);
+        free(tmp);
+        return lt_errf(err, LT_ERR_IO, "%s: cannot write: %s", out_path, strerror(e));
+    }
+    free(tmp);
+    /* make the rename itself durable */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", out_path);
+    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return LT_OK;
+}
+
+lt_status lt_model_export(const lt_model *trained, const char *original_onnx, const char *out_path, lt_err *err)
+{
+    uint8_t *data = NULL, *packed = NULL;
+    size_t len = 0;
+    lt_status s = lt_read_file(original_onnx, LT_MAX_MODEL_BYTES, &data, &len, err);
+    if (s != LT_OK)
+        return s;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(&pb_allocator, len, data);
+    free(data);
+    if (!mp || !mp->graph) {
+        if (mp)
+            onnx__model_proto__free_unpacked(mp, &pb_allocator);
+        return lt_errf(err, LT_ERR_INVALID, "%s: not an ONNX model (the protobuf does not parse)", original_onnx);
+    }
+    exporter x = {trained, original_onnx, calloc(trained->nparams + 1, sizeof(bool)), err};
+    if (!x.used)
+        s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    if (s == LT_OK)
+        s = export_graph(&x, mp->graph, NULL, 0);
+    if (s == LT_OK) {
+        size_t n = onnx__model_proto__get_packed_size(mp);
+        packed = malloc(n ? n : 1);
+        if (!packed)
+            s = lt_errf(err, LT_ERR_NOMEM, "out of memory (%zu bytes for the packed model)", n);
+        else if (onnx__model_proto__pack(mp, packed) != n)
+            s = lt_errf(err, LT_ERR_INTERNAL, "%s: packing the model gave an unexpected size", out_path);
+        else
+            s = write_atomic(out_path, packed, n, err);
+    }
+    free(packed);
+    free(x.used);
+    onnx__model_proto__free_unpacked(mp, &pb_allocator);
+    return s;
+}
+
+int lt_model_num_params(const lt_model *m) { return m->nparams; }
+
+const char *lt_model_param_name(const lt_model *m, int i)
+{
+    return i >= 0 && i < m->nparams ? m->params[i].name : NULL;
+}
+
+lt_status lt_model_set_param(lt_model *m, int i, const lt_tensor *t, lt_err *err)
+{
+    if (i < 0 || i >= m->nparams)
+        return lt_errf(err, LT_ERR_INVALID, "%s: no parameter %d", m->path, i);
+    lt_tensor *p = &m->params[i].data;
+    bool ok = t->dtype == p->dtype && t->rank == p->rank && p->dtype != LT_STRING;
+    for (int d = 0; ok && d < t->rank; d++)
+        ok = t->dims[d] == p->dims[d];
+    if (!ok)
+        return lt_errf(err, LT_ERR_INVALID, "%s: parameter '%s' is %s of rank %d; the new value (%s of rank %d) does not "
+                       "match its type and shape", m->path, m->params[i].name, lt_dtype_name(p->dtype), p->rank,
+                       lt_dtype_name(t->dtype), t->rank);
+    if (p->numel)
+        memcpy(p->data, t->data, tensor_bytes(p));
+    return LT_OK;
+}

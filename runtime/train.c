@@ -1,0 +1,587 @@
+/* The training loop as a library function: one model copy turned into its
+ * forward/backward program, a second copy (forward only) that receives the
+ * trained parameters for evaluation; seeded shuffling, optimizer steps with
+ * a learning-rate schedule and gradient clipping, per-epoch test loss and
+ * accuracy. Also classifier evaluation on its own (lantern eval). */
+#include "runtime.h"
+#include <fnmatch.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Every dataset lantern reads (MNIST-style IDX) has 28x28 images. */
+#define LT_IMAGE_SIDE 28
+#define LT_IMAGE_VALUES (LT_IMAGE_SIDE * LT_IMAGE_SIDE)
+#define LT_EVAL_BATCH 500
+
+/* The model's image input and the batch shape it takes. */
+typedef struct image_input {
+    const char *name;
+    int rank;
+    int64_t shape[LT_MAX_RANK]; /* shape[0] is the batch */
+    int64_t fixed_batch;        /* > 0 when the model fixes its batch size */
+} image_input;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [0, 1) with 53 random bits */
+static double uniform01(uint64_t *state) { return (double)(splitmix64(state) >> 11) * 0x1.0p-53; }
+
+/* Finds the one input without a default and checks that 28x28 images fit it:
+ * float32 (or untyped), rank >= 2, one image per sample. A single unknown
+ * non-batch dim takes what is left; all unknown means [N,784], [N,28,28] or
+ * [N,1,28,28] by rank. */
+static lt_status find_image_input(const lt_model *m, image_input *ii, lt_err *err)
+{
+    const lt_block *b = m->main;
+    int found = -1, count = 0;
+    for (int i = 0; i < b->nparams; i++)
+        if (!m->input_default || m->input_default[i] < 0) {
+            count++;
+            if (found < 0)
+                found = i;
+        }
+    if (count != 1)
+        return lt_errf(err, LT_ERR_INVALID, "%s: the model has %d inputs without a default; training and evaluation "
+                       "feed images to exactly one", m->path, count);
+    const lt_ival *v = b->params[found];
+    const lt_type *t = &v->type;
+    char have[256];
+    FILE *f = fmemopen(have, sizeof have, "w");
+    if (f) {
+        lt_type_print(m, t, f);
+        fclose(f);
+    } else {
+        snprintf(have, sizeof have, "?");
+    }
+    if (t->kind != LT_KIND_TENSOR || (t->dtype != LT_F32 && t->dtype != LT_UNDEFINED))
+        return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s; the images are float32", m->path, v->name, have);
+    if (t->rank < 2)
+        return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s; it must be [N, ...] with one %dx%d image per sample",
+                       m->path, v->name, have, LT_IMAGE_SIDE, LT_IMAGE_SIDE);
+    ii->name = v->name;
+    ii->rank = t->rank;
+    ii->fixed_batch = t->dims[0].sym < 0 && t->dims[0].v > 0 ? t->dims[0].v : 0;
+    int64_t known = 1;
+    int unknown = 0, last_unknown = -1;
+    for (int i = 1; i < t->rank; i++) {
+        if (t->dims[i].sym >= 0 || t->dims[i].v < 0) {
+            unknown++;
+            last_unknown = i;
+            ii->shape[i] = -1;
+        } else {
+            ii->shape[i] = t->dims[i].v;
+            known *= t->dims[i].v > 0 ? t->dims[i].v : 1;
+            if (t->dims[i].v == 0 || known > LT_IMAGE_VALUES)
+                known = LT_IMAGE_VALUES + 1;
+        }
+    }
+    if (unknown == 1 && known <= LT_IMAGE_VALUES && LT_IMAGE_VALUES % known == 0) {
+        ii->shape[last_unknown] = LT_IMAGE_VALUES / known;
+        known = LT_IMAGE_VALUES;
+    } else if (unknown > 0 && unknown == t->rank - 1 && t->rank <= 4) {
+        static const int64_t by_rank[3][3] = {{LT_IMAGE_VALUES}, {LT_IMAGE_SIDE, LT_IMAGE_SIDE}, {1, LT_IMAGE_SIDE, LT_IMAGE_SIDE}};
+        for (int i = 1; i < t->rank; i++)
+            ii->shape[i] = by_rank[t->rank - 2][i - 1];
+        known = LT_IMAGE_VALUES;
+    } else if (unknown > 0) {
+        known = -1;
+    }
+    if (known != LT_IMAGE_VALUES)
+        return lt_errf(err, LT_ERR_INVALID,
+                       "%s: input '%s' is %s, which does not take one %dx%d image per sample ([N,%d] or [N,1,%d,%d])",
+                       m->path, v->name, have, LT_IMAGE_SIDE, LT_IMAGE_SIDE, LT_IMAGE_VALUES, LT_IMAGE_SIDE,
+                       LT_IMAGE_SIDE);
+    return LT_OK;
+}
+
+/* Mean cross-entropy (summed into *loss_sum) and correct argmax count of
+ * logits [n, C] against labels. */
+static lt_status score_batch(const lt_model *m, const lt_value *out, const lt_value *y, int64_t n, double *loss_sum,
+                             int64_t *correct, lt_err *err)
+{
+    const lt_tensor *lg = lt_value_tensor(out);
+    if (!lg || lg->rank != 2 || lg->dims[0] != n || lg->dims[1] < 2 || (lg->dtype != LT_F32 && lg->dtype != LT_F64))
+        return lt_errf(err, LT_ERR_INVALID, "%s: the first output must be float class scores [N, classes], got %s of rank %d",
+                       m->path, lg ? lt_dtype_name(lg->dtype) : "a non-tensor", lg ? lg->rank : -1);
+    int64_t C = lg->dims[1];
+    const int64_t *lab = lt_value_tensor(y)->data;
+    for (int64_t i = 0; i < n; i++) {
+        if (lab[i] < 0 || lab[i] >= C)
+            return lt_errf(err, LT_ERR_INVALID, "%s: label %lld does not fit the model's %lld classes", m->path,
+                           (long long)lab[i], (long long)C);
+        double mx = -INFINITY, sum = 0;
+        int64_t best = 0;
+        for (int64_t c = 0; c < C; c++) {
+            double z = lt_tensor_get_f64(lg, i * C + c);
+            if (z > mx) {
+                mx = z;
+                best = c;
+            }
+        }
+        for (int64_t c = 0; c < C; c++)
+            sum += exp(lt_tensor_get_f64(lg, i * C + c) - mx);
+        *loss_sum += log(sum) + mx - lt_tensor_get_f64(lg, i * C + lab[i]);
+        *correct += best == lab[i];
+    }
+    return LT_OK;
+}
+
+static lt_status evaluate(lt_model *m, lt_session *s, const lt_dataset *d, const image_input *ii, int64_t limit,
+                          lt_eval_result *r, lt_err *err)
+{
+    int64_t n = lt_dataset_size(d), batch = ii->fixed_batch ? ii->fixed_batch : LT_EVAL_BATCH;
+    if (limit > 0 && limit < n)
+        n = limit;
+    if (ii->fixed_batch)
+        n -= n % batch; /* the rest does not fill the model's batch */
+    if (n <= 0)
+        return lt_errf(err, LT_ERR_INVALID, "%s: no test samples to evaluate (the model's batch is %lld)", m->path,
+                       (long long)batch);
+    double loss = 0;
+    int64_t correct = 0;
+    lt_status st = LT_OK;
+    for (int64_t at = 0; at < n && st == LT_OK; at += batch) {
+        int64_t k = n - at < batch ? n - at : batch;
+        lt_value *x = NULL, *y = NULL, *out[64] = {0};
+        int nout = lt_model_num_outputs(m);
+        if (nout < 1 || nout > 64)
+            return lt_errf(err, LT_ERR_INVALID, "%s: the model has %d outputs", m->path, nout);
+        st = lt_dataset_batch(d, at, k, ii->rank, ii->shape, &x, &y, err);
+        if (st == LT_OK)
+            st = lt_session_run(s, 1, &ii->name, &x, out, err);
+        if (st == LT_OK)
+            st = score_batch(m, out[0], y, k, &loss, &correct, err);
+        for (int i = 0; i < nout; i++)
+            lt_value_free(out[i]);
+        lt_value_free(x);
+        lt_value_free(y);
+    }
+    if (st == LT_OK) {
+        r->loss = loss / (double)n;
+        r->accuracy = (double)correct / (double)n;
+        r->count = n;
+    }
+    return st;
+}
+
+lt_status lt_model_evaluate(lt_model *m, const char *data, int64_t limit, lt_eval_result *r, lt_err *err)
+{
+    image_input ii;
+    lt_dataset *d = NULL;
+    lt_session *s = NULL;
+    lt_status st = find_image_input(m, &ii, err);
+    if (st == LT_OK)
+        st = lt_dataset_open(data, 1, &d, err);
+    if (st == LT_OK)
+        st = lt_session_new(m, &s, err);
+    if (st == LT_OK)
+        st = evaluate(m, s, d, &ii, limit, r, err);
+    lt_session_free(s);
+    lt_dataset_free(d);
+    return st;
+}
+
+void lt_train_defaults(lt_train_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->data = "fashion-mnist";
+    o->epochs = 1;
+    o->batch = 64;
+    lt_optim_defaults(LT_OPTIM_SGD, &o->optim);
+    o->schedule.kind = LT_SCHEDULE_CONSTANT;
+    o->schedule.lr = 0.01;
+    o->schedule.gamma = 0.1;
+    o->loss = LT_LOSS_SOFTMAX_CROSS_ENTROPY;
+    o->seed = 1;
+}
+
+/* ---- re-initialization ---- */
+
+/* fan-in of parameter value v as the node reading it sees it; 0 if unknown */
+static int64_t fan_in_in(const lt_block *b, const lt_ival *v, const lt_tensor *t)
+{
+    for (int k = 0; k < b->nnodes; k++) {
+        const lt_node *n = b->nodes[k];
+        for (int i = 0; i < n->nin; i++) {
+            if (n->in[i] != v)
+                continue;
+            if (n->op == LT_OP_CONV && i == 1 && t->rank >= 3)
+                return t->numel / t->dims[0];
+            if (n->op == LT_OP_GEMM && i == 1 && t->rank == 2)
+                return lt_attr_int(n, "transB", 0) ? t->dims[1] : t->dims[0];
+            if (n->op == LT_OP_GEMM && i == 0 && t->rank == 2)
+                return lt_attr_int(n, "transA", 0) ? t->dims[0] : t->dims[1];
+            if (n->op == LT_OP_MAT_MUL && i == 1 && t->rank >= 2)
+                return t->dims[t->rank - 2];
+            if (n->op == LT_OP_MAT_MUL && i == 0 && t->rank >= 2)
+                return t->dims[t->rank - 1];
+        }
+        for (int r = 0; r < n->nregions; r++) {
+            int64_t f = fan_in_in(n->regions[r], v, t);
+            if (f > 0)
+                return f;
+        }
+    }
+    return 0;
+}
+
+/* He-uniform (bound sqrt(6 / fan_in)) where a Conv, Gemm or MatMul tells the
+ * fan-in, Glorot-uniform (sqrt(6 / (fan_in + fan_out)), PyTorch's fan
+ * convention) elsewhere; rank 0 and 1 (biases) become zero. */
+static void init_random(lt_module *m, uint64_t seed)
+{
+    uint64_t rng = seed ^ 0x696e69745f72616eull;
+    for (int p = 0; p < m->nparams; p++) {
+        lt_param *pp = &m->params[p];
+        lt_tensor *t = &pp->data;
+        if (!pp->trainable || (t->dtype != LT_F32 && t->dtype != LT_F64) || t->numel == 0)
+            continue;
+        double bound = 0;
+        if (t->rank >= 2) {
+            int64_t fan_in = fan_in_in(m->main, pp->value, t);
+            if (fan_in > 0) {
+                bound = sqrt(6.0 / (double)fan_in);
+            } else {
+                int64_t rf = t->numel / (t->dims[0] * t->dims[1]);
+                bound = sqrt(6.0 / (double)((t->dims[0] + t->dims[1]) * rf));
+            }
+        }
+        for (int64_t i = 0; i < t->numel; i++)
+            lt_tensor_set_f64(t, i, bound ? (2 * uniform01(&rng) - 1) * bound : 0.0);
+    }
+}
+
+/* ---- the loop ---- */
+
+typedef struct trainer {
+    const lt_train_opts *o;
+    const char *path;
+    lt_model *tm, *em; /* training program; forward model for evaluation */
+    lt_session *ts, *es;
+    lt_dataset *train, *test;
+    image_input ii;
+    int ngrad;
+    int *grad_param;    /* module parameter of gradient output 1 + i */
+    lt_tensor **params; /* the training model's parameters being updated */
+    const lt_tensor **grads;
+    lt_optim *opt;
+    int64_t *order;
+    uint64_t rng;
+    lt_err *err;
+} trainer;
+
+static lt_status check_opts(const lt_train_opts *o, lt_err *err)
+{
+    if (o->epochs < 1)
+        return lt_errf(err, LT_ERR_INVALID, "epochs must be >= 1, got %d", o->epochs);
+    if (o->batch < 1 || o->batch > (1 << 20))
+        return lt_errf(err, LT_ERR_INVALID, "batch size must be 1..1048576, got %lld", (long long)o->batch);
+    if (!(o->schedule.lr > 0) || !isfinite(o->schedule.lr))
+        return lt_errf(err, LT_ERR_INVALID, "learning rate must be > 0, got %g", o->schedule.lr);
+    if (o->schedule.warmup < 0 || o->limit < 0 || o->test_limit < 0)
+        return lt_errf(err, LT_ERR_INVALID, "warmup and limits must be >= 0");
+    if (o->schedule.kind == LT_SCHEDULE_STEP && !(o->schedule.gamma > 0 && o->schedule.gamma <= 1))
+        return lt_errf(err, LT_ERR_INVALID, "the step schedule's gamma must be in (0, 1], got %g", o->schedule.gamma);
+    if (!(o->clip_norm >= 0) || !isfinite(o->clip_norm))
+        return lt_errf(err, LT_ERR_INVALID, "clip norm must be >= 0, got %g", o->clip_norm);
+    if (o->loss != LT_LOSS_SOFTMAX_CROSS_ENTROPY)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "training supports the softmax-cross-entropy loss only");
+    return LT_OK;
+}
+
+static lt_status apply_freeze(trainer *tr)
+{
+    for (int f = 0; f < tr->o->nfreeze; f++) {
+        int hits = 0;
+        for (int p = 0; p < tr->tm->nparams; p++)
+            if (fnmatch(tr->o->freeze[f], tr->tm->params[p].name, 0) == 0) {
+                tr->tm->params[p].trainable = false;
+                hits++;
+            }
+        if (!hits)
+            return lt_errf(tr->err, LT_ERR_INVALID, "%s: --freeze %s: the model has no parameter of that name",
+                           tr->path, tr->o->freeze[f]);
+    }
+    return LT_OK;
+}
+
+/* Gradient outputs come in module parameter order: match each "<p>_grad" to
+ * the next parameter of that name and type. */
+static lt_status map_gradients(trainer *tr)
+{
+    lt_model *m = tr->tm;
+    int nout = lt_model_num_outputs(m);
+    tr->ngrad = nout - 1;
+    if (tr->ngrad < 1)
+        return lt_errf(tr->err, LT_ERR_INVALID, "%s: nothing to train: no float parameter reaches the loss (or all are frozen)",
+                       tr->path);
+    tr->grad_param = calloc(tr->ngrad, sizeof *tr->grad_param);
+    tr->params = calloc(tr->ngrad, sizeof *tr->params);
+    tr->grads = calloc(tr->ngrad, sizeof *tr->grads);
+    if (!tr->grad_param || !tr->params || !tr->grads)
+        return lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
+    int p = 0;
+    for (int g = 0; g < tr->ngrad; g++) {
+        const char *on = lt_model_output_name(m, g + 1);
+        size_t l = strlen(on);
+        for (; p < m->nparams; p++) {
+            const lt_param *pp = &m->params[p];
+            if (pp->trainable && strlen(pp->name) + 5 == l && strncmp(pp->name, on, l - 5) == 0 &&
+                strcmp(on + l - 5, "_grad") == 0)
+                break;
+        }
+        if (p == m->nparams)
+            return lt_errf(tr->err, LT_ERR_INTERNAL, "%s: gradient output '%s' matches no parameter", tr->path, on);
+        tr->grad_param[g] = p;
+        tr->params[g] = &m->params[p].data;
+        p++;
+    }
+    return LT_OK;
+}
+
+/* Both copies come from the same file, so their parameters line up. */
+static lt_status check_copies(trainer *tr)
+{
+    if (tr->tm->nparams != tr->em->nparams)
+        return lt_errf(tr->err, LT_ERR_INTERNAL, "%s: the two model copies differ", tr->path);
+    for (int p = 0; p < tr->tm->nparams; p++)
+        if (strcmp(tr->tm->params[p].name, tr->em->params[p].name) != 0 ||
+            tr->tm->params[p].data.dtype != tr->em->params[p].data.dtype ||
+            tr->tm->params[p].data.numel != tr->em->params[p].data.numel)
+            return lt_errf(tr->err, LT_ERR_INTERNAL, "%s: the two model copies differ at parameter '%s'", tr->path,
+                           tr->tm->params[p].name);
+    return LT_OK;
+}
+
+static void copy_params(trainer *tr)
+{
+    for (int p = 0; p < tr->tm->nparams; p++) {
+        const lt_tensor *src = &tr->tm->params[p].data;
+        if (src->dtype != LT_STRING && src->numel > 0)
+            memcpy(tr->em->params[p].data.data, src->data, (size_t)src->numel * lt_dtype_size(src->dtype));
+    }
+}
+
+/* Fills x and y with samples order[at .. at+n) of the training split. */
+static lt_status gather(trainer *tr, int64_t at, int64_t n, lt_value *x, lt_value *y)
+{
+    size_t per = (size_t)LT_IMAGE_VALUES * sizeof(float);
+    for (int64_t i = 0; i < n; i++) {
+        lt_value *xi = NULL, *yi = NULL;
+        lt_status st = lt_dataset_batch(tr->train, tr->order[at + i], 1, tr->ii.rank, tr->ii.shape, &xi, &yi, tr->err);
+        if (st != LT_OK)
+            return st;
+        memcpy((char *)x->t.data + per * i, xi->t.data, per);
+        ((int64_t *)y->t.data)[i] = ((const int64_t *)yi->t.data)[0];
+        lt_value_free(xi);
+        lt_value_free(yi);
+    }
+    return LT_OK;
+}
+
+static lt_status new_batch(trainer *tr, int64_t n, lt_value **x, lt_value **y)
+{
+    int64_t dims[LT_MAX_RANK];
+    memcpy(dims, tr->ii.shape, sizeof dims);
+    dims[0] = n;
+    *x = lt_value_new_tensor();
+    *y = lt_value_new_tensor();
+    if (!*x || !*y)
+        return lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
+    lt_status st = lt_tensor_alloc(&(*x)->t, LT_F32, tr->ii.rank, dims, tr->err);
+    if (st == LT_OK)
+        st = lt_tensor_alloc(&(*y)->t, LT_I64, 1, &n, tr->err);
+    return st;
+}
+
+static lt_status setup(trainer *tr, const char *path)
+{
+    const lt_train_opts *o = tr->o;
+    lt_status st = check_opts(o, tr->err);
+    if (st == LT_OK)
+        st = lt_model_load(path, &tr->tm, tr->err);
+    if (st == LT_OK)
+        st = lt_model_load(path, &tr->em, tr->err);
+    if (st == LT_OK)
+        st = find_image_input(tr->em, &tr->ii, tr->err);
+    if (st == LT_OK && tr->ii.fixed_batch && tr->ii.fixed_batch != o->batch)
+        st = lt_errf(tr->err, LT_ERR_INVALID, "%s: input '%s' has a fixed batch size of %lld; use --batch %lld", path,
+                     tr->ii.name, (long long)tr->ii.fixed_batch, (long long)tr->ii.fixed_batch);
+    if (st == LT_OK)
+        st = check_copies(tr);
+    if (st == LT_OK)
+        st = lt_dataset_open(o->data, 0, &tr->train, tr->err);
+    if (st == LT_OK)
+        st = lt_dataset_open(o->data, 1, &tr->test, tr->err);
+    if (st == LT_OK)
+        st = apply_freeze(tr);
+    if (st != LT_OK)
+        return st;
+    if (o->init_random)
+        init_random(tr->tm, o->seed);
+    lt_grad_opts g = {o->loss, 0, NULL, 0};
+    st = lt_model_grad(tr->tm, &g, tr->err);
+    if (st == LT_OK)
+        st = map_gradients(tr);
+    if (st == LT_OK)
+        st = lt_optim_new(&o->optim, tr->ngrad, (const lt_tensor *const *)tr->params, &tr->opt, tr->err);
+    if (st == LT_OK)
+        st = lt_session_new(tr->tm, &tr->ts, tr->err);
+    if (st == LT_OK)
+        st = lt_session_new(tr->em, &tr->es, tr->err);
+    return st;
+}
+
+static void shuffle(trainer *tr, int64_t n)
+{
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(splitmix64(&tr->rng) % (uint64_t)(i + 1));
+        int64_t t = tr->order[i];
+        tr->order[i] = tr->order[j];
+        tr->order[j] = t;
+    }
+}
+
+/* One optimizer step on the batch in x, y; *loss gets the batch's loss. */
+static lt_status train_step(trainer *tr, lt_value *x, lt_value *y, double lr, double *loss)
+{
+    const char *names[2] = {tr->ii.name, "labels"};
+    lt_value *in[2] = {x, y};
+    int nout = tr->ngrad + 1;
+    lt_value **out = calloc(nout, sizeof *out);
+    if (!out)
+        return lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
+    lt_status st = lt_session_run(tr->ts, 2, names, in, out, tr->err);
+    for (int g = 0; g < tr->ngrad && st == LT_OK; g++) {
+        tr->grads[g] = lt_value_tensor(out[g + 1]);
+        if (!tr->grads[g])
+            st = lt_errf(tr->err, LT_ERR_INTERNAL, "%s: gradient %d is not a tensor", tr->path, g);
+    }
+    if (st == LT_OK) {
+        const lt_tensor *L = lt_value_tensor(out[0]);
+        *loss = L && L->numel == 1 ? lt_tensor_get_f64(L, 0) : NAN;
+        if (!isfinite(*loss))
+            st = lt_errf(tr->err, LT_ERR_RUNTIME, "%s: the loss is %g (diverged: try a lower --lr or --clip-norm)",
+                         tr->path, *loss);
+    }
+    double scale = 1;
+    if (st == LT_OK && tr->o->clip_norm > 0) {
+        double norm = lt_grad_global_norm(tr->ngrad, tr->grads);
+        if (norm > tr->o->clip_norm)
+            scale = tr->o->clip_norm / norm;
+    }
+    if (st == LT_OK)
+        st = lt_optim_step(tr->opt, lr, scale, tr->params, tr->grads, tr->err);
+    for (int i = 0; i < nout; i++)
+        lt_value_free(out[i]);
+    free(out);
+    return st;
+}
+
+static lt_status run_epochs(trainer *tr)
+{
+    const lt_train_opts *o = tr->o;
+    int64_t n = lt_dataset_size(tr->train);
+    if (o->limit > 0 && o->limit < n)
+        n = o->limit;
+    int64_t B = o->batch < n ? o->batch : n;
+    /* a model with a fixed batch size cannot take the last, smaller batch */
+    int64_t steps = tr->ii.fixed_batch ? n / B : (n + B - 1) / B;
+    if (steps < 1)
+        return lt_errf(tr->err, LT_ERR_INVALID, "%s: %lld training samples do not fill one batch of %lld", tr->path,
+                       (long long)n, (long long)B);
+    tr->order = malloc(sizeof *tr->order * (size_t)n);
+    if (!tr->order)
+        return lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++)
+        tr->order[i] = i;
+    tr->rng = o->seed ^ 0x73687566666c6521ull;
+    lt_schedule sched = o->schedule;
+    sched.total = steps * o->epochs;
+    lt_value *x = NULL, *y = NULL, *xs = NULL, *ys = NULL;
+    lt_status st = new_batch(tr, B, &x, &y);
+    if (st == LT_OK && n % B && !tr->ii.fixed_batch)
+        st = new_batch(tr, n % B, &xs, &ys);
+    double t0 = now_s(), train_time = 0;
+    int64_t global = 0;
+    for (int e = 1; e <= o->epochs && st == LT_OK; e++) {
+        shuffle(tr, n);
+        double te = now_s(), loss_sum = 0, lr = 0;
+        int64_t seen = 0;
+        for (int64_t s = 0; s < steps && st == LT_OK; s++) {
+            int64_t k = s * B + B <= n ? B : n - s * B;
+            lt_value *bx = k == B ? x : xs, *by = k == B ? y : ys;
+            double loss = 0;
+            lr = lt_schedule_lr(&sched, global);
+            st = gather(tr, s * B, k, bx, by);
+            if (st == LT_OK)
+                st = train_step(tr, bx, by, lr, &loss);
+            if (st != LT_OK)
+                break;
+            global++;
+            loss_sum += loss * (double)k;
+            seen += k;
+            if (o->on_step) {
+                double now = now_s(), ep = now - te, run = train_time + ep;
+                lt_train_progress p = {e, o->epochs, s + 1, steps, global, sched.total, loss_sum / (double)seen, loss, lr,
+                                       ep > 0 ? (double)seen / ep : 0, now - t0,
+                                       run / (double)global * (double)(sched.total - global)};
+                o->on_step(&p, o->user);
+            }
+        }
+        if (st != LT_OK)
+            break;
+        double secs = now_s() - te;
+        train_time += secs;
+        copy_params(tr);
+        lt_epoch_result r = {e, o->epochs, loss_sum / (double)seen, {0, 0, 0}, lr, secs};
+        st = evaluate(tr->em, tr->es, tr->test, &tr->ii, o->test_limit, &r.test, tr->err);
+        if (st == LT_OK && o->on_epoch)
+            o->on_epoch(&r, o->user);
+    }
+    lt_value_free(x);
+    lt_value_free(y);
+    lt_value_free(xs);
+    lt_value_free(ys);
+    return st;
+}
+
+lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **trained, lt_err *err)
+{
+    *trained = NULL;
+    trainer tr = {.o = o, .path = model_path, .err = err};
+    lt_status st = setup(&tr, model_path);
+    if (st == LT_OK)
+        st = run_epochs(&tr);
+    lt_session_free(tr.ts);
+    lt_session_free(tr.es);
+    lt_optim_free(tr.opt);
+    lt_dataset_free(tr.train);
+    lt_dataset_free(tr.test);
+    lt_model_free(tr.tm);
+    free(tr.grad_param);
+    free(tr.params);
+    free(tr.grads);
+    free(tr.order);
+    if (st != LT_OK) {
+        lt_model_free(tr.em);
+        return st;
+    }
+    *trained = tr.em;
+    return LT_OK;
+}
