@@ -433,7 +433,7 @@ const char *lt_str_intern(const char *s, size_t len)
     size_t j = str_hash(s, len) & (interned.cap - 1);
     while (interned.slots[j]) {
         /* stored strings hold no NUL (lengths agree when the bytes do) */
-        if (memcmp(interned.slots[j], s, len) == 0 && interned.slots[j][len] == 0 && strlen(interned.slots[j]) == len) {
+        if (strlen(interned.slots[j]) == len && memcmp(interned.slots[j], s, len) == 0) {
             found = interned.slots[j];
             goto done;
         }
