@@ -49,6 +49,7 @@ void lt_ad_register_elementwise(lt_ad_rule *tab, uint32_t *nondiff);
 void lt_ad_register_tensor(lt_ad_rule *tab, uint32_t *nondiff);
 void lt_ad_register_nn(lt_ad_rule *tab, uint32_t *nondiff);
 void lt_ad_register_more(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_extra(lt_ad_rule *tab, uint32_t *nondiff);
 
 /* Whether input i of the forward node needs a gradient (active and
  * differentiable): rules skip work for inputs that do not. */

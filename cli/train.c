@@ -93,6 +93,19 @@ static int num_arg(const char *opt, const char *s, double lo, double hi, double 
     return 1;
 }
 
+static int int_arg(const char *opt, const char *s, double lo, double hi, int64_t *out)
+{
+    double v;
+    if (!num_arg(opt, s, lo, hi, &v))
+        return 0;
+    if (v != (double)(int64_t)v) {
+        fprintf(stderr, "lantern: %s wants a whole number, got '%s'\n", opt, s);
+        return 0;
+    }
+    *out = (int64_t)v;
+    return 1;
+}
+
 static int pick(const char *opt, const char *s, const char *const *names, int n, int *out)
 {
     for (int i = 0; i < n; i++)
@@ -130,7 +143,8 @@ int lt_cmd_train(int argc, char **argv)
     lt_train_defaults(&o);
     o.data = NULL;
     int kind = LT_OPTIM_SGD, sched = LT_SCHEDULE_CONSTANT, init = 0, nfreeze = 0;
-    double lr = -1, mom = -1, wd = -1, b1 = -1, b2 = -1, eps = -1, v;
+    double lr = -1, mom = -1, wd = -1, b1 = -1, b2 = -1, eps = -1;
+    int64_t iv = 0;
     const char **freeze = calloc(argc + 1, sizeof *freeze);
     if (!freeze) {
         fprintf(stderr, "lantern: out of memory\n");
@@ -159,10 +173,11 @@ int lt_cmd_train(int argc, char **argv)
             out = val;
         else if (!strcmp(a, "--log"))
             log_path = val;
-        else if (!strcmp(a, "--epochs"))
-            ok = num_arg(a, val, 1, 1e6, &v) && (o.epochs = (int)v) == v;
-        else if (!strcmp(a, "--batch"))
-            ok = num_arg(a, val, 1, 1 << 20, &v) && (o.batch = (int64_t)v) == v;
+        else if (!strcmp(a, "--epochs")) {
+            ok = int_arg(a, val, 1, 1e6, &iv);
+            o.epochs = (int)iv;
+        } else if (!strcmp(a, "--batch"))
+            ok = int_arg(a, val, 1, 1 << 20, &o.batch);
         else if (!strcmp(a, "--optimizer"))
             ok = pick(a, val, optims, 6, &kind);
         else if (!strcmp(a, "--lr"))
@@ -180,9 +195,9 @@ int lt_cmd_train(int argc, char **argv)
         else if (!strcmp(a, "--schedule"))
             ok = pick(a, val, scheds, 3, &sched);
         else if (!strcmp(a, "--warmup"))
-            ok = num_arg(a, val, 0, 1e12, &v) && (o.schedule.warmup = (int64_t)v) == v;
+            ok = int_arg(a, val, 0, 1e12, &o.schedule.warmup);
         else if (!strcmp(a, "--step-size"))
-            ok = num_arg(a, val, 1, 1e12, &v) && (o.schedule.step_size = (int64_t)v) == v;
+            ok = int_arg(a, val, 1, 1e12, &o.schedule.step_size);
         else if (!strcmp(a, "--gamma"))
             ok = num_arg(a, val, 1e-9, 1, &o.schedule.gamma);
         else if (!strcmp(a, "--clip-norm"))
@@ -195,24 +210,23 @@ int lt_cmd_train(int argc, char **argv)
             freeze[nfreeze++] = val;
         else if (!strcmp(a, "--init"))
             ok = pick(a, val, inits, 2, &init);
-        else if (!strcmp(a, "--seed"))
-            ok = num_arg(a, val, 0, 9007199254740992.0, &v) && (o.seed = (uint64_t)v) == v;
-        else if (!strcmp(a, "--limit"))
-            ok = num_arg(a, val, 1, 1e12, &v) && (o.limit = (int64_t)v) == v;
+        else if (!strcmp(a, "--seed")) {
+            ok = int_arg(a, val, 0, 9007199254740992.0, &iv);
+            o.seed = (uint64_t)iv;
+        } else if (!strcmp(a, "--limit"))
+            ok = int_arg(a, val, 1, 1e12, &o.limit);
         else if (!strcmp(a, "--test-limit"))
-            ok = num_arg(a, val, 1, 1e12, &v) && (o.test_limit = (int64_t)v) == v;
+            ok = int_arg(a, val, 1, 1e12, &o.test_limit);
         else {
             fprintf(stderr, "lantern train: unknown option '%s'\n%s", a, TRAIN_USAGE);
             goto done;
         }
-        if (!ok) {
-            fprintf(stderr, "lantern train: bad value for %s: '%s'\n", a, val);
-            goto done;
-        }
+        if (!ok)
+            goto done; /* the parser said why */
     }
     if (!path || !out || !o.data) {
-        fprintf(stderr, "lantern train: %s\n%s", !path ? "no MODEL given" : !o.data ? "--data is required" : "-o OUT.onnx is required",
-                TRAIN_USAGE);
+        fprintf(stderr, "lantern train: %s\n%s",
+                !path ? "no MODEL given" : !o.data ? "--data is required" : "-o OUT.onnx is required", TRAIN_USAGE);
         goto done;
     }
     if (!output_writable(out))

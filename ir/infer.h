@@ -47,5 +47,6 @@ void lt_infer_register_misc(lt_infer_fn *tab);
 void lt_infer_register_grad_nn(lt_infer_fn *tab);
 void lt_infer_register_grad_misc(lt_infer_fn *tab);
 void lt_infer_register_grad_rnn(lt_infer_fn *tab);
+void lt_infer_register_grad_extra(lt_infer_fn *tab);
 
 #endif

@@ -20,6 +20,7 @@ static void fill(void)
     lt_cpu_register_grad_nn(lt_cpu_kernels);
     lt_cpu_register_grad_misc(lt_cpu_kernels);
     lt_cpu_register_grad_rnn(lt_cpu_kernels);
+    lt_cpu_register_grad_extra(lt_cpu_kernels);
 }
 
 void lt_cpu_kernels_init(void)
