@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Sets up, builds, imports the shipped CNN and classifies Fashion-MNIST test images.
+# Sets up and builds, then: import the shipped CNN, train it one epoch on
+# Fashion-MNIST, export the trained weights into a copy of the ONNX file, and
+# classify test images with the exported model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 ./build/lantern import models/cnn.onnx
-./build/lantern predict models/cnn.onnx --data fashion-mnist --count 12
+./build/lantern train models/cnn.onnx --data fashion-mnist --optimizer momentum --momentum 0.9 --lr 0.05 \
+    --batch 64 --epochs 1 -o build/cnn_trained.onnx
+./build/lantern predict build/cnn_trained.onnx --data fashion-mnist --count 12
