@@ -7,6 +7,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,7 +19,17 @@
     "         [--weight-decay W] [--beta1 B1] [--beta2 B2] [--eps EPS]\n"                                         \
     "         [--schedule constant|step|cosine] [--warmup STEPS] [--step-size STEPS] [--gamma G]\n"               \
     "         [--clip-norm X] [--loss softmax-cross-entropy] [--freeze NAME]... [--init keep|random]\n"          \
-    "         [--seed S] [--limit N] [--test-limit N] [--log FILE.csv]\n"
+    "         [--seed S] [--limit N] [--test-limit N] [--log FILE.csv]\n"                                   \
+    "         [--checkpoint-dir DIR [--checkpoint-every STEPS] [--resume]]\n"
+
+/* Set by SIGINT; the training loop checks it between steps. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
 
 typedef struct progress {
     int tty;
@@ -139,6 +150,7 @@ int lt_cmd_train(int argc, char **argv)
     static const char *const scheds[] = {"constant", "step", "cosine"};
     static const char *const inits[] = {"keep", "random"};
     const char *path = NULL, *out = NULL, *log_path = NULL;
+    int resume = 0, stopped = 0;
     lt_train_opts o;
     lt_train_defaults(&o);
     o.data = NULL;
@@ -162,6 +174,10 @@ int lt_cmd_train(int argc, char **argv)
             path = a;
             continue;
         }
+        if (!strcmp(a, "--resume")) {
+            resume = 1;
+            continue;
+        }
         if (!val) {
             fprintf(stderr, "lantern train: unknown option or missing value: '%s'\n%s", a, TRAIN_USAGE);
             goto done;
@@ -173,6 +189,10 @@ int lt_cmd_train(int argc, char **argv)
             out = val;
         else if (!strcmp(a, "--log"))
             log_path = val;
+        else if (!strcmp(a, "--checkpoint-dir"))
+            o.checkpoint_dir = val;
+        else if (!strcmp(a, "--checkpoint-every"))
+            ok = int_arg(a, val, 1, 1e12, &o.checkpoint_every);
         else if (!strcmp(a, "--epochs")) {
             ok = int_arg(a, val, 1, 1e6, &iv);
             o.epochs = (int)iv;
@@ -231,6 +251,15 @@ int lt_cmd_train(int argc, char **argv)
     }
     if (!output_writable(out))
         goto done;
+    if ((resume || o.checkpoint_every) && !o.checkpoint_dir) {
+        fprintf(stderr, "lantern train: --resume and --checkpoint-every need --checkpoint-dir DIR\n");
+        goto done;
+    }
+    if (o.checkpoint_dir && access(o.checkpoint_dir, W_OK) != 0) {
+        fprintf(stderr, "lantern: %s: cannot write checkpoints there: %s\n", o.checkpoint_dir, strerror(errno));
+        goto done;
+    }
+    o.resume = resume;
     lt_optim_defaults((lt_optim_kind)kind, &o.optim);
     if (mom >= 0)
         o.optim.momentum = mom;
@@ -249,12 +278,14 @@ int lt_cmd_train(int argc, char **argv)
     o.freeze = freeze;
     progress pr = {isatty(STDOUT_FILENO), 0, NULL, 0};
     if (log_path) {
-        pr.log = fopen(log_path, "w");
+        /* a resumed run continues the log of the run it resumes */
+        pr.log = fopen(log_path, resume ? "a" : "w");
         if (!pr.log) {
             fprintf(stderr, "lantern: %s: cannot write: %s\n", log_path, strerror(errno));
             goto done;
         }
-        fprintf(pr.log, "epoch,step,global_step,lr,train_loss,test_loss,test_accuracy,seconds\n");
+        if (ftell(pr.log) == 0)
+            fprintf(pr.log, "epoch,step,global_step,lr,train_loss,test_loss,test_accuracy,seconds\n");
     }
     o.on_step = on_step;
     o.on_epoch = on_epoch;
@@ -265,7 +296,34 @@ int lt_cmd_train(int argc, char **argv)
     fflush(stdout);
     lt_err err;
     lt_model *m = NULL;
+    struct sigaction sa, old_sa;
+    if (o.checkpoint_dir) {
+        /* Ctrl-C: finish the step, write a checkpoint, exit 130; a second
+         * Ctrl-C (the handler resets itself) ends the process at once */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND;
+        interrupted = 0;
+        sigaction(SIGINT, &sa, &old_sa);
+        o.stop = &interrupted;
+        o.stopped = &stopped;
+    }
     lt_status s = lt_train(path, &o, &m, &err);
+    if (o.checkpoint_dir)
+        sigaction(SIGINT, &old_sa, NULL);
+    if (s == LT_OK && stopped) {
+        if (pr.log)
+            fclose(pr.log);
+        if (pr.tty)
+            printf("\r\033[K");
+        fflush(stdout);
+        fprintf(stderr, "lantern: interrupted; checkpoint written to %s/checkpoint.ltck (continue with --resume)\n",
+                o.checkpoint_dir);
+        lt_model_free(m);
+        rc = 130;
+        goto done;
+    }
     if (s == LT_OK)
         s = lt_model_export(m, path, out, &err);
     if (pr.log && fclose(pr.log) != 0 && s == LT_OK) {

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -285,6 +286,16 @@ typedef struct lt_train_opts {
     void (*on_step)(const lt_train_progress *p, void *user);
     void (*on_epoch)(const lt_epoch_result *r, void *user);
     void *user;
+    /* Checkpoints: checkpoint_dir/checkpoint.ltck (parameters, optimizer state,
+     * position, RNG, data order) every checkpoint_every steps (0: never
+     * mid-epoch) and at each epoch's end; resume: continue from it bit-exactly. */
+    const char *checkpoint_dir; /* NULL: no checkpoints */
+    int64_t checkpoint_every;
+    int resume;
+    /* when *stop becomes nonzero (a signal handler sets it), training ends
+     * after the current step with a checkpoint and *stopped = 1 */
+    const volatile sig_atomic_t *stop;
+    int *stopped;
 } lt_train_opts;
 
 void lt_train_defaults(lt_train_opts *o);

@@ -225,6 +225,7 @@ lt_status lt_ir_verify(const lt_module *m, lt_err *err);
 
 /* Turns every float32 tensor of the module into float64 (for gradient checks). */
 lt_status lt_ir_to_f64(lt_module *m, lt_err *err);
+lt_status lt_ir_set_training(lt_module *m, lt_err *err); /* BatchNorm, Dropout to training mode; before the AD */
 
 /* Shape inference over the whole module (runs at import). */
 lt_status lt_infer_module(lt_module *m, lt_err *err);

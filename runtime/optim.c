@@ -2,22 +2,13 @@
  * decay), learning-rate schedules and the global gradient norm. Updates run
  * in place on the parameter tensors the sessions read; the state has the
  * parameter's element type. The formulas are PyTorch's. */
-#include "runtime.h"
+#include "optim.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* below this many elements a parallel region costs more than it saves */
 #define LT_OPTIM_PAR_MIN 32768
-
-struct lt_optim {
-    lt_optim_opts o;
-    int n;
-    lt_dtype *dtype;
-    int64_t *numel;
-    void **s1, **s2; /* momentum / sum of squares / first moment; second moment */
-    int64_t t;       /* steps taken (Adam's bias correction) */
-};
 
 void lt_optim_defaults(lt_optim_kind kind, lt_optim_opts *o)
 {

@@ -4,6 +4,8 @@
  * a learning-rate schedule and gradient clipping, per-epoch test loss and
  * accuracy. Also classifier evaluation on its own (lantern eval). */
 #include "runtime.h"
+#include "ir/train_mode.h"
+#include "checkpoint.h"
 #include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
@@ -435,9 +437,14 @@ static lt_status setup(trainer *tr, const char *path)
     if (o->init_random)
         init_random(tr->tm, o->seed);
     lt_grad_opts g = {o->loss, 0, NULL, 0};
-    st = lt_model_grad(tr->tm, &g, tr->err);
+    st = lt_ir_set_training(tr->tm, tr->err);
+    if (st == LT_OK)
+        st = lt_model_grad(tr->tm, &g, tr->err);
     if (st == LT_OK)
         st = map_gradients(tr);
+    int nstats = 0;
+    if (st == LT_OK)
+        st = lt_ir_expose_running_stats(tr->tm, &nstats, tr->err);
     if (st == LT_OK)
         st = lt_optim_new(&o->optim, tr->ngrad, (const lt_tensor *const *)tr->params, &tr->opt, tr->err);
     if (st == LT_OK)
@@ -462,11 +469,13 @@ static lt_status train_step(trainer *tr, lt_value *x, lt_value *y, double lr, do
 {
     const char *names[2] = {tr->ii.name, "labels"};
     lt_value *in[2] = {x, y};
-    int nout = tr->ngrad + 1;
+    int nout = lt_model_num_outputs(tr->tm);
     lt_value **out = calloc(nout, sizeof *out);
     if (!out)
         return lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
     lt_status st = lt_session_run(tr->ts, 2, names, in, out, tr->err);
+    if (st == LT_OK)
+        st = lt_ir_store_running_stats(tr->tm, nout, out, tr->err);
     for (int g = 0; g < tr->ngrad && st == LT_OK; g++) {
         tr->grads[g] = lt_value_tensor(out[g + 1]);
         if (!tr->grads[g])
@@ -492,6 +501,49 @@ static lt_status train_step(trainer *tr, lt_value *x, lt_value *y, double lr, do
     free(out);
     return st;
 }
+
+/* The checkpoint's view of the run (position fields left for the caller):
+ * every parameter's values, frozen ones and running statistics included,
+ * and the optimizer of the trained ones. c->values is the caller's to free. */
+static lt_status ckpt_state(trainer *tr, int64_t n, int64_t B, int64_t steps, lt_ckpt_state *c)
+{
+    lt_module *m = tr->tm;
+    int nv = 0;
+    lt_tensor **values = malloc(sizeof *values * (size_t)(m->nparams + 1));
+    const char **names = malloc(sizeof *names * (size_t)(m->nparams + tr->ngrad + 1));
+    if (!values || !names) {
+        free(values);
+        free(names);
+        return lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
+    }
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].data.dtype != LT_STRING && m->params[p].data.numel > 0) {
+            names[nv] = m->params[p].name;
+            values[nv++] = &m->params[p].data;
+        }
+    uint64_t hash = lt_ckpt_model_hash(nv, names, (const lt_tensor *const *)values);
+    for (int g = 0; g < tr->ngrad; g++)
+        names[g] = m->params[tr->grad_param[g]].name;
+    hash = hash * 31 ^ lt_ckpt_model_hash(tr->ngrad, names, (const lt_tensor *const *)tr->params);
+    free(names);
+    lt_ckpt_state z = {hash, nv, values, tr->ngrad, tr->params, tr->opt, n, B, steps, tr->order, 0, 0, 0, 0, 0, 0};
+    *c = z;
+    return LT_OK;
+}
+
+static lt_status save_checkpoint(trainer *tr, lt_ckpt_state *c, int e, int64_t step, int64_t global,
+                                 double loss_sum, int64_t seen)
+{
+    c->epoch = e;
+    c->step = step;
+    c->global = global;
+    c->rng = tr->rng;
+    c->loss_sum = loss_sum;
+    c->seen = seen;
+    return lt_ckpt_save(tr->o->checkpoint_dir, c, tr->err);
+}
+
+static int stop_requested(const lt_train_opts *o) { return o->stop && *o->stop; }
 
 static lt_status run_epochs(trainer *tr)
 {
@@ -519,11 +571,35 @@ static lt_status run_epochs(trainer *tr)
         st = new_batch(tr, n % B, &xs, &ys);
     double t0 = now_s(), train_time = 0;
     int64_t global = 0;
-    for (int e = 1; e <= o->epochs && st == LT_OK; e++) {
-        shuffle(tr, n);
-        double te = now_s(), loss_sum = 0, lr = 0;
-        int64_t seen = 0;
-        for (int64_t s = 0; s < steps && st == LT_OK; s++) {
+    lt_ckpt_state ck = {0};
+    if (st == LT_OK && o->checkpoint_dir)
+        st = ckpt_state(tr, n, B, steps, &ck);
+    int e0 = 1;
+    if (st == LT_OK && o->resume && !o->checkpoint_dir)
+        st = lt_errf(tr->err, LT_ERR_INVALID, "resuming needs the checkpoint folder (--checkpoint-dir)");
+    else if (st == LT_OK && o->resume) {
+        st = lt_ckpt_load(o->checkpoint_dir, &ck, tr->err);
+        if (st == LT_OK) {
+            /* an epoch that was over continues with the next one's shuffle */
+            e0 = (int)ck.epoch + (ck.step == steps);
+            if (ck.step == steps)
+                ck.step = 0;
+            global = ck.global;
+            tr->rng = ck.rng;
+            copy_params(tr); /* the evaluation copy, in case no epoch is left */
+        }
+    }
+    int *stopped = o->stopped, stop_dummy = 0;
+    if (!stopped)
+        stopped = &stop_dummy;
+    *stopped = 0;
+    for (int e = e0; e <= o->epochs && st == LT_OK && !*stopped; e++) {
+        int mid = o->resume && e == e0 && ck.step > 0; /* resumed inside this epoch: already shuffled */
+        if (!mid)
+            shuffle(tr, n);
+        double te = now_s(), loss_sum = mid ? ck.loss_sum : 0, lr = 0;
+        int64_t seen = mid ? ck.seen : 0;
+        for (int64_t s = mid ? ck.step : 0; s < steps && st == LT_OK; s++) {
             int64_t k = s * B + B <= n ? B : n - s * B;
             lt_value *bx = k == B ? x : xs, *by = k == B ? y : ys;
             double loss = 0;
@@ -543,8 +619,17 @@ static lt_status run_epochs(trainer *tr)
                                        run / (double)global * (double)(sched.total - global)};
                 o->on_step(&p, o->user);
             }
+            /* the epoch's last step is followed by the epoch-end checkpoint */
+            int stop = stop_requested(o);
+            if (s + 1 < steps && o->checkpoint_dir &&
+                (stop || (o->checkpoint_every > 0 && global % o->checkpoint_every == 0)))
+                st = save_checkpoint(tr, &ck, e, s + 1, global, loss_sum, seen);
+            if (st == LT_OK && stop && s + 1 < steps) {
+                *stopped = 1;
+                break;
+            }
         }
-        if (st != LT_OK)
+        if (st != LT_OK || *stopped)
             break;
         double secs = now_s() - te;
         train_time += secs;
@@ -553,7 +638,12 @@ static lt_status run_epochs(trainer *tr)
         st = evaluate(tr->em, tr->es, tr->test, &tr->ii, o->test_limit, &r.test, tr->err);
         if (st == LT_OK && o->on_epoch)
             o->on_epoch(&r, o->user);
+        if (st == LT_OK && o->checkpoint_dir)
+            st = save_checkpoint(tr, &ck, e, steps, global, loss_sum, seen);
+        if (st == LT_OK && stop_requested(o) && e < o->epochs)
+            *stopped = 1;
     }
+    free((void *)ck.values);
     lt_value_free(x);
     lt_value_free(y);
     lt_value_free(xs);

@@ -1,0 +1,40 @@
+/* Training checkpoints (runtime/checkpoint.c): what lt_train needs to
+ * continue a run bit-exactly, written atomically and validated on load. */
+#ifndef LT_CHECKPOINT_H
+#define LT_CHECKPOINT_H
+
+#include "runtime.h"
+
+#define LT_CKPT_FILE "checkpoint.ltck"
+
+typedef struct lt_ckpt_state {
+    /* given by the caller on save and load */
+    uint64_t model_hash;      /* from lt_ckpt_model_hash: every parameter, and which are trained */
+    int nvalues;              /* every parameter the run can change (running statistics too) */
+    lt_tensor *const *values; /* their tensors (loaded in place) */
+    int n;                    /* trained parameters: the optimizer's */
+    lt_tensor *const *params;
+    lt_optim *opt;            /* its state is saved / loaded in place */
+    int64_t nsamples, batch, steps; /* the run's shape; a checkpoint must match */
+    int64_t *order;           /* nsamples entries: the shuffled data order */
+    /* saved, and filled in by a load */
+    int64_t epoch;            /* 1-based epoch the position lies in */
+    int64_t step;             /* steps done in that epoch (steps: the epoch is over) */
+    int64_t global;           /* steps done in the run */
+    uint64_t rng;             /* the shuffling generator's state */
+    double loss_sum;          /* the epoch's training loss so far (weighted by samples) */
+    int64_t seen;             /* the epoch's samples so far */
+} lt_ckpt_state;
+
+/* Hash of the parameters' names, element types and shapes. */
+uint64_t lt_ckpt_model_hash(int n, const char *const *names, const lt_tensor *const *params);
+
+/* Writes dir/LT_CKPT_FILE atomically (temp file in dir, fsync, rename). */
+lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err);
+
+/* Reads dir/LT_CKPT_FILE into s (parameters, optimizer state and order in
+ * place) after checking magic, version, model hash, run shape, size and
+ * checksum; nothing is changed when a check fails. */
+lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err);
+
+#endif
