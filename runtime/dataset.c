@@ -108,7 +108,7 @@ lt_status lt_dataset_open(const char *spec, int split, lt_dataset **out, lt_err 
     snprintf(lp, sizeof lp, "%s/%s-labels-idx1-ubyte.gz", dir, pre);
     uint8_t *img = NULL, *lab = NULL;
     size_t il, ll;
-    int64_t idims[3], ldims[1];
+    int64_t idims[3] = {0}, ldims[1] = {0};
     lt_status s = gunzip_file(ip, &img, &il, err);
     if (s == LT_OK)
         s = gunzip_file(lp, &lab, &ll, err);

@@ -65,7 +65,7 @@ static lt_status op_sequence_insert(lt_kctx *k)
     const lt_tensor *t = lt_k_in(k, 1);
     if (!s0 || !t)
         return lt_k_fail(k, LT_ERR_RUNTIME, "expects a sequence and a tensor");
-    int pos;
+    int pos = 0;
     lt_status s = position(k, 2, s0->nseq, s0->nseq, true, &pos);
     if (s != LT_OK)
         return s;
@@ -88,7 +88,7 @@ static lt_status op_sequence_erase(lt_kctx *k)
     const lt_value *s0 = in_seq(k, 0);
     if (!s0)
         return lt_k_fail(k, LT_ERR_RUNTIME, "expects a sequence");
-    int pos;
+    int pos = 0;
     lt_status s = position(k, 1, s0->nseq, s0->nseq - 1, false, &pos);
     if (s != LT_OK)
         return s;
@@ -108,7 +108,7 @@ static lt_status op_sequence_at(lt_kctx *k)
     const lt_value *s0 = in_seq(k, 0);
     if (!s0)
         return lt_k_fail(k, LT_ERR_RUNTIME, "expects a sequence");
-    int pos;
+    int pos = 0;
     lt_status s = position(k, 1, s0->nseq, 0, false, &pos);
     if (s != LT_OK)
         return s;

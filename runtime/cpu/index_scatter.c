@@ -175,7 +175,7 @@ static lt_status k_scatter_nd(lt_kctx *k)
     lt_status s = inputs3(k, &x, &ind, &u);
     if (s != LT_OK)
         return s;
-    red_kind red;
+    red_kind red = RED_NONE;
     if ((s = get_reduction(k, &red)) != LT_OK)
         return s;
     if (red != RED_NONE && !reducible(x->dtype))

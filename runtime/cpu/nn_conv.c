@@ -262,7 +262,7 @@ static lt_status k_conv_integer(lt_kctx *k)
     if (!x || !w)
         return lt_k_fail(k, LT_ERR_INVALID, "needs an input and weights");
     lt_tensor *y;
-    double *acc;
+    double *acc = NULL;
     conv_job j;
     lt_status s = conv_int(k, x, lt_k_in(k, 2), w, lt_k_in(k, 3), NULL, LT_I32, &y, &acc, &j);
     if (s == LT_OK)
@@ -291,7 +291,7 @@ static lt_status k_qlinear_conv(lt_kctx *k)
     if (!is_8bit(yz->dtype) || yz->numel != 1)
         return lt_k_fail(k, LT_ERR_RUNTIME, "y's zero point must be one 8-bit integer");
     lt_tensor *y;
-    double *acc;
+    double *acc = NULL;
     conv_job j;
     lt_status s = conv_int(k, x, lt_k_in(k, 2), w, lt_k_in(k, 5), lt_k_in(k, 8), yz->dtype, &y, &acc, &j);
     if (s != LT_OK)
