@@ -224,30 +224,10 @@ static lt_status k_gather_nd_grad(lt_kctx *k)
     lt_status s = gg_inputs(k, &dy, &ind, &x);
     if (s != LT_OK)
         return s;
-    int r = x->rank, q = ind->rank;
-    int64_t b = lt_attr_int(k->node, "batch_dims", 0);
-    if (r < 1 || q < 1)
-        return lt_k_fail(k, LT_ERR_INVALID, "data and indices must have rank >= 1");
-    if (b < 0 || b >= q || b >= r)
-        return lt_k_fail(k, LT_ERR_INVALID, "batch_dims %lld must be in [0, min(rank(data), rank(indices)))",
-                         (long long)b);
-    int64_t kk = ind->dims[q - 1];
-    if (kk < 1 || kk > r - b)
-        return lt_k_fail(k, LT_ERR_INVALID, "indices' last dim %lld must be in [1, %lld]", (long long)kk,
-                         (long long)(r - b));
-    for (int d = 0; d < b; d++)
-        if (ind->dims[d] != x->dims[d])
-            return lt_k_fail(k, LT_ERR_RUNTIME, "batch dim %d differs: data %lld, indices %lld", d,
-                             (long long)x->dims[d], (long long)ind->dims[d]);
-    int orank = q - 1 + r - (int)b - (int)kk;
-    if (orank > LT_MAX_RANK)
-        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "dy rank %d exceeds %d", orank, LT_MAX_RANK);
-    int64_t od[LT_MAX_RANK];
-    int o = 0;
-    for (int d = 0; d < q - 1; d++)
-        od[o++] = ind->dims[d];
-    for (int d = (int)(b + kk); d < r; d++)
-        od[o++] = x->dims[d];
+    int r = x->rank, q = ind->rank, orank = 0;
+    int64_t b = 0, kk = 0, od[LT_MAX_RANK];
+    if ((s = lt_ix_gather_nd_shape(k, x, ind, "dy", &b, &kk, &orank, od)) != LT_OK)
+        return s;
     if ((s = lt_gm_shape(k, dy, "dy", orank, od)) != LT_OK)
         return s;
     lt_tensor *dx;

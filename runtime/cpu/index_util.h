@@ -104,6 +104,41 @@ static inline void *lt_ix_scratch(lt_kctx *k, int64_t n, size_t es)
 }
 
 /* Registrars of the family's other files, called from index.c. */
+/* GatherND's shape rule, shared by GatherND and its gradient: checks
+ * batch_dims and the index tuple length, and gives the gathered shape
+ * (`what` names it in the rank message). */
+static inline lt_status lt_ix_gather_nd_shape(lt_kctx *k, const lt_tensor *x, const lt_tensor *ind, const char *what,
+                                              int64_t *b_out, int64_t *kk_out, int *orank_out, int64_t *od)
+{
+    int r = x->rank, q = ind->rank;
+    int64_t b = lt_attr_int(k->node, "batch_dims", 0);
+    if (r < 1 || q < 1)
+        return lt_k_fail(k, LT_ERR_INVALID, "data and indices must have rank >= 1");
+    if (b < 0 || b >= q || b >= r)
+        return lt_k_fail(k, LT_ERR_INVALID, "batch_dims %lld must be in [0, min(rank(data), rank(indices)))",
+                         (long long)b);
+    int64_t kk = ind->dims[q - 1];
+    if (kk < 1 || kk > r - b)
+        return lt_k_fail(k, LT_ERR_INVALID, "indices' last dim %lld must be in [1, %lld]", (long long)kk,
+                         (long long)(r - b));
+    for (int d = 0; d < b; d++)
+        if (ind->dims[d] != x->dims[d])
+            return lt_k_fail(k, LT_ERR_RUNTIME, "batch dim %d differs: data %lld, indices %lld", d,
+                             (long long)x->dims[d], (long long)ind->dims[d]);
+    int orank = q - 1 + r - (int)b - (int)kk;
+    if (orank > LT_MAX_RANK)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "%s rank %d exceeds %d", what, orank, LT_MAX_RANK);
+    int o = 0;
+    for (int d = 0; d < q - 1; d++)
+        od[o++] = ind->dims[d];
+    for (int d = (int)(b + kk); d < r; d++)
+        od[o++] = x->dims[d];
+    *b_out = b;
+    *kk_out = kk;
+    *orank_out = orank;
+    return LT_OK;
+}
+
 void lt_cpu_register_index_scatter(lt_kernel_fn *tab);
 void lt_cpu_register_index_select(lt_kernel_fn *tab);
 void lt_cpu_register_index_unique(lt_kernel_fn *tab);
