@@ -10,7 +10,11 @@ typedef enum lt_ad_loss {
     LT_AD_LOSS_SUM = 0, /* sum of the first output */
     LT_AD_LOSS_MEAN,    /* mean of the first output */
     LT_AD_LOSS_SCE,     /* mean softmax cross-entropy of the first output against int64 labels */
-    LT_AD_LOSS_SEEDS    /* sum over seeded outputs of output * seed (a vector-Jacobian product) */
+    LT_AD_LOSS_SEEDS,   /* sum over seeded outputs of output * seed (a vector-Jacobian product) */
+    LT_AD_LOSS_NLL,     /* mean negative log-likelihood of log-probabilities against int64 labels */
+    LT_AD_LOSS_MSE,     /* mean squared error against float "targets" shaped like the output */
+    LT_AD_LOSS_BCE_LOGITS, /* mean binary cross-entropy of logits against float "targets" */
+    LT_AD_LOSS_MODEL    /* the output is the loss already (one element) */
 } lt_ad_loss;
 
 typedef struct lt_ad_spec {
@@ -18,11 +22,12 @@ typedef struct lt_ad_spec {
     int nseeds;
     const char *const *seed_outputs; /* LT_AD_LOSS_SEEDS: names of the seeded outputs */
     bool wrt_inputs;                 /* also differentiate with respect to float graph inputs */
+    const char *output;              /* the output the loss is attached to (NULL: the first) */
 } lt_ad_spec;
 
 /* Replaces the module's main block with the combined forward/backward
- * program. New main: parameters = the original inputs, then "labels" (SCE)
- * or one "<output>_seed" per seeded output; results = "loss", then one
+ * program. New main: parameters = the original inputs, then "labels" (SCE,
+ * NLL), "targets" (MSE, BCE) or one "<output>_seed" per seeded output; results = "loss", then one
  * gradient per trainable float parameter (named "<param>_grad", in module
  * parameter order), then with wrt_inputs one per float input. The original
  * outputs are no longer returned. */

@@ -161,18 +161,55 @@ static lt_status r_loss(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival 
     return s;
 }
 
+static bool encloses(const lt_block *outer, const lt_block *b)
+{
+    for (; b; b = b->parent)
+        if (b == outer)
+            return true;
+    return false;
+}
+
+/* The emitted forward node gets one more output, after the ONNX ones: a
+ * workspace with the gate inputs and states of every step, which the
+ * gradient reads instead of running the recurrence again. NULL (the
+ * gradient re-runs it) when the forward node is not at hand. */
+static lt_ival *recurrent_workspace(lt_ad *c, const lt_node *n, lt_ival *const *out, int at)
+{
+    lt_node *f = NULL;
+    for (int j = 0; j < n->nout && !f; j++)
+        if (out[j])
+            f = out[j]->def;
+    if (!f || f->op != n->op || f->nout > at || !encloses(f->block, c->out))
+        return NULL;
+    lt_ival **o = lt_ir_alloc(c->m, sizeof *o * (size_t)(at + 1));
+    char nm[64];
+    snprintf(nm, sizeof nm, "%s_workspace%d", lt_op_names[n->op], c->counter++);
+    lt_ival *v = o ? lt_ival_new(c->m, f->block, nm) : NULL;
+    if (!v)
+        return NULL;
+    for (int j = 0; j < f->nout; j++)
+        o[j] = f->out[j];
+    o[at] = v;
+    v->def = f;
+    f->out = o;
+    f->nout = at + 1;
+    lt_ad_infer(c, f);
+    return v;
+}
+
 static lt_status r_recurrent(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
                              lt_ival *const *dout)
 {
     bool lstm = n->op == LT_OP_LSTM;
     int nfwd = lstm ? 8 : 6, nd = lstm ? 3 : 2;
-    lt_ival *ins[11];
+    lt_ival *ins[12];
     for (int i = 0; i < nfwd; i++)
         ins[i] = arg(n, in, i);
     for (int j = 0; j < nd; j++)
         ins[nfwd + j] = j < n->nout ? dout[j] : NULL;
+    ins[nfwd + nd] = recurrent_workspace(c, n, out, nd);
     lt_op op = n->op == LT_OP_RNN ? LT_OP_RNN_GRAD : n->op == LT_OP_GRU ? LT_OP_GRU_GRAD : LT_OP_LSTM_GRAD;
-    lt_node *k = grad_node(c, n, op, nfwd + nd, ins, lstm ? 7 : 5);
+    lt_node *k = grad_node(c, n, op, nfwd + nd + (ins[nfwd + nd] ? 1 : 0), ins, lstm ? 7 : 5);
     if (!k)
         return LT_ERR_NOMEM;
     /* outputs: dX, dW, dR, dB, dh0[, dc0, dP] for inputs 0, 1, 2, 3, 5[, 6, 7] */

@@ -8,7 +8,7 @@
 
 int lt_cmd_grad(int argc, char **argv)
 {
-    const char *path = NULL, *outdir = NULL, *labels = NULL;
+    const char *path = NULL, *outdir = NULL, *labels = NULL, *targets = NULL;
     int print = 0, check = 0, rc = 0, nin = 0, nseeds = 0;
     lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
     const char **names = calloc(argc + 2, sizeof *names), **seed_names = calloc(argc + 1, sizeof *seed_names);
@@ -46,19 +46,18 @@ int lt_cmd_grad(int argc, char **argv)
             nin++;
         } else if (!strcmp(a, "--loss") && i + 1 < argc) {
             const char *l = argv[++i];
-            if (!strcmp(l, "sum"))
-                o.loss = LT_LOSS_SUM;
-            else if (!strcmp(l, "mean"))
-                o.loss = LT_LOSS_MEAN;
-            else if (!strcmp(l, "softmax-cross-entropy"))
-                o.loss = LT_LOSS_SOFTMAX_CROSS_ENTROPY;
-            else {
-                fprintf(stderr, "lantern grad: unknown loss '%s' (sum, mean, softmax-cross-entropy)\n", l);
+            if (!lt_cli_parse_loss(l, &o.loss)) {
+                fprintf(stderr, "lantern grad: unknown loss '%s' (sum, mean, softmax-cross-entropy, nll, mse, "
+                                "bce-logits, model)\n", l);
                 rc = 2;
                 goto done;
             }
         } else if (!strcmp(a, "--labels") && i + 1 < argc) {
             labels = argv[++i];
+        } else if (!strcmp(a, "--targets") && i + 1 < argc) {
+            targets = argv[++i];
+        } else if (!strcmp(a, "--output") && i + 1 < argc) {
+            o.output = argv[++i];
         } else if (!strcmp(a, "--output-dir") && i + 1 < argc) {
             outdir = argv[++i];
         } else if (!strcmp(a, "--wrt-inputs")) {
@@ -76,19 +75,22 @@ int lt_cmd_grad(int argc, char **argv)
         }
     }
     if (!path) {
-        fprintf(stderr, "usage: lantern grad MODEL --input NAME=FILE ... [--loss sum|mean|softmax-cross-entropy "
-                        "--labels FILE] [--seed OUTPUT=FILE]... [--wrt-inputs] [--output-dir DIR] [--print] [--check]\n");
+        fprintf(stderr, "usage: lantern grad MODEL --input NAME=FILE ... [--loss sum|mean|model|softmax-cross-entropy|nll "
+                        "--labels FILE|mse|bce-logits --targets FILE] [--output NAME] [--seed OUTPUT=FILE]... [--wrt-inputs] [--output-dir DIR] [--print] [--check]\n");
         rc = 2;
         goto done;
     }
-    if (o.loss == LT_LOSS_SOFTMAX_CROSS_ENTROPY) {
-        if (!labels) {
-            fprintf(stderr, "lantern grad: --loss softmax-cross-entropy needs --labels FILE\n");
-            rc = 2;
-            goto done;
-        }
-        names[nin] = "labels";
-        if ((s = lt_value_load(labels, &vals[nin], &err)) != LT_OK)
+    int want_labels = o.loss == LT_LOSS_SOFTMAX_CROSS_ENTROPY || o.loss == LT_LOSS_NLL;
+    int want_targets = o.loss == LT_LOSS_MSE || o.loss == LT_LOSS_BCE_LOGITS;
+    if ((want_labels && !labels) || (want_targets && !targets)) {
+        fprintf(stderr, "lantern grad: --loss %s needs %s FILE\n", lt_cli_loss_name(o.loss),
+                want_labels ? "--labels" : "--targets");
+        rc = 2;
+        goto done;
+    }
+    if (want_labels || want_targets) {
+        names[nin] = want_labels ? "labels" : "targets";
+        if ((s = lt_value_load(want_labels ? labels : targets, &vals[nin], &err)) != LT_OK)
             goto fail;
         nin++;
     }

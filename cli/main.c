@@ -18,6 +18,8 @@ static void usage(FILE *f)
             "  train MODEL --data SPEC -o OUT.onnx [--epochs E] [--batch B] [--optimizer NAME] [--lr LR] ...\n"
             "                                         train a classifier, write its weights into OUT.onnx\n"
             "  eval MODEL [--data SPEC]               test loss and accuracy of a classifier\n"
+            "  export CHECKPOINT --model MODEL -o OUT.onnx\n"
+            "                                         write the model again with a training checkpoint's weights\n"
             "  export MODEL [--weights DIR] -o OUT.onnx\n"
             "                                         write the model again with parameters from DIR/*.npy\n");
 }

@@ -3,6 +3,7 @@
  * file; score a classifier on the test split; write a model's file again with
  * parameters taken from .npy files. */
 #include "cli.h"
+#include "runtime/plot.h"
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -14,13 +15,15 @@
 #include <unistd.h>
 
 #define TRAIN_USAGE                                                                                              \
-    "usage: lantern train MODEL --data fashion-mnist[=DIR] -o OUT.onnx [--epochs E] [--batch B]\n"              \
+    "usage: lantern train MODEL --data SPEC -o OUT.onnx [--epochs E] [--batch B]\n"                             \
     "         [--optimizer sgd|momentum|nesterov|adagrad|adam|adamw] [--lr LR] [--momentum M]\n"                 \
     "         [--weight-decay W] [--beta1 B1] [--beta2 B2] [--eps EPS]\n"                                         \
     "         [--schedule constant|step|cosine] [--warmup STEPS] [--step-size STEPS] [--gamma G]\n"               \
-    "         [--clip-norm X] [--loss softmax-cross-entropy] [--freeze NAME]... [--init keep|random]\n"          \
-    "         [--seed S] [--limit N] [--test-limit N] [--log FILE.csv]\n"                                   \
-    "         [--checkpoint-dir DIR [--checkpoint-every STEPS] [--resume]]\n"
+    "         [--clip-norm X] [--loss softmax-cross-entropy|nll|mse|bce-logits|model] [--output NAME]\n"        \
+    "         [--mean M[,M...]] [--std S[,S...]] [--freeze NAME]... [--init keep|random] [--device cpu]\n"      \
+    "         [--seed S] [--limit N] [--test-limit N] [--log FILE.csv] [--plot FILE.svg]\n"                     \
+    "         [--checkpoint-dir DIR [--checkpoint-every STEPS] [--resume]]\n"                                    \
+    "  SPEC: fashion-mnist[=DIR] | mnist=DIR | cifar10=DIR | npz=FILE | onnx-pb=DIR\n"
 
 /* Set by SIGINT; the training loop checks it between steps. */
 static volatile sig_atomic_t interrupted;
@@ -35,7 +38,8 @@ typedef struct progress {
     int tty;
     double last; /* when the progress line was last written */
     FILE *log;
-    double accuracy; /* the last epoch's */
+    lt_plot *plot;
+    lt_eval_result test; /* the last epoch's */
 } progress;
 
 static double mono_s(void)
@@ -59,6 +63,8 @@ static void fmt_time(double s, char *buf, size_t len)
 static void on_step(const lt_train_progress *p, void *user)
 {
     progress *pr = user;
+    if (pr->plot)
+        lt_plot_step(pr->plot, p->global_step, p->batch_loss);
     if (pr->log)
         fprintf(pr->log, "%d,%lld,%lld,%.9g,%.9g,,,\n", p->epoch, (long long)p->step, (long long)p->global_step,
                 p->lr, p->batch_loss);
@@ -74,18 +80,37 @@ static void on_step(const lt_train_progress *p, void *user)
     fflush(stdout);
 }
 
+/* a value for the CSV: empty when there is none */
+static void csv_num(FILE *f, double v)
+{
+    if (!isnan(v))
+        fprintf(f, "%.9g", v);
+}
+
 static void on_epoch(const lt_epoch_result *r, void *user)
 {
     progress *pr = user;
-    pr->accuracy = r->test.accuracy;
+    pr->test = r->test;
     if (pr->tty)
         printf("\r\033[K");
-    printf("epoch %d/%d: train loss %.4f, test loss %.4f, test accuracy %.4f (%lld images), %.1f s\n", r->epoch,
-           r->epochs, r->train_loss, r->test.loss, r->test.accuracy, (long long)r->test.count, r->seconds);
+    printf("epoch %d/%d: train loss %.4f", r->epoch, r->epochs, r->train_loss);
+    if (r->test.count > 0)
+        printf(", test loss %.4f", r->test.loss);
+    if (r->test.has_accuracy)
+        printf(", test accuracy %.4f", r->test.accuracy);
+    if (r->test.count > 0)
+        printf(" (%lld test samples)", (long long)r->test.count);
+    printf(", %.1f s\n", r->seconds);
     fflush(stdout);
+    if (pr->plot)
+        lt_plot_epoch(pr->plot, r->global_step, r->epoch, r->train_loss, r->test.count > 0 ? r->test.loss : NAN,
+                      r->test.has_accuracy ? r->test.accuracy : NAN);
     if (pr->log) {
-        fprintf(pr->log, "%d,,,%.9g,%.9g,%.9g,%.9g,%.3f\n", r->epoch, r->lr, r->train_loss, r->test.loss,
-                r->test.accuracy, r->seconds);
+        fprintf(pr->log, "%d,,,%.9g,%.9g,", r->epoch, r->lr, r->train_loss);
+        csv_num(pr->log, r->test.count > 0 ? r->test.loss : NAN);
+        fputc(',', pr->log);
+        csv_num(pr->log, r->test.has_accuracy ? r->test.accuracy : NAN);
+        fprintf(pr->log, ",%.3f\n", r->seconds);
         fflush(pr->log);
     }
 }
@@ -131,6 +156,56 @@ static int pick(const char *opt, const char *s, const char *const *names, int n,
     return 0;
 }
 
+/* --mean / --std: one number or one per channel, comma-separated. */
+static int norm_arg(const char *opt, const char *s, int *n, double *v, int max)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (*n == max) {
+            fprintf(stderr, "lantern: %s takes at most %d values\n", opt, max);
+            return 0;
+        }
+        if (!num_arg(opt, tok, -1e30, 1e30, &v[*n]))
+            return 0;
+        (*n)++;
+    }
+    if (!*n) {
+        fprintf(stderr, "lantern: %s wants a number or a comma-separated list\n", opt);
+        return 0;
+    }
+    return 1;
+}
+
+/* Options train and eval share: what the data is and how it is scored.
+ * Returns 1 when a took val, 0 when a is not one of them, -1 on a bad value. */
+static int data_option(const char *a, const char *val, lt_eval_opts *e)
+{
+    if (!strcmp(a, "--data"))
+        e->data = val;
+    else if (!strcmp(a, "--output"))
+        e->output = val;
+    else if (!strcmp(a, "--loss")) {
+        if (!lt_cli_parse_loss(val, &e->loss) || e->loss == LT_LOSS_SUM || e->loss == LT_LOSS_MEAN) {
+            fprintf(stderr, "lantern: --loss: unknown value '%s' (softmax-cross-entropy, nll, mse, bce-logits, model)\n",
+                    val);
+            return -1;
+        }
+    } else if (!strcmp(a, "--mean"))
+        return norm_arg(a, val, &e->norm.nmean, e->norm.mean, 16) ? 1 : -1;
+    else if (!strcmp(a, "--std"))
+        return norm_arg(a, val, &e->norm.nstd, e->norm.std, 16) ? 1 : -1;
+    else if (!strcmp(a, "--device")) {
+        if (strcmp(val, "cpu") != 0) {
+            fprintf(stderr, "lantern: --device %s: this build runs on the CPU only (--device cpu)\n", val);
+            return -1;
+        }
+    } else
+        return 0;
+    return 1;
+}
+
 /* The output's folder must take a new file before hours of training. */
 static int output_writable(const char *out)
 {
@@ -149,11 +224,11 @@ int lt_cmd_train(int argc, char **argv)
     static const char *const optims[] = {"sgd", "momentum", "nesterov", "adagrad", "adam", "adamw"};
     static const char *const scheds[] = {"constant", "step", "cosine"};
     static const char *const inits[] = {"keep", "random"};
-    const char *path = NULL, *out = NULL, *log_path = NULL;
+    const char *path = NULL, *out = NULL, *log_path = NULL, *plot_path = NULL;
     int resume = 0, stopped = 0;
     lt_train_opts o;
     lt_train_defaults(&o);
-    o.data = NULL;
+    lt_eval_opts eo = {NULL, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}};
     int kind = LT_OPTIM_SGD, sched = LT_SCHEDULE_CONSTANT, init = 0, nfreeze = 0;
     double lr = -1, mom = -1, wd = -1, b1 = -1, b2 = -1, eps = -1;
     int64_t iv = 0;
@@ -183,12 +258,17 @@ int lt_cmd_train(int argc, char **argv)
             goto done;
         }
         i++;
-        if (!strcmp(a, "--data"))
-            o.data = val;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+        int d = data_option(a, val, &eo);
+        if (d < 0)
+            goto done;
+        if (d > 0)
+            continue;
+        if (!strcmp(a, "-o"))
             out = val;
         else if (!strcmp(a, "--log"))
             log_path = val;
+        else if (!strcmp(a, "--plot"))
+            plot_path = val;
         else if (!strcmp(a, "--checkpoint-dir"))
             o.checkpoint_dir = val;
         else if (!strcmp(a, "--checkpoint-every"))
@@ -222,11 +302,7 @@ int lt_cmd_train(int argc, char **argv)
             ok = num_arg(a, val, 1e-9, 1, &o.schedule.gamma);
         else if (!strcmp(a, "--clip-norm"))
             ok = num_arg(a, val, 0, 1e12, &o.clip_norm);
-        else if (!strcmp(a, "--loss")) {
-            static const char *const losses[] = {"softmax-cross-entropy"};
-            int l;
-            ok = pick(a, val, losses, 1, &l);
-        } else if (!strcmp(a, "--freeze"))
+        else if (!strcmp(a, "--freeze"))
             freeze[nfreeze++] = val;
         else if (!strcmp(a, "--init"))
             ok = pick(a, val, inits, 2, &init);
@@ -244,6 +320,10 @@ int lt_cmd_train(int argc, char **argv)
         if (!ok)
             goto done; /* the parser said why */
     }
+    o.data = eo.data;
+    o.loss = eo.loss;
+    o.output = eo.output;
+    o.norm = eo.norm;
     if (!path || !out || !o.data) {
         fprintf(stderr, "lantern train: %s\n%s",
                 !path ? "no MODEL given" : !o.data ? "--data is required" : "-o OUT.onnx is required", TRAIN_USAGE);
@@ -276,7 +356,11 @@ int lt_cmd_train(int argc, char **argv)
     o.init_random = init;
     o.nfreeze = nfreeze;
     o.freeze = freeze;
-    progress pr = {isatty(STDOUT_FILENO), 0, NULL, 0};
+    progress pr = {isatty(STDOUT_FILENO), 0, NULL, NULL, {NAN, NAN, 0, 0}};
+    if (plot_path && !(pr.plot = lt_plot_new())) {
+        fprintf(stderr, "lantern: out of memory\n");
+        goto done;
+    }
     if (log_path) {
         /* a resumed run continues the log of the run it resumes */
         pr.log = fopen(log_path, resume ? "a" : "w");
@@ -290,8 +374,8 @@ int lt_cmd_train(int argc, char **argv)
     o.on_step = on_step;
     o.on_epoch = on_epoch;
     o.user = &pr;
-    printf("training %s on %s: %d epoch(s), batch %lld, %s, lr %g%s%s\n", path, o.data, o.epochs,
-           (long long)o.batch, optims[kind], o.schedule.lr, o.schedule.kind != LT_SCHEDULE_CONSTANT ? ", " : "",
+    printf("training %s on %s: %d epoch(s), batch %lld, %s loss, %s, lr %g%s%s\n", path, o.data, o.epochs,
+           (long long)o.batch, lt_cli_loss_name(o.loss), optims[kind], o.schedule.lr, o.schedule.kind != LT_SCHEDULE_CONSTANT ? ", " : "",
            o.schedule.kind != LT_SCHEDULE_CONSTANT ? scheds[sched] : "");
     fflush(stdout);
     lt_err err;
@@ -326,6 +410,11 @@ int lt_cmd_train(int argc, char **argv)
     }
     if (s == LT_OK)
         s = lt_model_export(m, path, out, &err);
+    if (s == LT_OK && pr.plot) {
+        char title[512];
+        snprintf(title, sizeof title, "lantern train %s on %s", path, o.data);
+        s = lt_plot_write(pr.plot, plot_path, title, &err);
+    }
     if (pr.log && fclose(pr.log) != 0 && s == LT_OK) {
         fprintf(stderr, "lantern: %s: cannot write: %s\n", log_path, strerror(errno));
         rc = 2;
@@ -343,32 +432,43 @@ int lt_cmd_train(int argc, char **argv)
     }
     lt_model_free(m);
     printf("wrote %s\n", out);
-    printf("test accuracy: %.4f\n", pr.accuracy);
+    if (plot_path)
+        printf("wrote %s\n", plot_path);
+    if (pr.test.has_accuracy)
+        printf("test accuracy: %.4f\n", pr.test.accuracy);
+    else if (pr.test.count > 0)
+        printf("test loss: %.6f\n", pr.test.loss);
     rc = 0;
 done:
+    lt_plot_free(pr.plot);
     free(freeze);
     return rc;
 }
 
 int lt_cmd_eval(int argc, char **argv)
 {
-    const char *path = NULL, *data = "fashion-mnist";
-    double limit = 0;
+    const char *path = NULL;
+    lt_eval_opts eo = {"fashion-mnist", 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--data") && i + 1 < argc)
-            data = argv[++i];
-        else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
-            if (!num_arg("--limit", argv[++i], 1, 1e12, &limit))
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int d = a[0] == '-' && val ? data_option(a, val, &eo) : 0;
+        if (d < 0)
+            return 2;
+        if (d > 0) {
+            i++;
+        } else if (!strcmp(a, "--limit") && val) {
+            if (!int_arg("--limit", argv[++i], 1, 1e12, &eo.limit))
                 return 2;
-        } else if (argv[i][0] != '-' && !path)
-            path = argv[i];
-        else {
-            fprintf(stderr, "lantern eval: unexpected argument '%s'\n", argv[i]);
+        } else if (a[0] != '-' && !path) {
+            path = a;
+        } else {
+            fprintf(stderr, "lantern eval: unexpected argument '%s'\n", a);
             return 2;
         }
     }
     if (!path) {
-        fprintf(stderr, "usage: lantern eval MODEL [--data fashion-mnist[=DIR]] [--limit N]\n");
+        fprintf(stderr, "usage: lantern eval MODEL [--data SPEC] [--loss NAME] [--output NAME] [--mean M] [--std S] "
+                        "[--limit N]\n");
         return 2;
     }
     lt_err err;
@@ -376,70 +476,15 @@ int lt_cmd_eval(int argc, char **argv)
     lt_eval_result r;
     lt_status s = lt_model_load(path, &m, &err);
     if (s == LT_OK)
-        s = lt_model_evaluate(m, data, (int64_t)limit, &r, &err);
+        s = lt_model_evaluate(m, &eo, &r, &err);
     lt_model_free(m);
     if (s != LT_OK) {
         fprintf(stderr, "lantern: %s\n", err.msg);
         return lt_exit_code(s);
     }
-    printf("test images: %lld\n", (long long)r.count);
+    printf("test samples: %lld\n", (long long)r.count);
     printf("loss: %.6f\n", r.loss);
-    printf("accuracy: %.4f\n", r.accuracy);
-    return 0;
-}
-
-int lt_cmd_export(int argc, char **argv)
-{
-    const char *path = NULL, *out = NULL, *weights = NULL;
-    for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc)
-            out = argv[++i];
-        else if (!strcmp(argv[i], "--weights") && i + 1 < argc)
-            weights = argv[++i];
-        else if (argv[i][0] != '-' && !path)
-            path = argv[i];
-        else {
-            fprintf(stderr, "lantern export: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        }
-    }
-    if (!path || !out) {
-        fprintf(stderr, "usage: lantern export MODEL [--weights DIR] -o OUT.onnx\n"
-                        "  writes MODEL again (external data inlined); with --weights, parameter P takes the\n"
-                        "  values of DIR/P.npy where that file exists\n");
-        return 2;
-    }
-    lt_err err;
-    lt_model *m = NULL;
-    lt_status s = lt_model_load(path, &m, &err);
-    int replaced = 0;
-    for (int i = 0; s == LT_OK && weights && i < lt_model_num_params(m); i++) {
-        char fn[1024], file[PATH_MAX + 1100];
-        lt_cli_sanitize(lt_model_param_name(m, i), fn, sizeof fn);
-        snprintf(file, sizeof file, "%s/%s.npy", weights, fn);
-        if (access(file, F_OK) != 0)
-            continue;
-        lt_value *v = NULL;
-        s = lt_value_load(file, &v, &err);
-        const lt_tensor *t = s == LT_OK ? lt_value_tensor(v) : NULL;
-        if (s == LT_OK && !t) {
-            snprintf(err.msg, sizeof err.msg, "%.900s: not a tensor", file);
-            s = LT_ERR_INVALID;
-        }
-        if (s == LT_OK)
-            s = lt_model_set_param(m, i, t, &err);
-        replaced += s == LT_OK;
-        lt_value_free(v);
-    }
-    if (s == LT_OK)
-        s = lt_model_export(m, path, out, &err);
-    lt_model_free(m);
-    if (s != LT_OK) {
-        fprintf(stderr, "lantern: %s\n", err.msg);
-        return lt_exit_code(s);
-    }
-    if (weights)
-        printf("%d parameter(s) from %s\n", replaced, weights);
-    printf("wrote %s\n", out);
+    if (r.has_accuracy)
+        printf("accuracy: %.4f\n", r.accuracy);
     return 0;
 }

@@ -119,7 +119,11 @@ typedef enum lt_loss_kind {
     LT_LOSS_SUM = 0, /* sum of the first output */
     LT_LOSS_MEAN,    /* mean of the first output */
     LT_LOSS_SOFTMAX_CROSS_ENTROPY, /* batch mean against int64 labels (input "labels") */
-    LT_LOSS_SEEDS    /* sum of output * seed over seeded outputs (inputs "<output>_seed") */
+    LT_LOSS_SEEDS,   /* sum of output * seed over seeded outputs (inputs "<output>_seed") */
+    LT_LOSS_NLL,     /* batch mean negative log-likelihood: the output holds log-probabilities [N, C] */
+    LT_LOSS_MSE,     /* mean squared error against float input "targets" shaped like the output */
+    LT_LOSS_BCE_LOGITS, /* mean binary cross-entropy with logits against float "targets" in [0,1] */
+    LT_LOSS_MODEL    /* the output already is the scalar loss */
 } lt_loss_kind;
 
 typedef struct lt_grad_opts {
@@ -127,6 +131,7 @@ typedef struct lt_grad_opts {
     int nseeds;
     const char *const *seed_outputs;
     int wrt_inputs; /* gradients for float graph inputs too */
+    const char *output; /* the output the loss is attached to (NULL: the first) */
 } lt_grad_opts;
 
 /* Turns the model into its combined forward/backward program (reverse-mode
@@ -164,13 +169,46 @@ lt_status lt_session_run(lt_session *s, int n, const char *const *names,
 /* ---- datasets ---- */
 typedef struct lt_dataset lt_dataset;
 
-/* spec: "fashion-mnist" or "mnist" (Debian's folder for Fashion-MNIST, or
- * NAME=DIR); split 0 = train, 1 = test. Images are scaled to [0,1]. */
+/* Specs:
+ *   fashion-mnist[=DIR]  IDX files, gzip (default DIR: Debian's dataset-fashion-mnist)
+ *   mnist=DIR            IDX files, gzip
+ *   cifar10=DIR          CIFAR-10 binary batches (data_batch_1..5.bin, test_batch.bin)
+ *   npz=FILE             arrays x, y and optionally x_test, y_test (stored or deflated)
+ *   onnx-pb=DIR          TensorProto files x.pb, y.pb and optionally x_test.pb, y_test.pb
+ * split 0 = train, 1 = test. Samples are float32: 8-bit pixels are scaled to
+ * [0,1], float data are taken as they are; then (x - mean) / std when set.
+ * Labels are class indices (integer y of shape [N]) or float targets (float
+ * y of shape [N, ...]). */
+typedef struct lt_dataset_opts {
+    int nmean, nstd;       /* 0: none; 1: every value; C: per channel (first sample dim) */
+    double mean[16], std[16];
+} lt_dataset_opts;
+
+/* opts may be NULL. Opening a split the data does not have (npz/onnx-pb
+ * without x_test) is an error naming the missing array; callers ask
+ * lt_dataset_has_split first. */
 lt_status lt_dataset_open(const char *spec, int split, lt_dataset **out, lt_err *err);
+lt_status lt_dataset_open_opts(const char *spec, int split, const lt_dataset_opts *opts, lt_dataset **out,
+                               lt_err *err);
+/* 1 when spec names data with that split (checks files exist, reads nothing
+ * else); 0 otherwise. */
+int lt_dataset_has_split(const char *spec, int split);
 void lt_dataset_free(lt_dataset *d);
 int64_t lt_dataset_size(const lt_dataset *d);
+/* The shape of one sample (e.g. [28,28], [3,32,32], an npz's x.shape[1:]). */
+void lt_dataset_sample_shape(const lt_dataset *d, int *rank, int64_t *dims);
+int64_t lt_dataset_sample_numel(const lt_dataset *d);
+/* Labels: 1 = class indices (int64 [n]); 0 = float targets with the given
+ * per-sample shape (float32 [n, ...]). */
+int lt_dataset_has_classes(const lt_dataset *d);
+int64_t lt_dataset_num_classes(const lt_dataset *d); /* max label + 1 (10 for the image sets) */
+void lt_dataset_target_shape(const lt_dataset *d, int *rank, int64_t *dims);
+/* Samples idx[0..n) into x (float32, numel n * sample numel, any shape) and
+ * y (int64 [n] or float32 of n targets), both allocated by the caller. */
+lt_status lt_dataset_gather(const lt_dataset *d, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y,
+                            lt_err *err);
 /* Samples [start, start+n) as a float32 tensor of the given shape (its first
- * dim is n; the rest must hold one image) and int64 labels [n]. */
+ * dim is n; the rest must hold one sample) and labels (allocated here). */
 lt_status lt_dataset_batch(const lt_dataset *d, int64_t start, int64_t n, int rank, const int64_t *shape,
                            lt_value **x, lt_value **y, lt_err *err);
 
@@ -256,17 +294,19 @@ typedef struct lt_train_progress {
 } lt_train_progress;
 
 typedef struct lt_eval_result {
-    double loss;     /* mean softmax cross-entropy of the first output */
-    double accuracy; /* argmax of the first output against the labels */
-    int64_t count;   /* samples evaluated */
+    double loss;      /* mean of the training loss over the samples */
+    double accuracy;  /* classes only: argmax (or, for one logit, its sign) against the labels */
+    int has_accuracy; /* 0 when the data has no class labels or the loss is the model's */
+    int64_t count;    /* samples evaluated */
 } lt_eval_result;
 
 typedef struct lt_epoch_result {
     int epoch, epochs;
     double train_loss; /* mean over the epoch's batches, weighted by size */
-    lt_eval_result test;
+    lt_eval_result test; /* count 0 when the data has no test split */
     double lr;        /* at the epoch's last step */
     double seconds;   /* the epoch's training time, evaluation excluded */
+    int64_t global_step; /* steps done at the epoch's end */
 } lt_epoch_result;
 
 typedef struct lt_train_opts {
@@ -276,7 +316,9 @@ typedef struct lt_train_opts {
     lt_optim_opts optim;
     lt_schedule schedule; /* lr, warmup, kind, step_size, gamma; total is filled in */
     double clip_norm;     /* scale gradients down to this global norm; 0: off */
-    lt_loss_kind loss;    /* LT_LOSS_SOFTMAX_CROSS_ENTROPY */
+    lt_loss_kind loss;    /* LT_LOSS_SOFTMAX_CROSS_ENTROPY, _NLL, _MSE, _BCE_LOGITS or _MODEL */
+    const char *output;   /* the output the loss is attached to (NULL: the first) */
+    lt_dataset_opts norm; /* mean / std applied to the samples */
     int nfreeze;          /* parameters (fnmatch patterns) kept fixed */
     const char *const *freeze;
     uint64_t seed;        /* shuffling and --init random */
@@ -300,16 +342,32 @@ typedef struct lt_train_opts {
 
 void lt_train_defaults(lt_train_opts *o);
 
-/* Trains the model in model_path (one image input, first output the class
- * logits [N, C]) on o->data's training split: seeded shuffling, the
+/* Trains the model in model_path on o->data's training split. The model
+ * has one input without a default that takes the samples (flat or shaped:
+ * its per-sample size must match), or with --loss model a second that takes
+ * the labels or targets. The loss is attached to o->output (first output by
+ * default): softmax cross-entropy and nll against class labels; mse and
+ * bce-logits against float targets of the output's shape (class labels
+ * become one-hot rows, or the class value for a one-logit output); model:
+ * the output is the loss. Seeded shuffling, a prefetch thread, the
  * optimizer, schedule and clipping of o; after every epoch the test split's
- * loss and accuracy. *trained receives the forward model with the trained
- * parameters (for lt_model_export and lt_model_evaluate). */
+ * loss and accuracy (when the data has a test split). *trained receives the
+ * forward model with the trained parameters (for lt_model_export and
+ * lt_model_evaluate). */
 lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **trained, lt_err *err);
 
-/* Test-split loss and accuracy of a classifier on dataset spec `data`
- * (limit > 0: the first `limit` samples). */
-lt_status lt_model_evaluate(lt_model *m, const char *data, int64_t limit, lt_eval_result *r, lt_err *err);
+/* Test-split loss (and accuracy, for class labels) of a model on dataset
+ * spec data (limit > 0: the first `limit` samples), with the loss, output and
+ * normalisation a training run would use. */
+typedef struct lt_eval_opts {
+    const char *data;
+    int64_t limit;
+    lt_loss_kind loss; /* 0 (LT_LOSS_SUM) means softmax cross-entropy here */
+    const char *output;
+    lt_dataset_opts norm;
+} lt_eval_opts;
+
+lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *r, lt_err *err);
 
 #ifdef __cplusplus
 }

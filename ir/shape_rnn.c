@@ -73,6 +73,12 @@ static lt_status recurrent(lt_infer_ctx *c, lt_node *n, int gates)
     set_out(n, 1, &yh);
     if (gates == 4)
         set_out(n, 2, &yh);
+    /* the workspace output the AD adds for the gradient: [D, per direction]
+     * in the compute type (runtime/cpu/grad_rnn_tmpl.h) */
+    lt_type ws;
+    lt_type_unknown(&ws, dt == LT_F64 || dt == LT_UNDEFINED ? dt : LT_F32, 2);
+    ws.dims[0] = known(D);
+    set_out(n, gates == 4 ? 3 : 2, &ws);
     return LT_OK;
 }
 

@@ -1,8 +1,10 @@
 /* Training checkpoints: trained parameters, optimizer state, the position in
  * the run (epoch, step, global step), the shuffling RNG and the data order.
  * Layout (native byte order, little-endian on every target lantern builds
- * for): a fixed header, the order, every parameter's values, each trained
- * parameter's optimizer state, then an FNV-1a checksum of everything before it. */
+ * for): a fixed header; a table naming every stored parameter with its
+ * element type and shape, so that the weights can be read back without the
+ * run (lantern export); the order; every parameter's values; each trained
+ * parameter's optimizer state; an FNV-1a checksum of everything before it. */
 #include "checkpoint.h"
 #include "optim.h"
 #include <errno.h>
@@ -14,8 +16,10 @@
 #include <unistd.h>
 
 #define CKPT_MAGIC "LTNCKPT\n"
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 2u /* 2: the parameter table */
 
+/* The fields up to model_hash keep their offsets across versions (8 and 16:
+ * the version check and the model check read them first). */
 typedef struct ckpt_header {
     char magic[8];
     uint32_t version, optim_kind;
@@ -24,7 +28,13 @@ typedef struct ckpt_header {
     uint64_t rng;
     double loss_sum;
     int64_t seen, optim_t, nvalues;
+    int64_t table_bytes;
 } ckpt_header;
+
+/* A table entry: uint32 name length, the name's bytes (no NUL), int32
+ * element type, int32 rank, uint32 flags, int64 dims[rank]. */
+#define ENTRY_FIXED (4 + 4 + 4 + 4)
+#define ENTRY_TRAINED 1u /* the optimizer's: its state follows the values */
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 {
@@ -69,7 +79,109 @@ static lt_status check_optim(const char *file, const lt_ckpt_state *s, lt_err *e
 
 static size_t param_bytes(const lt_tensor *t) { return (size_t)t->numel * lt_dtype_size(t->dtype); }
 
+/* ---- the parameter table ---- */
+
+static int trained_value(const lt_ckpt_state *s, int i)
+{
+    for (int g = 0; g < s->n; g++)
+        if (s->params[g] == s->values[i])
+            return 1;
+    return 0;
+}
+
+static void put_bytes(unsigned char **p, const void *src, size_t n)
+{
+    memcpy(*p, src, n);
+    *p += n;
+}
+
+/* The table for the run's parameters, as it is (to be) stored. */
+static lt_status build_table(const char *file, const lt_ckpt_state *s, unsigned char **out, size_t *len,
+                             lt_err *err)
+{
+    size_t n = 0;
+    for (int i = 0; i < s->nvalues; i++)
+        n += ENTRY_FIXED + strlen(s->names[i]) + sizeof(int64_t) * (size_t)s->values[i]->rank;
+    unsigned char *t = malloc(n ? n : 1), *p = t;
+    if (!t)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory (%zu bytes for %s's parameter table)", n, file);
+    for (int i = 0; i < s->nvalues; i++) {
+        const lt_tensor *v = s->values[i];
+        uint32_t nl = (uint32_t)strlen(s->names[i]), flags = trained_value(s, i) ? ENTRY_TRAINED : 0;
+        int32_t dt = (int32_t)v->dtype, rank = (int32_t)v->rank;
+        put_bytes(&p, &nl, sizeof nl);
+        put_bytes(&p, s->names[i], nl);
+        put_bytes(&p, &dt, sizeof dt);
+        put_bytes(&p, &rank, sizeof rank);
+        put_bytes(&p, &flags, sizeof flags);
+        put_bytes(&p, v->dims, sizeof(int64_t) * (size_t)v->rank);
+    }
+    *out = t;
+    *len = n;
+    return LT_OK;
+}
+
+/* One parameter as the file describes it. */
+typedef struct entry {
+    const char *name; /* not NUL-terminated: name_len bytes in the file */
+    uint32_t name_len;
+    lt_dtype dtype;
+    int rank;
+    int64_t dims[LT_MAX_RANK];
+    size_t bytes;
+    int trained;
+    const unsigned char *data; /* its values in the file */
+    int param;                 /* the model parameter it goes to */
+} entry;
+
+static int take(const unsigned char **p, const unsigned char *end, void *dst, size_t n)
+{
+    if ((size_t)(end - *p) < n)
+        return 0;
+    memcpy(dst, *p, n);
+    *p += n;
+    return 1;
+}
+
+/* Reads n entries from exactly [p, end), checking every field; their data
+ * pointers are filled in later. */
+static lt_status parse_table(const char *file, const unsigned char *p, const unsigned char *end, int64_t n,
+                             entry *e, lt_err *err)
+{
+    for (int64_t i = 0; i < n; i++) {
+        entry *x = &e[i];
+        int32_t dt, rank;
+        uint32_t flags;
+        if (!take(&p, end, &x->name_len, sizeof x->name_len) || x->name_len == 0 ||
+            (size_t)(end - p) < x->name_len)
+            return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (parameter table entry %lld)", file,
+                           (long long)i);
+        x->name = (const char *)p;
+        p += x->name_len;
+        if (!take(&p, end, &dt, sizeof dt) || !take(&p, end, &rank, sizeof rank) ||
+            !take(&p, end, &flags, sizeof flags) || dt <= 0 || dt >= LT_DTYPE_COUNT || dt == LT_STRING ||
+            lt_dtype_size((lt_dtype)dt) == 0 || rank < 0 || rank > LT_MAX_RANK || (flags & ~ENTRY_TRAINED) ||
+            !take(&p, end, x->dims, sizeof(int64_t) * (size_t)rank))
+            return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (parameter '%.*s' in the table)", file,
+                           (int)x->name_len, x->name);
+        int64_t numel = lt_shape_numel(rank, x->dims);
+        size_t es = lt_dtype_size((lt_dtype)dt);
+        if (numel < 0 || (uint64_t)numel > SIZE_MAX / 2 / es)
+            return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (parameter '%.*s' has a bad shape)", file,
+                           (int)x->name_len, x->name);
+        x->dtype = (lt_dtype)dt;
+        x->rank = rank;
+        x->bytes = (size_t)numel * es;
+        x->trained = (flags & ENTRY_TRAINED) != 0;
+        x->param = -1;
+    }
+    if (p != end)
+        return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (parameter table size)", file);
+    return LT_OK;
+}
+
 /* ---- writing ---- */
+
 
 typedef struct writer {
     FILE *f;
@@ -96,14 +208,22 @@ lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err)
         return st;
     if (snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, LT_CKPT_FILE) >= (int)sizeof tmp)
         return lt_errf(err, LT_ERR_IO, "%s: path too long", dir);
+    unsigned char *table;
+    size_t table_len;
+    if ((st = build_table(file, s, &table, &table_len, err)) != LT_OK)
+        return st;
     int fd = mkstemp(tmp);
-    if (fd < 0)
+    if (fd < 0) {
+        free(table);
         return lt_errf(err, LT_ERR_IO, "%s: cannot write a checkpoint there: %s", dir, strerror(errno));
+    }
     FILE *f = fdopen(fd, "wb");
     if (!f) {
+        int e = errno;
+        free(table);
         close(fd);
         unlink(tmp);
-        return lt_errf(err, LT_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+        return lt_errf(err, LT_ERR_IO, "%s: cannot write: %s", tmp, strerror(e));
     }
     ckpt_header h;
     memset(&h, 0, sizeof h); /* padding too: the checksum covers every byte */
@@ -123,8 +243,11 @@ lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err)
     h.seen = s->seen;
     h.optim_t = s->opt->t;
     h.nvalues = s->nvalues;
+    h.table_bytes = (int64_t)table_len;
     writer w = {f, FNV_START, 0};
     put(&w, &h, sizeof h);
+    put(&w, table, table_len);
+    free(table);
     put(&w, s->order, sizeof *s->order * (size_t)s->nsamples);
     for (int i = 0; i < s->nvalues; i++)
         put(&w, s->values[i]->data, param_bytes(s->values[i]));
@@ -186,15 +309,61 @@ static lt_status read_all(const char *file, unsigned char **buf, size_t *len, lt
     return LT_OK;
 }
 
+/* Reads a checkpoint and checks what does not depend on the reader: magic,
+ * version, a whole header. On success the caller frees *buf. */
+static lt_status read_checked(const char *file, unsigned char **buf, size_t *len, ckpt_header *h, lt_err *err)
+{
+    lt_status st = read_all(file, buf, len, err);
+    if (st != LT_OK)
+        return st;
+    uint32_t version = 0;
+    if (*len >= 12)
+        memcpy(&version, *buf + 8, sizeof version);
+    if (*len < 8 || memcmp(*buf, CKPT_MAGIC, 8) != 0)
+        st = lt_errf(err, LT_ERR_INVALID, "%s: not a lantern checkpoint (bad magic)", file);
+    else if (*len >= 12 && version != CKPT_VERSION)
+        st = lt_errf(err, LT_ERR_INVALID, "%s: checkpoint version %u; this lantern reads version %u", file, version,
+                     CKPT_VERSION);
+    else if (*len < sizeof *h)
+        st = lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes, the header alone is %zu)", file,
+                     *len, sizeof *h);
+    if (st != LT_OK) {
+        free(*buf);
+        *buf = NULL;
+        return st;
+    }
+    memcpy(h, *buf, sizeof *h);
+    return LT_OK;
+}
+
+/* The last 8 bytes are the checksum of all before them (len >= 8). */
+static lt_status check_sum(const char *file, const unsigned char *buf, size_t len, lt_err *err)
+{
+    uint64_t sum;
+    memcpy(&sum, buf + len - sizeof sum, sizeof sum);
+    if (fnv1a(FNV_START, buf, len - sizeof sum) != sum)
+        return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (checksum mismatch)", file);
+    return LT_OK;
+}
+
+static lt_status check_size(const char *file, size_t len, size_t want, lt_err *err)
+{
+    if (len < want)
+        return lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu of %zu bytes)", file, len, want);
+    if (len > want)
+        return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (%zu bytes, expected %zu)", file, len, want);
+    return LT_OK;
+}
+
+/* ---- resuming a run ---- */
+
 static const char *const kind_names[] = {"sgd", "momentum", "nesterov", "adagrad", "adam", "adamw"};
 
-static lt_status check_header(const char *file, const ckpt_header *h, size_t len, const lt_ckpt_state *s,
-                              lt_err *err)
+static lt_status check_header(const char *file, const ckpt_header *h, size_t len, size_t table_len,
+                              const lt_ckpt_state *s, lt_err *err)
 {
-    if (h->version != CKPT_VERSION)
-        return lt_errf(err, LT_ERR_INVALID, "%s: checkpoint version %u; this lantern reads version %u", file,
-                       h->version, CKPT_VERSION);
-    if (h->model_hash != s->model_hash || h->nparams != s->n || h->nvalues != s->nvalues)
+    if (h->model_hash != s->model_hash || h->nparams != s->n || h->nvalues != s->nvalues ||
+        h->table_bytes != (int64_t)table_len)
         return lt_errf(err, LT_ERR_INVALID,
                        "%s: the checkpoint was written for a different model (parameter names or shapes differ, "
                        "or other parameters are frozen)", file);
@@ -210,17 +379,13 @@ static lt_status check_header(const char *file, const ckpt_header *h, size_t len
     if (h->epoch < 1 || h->step < 0 || h->step > h->steps || h->global < 0 || h->seen < 0 || h->optim_t < 0 ||
         h->global != (h->epoch - 1) * h->steps + h->step)
         return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (inconsistent step counters)", file);
-    size_t want = sizeof *h + sizeof(int64_t) * (size_t)s->nsamples + sizeof(uint64_t);
+    size_t want = sizeof *h + table_len + sizeof(int64_t) * (size_t)s->nsamples + sizeof(uint64_t);
     int k = nstate(s->opt->o.kind);
     for (int i = 0; i < s->nvalues; i++)
         want += param_bytes(s->values[i]);
     for (int i = 0; i < s->n; i++)
         want += param_bytes(s->params[i]) * (size_t)k;
-    if (len < want)
-        return lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu of %zu bytes)", file, len, want);
-    if (len > want)
-        return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (%zu bytes, expected %zu)", file, len, want);
-    return LT_OK;
+    return check_size(file, len, want, err);
 }
 
 lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err)
@@ -230,28 +395,22 @@ lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err)
     lt_status st = check_optim(file, s, err);
     if (st != LT_OK)
         return st;
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    st = read_all(file, &buf, &len, err);
-    if (st != LT_OK)
-        return st;
+    unsigned char *table = NULL, *buf = NULL;
+    size_t table_len = 0, len = 0;
     ckpt_header h;
-    if (len < 8 || memcmp(buf, CKPT_MAGIC, 8) != 0)
-        st = lt_errf(err, LT_ERR_INVALID, "%s: not a lantern checkpoint (bad magic)", file);
-    else if (len < sizeof h)
-        st = lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes, the header alone is %zu)", file, len,
-                     sizeof h);
-    if (st == LT_OK) {
-        memcpy(&h, buf, sizeof h);
-        st = check_header(file, &h, len, s, err);
-    }
-    uint64_t sum;
-    if (st == LT_OK) {
-        memcpy(&sum, buf + len - sizeof sum, sizeof sum);
-        if (fnv1a(FNV_START, buf, len - sizeof sum) != sum)
-            st = lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (checksum mismatch)", file);
-    }
-    const unsigned char *p = buf + sizeof h;
+    st = build_table(file, s, &table, &table_len, err);
+    if (st == LT_OK)
+        st = read_checked(file, &buf, &len, &h, err);
+    if (st == LT_OK)
+        st = check_header(file, &h, len, table_len, s, err);
+    if (st == LT_OK)
+        st = check_sum(file, buf, len, err);
+    /* the hash already covers names and shapes; the table says it in words */
+    if (st == LT_OK && memcmp(buf + sizeof h, table, table_len) != 0)
+        st = lt_errf(err, LT_ERR_INVALID, "%s: the checkpoint was written for a different model (its parameter "
+                     "table differs)", file);
+    free(table);
+    const unsigned char *p = buf + sizeof h + table_len;
     for (int64_t i = 0; st == LT_OK && i < s->nsamples; i++) {
         int64_t v;
         memcpy(&v, p + sizeof v * (size_t)i, sizeof v);
@@ -290,4 +449,135 @@ lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err)
     s->seen = h.seen;
     free(buf);
     return LT_OK;
+}
+
+/* ---- the parameters alone ---- */
+
+/* "float32 [512,784]" */
+static void describe(lt_dtype dt, int rank, const int64_t *dims, char *out, size_t len)
+{
+    size_t n = (size_t)snprintf(out, len, "%s [", lt_dtype_name(dt));
+    for (int d = 0; d < rank && n < len; d++)
+        n += (size_t)snprintf(out + n, len - n, "%s%lld", d ? "," : "", (long long)dims[d]);
+    if (n < len)
+        snprintf(out + n, len - n, "]");
+}
+
+/* Pairs every entry with the next unused model parameter of its name and
+ * checks type and shape; then every model parameter must have been paired. */
+static lt_status match_params(const char *file, entry *e, int64_t n, const lt_model *m, lt_err *err)
+{
+    char *used = calloc((size_t)m->nparams + 1, 1);
+    if (!used)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    lt_status st = LT_OK;
+    for (int64_t i = 0; i < n && st == LT_OK; i++) {
+        int p = 0;
+        for (; p < m->nparams; p++)
+            if (!used[p] && m->params[p].name && strlen(m->params[p].name) == e[i].name_len &&
+                memcmp(m->params[p].name, e[i].name, e[i].name_len) == 0)
+                break;
+        if (p == m->nparams) {
+            st = lt_errf(err, LT_ERR_INVALID, "%s: parameter '%.*s' is not in %s: the checkpoint was written for a "
+                         "different model", file, (int)e[i].name_len, e[i].name, m->path);
+            break;
+        }
+        const lt_tensor *t = &m->params[p].data;
+        int same = t->dtype == e[i].dtype && t->rank == e[i].rank;
+        for (int d = 0; same && d < t->rank; d++)
+            same = t->dims[d] == e[i].dims[d];
+        if (!same) {
+            char have[160], want[160];
+            describe(e[i].dtype, e[i].rank, e[i].dims, have, sizeof have);
+            describe(t->dtype, t->rank, t->dims, want, sizeof want);
+            st = lt_errf(err, LT_ERR_INVALID, "%s: parameter '%s' is %s in the checkpoint but %s in %s: the checkpoint "
+                         "was written for a different model", file, m->params[p].name, have, want, m->path);
+            break;
+        }
+        used[p] = 1;
+        e[i].param = p;
+    }
+    for (int p = 0; p < m->nparams && st == LT_OK; p++) {
+        const lt_tensor *t = &m->params[p].data;
+        if (!used[p] && t->dtype != LT_STRING && t->numel > 0)
+            st = lt_errf(err, LT_ERR_INVALID, "%s: holds no parameter '%s' of %s: the checkpoint was written for a "
+                         "different model", file, m->params[p].name, m->path);
+    }
+    free(used);
+    return st;
+}
+
+/* A folder means the checkpoint in it. */
+static void resolve(const char *path, char *file, size_t len)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        path_of(path, file, len);
+    else
+        snprintf(file, len, "%s", path);
+}
+
+lt_status lt_ckpt_read_params(const char *ckpt_path_or_dir, lt_model *m, lt_err *err)
+{
+    char file[PATH_MAX];
+    resolve(ckpt_path_or_dir, file, sizeof file);
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    ckpt_header h;
+    entry *e = NULL;
+    lt_status st = read_checked(file, &buf, &len, &h, err);
+    if (st != LT_OK)
+        return st;
+    /* the sizes: every count is checked against the file's length before it
+     * is used, so that no sum can overflow */
+    size_t rest = len - sizeof h;
+    if (h.nvalues < 0 || h.table_bytes < 0 || h.nsamples < 0 || h.optim_kind >= 6 ||
+        (uint64_t)h.nvalues > (uint64_t)h.table_bytes / ENTRY_FIXED)
+        st = lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (header)", file);
+    else if ((uint64_t)h.table_bytes > rest || (uint64_t)h.nsamples > rest / sizeof(int64_t))
+        st = lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes)", file, len);
+    if (st == LT_OK && !(e = calloc((size_t)h.nvalues + 1, sizeof *e)))
+        st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    const unsigned char *table = buf + sizeof h;
+    if (st == LT_OK)
+        st = parse_table(file, table, table + h.table_bytes, h.nvalues, e, err);
+    if (st == LT_OK) {
+        /* header, table, order, values, optimizer state, checksum */
+        size_t want = sizeof h + (size_t)h.table_bytes + sizeof(int64_t) * (size_t)h.nsamples, at = want;
+        int k = nstate((lt_optim_kind)h.optim_kind), fits = 1;
+        for (int64_t i = 0; i < h.nvalues && fits; i++) {
+            size_t copies = 1 + (size_t)(e[i].trained ? k : 0);
+            fits = want <= len && e[i].bytes <= len / copies;
+            if (!fits)
+                break;
+            e[i].data = buf + at;
+            at += e[i].bytes;
+            want += e[i].bytes * copies;
+        }
+        st = fits ? check_size(file, len, want + sizeof(uint64_t), err)
+                  : lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes; its table names more)", file,
+                            len);
+    }
+    if (st == LT_OK)
+        st = check_sum(file, buf, len, err);
+    if (st == LT_OK)
+        st = match_params(file, e, h.nvalues, m, err);
+    for (int64_t i = 0; st == LT_OK && i < h.nvalues; i++)
+        if (e[i].bytes)
+            memcpy(m->params[e[i].param].data.data, e[i].data, e[i].bytes);
+    free(e);
+    free(buf);
+    return st;
+}
+
+int lt_ckpt_is_checkpoint(const char *path)
+{
+    char file[PATH_MAX], magic[8];
+    resolve(path, file, sizeof file);
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return 0;
+    int yes = fread(magic, 1, 8, f) == 8 && memcmp(magic, CKPT_MAGIC, 8) == 0;
+    fclose(f);
+    return yes;
 }

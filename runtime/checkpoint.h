@@ -1,5 +1,6 @@
 /* Training checkpoints (runtime/checkpoint.c): what lt_train needs to
- * continue a run bit-exactly, written atomically and validated on load. */
+ * continue a run bit-exactly, written atomically and validated on load; and
+ * the parameters alone, by name, for `lantern export CHECKPOINT`. */
 #ifndef LT_CHECKPOINT_H
 #define LT_CHECKPOINT_H
 
@@ -12,6 +13,7 @@ typedef struct lt_ckpt_state {
     uint64_t model_hash;      /* from lt_ckpt_model_hash: every parameter, and which are trained */
     int nvalues;              /* every parameter the run can change (running statistics too) */
     lt_tensor *const *values; /* their tensors (loaded in place) */
+    const char *const *names; /* their names, stored in the checkpoint's table */
     int n;                    /* trained parameters: the optimizer's */
     lt_tensor *const *params;
     lt_optim *opt;            /* its state is saved / loaded in place */
@@ -36,5 +38,16 @@ lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err);
  * place) after checking magic, version, model hash, run shape, size and
  * checksum; nothing is changed when a check fails. */
 lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err);
+
+/* Sets every parameter of m from the checkpoint (the .ltck file or the
+ * folder holding LT_CKPT_FILE), matched by name (the k-th of a name to the
+ * k-th) with the same element type and shape. The checkpoint must hold
+ * exactly m's parameters (string and empty ones aside); any mismatch, and a
+ * truncated or corrupted file, is an error naming both files, and m is only
+ * changed once every check has passed. */
+lt_status lt_ckpt_read_params(const char *ckpt_path_or_dir, lt_model *m, lt_err *err);
+
+/* 1 when path is a checkpoint file (by its magic) or a folder holding one. */
+int lt_ckpt_is_checkpoint(const char *path);
 
 #endif

@@ -1,191 +1,402 @@
-/* Datasets: MNIST-style IDX files, gzip-compressed, read through zlib. Every
- * header field is checked against the data that follows it. */
-#include "runtime.h"
+/* Datasets: spec parsing, normalisation, and the batch accessors every
+ * format shares (the formats load in dataset_idx.c, dataset_cifar.c,
+ * dataset_npz.c and dataset_pb.c). */
+#include "dataset_impl.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include <unistd.h>
 
 #define LT_DEFAULT_FASHION_DIR "/usr/share/datasets/fashion-mnist"
+/* below this many values a batch is converted on the calling thread alone:
+ * waking the OpenMP team costs more than it saves */
+#define LT_DS_PARALLEL_MIN ((int64_t)1 << 18)
 
-struct lt_dataset {
-    int64_t n, rows, cols;
-    uint8_t *pixels; /* n * rows * cols */
-    uint8_t *labels; /* n */
+typedef enum ds_kind { DS_FASHION, DS_MNIST, DS_CIFAR, DS_NPZ, DS_PB } ds_kind;
+
+static const struct {
+    const char *name;
+    ds_kind kind;
+} ds_names[] = {
+    {"fashion-mnist", DS_FASHION}, {"mnist", DS_MNIST}, {"cifar10", DS_CIFAR}, {"npz", DS_NPZ}, {"onnx-pb", DS_PB},
 };
 
-static lt_status gunzip_file(const char *path, uint8_t **out, size_t *len, lt_err *err)
+/* Splits "NAME[=ARG]"; *arg points into spec, or at the default folder. */
+static lt_status parse_spec(const char *spec, ds_kind *kind, const char **arg, lt_err *err)
 {
-    gzFile g = gzopen(path, "rb");
-    if (!g)
-        return lt_errf(err, LT_ERR_IO, "%s: cannot open", path);
-    size_t cap = 1 << 20, n = 0;
-    uint8_t *buf = malloc(cap);
-    lt_status s = LT_OK;
-    while (buf) {
-        if (n == cap) {
-            if (cap > ((size_t)1 << 32)) {
-                s = lt_errf(err, LT_ERR_INVALID, "%s: decompresses to more than 4 GiB", path);
-                break;
-            }
-            uint8_t *q = realloc(buf, cap * 2);
-            if (!q)
-                break;
-            buf = q;
-            cap *= 2;
+    const char *eq = strchr(spec, '=');
+    size_t nl = eq ? (size_t)(eq - spec) : strlen(spec);
+    for (size_t i = 0; i < sizeof ds_names / sizeof ds_names[0]; i++) {
+        if (strlen(ds_names[i].name) != nl || memcmp(spec, ds_names[i].name, nl) != 0)
+            continue;
+        *kind = ds_names[i].kind;
+        if (eq && eq[1]) {
+            *arg = eq + 1;
+            return LT_OK;
         }
-        int r = gzread(g, buf + n, (unsigned)(cap - n));
-        if (r < 0) {
-            int e;
-            const char *msg = gzerror(g, &e);
-            s = lt_errf(err, LT_ERR_INVALID, "%s: corrupt gzip data (%s)", path, msg);
-            break;
+        if (*kind == DS_FASHION) {
+            *arg = LT_DEFAULT_FASHION_DIR;
+            return LT_OK;
         }
-        if (r == 0) {
-            /* a truncated stream ends without its trailer: zlib reports it */
-            int e;
-            gzerror(g, &e);
-            if (e != Z_OK && e != Z_STREAM_END)
-                s = lt_errf(err, LT_ERR_INVALID, "%s: truncated gzip data", path);
-            break;
-        }
-        n += (size_t)r;
+        return lt_errf(err, LT_ERR_INVALID, "dataset '%s' needs a %s: %s=%s", ds_names[i].name,
+                       *kind == DS_NPZ ? "file" : "folder", ds_names[i].name, *kind == DS_NPZ ? "FILE" : "DIR");
     }
-    int ce = gzclose(g);
-    if (s == LT_OK && ce == Z_BUF_ERROR)
-        s = lt_errf(err, LT_ERR_INVALID, "%s: truncated gzip data", path);
-    if (!buf && s == LT_OK)
-        s = lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", path);
-    if (s != LT_OK) {
-        free(buf);
-        return s;
+    return lt_errf(err, LT_ERR_INVALID,
+                   "unknown dataset '%.*s' (known: fashion-mnist[=DIR], mnist=DIR, cifar10=DIR, npz=FILE, onnx-pb=DIR)",
+                   (int)(nl > 200 ? 200 : nl), spec);
+}
+
+int lt_ds_file_exists(const char *path) { return access(path, R_OK) == 0; }
+
+void lt_ds_shape_str(int rank, const int64_t *dims, char *buf, size_t len)
+{
+    if (rank == 0) {
+        snprintf(buf, len, "scalars");
+        return;
     }
-    *out = buf;
-    *len = n;
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < rank && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? "x" : "", (long long)dims[i]);
+}
+
+/* Folds mean/std into the per-channel mul/add of byte samples, or applies
+ * them once to float samples. */
+static lt_status set_norm(lt_dataset *d, const lt_dataset_opts *o, const char *spec, lt_err *err)
+{
+    int nm = o ? o->nmean : 0, ns = o ? o->nstd : 0;
+    int64_t chans = d->rank ? d->dims[0] : 1;
+    char shp[128];
+    lt_ds_shape_str(d->rank, d->dims, shp, sizeof shp);
+    for (int k = 0; k < 2; k++) {
+        int cnt = k ? ns : nm;
+        const char *what = k ? "std" : "mean";
+        if (cnt < 0 || cnt > LT_DS_MAX_CH)
+            return lt_errf(err, LT_ERR_INVALID, "%s: %d %s values given; at most %d are accepted", spec, cnt, what,
+                           LT_DS_MAX_CH);
+        if (cnt > 1 && d->rank == 0)
+            return lt_errf(err, LT_ERR_INVALID, "%s: %d %s values given, the samples are scalars; give 1", spec, cnt,
+                           what);
+        if (cnt > 1 && cnt != chans)
+            return lt_errf(err, LT_ERR_INVALID,
+                           "%s: %d %s values given, the samples (%s) have %lld channels (their first dim); "
+                           "give 1 or %lld",
+                           spec, cnt, what, shp, (long long)chans, (long long)chans);
+    }
+    d->nch = nm > 1 || ns > 1 ? (int)chans : 1;
+    d->ch_len = d->nch > 1 ? d->numel / d->nch : d->numel;
+    double mean[LT_DS_MAX_CH], sd[LT_DS_MAX_CH];
+    for (int c = 0; c < d->nch; c++) {
+        mean[c] = nm ? o->mean[nm == 1 ? 0 : c] : 0.0;
+        sd[c] = ns ? o->std[ns == 1 ? 0 : c] : 1.0;
+        if (!(sd[c] > 0) || !isfinite(sd[c]) || !isfinite(mean[c]))
+            return lt_errf(err, LT_ERR_INVALID, "%s: channel %d has mean %g, std %g: both must be finite, std > 0",
+                           spec, c, mean[c], sd[c]);
+        d->mul[c] = d->xu8 ? (float)(1.0 / (255.0 * sd[c])) : 1.0f;
+        d->add[c] = d->xu8 ? (float)(-mean[c] / sd[c]) : 0.0f;
+    }
+    if (d->xu8 && !nm && !ns)
+        d->mul[0] = 1.0f / 255.0f; /* exactly the plain scale */
+    if (d->xu8 || (!nm && !ns))
+        return LT_OK;
+    int64_t total = d->n * d->nch;
+#pragma omp parallel for schedule(static) if (d->n * d->numel >= LT_DS_PARALLEL_MIN)
+    for (int64_t k = 0; k < total; k++) {
+        int c = (int)(k % d->nch);
+        float m = (float)mean[c], s = (float)sd[c];
+        float *p = d->xf + k * d->ch_len;
+        for (int64_t j = 0; j < d->ch_len; j++)
+            p[j] = (p[j] - m) / s;
+    }
     return LT_OK;
 }
 
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
-
-/* Checks an IDX header of unsigned bytes with `ndim` dims; returns them. */
-static lt_status idx_header(const char *path, const uint8_t *d, size_t len, int ndim, int64_t *dims, lt_err *err)
+lt_status lt_dataset_open_opts(const char *spec, int split, const lt_dataset_opts *opts, lt_dataset **out,
+                               lt_err *err)
 {
-    if (len < 4 + 4 * (size_t)ndim || d[0] != 0 || d[1] != 0 || d[2] != 0x08 || d[3] != ndim)
-        return lt_errf(err, LT_ERR_INVALID, "%s: not an IDX file of %d-D unsigned bytes (bad magic)", path, ndim);
-    uint64_t total = 1;
-    for (int i = 0; i < ndim; i++) {
-        dims[i] = be32(d + 4 + 4 * i);
-        total *= (uint64_t)dims[i];
-        if (total > ((uint64_t)1 << 34))
-            return lt_errf(err, LT_ERR_INVALID, "%s: IDX dims are implausibly large", path);
+    *out = NULL;
+    ds_kind kind;
+    const char *arg;
+    lt_status s = parse_spec(spec, &kind, &arg, err);
+    if (s != LT_OK)
+        return s;
+    if (split != 0 && split != 1)
+        return lt_errf(err, LT_ERR_INVALID, "%s: split %d (0 = train, 1 = test)", spec, split);
+    lt_dataset *d = calloc(1, sizeof *d);
+    if (!d)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    switch (kind) {
+    case DS_FASHION:
+    case DS_MNIST:
+        s = lt_ds_open_idx(d, arg, split, err);
+        break;
+    case DS_CIFAR:
+        s = lt_ds_open_cifar(d, arg, split, err);
+        break;
+    case DS_NPZ:
+        s = lt_ds_open_npz(d, arg, split, err);
+        break;
+    case DS_PB:
+        s = lt_ds_open_pb(d, arg, split, err);
+        break;
     }
-    if (len - 4 - 4 * (size_t)ndim != total)
-        return lt_errf(err, LT_ERR_INVALID, "%s: IDX header promises %llu bytes, the file holds %zu", path,
-                       (unsigned long long)total, len - 4 - 4 * (size_t)ndim);
+    if (d->classes) { /* one class index per sample */
+        d->trank = 0;
+        d->tnumel = 1;
+    }
+    if (s == LT_OK)
+        s = set_norm(d, opts, spec, err);
+    if (s != LT_OK) {
+        lt_dataset_free(d);
+        return s;
+    }
+    *out = d;
     return LT_OK;
 }
 
 lt_status lt_dataset_open(const char *spec, int split, lt_dataset **out, lt_err *err)
 {
-    *out = NULL;
-    char name[64], dir[4096];
-    const char *eq = strchr(spec, '=');
-    size_t nl = eq ? (size_t)(eq - spec) : strlen(spec);
-    if (nl >= sizeof name)
-        return lt_errf(err, LT_ERR_INVALID, "unknown dataset '%s'", spec);
-    memcpy(name, spec, nl);
-    name[nl] = 0;
-    if (strcmp(name, "fashion-mnist") != 0 && strcmp(name, "mnist") != 0)
-        return lt_errf(err, LT_ERR_INVALID, "unknown dataset '%s' (this build reads fashion-mnist and mnist)", name);
-    if (eq)
-        snprintf(dir, sizeof dir, "%s", eq + 1);
-    else if (strcmp(name, "fashion-mnist") == 0)
-        snprintf(dir, sizeof dir, "%s", LT_DEFAULT_FASHION_DIR);
-    else
-        return lt_errf(err, LT_ERR_INVALID, "mnist needs a folder: --data mnist=DIR");
-    const char *pre = split ? "t10k" : "train";
-    char ip[4200], lp[4200];
-    snprintf(ip, sizeof ip, "%s/%s-images-idx3-ubyte.gz", dir, pre);
-    snprintf(lp, sizeof lp, "%s/%s-labels-idx1-ubyte.gz", dir, pre);
-    uint8_t *img = NULL, *lab = NULL;
-    size_t il, ll;
-    int64_t idims[3] = {0}, ldims[1] = {0};
-    lt_status s = gunzip_file(ip, &img, &il, err);
-    if (s == LT_OK)
-        s = gunzip_file(lp, &lab, &ll, err);
-    if (s == LT_OK)
-        s = idx_header(ip, img, il, 3, idims, err);
-    if (s == LT_OK)
-        s = idx_header(lp, lab, ll, 1, ldims, err);
-    if (s == LT_OK && idims[0] != ldims[0])
-        s = lt_errf(err, LT_ERR_INVALID, "%s: %lld images but %lld labels in %s", ip, (long long)idims[0],
-                    (long long)ldims[0], lp);
-    for (int64_t i = 0; s == LT_OK && i < ldims[0]; i++)
-        if (lab[8 + i] > 9)
-            s = lt_errf(err, LT_ERR_INVALID, "%s: label %lld is %d, outside 0..9", lp, (long long)i, lab[8 + i]);
-    lt_dataset *d = s == LT_OK ? calloc(1, sizeof *d) : NULL;
-    if (s == LT_OK && !d)
-        s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
-    if (s != LT_OK) {
-        free(img);
-        free(lab);
-        return s;
+    return lt_dataset_open_opts(spec, split, NULL, out, err);
+}
+
+int lt_dataset_has_split(const char *spec, int split)
+{
+    ds_kind kind;
+    const char *arg;
+    lt_err err;
+    if (parse_spec(spec, &kind, &arg, &err) != LT_OK || (split != 0 && split != 1))
+        return 0;
+    switch (kind) {
+    case DS_FASHION:
+    case DS_MNIST:
+        return lt_ds_has_idx(arg, split);
+    case DS_CIFAR:
+        return lt_ds_has_cifar(arg, split);
+    case DS_NPZ:
+        return lt_ds_has_npz(arg, split);
+    case DS_PB:
+        return lt_ds_has_pb(arg, split);
     }
-    d->n = idims[0];
-    d->rows = idims[1];
-    d->cols = idims[2];
-    memmove(img, img + 16, (size_t)(il - 16));
-    memmove(lab, lab + 8, (size_t)(ll - 8));
-    d->pixels = img;
-    d->labels = lab;
-    *out = d;
-    return LT_OK;
+    return 0;
 }
 
 void lt_dataset_free(lt_dataset *d)
 {
     if (!d)
         return;
-    free(d->pixels);
-    free(d->labels);
+    free(d->xu8);
+    free(d->xf);
+    free(d->cls);
+    free(d->tgt);
     free(d);
 }
 
 int64_t lt_dataset_size(const lt_dataset *d) { return d->n; }
+int64_t lt_dataset_sample_numel(const lt_dataset *d) { return d->numel; }
+int lt_dataset_has_classes(const lt_dataset *d) { return d->classes; }
+int64_t lt_dataset_num_classes(const lt_dataset *d) { return d->classes ? d->num_classes : 0; }
+
+void lt_dataset_sample_shape(const lt_dataset *d, int *rank, int64_t *dims)
+{
+    *rank = d->rank;
+    memcpy(dims, d->dims, sizeof *dims * (size_t)d->rank);
+}
+
+void lt_dataset_target_shape(const lt_dataset *d, int *rank, int64_t *dims)
+{
+    *rank = d->classes ? 0 : d->trank;
+    memcpy(dims, d->tdims, sizeof *dims * (size_t)*rank);
+}
+
+lt_status lt_ds_from_arrays(lt_dataset *d, const lt_tensor *x, const lt_tensor *y, void **x_owned,
+                            const char *xname, const char *yname, lt_err *err)
+{
+    if (x->rank < 1 || x->dims[0] < 1 || x->numel < 1)
+        return lt_errf(err, LT_ERR_INVALID, "%s holds no samples (rank %d, %lld values)", xname, x->rank,
+                       (long long)x->numel);
+    if (y->rank < 1 || y->dims[0] != x->dims[0])
+        return lt_errf(err, LT_ERR_INVALID, "%s has %lld samples but %s has %lld", xname, (long long)x->dims[0], yname,
+                       (long long)(y->rank ? y->dims[0] : 0));
+    if (x->dtype != LT_U8 && x->dtype != LT_F32 && x->dtype != LT_F64)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s has element type %s; samples must be uint8, float32 or float64",
+                       xname, lt_dtype_name(x->dtype));
+    bool ycls = lt_dtype_is_int(y->dtype);
+    if (!ycls && y->dtype != LT_F32 && y->dtype != LT_F64)
+        return lt_errf(err, LT_ERR_UNSUPPORTED,
+                       "%s has element type %s; labels must be integers (classes) or float32/float64 (targets)", yname,
+                       lt_dtype_name(y->dtype));
+    if (ycls && y->rank != 1)
+        return lt_errf(err, LT_ERR_INVALID, "%s: integer labels (classes) must have shape [N], this has rank %d", yname,
+                       y->rank);
+    int64_t n = x->dims[0];
+    d->n = n;
+    d->rank = x->rank - 1;
+    memcpy(d->dims, x->dims + 1, sizeof *d->dims * (size_t)d->rank);
+    d->numel = x->numel / n;
+    d->classes = ycls;
+    d->trank = ycls ? 0 : y->rank - 1;
+    memcpy(d->tdims, y->dims + 1, sizeof *d->tdims * (size_t)d->trank);
+    d->tnumel = ycls ? 1 : y->numel / n;
+
+    size_t bytes = (size_t)x->numel * (x->dtype == LT_U8 ? 1 : sizeof(float));
+    bool adopt = x_owned && *x_owned == x->data && x->dtype != LT_F64;
+    void *xs = adopt ? x->data : malloc(bytes ? bytes : 1);
+    if (!xs)
+        return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory for %zu bytes", xname, bytes);
+    if (adopt)
+        *x_owned = NULL;
+    else if (x->dtype == LT_F64)
+        for (int64_t i = 0; i < x->numel; i++)
+            ((float *)xs)[i] = (float)((const double *)x->data)[i];
+    else
+        memcpy(xs, x->data, bytes);
+    if (x->dtype == LT_U8)
+        d->xu8 = xs;
+    else
+        d->xf = xs;
+
+    if (ycls) {
+        d->cls = malloc(sizeof *d->cls * (size_t)n);
+        if (!d->cls)
+            return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", yname);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = lt_tensor_get_i64(y, i);
+            /* an unsigned 64-bit label past INT64_MAX reads as negative */
+            if (v < 0 || v > INT32_MAX)
+                return lt_errf(err, LT_ERR_INVALID, "%s: label %lld is %lld; classes must be in 0..%d", yname,
+                               (long long)i, (long long)v, INT32_MAX);
+            d->cls[i] = v;
+            if (v + 1 > d->num_classes)
+                d->num_classes = v + 1;
+        }
+    } else {
+        d->tgt = malloc(sizeof *d->tgt * (size_t)(y->numel ? y->numel : 1));
+        if (!d->tgt)
+            return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", yname);
+        for (int64_t i = 0; i < y->numel; i++)
+            d->tgt[i] = y->dtype == LT_F32 ? ((const float *)y->data)[i] : (float)((const double *)y->data)[i];
+    }
+    return LT_OK;
+}
+
+/* ---- batches ---- */
+
+/* Sample s into dst; the inner loops are forced to SIMD (gcc's -O2 cost
+ * model would leave the byte-to-float conversion scalar). */
+static void fill_sample(const lt_dataset *d, int64_t s, float *dst)
+{
+    if (d->xf) {
+        memcpy(dst, d->xf + s * d->numel, sizeof *dst * (size_t)d->numel);
+        return;
+    }
+    const uint8_t *src = d->xu8 + s * d->numel;
+    for (int c = 0; c < d->nch; c++) {
+        const uint8_t *p = src + c * d->ch_len;
+        float *q = dst + c * d->ch_len, m = d->mul[c], a = d->add[c];
+#pragma omp simd
+        for (int64_t j = 0; j < d->ch_len; j++)
+            q[j] = (float)p[j] * m + a;
+    }
+}
+
+static void fill_label(const lt_dataset *d, int64_t s, int64_t i, lt_tensor *y)
+{
+    if (d->classes)
+        ((int64_t *)y->data)[i] = d->cls[s];
+    else
+        memcpy((float *)y->data + i * d->tnumel, d->tgt + s * d->tnumel, sizeof(float) * (size_t)d->tnumel);
+}
+
+/* Samples idx[i] (or start + i when idx is NULL) for i in [0, n). */
+static void fill(const lt_dataset *d, const int64_t *idx, int64_t start, int64_t n, lt_tensor *x, lt_tensor *y,
+                 int parallel)
+{
+    float *xp = x->data;
+    if (parallel && n > 1 && n * d->numel >= LT_DS_PARALLEL_MIN) {
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            int64_t s = idx ? idx[i] : start + i;
+            fill_sample(d, s, xp + i * d->numel);
+            fill_label(d, s, i, y);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t s = idx ? idx[i] : start + i;
+        fill_sample(d, s, xp + i * d->numel);
+        fill_label(d, s, i, y);
+    }
+}
+
+lt_status lt_ds_gather(const lt_dataset *d, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y, int parallel,
+                       lt_err *err)
+{
+    int64_t want;
+    if (n < 0 || __builtin_mul_overflow(n, d->numel, &want))
+        return lt_errf(err, LT_ERR_INVALID, "gather of %lld samples", (long long)n);
+    if (!x || x->dtype != LT_F32 || x->numel != want || (x->numel && !x->data))
+        return lt_errf(err, LT_ERR_INVALID,
+                       "gather: x must be float32 with %lld values (%lld samples of %lld), it is %s with %lld",
+                       (long long)want, (long long)n, (long long)d->numel,
+                       x ? lt_dtype_name(x->dtype) : "missing", x ? (long long)x->numel : 0LL);
+    lt_dtype yt = d->classes ? LT_I64 : LT_F32;
+    int64_t want_y;
+    if (__builtin_mul_overflow(n, d->tnumel, &want_y) || !y || y->dtype != yt || y->numel != want_y ||
+        (y->numel && !y->data))
+        return lt_errf(err, LT_ERR_INVALID, "gather: y must be %s with %lld values (%s), it is %s with %lld",
+                       lt_dtype_name(yt), (long long)want_y, d->classes ? "class indices" : "float targets",
+                       y ? lt_dtype_name(y->dtype) : "missing", y ? (long long)y->numel : 0LL);
+    for (int64_t i = 0; i < n; i++)
+        if (idx[i] < 0 || idx[i] >= d->n)
+            return lt_errf(err, LT_ERR_INVALID,
+                           "gather: sample index %lld (entry %lld) is outside the dataset's %lld samples",
+                           (long long)idx[i], (long long)i, (long long)d->n);
+    fill(d, idx, 0, n, x, y, parallel);
+    return LT_OK;
+}
+
+lt_status lt_dataset_gather(const lt_dataset *d, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y,
+                            lt_err *err)
+{
+    return lt_ds_gather(d, idx, n, x, y, 1, err);
+}
 
 lt_status lt_dataset_batch(const lt_dataset *d, int64_t start, int64_t n, int rank, const int64_t *shape,
                            lt_value **x, lt_value **y, lt_err *err)
 {
-    if (start < 0 || n <= 0 || start + n > d->n)
+    if (start < 0 || n <= 0 || start > d->n - n)
         return lt_errf(err, LT_ERR_INVALID, "batch [%lld, %lld) is outside the dataset's %lld samples",
                        (long long)start, (long long)(start + n), (long long)d->n);
-    int64_t per = d->rows * d->cols, inner = 1;
     if (rank < 1 || rank > LT_MAX_RANK)
         return lt_errf(err, LT_ERR_INVALID, "bad input rank %d", rank);
+    int64_t inner = 1;
     for (int i = 1; i < rank; i++)
         inner *= shape[i];
-    if (inner != per)
-        return lt_errf(err, LT_ERR_INVALID, "the model's input holds %lld values per sample, the images have %lldx%lld",
-                       (long long)inner, (long long)d->rows, (long long)d->cols);
-    int64_t dims[LT_MAX_RANK];
-    memcpy(dims, shape, sizeof *dims * rank);
+    if (inner != d->numel) {
+        char shp[128];
+        lt_ds_shape_str(d->rank, d->dims, shp, sizeof shp);
+        return lt_errf(err, LT_ERR_INVALID, "the model's input holds %lld values per sample, the samples are %s",
+                       (long long)inner, shp);
+    }
+    int64_t dims[LT_MAX_RANK], ydims[LT_MAX_RANK];
+    memcpy(dims, shape, sizeof *dims * (size_t)rank);
     dims[0] = n;
+    int yrank = d->classes ? 1 : 1 + d->trank;
+    ydims[0] = n;
+    if (!d->classes)
+        memcpy(ydims + 1, d->tdims, sizeof *ydims * (size_t)d->trank);
     lt_value *xv = lt_value_new_tensor(), *yv = lt_value_new_tensor();
     lt_status s = xv && yv ? LT_OK : lt_errf(err, LT_ERR_NOMEM, "out of memory");
     if (s == LT_OK)
         s = lt_tensor_alloc(&xv->t, LT_F32, rank, dims, err);
     if (s == LT_OK)
-        s = lt_tensor_alloc(&yv->t, LT_I64, 1, &n, err);
+        s = lt_tensor_alloc(&yv->t, d->classes ? LT_I64 : LT_F32, yrank, ydims, err);
     if (s != LT_OK) {
         lt_value_free(xv);
         lt_value_free(yv);
         return s;
     }
-    float *xp = xv->t.data;
-    const uint8_t *src = d->pixels + start * per;
-    for (int64_t i = 0; i < n * per; i++)
-        xp[i] = src[i] * (1.0f / 255.0f);
-    for (int64_t i = 0; i < n; i++)
-        ((int64_t *)yv->t.data)[i] = d->labels[start + i];
+    fill(d, NULL, start, n, &xv->t, &yv->t, 1);
     *x = xv;
     *y = yv;
     return LT_OK;

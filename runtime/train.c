@@ -1,29 +1,19 @@
 /* The training loop as a library function: one model copy turned into its
  * forward/backward program, a second copy (forward only) that receives the
- * trained parameters for evaluation; seeded shuffling, optimizer steps with
- * a learning-rate schedule and gradient clipping, per-epoch test loss and
- * accuracy. Also classifier evaluation on its own (lantern eval). */
+ * trained parameters for evaluation; seeded shuffling, batches gathered by a
+ * prefetch thread, optimizer steps with a learning-rate schedule and
+ * gradient clipping, per-epoch test loss and accuracy. Also evaluation on
+ * its own (lantern eval). How data feeds the model: train_feed.c. */
 #include "runtime.h"
 #include "ir/train_mode.h"
 #include "checkpoint.h"
+#include "prefetch.h"
+#include "train_feed.h"
 #include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* Every dataset lantern reads (MNIST-style IDX) has 28x28 images. */
-#define LT_IMAGE_SIDE 28
-#define LT_IMAGE_VALUES (LT_IMAGE_SIDE * LT_IMAGE_SIDE)
-#define LT_EVAL_BATCH 500
-
-/* The model's image input and the batch shape it takes. */
-typedef struct image_input {
-    const char *name;
-    int rank;
-    int64_t shape[LT_MAX_RANK]; /* shape[0] is the batch */
-    int64_t fixed_batch;        /* > 0 when the model fixes its batch size */
-} image_input;
 
 static double now_s(void)
 {
@@ -43,156 +33,24 @@ static uint64_t splitmix64(uint64_t *state)
 /* uniform in [0, 1) with 53 random bits */
 static double uniform01(uint64_t *state) { return (double)(splitmix64(state) >> 11) * 0x1.0p-53; }
 
-/* Finds the one input without a default and checks that 28x28 images fit it:
- * float32 (or untyped), rank >= 2, one image per sample. A single unknown
- * non-batch dim takes what is left; all unknown means [N,784], [N,28,28] or
- * [N,1,28,28] by rank. */
-static lt_status find_image_input(const lt_model *m, image_input *ii, lt_err *err)
+static lt_status open_data(const char *spec, int split, const lt_dataset_opts *norm, lt_dataset **d, lt_err *err)
 {
-    const lt_block *b = m->main;
-    int found = -1, count = 0;
-    for (int i = 0; i < b->nparams; i++)
-        if (!m->input_default || m->input_default[i] < 0) {
-            count++;
-            if (found < 0)
-                found = i;
-        }
-    if (count != 1)
-        return lt_errf(err, LT_ERR_INVALID, "%s: the model has %d inputs without a default; training and evaluation "
-                       "feed images to exactly one", m->path, count);
-    const lt_ival *v = b->params[found];
-    const lt_type *t = &v->type;
-    char have[256];
-    FILE *f = fmemopen(have, sizeof have, "w");
-    if (f) {
-        lt_type_print(m, t, f);
-        fclose(f);
-    } else {
-        snprintf(have, sizeof have, "?");
-    }
-    if (t->kind != LT_KIND_TENSOR || (t->dtype != LT_F32 && t->dtype != LT_UNDEFINED))
-        return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s; the images are float32", m->path, v->name, have);
-    if (t->rank < 2)
-        return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s; it must be [N, ...] with one %dx%d image per sample",
-                       m->path, v->name, have, LT_IMAGE_SIDE, LT_IMAGE_SIDE);
-    ii->name = v->name;
-    ii->rank = t->rank;
-    ii->fixed_batch = t->dims[0].sym < 0 && t->dims[0].v > 0 ? t->dims[0].v : 0;
-    int64_t known = 1;
-    int unknown = 0, last_unknown = -1;
-    for (int i = 1; i < t->rank; i++) {
-        if (t->dims[i].sym >= 0 || t->dims[i].v < 0) {
-            unknown++;
-            last_unknown = i;
-            ii->shape[i] = -1;
-        } else {
-            ii->shape[i] = t->dims[i].v;
-            known *= t->dims[i].v > 0 ? t->dims[i].v : 1;
-            if (t->dims[i].v == 0 || known > LT_IMAGE_VALUES)
-                known = LT_IMAGE_VALUES + 1;
-        }
-    }
-    if (unknown == 1 && known <= LT_IMAGE_VALUES && LT_IMAGE_VALUES % known == 0) {
-        ii->shape[last_unknown] = LT_IMAGE_VALUES / known;
-        known = LT_IMAGE_VALUES;
-    } else if (unknown > 0 && unknown == t->rank - 1 && t->rank <= 4) {
-        static const int64_t by_rank[3][3] = {{LT_IMAGE_VALUES}, {LT_IMAGE_SIDE, LT_IMAGE_SIDE}, {1, LT_IMAGE_SIDE, LT_IMAGE_SIDE}};
-        for (int i = 1; i < t->rank; i++)
-            ii->shape[i] = by_rank[t->rank - 2][i - 1];
-        known = LT_IMAGE_VALUES;
-    } else if (unknown > 0) {
-        known = -1;
-    }
-    if (known != LT_IMAGE_VALUES)
-        return lt_errf(err, LT_ERR_INVALID,
-                       "%s: input '%s' is %s, which does not take one %dx%d image per sample ([N,%d] or [N,1,%d,%d])",
-                       m->path, v->name, have, LT_IMAGE_SIDE, LT_IMAGE_SIDE, LT_IMAGE_VALUES, LT_IMAGE_SIDE,
-                       LT_IMAGE_SIDE);
-    return LT_OK;
+    return lt_dataset_open_opts(spec, split, norm, d, err);
 }
 
-/* Mean cross-entropy (summed into *loss_sum) and correct argmax count of
- * logits [n, C] against labels. */
-static lt_status score_batch(const lt_model *m, const lt_value *out, const lt_value *y, int64_t n, double *loss_sum,
-                             int64_t *correct, lt_err *err)
+lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *r, lt_err *err)
 {
-    const lt_tensor *lg = lt_value_tensor(out);
-    if (!lg || lg->rank != 2 || lg->dims[0] != n || lg->dims[1] < 2 || (lg->dtype != LT_F32 && lg->dtype != LT_F64))
-        return lt_errf(err, LT_ERR_INVALID, "%s: the first output must be float class scores [N, classes], got %s of rank %d",
-                       m->path, lg ? lt_dtype_name(lg->dtype) : "a non-tensor", lg ? lg->rank : -1);
-    int64_t C = lg->dims[1];
-    const int64_t *lab = lt_value_tensor(y)->data;
-    for (int64_t i = 0; i < n; i++) {
-        if (lab[i] < 0 || lab[i] >= C)
-            return lt_errf(err, LT_ERR_INVALID, "%s: label %lld does not fit the model's %lld classes", m->path,
-                           (long long)lab[i], (long long)C);
-        double mx = -INFINITY, sum = 0;
-        int64_t best = 0;
-        for (int64_t c = 0; c < C; c++) {
-            double z = lt_tensor_get_f64(lg, i * C + c);
-            if (z > mx) {
-                mx = z;
-                best = c;
-            }
-        }
-        for (int64_t c = 0; c < C; c++)
-            sum += exp(lt_tensor_get_f64(lg, i * C + c) - mx);
-        *loss_sum += log(sum) + mx - lt_tensor_get_f64(lg, i * C + lab[i]);
-        *correct += best == lab[i];
-    }
-    return LT_OK;
-}
-
-static lt_status evaluate(lt_model *m, lt_session *s, const lt_dataset *d, const image_input *ii, int64_t limit,
-                          lt_eval_result *r, lt_err *err)
-{
-    int64_t n = lt_dataset_size(d), batch = ii->fixed_batch ? ii->fixed_batch : LT_EVAL_BATCH;
-    if (limit > 0 && limit < n)
-        n = limit;
-    if (ii->fixed_batch)
-        n -= n % batch; /* the rest does not fill the model's batch */
-    if (n <= 0)
-        return lt_errf(err, LT_ERR_INVALID, "%s: no test samples to evaluate (the model's batch is %lld)", m->path,
-                       (long long)batch);
-    double loss = 0;
-    int64_t correct = 0;
-    lt_status st = LT_OK;
-    for (int64_t at = 0; at < n && st == LT_OK; at += batch) {
-        int64_t k = n - at < batch ? n - at : batch;
-        lt_value *x = NULL, *y = NULL, *out[64] = {0};
-        int nout = lt_model_num_outputs(m);
-        if (nout < 1 || nout > 64)
-            return lt_errf(err, LT_ERR_INVALID, "%s: the model has %d outputs", m->path, nout);
-        st = lt_dataset_batch(d, at, k, ii->rank, ii->shape, &x, &y, err);
-        if (st == LT_OK)
-            st = lt_session_run(s, 1, &ii->name, &x, out, err);
-        if (st == LT_OK)
-            st = score_batch(m, out[0], y, k, &loss, &correct, err);
-        for (int i = 0; i < nout; i++)
-            lt_value_free(out[i]);
-        lt_value_free(x);
-        lt_value_free(y);
-    }
-    if (st == LT_OK) {
-        r->loss = loss / (double)n;
-        r->accuracy = (double)correct / (double)n;
-        r->count = n;
-    }
-    return st;
-}
-
-lt_status lt_model_evaluate(lt_model *m, const char *data, int64_t limit, lt_eval_result *r, lt_err *err)
-{
-    image_input ii;
+    lt_feed f;
     lt_dataset *d = NULL;
     lt_session *s = NULL;
-    lt_status st = find_image_input(m, &ii, err);
+    lt_loss_kind loss = o->loss == LT_LOSS_SUM ? LT_LOSS_SOFTMAX_CROSS_ENTROPY : o->loss;
+    lt_status st = open_data(o->data, 1, &o->norm, &d, err);
     if (st == LT_OK)
-        st = lt_dataset_open(data, 1, &d, err);
+        st = lt_feed_plan(m, d, loss, o->output, &f, err);
     if (st == LT_OK)
         st = lt_session_new(m, &s, err);
     if (st == LT_OK)
-        st = evaluate(m, s, d, &ii, limit, r, err);
+        st = lt_feed_evaluate(&f, s, m, d, o->limit, r, err);
     lt_session_free(s);
     lt_dataset_free(d);
     return st;
@@ -276,7 +134,7 @@ typedef struct trainer {
     lt_model *tm, *em; /* training program; forward model for evaluation */
     lt_session *ts, *es;
     lt_dataset *train, *test;
-    image_input ii;
+    lt_feed feed;
     int ngrad;
     int *grad_param;    /* module parameter of gradient output 1 + i */
     lt_tensor **params; /* the training model's parameters being updated */
@@ -301,8 +159,9 @@ static lt_status check_opts(const lt_train_opts *o, lt_err *err)
         return lt_errf(err, LT_ERR_INVALID, "the step schedule's gamma must be in (0, 1], got %g", o->schedule.gamma);
     if (!(o->clip_norm >= 0) || !isfinite(o->clip_norm))
         return lt_errf(err, LT_ERR_INVALID, "clip norm must be >= 0, got %g", o->clip_norm);
-    if (o->loss != LT_LOSS_SOFTMAX_CROSS_ENTROPY)
-        return lt_errf(err, LT_ERR_UNSUPPORTED, "training supports the softmax-cross-entropy loss only");
+    if (o->loss != LT_LOSS_SOFTMAX_CROSS_ENTROPY && o->loss != LT_LOSS_NLL && o->loss != LT_LOSS_MSE &&
+        o->loss != LT_LOSS_BCE_LOGITS && o->loss != LT_LOSS_MODEL)
+        return lt_errf(err, LT_ERR_INVALID, "training takes the losses softmax-cross-entropy, nll, mse, bce-logits and model");
     return LT_OK;
 }
 
@@ -379,38 +238,6 @@ static void copy_params(trainer *tr)
     }
 }
 
-/* Fills x and y with samples order[at .. at+n) of the training split. */
-static lt_status gather(trainer *tr, int64_t at, int64_t n, lt_value *x, lt_value *y)
-{
-    size_t per = (size_t)LT_IMAGE_VALUES * sizeof(float);
-    for (int64_t i = 0; i < n; i++) {
-        lt_value *xi = NULL, *yi = NULL;
-        lt_status st = lt_dataset_batch(tr->train, tr->order[at + i], 1, tr->ii.rank, tr->ii.shape, &xi, &yi, tr->err);
-        if (st != LT_OK)
-            return st;
-        memcpy((char *)x->t.data + per * i, xi->t.data, per);
-        ((int64_t *)y->t.data)[i] = ((const int64_t *)yi->t.data)[0];
-        lt_value_free(xi);
-        lt_value_free(yi);
-    }
-    return LT_OK;
-}
-
-static lt_status new_batch(trainer *tr, int64_t n, lt_value **x, lt_value **y)
-{
-    int64_t dims[LT_MAX_RANK];
-    memcpy(dims, tr->ii.shape, sizeof dims);
-    dims[0] = n;
-    *x = lt_value_new_tensor();
-    *y = lt_value_new_tensor();
-    if (!*x || !*y)
-        return lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
-    lt_status st = lt_tensor_alloc(&(*x)->t, LT_F32, tr->ii.rank, dims, tr->err);
-    if (st == LT_OK)
-        st = lt_tensor_alloc(&(*y)->t, LT_I64, 1, &n, tr->err);
-    return st;
-}
-
 static lt_status setup(trainer *tr, const char *path)
 {
     const lt_train_opts *o = tr->o;
@@ -420,23 +247,23 @@ static lt_status setup(trainer *tr, const char *path)
     if (st == LT_OK)
         st = lt_model_load(path, &tr->em, tr->err);
     if (st == LT_OK)
-        st = find_image_input(tr->em, &tr->ii, tr->err);
-    if (st == LT_OK && tr->ii.fixed_batch && tr->ii.fixed_batch != o->batch)
-        st = lt_errf(tr->err, LT_ERR_INVALID, "%s: input '%s' has a fixed batch size of %lld; use --batch %lld", path,
-                     tr->ii.name, (long long)tr->ii.fixed_batch, (long long)tr->ii.fixed_batch);
-    if (st == LT_OK)
         st = check_copies(tr);
     if (st == LT_OK)
-        st = lt_dataset_open(o->data, 0, &tr->train, tr->err);
+        st = open_data(o->data, 0, &o->norm, &tr->train, tr->err);
+    if (st == LT_OK && lt_dataset_has_split(o->data, 1))
+        st = open_data(o->data, 1, &o->norm, &tr->test, tr->err);
     if (st == LT_OK)
-        st = lt_dataset_open(o->data, 1, &tr->test, tr->err);
+        st = lt_feed_plan(tr->em, tr->train, o->loss, o->output, &tr->feed, tr->err);
+    if (st == LT_OK && tr->feed.fixed_batch && tr->feed.fixed_batch != o->batch)
+        st = lt_errf(tr->err, LT_ERR_INVALID, "%s: input '%s' has a fixed batch size of %lld; use --batch %lld", path,
+                     tr->feed.x_name, (long long)tr->feed.fixed_batch, (long long)tr->feed.fixed_batch);
     if (st == LT_OK)
         st = apply_freeze(tr);
     if (st != LT_OK)
         return st;
     if (o->init_random)
         init_random(tr->tm, o->seed);
-    lt_grad_opts g = {o->loss, 0, NULL, 0};
+    lt_grad_opts g = {o->loss, 0, NULL, 0, o->output};
     st = lt_ir_set_training(tr->tm, tr->err);
     if (st == LT_OK)
         st = lt_model_grad(tr->tm, &g, tr->err);
@@ -465,10 +292,10 @@ static void shuffle(trainer *tr, int64_t n)
 }
 
 /* One optimizer step on the batch in x, y; *loss gets the batch's loss. */
-static lt_status train_step(trainer *tr, lt_value *x, lt_value *y, double lr, double *loss)
+static lt_status train_step(trainer *tr, lt_feed_batch *b, double lr, double *loss)
 {
-    const char *names[2] = {tr->ii.name, "labels"};
-    lt_value *in[2] = {x, y};
+    const char *names[2] = {tr->feed.x_name, tr->feed.y_name};
+    lt_value *in[2] = {b->x, b->y ? b->y : b->raw};
     int nout = lt_model_num_outputs(tr->tm);
     lt_value **out = calloc(nout, sizeof *out);
     if (!out)
@@ -504,13 +331,17 @@ static lt_status train_step(trainer *tr, lt_value *x, lt_value *y, double lr, do
 
 /* The checkpoint's view of the run (position fields left for the caller):
  * every parameter's values, frozen ones and running statistics included,
- * and the optimizer of the trained ones. c->values is the caller's to free. */
+ * and the optimizer of the trained ones. c->values (which holds c->names
+ * too) is the caller's to free. */
 static lt_status ckpt_state(trainer *tr, int64_t n, int64_t B, int64_t steps, lt_ckpt_state *c)
 {
     lt_module *m = tr->tm;
     int nv = 0;
-    lt_tensor **values = malloc(sizeof *values * (size_t)(m->nparams + 1));
-    const char **names = malloc(sizeof *names * (size_t)(m->nparams + tr->ngrad + 1));
+    size_t np = (size_t)m->nparams + 1;
+    /* the values and their names share one block, so that freeing c->values frees both */
+    lt_tensor **values = malloc((sizeof *values + sizeof(const char *)) * np);
+    const char **vnames = values ? (const char **)(values + np) : NULL;
+    const char **names = malloc(sizeof *names * (size_t)(tr->ngrad + 1));
     if (!values || !names) {
         free(values);
         free(names);
@@ -518,15 +349,17 @@ static lt_status ckpt_state(trainer *tr, int64_t n, int64_t B, int64_t steps, lt
     }
     for (int p = 0; p < m->nparams; p++)
         if (m->params[p].data.dtype != LT_STRING && m->params[p].data.numel > 0) {
-            names[nv] = m->params[p].name;
+            vnames[nv] = m->params[p].name;
             values[nv++] = &m->params[p].data;
         }
-    uint64_t hash = lt_ckpt_model_hash(nv, names, (const lt_tensor *const *)values);
+    uint64_t hash = lt_ckpt_model_hash(nv, vnames, (const lt_tensor *const *)values);
     for (int g = 0; g < tr->ngrad; g++)
         names[g] = m->params[tr->grad_param[g]].name;
     hash = hash * 31 ^ lt_ckpt_model_hash(tr->ngrad, names, (const lt_tensor *const *)tr->params);
     free(names);
-    lt_ckpt_state z = {hash, nv, values, tr->ngrad, tr->params, tr->opt, n, B, steps, tr->order, 0, 0, 0, 0, 0, 0};
+    lt_ckpt_state z = {.model_hash = hash, .nvalues = nv, .values = values, .names = vnames, .n = tr->ngrad,
+                       .params = tr->params, .opt = tr->opt, .nsamples = n, .batch = B, .steps = steps,
+                       .order = tr->order};
     *c = z;
     return LT_OK;
 }
@@ -545,6 +378,53 @@ static lt_status save_checkpoint(trainer *tr, lt_ckpt_state *c, int e, int64_t s
 
 static int stop_requested(const lt_train_opts *o) { return o->stop && *o->stop; }
 
+/* The batches of an epoch: two full-size buffers that the prefetch thread
+ * and the training step take turns on, and one for a smaller last batch. */
+typedef struct batches {
+    lt_feed_batch full[2], last;
+    lt_prefetch *pf;
+    int64_t n, B, steps;
+} batches;
+
+static lt_feed_batch *batch_of(batches *bs, int64_t s)
+{
+    return s * bs->B + bs->B <= bs->n ? &bs->full[s % 2] : &bs->last;
+}
+
+/* starts gathering step s's samples (in the epoch's order) */
+static lt_status submit(trainer *tr, batches *bs, int64_t s)
+{
+    lt_feed_batch *b = batch_of(bs, s);
+    return lt_prefetch_submit(bs->pf, tr->order + s * bs->B, b->n, &b->x->t, &b->raw->t, tr->err);
+}
+
+static lt_status batches_new(trainer *tr, batches *bs, int64_t n, int64_t B)
+{
+    bs->n = n;
+    bs->B = B;
+    /* a model with a fixed batch size cannot take the last, smaller batch */
+    bs->steps = tr->feed.fixed_batch ? n / B : (n + B - 1) / B;
+    if (bs->steps < 1)
+        return lt_errf(tr->err, LT_ERR_INVALID, "%s: %lld training samples do not fill one batch of %lld", tr->path,
+                       (long long)n, (long long)B);
+    lt_status st = lt_feed_batch_new(&tr->feed, tr->train, B, &bs->full[0], tr->err);
+    if (st == LT_OK && bs->steps > 1)
+        st = lt_feed_batch_new(&tr->feed, tr->train, B, &bs->full[1], tr->err);
+    if (st == LT_OK && n % B && !tr->feed.fixed_batch)
+        st = lt_feed_batch_new(&tr->feed, tr->train, n % B, &bs->last, tr->err);
+    if (st == LT_OK)
+        st = lt_prefetch_new(tr->train, &bs->pf, tr->err);
+    return st;
+}
+
+static void batches_free(batches *bs)
+{
+    lt_prefetch_free(bs->pf);
+    lt_feed_batch_free(&bs->full[0]);
+    lt_feed_batch_free(&bs->full[1]);
+    lt_feed_batch_free(&bs->last);
+}
+
 static lt_status run_epochs(trainer *tr)
 {
     const lt_train_opts *o = tr->o;
@@ -552,23 +432,17 @@ static lt_status run_epochs(trainer *tr)
     if (o->limit > 0 && o->limit < n)
         n = o->limit;
     int64_t B = o->batch < n ? o->batch : n;
-    /* a model with a fixed batch size cannot take the last, smaller batch */
-    int64_t steps = tr->ii.fixed_batch ? n / B : (n + B - 1) / B;
-    if (steps < 1)
-        return lt_errf(tr->err, LT_ERR_INVALID, "%s: %lld training samples do not fill one batch of %lld", tr->path,
-                       (long long)n, (long long)B);
-    tr->order = malloc(sizeof *tr->order * (size_t)n);
-    if (!tr->order)
-        return lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < n; i++)
+    batches bs = {0};
+    lt_status st = batches_new(tr, &bs, n, B);
+    int64_t steps = bs.steps;
+    tr->order = st == LT_OK ? malloc(sizeof *tr->order * (size_t)n) : NULL;
+    if (st == LT_OK && !tr->order)
+        st = lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; st == LT_OK && i < n; i++)
         tr->order[i] = i;
     tr->rng = o->seed ^ 0x73687566666c6521ull;
     lt_schedule sched = o->schedule;
     sched.total = steps * o->epochs;
-    lt_value *x = NULL, *y = NULL, *xs = NULL, *ys = NULL;
-    lt_status st = new_batch(tr, B, &x, &y);
-    if (st == LT_OK && n % B && !tr->ii.fixed_batch)
-        st = new_batch(tr, n % B, &xs, &ys);
     double t0 = now_s(), train_time = 0;
     int64_t global = 0;
     lt_ckpt_state ck = {0};
@@ -598,20 +472,24 @@ static lt_status run_epochs(trainer *tr)
         if (!mid)
             shuffle(tr, n);
         double te = now_s(), loss_sum = mid ? ck.loss_sum : 0, lr = 0;
-        int64_t seen = mid ? ck.seen : 0;
-        for (int64_t s = mid ? ck.step : 0; s < steps && st == LT_OK; s++) {
-            int64_t k = s * B + B <= n ? B : n - s * B;
-            lt_value *bx = k == B ? x : xs, *by = k == B ? y : ys;
+        int64_t seen = mid ? ck.seen : 0, s0 = mid ? ck.step : 0;
+        st = submit(tr, &bs, s0);
+        for (int64_t s = s0; s < steps && st == LT_OK; s++) {
+            lt_feed_batch *b = batch_of(&bs, s);
             double loss = 0;
             lr = lt_schedule_lr(&sched, global);
-            st = gather(tr, s * B, k, bx, by);
+            st = lt_prefetch_wait(bs.pf, tr->err);
+            if (st == LT_OK && s + 1 < steps)
+                st = submit(tr, &bs, s + 1);
             if (st == LT_OK)
-                st = train_step(tr, bx, by, lr, &loss);
+                st = lt_feed_targets(&tr->feed, b, tr->err);
+            if (st == LT_OK)
+                st = train_step(tr, b, lr, &loss);
             if (st != LT_OK)
                 break;
             global++;
-            loss_sum += loss * (double)k;
-            seen += k;
+            loss_sum += loss * (double)b->n;
+            seen += b->n;
             if (o->on_step) {
                 double now = now_s(), ep = now - te, run = train_time + ep;
                 lt_train_progress p = {e, o->epochs, s + 1, steps, global, sched.total, loss_sum / (double)seen, loss, lr,
@@ -629,13 +507,17 @@ static lt_status run_epochs(trainer *tr)
                 break;
             }
         }
+        /* nothing may still be filling a buffer (or reading the order) */
+        lt_err ignored;
+        lt_prefetch_wait(bs.pf, &ignored);
         if (st != LT_OK || *stopped)
             break;
         double secs = now_s() - te;
         train_time += secs;
         copy_params(tr);
-        lt_epoch_result r = {e, o->epochs, loss_sum / (double)seen, {0, 0, 0}, lr, secs};
-        st = evaluate(tr->em, tr->es, tr->test, &tr->ii, o->test_limit, &r.test, tr->err);
+        lt_epoch_result r = {e, o->epochs, loss_sum / (double)seen, {NAN, NAN, 0, 0}, lr, secs, global};
+        if (tr->test)
+            st = lt_feed_evaluate(&tr->feed, tr->es, tr->em, tr->test, o->test_limit, &r.test, tr->err);
         if (st == LT_OK && o->on_epoch)
             o->on_epoch(&r, o->user);
         if (st == LT_OK && o->checkpoint_dir)
@@ -644,10 +526,7 @@ static lt_status run_epochs(trainer *tr)
             *stopped = 1;
     }
     free((void *)ck.values);
-    lt_value_free(x);
-    lt_value_free(y);
-    lt_value_free(xs);
-    lt_value_free(ys);
+    batches_free(&bs);
     return st;
 }
 

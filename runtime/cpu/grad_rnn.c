@@ -22,9 +22,37 @@ static const void *as_ct(lt_kctx *k, lt_dtype ct, const lt_tensor *t)
     return ct == LT_F64 ? (const void *)lt_linalg_as_f64(k, t) : (const void *)lt_linalg_as_f32(k, t);
 }
 
+static const rnn_fn defs[3][3] = {{RNN_TANH}, {RNN_SIGMOID, RNN_TANH}, {RNN_SIGMOID, RNN_TANH, RNN_TANH}};
+
+lt_status lt_grnn_forward(lt_kctx *k, int gates)
+{
+    int kind = gates == 1 ? 0 : gates == 3 ? 1 : 2;
+    lt_grnn g;
+    memset(&g, 0, sizeof g);
+    lt_status s = lt_rnn_setup(k, gates, kind + 1, defs[kind], &g.r);
+    if (s != LT_OK)
+        return s;
+    lt_rnn *r = &g.r;
+    g.ct = r->ct;
+    g.lbr = gates == 3 && lt_attr_int(k->node, "linear_before_reset", 0) != 0;
+    g.couple = gates == 4 && lt_attr_int(k->node, "input_forget", 0) != 0;
+    g.X = r->X, g.W = r->W, g.R = r->R, g.Bias = r->Bias, g.h0 = r->h0, g.c0 = r->c0, g.P = r->P;
+    if (!lt_linalg_blas_ok(r->S * r->B, gates * r->H, r->I) || !lt_linalg_blas_ok(r->S * r->B, gates * r->H, r->H))
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "sizes exceed BLAS's int range");
+    int64_t per = lt_grnn_ws_per_dir(r), wd[2] = {r->D, per};
+    if (per < 0 || lt_shape_numel(2, wd) < 0)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "sizes overflow");
+    lt_tensor *ws;
+    if ((s = lt_k_out(k, lt_grnn_ws_out(gates), r->ct, 2, wd, &ws)) != LT_OK)
+        return s;
+    s = r->ct == LT_F64 ? lt_grnn_forward_f64(k, &g, ws->data) : lt_grnn_forward_f32(k, &g, ws->data);
+    if (s == LT_OK)
+        lt_rnn_finish(r);
+    return s;
+}
+
 static lt_status grad(lt_kctx *k, int gates)
 {
-    static const rnn_fn defs[3][3] = {{RNN_TANH}, {RNN_SIGMOID, RNN_TANH}, {RNN_SIGMOID, RNN_TANH, RNN_TANH}};
     int kind = gates == 1 ? 0 : gates == 3 ? 1 : 2;
     lt_grnn g;
     memset(&g, 0, sizeof g);
@@ -83,6 +111,13 @@ static lt_status grad(lt_kctx *k, int gates)
             return lt_k_fail(k, LT_ERR_RUNTIME, "%s does not have the shape of the forward output", cot_name[i]);
         if (!(*cot[i] = as_ct(k, g.ct, t)))
             return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    }
+    /* the forward's workspace, when the AD passed it on */
+    const lt_tensor *ws = lt_k_in(k, base + ncot);
+    if (ws) {
+        if (ws->dtype != g.ct || ws->numel != D * lt_grnn_ws_per_dir(r))
+            return lt_k_fail(k, LT_ERR_RUNTIME, "the workspace does not come from this forward node");
+        g.ws = ws->data;
     }
 
     /* results: dX, dW, dR, dB, dh0 [, dc0, dP] */

@@ -1,6 +1,6 @@
 /* Template: the recurrent activation functions and their derivatives in
  * one compute type, for grad_rnn_tmpl.h (same parameters: T, SFX, TANH,
- * EXP, LOG1P, FABS). The values use the forward kernels' formulas (rnn.c)
+ * EXP, LOG1P, FABS, VTANH, VSIGMOID). The values use the forward kernels' formulas (rnn.c)
  * so the re-run reproduces the forward pass. */
 
 /* x = a(clip(x)), with the same formulas as the forward kernels */
@@ -16,12 +16,10 @@ static void SFX(act)(const rnn_act *a, bool clip_on, T clip, T *x, int64_t n)
             x[i] = x[i] > 0 ? x[i] : 0;
         break;
     case RNN_TANH:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = TANH(x[i]);
+        VTANH(x, x, n);
         break;
     case RNN_SIGMOID:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = x[i] >= 0 ? 1 / (1 + EXP(-x[i])) : EXP(x[i]) / (1 + EXP(x[i]));
+        VSIGMOID(x, x, n);
         break;
     case RNN_AFFINE:
         for (int64_t i = 0; i < n; i++)
@@ -82,16 +80,14 @@ static void SFX(act_d)(const rnn_act *a, bool clip_on, T clip, const T *x, T *v,
         }
         break;
     case RNN_TANH:
-        for (int64_t i = 0; i < n; i++) {
-            v[i] = TANH(v[i]);
+        VTANH(v, v, n);
+        for (int64_t i = 0; i < n; i++)
             dv[i] *= 1 - v[i] * v[i];
-        }
         break;
     case RNN_SIGMOID:
-        for (int64_t i = 0; i < n; i++) {
-            v[i] = v[i] >= 0 ? 1 / (1 + EXP(-v[i])) : EXP(v[i]) / (1 + EXP(v[i]));
+        VSIGMOID(v, v, n);
+        for (int64_t i = 0; i < n; i++)
             dv[i] *= v[i] * (1 - v[i]);
-        }
         break;
     case RNN_AFFINE:
         for (int64_t i = 0; i < n; i++) {

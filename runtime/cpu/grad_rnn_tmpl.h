@@ -9,10 +9,18 @@
  * and activation) and records the states each step read; the backward pass
  * turns each row into the gradient of those gate inputs. Rows past a batch
  * entry's length are never visited and end up zero, so dX, dW, dR and dB
- * are each one GEMM (or sum) over all rows. */
+ * are each one GEMM (or sum) over all rows.
+ *
+ * A forward node the AD differentiates runs that same recording forward
+ * (lt_grnn_forward) and hands gate inputs and states to its gradient in a
+ * workspace output (layout: lt_grnn_ws_parts); the gradient then skips the
+ * re-run and writes the gate-input gradients into a buffer of its own. */
 
 #define WK 10 /* per-batch-entry work arrays of H values (activations and derivatives) */
 #define PAR_MIN 32768
+#define STEP_PAR_WORK 2097152.0 /* multiply-adds of a direction's recurrent GEMMs worth two threads */
+
+#include <omp.h>
 
 #include "grad_rnn_act_tmpl.h"
 
@@ -23,6 +31,10 @@ typedef struct SFX(ws) {
     int64_t B, H, G;
     const T *Rd;   /* R of this direction [G, H] */
     T *buf;        /* [rows, G] projection -> gate inputs -> their gradients */
+    const T *pre;  /* [rows, G] gate inputs the backward reads: buf, or the workspace's */
+    bool fast;     /* lt_grnn_lstm_fast: pre holds activated gates, hc h(C') */
+    T *hc;         /* [rows, H] the fast LSTM's h(C') */
+    const T *zero; /* [H] zeros (absent peepholes) */
     T *hx;         /* [rows, H] hidden state the step read */
     T *ax;         /* [rows, H] GRU: r*h, or h R_h^T + Rb_h when lbr; LSTM: cell state the step read */
     T *cx;         /* [rows, H] LSTM: cell state the step wrote */
@@ -47,23 +59,22 @@ static void SFX(add_dy)(const SFX(ws) *w, int64_t t, int64_t b, T *dh)
 
 /* dh of the entries active at step st becomes tmp (the gradient reaching
  * the state the step read); the others carry theirs through unchanged */
-static void SFX(carry)(SFX(ws) *w, int64_t st)
+static void SFX(carry)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
 {
-    for (int64_t b = 0; b < w->B; b++)
+    for (int64_t b = b0; b < b1; b++)
         if (lt_rnn_time(w->r, w->d, st, b) >= 0)
             memcpy(w->dh + b * w->H, w->tmp + b * w->H, sizeof(T) * (size_t)w->H);
 }
 
 /* ---- RNN: h = f(x W^T + h R^T + Wb + Rb) ---- */
 
-static void SFX(rnn_fwd)(SFX(ws) *w, int64_t st)
+static void SFX(rnn_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
 {
     const lt_rnn *r = w->r;
-    int64_t B = w->B, H = w->H, G = w->G;
+    int64_t H = w->H, G = w->G;
     const rnn_act *f = &r->act[w->d][0];
-    lt_linalg_gemm(CT, false, true, B, H, H, 1.0, w->h, H, w->Rd, H, 0.0, w->hp, H);
-#pragma omp parallel for if (B * H > PAR_MIN)
-    for (int64_t b = 0; b < B; b++) {
+    lt_linalg_gemm(CT, false, true, b1 - b0, H, H, 1.0, w->h + b0 * H, H, w->Rd, H, 0.0, w->hp + b0 * H, H);
+    for (int64_t b = b0; b < b1; b++) {
         int64_t t = lt_rnn_time(r, w->d, st, b);
         if (t < 0)
             continue;
@@ -75,31 +86,33 @@ static void SFX(rnn_fwd)(SFX(ws) *w, int64_t st)
             a[j] = hp[j] + a[j];
         memcpy(hb, a, sizeof(T) * (size_t)H);
         SFX(act)(f, r->clip_on, (T)r->clip, hb, H);
+        if (r->Y)
+            memcpy((T *)r->Y + lt_rnn_yoff(r, t, w->d, b), hb, sizeof(T) * (size_t)H);
     }
 }
 
-static void SFX(rnn_bwd)(SFX(ws) *w, int64_t st)
+static void SFX(rnn_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
 {
     const lt_rnn *r = w->r;
-    int64_t B = w->B, H = w->H, G = w->G;
+    int64_t H = w->H, G = w->G;
     const rnn_act *f = &r->act[w->d][0];
-#pragma omp parallel for if (B * H > PAR_MIN)
-    for (int64_t b = 0; b < B; b++) {
+    for (int64_t b = b0; b < b1; b++) {
         int64_t t = lt_rnn_time(r, w->d, st, b);
         T *ds = w->ds + b * G;
         if (t < 0) {
             memset(ds, 0, sizeof(T) * (size_t)G);
             continue;
         }
-        T *a = w->buf + lt_rnn_xrow(r, t, b) * G, *dh = w->dh + b * H;
+        int64_t row = lt_rnn_xrow(r, t, b);
+        T *a = w->buf + row * G, *dh = w->dh + b * H;
         T *v = w->wk + b * WK * H, *dv = v + H;
         SFX(add_dy)(w, t, b, dh);
-        SFX(act_d)(f, r->clip_on, (T)r->clip, a, v, dv, H);
+        SFX(act_d)(f, r->clip_on, (T)r->clip, w->pre + row * G, v, dv, H);
         for (int64_t j = 0; j < H; j++)
             ds[j] = a[j] = dh[j] * dv[j];
     }
-    lt_linalg_gemm(CT, false, false, B, H, G, 1.0, w->ds, G, w->Rd, H, 0.0, w->tmp, H);
-    SFX(carry)(w, st);
+    lt_linalg_gemm(CT, false, false, b1 - b0, H, G, 1.0, w->ds + b0 * G, G, w->Rd, H, 0.0, w->tmp + b0 * H, H);
+    SFX(carry)(w, st, b0, b1);
 }
 
 /* ---- GRU (gates z, r, h):
@@ -107,17 +120,17 @@ static void SFX(rnn_bwd)(SFX(ws) *w, int64_t st)
  * hh = g(.h + (r*h) R_h^T + Rb_h)  or, when lbr, g(.h + r*(h R_h^T + Rb_h)),
  * h' = (1-z)*hh + z*h ---- */
 
-static void SFX(gru_fwd)(SFX(ws) *w, int64_t st)
+static void SFX(gru_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
 {
     const lt_rnn *r = w->r;
-    int64_t B = w->B, H = w->H, G = w->G;
+    int64_t H = w->H, G = w->G;
     bool lbr = w->g->lbr;
     const rnn_act *f = &r->act[w->d][0], *g = &r->act[w->d][1];
     T clip = (T)r->clip;
     const T *rbh = w->g->Bias ? (const T *)w->g->Bias + w->d * 2 * G + G + 2 * H : NULL;
-    lt_linalg_gemm(CT, false, true, B, lbr ? G : 2 * H, H, 1.0, w->h, H, w->Rd, H, 0.0, w->hp, G);
-#pragma omp parallel for if (B * G > PAR_MIN)
-    for (int64_t b = 0; b < B; b++) {
+    lt_linalg_gemm(CT, false, true, b1 - b0, lbr ? G : 2 * H, H, 1.0, w->h + b0 * H, H, w->Rd, H, 0.0, w->hp + b0 * G,
+                   G);
+    for (int64_t b = b0; b < b1; b++) {
         int64_t t = lt_rnn_time(r, w->d, st, b);
         if (t < 0)
             continue;
@@ -141,10 +154,10 @@ static void SFX(gru_fwd)(SFX(ws) *w, int64_t st)
     }
     if (!lbr) {
         /* inactive entries' tmp rows are stale but only feed their own rows */
-        lt_linalg_gemm(CT, false, true, B, H, H, 1.0, w->tmp, H, w->Rd + 2 * H * H, H, 0.0, w->hp + 2 * H, G);
+        lt_linalg_gemm(CT, false, true, b1 - b0, H, H, 1.0, w->tmp + b0 * H, H, w->Rd + 2 * H * H, H, 0.0,
+                       w->hp + b0 * G + 2 * H, G);
     }
-#pragma omp parallel for if (B * G > PAR_MIN)
-    for (int64_t b = 0; b < B; b++) {
+    for (int64_t b = b0; b < b1; b++) {
         int64_t t = lt_rnn_time(r, w->d, st, b);
         if (t < 0)
             continue;
@@ -159,18 +172,19 @@ static void SFX(gru_fwd)(SFX(ws) *w, int64_t st)
         SFX(act)(g, r->clip_on, clip, hv, H);
         for (int64_t j = 0; j < H; j++)
             hb[j] = (1 - zv[j]) * hv[j] + zv[j] * hb[j];
+        if (r->Y)
+            memcpy((T *)r->Y + lt_rnn_yoff(r, t, w->d, b), hb, sizeof(T) * (size_t)H);
     }
 }
 
-static void SFX(gru_bwd)(SFX(ws) *w, int64_t st)
+static void SFX(gru_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
 {
     const lt_rnn *r = w->r;
-    int64_t B = w->B, H = w->H, G = w->G;
+    int64_t H = w->H, G = w->G;
     bool lbr = w->g->lbr;
     const rnn_act *f = &r->act[w->d][0], *g = &r->act[w->d][1];
     T clip = (T)r->clip;
-#pragma omp parallel for if (B * G > PAR_MIN)
-    for (int64_t b = 0; b < B; b++) {
+    for (int64_t b = b0; b < b1; b++) {
         int64_t t = lt_rnn_time(r, w->d, st, b);
         T *ds = w->ds + b * G;
         if (t < 0) {
@@ -182,10 +196,11 @@ static void SFX(gru_bwd)(SFX(ws) *w, int64_t st)
         const T *hprev = w->hx + row * H, *ax = w->ax + row * H;
         T *zv = w->wk + b * WK * H, *zd = zv + H, *rv = zv + 2 * H, *rd = zv + 3 * H, *hv = zv + 4 * H,
           *hd = zv + 5 * H;
+        const T *pa = w->pre + row * G;
         SFX(add_dy)(w, t, b, dh);
-        SFX(act_d)(f, r->clip_on, clip, a, zv, zd, H);
-        SFX(act_d)(f, r->clip_on, clip, a + H, rv, rd, H);
-        SFX(act_d)(g, r->clip_on, clip, a + 2 * H, hv, hd, H);
+        SFX(act_d)(f, r->clip_on, clip, pa, zv, zd, H);
+        SFX(act_d)(f, r->clip_on, clip, pa + H, rv, rd, H);
+        SFX(act_d)(g, r->clip_on, clip, pa + 2 * H, hv, hd, H);
         for (int64_t j = 0; j < H; j++) {
             T daz = dh[j] * (hprev[j] - hv[j]) * zd[j];
             T dah = dh[j] * (1 - zv[j]) * hd[j];
@@ -201,12 +216,12 @@ static void SFX(gru_bwd)(SFX(ws) *w, int64_t st)
         }
     }
     if (lbr) {
-        lt_linalg_gemm(CT, false, false, B, H, G, 1.0, w->ds, G, w->Rd, H, 1.0, w->tmp, H);
+        lt_linalg_gemm(CT, false, false, b1 - b0, H, G, 1.0, w->ds + b0 * G, G, w->Rd, H, 1.0, w->tmp + b0 * H, H);
     } else {
         /* gradient of r*h first: it feeds both r's gate input and h */
-        lt_linalg_gemm(CT, false, false, B, H, H, 1.0, w->ds + 2 * H, G, w->Rd + 2 * H * H, H, 0.0, w->hp, H);
-#pragma omp parallel for if (B * H > PAR_MIN)
-        for (int64_t b = 0; b < B; b++) {
+        lt_linalg_gemm(CT, false, false, b1 - b0, H, H, 1.0, w->ds + b0 * G + 2 * H, G, w->Rd + 2 * H * H, H, 0.0,
+                       w->hp + b0 * H, H);
+        for (int64_t b = b0; b < b1; b++) {
             int64_t t = lt_rnn_time(r, w->d, st, b);
             if (t < 0)
                 continue;
@@ -219,27 +234,26 @@ static void SFX(gru_bwd)(SFX(ws) *w, int64_t st)
                 tmp[j] += drh[j] * rv[j];
             }
         }
-        lt_linalg_gemm(CT, false, false, B, H, 2 * H, 1.0, w->ds, G, w->Rd, H, 1.0, w->tmp, H);
+        lt_linalg_gemm(CT, false, false, b1 - b0, H, 2 * H, 1.0, w->ds + b0 * G, G, w->Rd, H, 1.0, w->tmp + b0 * H, H);
     }
-    SFX(carry)(w, st);
+    SFX(carry)(w, st, b0, b1);
 }
 
 /* ---- LSTM (gates i, o, f, c; peepholes i, o, f):
  * i = f(.i + P_i*C), f = f(.f + P_f*C) (or 1-i with input_forget),
  * c~ = g(.c), C' = f*C + i*c~, o = f(.o + P_o*C'), h' = o*h(C') ---- */
 
-static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st)
+static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
 {
     const lt_rnn *r = w->r;
-    int64_t B = w->B, H = w->H, G = w->G;
+    int64_t H = w->H, G = w->G;
     bool couple = w->g->couple;
     const rnn_act *f = &r->act[w->d][0], *g = &r->act[w->d][1], *ha = &r->act[w->d][2];
     T clip = (T)r->clip;
     const T *pi = w->g->P ? (const T *)w->g->P + w->d * 3 * H : NULL, *po = pi ? pi + H : NULL,
             *pf = pi ? pi + 2 * H : NULL;
-    lt_linalg_gemm(CT, false, true, B, G, H, 1.0, w->h, H, w->Rd, H, 0.0, w->hp, G);
-#pragma omp parallel for if (B * G > PAR_MIN)
-    for (int64_t b = 0; b < B; b++) {
+    lt_linalg_gemm(CT, false, true, b1 - b0, G, H, 1.0, w->h + b0 * H, H, w->Rd, H, 0.0, w->hp + b0 * G, G);
+    for (int64_t b = b0; b < b1; b++) {
         int64_t t = lt_rnn_time(r, w->d, st, b);
         if (t < 0)
             continue;
@@ -280,20 +294,28 @@ static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st)
         for (int64_t j = 0; j < H; j++)
             hb[j] = ov[j] * hv[j];
         memcpy(w->cx + row * H, cb, sizeof(T) * (size_t)H);
+        if (w->fast) {
+            memcpy(gi, iv, sizeof(T) * (size_t)H);
+            memcpy(go, ov, sizeof(T) * (size_t)H);
+            memcpy(gf, fv, sizeof(T) * (size_t)H);
+            memcpy(gc, cv, sizeof(T) * (size_t)H);
+            memcpy(w->hc + row * H, hv, sizeof(T) * (size_t)H);
+        }
+        if (r->Y)
+            memcpy((T *)r->Y + lt_rnn_yoff(r, t, w->d, b), hb, sizeof(T) * (size_t)H);
     }
 }
 
-static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st)
+static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
 {
     const lt_rnn *r = w->r;
-    int64_t B = w->B, H = w->H, G = w->G;
+    int64_t H = w->H, G = w->G;
     bool couple = w->g->couple;
     const rnn_act *f = &r->act[w->d][0], *g = &r->act[w->d][1], *ha = &r->act[w->d][2];
     T clip = (T)r->clip;
     const T *pi = w->g->P ? (const T *)w->g->P + w->d * 3 * H : NULL, *po = pi ? pi + H : NULL,
             *pf = pi ? pi + 2 * H : NULL;
-#pragma omp parallel for if (B * G > PAR_MIN)
-    for (int64_t b = 0; b < B; b++) {
+    for (int64_t b = b0; b < b1; b++) {
         int64_t t = lt_rnn_time(r, w->d, st, b);
         T *ds = w->ds + b * G;
         if (t < 0) {
@@ -305,18 +327,45 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st)
         const T *cprev = w->ax + row * H, *cnew = w->cx + row * H;
         T *iv = w->wk + b * WK * H, *id = iv + H, *ov = iv + 2 * H, *od = iv + 3 * H, *fv = iv + 4 * H,
           *fd = iv + 5 * H, *cv = iv + 6 * H, *cd = iv + 7 * H, *hv = iv + 8 * H, *hd = iv + 9 * H;
+        const T *pa = w->pre + row * G;
         SFX(add_dy)(w, t, b, dh);
-        SFX(act_d)(f, r->clip_on, clip, a, iv, id, H);
-        SFX(act_d)(f, r->clip_on, clip, a + H, ov, od, H);
+        if (w->fast) {
+            /* the formulas below with the values the forward kept:
+             * sigmoid' = v (1 - v), tanh' = 1 - v^2; absent peepholes are
+             * zeros and the coupled forget gate has no derivative of its
+             * own, so the loop has no branches */
+            const T *hc = w->hc + row * H, *qi = pi ? pi : w->zero, *qo = po ? po : w->zero,
+                    *qf = pf ? pf : w->zero;
+            T own = couple ? 0 : 1;
+#pragma omp simd
+            for (int64_t j = 0; j < H; j++) {
+                T ivj = pa[j], ovj = pa[H + j], fvj = pa[2 * H + j], cvj = pa[3 * H + j], hvj = hc[j];
+                T dcj = dc[j] + dh[j] * ovj * (1 - hvj * hvj);
+                T dao = dh[j] * hvj * (ovj * (1 - ovj));
+                dcj += dao * qo[j];
+                T dfv = dcj * cprev[j];
+                T di = dcj * cvj - (1 - own) * dfv, dac = dcj * ivj * (1 - cvj * cvj);
+                T daf = dfv * (own * (fvj * (1 - fvj))), dai = di * (ivj * (1 - ivj));
+                T dcp = dcj * fvj + (dai * qi[j] + daf * qf[j]);
+                ds[j] = a[j] = dai;
+                ds[H + j] = a[H + j] = dao;
+                ds[2 * H + j] = a[2 * H + j] = daf;
+                ds[3 * H + j] = a[3 * H + j] = dac;
+                dc[j] = dcp;
+            }
+            continue;
+        }
+        SFX(act_d)(f, r->clip_on, clip, pa, iv, id, H);
+        SFX(act_d)(f, r->clip_on, clip, pa + H, ov, od, H);
         if (couple) {
             for (int64_t j = 0; j < H; j++) {
                 fv[j] = 1 - iv[j];
                 fd[j] = 0;
             }
         } else {
-            SFX(act_d)(f, r->clip_on, clip, a + 2 * H, fv, fd, H);
+            SFX(act_d)(f, r->clip_on, clip, pa + 2 * H, fv, fd, H);
         }
-        SFX(act_d)(g, r->clip_on, clip, a + 3 * H, cv, cd, H);
+        SFX(act_d)(g, r->clip_on, clip, pa + 3 * H, cv, cd, H);
         SFX(act_d)(ha, false, 0, cnew, hv, hd, H);
         for (int64_t j = 0; j < H; j++) {
             T dcj = dc[j] + dh[j] * ov[j] * hd[j];
@@ -337,11 +386,38 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st)
             dc[j] = dcp;
         }
     }
-    lt_linalg_gemm(CT, false, false, B, H, G, 1.0, w->ds, G, w->Rd, H, 0.0, w->tmp, H);
-    SFX(carry)(w, st);
+    lt_linalg_gemm(CT, false, false, b1 - b0, H, G, 1.0, w->ds + b0 * G, G, w->Rd, H, 0.0, w->tmp + b0 * H, H);
+    SFX(carry)(w, st, b0, b1);
 }
 
 /* ---- driver ---- */
+
+/* Every step of direction w->d, forward or backward. Batch entries never
+ * interact, so each thread takes a slice of the batch through all the
+ * steps (its own small GEMMs included): no synchronization per step. */
+static void SFX(steps)(SFX(ws) *w, bool backward)
+{
+    int gates = w->r->gates;
+    int64_t B = w->B, n = w->r->maxlen;
+    bool par = (double)B * (double)w->G * (double)w->H * (double)n >= STEP_PAR_WORK && B >= 16 &&
+               omp_get_max_threads() > 1 && !omp_in_parallel();
+#pragma omp parallel if (par)
+    {
+        int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        int64_t b0 = B * id / nt, b1 = B * (id + 1) / nt;
+        if (backward) {
+            for (int64_t st = n - 1; st >= 0; st--)
+                gates == 1   ? SFX(rnn_bwd)(w, st, b0, b1)
+                : gates == 3 ? SFX(gru_bwd)(w, st, b0, b1)
+                             : SFX(lstm_bwd)(w, st, b0, b1);
+        } else {
+            for (int64_t st = 0; st < n; st++)
+                gates == 1   ? SFX(rnn_fwd)(w, st, b0, b1)
+                : gates == 3 ? SFX(gru_fwd)(w, st, b0, b1)
+                             : SFX(lstm_fwd)(w, st, b0, b1);
+        }
+    }
+}
 
 /* out[j] = sum over rows of x[row, j] * (y ? y[row, j] : 1), x with row stride ldx */
 static void SFX(colsum)(int64_t rows, int64_t n, const T *x, int64_t ldx, const T *y, int64_t ldy, double *acc,
@@ -364,17 +440,120 @@ static T *SFX(alloc)(lt_kctx *k, int64_t n, bool zero)
     return p;
 }
 
+/* buf = X W_d^T plus the biases the projection carries (a GRU with
+ * linear_before_reset keeps Rb_h inside the reset product) */
+static void SFX(gproject)(const lt_grnn *g, int d, T *buf, T *bias)
+{
+    const lt_rnn *r = &g->r;
+    int64_t H = r->H, G = r->gates * H, I = r->I, rows = r->S * r->B;
+    const T *Wd = (const T *)g->W + d * G * I, *Bias = g->Bias;
+    lt_linalg_gemm(CT, false, true, rows, G, I, 1.0, g->X, I, Wd, I, 0.0, buf, G);
+    if (!Bias)
+        return;
+    const bool mask[4] = {true, true, !g->lbr, true};
+    const T *wb = Bias + d * 2 * G, *rb = wb + G;
+    for (int64_t j = 0; j < G; j++)
+        bias[j] = wb[j] + (mask[j / H] ? rb[j] : 0);
+#pragma omp parallel for if (rows * G > PAR_MIN)
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < G; j++)
+            buf[i * G + j] += bias[j];
+}
+
+/* Direction d's part of a workspace: gate inputs (the fast LSTM: gates)
+ * [rows, G], then [rows, H] each: h read, (GRU, LSTM) r*h or h R_h^T + Rb_h
+ * / the cell read, (LSTM) the cell written, (fast LSTM) its h(C'). Absent
+ * parts alias hx, as in the re-run. */
+static void SFX(ws_parts)(const lt_rnn *r, T *ws, int d, SFX(ws) *w)
+{
+    int64_t rows = r->S * r->B, H = r->H, G = r->gates * H;
+    T *p = ws + d * lt_grnn_ws_per_dir(r);
+    w->pre = p;
+    w->hx = p + rows * G;
+    w->ax = r->gates > 1 ? w->hx + rows * H : w->hx;
+    w->cx = r->gates == 4 ? w->ax + rows * H : w->hx;
+    w->fast = lt_grnn_lstm_fast(r);
+    w->hc = w->fast ? w->cx + rows * H : NULL;
+}
+
+/* h and c (and dh and dc from the cotangents) at the start of direction d */
+static void SFX(init_states)(SFX(ws) *w, int d)
+{
+    const lt_grnn *g = w->g;
+    const lt_rnn *r = w->r;
+    int64_t H = w->H;
+    const T *h0 = g->h0, *c0 = g->c0, *dyh = g->dYh, *dyc = g->dYc;
+    for (int64_t b = 0; b < w->B; b++) {
+        int64_t o = lt_rnn_hoff(r, d, b);
+        for (int64_t j = 0; j < H; j++) {
+            w->h[b * H + j] = h0 ? h0[o + j] : 0;
+            w->c[b * H + j] = c0 ? c0[o + j] : 0;
+            if (w->dh)
+                w->dh[b * H + j] = dyh ? dyh[o + j] : 0;
+            if (w->dc)
+                w->dc[b * H + j] = dyc ? dyc[o + j] : 0;
+        }
+    }
+}
+
+lt_status SFX(lt_grnn_forward)(lt_kctx *k, const lt_grnn *g, void *wsv)
+{
+    const lt_rnn *r = &g->r;
+    int gates = r->gates;
+    int64_t S = r->S, B = r->B, H = r->H, G = gates * H;
+    SFX(ws) w = {.g = g, .r = r, .B = B, .H = H, .G = G};
+    w.h = SFX(alloc)(k, B * H, false);
+    w.c = SFX(alloc)(k, B * H, false);
+    w.hp = SFX(alloc)(k, B * G, true);
+    w.tmp = SFX(alloc)(k, B * H, true);
+    w.wk = SFX(alloc)(k, B * WK * H, false);
+    w.zero = SFX(alloc)(k, H, true);
+    T *bias = SFX(alloc)(k, G, false);
+    if (!w.h || !w.c || !w.hp || !w.tmp || !w.wk || !w.zero || !bias)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    for (int d = 0; d < r->D; d++) {
+        w.d = d;
+        w.Rd = (const T *)g->R + d * G * H;
+        SFX(ws_parts)(r, wsv, d, &w);
+        w.buf = (T *)w.pre;
+        /* rows no step visits must read as zero in the gradient's per-row products */
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = r->len[b]; t < S; t++) {
+                int64_t row = lt_rnn_xrow(r, t, b);
+                memset(w.hx + row * H, 0, sizeof(T) * (size_t)H);
+                memset(w.ax + row * H, 0, sizeof(T) * (size_t)H);
+                memset(w.cx + row * H, 0, sizeof(T) * (size_t)H);
+            }
+        SFX(gproject)(g, d, w.buf, bias);
+        SFX(init_states)(&w, d);
+        SFX(steps)(&w, false);
+        for (int64_t b = 0; b < B; b++) {
+            int64_t o = lt_rnn_hoff(r, d, b);
+            if (r->Yh)
+                memcpy((T *)r->Yh + o, w.h + b * H, sizeof(T) * (size_t)H);
+            if (r->Yc)
+                memcpy((T *)r->Yc + o, w.c + b * H, sizeof(T) * (size_t)H);
+        }
+    }
+    return LT_OK;
+}
+
 lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
 {
     const lt_rnn *r = &g->r;
     int gates = r->gates;
     int64_t S = r->S, B = r->B, I = r->I, H = r->H, G = gates * H, rows = S * B;
     SFX(ws) w = {.g = g, .r = r, .B = B, .H = H, .G = G};
-    /* rows no step visits must read as zero in the per-row products */
     w.buf = SFX(alloc)(k, rows * G, false);
-    w.hx = SFX(alloc)(k, rows * H, true);
-    w.ax = gates > 1 ? SFX(alloc)(k, rows * H, true) : w.hx;
-    w.cx = gates == 4 ? SFX(alloc)(k, rows * H, true) : w.hx;
+    if (!g->ws) {
+        /* rows no step visits must read as zero in the per-row products */
+        w.hx = SFX(alloc)(k, rows * H, true);
+        w.ax = gates > 1 ? SFX(alloc)(k, rows * H, true) : w.hx;
+        w.cx = gates == 4 ? SFX(alloc)(k, rows * H, true) : w.hx;
+        w.pre = w.buf;
+        if (!w.hx || !w.ax || !w.cx)
+            return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    }
     w.gh = gates == 3 ? SFX(alloc)(k, rows * H, true) : w.hx;
     w.h = SFX(alloc)(k, B * H, false);
     w.c = SFX(alloc)(k, B * H, false);
@@ -384,50 +563,33 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
     w.ds = SFX(alloc)(k, B * G, true);
     w.tmp = SFX(alloc)(k, B * H, true);
     w.wk = SFX(alloc)(k, B * WK * H, false);
+    w.zero = SFX(alloc)(k, H, true);
     T *bias = SFX(alloc)(k, G, false);
     double *acc = lt_k_scratch(k, sizeof *acc * (size_t)(G > 0 ? G : 1));
-    if (!bias || !w.buf || !w.hx || !w.ax || !w.cx || !w.gh || !w.h || !w.c || !w.hp || !w.dh || !w.dc || !w.ds ||
-        !w.tmp || !w.wk || !acc)
+    if (!bias || !w.buf || (gates == 3 && !w.gh) || !w.h || !w.c || !w.hp || !w.dh || !w.dc || !w.ds || !w.tmp ||
+        !w.wk || !w.zero || !acc)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    const T *X = g->X, *W = g->W, *Bias = g->Bias;
-    /* which gates' recurrent bias sits in the projection (GRU with lbr keeps
-     * Rb_h inside the reset product) */
-    const bool mask[4] = {true, true, !g->lbr, true};
+    const T *X = g->X, *W = g->W;
     for (int d = 0; d < r->D; d++) {
         w.d = d;
         w.Rd = (const T *)g->R + d * G * H;
         const T *Wd = W + d * G * I;
-        lt_linalg_gemm(CT, false, true, rows, G, I, 1.0, X, I, Wd, I, 0.0, w.buf, G);
-        if (Bias) {
-            const T *wb = Bias + d * 2 * G, *rb = wb + G;
-            for (int64_t j = 0; j < G; j++)
-                bias[j] = wb[j] + (mask[j / H] ? rb[j] : 0);
-#pragma omp parallel for if (rows * G > PAR_MIN)
-            for (int64_t i = 0; i < rows; i++)
-                for (int64_t j = 0; j < G; j++)
-                    w.buf[i * G + j] += bias[j];
+        SFX(init_states)(&w, d);
+        if (g->ws) {
+            /* the forward recorded gate inputs and states; the backward only reads them */
+            SFX(ws_parts)(r, (T *)g->ws, d, &w);
+        } else {
+            SFX(gproject)(g, d, w.buf, bias);
+            SFX(steps)(&w, false);
         }
-        const T *h0 = g->h0, *c0 = g->c0, *dyh = g->dYh, *dyc = g->dYc;
-        for (int64_t b = 0; b < B; b++) {
-            int64_t o = lt_rnn_hoff(r, d, b);
-            for (int64_t j = 0; j < H; j++) {
-                w.h[b * H + j] = h0 ? h0[o + j] : 0;
-                w.c[b * H + j] = c0 ? c0[o + j] : 0;
-                w.dh[b * H + j] = dyh ? dyh[o + j] : 0;
-                w.dc[b * H + j] = dyc ? dyc[o + j] : 0;
-            }
-        }
-        for (int64_t st = 0; st < r->maxlen; st++)
-            gates == 1 ? SFX(rnn_fwd)(&w, st) : gates == 3 ? SFX(gru_fwd)(&w, st) : SFX(lstm_fwd)(&w, st);
-        for (int64_t st = r->maxlen - 1; st >= 0; st--)
-            gates == 1 ? SFX(rnn_bwd)(&w, st) : gates == 3 ? SFX(gru_bwd)(&w, st) : SFX(lstm_bwd)(&w, st);
+        SFX(steps)(&w, true);
         for (int64_t b = 0; b < B; b++) {
             int64_t o = lt_rnn_hoff(r, d, b);
             if (g->dh0)
                 memcpy((T *)g->dh0 + o, w.dh + b * H, sizeof(T) * (size_t)H);
             if (g->dc0)
                 memcpy((T *)g->dc0 + o, w.dc + b * H, sizeof(T) * (size_t)H);
-            /* rows past the length still hold their projection */
+            /* rows past the length still hold their projection (or nothing) */
             for (int64_t t = r->len[b]; t < S; t++)
                 memset(w.buf + lt_rnn_xrow(r, t, b) * G, 0, sizeof(T) * (size_t)G);
         }
@@ -467,3 +629,4 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
 
 #undef WK
 #undef PAR_MIN
+#undef STEP_PAR_WORK

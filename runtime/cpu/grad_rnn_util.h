@@ -15,11 +15,45 @@ typedef struct lt_grnn {
     const void *X, *W, *R, *Bias, *h0, *c0, *P, *dY, *dYh, *dYc;
     /* results in the compute type, NULL when not wanted */
     void *dX, *dW, *dR, *dB, *dh0, *dc0, *dP;
+    /* what the forward recorded (lt_grnn_forward), NULL: re-run it */
+    const void *ws;
 } lt_grnn;
 
-/* Re-runs the forward pass of every direction keeping the gate inputs, then
- * back-propagates through time and fills the wanted results. */
+/* An LSTM with the default activations (sigmoid, tanh, tanh) and no clip
+ * records activated gates and h(C'), whose derivatives follow from the
+ * values, so that its backward evaluates no activation. */
+static inline bool lt_grnn_lstm_fast(const lt_rnn *r)
+{
+    if (r->gates != 4 || r->clip_on)
+        return false;
+    for (int d = 0; d < r->D; d++)
+        if (r->act[d][0].fn != RNN_SIGMOID || r->act[d][1].fn != RNN_TANH || r->act[d][2].fn != RNN_TANH)
+            return false;
+    return true;
+}
+
+/* Elements per direction of the workspace a recording forward leaves for
+ * the gradient: gate inputs [rows, G] (the fast LSTM: activated gates),
+ * then one [rows, H] block per state (RNN: h read; GRU: also r*h or
+ * h R_h^T + Rb_h; LSTM: h, cell read, cell written, and for the fast one
+ * h(cell written)). */
+static inline int64_t lt_grnn_ws_per_dir(const lt_rnn *r)
+{
+    int64_t nst = r->gates == 1 ? 1 : r->gates == 3 ? 2 : lt_grnn_lstm_fast(r) ? 4 : 3;
+    return r->S * r->B * (r->gates + nst) * r->H;
+}
+
+/* Back-propagates through time (re-running the forward pass of every
+ * direction first unless g->ws holds it) and fills the wanted results. */
 lt_status lt_grnn_run_f32(lt_kctx *k, const lt_grnn *g);
 lt_status lt_grnn_run_f64(lt_kctx *k, const lt_grnn *g);
+/* The forward pass writing Y, Y_h, Y_c (g->r's outputs) and the workspace
+ * ws (lt_grnn_ws_per_dir elements per direction, compute type). */
+lt_status lt_grnn_forward_f32(lt_kctx *k, const lt_grnn *g, void *ws);
+lt_status lt_grnn_forward_f64(lt_kctx *k, const lt_grnn *g, void *ws);
+/* RNN/GRU/LSTM kernel (gates 1, 3, 4) for a node with the workspace output
+ * the AD adds (index lt_grnn_ws_out): the recording forward. */
+lt_status lt_grnn_forward(lt_kctx *k, int gates);
+static inline int lt_grnn_ws_out(int gates) { return gates == 4 ? 3 : 2; }
 
 #endif

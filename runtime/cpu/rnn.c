@@ -4,7 +4,7 @@
  * rnn_gates_tmpl.h, the signal ops (DFT, STFT, MelWeightMatrix) in
  * rnn_signal.c. Double inputs are computed in double, float and half ones
  * in float (half converted on the way in and out). */
-#include "rnn_util.h"
+#include "grad_rnn_util.h"
 #include "linalg_util.h"
 #include <string.h>
 #include <strings.h>
@@ -202,6 +202,8 @@ void lt_rnn_finish(lt_rnn *r)
 
 static lt_status rnn(lt_kctx *k)
 {
+    if (lt_k_want(k, lt_grnn_ws_out(1)))
+        return lt_grnn_forward(k, 1);
     lt_rnn r;
     const rnn_fn def[1] = {RNN_TANH};
     lt_status s = lt_rnn_setup(k, 1, 1, def, &r);

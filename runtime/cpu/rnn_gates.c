@@ -1,9 +1,13 @@
 /* GRU and LSTM kernels: inputs and attributes through lt_rnn_setup (rnn.c),
- * then the recurrence in the compute type (rnn_gates_tmpl.h). */
-#include "rnn_util.h"
+ * then the recurrence in the compute type (rnn_gates_tmpl.h); a node the
+ * AD gave a workspace output records for its gradient instead
+ * (lt_grnn_forward). */
+#include "grad_rnn_util.h"
 
 static lt_status gru(lt_kctx *k)
 {
+    if (lt_k_want(k, lt_grnn_ws_out(3)))
+        return lt_grnn_forward(k, 3);
     lt_rnn r;
     const rnn_fn def[2] = {RNN_SIGMOID, RNN_TANH};
     lt_status s = lt_rnn_setup(k, 3, 2, def, &r);
@@ -18,6 +22,8 @@ static lt_status gru(lt_kctx *k)
 
 static lt_status lstm(lt_kctx *k)
 {
+    if (lt_k_want(k, lt_grnn_ws_out(4)))
+        return lt_grnn_forward(k, 4);
     lt_rnn r;
     const rnn_fn def[3] = {RNN_SIGMOID, RNN_TANH, RNN_TANH};
     lt_status s = lt_rnn_setup(k, 4, 3, def, &r);

@@ -1,7 +1,8 @@
 /* Template: activations, the input projection and the plain RNN in one
  * compute type; included by rnn_f32.c and rnn_f64.c (then followed by
  * rnn_gates_tmpl.h) after defining T (float or double), CT (its lt_dtype),
- * SFX(name) (a suffixed name) and TANH, EXP, LOG1P, FABS for T. With T =
+ * SFX(name) (a suffixed name), TANH, EXP, LOG1P, FABS for T and the array
+ * forms VTANH(x, y, n) and VSIGMOID(x, y, n). With T =
  * float the code is the original float kernels operation for operation,
  * so float results do not depend on the double path existing. */
 
@@ -18,13 +19,10 @@ static void SFX(act)(const rnn_act *a, bool clip_on, T clip, T *x, int64_t n)
             x[i] = x[i] > 0 ? x[i] : 0;
         break;
     case RNN_TANH:
-        for (int64_t i = 0; i < n; i++)
-            x[i] = TANH(x[i]);
+        VTANH(x, x, n);
         break;
     case RNN_SIGMOID:
-        /* the form whose exponential cannot overflow */
-        for (int64_t i = 0; i < n; i++)
-            x[i] = x[i] >= 0 ? 1 / (1 + EXP(-x[i])) : EXP(x[i]) / (1 + EXP(x[i]));
+        VSIGMOID(x, x, n);
         break;
     case RNN_AFFINE:
         for (int64_t i = 0; i < n; i++)

@@ -1,0 +1,66 @@
+/* Array sigmoid and tanh (vact.h): one loop body compiled twice, for
+ * baseline x86-64 and for AVX2+FMA, picked once per process from cpuid. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math") /* lets the clamps if-convert */
+#endif
+#include "vact.h"
+#include "elementwise_vmath.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define LT_VACT_X86 1
+#define AVX2 __attribute__((target("avx2,fma")))
+#else
+#define LT_VACT_X86 0
+#define AVX2
+#endif
+
+#define LOOPS(SFX, ATTR)                                                 \
+    ATTR static void sigmoid_##SFX(const float *x, float *y, int64_t n) \
+    {                                                                    \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
+            y[i] = lt_ew_sigmoidf(x[i]);                                 \
+    }                                                                    \
+    ATTR static void tanh_##SFX(const float *x, float *y, int64_t n)    \
+    {                                                                    \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
+            y[i] = lt_ew_tanhf(x[i]);                                    \
+    }
+
+LOOPS(base, )
+#if LT_VACT_X86
+LOOPS(avx2, AVX2)
+#endif
+
+static int use_avx2(void)
+{
+#if LT_VACT_X86
+    static int have = -1; /* benign race: every thread computes the same */
+    if (have < 0)
+        have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return have;
+#else
+    return 0;
+#endif
+}
+
+void lt_vsigmoidf(const float *x, float *y, int64_t n)
+{
+#if LT_VACT_X86
+    if (use_avx2()) {
+        sigmoid_avx2(x, y, n);
+        return;
+    }
+#endif
+    sigmoid_base(x, y, n);
+}
+
+void lt_vtanhf(const float *x, float *y, int64_t n)
+{
+#if LT_VACT_X86
+    if (use_avx2()) {
+        tanh_avx2(x, y, n);
+        return;
+    }
+#endif
+    tanh_base(x, y, n);
+}

@@ -1,0 +1,14 @@
+/* float32 sigmoid and tanh over arrays with elementwise_vmath.h's formulas,
+ * run with AVX2 and FMA where the CPU has them (the build targets baseline
+ * x86-64, whose 4-wide SSE leaves half the machine idle). Used where
+ * activations dominate: the recurrent kernels and their gradients. */
+#ifndef LT_CPU_VACT_H
+#define LT_CPU_VACT_H
+
+#include <stdint.h>
+
+/* y[i] = sigmoid(x[i]), y[i] = tanh(x[i]); y may be x */
+void lt_vsigmoidf(const float *x, float *y, int64_t n);
+void lt_vtanhf(const float *x, float *y, int64_t n);
+
+#endif

@@ -1,0 +1,67 @@
+/* Datasets, private: the in-memory layout every format loads into and the
+ * per-format openers (dataset_idx.c, dataset_cifar.c, dataset_npz.c,
+ * dataset_pb.c) behind lt_dataset_open (dataset.c). */
+#ifndef LT_DATASET_IMPL_H
+#define LT_DATASET_IMPL_H
+
+#include "runtime.h"
+
+#define LT_DS_MAX_CH 16 /* as lt_dataset_opts' mean[] / std[] */
+
+/* Samples are kept either as bytes (8-bit pixels: x = b * mul[c] + add[c]
+ * at gather time, which folds the 1/255 scale and mean/std in) or as float
+ * (normalised once at open). The channel c is the first sample dim when
+ * per-channel statistics are given, else there is one channel. */
+struct lt_dataset {
+    int64_t n;
+    int rank; /* sample rank (0: scalar samples) */
+    int64_t dims[LT_MAX_RANK];
+    int64_t numel;
+    uint8_t *xu8; /* n * numel bytes, or NULL */
+    float *xf;    /* n * numel floats, or NULL */
+    int nch;      /* channels mul/add cover (1 when not per-channel) */
+    int64_t ch_len;
+    float mul[LT_DS_MAX_CH], add[LT_DS_MAX_CH];
+    int classes;          /* 1: cls holds class indices; 0: tgt holds float targets */
+    int64_t num_classes;
+    int64_t *cls;         /* n */
+    int trank;            /* target rank per sample */
+    int64_t tdims[LT_MAX_RANK];
+    int64_t tnumel;
+    float *tgt;           /* n * tnumel */
+};
+
+/* Openers fill a zeroed dataset: n, sample shape, xu8 or xf, labels. They
+ * leave normalisation to the caller. On failure the caller frees what was set. */
+lt_status lt_ds_open_idx(lt_dataset *d, const char *dir, int split, lt_err *err);
+lt_status lt_ds_open_cifar(lt_dataset *d, const char *dir, int split, lt_err *err);
+lt_status lt_ds_open_npz(lt_dataset *d, const char *path, int split, lt_err *err);
+lt_status lt_ds_open_pb(lt_dataset *d, const char *dir, int split, lt_err *err);
+int lt_ds_has_idx(const char *dir, int split);
+int lt_ds_has_cifar(const char *dir, int split);
+int lt_ds_has_npz(const char *path, int split);
+int lt_ds_has_pb(const char *dir, int split);
+
+/* x and y arrays of npz / onnx-pb (borrowed data: buf NULL) into d, checked
+ * against each other; where names the pair in messages ("data.npz: x"). When
+ * x_owned is x->data's malloc block and its type is stored as it is (uint8,
+ * float32), d takes it over and sets *x_owned to NULL. */
+lt_status lt_ds_from_arrays(lt_dataset *d, const lt_tensor *x, const lt_tensor *y, void **x_owned,
+                            const char *xname, const char *yname, lt_err *err);
+
+/* Parses the .npy header at b[0..n) (what names it in messages): *t gets
+ * dtype and shape (data left NULL), *off where the data starts; the data
+ * size is checked against the shape. */
+lt_status lt_npy_header(const char *what, const uint8_t *b, size_t n, lt_tensor *t, size_t *off, lt_err *err);
+
+/* lt_dataset_gather with OpenMP allowed (parallel=1) or not: a thread other
+ * than the one running the kernels must not start an OpenMP team. */
+lt_status lt_ds_gather(const lt_dataset *d, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y, int parallel,
+                       lt_err *err);
+
+/* "3x32x32", "784" or "scalars" into buf. */
+void lt_ds_shape_str(int rank, const int64_t *dims, char *buf, size_t len);
+
+int lt_ds_file_exists(const char *path);
+
+#endif

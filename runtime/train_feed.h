@@ -1,0 +1,64 @@
+/* How a dataset feeds a model (runtime/train_feed.c): which input takes the
+ * samples and in what shape, what the loss compares the output with, and
+ * the scoring of a forward output (test loss and accuracy). Shared by the
+ * training loop and lantern eval. */
+#ifndef LT_TRAIN_FEED_H
+#define LT_TRAIN_FEED_H
+
+#include "runtime.h"
+
+typedef enum lt_target_kind {
+    LT_TARGET_NONE = 0, /* nothing fed besides the samples */
+    LT_TARGET_LABELS,   /* int64 class indices [n] */
+    LT_TARGET_VALUES,   /* the data's float targets as they are */
+    LT_TARGET_ONEHOT,   /* class indices as one-hot float rows [n, classes] */
+    LT_TARGET_CLASS     /* class index as a float value, [n] or [n, 1] */
+} lt_target_kind;
+
+typedef struct lt_feed {
+    const char *path;   /* the model's file, for messages */
+    lt_loss_kind loss;
+    /* the samples */
+    const char *x_name;
+    int x_rank;
+    int64_t x_shape[LT_MAX_RANK]; /* x_shape[0] is the batch */
+    int64_t fixed_batch;          /* > 0 when the model fixes its batch size */
+    /* what the loss compares with; y_name is "labels" / "targets" for the
+     * losses lantern attaches, the model's own input for --loss model */
+    const char *y_name;
+    lt_target_kind y_kind;
+    int y_rank;
+    int64_t y_shape[LT_MAX_RANK]; /* y_shape[0] is the batch */
+    int classes;                  /* the data has class labels */
+    /* the forward model's output the loss reads */
+    int out_index;
+} lt_feed;
+
+/* Plans the feed of dataset d into forward model m (not yet differentiated). */
+lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss, const char *output, lt_feed *f,
+                       lt_err *err);
+
+/* Batch buffers for n samples: x as the model takes it, raw the data's
+ * labels (int64 [n]) or targets, y what the program is fed (y == raw when no
+ * conversion is needed; NULL with LT_TARGET_NONE). */
+typedef struct lt_feed_batch {
+    int64_t n;
+    lt_value *x, *raw, *y;
+} lt_feed_batch;
+
+lt_status lt_feed_batch_new(const lt_feed *f, const lt_dataset *d, int64_t n, lt_feed_batch *b, lt_err *err);
+void lt_feed_batch_free(lt_feed_batch *b);
+/* Converts b->raw into b->y (one-hot rows, class values); a label outside
+ * the output's classes is an error. */
+lt_status lt_feed_targets(const lt_feed *f, lt_feed_batch *b, lt_err *err);
+
+/* Adds the batch's loss (summed over samples, so that dividing by the sample
+ * count gives the training loss's mean) and correct predictions. */
+lt_status lt_feed_score(const lt_feed *f, const lt_value *out, const lt_feed_batch *b, double *loss_sum,
+                        int64_t *correct, lt_err *err);
+
+/* Evaluates forward model m (session s) on d. */
+lt_status lt_feed_evaluate(const lt_feed *f, lt_session *s, lt_model *m, const lt_dataset *d, int64_t limit,
+                           lt_eval_result *r, lt_err *err);
+
+#endif

@@ -1,0 +1,196 @@
+/* The workspace path of the recurrent gradients: an RNN/GRU/LSTM node with
+ * the extra output the AD adds runs the recording forward, whose Y, Y_h and
+ * Y_c must match the plain forward kernel's, and RNNGrad/GRUGrad/LSTMGrad
+ * fed that workspace must give what they give when they re-run the
+ * recurrence themselves (double and float, with lengths, directions,
+ * layouts, clip, peepholes and other activations); a workspace of the
+ * wrong size is an error. */
+#include "test_grad_rnn.h"
+
+static int nfin(const gcfg *c) { return c->gates == 4 ? 8 : 6; }
+static int ncot(const gcfg *c) { return c->gates == 4 ? 3 : 2; }
+
+/* gr_node's attributes on a node with extra inputs or outputs */
+static tu_graph ws_node(const gcfg *c, bool grad, int nin, int nout)
+{
+    tu_graph ref = gr_node(c, grad);
+    tu_graph g = tu_single(ref.node->op, 14, nin, nout);
+    g.node->nattr = ref.node->nattr;
+    g.node->attrs = lt_ir_alloc(g.m, sizeof(lt_attr) * (size_t)(ref.node->nattr ? ref.node->nattr : 1));
+    for (int i = 0; i < ref.node->nattr; i++) {
+        lt_attr a = ref.node->attrs[i];
+        a.name = lt_ir_strdup(g.m, a.name);
+        if (a.kind == LT_ATTR_STRING)
+            a.s = lt_ir_strdup(g.m, a.s);
+        if (a.kind == LT_ATTR_FLOATS) {
+            float *f = lt_ir_alloc(g.m, sizeof(float) * (size_t)a.n);
+            memcpy(f, a.floats, sizeof(float) * (size_t)a.n);
+            a.floats = f;
+        }
+        if (a.kind == LT_ATTR_STRINGS) {
+            const char **s = lt_ir_alloc(g.m, sizeof(char *) * (size_t)a.n);
+            for (int j = 0; j < a.n; j++)
+                s[j] = lt_ir_strdup(g.m, a.strings[j]);
+            a.strings = s;
+        }
+        g.node->attrs[i] = a;
+    }
+    tu_free(&ref);
+    return g;
+}
+
+static double maxdiff(const lt_value *a, const lt_value *b)
+{
+    assert_int_equal(a->t.numel, b->t.numel);
+    double m = 0;
+    for (int64_t j = 0; j < a->t.numel; j++)
+        m = fmax(m, gr_rel(tu_get(a, j), tu_get(b, j)));
+    return m;
+}
+
+static void check(const gcfg *c, lt_dtype dt, double tol)
+{
+    gdata g;
+    gr_init(c, &g);
+    int nf = nfin(c), nc = ncot(c), nres = c->gates == 4 ? 7 : 5;
+    lt_err err;
+
+    /* plain forward */
+    tu_graph pf = gr_node(c, false);
+    lt_value *vals[12], *py[3] = {NULL};
+    gr_inputs(c, &g, &pf, dt, false, vals);
+    if (tu_run(&pf, vals, py, &err) != LT_OK)
+        fail_msg("%s forward: %s", c->name, err.msg);
+    gr_free_vals(vals, 11);
+    tu_free(&pf);
+
+    /* recording forward: the ONNX outputs, then the workspace */
+    tu_graph rf = ws_node(c, false, nf, nc + 1);
+    lt_value *ry[4] = {NULL};
+    gr_inputs(c, &g, &rf, dt, false, vals);
+    if (tu_run(&rf, vals, ry, &err) != LT_OK)
+        fail_msg("%s recording forward: %s", c->name, err.msg);
+    gr_free_vals(vals, 11);
+    tu_free(&rf);
+    for (int i = 0; i < nc; i++)
+        if (maxdiff(ry[i], py[i]) > 1e-6)
+            fail_msg("%s: recording forward output %d differs from the forward kernel's", c->name, i);
+    lt_value *ws = ry[nc];
+    assert_int_equal(ws->t.dtype, dt == LT_F64 ? LT_F64 : LT_F32);
+
+    /* gradient re-running the recurrence, then fed the workspace */
+    lt_value *ga[7], *gb[7] = {NULL};
+    gr_run_grad(c, &g, dt, ga);
+    tu_graph gw = ws_node(c, true, nf + nc + 1, nres);
+    gr_inputs(c, &g, &gw, dt, true, vals);
+    vals[nf + nc] = ws;
+    if (tu_run(&gw, vals, gb, &err) != LT_OK)
+        fail_msg("%s gradient with workspace: %s", c->name, err.msg);
+    vals[nf + nc] = NULL;
+    gr_free_vals(vals, 11);
+    tu_free(&gw);
+    for (int o = 0; o < nres; o++) {
+        double d = maxdiff(gb[o], ga[o]);
+        if (d > tol)
+            fail_msg("%s (%s): gradient output %d differs by %.3g with the workspace", c->name,
+                     lt_dtype_name(dt), o, d);
+    }
+
+    /* a workspace of another node's size is refused */
+    if (c->S > 1) {
+        gcfg c2 = *c;
+        c2.S = c->S - 1;
+        c2.lens = NULL;
+        gdata g2;
+        gr_init(&c2, &g2);
+        tu_graph bad = ws_node(&c2, true, nf + nc + 1, nres);
+        lt_value *bv[12], *bo[7] = {NULL};
+        gr_inputs(&c2, &g2, &bad, dt, true, bv);
+        bv[nf + nc] = ws;
+        assert_int_not_equal(tu_run(&bad, bv, bo, &err), LT_OK);
+        assert_non_null(strstr(err.msg, "workspace"));
+        bv[nf + nc] = NULL;
+        gr_free_vals(bv, 11);
+        tu_free(&bad);
+        gr_free(&g2);
+    }
+
+    gr_free_vals(ga, nres);
+    gr_free_vals(gb, nres);
+    gr_free_vals(ry, nc + 1);
+    gr_free_vals(py, nc);
+    gr_free(&g);
+}
+
+static void both(const gcfg *c)
+{
+    check(c, LT_F64, 1e-12);
+    check(c, LT_F32, 1e-5);
+}
+
+static void rnn_ws(void **state)
+{
+    (void)state;
+    static const int64_t lens[3] = {3, 0, 2};
+    gcfg c1 = {.name = "RNN", .gates = 1, .S = 4, .B = 2, .I = 3, .H = 4, .bias = true, .h0 = true, .seed = 71};
+    both(&c1);
+    gcfg c2 = {.name = "RNN bidirectional layout1 lens clip", .gates = 1, .S = 3, .B = 3, .I = 2, .H = 3, .dir = 2,
+               .layout = 1, .bias = true, .h0 = true, .lens = lens, .clip = 0.7f, .seed = 72};
+    both(&c2);
+    gcfg c3 = {.name = "RNN reverse Relu/Softsign", .gates = 1, .S = 3, .B = 2, .I = 3, .H = 3, .dir = 2,
+               .nacts = 2, .acts = {"Relu", "Softsign"}, .seed = 73};
+    both(&c3);
+}
+
+static void gru_ws(void **state)
+{
+    (void)state;
+    static const int64_t lens[4] = {1, 4, 3, 2};
+    gcfg c1 = {.name = "GRU", .gates = 3, .S = 4, .B = 2, .I = 3, .H = 3, .bias = true, .h0 = true, .seed = 81};
+    both(&c1);
+    gcfg c2 = {.name = "GRU lbr bidirectional lens", .gates = 3, .S = 4, .B = 4, .I = 2, .H = 2, .dir = 2,
+               .bias = true, .h0 = true, .lbr = true, .lens = lens, .seed = 82};
+    both(&c2);
+    gcfg c3 = {.name = "GRU reverse layout1 clip no bias", .gates = 3, .S = 3, .B = 2, .I = 2, .H = 3, .dir = 1,
+               .layout = 1, .clip = 0.9f, .seed = 83};
+    both(&c3);
+    /* large enough for the steps to split the batch over threads */
+    gcfg c4 = {.name = "GRU B=64 H=48", .gates = 3, .S = 6, .B = 64, .I = 5, .H = 48, .bias = true, .h0 = true,
+               .seed = 84};
+    both(&c4);
+}
+
+static void lstm_ws(void **state)
+{
+    (void)state;
+    static const int64_t lens[3] = {3, 0, 2};
+    gcfg c1 = {.name = "LSTM peepholes", .gates = 4, .S = 4, .B = 2, .I = 3, .H = 3, .bias = true, .h0 = true,
+               .c0 = true, .peep = true, .seed = 91};
+    both(&c1);
+    gcfg c2 = {.name = "LSTM bidirectional layout1 lens", .gates = 4, .S = 3, .B = 3, .I = 2, .H = 2, .dir = 2,
+               .layout = 1, .bias = true, .h0 = true, .c0 = true, .peep = true, .lens = lens, .seed = 92};
+    both(&c2);
+    gcfg c3 = {.name = "LSTM input_forget clip", .gates = 4, .S = 4, .B = 2, .I = 2, .H = 3, .bias = true,
+               .h0 = true, .c0 = true, .peep = true, .couple = true, .clip = 0.8f, .seed = 93};
+    both(&c3);
+    gcfg c4 = {.name = "LSTM HardSigmoid/Elu/Softplus no states", .gates = 4, .S = 3, .B = 2, .I = 3, .H = 3,
+               .bias = true, .nacts = 3, .acts = {"HardSigmoid", "Elu", "Softplus"}, .nalpha = 2,
+               .alist = {1.1f, 0.7f}, .nbeta = 1, .blist = {0.45f}, .seed = 94};
+    both(&c4);
+    /* large enough for the steps to split the batch over threads */
+    gcfg c5 = {.name = "LSTM B=64 H=48", .gates = 4, .S = 5, .B = 64, .I = 7, .H = 48, .bias = true, .h0 = true,
+               .c0 = true, .seed = 95};
+    both(&c5);
+}
+
+int main(void)
+{
+    (void)gr_check_fd; /* the shared header's finite-difference checks are the other suites' */
+    (void)gr_check_fd_kernel;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(rnn_ws),
+        cmocka_unit_test(gru_ws),
+        cmocka_unit_test(lstm_ws),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
