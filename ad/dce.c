@@ -1,7 +1,9 @@
 /* Dead-code elimination after the AD: adjoint cells nobody reads lose their
  * accumulations (frozen parameters, integer inputs, shapes), and then every
  * pure node whose outputs nobody uses goes (forward values the backward
- * never needs, contributions nobody accumulates). */
+ * never needs, contributions nobody accumulates). Before that, a cell that
+ * receives one contribution and is read once in its own block is replaced
+ * by the contribution itself (most cells of straight-line code). */
 #include "ad_impl.h"
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +106,75 @@ static bool sweep(dce *d, lt_block *b)
     return changed;
 }
 
+/* Tensor types that are certainly the same at run time: every dim a known
+ * size or the same symbol. */
+static bool same_shape_type(const lt_type *a, const lt_type *b)
+{
+    if (a->dtype != b->dtype || a->rank < 0 || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++) {
+        lt_dim x = a->dims[i], y = b->dims[i];
+        bool ok = x.sym >= 0 ? x.sym == y.sym : (y.sym < 0 && x.v >= 0 && x.v == y.v);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* Reads of r become reads of v in nested blocks (regions of b's nodes
+ * from index `from` on), their results included. */
+static void replace_in_regions(lt_block *b, int from, const lt_ival *r, lt_ival *v)
+{
+    for (int i = from; i < b->nnodes; i++) {
+        lt_node *n = b->nodes[i];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] == r)
+                n->in[j] = v;
+        for (int g = 0; g < n->nregions; g++) {
+            lt_block *rb = n->regions[g];
+            replace_in_regions(rb, 0, r, v);
+            for (int j = 0; j < rb->nresults; j++)
+                if (rb->results[j] == r)
+                    rb->results[j] = v;
+        }
+    }
+}
+
+/* A cell (AccZerosLike) with exactly two uses, an AccAdd of v and then an
+ * AccRead, both directly in its block, holds v when it is read: the read
+ * becomes Identity(v) (a view; later nodes read v itself, so unless it is
+ * a result of the block the Identity dies too), and the cell, its zeroing
+ * and the addition are left to the sweep. v must have the cell's shape, as
+ * the read's users expect (AccAdd itself only matches sizes). */
+static bool forward_cells(dce *d, lt_block *b)
+{
+    bool changed = false;
+    for (int i = 0; i < b->nnodes; i++) {
+        lt_node *n = b->nodes[i];
+        for (int r = 0; r < n->nregions; r++)
+            changed |= forward_cells(d, n->regions[r]);
+        lt_ival *cell = n->op == LT_OP_ACC_ZEROS_LIKE && n->nout == 1 ? n->out[0] : NULL;
+        if (!cell || d->uses[cell->id] != 2)
+            continue;
+        lt_node *add = NULL, *read = NULL;
+        for (int k = i + 1; k < b->nnodes && !read; k++) {
+            lt_node *u = b->nodes[k];
+            if (u->op == LT_OP_ACC_ADD && u->nin == 2 && u->in[0] == cell && !add)
+                add = u;
+            else if (u->op == LT_OP_ACC_READ && u->nin == 1 && u->in[0] == cell && add)
+                read = u;
+        }
+        lt_ival *v = add ? add->in[1] : NULL;
+        if (!read || !v || v->type.kind != LT_KIND_TENSOR || !same_shape_type(&v->type, &cell->type))
+            continue;
+        read->op = LT_OP_IDENTITY;
+        read->in[0] = v;
+        replace_in_regions(b, read->index + 1, read->out[0], v);
+        changed = true;
+    }
+    return changed;
+}
+
 lt_status lt_ad_dce(lt_module *m, lt_err *err)
 {
     dce d = {m, NULL, NULL};
@@ -120,6 +191,11 @@ lt_status lt_ad_dce(lt_module *m, lt_err *err)
         count(&d, m->main);
         for (int f = 0; f < m->nfuncs; f++)
             count(&d, m->funcs[f]->body);
+        bool forwarded = forward_cells(&d, m->main);
+        for (int f = 0; f < m->nfuncs; f++)
+            forwarded |= forward_cells(&d, m->funcs[f]->body);
+        if (forwarded)
+            continue; /* count again */
         bool more = true;
         while (more) {
             more = propagate_calls(&d, m->main);

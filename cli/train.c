@@ -1,7 +1,7 @@
-/* `lantern train`, `lantern eval` and `lantern export`: train a classifier on
- * a dataset and write the trained weights into a copy of the original ONNX
- * file; score a classifier on the test split; write a model's file again with
- * parameters taken from .npy files. */
+/* `lantern train` and `lantern eval`: train a model on a dataset with the
+ * chosen loss and write the trained weights into a copy of the original ONNX
+ * file (progress line, CSV log, SVG plot, checkpoints); score a model on the
+ * test split. */
 #include "cli.h"
 #include "runtime/plot.h"
 #include <errno.h>

@@ -91,8 +91,8 @@ static lt_status input_shape(const lt_model *m, const lt_ival *v, int sr, const 
         known = -1;
     }
     if (known != S)
-        return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s, which does not take one sample of the %s (%s, %lld "
-                       "values) per row", m->path, v->name, have, what, want, (long long)S);
+        return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s, which does not take the %s: %s (%lld values) per "
+                       "sample", m->path, v->name, have, what, want, (long long)S);
     return LT_OK;
 }
 

@@ -53,6 +53,7 @@ static void SFX(add_dy)(const SFX(ws) *w, int64_t t, int64_t b, T *dh)
     if (!w->g->dY)
         return;
     const T *dy = (const T *)w->g->dY + lt_rnn_yoff(w->r, t, w->d, b);
+#pragma omp simd
     for (int64_t j = 0; j < w->H; j++)
         dh[j] += dy[j];
 }
@@ -82,6 +83,7 @@ static void SFX(rnn_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         T *a = w->buf + row * G, *hb = w->h + b * H;
         const T *hp = w->hp + b * H;
         memcpy(w->hx + row * H, hb, sizeof(T) * (size_t)H);
+#pragma omp simd
         for (int64_t j = 0; j < H; j++)
             a[j] = hp[j] + a[j];
         memcpy(hb, a, sizeof(T) * (size_t)H);
@@ -108,6 +110,7 @@ static void SFX(rnn_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         T *v = w->wk + b * WK * H, *dv = v + H;
         SFX(add_dy)(w, t, b, dh);
         SFX(act_d)(f, r->clip_on, (T)r->clip, w->pre + row * G, v, dv, H);
+#pragma omp simd
         for (int64_t j = 0; j < H; j++)
             ds[j] = a[j] = dh[j] * dv[j];
     }
@@ -138,16 +141,19 @@ static void SFX(gru_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         T *a = w->buf + row * G, *hb = w->h + b * H, *rv = w->wk + b * WK * H, *ax = w->ax + row * H;
         const T *hp = w->hp + b * G;
         memcpy(w->hx + row * H, hb, sizeof(T) * (size_t)H);
+#pragma omp simd
         for (int64_t j = 0; j < 2 * H; j++)
             a[j] = hp[j] + a[j];
         memcpy(rv, a + H, sizeof(T) * (size_t)H);
         SFX(act)(f, r->clip_on, clip, rv, H);
         if (lbr) {
+#pragma omp simd
             for (int64_t j = 0; j < H; j++) {
                 ax[j] = hp[2 * H + j] + (rbh ? rbh[j] : 0);
                 a[2 * H + j] = a[2 * H + j] + rv[j] * ax[j];
             }
         } else {
+#pragma omp simd
             for (int64_t j = 0; j < H; j++)
                 w->tmp[b * H + j] = ax[j] = rv[j] * hb[j];
         }
@@ -164,12 +170,14 @@ static void SFX(gru_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         T *a = w->buf + lt_rnn_xrow(r, t, b) * G, *hb = w->h + b * H;
         T *zv = w->wk + b * WK * H, *hv = zv + H;
         if (!lbr)
+#pragma omp simd
             for (int64_t j = 0; j < H; j++)
                 a[2 * H + j] = w->hp[b * G + 2 * H + j] + a[2 * H + j];
         memcpy(zv, a, sizeof(T) * (size_t)H);
         memcpy(hv, a + 2 * H, sizeof(T) * (size_t)H);
         SFX(act)(f, r->clip_on, clip, zv, H);
         SFX(act)(g, r->clip_on, clip, hv, H);
+#pragma omp simd
         for (int64_t j = 0; j < H; j++)
             hb[j] = (1 - zv[j]) * hv[j] + zv[j] * hb[j];
         if (r->Y)
@@ -201,6 +209,7 @@ static void SFX(gru_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         SFX(act_d)(f, r->clip_on, clip, pa, zv, zd, H);
         SFX(act_d)(f, r->clip_on, clip, pa + H, rv, rd, H);
         SFX(act_d)(g, r->clip_on, clip, pa + 2 * H, hv, hd, H);
+#pragma omp simd
         for (int64_t j = 0; j < H; j++) {
             T daz = dh[j] * (hprev[j] - hv[j]) * zd[j];
             T dah = dh[j] * (1 - zv[j]) * hd[j];
@@ -229,6 +238,7 @@ static void SFX(gru_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
             T *a = w->buf + row * G, *ds = w->ds + b * G, *tmp = w->tmp + b * H;
             const T *hprev = w->hx + row * H, *drh = w->hp + b * H;
             const T *rv = w->wk + b * WK * H + 2 * H, *rd = rv + H;
+#pragma omp simd
             for (int64_t j = 0; j < H; j++) {
                 ds[H + j] = a[H + j] = drh[j] * hprev[j] * rd[j];
                 tmp[j] += drh[j] * rv[j];
@@ -264,9 +274,11 @@ static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         const T *hp = w->hp + b * G;
         memcpy(w->hx + row * H, hb, sizeof(T) * (size_t)H);
         memcpy(w->ax + row * H, cb, sizeof(T) * (size_t)H);
+#pragma omp simd
         for (int64_t j = 0; j < G; j++)
             a[j] = hp[j] + a[j];
         if (pi)
+#pragma omp simd
             for (int64_t j = 0; j < H; j++) {
                 gi[j] += pi[j] * cb[j];
                 gf[j] += pf[j] * cb[j];
@@ -274,6 +286,7 @@ static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         memcpy(iv, gi, sizeof(T) * (size_t)H);
         SFX(act)(f, r->clip_on, clip, iv, H);
         if (couple) {
+#pragma omp simd
             for (int64_t j = 0; j < H; j++)
                 fv[j] = 1 - iv[j];
         } else {
@@ -282,15 +295,18 @@ static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         }
         memcpy(cv, gc, sizeof(T) * (size_t)H);
         SFX(act)(g, r->clip_on, clip, cv, H);
+#pragma omp simd
         for (int64_t j = 0; j < H; j++)
             cb[j] = fv[j] * cb[j] + iv[j] * cv[j];
         if (po)
+#pragma omp simd
             for (int64_t j = 0; j < H; j++)
                 go[j] += po[j] * cb[j];
         memcpy(ov, go, sizeof(T) * (size_t)H);
         SFX(act)(f, r->clip_on, clip, ov, H);
         memcpy(hv, cb, sizeof(T) * (size_t)H);
         SFX(act)(ha, false, 0, hv, H);
+#pragma omp simd
         for (int64_t j = 0; j < H; j++)
             hb[j] = ov[j] * hv[j];
         memcpy(w->cx + row * H, cb, sizeof(T) * (size_t)H);
@@ -358,6 +374,7 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         SFX(act_d)(f, r->clip_on, clip, pa, iv, id, H);
         SFX(act_d)(f, r->clip_on, clip, pa + H, ov, od, H);
         if (couple) {
+#pragma omp simd
             for (int64_t j = 0; j < H; j++) {
                 fv[j] = 1 - iv[j];
                 fd[j] = 0;
@@ -367,6 +384,7 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         }
         SFX(act_d)(g, r->clip_on, clip, pa + 3 * H, cv, cd, H);
         SFX(act_d)(ha, false, 0, cnew, hv, hd, H);
+#pragma omp simd
         for (int64_t j = 0; j < H; j++) {
             T dcj = dc[j] + dh[j] * ov[j] * hd[j];
             T dao = dh[j] * hv[j] * od[j];
@@ -424,9 +442,18 @@ static void SFX(colsum)(int64_t rows, int64_t n, const T *x, int64_t ldx, const 
                         T *out)
 {
     memset(acc, 0, sizeof *acc * (size_t)n);
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < n; j++)
-            acc[j] += (double)x[i * ldx + j] * (y ? (double)y[i * ldy + j] : 1.0);
+    for (int64_t i = 0; i < rows; i++) {
+        const T *xr = x + i * ldx, *yr = y ? y + i * ldy : NULL;
+        if (yr) {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++)
+                acc[j] += (double)xr[j] * (double)yr[j];
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++)
+                acc[j] += (double)xr[j];
+        }
+    }
     for (int64_t j = 0; j < n; j++)
         out[j] = (T)acc[j];
 }
@@ -456,6 +483,7 @@ static void SFX(gproject)(const lt_grnn *g, int d, T *buf, T *bias)
         bias[j] = wb[j] + (mask[j / H] ? rb[j] : 0);
 #pragma omp parallel for if (rows * G > PAR_MIN)
     for (int64_t i = 0; i < rows; i++)
+#pragma omp simd
         for (int64_t j = 0; j < G; j++)
             buf[i * G + j] += bias[j];
 }

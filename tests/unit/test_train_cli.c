@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define LANTERN LT_BINARY_DIR "/lantern"
 #define MODELS LT_SOURCE_DIR "/models/"
@@ -174,12 +176,123 @@ static void bad_input(void **state)
     assert_int_not_equal(access("/tmp/lt_never.onnx", F_OK), 0);
 }
 
+/* IDX files written gzip-compressed: n images of rows x cols (magic 0x803)
+ * and m labels (0x801); magic_fix replaces the image magic's third byte. */
+static void write_idx(const char *dir, const char *pre, int n, int rows, int cols, int m, int image_type)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte.gz", dir, pre);
+    gzFile g = gzopen(path, "wb");
+    assert_non_null(g);
+    unsigned char h[16] = {0, 0, (unsigned char)image_type, 3, 0, 0, (unsigned char)(n >> 8), (unsigned char)n,
+                           0, 0, 0, (unsigned char)rows, 0, 0, 0, (unsigned char)cols};
+    gzwrite(g, h, 16);
+    for (int i = 0; i < n * rows * cols; i++)
+        gzputc(g, (i * 37 + 11) & 255);
+    gzclose(g);
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte.gz", dir, pre);
+    g = gzopen(path, "wb");
+    assert_non_null(g);
+    unsigned char l[8] = {0, 0, 8, 1, 0, 0, (unsigned char)(m >> 8), (unsigned char)m};
+    gzwrite(g, l, 8);
+    for (int i = 0; i < m; i++)
+        gzputc(g, i % 10);
+    gzclose(g);
+}
+
+/* gzip cut in half: the stream ends without its trailer */
+static void truncate_file(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(truncate(path, st.st_size / 2), 0);
+}
+
+static void bad_data(void **state)
+{
+    (void)state;
+    char base[] = "/tmp/lt_bad_dataXXXXXX", dir[200], cmd[2048], out[8192], err[4096], path[400];
+    assert_non_null(mkdtemp(base));
+    static const struct {
+        const char *name, *want;
+    } cases[] = {
+        {"truncated", "truncated"},
+        {"magic", "magic"},
+        {"count", "labels"},
+        {"fit", "does not take"},
+        {"ok", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(dir, sizeof dir, "%s/%s", base, cases[i].name);
+        assert_int_equal(mkdir(dir, 0777), 0);
+        int rows = !strcmp(cases[i].name, "fit") ? 20 : 28;
+        write_idx(dir, "train", 300, rows, rows, !strcmp(cases[i].name, "count") ? 299 : 300,
+                  !strcmp(cases[i].name, "magic") ? 0x09 : 0x08);
+        write_idx(dir, "t10k", 100, rows, rows, 100, 0x08);
+        if (!strcmp(cases[i].name, "truncated")) {
+            snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
+            truncate_file(path);
+        }
+        snprintf(cmd, sizeof cmd, "%s train %smlp.onnx --data mnist=%s --batch 50 -o %s/out.onnx", LANTERN, MODELS, dir,
+                 dir);
+        int rc = sh(cmd, out, sizeof out, err, sizeof err);
+        snprintf(path, sizeof path, "%s/out.onnx", dir);
+        if (!cases[i].want) {
+            /* the same files, intact, train */
+            if (rc != 0 || access(path, F_OK) != 0)
+                fail_msg("intact data: exit %d, stderr '%s'", rc, err);
+            continue;
+        }
+        if (rc != 2 || count_lines(err) != 1 || !strstr(err, cases[i].want) || access(path, F_OK) == 0)
+            fail_msg("%s: exit %d, stderr '%s'", cases[i].name, rc, err);
+        print_message("%s: %s", cases[i].name, err);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* --plot writes an SVG next to the model; --loss and --output reach the trainer */
+static void plot_and_losses(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/lt_train_plotXXXXXX", cmd[2048], out[8192], err[4096], svg[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(svg, sizeof svg, "%s/curves.svg", dir);
+    snprintf(cmd, sizeof cmd,
+             "%s train " LT_SOURCE_DIR "/tests/data/loss_mlp_logsm.onnx --data fashion-mnist --loss nll --output logp "
+             "--device cpu --batch 64 --epochs 2 --limit 640 --test-limit 300 --plot %s -o %s/m.onnx",
+             LANTERN, svg, dir);
+    int rc = sh(cmd, out, sizeof out, err, sizeof err);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    assert_non_null(strstr(out, "nll loss"));
+    assert_true(strncmp(last_line(out), "test accuracy: ", 15) == 0);
+    FILE *f = fopen(svg, "r");
+    assert_non_null(f);
+    char head[4096];
+    size_t got = fread(head, 1, sizeof head - 1, f);
+    head[got] = 0;
+    fclose(f);
+    assert_non_null(strstr(head, "<svg"));
+    /* mse on class labels compares the logits with one-hot rows */
+    snprintf(cmd, sizeof cmd,
+             "%s eval %s/m.onnx --data fashion-mnist --loss mse --output logits --limit 200", LANTERN, dir);
+    rc = sh(cmd, out, sizeof out, err, sizeof err);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    assert_non_null(strstr(out, "accuracy: "));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(train_then_eval),
         cmocka_unit_test(export_weights_from_npy),
         cmocka_unit_test(bad_input),
+        cmocka_unit_test(bad_data),
+        cmocka_unit_test(plot_and_losses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
