@@ -9,5 +9,5 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 ./build/lantern import models/cnn.onnx
 ./build/lantern train models/cnn.onnx --data fashion-mnist --optimizer momentum --momentum 0.9 --lr 0.05 \
-    --batch 64 --epochs 1 -o build/cnn_trained.onnx
+    --batch 64 --epochs 1 --plot build/cnn_training.svg -o build/cnn_trained.onnx
 ./build/lantern predict build/cnn_trained.onnx --data fashion-mnist --count 12
