@@ -228,6 +228,8 @@ static lt_ival *swap_last(lt_ad *c, lt_ival *v)
     return t->out[0];
 }
 
+static lt_ival *gemm(lt_ad *c, lt_ival *a, lt_ival *b, int ta, int tb, float alpha);
+
 static lt_status r_matmul(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
                           lt_ival *const *dout)
 {
@@ -235,6 +237,15 @@ static lt_status r_matmul(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iva
     if (a->type.rank < 2 || b->type.rank < 2)
         return lt_ad_fail(c, n, "MatMul with a 1-D or unknown-rank operand cannot be differentiated yet");
     lt_status s = LT_OK;
+    lt_dtype dt = a->type.dtype;
+    if (a->type.rank == 2 && b->type.rank == 2 && (dt == LT_F32 || dt == LT_F64) && b->type.dtype == dt) {
+        /* plain matrices: the transposes become GEMM flags, not copies */
+        if (lt_ad_wants(c, n, 0))
+            s = ACC(0, gemm(c, G, b, 0, 1, 1.0f));
+        if (s == LT_OK && lt_ad_wants(c, n, 1))
+            s = ACC(1, gemm(c, a, G, 1, 0, 1.0f));
+        return s;
+    }
     if (lt_ad_wants(c, n, 0))
         s = ACC(0, lt_ad_unbroadcast(c, OP2(MAT_MUL, G, swap_last(c, b)), a));
     if (s == LT_OK && lt_ad_wants(c, n, 1))

@@ -229,6 +229,7 @@ int lt_cmd_train(int argc, char **argv)
     lt_train_opts o;
     lt_train_defaults(&o);
     lt_eval_opts eo = {NULL, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}};
+    progress pr = {isatty(STDOUT_FILENO), 0, NULL, NULL, {NAN, NAN, 0, 0}};
     int kind = LT_OPTIM_SGD, sched = LT_SCHEDULE_CONSTANT, init = 0, nfreeze = 0;
     double lr = -1, mom = -1, wd = -1, b1 = -1, b2 = -1, eps = -1;
     int64_t iv = 0;
@@ -356,7 +357,6 @@ int lt_cmd_train(int argc, char **argv)
     o.init_random = init;
     o.nfreeze = nfreeze;
     o.freeze = freeze;
-    progress pr = {isatty(STDOUT_FILENO), 0, NULL, NULL, {NAN, NAN, 0, 0}};
     if (plot_path && !(pr.plot = lt_plot_new())) {
         fprintf(stderr, "lantern: out of memory\n");
         goto done;

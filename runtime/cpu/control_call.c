@@ -3,6 +3,7 @@
  * into it in place (cells are never shared: only AccZerosLike creates one),
  * AccRead returns a copy of its contents. */
 #include "../runtime.h"
+#include "par.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +51,7 @@ static lt_status op_acc_add(lt_kctx *k)
     case LT_F32: {
         float *d = cell->data;
         const float *a = v->data;
-#pragma omp parallel for if (c->numel > 65536)
+#pragma omp parallel for if (c->numel > LT_PAR_ELEMS)
         for (int64_t i = 0; i < c->numel; i++)
             d[i] += a[i];
         break;

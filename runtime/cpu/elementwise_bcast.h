@@ -13,14 +13,15 @@
 #endif
 
 #include "../runtime.h"
+#include "par.h"
 #include <math.h>
 #include <string.h>
 
 #define LT_EW_MAX_IN 4
 /* Elements below which a loop stays on one thread; cheap ops need more work
  * per thread to win back the fork/join cost than transcendental ones. */
-#define LT_EW_PAR_LIGHT 32768
-#define LT_EW_PAR_HEAVY 4096
+#define LT_EW_PAR_LIGHT LT_PAR_ELEMS
+#define LT_EW_PAR_HEAVY (LT_PAR_ELEMS / 8)
 
 /* One row of the iteration: n contiguous output elements; input j starts at
  * in[j] and advances step[j] elements per output element (0 = broadcast).

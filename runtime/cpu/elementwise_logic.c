@@ -82,6 +82,21 @@ static lt_status k_bitshift(lt_kctx *k)
                 T xv = x[i], yv = y[i];                                                                  \
                 o[i] = c[i] ? xv : yv;                                                                   \
             }                                                                                            \
+        } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {                                             \
+            /* a scalar Y (Relu's gradient: Where(x > 0, dy, 0)) */                                     \
+            const T yv = y[0];                                                                           \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                                          \
+            {                                                                                            \
+                T xv = x[i];                                                                             \
+                o[i] = c[i] ? xv : yv;                                                                   \
+            }                                                                                            \
+        } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {                                             \
+            const T xv = x[0];                                                                           \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                                          \
+            {                                                                                            \
+                T yv = y[i];                                                                             \
+                o[i] = c[i] ? xv : yv;                                                                   \
+            }                                                                                            \
         } else {                                                                                         \
             for (int64_t i = 0; i < n; i++)                                                              \
                 o[i] = c[i * st[0]] ? x[i * st[1]] : y[i * st[2]];                                       \

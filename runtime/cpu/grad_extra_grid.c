@@ -1,5 +1,5 @@
 /* CPU kernel: GridSampleGrad (dy, X, grid) -> dX, dgrid. Each output point
- * reads a few input taps (the forward's rules, runtime/cpu/image_grid.c:
+ * reads a few input taps (the forward's own, runtime/cpu/image_grid.c:
  * coordinates denormalized, padded, every tap read through the padding
  * rule). dX scatters dy onto the taps with their weights; dgrid contracts
  * dy with X at the taps through each weight's derivative along every grid
@@ -7,179 +7,13 @@
  * reflection, and the linear or cubic kernel). Nearest sampling is
  * piecewise constant in the grid: its dgrid is zero. */
 #include "grad_extra.h"
+#include "image_util.h"
 #include "norm_util.h"
-#include <math.h>
 #include <omp.h>
 #include <string.h>
 
-enum { GS_LINEAR, GS_NEAREST, GS_CUBIC };
-enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
-
-#define GS_MAX_SPATIAL (LT_MAX_RANK - 2)
-
-typedef struct gs_params {
-    int mode, pad, k, maxt;
-    bool align;
-    int64_t len[GS_MAX_SPATIAL];    /* input spatial sizes, outermost first */
-    int64_t stride[GS_MAX_SPATIAL]; /* element strides of those axes */
-} gs_params;
-
-/* x folded into [lo, hi] at the nearer border; *slope is d result / dx */
-static double reflect(double x, double lo, double hi, double *slope)
-{
-    double rng = hi - lo;
-    *slope = 1;
-    if (rng <= 0) {
-        *slope = 0;
-        return lo;
-    }
-    if (x < lo || x > hi) {
-        double dx = x < lo ? lo - x : x - hi, n = floor(dx / rng), r = dx - n * rng;
-        bool even = fmod(n, 2) == 0;
-        /* an even number of folds runs against x, an odd one with it */
-        *slope = even ? -1 : 1;
-        if (x < lo)
-            return even ? lo + r : hi - r;
-        return even ? hi - r : lo + r;
-    }
-    return x;
-}
-
-/* the cubic convolution kernel (A = -0.75) and its derivative */
-static double keys(double t)
-{
-    const double a = -0.75;
-    t = fabs(t);
-    if (t <= 1)
-        return ((a + 2) * t - (a + 3)) * t * t + 1;
-    if (t < 2)
-        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
-    return 0;
-}
-
-static double keys_d(double t)
-{
-    const double a = -0.75;
-    double sg = t < 0 ? -1 : 1;
-    t = fabs(t);
-    if (t <= 1)
-        return sg * (3 * (a + 2) * t - 2 * (a + 3)) * t;
-    if (t < 2)
-        return sg * ((3 * a * t - 10 * a) * t + 8 * a);
-    return 0;
-}
-
-/* Taps of one axis for normalized coordinate g: up to 4 indices (-1 where
- * the zeros padding reads 0), weights, and the weights' derivatives by g. */
-static int axis_taps(const gs_params *p, int axis, double g, int64_t *idx, double *w, double *dw)
-{
-    int64_t len = p->len[axis];
-    double lo = p->align ? 0 : -0.5, hi = p->align ? (double)len - 1 : (double)len - 0.5;
-    double x = p->align ? (g + 1) / 2 * (double)(len - 1) : ((g + 1) * (double)len - 1) / 2;
-    double dx = p->align ? (double)(len - 1) / 2 : (double)len / 2; /* d x / d g */
-    if (!(fabs(x) < 1e15)) {
-        x = x > 0 ? 1e15 : -1e15;
-        dx = 0;
-    }
-    if (p->mode == GS_NEAREST) {
-        x = p->k == 3 ? round(x) : nearbyint(x);
-        dx = 0;
-    }
-    if (x < lo || x > hi) {
-        if (p->pad == GS_BORDER) {
-            x = x < 0 ? 0 : x > (double)(len - 1) ? (double)(len - 1) : x;
-            dx = 0;
-        } else if (p->pad == GS_REFLECTION) {
-            double slope;
-            x = reflect(x, lo, hi, &slope);
-            dx *= slope;
-        }
-    }
-    int n;
-    double x0 = floor(x), t = x - x0, unused;
-    int64_t first;
-    if (p->mode == GS_NEAREST) {
-        n = 1;
-        first = (int64_t)x;
-        w[0] = 1;
-        dw[0] = 0;
-    } else if (p->mode == GS_LINEAR) {
-        n = 2;
-        first = (int64_t)x0;
-        w[0] = 1 - t;
-        w[1] = t;
-        dw[0] = -dx;
-        dw[1] = dx;
-    } else {
-        n = 4;
-        first = (int64_t)x0 - 1;
-        for (int i = 0; i < 4; i++) {
-            w[i] = keys(t + 1 - i);
-            dw[i] = keys_d(t + 1 - i) * dx;
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        int64_t j = first + i;
-        if (j < 0 || j >= len) {
-            if (p->pad == GS_ZEROS)
-                j = -1;
-            else if (p->pad == GS_BORDER)
-                j = j < 0 ? 0 : len - 1;
-            else
-                j = (int64_t)reflect((double)j, lo, hi, &unused);
-            if (j >= len)
-                j = len - 1;
-        }
-        idx[i] = j;
-    }
-    return n;
-}
-
-/* The taps of one output point: offsets into one (n, c) image, weights and
- * (when dwt is not NULL) dwt[a * maxt + t], tap t's weight differentiated
- * by the coordinate of spatial axis a. Taps in the zeros padding are left
- * out; returns the count. */
-static int point_taps(const gs_params *p, const double *g, int64_t *off, double *wt, double *dwt)
-{
-    int64_t idx[GS_MAX_SPATIAL][4];
-    double w[GS_MAX_SPATIAL][4], dw[GS_MAX_SPATIAL][4];
-    int n[GS_MAX_SPATIAL], cnt[GS_MAX_SPATIAL] = {0}, total = 0, k = p->k;
-    /* the grid's last dim lists coordinates innermost axis first (x, y, z) */
-    for (int a = 0; a < k; a++)
-        n[a] = axis_taps(p, a, g[k - 1 - a], idx[a], w[a], dw[a]);
-    for (;;) {
-        int64_t o = 0;
-        double ww = 1;
-        bool zero = false;
-        for (int a = 0; a < k; a++) {
-            int64_t j = idx[a][cnt[a]];
-            zero = zero || j < 0;
-            o += j * p->stride[a];
-            ww *= w[a][cnt[a]];
-        }
-        if (!zero) {
-            off[total] = o;
-            wt[total] = ww;
-            for (int a = 0; dwt && a < k; a++) {
-                double d = dw[a][cnt[a]];
-                for (int b = 0; b < k; b++)
-                    if (b != a)
-                        d *= w[b][cnt[b]];
-                dwt[a * p->maxt + total] = d;
-            }
-            total++;
-        }
-        int a = k - 1;
-        while (a >= 0 && ++cnt[a] == n[a])
-            cnt[a--] = 0;
-        if (a < 0)
-            break;
-    }
-    return total;
-}
-
 typedef struct gs_job {
-    gs_params p;
+    lt_grid_params p;
     int64_t nb, c, img, pts;
     const double *grid;
     double *dgrid;       /* NULL unless wanted */
@@ -197,7 +31,7 @@ typedef struct gs_job {
 #define GS_GRAD(T, S)                                                                                             \
     static void grad_##S(const gs_job *j, const T *x, const T *dy, T *dx)                                        \
     {                                                                                                            \
-        const gs_params *p = &j->p;                                                                              \
+        const lt_grid_params *p = &j->p;                                                                         \
         int64_t c = j->c, img = j->img, pts = j->pts, maxt = p->maxt;                                            \
         int k = p->k;                                                                                            \
         for (int64_t b = 0; b < j->nb; b++)                                                                      \
@@ -210,11 +44,11 @@ typedef struct gs_job {
                     int64_t *off = dx ? j->boff + i * maxt : j->toff + tid * maxt;                               \
                     double *wt = dx ? j->bwt + i * maxt : j->twt + tid * maxt;                                   \
                     double *dwt = j->dgrid ? j->tdw + (int64_t)tid * k * maxt : NULL;                            \
-                    int nt = point_taps(p, j->grid + (b * pts + q) * k, off, wt, dwt);                           \
+                    int nt = lt_img_grid_taps(p, j->grid + (b * pts + q) * k, off, wt, dwt, true);               \
                     j->bcnt[i] = nt;                                                                             \
                     if (!dwt)                                                                                    \
                         continue;                                                                                \
-                    double acc[GS_MAX_SPATIAL] = {0};                                                            \
+                    double acc[LT_GS_MAX_SPATIAL] = {0};                                                         \
                     for (int64_t ch = 0; ch < c; ch++) {                                                         \
                         double g = dy[(b * c + ch) * pts + q];                                                   \
                         const T *xi = x + (b * c + ch) * img;                                                    \
@@ -247,40 +81,6 @@ typedef struct gs_job {
 GS_GRAD(float, f32)
 GS_GRAD(double, f64)
 
-static lt_status parse(lt_kctx *k, const lt_tensor *x, const lt_tensor *grid, gs_params *p)
-{
-    const lt_node *node = k->node;
-    memset(p, 0, sizeof *p);
-    p->k = x->rank - 2;
-    if (p->k < 1 || p->k > GS_MAX_SPATIAL || grid->rank != x->rank || grid->dims[grid->rank - 1] != p->k ||
-        grid->dims[0] != x->dims[0])
-        return lt_k_fail(k, LT_ERR_RUNTIME, "grid must be (N, spatial..., %d) with X's N; X has rank %d", p->k,
-                         x->rank);
-    static const char *const modes[] = {"linear", "bilinear", "nearest", "cubic", "bicubic"};
-    static const int mode_ids[] = {GS_LINEAR, GS_LINEAR, GS_NEAREST, GS_CUBIC, GS_CUBIC};
-    const char *m = lt_attr_str(node, "mode", node->opset >= 20 ? "linear" : "bilinear");
-    p->mode = -1;
-    for (int i = 0; i < 5; i++)
-        if (strcmp(m, modes[i]) == 0)
-            p->mode = mode_ids[i];
-    const char *pm = lt_attr_str(node, "padding_mode", "zeros");
-    p->pad = strcmp(pm, "zeros") == 0 ? GS_ZEROS : strcmp(pm, "border") == 0 ? GS_BORDER
-                                                 : strcmp(pm, "reflection") == 0 ? GS_REFLECTION : -1;
-    if (p->mode < 0 || p->pad < 0)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "unsupported mode '%s' or padding_mode '%s'", m, pm);
-    p->align = lt_attr_int(node, "align_corners", 0) != 0;
-    int64_t st = 1;
-    for (int a = p->k - 1; a >= 0; a--) {
-        p->len[a] = x->dims[2 + a];
-        p->stride[a] = st;
-        st *= p->len[a];
-    }
-    p->maxt = 1;
-    for (int a = 0; a < p->k; a++)
-        p->maxt *= p->mode == GS_CUBIC ? 4 : p->mode == GS_LINEAR ? 2 : 1;
-    return LT_OK;
-}
-
 lt_status lt_gx_grid_sample_grad(lt_kctx *k)
 {
     const lt_tensor *dy = lt_k_in(k, 0), *x = lt_k_in(k, 1), *grid = lt_k_in(k, 2);
@@ -291,7 +91,7 @@ lt_status lt_gx_grid_sample_grad(lt_kctx *k)
                          lt_dtype_name(dy->dtype), lt_dtype_name(x->dtype), lt_dtype_name(grid->dtype));
     gs_job j;
     memset(&j, 0, sizeof j);
-    lt_status s = parse(k, x, grid, &j.p);
+    lt_status s = lt_img_grid_params(k, x, grid, &j.p);
     if (s != LT_OK)
         return s;
     int kk = j.p.k;

@@ -4,10 +4,11 @@
 #define LT_CPU_GRAD_MISC_UTIL_H
 
 #include "../runtime.h"
+#include "par.h"
 #include <string.h>
 
 /* Work (elements) below which a loop stays on one thread. */
-#define LT_GM_PAR_MIN 32768
+#define LT_GM_PAR_MIN LT_PAR_ELEMS
 
 /* Input i, or a failed status naming it when it is missing. */
 static inline lt_status lt_gm_need(lt_kctx *k, int i, const char *what, const lt_tensor **t)

@@ -62,6 +62,99 @@ static void gemm_nt(size_t esz, int64_t m, int64_t n, int64_t k, const void *a, 
 
 static lt_status too_big(lt_kctx *k) { return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (convolution buffers)"); }
 
+/* ---- float32 2-D convolutions with small grids (one group, im2col not the
+ * identity): per image the products are thin (one side the grid's L
+ * positions), so several images' columns are set side by side and each
+ * GEMM covers a block of images, about BLOCK_COLS columns wide. ---- */
+#define BLOCK_COLS 512
+
+static bool gc_blocked(const gc_job *j)
+{
+    return j->esz == 4 && j->g.nsp == 2 && j->groups == 1 && !j->direct && j->L > 0 && j->L < BLOCK_COLS / 2 &&
+           j->n > 1;
+}
+
+static int64_t gc_block_images(const gc_job *j)
+{
+    int64_t nb = BLOCK_COLS / j->L;
+    return nb > j->n ? j->n : nb;
+}
+
+/* dst [P, nb L]: the grid rows of images i0..i0+nb side by side */
+static void gc_gather_grid(const gc_job *j, const float *grid, int64_t i0, int64_t nb, float *dst)
+{
+    int64_t P = j->P, L = j->L;
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t p = 0; p < P; p++)
+            memcpy(dst + p * nb * L + i * L, grid + ((i0 + i) * j->gch + p) * L, sizeof(float) * (size_t)L);
+}
+
+/* gc_filter for gc_blocked jobs: one partial sum per thread */
+static lt_status gc_filter_blocked(lt_kctx *k, const gc_job *j, const float *grid, const float *img, float *dw)
+{
+    int64_t P = j->P, R = j->R, L = j->L, n = j->n, nb = gc_block_images(j), nblk = (n + nb - 1) / nb;
+    int64_t wsize = P * R, cols = nb * L;
+    int nth = omp_get_max_threads();
+    bool parallel = nth > 1 && nblk > 1 && 2.0 * (double)n * (double)wsize * (double)L >= 8.0 * LT_NN_PAR_MIN;
+    int nt = parallel ? (nblk < nth ? (int)nblk : nth) : 1;
+    float *part = nt > 1 ? lt_k_scratch(k, sizeof(float) * (size_t)(wsize * nt)) : dw;
+    float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)((P + R) * cols * nt));
+    if (!part || !bufs)
+        return too_big(k);
+    memset(part, 0, sizeof(float) * (size_t)(wsize * nt));
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = omp_get_thread_num();
+        float *acc = part + wsize * t, *dyb = bufs + (P + R) * cols * t, *colb = dyb + P * cols;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t b = 0; b < nblk; b++) {
+            int64_t i0 = b * nb, m = n - i0 < nb ? n - i0 : nb;
+            gc_gather_grid(j, grid, i0, m, dyb);
+            for (int64_t i = 0; i < m; i++)
+                lt_nn_im2col2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L, m * L, &j->g, j->Q);
+            gemm_nt(4, P, R, m * L, dyb, m * L, colb, m * L, acc, R);
+        }
+    }
+    if (nt > 1)
+        for (int64_t q = 0; q < wsize; q++) {
+            float v = 0;
+            for (int t = 0; t < nt; t++)
+                v += part[t * wsize + q];
+            dw[q] = v;
+        }
+    return LT_OK;
+}
+
+/* gc_backward for gc_blocked jobs: blocks of images in parallel */
+static lt_status gc_backward_blocked(lt_kctx *k, const gc_job *j, const float *grid, const float *w, float *img)
+{
+    int64_t P = j->P, R = j->R, L = j->L, Q = j->Q, n = j->n, nb = gc_block_images(j), nblk = (n + nb - 1) / nb;
+    int64_t cols = nb * L;
+    int nth = omp_get_max_threads();
+    bool parallel = nth > 1 && nblk > 1 && 2.0 * (double)n * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
+    int nt = parallel ? (nblk < nth ? (int)nblk : nth) : 1;
+    float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)((P + R) * cols * nt));
+    if (!bufs)
+        return too_big(k);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = omp_get_thread_num();
+        float *dyb = bufs + (P + R) * cols * t, *colb = dyb + P * cols;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t b = 0; b < nblk; b++) {
+            int64_t i0 = b * nb, m = n - i0 < nb ? n - i0 : nb;
+            gc_gather_grid(j, grid, i0, m, dyb);
+            lt_nn_gemm(4, true, R, m * L, P, w, R, dyb, m * L, false, colb, m * L);
+            for (int64_t i = 0; i < m; i++) {
+                float *it = img + (i0 + i) * j->ich * j->plane;
+                memset(it, 0, sizeof(float) * (size_t)(Q * j->plane));
+                lt_nn_col2im2d_f32(colb + i * L, m * L, it, &j->g, 0, Q);
+            }
+        }
+    }
+    return LT_OK;
+}
+
 /* grid [N, gch, L] = W_g [P, R] * im2col(image [N, ich, plane]) per group */
 static lt_status gc_forward(lt_kctx *k, const gc_job *j, const char *img, const char *w, char *out)
 {
@@ -110,6 +203,8 @@ static lt_status gc_backward(lt_kctx *k, const gc_job *j, const char *grid, cons
         memset(img, 0, (size_t)(tasks * Q * plane) * esz);
         return LT_OK;
     }
+    if (gc_blocked(j))
+        return gc_backward_blocked(k, j, (const float *)grid, (const float *)w, (float *)img);
     int nth = omp_get_max_threads();
     bool parallel = nth > 1 && 2.0 * (double)tasks * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
     /* enough images x groups for every thread: one task per thread at a
@@ -187,6 +282,8 @@ static lt_status gc_filter(lt_kctx *k, const gc_job *j, const char *grid, const 
     memset(dw, 0, (size_t)wsize * esz);
     if (n == 0 || L == 0)
         return LT_OK;
+    if (gc_blocked(j))
+        return gc_filter_blocked(k, j, (const float *)grid, (const float *)img, (float *)dw);
     int nth = omp_get_max_threads();
     bool parallel = nth > 1 && 2.0 * (double)n * (double)wsize * (double)L >= 8.0 * LT_NN_PAR_MIN;
     int64_t nslices = 1, nblocks = 1;

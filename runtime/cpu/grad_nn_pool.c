@@ -176,6 +176,58 @@ static inline double lp_partial(double e, double y, double p)
 GP_RUN(float, f32)
 GP_RUN(double, f64)
 
+/* MaxPoolGrad on float32 planes with lt_nn_plain2d windows: dy goes to the
+ * first maximum of each window in scan order, found with gp_run's
+ * comparisons, by straight loops (2x2 stride 2 unrolled). */
+static void max_grad2d_f32(const gp_job *j, const float *x, const float *dy, float *dx)
+{
+    const lt_nn_geom *g = &j->g;
+    int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1], kh = g->k[0], kw = g->k[1], sh = g->s[0],
+            sw = g->s[1];
+    bool two = kh == 2 && kw == 2 && sh == 2 && sw == 2;
+#pragma omp parallel for schedule(static) if (j->planes > 1 && j->planes * j->in_plane >= 4 * LT_NN_PAR_MIN)
+    for (int64_t pl = 0; pl < j->planes; pl++) {
+        const float *xp = x + pl * j->in_plane, *dyp = dy + pl * j->out_plane;
+        float *dxp = dx + pl * j->in_plane;
+        memset(dxp, 0, sizeof(float) * (size_t)j->in_plane);
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const float *xr = xp + oy * sh * iw;
+            float *dr = dxp + oy * sh * iw;
+            const float *gy = dyp + oy * ow;
+            if (two) {
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    int64_t c = 2 * ox, at = c;
+                    float best = xr[c];
+                    if (xr[c + 1] > best) {
+                        best = xr[c + 1];
+                        at = c + 1;
+                    }
+                    if (xr[iw + c] > best) {
+                        best = xr[iw + c];
+                        at = iw + c;
+                    }
+                    if (xr[iw + c + 1] > best)
+                        at = iw + c + 1;
+                    dr[at] += gy[ox];
+                }
+                continue;
+            }
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const float *r = xr + ox * sw;
+                int64_t at = 0;
+                float best = r[0];
+                for (int64_t ty = 0; ty < kh; ty++)
+                    for (int64_t tx = 0; tx < kw; tx++)
+                        if (r[ty * iw + tx] > best) {
+                            best = r[ty * iw + tx];
+                            at = ty * iw + tx;
+                        }
+                dr[ox * sw + at] += gy[ox];
+            }
+        }
+    }
+}
+
 /* LpPool's p: a float attribute in version 1, an int later */
 static double lp_order(const lt_node *n)
 {
@@ -239,6 +291,10 @@ static lt_status pool_grad(lt_kctx *k, gp_kind kind)
     fill_tables(&j);
     if (x->dtype == LT_F64) {
         gp_run_f64(&j, x->data, dy->data, y ? y->data : NULL, dx->data, offs);
+        return LT_OK;
+    }
+    if (x->dtype == LT_F32 && kind == GP_MAX && lt_nn_plain2d(&j.g)) {
+        max_grad2d_f32(&j, x->data, dy->data, dx->data);
         return LT_OK;
     }
     if (x->dtype == LT_F32) {

@@ -1,6 +1,7 @@
 /* CPU kernels: image family. Resize and Upsample (every opset) are parsed
- * here into one lt_resize description and run by image_resize.c;
- * GridSample lives in image_grid.c. */
+ * here into one lt_resize description (ResizeGrad reads its node with the
+ * same functions) and run by image_resize.c; GridSample lives in
+ * image_grid.c. */
 #include "image_util.h"
 #include "norm_util.h"
 #include <math.h>
@@ -14,11 +15,13 @@ static int name_index(const char *s, const char *const *names, int n)
     return -1;
 }
 
-/* mode, coordinate mapping and nearest rounding from the attributes;
- * legacy = Upsample and Resize-10, which map asymmetrically. */
-static lt_status parse_modes(lt_kctx *k, lt_resize *p, bool legacy)
+lt_status lt_img_resize_modes(lt_kctx *k, int rank, lt_resize *p, bool legacy)
 {
     const lt_node *n = k->node;
+    memset(p, 0, sizeof *p);
+    p->rank = rank;
+    for (int d = 0; d < rank; d++)
+        p->roi_end[d] = 1;
     static const char *const modes[] = {"nearest", "linear", "cubic", "bilinear"};
     const char *m = lt_attr_str(n, "mode", "nearest");
     int mi = name_index(m, modes, 4);
@@ -47,9 +50,8 @@ static lt_status parse_modes(lt_kctx *k, lt_resize *p, bool legacy)
     return LT_OK;
 }
 
-/* Output sizes and scales from per-axis scales (scale * in, floored). */
-static lt_status from_scales(lt_kctx *k, lt_resize *p, const lt_tensor *x, const double *sc, const int *axes,
-                             int naxes)
+lt_status lt_img_resize_scales(lt_kctx *k, lt_resize *p, const lt_tensor *x, const double *sc, const int *axes,
+                               int naxes)
 {
     for (int d = 0; d < x->rank; d++)
         p->scale[d] = 1;
@@ -113,22 +115,10 @@ static bool present(const lt_tensor *t)
     return t && t->numel > 0;
 }
 
-static lt_status resize(lt_kctx *k)
+lt_status lt_img_resize_shape(lt_kctx *k, lt_resize *p, const lt_tensor *x, const lt_tensor *roi,
+                              const lt_tensor *scales, const lt_tensor *sizes)
 {
     const lt_node *n = k->node;
-    const lt_tensor *x = lt_k_in(k, 0);
-    if (!x)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "needs X");
-    lt_resize p;
-    memset(&p, 0, sizeof p);
-    p.rank = x->rank;
-    bool legacy = n->opset < 11;
-    lt_status st = parse_modes(k, &p, legacy);
-    if (st != LT_OK)
-        return st;
-    const lt_tensor *roi = legacy ? NULL : lt_k_in(k, 1);
-    const lt_tensor *scales = lt_k_in(k, legacy ? 1 : 2), *sizes = legacy ? NULL : lt_k_in(k, 3);
-
     /* axes (opset 18): the dims that scales, sizes and roi speak about */
     int axes[LT_MAX_RANK], naxes = x->rank;
     for (int d = 0; d < x->rank; d++)
@@ -149,44 +139,55 @@ static lt_status resize(lt_kctx *k)
         naxes = na;
     }
 
+    lt_status st;
     if (present(sizes)) {
         if (sizes->numel != naxes)
             return lt_k_fail(k, LT_ERR_RUNTIME, "sizes has %lld elements, expected %d", (long long)sizes->numel,
                              naxes);
         if (!lt_dtype_is_int(sizes->dtype))
             return lt_k_fail(k, LT_ERR_RUNTIME, "sizes must be int64, got %s", lt_dtype_name(sizes->dtype));
-        st = from_sizes(k, &p, x, sizes, axes, naxes);
+        st = from_sizes(k, p, x, sizes, axes, naxes);
     } else if (present(scales)) {
         if (scales->numel != naxes)
             return lt_k_fail(k, LT_ERR_RUNTIME, "scales has %lld elements, expected %d", (long long)scales->numel,
                              naxes);
         const double *sc = lt_nu_as_f64(k, scales);
-        st = sc ? from_scales(k, &p, x, sc, axes, naxes) : LT_ERR_RUNTIME;
+        st = sc ? lt_img_resize_scales(k, p, x, sc, axes, naxes) : LT_ERR_RUNTIME;
     } else {
         return lt_k_fail(k, LT_ERR_RUNTIME, "needs non-empty scales or sizes");
     }
+    if (st != LT_OK || p->coord != LT_RS_TF_CROP_AND_RESIZE)
+        return st;
+    if (!present(roi))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "tf_crop_and_resize needs roi");
+    /* roi lists starts then ends, for the axes or for every dim */
+    bool all = roi->numel == 2 * (int64_t)x->rank;
+    if (roi->numel != 2 * (int64_t)naxes && !all)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "roi has %lld elements, expected %d", (long long)roi->numel, 2 * naxes);
+    int cnt = all ? x->rank : naxes;
+    for (int i = 0; i < cnt; i++) {
+        int d = all ? i : axes[i];
+        p->roi_start[d] = lt_tensor_get_f64(roi, i);
+        p->roi_end[d] = lt_tensor_get_f64(roi, cnt + i);
+    }
+    return LT_OK;
+}
+
+static lt_status resize(lt_kctx *k)
+{
+    const lt_tensor *x = lt_k_in(k, 0);
+    if (!x)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "needs X");
+    lt_resize p;
+    bool legacy = k->node->opset < 11;
+    lt_status st = lt_img_resize_modes(k, x->rank, &p, legacy);
     if (st != LT_OK)
         return st;
-
-    for (int d = 0; d < x->rank; d++) {
-        p.roi_start[d] = 0;
-        p.roi_end[d] = 1;
-    }
-    if (p.coord == LT_RS_TF_CROP_AND_RESIZE) {
-        if (!present(roi))
-            return lt_k_fail(k, LT_ERR_RUNTIME, "tf_crop_and_resize needs roi");
-        /* roi lists starts then ends, for the axes or for every dim */
-        bool all = roi->numel == 2 * (int64_t)x->rank;
-        if (roi->numel != 2 * (int64_t)naxes && !all)
-            return lt_k_fail(k, LT_ERR_RUNTIME, "roi has %lld elements, expected %d", (long long)roi->numel,
-                             2 * naxes);
-        int cnt = all ? x->rank : naxes;
-        for (int i = 0; i < cnt; i++) {
-            int d = all ? i : axes[i];
-            p.roi_start[d] = lt_tensor_get_f64(roi, i);
-            p.roi_end[d] = lt_tensor_get_f64(roi, cnt + i);
-        }
-    }
+    /* Resize-10 has (X, scales) */
+    const lt_tensor *roi = legacy ? NULL : lt_k_in(k, 1);
+    const lt_tensor *scales = lt_k_in(k, legacy ? 1 : 2), *sizes = legacy ? NULL : lt_k_in(k, 3);
+    if ((st = lt_img_resize_shape(k, &p, x, roi, scales, sizes)) != LT_OK)
+        return st;
     return lt_img_resize(k, x, &p);
 }
 
@@ -197,9 +198,7 @@ static lt_status upsample(lt_kctx *k)
     if (!x)
         return lt_k_fail(k, LT_ERR_RUNTIME, "needs X");
     lt_resize p;
-    memset(&p, 0, sizeof p);
-    p.rank = x->rank;
-    lt_status st = parse_modes(k, &p, true);
+    lt_status st = lt_img_resize_modes(k, x->rank, &p, true);
     if (st != LT_OK)
         return st;
     double sc[LT_MAX_RANK];
@@ -228,10 +227,8 @@ static lt_status upsample(lt_kctx *k)
         sc[2] = lt_attr_float(n, "height_scale", 1.0f);
         sc[3] = lt_attr_float(n, "width_scale", 1.0f);
     }
-    if ((st = from_scales(k, &p, x, sc, axes, x->rank)) != LT_OK)
+    if ((st = lt_img_resize_scales(k, &p, x, sc, axes, x->rank)) != LT_OK)
         return st;
-    for (int d = 0; d < x->rank; d++)
-        p.roi_end[d] = 1;
     return lt_img_resize(k, x, &p);
 }
 

@@ -1,20 +1,12 @@
 /* The resize engine behind Resize and Upsample. Every axis gets a table of
  * taps (source index, weight) per output coordinate, built as the ONNX
  * reference builds its 1-D interpolation; nearest mode is then a gather of
- * raw elements, linear and cubic a separable pass per axis that changes. */
+ * raw elements, linear and cubic a separable pass per axis that changes.
+ * ResizeGrad (grad_nn_resize.c) applies the same tables transposed. */
 #include "image_util.h"
 #include "norm_util.h"
 #include <math.h>
 #include <string.h>
-
-typedef struct rs_axis {
-    int64_t in, out;
-    int ntap;
-    int64_t *idx;     /* out * ntap source indices, clamped into [0, in) */
-    double *w;        /* out * ntap weights */
-    uint8_t *outside; /* tf_crop_and_resize: coordinate left the input */
-    bool identity;    /* output j reads input j with weight 1 */
-} rs_axis;
 
 static double coord(const lt_resize *p, int d, int64_t in, double x)
 {
@@ -82,7 +74,7 @@ static int64_t nearest_index(const lt_resize *p, double x, double scale)
 
 /* Fills the taps of output coordinate j. The base index b and ratio r in
  * (0, 1] place x = b + r; tap t sits at b + first + t. */
-static void taps_at(const lt_resize *p, int d, rs_axis *ax, int64_t j, int first)
+static void taps_at(const lt_resize *p, int d, lt_rs_axis *ax, int64_t j, int first)
 {
     int n = ax->ntap;
     int64_t *idx = ax->idx + j * n;
@@ -122,7 +114,7 @@ static void taps_at(const lt_resize *p, int d, rs_axis *ax, int64_t j, int first
         idx[t] = idx[t] < 0 ? 0 : idx[t] >= ax->in ? ax->in - 1 : idx[t];
 }
 
-static lt_status build_axis(lt_kctx *k, const lt_resize *p, int d, int64_t in, rs_axis *ax)
+lt_status lt_img_resize_axis(lt_kctx *k, const lt_resize *p, int d, int64_t in, lt_rs_axis *ax)
 {
     int first;
     memset(ax, 0, sizeof *ax);
@@ -153,7 +145,7 @@ static lt_status build_axis(lt_kctx *k, const lt_resize *p, int d, int64_t in, r
 }
 
 /* ---- nearest: gather raw elements ---- */
-static lt_status gather(lt_kctx *k, const lt_tensor *x, lt_tensor *y, const lt_resize *p, rs_axis *ax)
+static lt_status gather(lt_kctx *k, const lt_tensor *x, lt_tensor *y, const lt_resize *p, lt_rs_axis *ax)
 {
     int r = x->rank;
     size_t es = lt_dtype_size(x->dtype);
@@ -207,7 +199,7 @@ static lt_status gather(lt_kctx *k, const lt_tensor *x, lt_tensor *y, const lt_r
 
 /* ---- linear / cubic: one pass per axis that changes ---- */
 #define RS_PASS(T, S)                                                                                        \
-    static void pass_##S(const T *src, T *dst, int64_t outer, int64_t inner, const rs_axis *ax, T fill)        \
+    static void pass_##S(const T *src, T *dst, int64_t outer, int64_t inner, const lt_rs_axis *ax, T fill)   \
     {                                                                                                        \
         int64_t on = ax->out, n = ax->ntap;                                                                  \
         _Pragma("omp parallel for if (outer * on * inner > LT_NU_PAR && outer * on > 1) schedule(static)")   \
@@ -245,7 +237,7 @@ static lt_status gather(lt_kctx *k, const lt_tensor *x, lt_tensor *y, const lt_r
 RS_PASS(float, f32)
 RS_PASS(double, f64)
 
-static lt_status interpolate(lt_kctx *k, const lt_tensor *x, lt_tensor *y, const lt_resize *p, rs_axis *ax)
+static lt_status interpolate(lt_kctx *k, const lt_tensor *x, lt_tensor *y, const lt_resize *p, lt_rs_axis *ax)
 {
     bool f32 = x->dtype == LT_F32;
     size_t es = f32 ? sizeof(float) : sizeof(double);
@@ -299,9 +291,9 @@ lt_status lt_img_resize(lt_kctx *k, const lt_tensor *x, const lt_resize *p)
     lt_status st = lt_k_out(k, 0, x->dtype, x->rank, p->out, &y);
     if (st != LT_OK || y->numel == 0)
         return st;
-    rs_axis ax[LT_MAX_RANK];
+    lt_rs_axis ax[LT_MAX_RANK];
     for (int d = 0; d < x->rank; d++)
-        if ((st = build_axis(k, p, d, x->dims[d], &ax[d])) != LT_OK)
+        if ((st = lt_img_resize_axis(k, p, d, x->dims[d], &ax[d])) != LT_OK)
             return st;
     if (p->mode == LT_RS_NEAREST)
         return gather(k, x, y, p, ax);

@@ -1,5 +1,8 @@
 /* Private interface of the image family: the resize engine that Resize and
- * Upsample share (image_resize.c), and GridSample (image_grid.c). */
+ * Upsample share (image_resize.c), and GridSample (image_grid.c). The
+ * parameter readers and sampling tables are exported for the gradient
+ * kernels (grad_nn_resize.c, grad_extra_grid.c), which must map exactly
+ * as the forward does. */
 #ifndef LT_CPU_IMAGE_UTIL_H
 #define LT_CPU_IMAGE_UTIL_H
 
@@ -35,8 +38,59 @@ typedef struct lt_resize {
     double roi_start[LT_MAX_RANK], roi_end[LT_MAX_RANK];
 } lt_resize;
 
+/* Starts p for a rank-`rank` input: mode, coordinate mapping and nearest
+ * rounding from the node's attributes, a roi covering every axis. legacy =
+ * Upsample and Resize-10, which map asymmetrically. */
+lt_status lt_img_resize_modes(lt_kctx *k, int rank, lt_resize *p, bool legacy);
+/* Output sizes from per-axis scales sc[i] of axes[i] (scale * in, floored). */
+lt_status lt_img_resize_scales(lt_kctx *k, lt_resize *p, const lt_tensor *x, const double *sc, const int *axes,
+                               int naxes);
+/* Resize-11 and later: output sizes, scales and roi from the inputs roi,
+ * scales and sizes (each may be NULL) and the axes attribute (opset 18). */
+lt_status lt_img_resize_shape(lt_kctx *k, lt_resize *p, const lt_tensor *x, const lt_tensor *roi,
+                              const lt_tensor *scales, const lt_tensor *sizes);
+
+/* One axis of a resize as a table of taps (source index, weight) per output
+ * coordinate, built as the ONNX reference builds its 1-D interpolation. */
+typedef struct lt_rs_axis {
+    int64_t in, out;
+    int ntap;
+    int64_t *idx;     /* out * ntap source indices, clamped into [0, in) */
+    double *w;        /* out * ntap weights */
+    uint8_t *outside; /* tf_crop_and_resize: the coordinate left the input */
+    bool identity;    /* output j reads input j with weight 1 */
+} lt_rs_axis;
+
+/* The taps of axis d (input length in) in scratch memory. */
+lt_status lt_img_resize_axis(lt_kctx *k, const lt_resize *p, int d, int64_t in, lt_rs_axis *ax);
+
 /* Resizes x into output 0 (shape p->out) as p says. */
 lt_status lt_img_resize(lt_kctx *k, const lt_tensor *x, const lt_resize *p);
+
+/* GridSample: each output point is a small list of (input offset, weight)
+ * taps, the tensor product of per-axis taps (image_grid.c). */
+enum { LT_GS_LINEAR, LT_GS_NEAREST, LT_GS_CUBIC };
+enum { LT_GS_ZEROS, LT_GS_BORDER, LT_GS_REFLECTION };
+
+#define LT_GS_MAX_SPATIAL (LT_MAX_RANK - 2)
+
+typedef struct lt_grid_params {
+    int mode, pad, k;
+    int maxt; /* taps of one output point at most */
+    bool align;
+    int64_t len[LT_GS_MAX_SPATIAL];    /* input spatial sizes, outermost first */
+    int64_t stride[LT_GS_MAX_SPATIAL]; /* element strides of those axes */
+} lt_grid_params;
+
+/* The node's attributes and X's spatial sizes; fails unless grid is
+ * (N, spatial..., k) with X's N. */
+lt_status lt_img_grid_params(lt_kctx *k, const lt_tensor *x, const lt_tensor *grid, lt_grid_params *p);
+/* The taps of the output point at grid coordinates g: offsets into one
+ * (n, c) image and weights; returns their number. Taps that read the zeros
+ * padding are left out, and taps of weight 0 too unless keep_zero. When
+ * dwt is not NULL, dwt[a * maxt + t] is tap t's weight differentiated by
+ * the coordinate of spatial axis a (outermost first). */
+int lt_img_grid_taps(const lt_grid_params *p, const double *g, int64_t *off, double *wt, double *dwt, bool keep_zero);
 
 lt_status lt_cpu_grid_sample(lt_kctx *k);
 

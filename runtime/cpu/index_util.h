@@ -4,10 +4,11 @@
 #define LT_CPU_INDEX_UTIL_H
 
 #include "../runtime.h"
+#include "par.h"
 #include <string.h>
 
 /* Work (elements) below which a loop is not worth an OpenMP team. */
-#define LT_IX_PAR_MIN 32768
+#define LT_IX_PAR_MIN LT_PAR_ELEMS
 
 /* A 16-byte element (complex128) moved as one unit. */
 typedef struct {

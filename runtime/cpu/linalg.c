@@ -161,7 +161,22 @@ static lt_status gemm(lt_kctx *k)
         if (!a || !b || !y)
             return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     }
-    if (use_c) {
+    if (use_c && C->dtype == ct) {
+        /* the common bias row (or matrix) in the compute type */
+        for (int64_t i = 0; i < M; i++) {
+            if (ct == LT_F32) {
+                const float *cs = (const float *)C->data + i * cm;
+                float *yr = (float *)y + i * N;
+                for (int64_t j = 0; j < N; j++)
+                    yr[j] = cs[j * cn];
+            } else {
+                const double *cs = (const double *)C->data + i * cm;
+                double *yr = (double *)y + i * N;
+                for (int64_t j = 0; j < N; j++)
+                    yr[j] = cs[j * cn];
+            }
+        }
+    } else if (use_c) {
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
                 double v = lt_tensor_get_f64(C, i * cm + j * cn);

@@ -6,8 +6,10 @@
 #include <omp.h>
 #include <string.h>
 
-/* below this many multiply-adds a product runs on the calling thread */
-#define PAR_WORK (1 << 21)
+/* below this many multiply-adds (about 100 us of work) a product runs on
+ * the calling thread: splitting it costs a wake-up and a join (par.h) and
+ * packs the shared operand twice */
+#define PAR_WORK (1 << 23)
 
 bool lt_linalg_blas_ok(int64_t a, int64_t b, int64_t c)
 {
@@ -56,8 +58,10 @@ void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t
         return;
     }
     size_t es = dt == LT_F32 ? sizeof(float) : sizeof(double);
-    /* split the longer side (rows win ties: they keep B shared and hot) */
-    bool rows = M >= N || M >= 16 * (int64_t)nt;
+    /* Each thread packs its part of the split operand and all of the
+     * other: split the longer side, so the operand both pack is the
+     * smaller one (rows win ties: they keep B shared and hot). */
+    bool rows = M >= N;
     int64_t len = rows ? M : N;
     int64_t chunk = (len + nt - 1) / nt;
     chunk = (chunk + 7) & ~(int64_t)7;

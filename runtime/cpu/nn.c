@@ -97,9 +97,83 @@ static inline void clip(const row_iter *it, const run *r, int64_t *plo, int64_t 
     *phi = y > x ? y : x;
 }
 
+/* Per window column kx of a 2-D geometry: the grid columns [lo, hi) whose
+ * tap lands inside the image, and the image column of grid column 0. */
+static void cols2d(const lt_nn_geom *g, int64_t kx, int64_t *lo, int64_t *hi, int64_t *off)
+{
+    *off = kx * g->d[1] - g->pb[1];
+    valid_range(*off, g->s[1], g->img[1], g->grid[1], lo, hi);
+}
+
+void lt_nn_im2col2d_f32(const float *img, float *col, int64_t ldc, const lt_nn_geom *g, int64_t channels)
+{
+    int64_t H = g->img[0], W = g->img[1], OH = g->grid[0], OW = g->grid[1], KH = g->k[0], KW = g->k[1];
+    int64_t sh = g->s[0], sw = g->s[1];
+    for (int64_t c = 0; c < channels; c++) {
+        const float *src = img + c * H * W;
+        for (int64_t ky = 0; ky < KH; ky++)
+            for (int64_t kx = 0; kx < KW; kx++) {
+                float *dst = col + ((c * KH + ky) * KW + kx) * ldc;
+                int64_t lo, hi, xoff, yoff = ky * g->d[0] - g->pb[0];
+                cols2d(g, kx, &lo, &hi, &xoff);
+                for (int64_t oy = 0; oy < OH; oy++) {
+                    float *d = dst + oy * OW;
+                    int64_t iy = oy * sh + yoff;
+                    if (iy < 0 || iy >= H) {
+                        memset(d, 0, sizeof(float) * (size_t)OW);
+                        continue;
+                    }
+                    const float *s = src + iy * W + xoff;
+                    for (int64_t ox = 0; ox < lo; ox++)
+                        d[ox] = 0;
+                    if (sw == 1)
+                        for (int64_t ox = lo; ox < hi; ox++)
+                            d[ox] = s[ox];
+                    else
+                        for (int64_t ox = lo; ox < hi; ox++)
+                            d[ox] = s[ox * sw];
+                    for (int64_t ox = hi; ox < OW; ox++)
+                        d[ox] = 0;
+                }
+            }
+    }
+}
+
+void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_geom *g, int64_t ch0, int64_t ch1)
+{
+    int64_t H = g->img[0], W = g->img[1], OH = g->grid[0], OW = g->grid[1], KH = g->k[0], KW = g->k[1];
+    int64_t sh = g->s[0], sw = g->s[1];
+    for (int64_t c = ch0; c < ch1; c++) {
+        float *dst = img + c * H * W;
+        for (int64_t ky = 0; ky < KH; ky++)
+            for (int64_t kx = 0; kx < KW; kx++) {
+                const float *src = col + ((c * KH + ky) * KW + kx) * ldc;
+                int64_t lo, hi, xoff, yoff = ky * g->d[0] - g->pb[0];
+                cols2d(g, kx, &lo, &hi, &xoff);
+                for (int64_t oy = 0; oy < OH; oy++) {
+                    int64_t iy = oy * sh + yoff;
+                    if (iy < 0 || iy >= H)
+                        continue;
+                    const float *s = src + oy * OW;
+                    float *d = dst + iy * W + xoff;
+                    if (sw == 1)
+                        for (int64_t ox = lo; ox < hi; ox++)
+                            d[ox] += s[ox];
+                    else
+                        for (int64_t ox = lo; ox < hi; ox++)
+                            d[ox * sw] += s[ox];
+                }
+            }
+    }
+}
+
 void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, int64_t channels, int64_t c0,
                   int64_t c1)
 {
+    if (esz == 4 && g->nsp == 2 && c0 == 0 && c1 == g->grid[0] * g->grid[1]) {
+        lt_nn_im2col2d_f32(img, col, c1, g, channels);
+        return;
+    }
     int64_t K = lt_nn_prod(g->nsp, g->k), plane = lt_nn_prod(g->nsp, g->img);
     int64_t s = g->s[g->nsp - 1], tw = c1 - c0;
     for (int64_t r = 0; r < channels * K; r++) {
@@ -150,6 +224,10 @@ void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, i
 void lt_nn_col2im(const void *col, void *img, size_t esz, const lt_nn_geom *g, int64_t ch0, int64_t ch1, int64_t c0,
                   int64_t c1)
 {
+    if (esz == 4 && g->nsp == 2 && c0 == 0 && c1 == g->grid[0] * g->grid[1]) {
+        lt_nn_col2im2d_f32(col, c1, img, g, ch0, ch1);
+        return;
+    }
     int64_t K = lt_nn_prod(g->nsp, g->k), plane = lt_nn_prod(g->nsp, g->img);
     int64_t s = g->s[g->nsp - 1], tw = c1 - c0;
     for (int64_t r = ch0 * K; r < ch1 * K; r++) {

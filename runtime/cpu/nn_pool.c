@@ -211,6 +211,45 @@ static void pool3_f32(const pool_job *j, axis_win *const *tab)
     }
 }
 
+/* MaxPool on float32 planes with lt_nn_plain2d windows and no Indices
+ * (CNNs' pooling): straight loops over each window, 2x2 stride 2 unrolled.
+ * The maximum is taken in scan order with the same comparisons as
+ * pool3_f32, so NaNs fall out the same way. */
+static void maxpool2d_f32(const pool_job *j)
+{
+    const lt_nn_geom *g = &j->g;
+    int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1], kh = g->k[0], kw = g->k[1], sh = g->s[0],
+            sw = g->s[1];
+    int64_t rows = j->planes * oh;
+    bool two = kh == 2 && kw == 2 && sh == 2 && sw == 2;
+#pragma omp parallel for schedule(static) if (rows * ow * j->taps >= 4 * LT_NN_PAR_MIN)
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t plane = row / oh, oy = row % oh;
+        const float *x = (const float *)j->x + plane * j->in_plane + oy * sh * iw;
+        float *y = (float *)j->y + row * ow;
+        if (two) {
+            const float *r0 = x, *r1 = x + iw;
+            for (int64_t ox = 0; ox < ow; ox++) {
+                float best = r0[2 * ox], v = r0[2 * ox + 1];
+                best = v > best ? v : best;
+                v = r1[2 * ox];
+                best = v > best ? v : best;
+                v = r1[2 * ox + 1];
+                y[ox] = v > best ? v : best;
+            }
+            continue;
+        }
+        for (int64_t ox = 0; ox < ow; ox++) {
+            const float *r = x + ox * sw;
+            float best = r[0];
+            for (int64_t ty = 0; ty < kh; ty++)
+                for (int64_t tx = 0; tx < kw; tx++)
+                    best = r[ty * iw + tx] > best ? r[ty * iw + tx] : best;
+            y[ox] = best;
+        }
+    }
+}
+
 static void pool_run(const pool_job *j, axis_win *const *tab, int64_t *offs_all)
 {
     int64_t total = j->planes * j->out_plane;
@@ -294,7 +333,9 @@ static lt_status pool(lt_kctx *k, pool_kind kind, double p)
         j.esz = x->dtype == LT_F32 ? 4 : 8;
         j.x = x->data;
         j.y = y->data;
-        if (j.esz == 4 && nsp <= 3)
+        if (j.esz == 4 && kind == POOL_MAX && !ind && lt_nn_plain2d(&j.g))
+            maxpool2d_f32(&j);
+        else if (j.esz == 4 && nsp <= 3)
             pool3_f32(&j, tab);
         else
             pool_run(&j, tab, offs);

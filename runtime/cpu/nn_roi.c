@@ -1,5 +1,8 @@
-/* CPU kernels: MaxUnpool, MaxRoiPool, RoiAlign. */
+/* CPU kernels: MaxUnpool, MaxRoiPool, RoiAlign. The roi layout and
+ * sampling (roi_util.h) are exported for the gradients in
+ * grad_extra_roi.c. */
 #include "nn_util.h"
+#include "roi_util.h"
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -73,8 +76,7 @@ static lt_status k_max_unpool(lt_kctx *k)
     return LT_OK;
 }
 
-/* rois (and RoiAlign's batch indices) checked against the input */
-static lt_status check_rois(lt_kctx *k, const lt_tensor *x, const lt_tensor *rois, int cols)
+lt_status lt_roi_check(lt_kctx *k, const lt_tensor *x, const lt_tensor *rois, int cols)
 {
     if (!lt_dtype_is_float(x->dtype) || x->rank != 4)
         return lt_k_fail(k, LT_ERR_RUNTIME, "input must be a 4-D float tensor (got %s of rank %d)",
@@ -84,21 +86,40 @@ static lt_status check_rois(lt_kctx *k, const lt_tensor *x, const lt_tensor *roi
     return LT_OK;
 }
 
+lt_status lt_roi_pool_shape(lt_kctx *k, int64_t *ph, int64_t *pw)
+{
+    int np;
+    const int64_t *ps = lt_attr_ints(k->node, "pooled_shape", &np);
+    if (!ps || np != 2 || ps[0] < 1 || ps[1] < 1 || ps[0] > (1 << 20) || ps[1] > (1 << 20))
+        return lt_k_fail(k, LT_ERR_INVALID, "pooled_shape must hold two positive sizes");
+    *ph = ps[0];
+    *pw = ps[1];
+    return LT_OK;
+}
+
+lt_status lt_roi_pool_batches(lt_kctx *k, const double *rv, int64_t nr, int64_t n)
+{
+    for (int64_t r = 0; r < nr; r++) {
+        double bi = rv[r * 5];
+        if (!(bi >= 0 && bi < (double)n))
+            return lt_k_fail(k, LT_ERR_RUNTIME, "roi %lld names batch %g of %lld", (long long)r, bi, (long long)n);
+    }
+    return LT_OK;
+}
+
 static lt_status k_max_roi_pool(lt_kctx *k)
 {
     const lt_tensor *x = lt_k_in(k, 0), *rois = lt_k_in(k, 1);
     if (!x)
         return lt_k_fail(k, LT_ERR_INVALID, "needs an input");
-    lt_status s = check_rois(k, x, rois, 5);
+    int64_t ph, pw;
+    lt_status s = lt_roi_check(k, x, rois, 5);
+    if (s == LT_OK)
+        s = lt_roi_pool_shape(k, &ph, &pw);
     if (s != LT_OK)
         return s;
-    int np;
-    const int64_t *ps = lt_attr_ints(k->node, "pooled_shape", &np);
-    if (!ps || np != 2 || ps[0] < 1 || ps[1] < 1 || ps[0] > (1 << 20) || ps[1] > (1 << 20))
-        return lt_k_fail(k, LT_ERR_INVALID, "pooled_shape must hold two positive sizes");
     double scale = lt_attr_float(k->node, "spatial_scale", 1.0f);
-    int64_t nr = rois->dims[0], n = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3], ph = ps[0],
-            pw = ps[1];
+    int64_t nr = rois->dims[0], n = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
     int64_t dims[4] = {nr, c, ph, pw};
     lt_tensor *y;
     if ((s = lt_k_out(k, 0, x->dtype, 4, dims, &y)) != LT_OK || y->numel == 0)
@@ -109,32 +130,23 @@ static lt_status k_max_roi_pool(lt_kctx *k)
         return LT_ERR_NOMEM;
     if (!out)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    for (int64_t r = 0; r < nr; r++) {
-        double bi = rv[r * 5];
-        if (!(bi >= 0 && bi < (double)n))
-            return lt_k_fail(k, LT_ERR_RUNTIME, "roi %lld names batch %g of %lld", (long long)r, bi, (long long)n);
-    }
+    if ((s = lt_roi_pool_batches(k, rv, nr, n)) != LT_OK)
+        return s;
 #pragma omp parallel for schedule(static) if (y->numel * 4 >= LT_NN_PAR_MIN)
     for (int64_t rc = 0; rc < nr * c; rc++) {
         int64_t r = rc / c, ch = rc % c;
         const double *roi = rv + r * 5;
-        /* Caffe's semantics: corners rounded to pixels, bins by floor / ceil */
-        double x1 = round(roi[1] * scale), y1 = round(roi[2] * scale);
-        double x2 = round(roi[3] * scale), y2 = round(roi[4] * scale);
-        double rw = fmax(x2 - x1 + 1, 1), rh = fmax(y2 - y1 + 1, 1);
-        double bh = rh / (double)ph, bw = rw / (double)pw;
+        lt_roi_pool_box box = lt_roi_pool_box_of(roi, scale, ph, pw);
         const double *plane = xv + ((int64_t)roi[0] * c + ch) * h * w;
         double *o = out + rc * ph * pw;
         for (int64_t i = 0; i < ph; i++)
             for (int64_t j = 0; j < pw; j++) {
-                double hs = fmin(fmax(floor((double)i * bh) + y1, 0), (double)h);
-                double he = fmin(fmax(ceil((double)(i + 1) * bh) + y1, 0), (double)h);
-                double ws = fmin(fmax(floor((double)j * bw) + x1, 0), (double)w);
-                double we = fmin(fmax(ceil((double)(j + 1) * bw) + x1, 0), (double)w);
+                int64_t hs, he, ws, we;
+                lt_roi_pool_bin(&box, i, j, h, w, &hs, &he, &ws, &we);
                 double best = 0;
                 bool any = false;
-                for (int64_t yy = (int64_t)hs; yy < (int64_t)he; yy++)
-                    for (int64_t xx = (int64_t)ws; xx < (int64_t)we; xx++) {
+                for (int64_t yy = hs; yy < he; yy++)
+                    for (int64_t xx = ws; xx < we; xx++) {
                         double v = plane[yy * w + xx];
                         if (!any || v > best)
                             best = v;
@@ -147,19 +159,77 @@ static lt_status k_max_roi_pool(lt_kctx *k)
     return LT_OK;
 }
 
-/* RoiAlign's bilinear sample: four image offsets and their weights */
-typedef struct sample {
-    int64_t pos[4];
-    double w[4];
-} sample;
-
-/* The samples of every bin of one roi, bins in row-major order, each bin's
- * gh x gw samples contiguous (the reference implementation's layout). */
-static void roi_samples(sample *sp, int64_t h, int64_t w, int64_t oh, int64_t ow, double y0, double x0, double bh,
-                        double bw, int64_t gh, int64_t gw)
+lt_status lt_roi_align_attrs(lt_kctx *k, lt_roi_align *a)
 {
-    for (int64_t i = 0; i < oh; i++)
-        for (int64_t j = 0; j < ow; j++)
+    const lt_node *n = k->node;
+    const char *mode = lt_attr_str(n, "mode", "avg");
+    const char *ctm = lt_attr_str(n, "coordinate_transformation_mode", n->opset >= 16 ? "half_pixel"
+                                                                                      : "output_half_pixel");
+    a->is_max = !strcmp(mode, "max");
+    a->half_pixel = !strcmp(ctm, "half_pixel");
+    if (!a->is_max && strcmp(mode, "avg"))
+        return lt_k_fail(k, LT_ERR_INVALID, "unknown mode '%s'", mode);
+    if (!a->half_pixel && strcmp(ctm, "output_half_pixel"))
+        return lt_k_fail(k, LT_ERR_INVALID, "unknown coordinate_transformation_mode '%s'", ctm);
+    a->oh = lt_attr_int(n, "output_height", 1);
+    a->ow = lt_attr_int(n, "output_width", 1);
+    a->ratio = lt_attr_int(n, "sampling_ratio", 0);
+    a->scale = lt_attr_float(n, "spatial_scale", 1.0f);
+    if (a->oh < 1 || a->ow < 1 || a->oh > (1 << 20) || a->ow > (1 << 20) || a->ratio < 0 || a->ratio > (1 << 20))
+        return lt_k_fail(k, LT_ERR_INVALID, "output %lldx%lld with sampling_ratio %lld", (long long)a->oh,
+                         (long long)a->ow, (long long)a->ratio);
+    return LT_OK;
+}
+
+lt_status lt_roi_align_plan(lt_kctx *k, const lt_roi_align *a, const double *rv, const lt_tensor *bi, int64_t nr,
+                            int64_t nb, double **box_out, int64_t **grid_out, int64_t *most_out)
+{
+    int64_t oh = a->oh, ow = a->ow, most = 1;
+    double *box = lt_k_scratch(k, sizeof(double) * 4 * (size_t)(nr ? nr : 1));
+    int64_t *grid = lt_k_scratch(k, sizeof(int64_t) * 2 * (size_t)(nr ? nr : 1));
+    if (!box || !grid)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    double off = a->half_pixel ? 0.5 : 0;
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t b = lt_tensor_get_i64(bi, r);
+        if (b < 0 || b >= nb)
+            return lt_k_fail(k, LT_ERR_RUNTIME, "roi %lld names batch %lld of %lld", (long long)r, (long long)b,
+                             (long long)nb);
+        double x0 = rv[r * 4] * a->scale - off, y0 = rv[r * 4 + 1] * a->scale - off;
+        double rw = rv[r * 4 + 2] * a->scale - off - x0, rh = rv[r * 4 + 3] * a->scale - off - y0;
+        if (!a->half_pixel) {
+            /* malformed rois become 1x1 */
+            rw = fmax(rw, 1.0);
+            rh = fmax(rh, 1.0);
+        }
+        double gh = a->ratio > 0 ? (double)a->ratio : ceil(rh / (double)oh);
+        double gw = a->ratio > 0 ? (double)a->ratio : ceil(rw / (double)ow);
+        gh = isfinite(gh) && gh > 0 ? gh : 0;
+        gw = isfinite(gw) && gw > 0 ? gw : 0;
+        if (gh * gw * (double)(oh * ow) > (double)(1 << 26))
+            return lt_k_fail(k, LT_ERR_UNSUPPORTED, "roi %lld needs %g x %g samples per bin", (long long)r, gh, gw);
+        box[r * 4] = y0;
+        box[r * 4 + 1] = x0;
+        box[r * 4 + 2] = rh / (double)oh;
+        box[r * 4 + 3] = rw / (double)ow;
+        grid[r * 2] = (int64_t)gh;
+        grid[r * 2 + 1] = (int64_t)gw;
+        int64_t need = (int64_t)gh * (int64_t)gw * oh * ow;
+        most = need > most ? need : most;
+    }
+    *box_out = box;
+    *grid_out = grid;
+    *most_out = most;
+    return LT_OK;
+}
+
+void lt_roi_align_samples(lt_roi_sample *sp, int64_t h, int64_t w, const lt_roi_align *a, const double *box,
+                          const int64_t *grid)
+{
+    double y0 = box[0], x0 = box[1], bh = box[2], bw = box[3];
+    int64_t gh = grid[0], gw = grid[1];
+    for (int64_t i = 0; i < a->oh; i++)
+        for (int64_t j = 0; j < a->ow; j++)
             for (int64_t iy = 0; iy < gh; iy++) {
                 double yy = y0 + (double)i * bh + ((double)iy + 0.5) * bh / (double)gh;
                 for (int64_t ix = 0; ix < gw; ix++, sp++) {
@@ -199,27 +269,15 @@ static lt_status k_roi_align(lt_kctx *k)
     const lt_tensor *x = lt_k_in(k, 0), *rois = lt_k_in(k, 1), *bi = lt_k_in(k, 2);
     if (!x)
         return lt_k_fail(k, LT_ERR_INVALID, "needs an input");
-    lt_status s = check_rois(k, x, rois, 4);
+    lt_status s = lt_roi_check(k, x, rois, 4);
     if (s != LT_OK)
         return s;
     if (!bi || !lt_dtype_is_int(bi->dtype) || bi->rank != 1 || bi->dims[0] != rois->dims[0])
         return lt_k_fail(k, LT_ERR_RUNTIME, "batch_indices must be 1-D integers, one per roi");
-    const lt_node *n = k->node;
-    const char *mode = lt_attr_str(n, "mode", "avg");
-    const char *ctm = lt_attr_str(n, "coordinate_transformation_mode", n->opset >= 16 ? "half_pixel"
-                                                                                      : "output_half_pixel");
-    bool is_max = !strcmp(mode, "max"), half_pixel = !strcmp(ctm, "half_pixel");
-    if (!is_max && strcmp(mode, "avg"))
-        return lt_k_fail(k, LT_ERR_INVALID, "unknown mode '%s'", mode);
-    if (!half_pixel && strcmp(ctm, "output_half_pixel"))
-        return lt_k_fail(k, LT_ERR_INVALID, "unknown coordinate_transformation_mode '%s'", ctm);
-    int64_t oh = lt_attr_int(n, "output_height", 1), ow = lt_attr_int(n, "output_width", 1);
-    int64_t ratio = lt_attr_int(n, "sampling_ratio", 0);
-    double scale = lt_attr_float(n, "spatial_scale", 1.0f);
-    if (oh < 1 || ow < 1 || oh > (1 << 20) || ow > (1 << 20) || ratio < 0 || ratio > (1 << 20))
-        return lt_k_fail(k, LT_ERR_INVALID, "output %lldx%lld with sampling_ratio %lld", (long long)oh,
-                         (long long)ow, (long long)ratio);
-    int64_t nr = rois->dims[0], nb = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
+    lt_roi_align a;
+    if ((s = lt_roi_align_attrs(k, &a)) != LT_OK)
+        return s;
+    int64_t oh = a.oh, ow = a.ow, nr = rois->dims[0], nb = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
     int64_t dims[4] = {nr, c, oh, ow};
     lt_tensor *y;
     if ((s = lt_k_out(k, 0, x->dtype, 4, dims, &y)) != LT_OK || y->numel == 0)
@@ -227,40 +285,11 @@ static lt_status k_roi_align(lt_kctx *k)
     const double *rv = lt_nn_f64_of(k, rois);
     if (!rv)
         return LT_ERR_NOMEM;
-    /* per roi: its box in feature-map coordinates and the sampling grid */
-    double *box = lt_k_scratch(k, sizeof(double) * 4 * (size_t)nr);
-    int64_t *grid = lt_k_scratch(k, sizeof(int64_t) * 2 * (size_t)nr), most = 1;
-    if (!box || !grid)
-        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    double off = half_pixel ? 0.5 : 0;
-    for (int64_t r = 0; r < nr; r++) {
-        int64_t b = lt_tensor_get_i64(bi, r);
-        if (b < 0 || b >= nb)
-            return lt_k_fail(k, LT_ERR_RUNTIME, "roi %lld names batch %lld of %lld", (long long)r, (long long)b,
-                             (long long)nb);
-        double x0 = rv[r * 4] * scale - off, y0 = rv[r * 4 + 1] * scale - off;
-        double rw = rv[r * 4 + 2] * scale - off - x0, rh = rv[r * 4 + 3] * scale - off - y0;
-        if (!half_pixel) {
-            /* malformed rois become 1x1 */
-            rw = fmax(rw, 1.0);
-            rh = fmax(rh, 1.0);
-        }
-        double gh = ratio > 0 ? (double)ratio : ceil(rh / (double)oh);
-        double gw = ratio > 0 ? (double)ratio : ceil(rw / (double)ow);
-        gh = isfinite(gh) && gh > 0 ? gh : 0;
-        gw = isfinite(gw) && gw > 0 ? gw : 0;
-        if (gh * gw * (double)(oh * ow) > (double)(1 << 26))
-            return lt_k_fail(k, LT_ERR_UNSUPPORTED, "roi %lld needs %g x %g samples per bin", (long long)r, gh, gw);
-        box[r * 4] = y0;
-        box[r * 4 + 1] = x0;
-        box[r * 4 + 2] = rh / (double)oh;
-        box[r * 4 + 3] = rw / (double)ow;
-        grid[r * 2] = (int64_t)gh;
-        grid[r * 2 + 1] = (int64_t)gw;
-        int64_t need = (int64_t)gh * (int64_t)gw * oh * ow;
-        most = need > most ? need : most;
-    }
-    sample *sp = lt_k_scratch(k, sizeof(sample) * (size_t)most);
+    double *box;
+    int64_t *grid, most;
+    if ((s = lt_roi_align_plan(k, &a, rv, bi, nr, nb, &box, &grid, &most)) != LT_OK)
+        return s;
+    lt_roi_sample *sp = lt_k_scratch(k, sizeof(lt_roi_sample) * (size_t)most);
     double *out = lt_k_scratch(k, sizeof(double) * (size_t)y->numel);
     const float *xf = x->dtype == LT_F32 ? x->data : NULL;
     const double *xd = xf ? NULL : lt_nn_f64_of(k, x);
@@ -268,16 +297,17 @@ static lt_status k_roi_align(lt_kctx *k)
         return LT_ERR_NOMEM;
     if (!sp || !out)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    bool is_max = a.is_max;
     for (int64_t r = 0; r < nr; r++) {
-        int64_t gh = grid[r * 2], gw = grid[r * 2 + 1], per = gh * gw, b = lt_tensor_get_i64(bi, r);
-        roi_samples(sp, h, w, oh, ow, box[r * 4], box[r * 4 + 1], box[r * 4 + 2], box[r * 4 + 3], gh, gw);
+        int64_t per = grid[r * 2] * grid[r * 2 + 1], b = lt_tensor_get_i64(bi, r);
+        lt_roi_align_samples(sp, h, w, &a, box + r * 4, grid + r * 2);
         double count = per > 1 ? (double)per : 1;
 #pragma omp parallel for schedule(static) if (c * oh * ow * per * 4 >= LT_NN_PAR_MIN)
         for (int64_t ch = 0; ch < c; ch++) {
             int64_t base = (b * c + ch) * h * w;
             double *o = out + (r * c + ch) * oh * ow;
             for (int64_t bin = 0; bin < oh * ow; bin++) {
-                const sample *q = sp + bin * per;
+                const lt_roi_sample *q = sp + bin * per;
                 double acc = 0;
                 for (int64_t t = 0; t < per; t++) {
                     double v[4];

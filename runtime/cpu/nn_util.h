@@ -5,10 +5,11 @@
 #define LT_CPU_NN_UTIL_H
 
 #include "../runtime.h"
+#include "par.h"
 #include "../../ir/shape_nn.h"
 
 /* Below this much work (elements or flops) a loop stays on one thread. */
-#define LT_NN_PAR_MIN 32768
+#define LT_NN_PAR_MIN LT_PAR_ELEMS
 
 /* Columns c0..c1 of the column matrix of one image [channels, img...]: row
  * (c, tap) holds, for every window position of g's grid, the image element
@@ -22,6 +23,12 @@ void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, i
  * outside the image are dropped). */
 void lt_nn_col2im(const void *col, void *img, size_t esz, const lt_nn_geom *g, int64_t ch0, int64_t ch1, int64_t c0,
                   int64_t c1);
+/* The same for float32 2-D windows over whole grids, the column matrix
+ * having row stride ldc (several images side by side): im2col writes rows
+ * (c, ky, kx) of `channels` channels; col2im adds those of channels
+ * ch0..ch1 (rows counted from channel 0) into the image. */
+void lt_nn_im2col2d_f32(const float *img, float *col, int64_t ldc, const lt_nn_geom *g, int64_t channels);
+void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_geom *g, int64_t ch0, int64_t ch1);
 
 /* Row-major C[m,n] (+)= op(A)[m,k] * B[k,n] on float (esz 4) or double
  * (esz 8); op(A) = A^T when trans_a. Any size may be 0. */
@@ -45,6 +52,19 @@ lt_status lt_nn_kernel(lt_kctx *k, int nsp, const int64_t *w_dims, int64_t *kern
 static inline bool lt_nn_mul(int64_t a, int64_t b, int64_t *out)
 {
     return !__builtin_mul_overflow(a, b, out) && *out >= 0;
+}
+
+/* A 2-D window with unit dilation whose every position lies wholly inside
+ * the image (no padding reached): the pools' direct fast path. */
+static inline bool lt_nn_plain2d(const lt_nn_geom *g)
+{
+    if (g->nsp != 2)
+        return false;
+    for (int i = 0; i < 2; i++)
+        if (g->d[i] != 1 || g->pb[i] != 0 || g->s[i] < 1 || g->k[i] < 1 || g->grid[i] < 1 ||
+            (g->grid[i] - 1) * g->s[i] + g->k[i] > g->img[i])
+            return false;
+    return true;
 }
 
 /* Registrars of the family's files, called by lt_cpu_register_nn. */

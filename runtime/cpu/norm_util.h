@@ -6,9 +6,10 @@
 #define LT_CPU_NORM_UTIL_H
 
 #include "../runtime.h"
+#include "par.h"
 
 /* Work above this many elements is split across OpenMP threads. */
-#define LT_NU_PAR 32768
+#define LT_NU_PAR LT_PAR_ELEMS
 
 /* t's elements as float / double: t's own memory when the dtype already
  * matches, else a converted copy in kernel scratch. NULL (after lt_k_fail)

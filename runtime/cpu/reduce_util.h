@@ -5,11 +5,12 @@
 #define LT_CPU_REDUCE_UTIL_H
 
 #include "../runtime.h"
+#include "par.h"
 #include <math.h>
 #include <string.h>
 
 /* Elements of work below which a parallel region costs more than it saves. */
-#define LT_RED_PAR_MIN 32768
+#define LT_RED_PAR_MIN LT_PAR_ELEMS
 
 /* exp for float32 loops that the compiler can vectorize (a call to expf
  * cannot be): n = round(x / ln2), r = x - n ln2 in two parts, a degree-7

@@ -170,9 +170,9 @@ static lt_status k_split(lt_kctx *k)
     return LT_OK;
 }
 
-/* Slice parameters: attributes before opset 10, inputs 1..4 after. */
-static lt_status slice_params(lt_kctx *k, int r, int64_t *starts, int64_t *ends, int64_t *axes, int64_t *steps,
-                              int *n)
+/* Slice parameters: attributes before opset 10, inputs in0..in0+3 after. */
+static lt_status slice_params(lt_kctx *k, int in0, int r, int64_t *starts, int64_t *ends, int64_t *axes,
+                              int64_t *steps, int *n)
 {
     int ns, ne, na = -1, nst = -1;
     if (k->node->opset < 10) {
@@ -189,10 +189,10 @@ static lt_status slice_params(lt_kctx *k, int r, int64_t *starts, int64_t *ends,
         else
             na = -1;
     } else {
-        const lt_tensor *s, *e, *a = lt_k_in(k, 3), *st = lt_k_in(k, 4);
-        lt_status rc = lt_tk_need(k, 1, &s);
+        const lt_tensor *s, *e, *a = lt_k_in(k, in0 + 2), *st = lt_k_in(k, in0 + 3);
+        lt_status rc = lt_tk_need(k, in0, &s);
         if (rc == LT_OK)
-            rc = lt_tk_need(k, 2, &e);
+            rc = lt_tk_need(k, in0 + 1, &e);
         if (rc == LT_OK)
             rc = lt_tk_ints(k, s, starts, LT_MAX_RANK, &ns, "starts");
         if (rc == LT_OK)
@@ -218,20 +218,16 @@ static lt_status slice_params(lt_kctx *k, int r, int64_t *starts, int64_t *ends,
     return LT_OK;
 }
 
-static lt_status k_slice(lt_kctx *k)
+lt_status lt_tk_slice(lt_kctx *k, const lt_tensor *x, int in0, int64_t *first, int64_t *step, int64_t *dims)
 {
-    const lt_tensor *x;
-    lt_status st = lt_tk_need(k, 0, &x);
-    if (st != LT_OK)
-        return st;
     int r = x->rank, n = 0;
     int64_t starts[LT_MAX_RANK], ends[LT_MAX_RANK], axes[LT_MAX_RANK], steps[LT_MAX_RANK];
-    st = slice_params(k, r, starts, ends, axes, steps, &n);
+    lt_status st = slice_params(k, in0, r, starts, ends, axes, steps, &n);
     if (st != LT_OK)
         return st;
-    int64_t first[LT_MAX_RANK] = {0}, step[LT_MAX_RANK], dims[LT_MAX_RANK];
     bool seen[LT_MAX_RANK] = {0};
     for (int d = 0; d < r; d++) {
+        first[d] = 0;
         step[d] = 1;
         dims[d] = x->dims[d];
     }
@@ -266,6 +262,19 @@ static lt_status k_slice(lt_kctx *k)
         step[a] = t;
         dims[a] = len;
     }
+    return LT_OK;
+}
+
+static lt_status k_slice(lt_kctx *k)
+{
+    const lt_tensor *x;
+    lt_status st = lt_tk_need(k, 0, &x);
+    if (st != LT_OK)
+        return st;
+    int r = x->rank;
+    int64_t first[LT_MAX_RANK], step[LT_MAX_RANK], dims[LT_MAX_RANK];
+    if ((st = lt_tk_slice(k, x, 1, first, step, dims)) != LT_OK)
+        return st;
     lt_tensor *y;
     st = lt_k_out(k, 0, x->dtype, r, dims, &y);
     if (st != LT_OK || y->numel == 0)

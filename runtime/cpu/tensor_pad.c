@@ -58,8 +58,7 @@ static void pad_rows(const pad_job *j, int64_t lo, int64_t hi)
     }
 }
 
-/* Input index for output position i - pad along an axis of size d. */
-static int64_t pad_index(int64_t i, int64_t d, lt_pad_mode mode)
+int64_t lt_tk_pad_index(int64_t i, int64_t d, lt_pad_mode mode)
 {
     if (i >= 0 && i < d)
         return i;
@@ -84,18 +83,27 @@ static int64_t pad_index(int64_t i, int64_t d, lt_pad_mode mode)
     }
 }
 
-lt_status lt_tk_pad(lt_kctx *k, const lt_tensor *x, const int64_t *pads, lt_pad_mode mode, const void *cval)
+lt_status lt_tk_pad_dims(lt_kctx *k, const lt_tensor *x, const int64_t *pads, int64_t *dims)
 {
     int r = x->rank;
-    int64_t dims[LT_MAX_RANK];
     for (int a = 0; a < r; a++) {
         if (__builtin_add_overflow(x->dims[a], pads[a], &dims[a]) ||
             __builtin_add_overflow(dims[a], pads[r + a], &dims[a]) || dims[a] < 0)
             return lt_k_fail(k, LT_ERR_RUNTIME, "pads [%lld, %lld] on axis %d of size %lld leave no valid size",
                              (long long)pads[a], (long long)pads[r + a], a, (long long)x->dims[a]);
     }
+    return LT_OK;
+}
+
+lt_status lt_tk_pad(lt_kctx *k, const lt_tensor *x, const int64_t *pads, lt_pad_mode mode, const void *cval)
+{
+    int r = x->rank;
+    int64_t dims[LT_MAX_RANK];
+    lt_status st = lt_tk_pad_dims(k, x, pads, dims);
+    if (st != LT_OK)
+        return st;
     lt_tensor *y;
-    lt_status st = lt_k_out(k, 0, x->dtype, r, dims, &y);
+    st = lt_k_out(k, 0, x->dtype, r, dims, &y);
     if (st != LT_OK || y->numel == 0)
         return st;
     size_t es = lt_dtype_size(x->dtype);
@@ -117,7 +125,7 @@ lt_status lt_tk_pad(lt_kctx *k, const lt_tensor *x, const int64_t *pads, lt_pad_
     for (int a = 0, at = 0; a < r; at += dims[a], a++) {
         map[a] = maps + at;
         for (int64_t o = 0; o < dims[a]; o++)
-            map[a][o] = pad_index(o - pads[a], x->dims[a], mode);
+            map[a][o] = lt_tk_pad_index(o - pads[a], x->dims[a], mode);
     }
     /* runs of consecutive sources (or of pad values) on the innermost axis */
     int64_t nseg = 0, n = dims[r - 1], *m = map[r - 1];
@@ -158,27 +166,21 @@ static void elem_from(lt_dtype dt, double v, unsigned char *out)
     lt_tensor_set_f64(&t, 0, v);
 }
 
-static lt_status k_pad(lt_kctx *k)
+lt_status lt_tk_pad_params(lt_kctx *k, int in0, int r, int64_t *pads, lt_pad_mode *mode)
 {
-    const lt_tensor *x;
-    lt_status st = lt_tk_need(k, 0, &x);
-    if (st != LT_OK)
-        return st;
-    int r = x->rank, np = 0;
     const char *ms = lt_attr_str(k->node, "mode", "constant");
-    lt_pad_mode mode;
     if (!strcmp(ms, "constant"))
-        mode = LT_PAD_CONSTANT;
+        *mode = LT_PAD_CONSTANT;
     else if (!strcmp(ms, "reflect"))
-        mode = LT_PAD_REFLECT;
+        *mode = LT_PAD_REFLECT;
     else if (!strcmp(ms, "edge"))
-        mode = LT_PAD_EDGE;
+        *mode = LT_PAD_EDGE;
     else if (!strcmp(ms, "wrap"))
-        mode = LT_PAD_WRAP;
+        *mode = LT_PAD_WRAP;
     else
         return lt_k_fail(k, LT_ERR_INVALID, "unknown mode '%s'", ms);
-    int64_t raw[2 * LT_MAX_RANK], pads[2 * LT_MAX_RANK] = {0};
-    unsigned char cval[16];
+    memset(pads, 0, sizeof *pads * 2 * LT_MAX_RANK);
+    int np;
     if (k->node->opset < 11) {
         const int64_t *p = lt_attr_ints(k->node, k->node->opset < 2 ? "paddings" : "pads", &np);
         if (!p)
@@ -186,27 +188,18 @@ static lt_status k_pad(lt_kctx *k)
         if (np != 2 * r)
             return lt_k_fail(k, LT_ERR_RUNTIME, "pads has %d entries for an input of rank %d", np, r);
         memcpy(pads, p, sizeof *p * np);
-        elem_from(x->dtype, lt_attr_float(k->node, "value", 0.0f), cval);
-        return lt_tk_pad(k, x, pads, mode, cval);
+        return LT_OK;
     }
-    const lt_tensor *p, *cv = lt_k_in(k, 2), *ax = lt_k_in(k, 3);
-    st = lt_tk_need(k, 1, &p);
+    const lt_tensor *p, *ax = lt_k_in(k, in0 + 2);
+    int64_t raw[2 * LT_MAX_RANK], axes[LT_MAX_RANK];
+    lt_status st = lt_tk_need(k, in0, &p);
     if (st == LT_OK)
         st = lt_tk_ints(k, p, raw, 2 * LT_MAX_RANK, &np, "pads");
     if (st != LT_OK)
         return st;
-    elem_from(x->dtype, 0, cval);
-    if (cv && cv->numel > 0) {
-        if (cv->dtype != x->dtype)
-            return lt_k_fail(k, LT_ERR_RUNTIME, "constant_value is %s, the input %s", lt_dtype_name(cv->dtype),
-                             lt_dtype_name(x->dtype));
-        memcpy(cval, cv->data, lt_dtype_size(x->dtype));
-    }
-    int64_t axes[LT_MAX_RANK];
     int na = r;
     if (ax) {
-        st = lt_tk_ints(k, ax, axes, LT_MAX_RANK, &na, "axes");
-        if (st != LT_OK)
+        if ((st = lt_tk_ints(k, ax, axes, LT_MAX_RANK, &na, "axes")) != LT_OK)
             return st;
     } else {
         for (int i = 0; i < r; i++)
@@ -224,6 +217,32 @@ static lt_status k_pad(lt_kctx *k)
         seen[a] = true;
         pads[a] = raw[i];
         pads[r + a] = raw[na + i];
+    }
+    return LT_OK;
+}
+
+static lt_status k_pad(lt_kctx *k)
+{
+    const lt_tensor *x;
+    lt_status st = lt_tk_need(k, 0, &x);
+    if (st != LT_OK)
+        return st;
+    int64_t pads[2 * LT_MAX_RANK];
+    lt_pad_mode mode;
+    if ((st = lt_tk_pad_params(k, 1, x->rank, pads, &mode)) != LT_OK)
+        return st;
+    unsigned char cval[16];
+    if (k->node->opset < 11) {
+        elem_from(x->dtype, lt_attr_float(k->node, "value", 0.0f), cval);
+        return lt_tk_pad(k, x, pads, mode, cval);
+    }
+    const lt_tensor *cv = lt_k_in(k, 2);
+    elem_from(x->dtype, 0, cval);
+    if (cv && cv->numel > 0) {
+        if (cv->dtype != x->dtype)
+            return lt_k_fail(k, LT_ERR_RUNTIME, "constant_value is %s, the input %s", lt_dtype_name(cv->dtype),
+                             lt_dtype_name(x->dtype));
+        memcpy(cval, cv->data, lt_dtype_size(x->dtype));
     }
     return lt_tk_pad(k, x, pads, mode, cval);
 }

@@ -6,11 +6,12 @@
 #define LT_CPU_TENSOR_UTIL_H
 
 #include "../runtime.h"
+#include "par.h"
 
 /* Strided copies may split every dim in two (Tile), hence twice the rank. */
 #define LT_TK_MAX_RANK (2 * LT_MAX_RANK)
 /* Below this many elements a copy stays on one thread. */
-#define LT_TK_PAR_MIN 32768
+#define LT_TK_PAR_MIN LT_PAR_ELEMS
 
 /* dst[i0..] = src[i0..] over `dims`, offsets in elements through the given
  * strides (src strides may be 0 for broadcasting or negative for reversed
