@@ -3,7 +3,8 @@
  * pure node whose outputs nobody uses goes (forward values the backward
  * never needs, contributions nobody accumulates). Before that, a cell that
  * receives one contribution and is read once in its own block is replaced
- * by the contribution itself (most cells of straight-line code). */
+ * by the contribution itself (most cells of straight-line code), and a
+ * product added into a cell is computed into it (AccGemm). */
 #include "ad_impl.h"
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ static bool pure(lt_op op)
 {
     switch (op) {
     case LT_OP_ACC_ADD:
+    case LT_OP_ACC_GEMM:
     case LT_OP_CALL:
     case LT_OP_IF:
     case LT_OP_LOOP:
@@ -43,7 +45,7 @@ static void count(dce *d, const lt_block *b)
             if (!n->in[j])
                 continue;
             d->uses[n->in[j]->id]++;
-            bool cell_use = (n->op == LT_OP_ACC_ADD && j == 0) || n->op == LT_OP_CALL;
+            bool cell_use = ((n->op == LT_OP_ACC_ADD || n->op == LT_OP_ACC_GEMM) && j == 0) || n->op == LT_OP_CALL;
             if (!cell_use)
                 d->read[n->in[j]->id] = true;
         }
@@ -85,7 +87,7 @@ static bool sweep(dce *d, lt_block *b)
     for (int i = 0; i < b->nnodes; i++) {
         lt_node *n = b->nodes[i];
         bool dead = false;
-        if (n->op == LT_OP_ACC_ADD) {
+        if (n->op == LT_OP_ACC_ADD || n->op == LT_OP_ACC_GEMM) {
             dead = n->in[0] && !d->read[n->in[0]->id];
         } else if (pure(n->op)) {
             dead = true;
@@ -175,6 +177,42 @@ static bool forward_cells(dce *d, lt_block *b)
     return changed;
 }
 
+/* AccAdd(cell, Gemm(A, B)) where nothing else reads the product becomes
+ * AccGemm(cell, A, B): the product is added into the cell by the GEMM
+ * itself, with no temporary and no separate addition (loop bodies
+ * accumulate their weight gradients this way, once per iteration). */
+static bool fuse_acc_gemm(dce *d, lt_module *m, lt_block *b)
+{
+    bool changed = false;
+    for (int i = 0; i < b->nnodes; i++) {
+        lt_node *n = b->nodes[i];
+        for (int r = 0; r < n->nregions; r++)
+            changed |= fuse_acc_gemm(d, m, n->regions[r]);
+        if (n->op != LT_OP_ACC_ADD || n->nin != 2 || !n->in[0] || !n->in[1])
+            continue;
+        lt_ival *cell = n->in[0], *v = n->in[1];
+        lt_node *g = v->def;
+        lt_dtype dt = v->type.dtype;
+        if (!g || g->op != LT_OP_GEMM || g->block != b || (g->nin > 2 && g->in[2]) || !g->in[0] || !g->in[1] ||
+            d->uses[v->id] != 1 || (dt != LT_F32 && dt != LT_F64) || v->type.rank != 2 ||
+            !same_shape_type(&v->type, &cell->type))
+            continue;
+        lt_ival **in = lt_ir_alloc(m, sizeof *in * 3);
+        if (!in)
+            continue;
+        in[0] = cell;
+        in[1] = g->in[0];
+        in[2] = g->in[1];
+        n->op = LT_OP_ACC_GEMM;
+        n->in = in;
+        n->nin = 3;
+        n->attrs = g->attrs;
+        n->nattr = g->nattr;
+        changed = true;
+    }
+    return changed;
+}
+
 lt_status lt_ad_dce(lt_module *m, lt_err *err)
 {
     dce d = {m, NULL, NULL};
@@ -196,6 +234,11 @@ lt_status lt_ad_dce(lt_module *m, lt_err *err)
             forwarded |= forward_cells(&d, m->funcs[f]->body);
         if (forwarded)
             continue; /* count again */
+        bool fused = fuse_acc_gemm(&d, m, m->main);
+        for (int f = 0; f < m->nfuncs; f++)
+            fused |= fuse_acc_gemm(&d, m, m->funcs[f]->body);
+        if (fused)
+            continue;
         bool more = true;
         while (more) {
             more = propagate_calls(&d, m->main);

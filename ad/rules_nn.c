@@ -169,11 +169,12 @@ static bool encloses(const lt_block *outer, const lt_block *b)
     return false;
 }
 
-/* The emitted forward node gets one more output, after the ONNX ones: a
- * workspace with the gate inputs and states of every step, which the
- * gradient reads instead of running the recurrence again. NULL (the
- * gradient re-runs it) when the forward node is not at hand. */
-static lt_ival *recurrent_workspace(lt_ad *c, const lt_node *n, lt_ival *const *out, int at)
+/* The emitted forward node gets one more output at index `at`, after the
+ * ONNX ones: a workspace with what the forward computed and the gradient
+ * needs again (a recurrence's gate inputs and states of every step), which
+ * the gradient node takes as its last input. NULL (the gradient computes it
+ * again) when the forward node is not at hand. */
+static lt_ival *forward_workspace(lt_ad *c, const lt_node *n, lt_ival *const *out, int at)
 {
     lt_node *f = NULL;
     for (int j = 0; j < n->nout && !f; j++)
@@ -207,7 +208,7 @@ static lt_status r_recurrent(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_
         ins[i] = arg(n, in, i);
     for (int j = 0; j < nd; j++)
         ins[nfwd + j] = j < n->nout ? dout[j] : NULL;
-    ins[nfwd + nd] = recurrent_workspace(c, n, out, nd);
+    ins[nfwd + nd] = forward_workspace(c, n, out, nd);
     lt_op op = n->op == LT_OP_RNN ? LT_OP_RNN_GRAD : n->op == LT_OP_GRU ? LT_OP_GRU_GRAD : LT_OP_LSTM_GRAD;
     lt_node *k = grad_node(c, n, op, nfwd + nd + (ins[nfwd + nd] ? 1 : 0), ins, lstm ? 7 : 5);
     if (!k)

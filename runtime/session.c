@@ -5,10 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct big_run;
+
+/* Programs with functions run on a thread with a deep stack (exec.h). It
+ * is made once per session and kept: a thread made per run would also get
+ * a fresh OpenMP pool (libgomp keeps one per thread that opens parallel
+ * regions), so every step would start and stop worker threads. */
+typedef struct runner {
+    bool started, quit;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct big_run *job; /* set by the caller, cleared by the runner when done */
+} runner;
+
 struct lt_session {
     lt_model *m;
     lt_exec ex;
     lt_err *err;
+    runner run;
 };
 
 /* OpenBLAS's own pool would fight OpenMP's; pin it to one thread so every
@@ -41,10 +56,25 @@ lt_status lt_session_new(lt_model *m, lt_session **out, lt_err *err)
     return LT_OK;
 }
 
+static void runner_stop(runner *r)
+{
+    if (!r->started)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->quit = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->th, NULL);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    r->started = false;
+}
+
 void lt_session_free(lt_session *s)
 {
     if (!s)
         return;
+    runner_stop(&s->run);
     lt_exec_fini(&s->ex);
     free(s);
 }
@@ -77,11 +107,51 @@ typedef struct big_run {
     lt_status st;
 } big_run;
 
-static void *run_on_big_stack(void *p)
+/* The runner: waits for a job, runs it, hands it back, until told to quit. */
+static void *runner_main(void *p)
 {
-    big_run *r = p;
-    r->st = lt_exec_block(r->ex, r->b, r->args, r->outputs);
+    runner *r = p;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (!r->job && !r->quit)
+            pthread_cond_wait(&r->cv, &r->mu);
+        if (!r->job)
+            break;
+        big_run *j = r->job;
+        pthread_mutex_unlock(&r->mu);
+        j->st = lt_exec_block(j->ex, j->b, j->args, j->outputs);
+        pthread_mutex_lock(&r->mu);
+        r->job = NULL;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
     return NULL;
+}
+
+static lt_status runner_start(runner *r, lt_err *err)
+{
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0)
+        return lt_errf(err, LT_ERR_NOMEM, "cannot set up a %zu-byte stack for the program", LT_EXEC_BIG_STACK);
+    if (pthread_attr_setstacksize(&attr, LT_EXEC_BIG_STACK) != 0) {
+        pthread_attr_destroy(&attr);
+        return lt_errf(err, LT_ERR_NOMEM, "cannot set up a %zu-byte stack for the program", LT_EXEC_BIG_STACK);
+    }
+    if (pthread_mutex_init(&r->mu, NULL) != 0 || pthread_cond_init(&r->cv, NULL) != 0) {
+        pthread_attr_destroy(&attr);
+        return lt_errf(err, LT_ERR_NOMEM, "cannot set up the program's thread");
+    }
+    r->job = NULL;
+    r->quit = false;
+    int rc = pthread_create(&r->th, &attr, runner_main, r);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        pthread_cond_destroy(&r->cv);
+        pthread_mutex_destroy(&r->mu);
+        return lt_errf(err, LT_ERR_NOMEM, "cannot start the program's thread (a %zu-byte stack)", LT_EXEC_BIG_STACK);
+    }
+    r->started = true;
+    return LT_OK;
 }
 
 /* Runs the main block; programs with functions get a deep stack. */
@@ -91,18 +161,21 @@ static lt_status run_main(lt_session *s, lt_value *const *args, lt_value **outpu
         s->ex.max_depth = LT_EXEC_MAX_DEPTH;
         return lt_exec_block(&s->ex, s->m->main, args, outputs);
     }
-    pthread_attr_t attr;
-    pthread_t th;
-    big_run r = {&s->ex, s->m->main, args, outputs, LT_OK};
-    if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, LT_EXEC_BIG_STACK) != 0)
-        return lt_errf(err, LT_ERR_NOMEM, "cannot set up a %zu-byte stack for the program", LT_EXEC_BIG_STACK);
+    runner *r = &s->run;
+    if (!r->started) {
+        lt_status st = runner_start(r, err);
+        if (st != LT_OK)
+            return st;
+    }
     s->ex.max_depth = LT_EXEC_BIG_DEPTH;
-    int rc = pthread_create(&th, &attr, run_on_big_stack, &r);
-    pthread_attr_destroy(&attr);
-    if (rc != 0)
-        return lt_errf(err, LT_ERR_NOMEM, "cannot start the program's thread (a %zu-byte stack)", LT_EXEC_BIG_STACK);
-    pthread_join(th, NULL);
-    return r.st;
+    big_run j = {&s->ex, s->m->main, args, outputs, LT_OK};
+    pthread_mutex_lock(&r->mu);
+    r->job = &j;
+    pthread_cond_broadcast(&r->cv);
+    while (r->job)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    return j.st;
 }
 
 lt_status lt_session_run(lt_session *s, int n, const char *const *names, lt_value *const *inputs,

@@ -33,21 +33,28 @@ lt_buf *lt_buf_alloc(size_t bytes)
     int c = size_class(bytes ? bytes : 1);
     size_t cap = c >= 0 ? ((size_t)64 << c) : bytes;
     lt_buf *b = NULL;
+    /* one critical section for a cached block: take it and count it */
     pthread_mutex_lock(&pool.mu);
-    if (c >= 0 && pool.nfree[c] > 0)
+    if (c >= 0 && pool.nfree[c] > 0) {
         b = pool.free[c][--pool.nfree[c]];
-    pthread_mutex_unlock(&pool.mu);
-    if (!b) {
-        b = malloc(sizeof *b);
-        if (!b)
-            return NULL;
-        if (posix_memalign(&b->data, 64, cap) != 0) {
-            free(b);
-            return NULL;
-        }
-        b->size = cap;
-        b->cls = c;
+        pool.in_use += b->size;
+        if (pool.in_use > pool.peak)
+            pool.peak = pool.in_use;
     }
+    pthread_mutex_unlock(&pool.mu);
+    if (b) {
+        b->refs = 1;
+        return b;
+    }
+    b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    if (posix_memalign(&b->data, 64, cap) != 0) {
+        free(b);
+        return NULL;
+    }
+    b->size = cap;
+    b->cls = c;
     b->refs = 1;
     pthread_mutex_lock(&pool.mu);
     pool.in_use += b->size;

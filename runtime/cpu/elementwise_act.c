@@ -4,6 +4,7 @@
  * float16/bfloat16 compute in float32. */
 #include "elementwise_bcast.h"
 #include "elementwise_vmath.h"
+#include "vact.h"
 #include <tgmath.h>
 
 #define ROW LT_EW_UNARY_ROW
@@ -69,7 +70,14 @@ FN2(shrink, return x < -(T)p->lambd ? x + (T)p->bias : (x > (T)p->lambd ? x - (T
     static const lt_ew_row op##_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(op)};           \
     static const lt_ew_op op##_op = {op##_rows, LT_EW_OUT_SAME, VIA_F64, PAR};
 
-ACT(sigmoid, CALL(sigmoid, x), L, false)
+/* Sigmoid: float rows through the AVX2 array form */
+static void sigmoid_f32(const void *par, int64_t n, void *out, const void *const *in, const int64_t *step)
+{
+    lt_vsigmoidf(in[0], out, n);
+}
+ROW(sigmoid_f64, double, double, double, CALL(sigmoid, x))
+static const lt_ew_row sigmoid_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(sigmoid)};
+static const lt_ew_op sigmoid_op = {sigmoid_rows, LT_EW_OUT_SAME, false, LT_EW_PAR_HEAVY};
 ACT(softplus, CALL(softplus, x), L, false)
 ACT(softsign, x / (1 + fabs(x)), L, false)
 ACT(elu, CALL(elu, x), L, false)

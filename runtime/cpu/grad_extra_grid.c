@@ -1,5 +1,5 @@
 /* CPU kernel: GridSampleGrad (dy, X, grid) -> dX, dgrid. Each output point
- * reads a few input taps (the forward's own, runtime/cpu/image_grid.c:
+ * reads a few input taps (the forward's own, runtime/cpu/grid_util.h:
  * coordinates denormalized, padded, every tap read through the padding
  * rule). dX scatters dy onto the taps with their weights; dgrid contracts
  * dy with X at the taps through each weight's derivative along every grid
@@ -7,7 +7,7 @@
  * reflection, and the linear or cubic kernel). Nearest sampling is
  * piecewise constant in the grid: its dgrid is zero. */
 #include "grad_extra.h"
-#include "image_util.h"
+#include "grid_util.h"
 #include "norm_util.h"
 #include <omp.h>
 #include <string.h>
@@ -44,7 +44,7 @@ typedef struct gs_job {
                     int64_t *off = dx ? j->boff + i * maxt : j->toff + tid * maxt;                               \
                     double *wt = dx ? j->bwt + i * maxt : j->twt + tid * maxt;                                   \
                     double *dwt = j->dgrid ? j->tdw + (int64_t)tid * k * maxt : NULL;                            \
-                    int nt = lt_img_grid_taps(p, j->grid + (b * pts + q) * k, off, wt, dwt, true);               \
+                    int nt = lt_gs_taps(p, j->grid + (b * pts + q) * k, off, wt, dwt, true);                     \
                     j->bcnt[i] = nt;                                                                             \
                     if (!dwt)                                                                                    \
                         continue;                                                                                \

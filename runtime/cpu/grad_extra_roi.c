@@ -9,11 +9,13 @@
 #include "roi_util.h"
 #include <string.h>
 
-/* dy and X as double, X's checks shared with the forward, dX accumulated in
- * double and stored at the end */
+/* dy and X checked (X's checks the forward's), and dX created with its
+ * accumulator: dX is summed in double, zeroed here (*acc stays NULL when
+ * dX is empty), and stored at the end. */
 static lt_status roi_inputs(lt_kctx *k, const lt_tensor *dy, const lt_tensor *x, const lt_tensor *rois, int cols,
-                            int64_t oh, int64_t ow)
+                            int64_t oh, int64_t ow, lt_tensor **dx, double **acc)
 {
+    *acc = NULL;
     if (!dy || !x)
         return lt_k_fail(k, LT_ERR_INVALID, "needs dy and X");
     lt_status s = lt_roi_check(k, x, rois, cols);
@@ -25,6 +27,11 @@ static lt_status roi_inputs(lt_kctx *k, const lt_tensor *dy, const lt_tensor *x,
     if (dy->rank != 4 || memcmp(dy->dims, want, sizeof want))
         return lt_k_fail(k, LT_ERR_RUNTIME, "dy must be [%lld, %lld, %lld, %lld]", (long long)want[0],
                          (long long)want[1], (long long)oh, (long long)ow);
+    if ((s = lt_k_out(k, 0, x->dtype, 4, x->dims, dx)) != LT_OK || (*dx)->numel == 0)
+        return s;
+    if (!(*acc = lt_k_scratch(k, sizeof(double) * (size_t)(*dx)->numel)))
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    memset(*acc, 0, sizeof(double) * (size_t)(*dx)->numel);
     return LT_OK;
 }
 
@@ -32,20 +39,15 @@ lt_status lt_gx_max_roi_pool_grad(lt_kctx *k)
 {
     const lt_tensor *dy = lt_k_in(k, 0), *x = lt_k_in(k, 1), *rois = lt_k_in(k, 2);
     int64_t ph, pw;
+    lt_tensor *dx;
+    double *acc = NULL;
     lt_status s = lt_roi_pool_shape(k, &ph, &pw);
     if (s == LT_OK)
-        s = roi_inputs(k, dy, x, rois, 5, ph, pw);
-    if (s != LT_OK)
+        s = roi_inputs(k, dy, x, rois, 5, ph, pw, &dx, &acc);
+    if (s != LT_OK || !acc)
         return s;
     double scale = lt_attr_float(k->node, "spatial_scale", 1.0f);
     int64_t nr = rois->dims[0], n = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
-    lt_tensor *dx;
-    if ((s = lt_k_out(k, 0, x->dtype, 4, x->dims, &dx)) != LT_OK || dx->numel == 0)
-        return s;
-    double *acc = lt_k_scratch(k, sizeof(double) * (size_t)dx->numel);
-    if (!acc)
-        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    memset(acc, 0, sizeof(double) * (size_t)dx->numel);
     if (dy->numel == 0) {
         lt_nn_store_f64(dx, acc);
         return LT_OK;
@@ -88,33 +90,26 @@ lt_status lt_gx_roi_align_grad(lt_kctx *k)
 {
     const lt_tensor *dy = lt_k_in(k, 0), *x = lt_k_in(k, 1), *rois = lt_k_in(k, 2), *bi = lt_k_in(k, 3);
     lt_roi_align a;
+    lt_tensor *dx;
+    double *acc = NULL;
     lt_status s = lt_roi_align_attrs(k, &a);
     if (s == LT_OK)
-        s = roi_inputs(k, dy, x, rois, 4, a.oh, a.ow);
-    if (s != LT_OK)
+        s = roi_inputs(k, dy, x, rois, 4, a.oh, a.ow, &dx, &acc);
+    if (s != LT_OK || !acc)
         return s;
     if (!bi || !lt_dtype_is_int(bi->dtype) || bi->rank != 1 || bi->dims[0] != rois->dims[0])
         return lt_k_fail(k, LT_ERR_RUNTIME, "batch_indices must be 1-D integers, one per roi");
     int64_t oh = a.oh, ow = a.ow, nr = rois->dims[0], nb = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
     bool is_max = a.is_max;
-    lt_tensor *dx;
-    if ((s = lt_k_out(k, 0, x->dtype, 4, x->dims, &dx)) != LT_OK || dx->numel == 0)
-        return s;
-    double *acc = lt_k_scratch(k, sizeof(double) * (size_t)dx->numel);
-    if (!acc)
-        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    memset(acc, 0, sizeof(double) * (size_t)dx->numel);
     const double *rv = lt_nn_f64_of(k, rois), *gv = dy->numel ? lt_nn_f64_of(k, dy) : NULL;
     const double *xv = is_max && dy->numel ? lt_nn_f64_of(k, x) : NULL;
     if (!rv || (dy->numel && !gv) || (is_max && dy->numel && !xv))
         return LT_ERR_NOMEM;
     double *box;
-    int64_t *grid, most;
-    if ((s = lt_roi_align_plan(k, &a, rv, bi, nr, nb, &box, &grid, &most)) != LT_OK)
+    int64_t *grid;
+    lt_roi_sample *sp;
+    if ((s = lt_roi_align_plan(k, &a, rv, bi, nr, nb, &box, &grid, &sp)) != LT_OK)
         return s;
-    lt_roi_sample *sp = lt_k_scratch(k, sizeof(lt_roi_sample) * (size_t)most);
-    if (!sp)
-        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     for (int64_t r = 0; r < nr && dy->numel; r++) {
         int64_t per = grid[r * 2] * grid[r * 2 + 1], b = lt_tensor_get_i64(bi, r);
         lt_roi_align_samples(sp, h, w, &a, box + r * 4, grid + r * 2);

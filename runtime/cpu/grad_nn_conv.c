@@ -9,6 +9,7 @@
  * filter gradients). float32 and float64 run natively, the half types
  * through float32. */
 #include "grad_nn_util.h"
+#include "linalg_util.h"
 #include <cblas.h>
 #include <limits.h>
 #include <omp.h>
@@ -52,6 +53,8 @@ static void gemm_nt(size_t esz, int64_t m, int64_t n, int64_t k, const void *a, 
 {
     if (m <= 0 || n <= 0 || k <= 0)
         return;
+    if (esz == 4 && lt_sgemm_avx512(false, true, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc))
+        return;
     if (esz == 4)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,
                     1.0f, c, (int)ldc);
@@ -62,23 +65,13 @@ static void gemm_nt(size_t esz, int64_t m, int64_t n, int64_t k, const void *a, 
 
 static lt_status too_big(lt_kctx *k) { return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (convolution buffers)"); }
 
-/* ---- float32 2-D convolutions with small grids (one group, im2col not the
- * identity): per image the products are thin (one side the grid's L
- * positions), so several images' columns are set side by side and each
- * GEMM covers a block of images, about BLOCK_COLS columns wide. ---- */
-#define BLOCK_COLS 512
+/* ---- float32 2-D convolutions with small grids (lt_nn_blocked): per image
+ * the products are thin (one side the grid's L positions), so several
+ * images' columns are set side by side and each GEMM covers a block of
+ * images. ---- */
+static bool gc_blocked(const gc_job *j) { return lt_nn_blocked(j->esz, &j->g, j->groups, j->direct, j->L, j->n); }
 
-static bool gc_blocked(const gc_job *j)
-{
-    return j->esz == 4 && j->g.nsp == 2 && j->groups == 1 && !j->direct && j->L > 0 && j->L < BLOCK_COLS / 2 &&
-           j->n > 1;
-}
-
-static int64_t gc_block_images(const gc_job *j)
-{
-    int64_t nb = BLOCK_COLS / j->L;
-    return nb > j->n ? j->n : nb;
-}
+static int64_t gc_block_images(const gc_job *j) { return lt_nn_block_images(j->L, j->n); }
 
 /* dst [P, nb L]: the grid rows of images i0..i0+nb side by side */
 static void gc_gather_grid(const gc_job *j, const float *grid, int64_t i0, int64_t nb, float *dst)

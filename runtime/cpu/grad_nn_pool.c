@@ -185,10 +185,40 @@ static void max_grad2d_f32(const gp_job *j, const float *x, const float *dy, flo
     int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1], kh = g->k[0], kw = g->k[1], sh = g->s[0],
             sw = g->s[1];
     bool two = kh == 2 && kw == 2 && sh == 2 && sw == 2;
+    /* 2x2 windows that tile the plane write all of it: no zeroing first */
+    bool tiles = two && 2 * oh == g->img[0] && 2 * ow == iw;
 #pragma omp parallel for schedule(static) if (j->planes > 1 && j->planes * j->in_plane >= 4 * LT_NN_PAR_MIN)
     for (int64_t pl = 0; pl < j->planes; pl++) {
         const float *xp = x + pl * j->in_plane, *dyp = dy + pl * j->out_plane;
         float *dxp = dx + pl * j->in_plane;
+        if (tiles) {
+            for (int64_t oy = 0; oy < oh; oy++) {
+                const float *x0 = xp + 2 * oy * iw, *x1 = x0 + iw;
+                float *d0 = dxp + 2 * oy * iw, *d1 = d0 + iw;
+                const float *gy = dyp + oy * ow;
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    int64_t c = 2 * ox;
+                    float best = x0[c];
+                    int at = 0;
+                    if (x0[c + 1] > best) {
+                        best = x0[c + 1];
+                        at = 1;
+                    }
+                    if (x1[c] > best) {
+                        best = x1[c];
+                        at = 2;
+                    }
+                    if (x1[c + 1] > best)
+                        at = 3;
+                    float gv = gy[ox];
+                    d0[c] = at == 0 ? gv : 0;
+                    d0[c + 1] = at == 1 ? gv : 0;
+                    d1[c] = at == 2 ? gv : 0;
+                    d1[c + 1] = at == 3 ? gv : 0;
+                }
+            }
+            continue;
+        }
         memset(dxp, 0, sizeof(float) * (size_t)j->in_plane);
         for (int64_t oy = 0; oy < oh; oy++) {
             const float *xr = xp + oy * sh * iw;

@@ -30,17 +30,6 @@ static double coord(const lt_resize *p, int d, int64_t in, double x)
     }
 }
 
-/* Keys' cubic convolution kernel with parameter a. */
-static double cubic(double t, double a)
-{
-    t = fabs(t);
-    if (t <= 1)
-        return ((a + 2) * t - (a + 3)) * t * t + 1;
-    if (t < 2)
-        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
-    return 0;
-}
-
 /* Number of taps per output coordinate and the offset of the first tap
  * from the base index. */
 static int tap_span(const lt_resize *p, double scale, int *first)
@@ -92,7 +81,7 @@ static void taps_at(const lt_resize *p, int d, lt_rs_axis *ax, int64_t j, int fi
             if (p->mode == LT_RS_LINEAR)
                 w[t] = p->antialias ? fmax(0, 1 - fabs((i - r) * s)) : (i == 0 ? 1 - r : r);
             else
-                w[t] = cubic(p->antialias ? (i - r) * s : i - r, p->cubic_a);
+                w[t] = lt_img_cubic(p->antialias ? (i - r) * s : i - r, p->cubic_a);
             sum += w[t];
         }
         if (p->antialias && sum != 0)

@@ -1,12 +1,12 @@
 /* Private interface of the image family: the resize engine that Resize and
  * Upsample share (image_resize.c), and GridSample (image_grid.c). The
- * parameter readers and sampling tables are exported for the gradient
- * kernels (grad_nn_resize.c, grad_extra_grid.c), which must map exactly
- * as the forward does. */
+ * parameter readers and tap tables are exported for ResizeGrad
+ * (grad_nn_resize.c), which must map exactly as the forward does. */
 #ifndef LT_CPU_IMAGE_UTIL_H
 #define LT_CPU_IMAGE_UTIL_H
 
 #include "../runtime.h"
+#include <math.h>
 
 enum { LT_RS_NEAREST, LT_RS_LINEAR, LT_RS_CUBIC };
 
@@ -45,10 +45,23 @@ lt_status lt_img_resize_modes(lt_kctx *k, int rank, lt_resize *p, bool legacy);
 /* Output sizes from per-axis scales sc[i] of axes[i] (scale * in, floored). */
 lt_status lt_img_resize_scales(lt_kctx *k, lt_resize *p, const lt_tensor *x, const double *sc, const int *axes,
                                int naxes);
-/* Resize-11 and later: output sizes, scales and roi from the inputs roi,
- * scales and sizes (each may be NULL) and the axes attribute (opset 18). */
+/* Resize's output sizes, scales and roi from its inputs roi, scales and
+ * sizes (each may be NULL; Resize-10 has scales alone) and the axes
+ * attribute (opset 18). */
 lt_status lt_img_resize_shape(lt_kctx *k, lt_resize *p, const lt_tensor *x, const lt_tensor *roi,
                               const lt_tensor *scales, const lt_tensor *sizes);
+
+/* Keys' cubic convolution kernel with parameter a (Resize's cubic_coeff_a;
+ * GridSample's bicubic is a = -0.75). */
+static inline double lt_img_cubic(double t, double a)
+{
+    t = fabs(t);
+    if (t <= 1)
+        return ((a + 2) * t - (a + 3)) * t * t + 1;
+    if (t < 2)
+        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+    return 0;
+}
 
 /* One axis of a resize as a table of taps (source index, weight) per output
  * coordinate, built as the ONNX reference builds its 1-D interpolation. */
@@ -67,31 +80,7 @@ lt_status lt_img_resize_axis(lt_kctx *k, const lt_resize *p, int d, int64_t in, 
 /* Resizes x into output 0 (shape p->out) as p says. */
 lt_status lt_img_resize(lt_kctx *k, const lt_tensor *x, const lt_resize *p);
 
-/* GridSample: each output point is a small list of (input offset, weight)
- * taps, the tensor product of per-axis taps (image_grid.c). */
-enum { LT_GS_LINEAR, LT_GS_NEAREST, LT_GS_CUBIC };
-enum { LT_GS_ZEROS, LT_GS_BORDER, LT_GS_REFLECTION };
-
-#define LT_GS_MAX_SPATIAL (LT_MAX_RANK - 2)
-
-typedef struct lt_grid_params {
-    int mode, pad, k;
-    int maxt; /* taps of one output point at most */
-    bool align;
-    int64_t len[LT_GS_MAX_SPATIAL];    /* input spatial sizes, outermost first */
-    int64_t stride[LT_GS_MAX_SPATIAL]; /* element strides of those axes */
-} lt_grid_params;
-
-/* The node's attributes and X's spatial sizes; fails unless grid is
- * (N, spatial..., k) with X's N. */
-lt_status lt_img_grid_params(lt_kctx *k, const lt_tensor *x, const lt_tensor *grid, lt_grid_params *p);
-/* The taps of the output point at grid coordinates g: offsets into one
- * (n, c) image and weights; returns their number. Taps that read the zeros
- * padding are left out, and taps of weight 0 too unless keep_zero. When
- * dwt is not NULL, dwt[a * maxt + t] is tap t's weight differentiated by
- * the coordinate of spatial axis a (outermost first). */
-int lt_img_grid_taps(const lt_grid_params *p, const double *g, int64_t *off, double *wt, double *dwt, bool keep_zero);
-
+/* GridSample (image_grid.c); its sampling is in grid_util.h. */
 lt_status lt_cpu_grid_sample(lt_kctx *k);
 
 #endif

@@ -35,6 +35,8 @@ static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
             }
         return;
     }
+    if (dt == LT_F32 && lt_sgemm_avx512(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
+        return;
     enum CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
     if (dt == LT_F32)
         cblas_sgemm(CblasRowMajor, oa, ob, (int)M, (int)N, (int)K, (float)alpha, A, (int)lda, B, (int)ldb,

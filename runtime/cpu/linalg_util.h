@@ -15,6 +15,12 @@
 void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void *A,
                     int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
 
+/* The float form with AVX-512 kernels (sgemm_avx512.c); false, with C
+ * untouched, when the CPU lacks AVX-512 or the shape is better left to
+ * OpenBLAS (fewer than 32 columns). */
+bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
 /* nb independent products; A, B, C of product i start at element offsets
  * offa[i], offb[i], offc[i]. Parallel over the batch when there are many. */
 void lt_linalg_gemm_batched(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,

@@ -2,6 +2,7 @@
  * registers the family and holds what its kernels share: im2col / col2im,
  * GEMM dispatch, dtype conversions (nn_util.h). */
 #include "nn_util.h"
+#include "linalg_util.h"
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -126,10 +127,11 @@ void lt_nn_im2col2d_f32(const float *img, float *col, int64_t ldc, const lt_nn_g
                     const float *s = src + iy * W + xoff;
                     for (int64_t ox = 0; ox < lo; ox++)
                         d[ox] = 0;
-                    if (sw == 1)
+                    if (sw == 1) {
+#pragma omp simd
                         for (int64_t ox = lo; ox < hi; ox++)
                             d[ox] = s[ox];
-                    else
+                    } else
                         for (int64_t ox = lo; ox < hi; ox++)
                             d[ox] = s[ox * sw];
                     for (int64_t ox = hi; ox < OW; ox++)
@@ -156,10 +158,11 @@ void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_g
                         continue;
                     const float *s = src + oy * OW;
                     float *d = dst + iy * W + xoff;
-                    if (sw == 1)
+                    if (sw == 1) {
+#pragma omp simd
                         for (int64_t ox = lo; ox < hi; ox++)
                             d[ox] += s[ox];
-                    else
+                    } else
                         for (int64_t ox = lo; ox < hi; ox++)
                             d[ox * sw] += s[ox];
                 }
@@ -270,6 +273,8 @@ void lt_nn_gemm(size_t esz, bool trans_a, int64_t m, int64_t n, int64_t k, const
     }
     /* callers keep every size and leading dimension within int (checked
      * where the kernel validates its shapes) */
+    if (esz == 4 && lt_sgemm_avx512(trans_a, false, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc))
+        return;
     enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
     if (esz == 4)
         cblas_sgemm(CblasRowMajor, ta, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb,

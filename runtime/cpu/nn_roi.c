@@ -182,7 +182,7 @@ lt_status lt_roi_align_attrs(lt_kctx *k, lt_roi_align *a)
 }
 
 lt_status lt_roi_align_plan(lt_kctx *k, const lt_roi_align *a, const double *rv, const lt_tensor *bi, int64_t nr,
-                            int64_t nb, double **box_out, int64_t **grid_out, int64_t *most_out)
+                            int64_t nb, double **box_out, int64_t **grid_out, lt_roi_sample **samples)
 {
     int64_t oh = a->oh, ow = a->ow, most = 1;
     double *box = lt_k_scratch(k, sizeof(double) * 4 * (size_t)(nr ? nr : 1));
@@ -219,7 +219,9 @@ lt_status lt_roi_align_plan(lt_kctx *k, const lt_roi_align *a, const double *rv,
     }
     *box_out = box;
     *grid_out = grid;
-    *most_out = most;
+    *samples = lt_k_scratch(k, sizeof(lt_roi_sample) * (size_t)most);
+    if (!*samples)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     return LT_OK;
 }
 
@@ -286,16 +288,16 @@ static lt_status k_roi_align(lt_kctx *k)
     if (!rv)
         return LT_ERR_NOMEM;
     double *box;
-    int64_t *grid, most;
-    if ((s = lt_roi_align_plan(k, &a, rv, bi, nr, nb, &box, &grid, &most)) != LT_OK)
+    int64_t *grid;
+    lt_roi_sample *sp;
+    if ((s = lt_roi_align_plan(k, &a, rv, bi, nr, nb, &box, &grid, &sp)) != LT_OK)
         return s;
-    lt_roi_sample *sp = lt_k_scratch(k, sizeof(lt_roi_sample) * (size_t)most);
     double *out = lt_k_scratch(k, sizeof(double) * (size_t)y->numel);
     const float *xf = x->dtype == LT_F32 ? x->data : NULL;
     const double *xd = xf ? NULL : lt_nn_f64_of(k, x);
     if (!xf && !xd)
         return LT_ERR_NOMEM;
-    if (!sp || !out)
+    if (!out)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     bool is_max = a.is_max;
     for (int64_t r = 0; r < nr; r++) {

@@ -67,6 +67,23 @@ static inline bool lt_nn_plain2d(const lt_nn_geom *g)
     return true;
 }
 
+/* float32 2-D convolution gradients with one group, a real im2col (not
+ * 1x1 stride 1) and a small grid (L positions per image) run their
+ * products on blocks of nb images, their columns side by side, about
+ * LT_NN_BLOCK_COLS columns a block (grad_nn_conv.c). */
+#define LT_NN_BLOCK_COLS 512
+
+static inline bool lt_nn_blocked(size_t esz, const lt_nn_geom *g, int64_t groups, bool direct, int64_t L, int64_t n)
+{
+    return esz == 4 && g->nsp == 2 && groups == 1 && !direct && L > 0 && L < LT_NN_BLOCK_COLS / 2 && n > 1;
+}
+
+static inline int64_t lt_nn_block_images(int64_t L, int64_t n)
+{
+    int64_t nb = LT_NN_BLOCK_COLS / L;
+    return nb > n ? n : nb;
+}
+
 /* Registrars of the family's files, called by lt_cpu_register_nn. */
 void lt_nn_register_conv(lt_kernel_fn *tab);
 void lt_nn_register_convt(lt_kernel_fn *tab);

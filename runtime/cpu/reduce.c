@@ -145,6 +145,48 @@ static double finish(rkind kind, double a, double shift, int64_t r)
     }
 }
 
+/* Sum or mean of float32 over every axis but one run of kept axes, with
+ * reduced axes on both sides (a bias's gradient: [N, C, H, W] summed over
+ * N, H, W): the kept index's rows of the inner axes are contiguous, so no
+ * permuted copy is needed. Double sums, as the general path. False when
+ * the shape is not of that form. */
+static bool sum_around_f32(const lt_tensor *x, const bool *mask, rkind kind, lt_tensor *y)
+{
+    int first = -1, last = -1;
+    for (int d = 0; d < x->rank; d++)
+        if (!mask[d] && x->dims[d] != 1) {
+            if (first < 0)
+                first = d;
+            else if (last != d - 1)
+                return false; /* kept axes not in one run */
+            last = d;
+        }
+    if (first < 0)
+        return false;
+    int64_t outer = 1, kept = 1, inner = 1;
+    for (int d = 0; d < x->rank; d++)
+        *(d < first ? &outer : d <= last ? &kept : &inner) *= x->dims[d];
+    if (outer < 2 || inner < 2)
+        return false; /* the general path needs no permute either */
+    const float *xf = x->data;
+    float *yf = y->data;
+    double n = (double)outer * (double)inner;
+#pragma omp parallel for schedule(static) if (x->numel >= LT_RED_PAR_MIN && kept > 1)
+    for (int64_t c = 0; c < kept; c++) {
+        double a = 0;
+        for (int64_t o = 0; o < outer; o++) {
+            const float *row = xf + (o * kept + c) * inner;
+            double s = 0;
+#pragma omp simd reduction(+ : s)
+            for (int64_t i = 0; i < inner; i++)
+                s += row[i];
+            a += s;
+        }
+        yf[c] = (float)(kind == RK_MEAN ? a / n : a);
+    }
+    return true;
+}
+
 static lt_status reduce_kernel(lt_kctx *k, rkind kind)
 {
     const lt_tensor *x = lt_k_in(k, 0);
@@ -175,6 +217,8 @@ static lt_status reduce_kernel(lt_kctx *k, rkind kind)
     if ((s = lt_k_out(k, 0, dt, orank, odims, &y)) != LT_OK)
         return s;
     if (y->numel == 0)
+        return LT_OK;
+    if (dt == LT_F32 && (kind == RK_SUM || kind == RK_MEAN) && sum_around_f32(x, mask, kind, y))
         return LT_OK;
     bool is_int = !lt_dtype_is_float(dt);
     if (is_int && kind != RK_L2 && kind != RK_LOGSUM && kind != RK_LSE) {

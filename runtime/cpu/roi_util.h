@@ -21,20 +21,20 @@ typedef struct lt_roi_align {
 /* The node's attributes, checked. */
 lt_status lt_roi_align_attrs(lt_kctx *k, lt_roi_align *a);
 
-/* Per roi r of the nr in rv ([nr, 4] as double): box[4r..4r+4) = its top,
- * left, bin height and bin width in feature-map coordinates, grid[2r],
- * grid[2r+1] = its samples per bin down and across, all in scratch memory;
- * *most = the samples one roi needs at most. Fails on a batch index (bi)
- * outside [0, nb) or a sampling grid too large. */
-lt_status lt_roi_align_plan(lt_kctx *k, const lt_roi_align *a, const double *rv, const lt_tensor *bi, int64_t nr,
-                            int64_t nb, double **box, int64_t **grid, int64_t *most);
-
 /* One bilinear sample: four offsets into an h x w image and their weights
  * (all 0 for a sample outside the map). */
 typedef struct lt_roi_sample {
     int64_t pos[4];
     double w[4];
 } lt_roi_sample;
+
+/* Per roi r of the nr in rv ([nr, 4] as double): box[4r..4r+4) = its top,
+ * left, bin height and bin width in feature-map coordinates, grid[2r],
+ * grid[2r+1] = its samples per bin down and across; *samples = room for
+ * the samples of any one roi. All in scratch memory. Fails on a batch
+ * index (bi) outside [0, nb) or a sampling grid too large. */
+lt_status lt_roi_align_plan(lt_kctx *k, const lt_roi_align *a, const double *rv, const lt_tensor *bi, int64_t nr,
+                            int64_t nb, double **box, int64_t **grid, lt_roi_sample **samples);
 
 /* The samples of every bin of one roi (its box and grid from
  * lt_roi_align_plan), bins in row-major order, each bin's samples

@@ -1,5 +1,6 @@
 /* CPU kernels: tensor-family ops that move elements, each one strided copy
- * (or one per operand): Transpose, Concat, Split, Slice, Expand, Tile. */
+ * (or one per operand): Transpose, Concat, Split, Slice, Expand, Tile.
+ * SliceGrad resolves its slice with lt_tk_slice, as Slice does. */
 #include "tensor_util.h"
 #include <string.h>
 

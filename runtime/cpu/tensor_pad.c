@@ -1,6 +1,7 @@
 /* CPU kernels: tensor-family ops that rearrange borders and blocks: Pad,
  * CenterCropPad (both through one index-map engine), ReverseSequence,
- * DepthToSpace and SpaceToDepth. */
+ * DepthToSpace and SpaceToDepth. PadGrad reads Pad's parameters and index
+ * map through the functions here. */
 #include "tensor_util.h"
 #include <omp.h>
 #include <string.h>

@@ -42,6 +42,21 @@ lt_status lt_tk_need(lt_kctx *k, int i, const lt_tensor **t);
 typedef enum { LT_PAD_CONSTANT, LT_PAD_REFLECT, LT_PAD_EDGE, LT_PAD_WRAP } lt_pad_mode;
 lt_status lt_tk_pad(lt_kctx *k, const lt_tensor *x, const int64_t *pads, lt_pad_mode mode, const void *cval);
 
+/* The pieces of Pad that PadGrad (grad_misc_shape.c) reads the same way.
+ * Pad's mode and pads[0..r) begin, pads[r..2r) end for a rank-r input: the
+ * attribute before opset 11, else input in0 with the axes at in0 + 2. */
+lt_status lt_tk_pad_params(lt_kctx *k, int in0, int r, int64_t *pads, lt_pad_mode *mode);
+/* The padded shape; fails when a pad leaves an axis negative or overflows. */
+lt_status lt_tk_pad_dims(lt_kctx *k, const lt_tensor *x, const int64_t *pads, int64_t *dims);
+/* x's index that position i - pad_begin reads along an axis of size d; -1
+ * for a constant-mode pad position. */
+int64_t lt_tk_pad_index(int64_t i, int64_t d, lt_pad_mode mode);
+
+/* Slice (and SliceGrad): starts, ends, axes and steps from the attributes
+ * before opset 10, else inputs in0..in0+3, resolved against x as per axis
+ * the first position read, the step and the length read. */
+lt_status lt_tk_slice(lt_kctx *k, const lt_tensor *x, int in0, int64_t *first, int64_t *step, int64_t *dims);
+
 /* Registrars of the other tensor-family files, called by lt_cpu_register_tensor. */
 void lt_tk_register_copy(lt_kernel_fn *tab);
 void lt_tk_register_pad(lt_kernel_fn *tab);

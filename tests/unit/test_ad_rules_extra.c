@@ -7,8 +7,7 @@
  * probability zero: grid points, maxima and folds move continuously), each
  * differentiable input checked. Prints the number of (op, input) pairs and
  * the worst relative error. */
-#include "testutil.h"
-#include "ir/infer.h"
+#include "rule_fd.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,118 +15,29 @@
 #define MAXIN 5
 #define DQ_TOL 5e-3
 
-typedef struct spec_in {
-    int rank;
-    int64_t dims[5];
-    lt_dtype dt;   /* LT_UNDEFINED means float32 */
-    double lo, hi; /* uniform range */
-    bool frozen;   /* not differentiated (indices, boxes, shapes) */
-    int nvals;     /* fixed values instead, repeated */
-    double vals[16];
-    bool absent;
-} spec_in;
-
 typedef struct rcase {
     const char *name;
     lt_op op;
     int opset;
     int nin;
-    spec_in in[MAXIN];
+    tu_fd_in in[MAXIN];
     void (*attrs)(tu_graph *g);
     bool zero_grad; /* the gradient is zero almost everywhere */
     double tol;     /* relative error allowed (0: 1e-6) */
     int checks;     /* elements checked per input (0: 200) */
 } rcase;
 
-static uint64_t mix(uint64_t *s)
+static tu_fd_model model_of(const rcase *rc)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unif(uint64_t *s) { return (double)(mix(s) >> 11) / 9007199254740992.0; }
-
-static lt_ival *add_param(lt_module *m, const char *nm, lt_dtype dt, int rank, const int64_t *dims, bool trainable)
-{
-    int p = lt_module_add_param(m, nm);
-    lt_tensor *t = &m->params[p].data;
-    int64_t numel = lt_shape_numel(rank, dims);
-    t->dtype = dt;
-    t->rank = rank;
-    for (int d = 0; d < rank; d++)
-        t->dims[d] = dims[d];
-    t->numel = numel;
-    t->data = calloc(numel ? numel : 1, lt_dtype_size(dt));
-    lt_ival *v = lt_ival_new(m, m->main, nm);
-    v->param = p;
-    lt_type_tensor(&v->type, dt, rank, dims);
-    m->params[p].value = v;
-    m->params[p].trainable = trainable;
-    return v;
-}
-
-static lt_status build(void *ctx, lt_model **out, lt_err *err)
-{
-    const rcase *rc = ctx;
-    tu_graph g = tu_single(rc->op, rc->opset, 0, 1);
-    lt_module *m = g.m;
-    /* our node, with its inputs, replaces the one tu_single made */
-    lt_node *n = lt_node_new(m, m->main, rc->op, rc->nin, 1);
-    m->main->nodes[0] = n;
-    m->main->nnodes = 1;
-    n->index = 0;
-    n->opset = rc->opset;
-    n->name = rc->name;
-    n->out[0] = g.node->out[0];
-    n->out[0]->def = n;
-    g.node = n;
-    uint64_t seed = 7000 + (uint64_t)rc->op * 104729 + (uint64_t)rc->opset * 17 + (uint64_t)strlen(rc->name);
-    for (int i = 0; i < rc->nin; i++) {
-        const spec_in *si = &rc->in[i];
-        if (si->absent)
-            continue;
-        char nm[16];
-        snprintf(nm, sizeof nm, "p%d", i);
-        lt_ival *v = add_param(m, nm, si->dt ? si->dt : LT_F32, si->rank, si->dims, !si->frozen);
-        lt_tensor *t = &m->params[v->param].data;
-        for (int64_t e = 0; e < t->numel; e++)
-            lt_tensor_set_f64(t, e, si->nvals ? si->vals[e % si->nvals] : si->lo + (si->hi - si->lo) * unif(&seed));
-        n->in[i] = v;
-    }
-    if (rc->attrs)
-        rc->attrs(&g);
-    lt_status s = lt_infer_module(m, err);
-    if (s != LT_OK)
-        return s;
-    /* loss = sum(y * R), R random and frozen, of y's shape */
-    lt_ival *y = n->out[0];
-    int64_t dims[LT_MAX_RANK];
-    if (y->type.rank < 0)
-        return lt_errf(err, LT_ERR_INTERNAL, "%s: output shape unknown", rc->name);
-    for (int d = 0; d < y->type.rank; d++) {
-        if (y->type.dims[d].sym >= 0 || y->type.dims[d].v < 0)
-            return lt_errf(err, LT_ERR_INTERNAL, "%s: output dim %d unknown", rc->name, d);
-        dims[d] = y->type.dims[d].v;
-    }
-    lt_ival *r = add_param(m, "R", y->type.dtype == LT_F64 ? LT_F64 : LT_F32, y->type.rank, dims, false);
-    lt_tensor *rt = &m->params[r->param].data;
-    for (int64_t e = 0; e < rt->numel; e++)
-        lt_tensor_set_f64(rt, e, (float)(unif(&seed) * 2 - 1));
-    lt_node *mul = lt_node_new(m, m->main, LT_OP_MUL, 2, 1);
-    mul->opset = 13;
-    mul->in[0] = y;
-    mul->in[1] = r;
-    mul->out[0] = lt_ival_new(m, m->main, "weighted");
-    mul->out[0]->def = mul;
-    m->main->results[0] = mul->out[0];
-    m->main->nresults = 1;
-    s = lt_infer_module(m, err);
-    if (s == LT_OK)
-        s = lt_ir_verify(m, err);
-    *out = m;
-    return s;
+    return (tu_fd_model){.name = rc->name,
+                         .op = rc->op,
+                         .opset = rc->opset,
+                         .nin = rc->nin,
+                         .nout = 1,
+                         .in = rc->in,
+                         .attrs = rc->attrs,
+                         .seed = 7000 + (uint64_t)rc->op * 104729 + (uint64_t)rc->opset * 17 +
+                                 (uint64_t)strlen(rc->name)};
 }
 
 /* ---- attribute setters ---- */
@@ -339,53 +249,17 @@ static const rcase cases[] = {
 static void all_rules(void **state)
 {
     (void)state;
-    int pairs = 0, failures = 0;
-    double worst = 0, worst_f32 = 0; /* float64 kernels; float32-bound ones (DequantizeLinear) */
-    const char *worst_at = "";
+    tu_fd_tally t = {.worst_at = ""};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const rcase *rc = &cases[k];
-        lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
-        lt_gradcheck_row *rows = NULL;
-        int nrows = 0;
-        lt_err err;
-        lt_status s = lt_grad_check_built(build, (void *)rc, &o, 0, NULL, NULL, rc->checks ? rc->checks : 200, &rows,
-                                           &nrows, &err);
-        if (s != LT_OK) {
-            printf("FAIL %s: %s\n", rc->name, err.msg);
-            failures++;
-            continue;
-        }
-        int want = 0;
-        for (int i = 0; i < rc->nin; i++)
-            want += !rc->in[i].absent && !rc->in[i].frozen && !rc->in[i].dt;
-        if (nrows != want) {
-            printf("FAIL %s: %d differentiable inputs checked, expected %d\n", rc->name, nrows, want);
-            failures++;
-        }
-        double tol = rc->tol > 0 ? rc->tol : 1e-6;
-        for (int r = 0; r < nrows; r++) {
-            pairs++;
-            bool bad = rows[r].err64 > tol || (rc->zero_grad ? rows[r].max_grad != 0 : rows[r].max_grad == 0);
-            if (rc->tol >= 1e-3) {
-                worst_f32 = rows[r].err64 > worst_f32 ? rows[r].err64 : worst_f32;
-            } else if (rows[r].err64 > worst) {
-                worst = rows[r].err64;
-                worst_at = rc->name;
-            }
-            printf("  %-40s %-3s rel.err %.3g (float32 AD %.3g, max |grad| %.3g)\n", rc->name, rows[r].name,
-                   rows[r].err64, rows[r].err32, rows[r].max_grad);
-            if (bad) {
-                printf("FAIL %s input %s: rel.err %.3g, max |grad| %.3g\n", rc->name, rows[r].name, rows[r].err64,
-                       rows[r].max_grad);
-                failures++;
-            }
-        }
-        free(rows);
+        tu_fd_model fm = model_of(rc);
+        tu_fd_expect ex = {.tol = rc->tol, .checks = rc->checks, .zero_grad = rc->zero_grad, .verbose = true};
+        tu_fd_check(&fm, &ex, &t);
     }
     printf("extra gradient rules: %d (op, input) pairs checked by finite differences, worst relative error %.3g "
            "(%s); %.3g where the forward kernel computes in float32\n",
-           pairs, worst, worst_at, worst_f32);
-    assert_int_equal(failures, 0);
+           t.pairs, t.worst, t.worst_at, t.worst_loose);
+    assert_int_equal(t.failures, 0);
 }
 
 /* DequantizeLinear's scale gradient against sum(R (x - zero_point)) over
@@ -411,7 +285,8 @@ static void exact_dequantize(void **state)
         lt_session *ss = NULL;
         lt_err err;
         lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
-        lt_status s = build((void *)rc, &m, &err);
+        tu_fd_model fm = model_of(rc);
+        lt_status s = tu_fd_build(&fm, &m, &err);
         if (s == LT_OK)
             s = lt_ir_to_f64(m, &err);
         /* the parameters before the transform: it keeps them by name */

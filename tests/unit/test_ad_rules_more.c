@@ -5,31 +5,17 @@
  * differentiable input checked. Ops whose gradient is zero must give exactly
  * zero; rules that refuse an op must say why. Prints the number of
  * (op, input) pairs and the worst relative error. */
-#include "testutil.h"
-#include "ir/infer.h"
-#include <stdlib.h>
+#include "rule_fd.h"
 #include <string.h>
 
 #define MAXIN 6
-
-typedef struct spec_in {
-    int rank;
-    int64_t dims[5];
-    lt_dtype dt;     /* LT_UNDEFINED means float32 */
-    double lo, hi;   /* uniform range */
-    bool signed_mag; /* random sign, magnitude in [lo, hi] */
-    bool frozen;     /* not differentiated (indices, shapes, running stats) */
-    int nvals;       /* fixed values instead (ints, axes, scales) */
-    double vals[16];
-    bool absent;
-} spec_in;
 
 typedef struct rcase {
     const char *name;
     lt_op op;
     int opset;
     int nin, nout;
-    spec_in in[MAXIN];
+    tu_fd_in in[MAXIN];
     void (*attrs)(tu_graph *g);
     bool zero_grad;       /* the gradient is zero almost everywhere */
     const char *refusal;  /* the transform must fail with a message containing this */
@@ -37,110 +23,19 @@ typedef struct rcase {
     int64_t out_dims[5];
 } rcase;
 
-static uint64_t mix(uint64_t *s)
+static tu_fd_model model_of(const rcase *rc)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unif(uint64_t *s) { return (double)(mix(s) >> 11) / 9007199254740992.0; }
-
-/* a module parameter named nm of the given type and shape, zero-filled */
-static lt_ival *add_param(lt_module *m, const char *nm, lt_dtype dt, int rank, const int64_t *dims, bool trainable)
-{
-    int p = lt_module_add_param(m, nm);
-    lt_tensor *t = &m->params[p].data;
-    int64_t numel = lt_shape_numel(rank, dims);
-    t->dtype = dt;
-    t->rank = rank;
-    for (int d = 0; d < rank; d++)
-        t->dims[d] = dims[d];
-    t->numel = numel;
-    t->data = calloc(numel ? numel : 1, lt_dtype_size(dt));
-    lt_ival *v = lt_ival_new(m, m->main, nm);
-    v->param = p;
-    lt_type_tensor(&v->type, dt, rank, dims);
-    m->params[p].value = v;
-    m->params[p].trainable = trainable;
-    return v;
-}
-
-static lt_status build(void *ctx, lt_model **out, lt_err *err)
-{
-    const rcase *rc = ctx;
-    tu_graph g = tu_single(rc->op, rc->opset, 0, rc->nout);
-    lt_module *m = g.m;
-    /* tu_single made a node with no inputs: our node replaces it */
-    lt_node *n = lt_node_new(m, m->main, rc->op, rc->nin, rc->nout);
-    m->main->nodes[0] = n;
-    m->main->nnodes = 1;
-    n->index = 0;
-    n->opset = rc->opset;
-    n->name = rc->name;
-    for (int j = 0; j < rc->nout; j++) {
-        n->out[j] = g.node->out[j];
-        n->out[j]->def = n;
-    }
-    g.node = n;
-    uint64_t seed = 2000 + (uint64_t)rc->op * 7919 + (uint64_t)rc->opset * 31 + (uint64_t)strlen(rc->name);
-    for (int i = 0; i < rc->nin; i++) {
-        const spec_in *si = &rc->in[i];
-        if (si->absent)
-            continue;
-        char nm[16];
-        snprintf(nm, sizeof nm, "p%d", i);
-        lt_ival *v = add_param(m, nm, si->dt ? si->dt : LT_F32, si->rank, si->dims, !si->frozen);
-        lt_tensor *t = &m->params[v->param].data;
-        for (int64_t e = 0; e < t->numel; e++) {
-            double x;
-            if (si->nvals)
-                x = si->vals[e % si->nvals];
-            else if (si->signed_mag)
-                x = (mix(&seed) & 1 ? 1 : -1) * (si->lo + (si->hi - si->lo) * unif(&seed));
-            else
-                x = si->lo + (si->hi - si->lo) * unif(&seed);
-            lt_tensor_set_f64(t, e, x);
-        }
-        n->in[i] = v;
-    }
-    if (rc->attrs)
-        rc->attrs(&g);
-    lt_status s = lt_infer_module(m, err);
-    if (s != LT_OK)
-        return s;
-    /* loss = sum(out * R), R random and frozen, of the output's type */
-    lt_ival *y = n->out[0];
-    int64_t dims[LT_MAX_RANK];
-    if (rc->out_rank)
-        lt_type_tensor(&y->type, y->type.dtype, rc->out_rank, rc->out_dims);
-    if (y->type.rank < 0)
-        return lt_errf(err, LT_ERR_INTERNAL, "%s: output shape unknown", rc->name);
-    for (int d = 0; d < y->type.rank; d++) {
-        if (y->type.dims[d].sym >= 0 || y->type.dims[d].v < 0)
-            return lt_errf(err, LT_ERR_INTERNAL, "%s: output dim %d unknown", rc->name, d);
-        dims[d] = y->type.dims[d].v;
-    }
-    lt_ival *r = add_param(m, "R", y->type.dtype == LT_F64 ? LT_F64 : LT_F32, y->type.rank, dims, false);
-    lt_tensor *rt = &m->params[r->param].data;
-    for (int64_t e = 0; e < rt->numel; e++)
-        lt_tensor_set_f64(rt, e, (float)(unif(&seed) * 2 - 1));
-    lt_node *mul = lt_node_new(m, m->main, LT_OP_MUL, 2, 1);
-    mul->opset = 13;
-    mul->in[0] = y;
-    mul->in[1] = r;
-    mul->out[0] = lt_ival_new(m, m->main, "weighted");
-    mul->out[0]->def = mul;
-    m->main->results[0] = mul->out[0];
-    m->main->nresults = 1;
-    s = lt_infer_module(m, err);
-    if (s == LT_OK)
-        s = lt_ir_verify(m, err);
-    if (rc->out_rank) /* as inference left it: the rule must manage without */
-        lt_type_unknown(&y->type, y->type.dtype, rc->out_rank);
-    *out = m;
-    return s;
+    return (tu_fd_model){.name = rc->name,
+                         .op = rc->op,
+                         .opset = rc->opset,
+                         .nin = rc->nin,
+                         .nout = rc->nout,
+                         .in = rc->in,
+                         .attrs = rc->attrs,
+                         .seed = 2000 + (uint64_t)rc->op * 7919 + (uint64_t)rc->opset * 31 +
+                                 (uint64_t)strlen(rc->name),
+                         .out_rank = rc->out_rank,
+                         .out_dims = rc->out_dims};
 }
 
 /* ---- attribute setters ---- */
@@ -359,56 +254,16 @@ static const rcase cases[] = {
 static void all_rules(void **state)
 {
     (void)state;
-    int pairs = 0, failures = 0;
-    double worst = 0;
-    const char *worst_at = "";
+    tu_fd_tally t = {.worst_at = ""};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const rcase *rc = &cases[k];
-        lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
-        lt_gradcheck_row *rows = NULL;
-        int nrows = 0;
-        lt_err err;
-        lt_status s = lt_grad_check_built(build, (void *)rc, &o, 0, NULL, NULL, 200, &rows, &nrows, &err);
-        if (rc->refusal) {
-            if (s == LT_OK || !strstr(err.msg, rc->refusal)) {
-                printf("FAIL %s: expected a refusal mentioning \"%s\", got: %s\n", rc->name, rc->refusal,
-                       s == LT_OK ? "success" : err.msg);
-                failures++;
-            }
-            free(rows);
-            continue;
-        }
-        if (s != LT_OK) {
-            printf("FAIL %s: %s\n", rc->name, err.msg);
-            failures++;
-            continue;
-        }
-        int want = 0;
-        for (int i = 0; i < rc->nin; i++)
-            want += !rc->in[i].absent && !rc->in[i].frozen && !rc->in[i].dt;
-        if (nrows != want) {
-            printf("FAIL %s: %d differentiable inputs checked, expected %d\n", rc->name, nrows, want);
-            failures++;
-        }
-        for (int r = 0; r < nrows; r++) {
-            pairs++;
-            bool bad = rows[r].err64 > 1e-6 || (rc->zero_grad ? rows[r].max_grad != 0 : rows[r].max_grad == 0);
-            if (rows[r].err64 > worst) {
-                worst = rows[r].err64;
-                worst_at = rc->name;
-            }
-            if (bad) {
-                printf("FAIL %s input %s: rel.err %.3g, max |grad| %.3g\n", rc->name, rows[r].name, rows[r].err64,
-                       rows[r].max_grad);
-                failures++;
-            }
-        }
-        free(rows);
+        tu_fd_model fm = model_of(rc);
+        tu_fd_check(&fm, &(tu_fd_expect){.zero_grad = rc->zero_grad, .refusal = rc->refusal}, &t);
     }
     printf("more gradient rules: %d (op, input) pairs checked by finite differences, worst relative error %.3g "
            "(%s)\n",
-           pairs, worst, worst_at);
-    assert_int_equal(failures, 0);
+           t.pairs, t.worst, t.worst_at);
+    assert_int_equal(t.failures, 0);
 }
 
 int main(void)

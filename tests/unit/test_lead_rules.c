@@ -3,134 +3,29 @@
  * fixed random R, random non-zero inputs from fixed seeds (kinks avoided),
  * each differentiable input checked. Prints the number of (op, input) pairs
  * and the worst relative error. */
-#include "testutil.h"
-#include "ir/infer.h"
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
+#include "rule_fd.h"
 
 #define MAXIN 8
-
-typedef struct spec_in {
-    int rank;
-    int64_t dims[5];
-    lt_dtype dt;      /* LT_UNDEFINED means float32 */
-    double lo, hi;    /* uniform range; lo > 0 keeps away from kinks */
-    bool signed_mag;  /* random sign, magnitude in [lo, hi] */
-    bool frozen;      /* not differentiated (indices, shapes, running stats) */
-    int nvals;        /* fixed values instead (ints, axes, pads) */
-    double vals[16];
-    bool absent;
-} spec_in;
 
 typedef struct rcase {
     const char *name;
     lt_op op;
     int opset;
     int nin, nout;
-    spec_in in[MAXIN];
+    tu_fd_in in[MAXIN];
     void (*attrs)(tu_graph *g);
 } rcase;
 
-static uint64_t mix(uint64_t *s)
+static tu_fd_model model_of(const rcase *rc)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unif(uint64_t *s) { return (double)(mix(s) >> 11) / 9007199254740992.0; }
-
-static lt_status build(void *ctx, lt_model **out, lt_err *err)
-{
-    const rcase *rc = ctx;
-    tu_graph g = tu_single(rc->op, rc->opset, 0, rc->nout);
-    lt_module *m = g.m;
-    lt_node *n = lt_node_new(m, m->main, rc->op, rc->nin, rc->nout);
-    /* tu_single made a node with no inputs: replace it with ours */
-    m->main->nodes[0] = n;
-    m->main->nnodes = 1;
-    n->index = 0;
-    n->opset = rc->opset;
-    n->name = rc->name;
-    for (int j = 0; j < rc->nout; j++) {
-        n->out[j] = g.node->out[j];
-        n->out[j]->def = n;
-    }
-    g.node = n;
-    uint64_t seed = 1000 + (uint64_t)rc->op * 7919 + (uint64_t)rc->opset;
-    for (int i = 0; i < rc->nin; i++) {
-        const spec_in *si = &rc->in[i];
-        if (si->absent)
-            continue;
-        char nm[16];
-        snprintf(nm, sizeof nm, "p%d", i);
-        int p = lt_module_add_param(m, nm);
-        lt_tensor *t = &m->params[p].data;
-        lt_dtype dt = si->dt ? si->dt : LT_F32;
-        int64_t numel = lt_shape_numel(si->rank, si->dims);
-        t->dtype = dt;
-        t->rank = si->rank;
-        memcpy(t->dims, si->dims, sizeof si->dims);
-        t->numel = numel;
-        t->data = calloc(numel ? numel : 1, lt_dtype_size(dt));
-        for (int64_t e = 0; e < numel; e++) {
-            double v;
-            if (si->nvals)
-                v = si->vals[e % si->nvals];
-            else if (si->signed_mag)
-                v = (mix(&seed) & 1 ? 1 : -1) * (si->lo + (si->hi - si->lo) * unif(&seed));
-            else
-                v = si->lo + (si->hi - si->lo) * unif(&seed);
-            lt_tensor_set_f64(t, e, v);
-        }
-        lt_ival *v = lt_ival_new(m, m->main, nm);
-        v->param = p;
-        lt_type_tensor(&v->type, dt, si->rank, si->dims);
-        m->params[p].value = v;
-        m->params[p].trainable = !si->frozen;
-        n->in[i] = v;
-    }
-    if (rc->attrs)
-        rc->attrs(&g);
-    lt_status s = lt_infer_module(m, err);
-    if (s != LT_OK)
-        return s;
-    /* loss = sum(out * R), R random and frozen */
-    lt_ival *y = n->out[0];
-    if (y->type.rank < 0)
-        return lt_errf(err, LT_ERR_INTERNAL, "%s: output shape unknown", rc->name);
-    int64_t dims[LT_MAX_RANK];
-    for (int d = 0; d < y->type.rank; d++)
-        dims[d] = y->type.dims[d].v;
-    int p = lt_module_add_param(m, "R");
-    lt_tensor *t = &m->params[p].data;
-    t->dtype = LT_F32;
-    t->rank = y->type.rank;
-    memcpy(t->dims, dims, sizeof dims);
-    t->numel = lt_shape_numel(t->rank, dims);
-    t->data = malloc(sizeof(float) * (t->numel ? t->numel : 1));
-    for (int64_t e = 0; e < t->numel; e++)
-        ((float *)t->data)[e] = (float)(unif(&seed) * 2 - 1);
-    lt_ival *r = lt_ival_new(m, m->main, "R");
-    r->param = p;
-    lt_type_tensor(&r->type, LT_F32, t->rank, dims);
-    m->params[p].value = r;
-    m->params[p].trainable = false;
-    lt_node *mul = lt_node_new(m, m->main, LT_OP_MUL, 2, 1);
-    mul->opset = 13;
-    mul->in[0] = y;
-    mul->in[1] = r;
-    mul->out[0] = lt_ival_new(m, m->main, "weighted");
-    mul->out[0]->def = mul;
-    m->main->results[0] = mul->out[0];
-    m->main->nresults = 1;
-    s = lt_infer_module(m, err);
-    if (s == LT_OK)
-        s = lt_ir_verify(m, err);
-    *out = m;
-    return s;
+    return (tu_fd_model){.name = rc->name,
+                         .op = rc->op,
+                         .opset = rc->opset,
+                         .nin = rc->nin,
+                         .nout = rc->nout,
+                         .in = rc->in,
+                         .attrs = rc->attrs,
+                         .seed = 1000 + (uint64_t)rc->op * 7919 + (uint64_t)rc->opset};
 }
 
 /* attribute setters */
@@ -272,46 +167,15 @@ static const rcase cases[] = {
 static void all_rules(void **state)
 {
     (void)state;
-    int pairs = 0;
-    double worst = 0;
-    const char *worst_at = "";
-    int failures = 0;
+    tu_fd_tally t = {.worst_at = ""};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const rcase *rc = &cases[k];
-        lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
-        lt_gradcheck_row *rows = NULL;
-        int nrows = 0;
-        lt_err err;
-        if (lt_grad_check_built(build, (void *)rc, &o, 0, NULL, NULL, 200, &rows, &nrows, &err) != LT_OK) {
-            printf("FAIL %s: %s\n", rc->name, err.msg);
-            failures++;
-            continue;
-        }
-        int want = 0;
-        for (int i = 0; i < rc->nin; i++)
-            want += !rc->in[i].absent && !rc->in[i].frozen && !rc->in[i].dt;
-        if (nrows != want) {
-            printf("FAIL %s: %d differentiable inputs checked, expected %d\n", rc->name, nrows, want);
-            failures++;
-        }
-        for (int r = 0; r < nrows; r++) {
-            pairs++;
-            bool bad = rows[r].err64 > 1e-6 || rows[r].max_grad == 0;
-            if (rows[r].err64 > worst) {
-                worst = rows[r].err64;
-                worst_at = rc->name;
-            }
-            if (bad) {
-                printf("FAIL %s input %s: rel.err %.3g, max |grad| %.3g\n", rc->name, rows[r].name, rows[r].err64,
-                       rows[r].max_grad);
-                failures++;
-            }
-        }
-        free(rows);
+        tu_fd_model fm = model_of(rc);
+        tu_fd_check(&fm, &(tu_fd_expect){0}, &t);
     }
     printf("gradient rules: %d (op, input) pairs checked by finite differences, worst relative error %.3g (%s)\n",
-           pairs, worst, worst_at);
-    assert_int_equal(failures, 0);
+           t.pairs, t.worst, t.worst_at);
+    assert_int_equal(t.failures, 0);
 }
 
 int main(void)

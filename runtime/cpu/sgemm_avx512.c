@@ -1,0 +1,232 @@
+/* float32 GEMM with AVX-512 kernels for CPUs that have them (the build
+ * targets baseline x86-64, and the OpenBLAS the runtime pins to its Haswell
+ * kernels uses half the vector width). Blocked the usual way: op(B) packed
+ * in panels of NR columns for a KC slice of K, op(A) in panels of MR rows,
+ * an MR x NR register tile of accumulators; transposed operands are packed
+ * through 16x16 in-register transposes. linalg_gemm.c routes float
+ * products here and keeps OpenBLAS for the shapes this does no better on. */
+#include "linalg_util.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define MR 8
+#define NR 32
+#define KC 256
+#define MC 128
+#define NC 2048
+#define AVX512 __attribute__((target("avx512f")))
+
+/* ---- packing ---- */
+
+/* r[0..15] become their transpose: r[c] = (old r[0][c], ..., old r[15][c]) */
+AVX512 static inline void tr16(__m512 *r)
+{
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4q + j], lane l: element 4l + j of rows 4q .. 4q + 3 */
+    for (int q = 0; q < 4; q++) {
+        __m512d a = _mm512_castps_pd(t[4 * q]), b = _mm512_castps_pd(t[4 * q + 1]);
+        __m512d c = _mm512_castps_pd(t[4 * q + 2]), d = _mm512_castps_pd(t[4 * q + 3]);
+        u[4 * q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        u[4 * q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        u[4 * q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        u[4 * q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    /* column 4l + j gathers lane l of u[j], u[4 + j], u[8 + j], u[12 + j] */
+    for (int j = 0; j < 4; j++) {
+        __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44), v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xee);
+        __m512 w0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44), w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xee);
+        r[j] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+        r[4 + j] = _mm512_shuffle_f32x4(v0, w0, 0xdd);
+        r[8 + j] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+        r[12 + j] = _mm512_shuffle_f32x4(v1, w1, 0xdd);
+    }
+}
+
+static inline __mmask16 mask_of(int64_t n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
+
+/* dst[k * ld + c] = src[c * lds + k] for c < rows, k < kc (rows <= 16; the
+ * rows from `rows` to 16 of dst are zero) */
+AVX512 static void pack_transposed(const float *src, int64_t lds, int64_t rows, int64_t kc, float *dst, int64_t ld,
+                                   int width, float alpha)
+{
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t k0 = 0; k0 < kc; k0 += 16) {
+        __mmask16 mk = mask_of(kc - k0);
+        __m512 r[16];
+        for (int c = 0; c < 16; c++)
+            r[c] = c < rows ? _mm512_mul_ps(va, _mm512_maskz_loadu_ps(mk, src + c * lds + k0)) : _mm512_setzero_ps();
+        tr16(r);
+        int64_t n = kc - k0 < 16 ? kc - k0 : 16;
+        for (int64_t k = 0; k < n; k++) {
+            if (width == 16)
+                _mm512_storeu_ps(dst + (k0 + k) * ld, r[k]);
+            else
+                _mm256_storeu_ps(dst + (k0 + k) * ld, _mm512_castps512_ps256(r[k]));
+        }
+    }
+}
+
+/* op(A) rows [i0, i0 + mc), k [k0, k0 + kc), times alpha, into panels of
+ * MR rows: row r of panel p at k is pa[(p * kc + k) * MR + r] */
+AVX512 static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
+                          float alpha, float *pa)
+{
+    __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t p = 0; p < mc; p += MR) {
+        int64_t mr = mc - p < MR ? mc - p : MR;
+        float *dst = pa + p * kc;
+        if (ta) {
+            /* A is [K, M]: the panel's rows lie side by side in A's row k */
+            __mmask16 m = mask_of(mr);
+            for (int64_t k = 0; k < kc; k++) {
+                __m512 v = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(m, A + (k0 + k) * lda + i0 + p));
+                _mm256_storeu_ps(dst + k * MR, _mm512_castps512_ps256(v));
+            }
+        } else {
+            pack_transposed(A + (i0 + p) * lda + k0, lda, mr, kc, dst, MR, MR, alpha);
+        }
+    }
+}
+
+/* op(B) k [k0, k0 + kc), columns [j0, j0 + nc) into panels of NR columns:
+ * column c of panel q at k is pb[(q * kc + k) * NR + c] (zero past nc) */
+AVX512 static void pack_b(const float *B, int64_t ldb, bool tb, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                          float *pb)
+{
+    for (int64_t q = 0; q < nc; q += NR) {
+        int64_t nr = nc - q < NR ? nc - q : NR;
+        float *dst = pb + q * kc;
+        if (!tb) {
+            __mmask16 m0 = mask_of(nr), m1 = mask_of(nr > 16 ? nr - 16 : 0);
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = B + (k0 + k) * ldb + j0 + q;
+                _mm512_storeu_ps(dst + k * NR, _mm512_maskz_loadu_ps(m0, src));
+                _mm512_storeu_ps(dst + k * NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+            }
+        } else {
+            /* B is [N, K]: column c of op(B) is B's row j0 + q + c */
+            const float *src = B + (j0 + q) * ldb + k0;
+            pack_transposed(src, ldb, nr < 16 ? nr : 16, kc, dst, NR, 16, 1.0f);
+            pack_transposed(src + 16 * ldb, ldb, nr > 16 ? nr - 16 : 0, kc, dst + 16, NR, 16, 1.0f);
+        }
+    }
+}
+
+/* ---- the register tile ---- */
+
+/* C[mr, nr] of the tile: mode 0 stores the product, 1 adds it to C, 2
+ * stores beta C + product */
+AVX512 static void tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, int64_t mr, int64_t nr,
+                        int mode, float beta)
+{
+    /* fully unrolled, so that the 16 accumulators live in registers */
+    __m512 acc[MR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_loadu_ps(pb + k * NR), b1 = _mm512_loadu_ps(pb + k * NR + 16);
+        const float *a = pa + k * MR;
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            __m512 ar = _mm512_set1_ps(a[r]);
+            acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
+        }
+    }
+    __mmask16 m0 = mask_of(nr), m1 = mask_of(nr > 16 ? nr - 16 : 0);
+    __m512 vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) {
+        if (r >= mr)
+            break;
+        float *cr = c + r * ldc;
+        __m512 v0 = acc[r][0], v1 = acc[r][1];
+        if (mode == 1) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
+            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+        } else if (mode == 2) {
+            v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);
+            v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), v1);
+        }
+        _mm512_mask_storeu_ps(cr, m0, v0);
+        _mm512_mask_storeu_ps(cr + 16, m1, v1);
+    }
+}
+
+/* ---- driver ---- */
+
+/* per-thread packing buffers, freed with the thread */
+static pthread_key_t buf_key;
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+
+static void buf_init(void) { (void)pthread_key_create(&buf_key, free); }
+
+static float *buffers(void)
+{
+    pthread_once(&buf_once, buf_init);
+    float *b = pthread_getspecific(buf_key);
+    if (!b) {
+        b = aligned_alloc(64, sizeof(float) * (MC * KC + KC * (NC + NR)));
+        if (b && pthread_setspecific(buf_key, b) != 0) {
+            free(b);
+            b = NULL;
+        }
+    }
+    return b;
+}
+
+AVX512 static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc, float *pa, float *pb)
+{
+    for (int64_t j0 = 0; j0 < N; j0 += NC) {
+        int64_t nc = N - j0 < NC ? N - j0 : NC;
+        for (int64_t k0 = 0; k0 < K; k0 += KC) {
+            int64_t kc = K - k0 < KC ? K - k0 : KC;
+            int mode = k0 > 0 ? 1 : beta == 0 ? 0 : 2;
+            pack_b(B, ldb, tb, k0, kc, j0, nc, pb);
+            for (int64_t i0 = 0; i0 < M; i0 += MC) {
+                int64_t mc = M - i0 < MC ? M - i0 : MC;
+                pack_a(A, lda, ta, i0, mc, k0, kc, alpha, pa);
+                for (int64_t q = 0; q < nc; q += NR)
+                    for (int64_t p = 0; p < mc; p += MR)
+                        tile(kc, pa + p * kc, pb + q * kc, C + (i0 + p) * ldc + j0 + q, ldc,
+                             mc - p < MR ? mc - p : MR, nc - q < NR ? nc - q : NR, mode, beta);
+            }
+        }
+    }
+}
+
+bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    static int have = -1; /* benign race: every thread computes the same */
+    if (have < 0)
+        have = __builtin_cpu_supports("avx512f");
+    /* narrow products waste most of the NR-wide tile: OpenBLAS's are better */
+    if (!have || N < NR || M < 4 || K < 1)
+        return false;
+    float *buf = buffers();
+    if (!buf)
+        return false;
+    run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, buf, buf + MC * KC);
+    return true;
+}
+
+#else
+
+bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    return false;
+}
+
+#endif
