@@ -48,6 +48,11 @@ lt_status lt_errf(lt_err *err, lt_status s, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* names taken from files (members, nodes, paths) may hold control
+         * characters: a message stays one printable line */
+        for (char *c = err->msg; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
     }
     return s;
 }

@@ -103,9 +103,10 @@ static lt_status gc_filter_blocked(lt_kctx *k, const gc_job *j, const float *gri
         for (int64_t b = 0; b < nblk; b++) {
             int64_t i0 = b * nb, m = n - i0 < nb ? n - i0 : nb;
             gc_gather_grid(j, grid, i0, m, dyb);
+            /* the columns as rows [m L, R]: a plain B operand, no transpose to pack */
             for (int64_t i = 0; i < m; i++)
-                lt_nn_im2col2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L, m * L, &j->g, j->Q);
-            gemm_nt(4, P, R, m * L, dyb, m * L, colb, m * L, acc, R);
+                lt_nn_im2row2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L * R, R, &j->g, j->Q);
+            lt_nn_gemm(4, false, P, R, m * L, dyb, m * L, colb, R, true, acc, R);
         }
     }
     if (nt > 1)

@@ -141,6 +141,37 @@ void lt_nn_im2col2d_f32(const float *img, float *col, int64_t ldc, const lt_nn_g
     }
 }
 
+void lt_nn_im2row2d_f32(const float *img, float *row, int64_t ldr, const lt_nn_geom *g, int64_t channels)
+{
+    int64_t H = g->img[0], W = g->img[1], OH = g->grid[0], OW = g->grid[1], KH = g->k[0], KW = g->k[1];
+    int64_t sh = g->s[0], sw = g->s[1], dh = g->d[0], dw = g->d[1];
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++) {
+            float *dst = row + (oy * OW + ox) * ldr;
+            int64_t x0 = ox * sw - g->pb[1];
+            /* the taps kx whose column lands inside the image */
+            int64_t lo = x0 >= 0 ? 0 : (-x0 + dw - 1) / dw, hi = W - x0 <= 0 ? 0 : (W - x0 + dw - 1) / dw;
+            hi = hi < KW ? hi : KW;
+            lo = lo < hi ? lo : hi;
+            for (int64_t c = 0; c < channels; c++)
+                for (int64_t ky = 0; ky < KH; ky++) {
+                    float *d = dst + (c * KH + ky) * KW;
+                    int64_t iy = oy * sh + ky * dh - g->pb[0];
+                    if (iy < 0 || iy >= H) {
+                        memset(d, 0, sizeof(float) * (size_t)KW);
+                        continue;
+                    }
+                    const float *s = img + (c * H + iy) * W + x0;
+                    for (int64_t kx = 0; kx < lo; kx++)
+                        d[kx] = 0;
+                    for (int64_t kx = lo; kx < hi; kx++)
+                        d[kx] = s[kx * dw];
+                    for (int64_t kx = hi; kx < KW; kx++)
+                        d[kx] = 0;
+                }
+        }
+}
+
 void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_geom *g, int64_t ch0, int64_t ch1)
 {
     int64_t H = g->img[0], W = g->img[1], OH = g->grid[0], OW = g->grid[1], KH = g->k[0], KW = g->k[1];

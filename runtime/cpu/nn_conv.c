@@ -99,6 +99,47 @@ static lt_status conv_run(lt_kctx *k, const conv_job *j)
     return LT_OK;
 }
 
+/* conv_run for lt_nn_blocked jobs: each GEMM covers a block of images,
+ * their columns side by side, so the weights are packed once a block
+ * rather than once an image; the product goes through a buffer into y,
+ * the bias added on the way. */
+static lt_status conv_run_blocked(lt_kctx *k, const conv_job *j)
+{
+    const lt_nn_geom *g = &j->g;
+    int64_t K = lt_nn_prod(g->nsp, g->k), L = lt_nn_prod(g->nsp, g->grid), plane = lt_nn_prod(g->nsp, g->img);
+    int64_t R = j->c * K, M = j->m, n = j->n, nb = lt_nn_block_images(L, n), nblk = (n + nb - 1) / nb;
+    int nth = omp_get_max_threads();
+    bool parallel = nth > 1 && nblk > 1 && 2.0 * (double)n * (double)M * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
+    int nt = parallel ? (nblk < nth ? (int)nblk : nth) : 1;
+    int64_t per = (R + M) * nb * L;
+    float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)(per * nt));
+    if (!bufs)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (im2col buffer of %lld x %lld)", (long long)R,
+                         (long long)(nb * L));
+    const float *x = j->x, *w = j->w, *b = j->b;
+    float *y = j->y;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        float *colb = bufs + per * omp_get_thread_num(), *out = colb + R * nb * L;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t blk = 0; blk < nblk; blk++) {
+            int64_t i0 = blk * nb, m = n - i0 < nb ? n - i0 : nb;
+            for (int64_t i = 0; i < m; i++)
+                lt_nn_im2col2d_f32(x + (i0 + i) * j->c * plane, colb + i * L, m * L, g, j->c);
+            lt_nn_gemm(4, false, M, m * L, R, w, R, colb, m * L, false, out, m * L);
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t o = 0; o < M; o++) {
+                    const float *src = out + o * m * L + i * L;
+                    float *dst = y + ((i0 + i) * M + o) * L, bv = b ? b[o] : 0;
+#pragma omp simd
+                    for (int64_t q = 0; q < L; q++)
+                        dst[q] = src[q] + bv;
+                }
+        }
+    }
+    return LT_OK;
+}
+
 /* Checks x and w of a convolution and fills the job's shapes and geometry;
  * allocates y [N, M, grid...] of dtype ydt. */
 static lt_status conv_setup(lt_kctx *k, const lt_tensor *x, const lt_tensor *w, lt_dtype ydt, conv_job *j,
@@ -170,6 +211,14 @@ static lt_status k_conv(lt_kctx *k)
         j.w = w->data;
         j.b = b ? b->data : NULL;
         j.y = y->data;
+        if (j.esz == 4) {
+            int64_t K = lt_nn_prod(j.g.nsp, j.g.k), L = lt_nn_prod(j.g.nsp, j.g.grid);
+            bool direct = K == 1;
+            for (int i = 0; i < j.g.nsp; i++)
+                direct = direct && j.g.s[i] == 1 && j.g.pb[i] == 0 && j.g.pe[i] == 0;
+            if (lt_nn_blocked(j.esz, &j.g, j.groups, direct, L, j.n))
+                return conv_run_blocked(k, &j);
+        }
         return conv_run(k, &j);
     }
     /* half types: through float */

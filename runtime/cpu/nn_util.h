@@ -29,6 +29,9 @@ void lt_nn_col2im(const void *col, void *img, size_t esz, const lt_nn_geom *g, i
  * ch0..ch1 (rows counted from channel 0) into the image. */
 void lt_nn_im2col2d_f32(const float *img, float *col, int64_t ldc, const lt_nn_geom *g, int64_t channels);
 void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_geom *g, int64_t ch0, int64_t ch1);
+/* im2col's transpose: row p (grid position) holds the `channels` * k taps
+ * of its window, (c, ky, kx) order, row stride ldr */
+void lt_nn_im2row2d_f32(const float *img, float *row, int64_t ldr, const lt_nn_geom *g, int64_t channels);
 
 /* Row-major C[m,n] (+)= op(A)[m,k] * B[k,n] on float (esz 4) or double
  * (esz 8); op(A) = A^T when trans_a. Any size may be 0. */
@@ -67,10 +70,10 @@ static inline bool lt_nn_plain2d(const lt_nn_geom *g)
     return true;
 }
 
-/* float32 2-D convolution gradients with one group, a real im2col (not
- * 1x1 stride 1) and a small grid (L positions per image) run their
- * products on blocks of nb images, their columns side by side, about
- * LT_NN_BLOCK_COLS columns a block (grad_nn_conv.c). */
+/* float32 2-D convolutions and their gradients with one group, a real
+ * im2col (not 1x1 stride 1) and a small grid (L positions per image) run
+ * their products on blocks of nb images, their columns side by side, about
+ * LT_NN_BLOCK_COLS columns a block (nn_conv.c, grad_nn_conv.c). */
 #define LT_NN_BLOCK_COLS 512
 
 static inline bool lt_nn_blocked(size_t esz, const lt_nn_geom *g, int64_t groups, bool direct, int64_t L, int64_t n)

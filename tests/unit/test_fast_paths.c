@@ -4,8 +4,11 @@
  * strides, dilations, pads; serial and parallel), 2-D MaxPool and
  * MaxPoolGrad (2x2 stride 2 and other plain windows, ties), Where with a
  * scalar branch, Gemm with a bias, ReduceSum / ReduceMean over every axis
- * but the channels, and the rank-2 MatMul gradient (Gemm flags instead of
- * transposes) against finite differences. */
+ * but the channels, the rank-2 MatMul gradient (Gemm flags instead of
+ * transposes) against finite differences, and the AVX-512 float GEMM
+ * against sums in double (every transpose, alpha and beta, edges of its
+ * blocks, leading dimensions past the matrices). */
+#include "runtime/cpu/linalg_util.h"
 #include "test_grad_nn.h"
 #include "ir/infer.h"
 #include <omp.h>
@@ -280,6 +283,58 @@ static void matmul_rank2_grad(void **state)
     free(rows);
 }
 
+/* one product of lt_sgemm_avx512 against double sums; skipped (true)
+ * when it declines the shape or the CPU */
+static void sgemm_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta, uint64_t seed)
+{
+    int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
+    int64_t ad[1] = {(ta ? K : M) * lda}, bd[1] = {(tb ? N : K) * ldb}, cd[1] = {M * ldc};
+    lt_value *a = tu_rand(LT_F32, 1, ad, -1, 1, seed), *b = tu_rand(LT_F32, 1, bd, -1, 1, seed + 1);
+    lt_value *c = tu_rand(LT_F32, 1, cd, -1, 1, seed + 2);
+    float *cf = c->t.data;
+    if (beta == 0) /* beta 0 must not read C: NaNs there stay out */
+        for (int64_t i = 0; i < cd[0]; i += 7)
+            cf[i] = NAN;
+    double *want = malloc(sizeof(double) * (size_t)(M * N));
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t q = 0; q < K; q++)
+                s += tu_get(a, ta ? q * lda + i : i * lda + q) * tu_get(b, tb ? j * ldb + q : q * ldb + j);
+            want[i * N + j] = alpha * s + (beta != 0 ? beta * (double)cf[i * ldc + j] : 0);
+        }
+    float pad = cf[ldc - 1];
+    if (lt_sgemm_avx512(ta, tb, M, N, K, alpha, a->t.data, lda, b->t.data, ldb, beta, cf, ldc)) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                if (!(fabs(cf[i * ldc + j] - want[i * N + j]) <= 1e-5 * (double)(K + 1)))
+                    fail_msg("sgemm ta %d tb %d %lldx%lldx%lld: C[%lld,%lld] = %g, expected %g", ta, tb, (long long)M,
+                             (long long)N, (long long)K, (long long)i, (long long)j, cf[i * ldc + j], want[i * N + j]);
+        assert_true(memcmp(&pad, &cf[ldc - 1], sizeof pad) == 0); /* past N in a row: untouched */
+    }
+    free(want);
+    lt_value_free(a);
+    lt_value_free(b);
+    lt_value_free(c);
+}
+
+static void sgemm_avx512(void **state)
+{
+    (void)state;
+    /* small and ragged; past MR, NR, KC, MC; a wide one past NC */
+    static const int64_t shapes[][3] = {{4, 32, 1},   {5, 33, 7},    {9, 47, 17},    {8, 64, 16},  {17, 40, 300},
+                                        {130, 70, 33}, {33, 100, 513}, {129, 257, 64}, {6, 2100, 20}};
+    uint64_t seed = 600;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int t = 0; t < 4; t++) {
+            float alpha = t == 1 ? -0.5f : 1.0f, beta = t == 2 ? 0.75f : t == 3 ? 1.0f : 0.0f;
+            sgemm_case(t & 1, t >> 1 & 1, shapes[i][0], shapes[i][1], shapes[i][2], alpha, beta, seed);
+            sgemm_case(!(t & 1), t >> 1 & 1, shapes[i][0], shapes[i][1], shapes[i][2], beta ? 2.0f : 1.0f, beta,
+                       seed + 10);
+            seed += 20;
+        }
+}
+
 int main(void)
 {
     (void)gn_fd; /* the finite-difference helper of the shared header is not needed here */
@@ -290,6 +345,7 @@ int main(void)
         cmocka_unit_test(gemm_bias),
         cmocka_unit_test(reduce_channels),
         cmocka_unit_test(matmul_rank2_grad),
+        cmocka_unit_test(sgemm_avx512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
