@@ -376,6 +376,22 @@ static void npz_bad_files(void **state)
 
 /* ---- onnx-pb ---- */
 
+/* A member name with a newline in it (found by tests/fuzz/fuzz_dataset): the
+ * message that lists the members stays one line. */
+static void npz_control_chars(void **state)
+{
+    (void)state;
+    lt_dataset *d = NULL;
+    lt_err err;
+    assert_int_equal(lt_dataset_open("npz=" LT_SOURCE_DIR "/tests/data/npz_control_chars.npz", 0, &d, &err), LT_OK);
+    lt_dataset_free(d);
+    d = NULL;
+    assert_int_not_equal(lt_dataset_open("npz=" LT_SOURCE_DIR "/tests/data/npz_control_chars.npz", 1, &d, &err), LT_OK);
+    assert_null(d);
+    assert_null(strchr(err.msg, '\n'));
+    assert_non_null(strstr(err.msg, "y_test"));
+}
+
 static void write_tp(const char *path, lt_dtype dt, int rank, const int64_t *dims, const void *data, size_t bytes)
 {
     Onnx__TensorProto tp;
@@ -474,6 +490,7 @@ int main(void)
         cmocka_unit_test(npz_float_and_int_types),
         cmocka_unit_test(npz_bad_files),
         cmocka_unit_test(onnx_pb),
+        cmocka_unit_test(npz_control_chars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

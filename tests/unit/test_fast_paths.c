@@ -1,6 +1,6 @@
 /* The float32 fast paths of the training kernels against the general
- * float64 code they bypass, on shapes that reach them: ConvGradData and
- * ConvGradFilter over blocks of images (several blocks, a short last one,
+ * float64 code they bypass, on shapes that reach them: Conv, ConvGradData
+ * and ConvGradFilter over blocks of images (several blocks, a short last one,
  * strides, dilations, pads; serial and parallel), 2-D MaxPool and
  * MaxPoolGrad (2x2 stride 2 and other plain windows, ties), Where with a
  * scalar branch, Gemm with a bias, ReduceSum / ReduceMean over every axis
@@ -27,7 +27,8 @@ static void conv_attrs(tu_graph *g, const conv_case *f)
     tu_attr_ints(g, "pads", 4, f->pads);
 }
 
-/* Both gradients in float32 (blocked path) against float64 (general) */
+/* Conv and both gradients in float32 (blocked paths) against float64
+ * (general) */
 static void conv_case_run(const conv_case *f, uint64_t seed)
 {
     int64_t xd[4] = {f->n, f->c, f->h, f->w}, wd[4] = {f->m, f->c, f->kh, f->kw};
@@ -49,6 +50,16 @@ static void conv_case_run(const conv_case *f, uint64_t seed)
     assert_true(fabs(gn_dot(dw, w) - l) <= 1e-10 * (1 + fabs(l)));
     gn_f32_matches("  float32 dx", &gd, din, 3, 1, 0, dx, 1e-4);
     gn_f32_matches("  float32 dW", &gf, fin2, 3, 1, 0, dw, 1e-4);
+    /* the forward over blocks of images too, with a bias */
+    lt_value *bias = tu_rand(LT_F64, 1, &f->m, -1, 1, seed + 3);
+    tu_graph fb = tu_single(LT_OP_CONV, 11, 3, 1);
+    conv_attrs(&fb, f);
+    lt_value *bin[3] = {x, w, bias};
+    lt_value *yb = gn_run(&fb, bin, 1, 0);
+    gn_f32_matches("  float32 y", &fb, bin, 3, 1, 0, yb, 1e-4);
+    lt_value_free(bias);
+    lt_value_free(yb);
+    tu_free(&fb);
     lt_value *vals[] = {x, w, y, dy, dx, dw};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
         lt_value_free(vals[i]);
