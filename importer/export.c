@@ -4,6 +4,7 @@
  * the same name and scope, and the message is packed and written atomically.
  * Nothing else in the file changes. */
 #include "importer.h"
+#include "../runtime/atomic_file.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -240,55 +241,6 @@ static lt_status export_graph(exporter *x, Onnx__GraphProto *g, const scope_link
     return s;
 }
 
-/* Temp file in the target's folder, fsync, rename: a reader sees the old
- * file or the whole new one, never a part. */
-static lt_status write_atomic(const char *out_path, const uint8_t *data, size_t len, lt_err *err)
-{
-    size_t pl = strlen(out_path);
-    char *tmp = malloc(pl + 16);
-    if (!tmp)
-        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
-    snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", out_path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        lt_status s = lt_errf(err, LT_ERR_IO, "%s: cannot create a file next to it: %s", out_path, strerror(errno));
-        free(tmp);
-        return s;
-    }
-    mode_t um = umask(0);
-    umask(um);
-    int ok = fchmod(fd, 0666 & ~um) == 0;
-    for (size_t off = 0; ok && off < len;) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        ok = w > 0;
-        off += ok ? (size_t)w : 0;
-    }
-    ok = ok && fsync(fd) == 0;
-    int e = errno;
-    ok = close(fd) == 0 && ok;
-    if (ok && rename(tmp, out_path) != 0) {
-        e = errno;
-        ok = 0;
-    }
-    if (!ok) {
-        unlink(tmp);
-        free(tmp);
-        return lt_errf(err, LT_ERR_IO, "%s: cannot write: %s", out_path, strerror(e));
-    }
-    free(tmp);
-    /* make the rename itself durable */
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", out_path);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return LT_OK;
-}
-
 lt_status lt_model_export(const lt_model *trained, const char *original_onnx, const char *out_path, lt_err *err)
 {
     uint8_t *data = NULL, *packed = NULL;
@@ -316,7 +268,7 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
         else if (onnx__model_proto__pack(mp, packed) != n)
             s = lt_errf(err, LT_ERR_INTERNAL, "%s: packing the model gave an unexpected size", out_path);
         else
-            s = write_atomic(out_path, packed, n, err);
+            s = lt_write_atomic(out_path, packed, n, "the model", err);
     }
     free(packed);
     free(x.used);

@@ -6,6 +6,7 @@
  * run (lantern export); the order; every parameter's values; each trained
  * parameter's optimizer state; an FNV-1a checksum of everything before it. */
 #include "checkpoint.h"
+#include "atomic_file.h"
 #include "optim.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -201,30 +202,22 @@ static void path_of(const char *dir, char *out, size_t len) { snprintf(out, len,
 
 lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err)
 {
-    char file[PATH_MAX], tmp[PATH_MAX];
+    char file[PATH_MAX];
     path_of(dir, file, sizeof file);
     lt_status st = check_optim(file, s, err);
     if (st != LT_OK)
         return st;
-    if (snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, LT_CKPT_FILE) >= (int)sizeof tmp)
-        return lt_errf(err, LT_ERR_IO, "%s: path too long", dir);
     unsigned char *table;
     size_t table_len;
     if ((st = build_table(file, s, &table, &table_len, err)) != LT_OK)
         return st;
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
+    /* the previous checkpoint stays whole until the new one is */
+    lt_atomic_file af;
+    if ((st = lt_atomic_open(&af, file, err)) != LT_OK) {
         free(table);
-        return lt_errf(err, LT_ERR_IO, "%s: cannot write a checkpoint there: %s", dir, strerror(errno));
+        return st;
     }
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        int e = errno;
-        free(table);
-        close(fd);
-        unlink(tmp);
-        return lt_errf(err, LT_ERR_IO, "%s: cannot write: %s", tmp, strerror(e));
-    }
+    FILE *f = af.f;
     ckpt_header h;
     memset(&h, 0, sizeof h); /* padding too: the checksum covers every byte */
     memcpy(h.magic, CKPT_MAGIC, 8);
@@ -260,24 +253,11 @@ lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err)
     }
     uint64_t sum = w.h;
     put(&w, &sum, sizeof sum);
-    int bad = w.bad || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int saved = errno;
-    bad |= fclose(f) != 0;
-    if (!bad && rename(tmp, file) != 0) {
-        saved = errno;
-        bad = 1;
+    if (w.bad) {
+        lt_atomic_abort(&af);
+        return lt_errf(err, LT_ERR_IO, "%s: cannot write the checkpoint: %s", file, strerror(errno ? errno : EIO));
     }
-    if (bad) {
-        unlink(tmp);
-        return lt_errf(err, LT_ERR_IO, "%s: cannot write the checkpoint: %s", file, strerror(saved ? saved : EIO));
-    }
-    /* the rename itself is durable once the folder is synced */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return LT_OK;
+    return lt_atomic_commit(&af, "the checkpoint", err);
 }
 
 /* ---- reading ---- */

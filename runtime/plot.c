@@ -5,6 +5,7 @@
  * and highest point of each pixel column, so the file stays small however
  * many steps there are. */
 #include "plot.h"
+#include "atomic_file.h"
 #include "../ir/ir.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -580,54 +581,6 @@ static int render(const lt_plot *p, const char *title, sbuf *b)
     return !b->bad;
 }
 
-/* Temp file in the target's folder, fsync, rename: a reader (a browser
- * reloading the plot during a run) sees the old file or the new one. */
-static lt_status write_atomic(const char *path, const char *data, size_t len, lt_err *err)
-{
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 16);
-    if (!tmp)
-        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
-    snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return lt_errf(err, LT_ERR_IO, "%s: cannot create a file next to it: %s", path, strerror(e));
-    }
-    mode_t um = umask(0);
-    umask(um);
-    int ok = fchmod(fd, 0666 & ~um) == 0;
-    for (size_t off = 0; ok && off < len;) {
-        ssize_t w = write(fd, data + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        ok = w > 0;
-        off += ok ? (size_t)w : 0;
-    }
-    ok = ok && fsync(fd) == 0;
-    int e = errno;
-    ok = close(fd) == 0 && ok;
-    if (ok && rename(tmp, path) != 0) {
-        e = errno;
-        ok = 0;
-    }
-    if (!ok) {
-        unlink(tmp);
-        free(tmp);
-        return lt_errf(err, LT_ERR_IO, "%s: cannot write the plot: %s", path, strerror(e ? e : EIO));
-    }
-    free(tmp);
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return LT_OK;
-}
-
 lt_status lt_plot_write(const lt_plot *p, const char *path, const char *title, lt_err *err)
 {
     if (p->oom)
@@ -636,7 +589,7 @@ lt_status lt_plot_write(const lt_plot *p, const char *path, const char *title, l
     if (!b.p)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
     lt_status st = render(p, title ? title : "training", &b)
-                       ? write_atomic(path, b.p, b.n, err)
+                       ? lt_write_atomic(path, b.p, b.n, "the plot", err)
                        : lt_errf(err, LT_ERR_NOMEM, "%s: out of memory drawing the plot", path);
     free(b.p);
     return st;
