@@ -189,34 +189,6 @@ void lt_plan_free(lt_plan *p)
 }
 
 /* ---- running ---- */
-#include <time.h>
-/* TEMP PROFILE */
-static int prof_on = -1;
-static double prof_self[LT_OP_COUNT], prof_child;
-static long prof_cnt[LT_OP_COUNT];
-static const lt_node *pn_node[256];
-static double pn_t[256];
-static int pn_n;
-static double prof_now(void)
-{
-    struct timespec ts;
-    clock_gettime(getenv("LT_PROF_CPU") ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static void prof_dump(void)
-{
-    double tot = 0;
-    for (int i = 0; i < LT_OP_COUNT; i++)
-        tot += prof_self[i];
-    for (int i = 0; i < LT_OP_COUNT; i++)
-        if (prof_cnt[i])
-            fprintf(stderr, "PROF %-28s %10.2f ms %5.1f%% %8ld calls %8.2f us/call\n", lt_op_names[i], prof_self[i] * 1e3,
-                    100 * prof_self[i] / tot, prof_cnt[i], prof_self[i] * 1e6 / prof_cnt[i]);
-    fprintf(stderr, "PROF total %.2f ms\n", tot * 1e3);
-    for (int i = 0; i < pn_n; i++)
-        fprintf(stderr, "NODE %-40s %-20s %10.2f ms\n", pn_node[i]->name, lt_op_names[pn_node[i]->op], pn_t[i] * 1e3);
-}
-
 static void env_drop(lt_exec *ex, int id)
 {
     lt_value_free(ex->env[id]);
@@ -241,29 +213,7 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
         for (int j = 0; j < n->nin && s == LT_OK; j++)
             if (n->in[j] && !in[j])
                 s = lt_k_fail(&k, LT_ERR_INTERNAL, "input %d ('%s') has no value", j, n->in[j]->name);
-        if (prof_on < 0) {
-            prof_on = getenv("LT_PROF") != NULL;
-            if (prof_on)
-                atexit(prof_dump);
-        }
-        if (s == LT_OK && prof_on) {
-            double t0 = prof_now(), sv = prof_child;
-            prof_child = 0;
-            s = p->kernels[i](&k);
-            double dt = prof_now() - t0;
-            prof_self[n->op] += dt - prof_child;
-            if (dt - prof_child > 200e-6) {
-                int q = 0;
-                while (q < pn_n && pn_node[q] != n)
-                    q++;
-                if (q == pn_n && pn_n < 256)
-                    pn_node[pn_n++] = n;
-                if (q < 256)
-                    pn_t[q] += dt - prof_child;
-            }
-            prof_cnt[n->op]++;
-            prof_child = sv + dt;
-        } else if (s == LT_OK)
+        if (s == LT_OK)
             s = p->kernels[i](&k);
         scratch_release(ex, mk);
         for (int j = 0; j < n->nout && s == LT_OK; j++)

@@ -176,6 +176,56 @@ static inline double lp_partial(double e, double y, double p)
 GP_RUN(float, f32)
 GP_RUN(double, f64)
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* One row pair of 2x2 stride-2 windows that tile the plane, 16 windows a
+ * step with AVX-512: even and odd columns split apart, the first maximum
+ * picked by masks, the four results interleaved back. */
+__attribute__((target("avx512f"))) static void max_grad_2x2_avx512(const float *x0, const float *x1, const float *gy,
+                                                                   float *d0, float *d1, int64_t ow)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    for (int64_t ox = 0; ox < ow; ox += 16) {
+        int64_t n = ow - ox < 16 ? ow - ox : 16, c = 2 * ox;
+        __mmask16 m = (__mmask16)((1u << n) - 1), ma = (__mmask16)(n >= 8 ? 0xffff : (1u << (2 * n)) - 1),
+                  mb = (__mmask16)(n > 8 ? (1u << (2 * (n - 8))) - 1 : 0);
+        __m512 r0a = _mm512_maskz_loadu_ps(ma, x0 + c), r0b = _mm512_maskz_loadu_ps(mb, x0 + c + 16);
+        __m512 r1a = _mm512_maskz_loadu_ps(ma, x1 + c), r1b = _mm512_maskz_loadu_ps(mb, x1 + c + 16);
+        __m512 a = _mm512_permutex2var_ps(r0a, even, r0b), b = _mm512_permutex2var_ps(r0a, odd, r0b);
+        __m512 e = _mm512_permutex2var_ps(r1a, even, r1b), f = _mm512_permutex2var_ps(r1a, odd, r1b);
+        __m512 g = _mm512_maskz_loadu_ps(m, gy + ox);
+        /* the same comparisons as the scalar path, so NaNs fall out alike */
+        __mmask16 tb = _mm512_cmp_ps_mask(b, a, _CMP_GT_OQ);
+        __m512 best = _mm512_mask_blend_ps(tb, a, b);
+        __mmask16 te = _mm512_cmp_ps_mask(e, best, _CMP_GT_OQ);
+        best = _mm512_mask_blend_ps(te, best, e);
+        __mmask16 tf = _mm512_cmp_ps_mask(f, best, _CMP_GT_OQ);
+        __mmask16 ne = (__mmask16)~te, nf = (__mmask16)~tf;
+        __m512 ga = _mm512_maskz_mov_ps((__mmask16)(~tb & ne & nf), g), gb = _mm512_maskz_mov_ps((__mmask16)(tb & ne & nf), g);
+        __m512 ge = _mm512_maskz_mov_ps((__mmask16)(te & nf), g), gf = _mm512_maskz_mov_ps(tf, g);
+        _mm512_mask_storeu_ps(d0 + c, ma, _mm512_permutex2var_ps(ga, lo, gb));
+        _mm512_mask_storeu_ps(d0 + c + 16, mb, _mm512_permutex2var_ps(ga, hi, gb));
+        _mm512_mask_storeu_ps(d1 + c, ma, _mm512_permutex2var_ps(ge, lo, gf));
+        _mm512_mask_storeu_ps(d1 + c + 16, mb, _mm512_permutex2var_ps(ge, hi, gf));
+    }
+}
+
+static bool have_avx512(void)
+{
+    static int have = -1; /* benign race: every thread computes the same */
+    if (have < 0)
+        have = __builtin_cpu_supports("avx512f");
+    return have;
+}
+#else
+static void max_grad_2x2_avx512(const float *x0, const float *x1, const float *gy, float *d0, float *d1, int64_t ow) {}
+static bool have_avx512(void) { return false; }
+#endif
+
 /* MaxPoolGrad on float32 planes with lt_nn_plain2d windows: dy goes to the
  * first maximum of each window in scan order, found with gp_run's
  * comparisons, by straight loops (2x2 stride 2 unrolled). */
@@ -186,7 +236,7 @@ static void max_grad2d_f32(const gp_job *j, const float *x, const float *dy, flo
             sw = g->s[1];
     bool two = kh == 2 && kw == 2 && sh == 2 && sw == 2;
     /* 2x2 windows that tile the plane write all of it: no zeroing first */
-    bool tiles = two && 2 * oh == g->img[0] && 2 * ow == iw;
+    bool tiles = two && 2 * oh == g->img[0] && 2 * ow == iw, wide = tiles && have_avx512();
 #pragma omp parallel for schedule(static) if (j->planes > 1 && j->planes * j->in_plane >= 4 * LT_NN_PAR_MIN)
     for (int64_t pl = 0; pl < j->planes; pl++) {
         const float *xp = x + pl * j->in_plane, *dyp = dy + pl * j->out_plane;
@@ -196,25 +246,25 @@ static void max_grad2d_f32(const gp_job *j, const float *x, const float *dy, flo
                 const float *x0 = xp + 2 * oy * iw, *x1 = x0 + iw;
                 float *d0 = dxp + 2 * oy * iw, *d1 = d0 + iw;
                 const float *gy = dyp + oy * ow;
+                if (wide) {
+                    max_grad_2x2_avx512(x0, x1, gy, d0, d1, ow);
+                    continue;
+                }
+                /* selects, not branches: random data mispredicts them */
+#pragma omp simd
                 for (int64_t ox = 0; ox < ow; ox++) {
                     int64_t c = 2 * ox;
-                    float best = x0[c];
-                    int at = 0;
-                    if (x0[c + 1] > best) {
-                        best = x0[c + 1];
-                        at = 1;
-                    }
-                    if (x1[c] > best) {
-                        best = x1[c];
-                        at = 2;
-                    }
-                    if (x1[c + 1] > best)
-                        at = 3;
-                    float gv = gy[ox];
-                    d0[c] = at == 0 ? gv : 0;
-                    d0[c + 1] = at == 1 ? gv : 0;
-                    d1[c] = at == 2 ? gv : 0;
-                    d1[c + 1] = at == 3 ? gv : 0;
+                    float a = x0[c], b = x0[c + 1], e = x1[c], f = x1[c + 1], gv = gy[ox];
+                    bool tb = b > a;
+                    float best = tb ? b : a;
+                    bool te = e > best;
+                    best = te ? e : best;
+                    bool tf = f > best;
+                    /* the first maximum in scan order takes dy */
+                    d0[c] = !tb && !te && !tf ? gv : 0;
+                    d0[c + 1] = tb && !te && !tf ? gv : 0;
+                    d1[c] = te && !tf ? gv : 0;
+                    d1[c + 1] = tf ? gv : 0;
                 }
             }
             continue;

@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <limits.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* below this many multiply-adds (about 100 us of work) a product runs on
@@ -37,6 +38,20 @@ static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
     }
     if (dt == LT_F32 && lt_sgemm_avx512(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
         return;
+    if (dt == LT_F32 && N < M && M * N <= 65536) {
+        /* too few columns for the AVX-512 tile (a weight gradient against
+         * a narrow input): C^T = op(B)^T op(A)^T has more */
+        float *t = malloc(sizeof(float) * (size_t)(M * N));
+        if (t && lt_sgemm_avx512(!tb, !ta, N, M, K, (float)alpha, B, ldb, A, lda, 0.0f, t, M)) {
+            float *c = C, bf = (float)beta;
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++)
+                    c[i * ldc + j] = (beta == 0 ? 0.0f : bf * c[i * ldc + j]) + t[j * M + i];
+            free(t);
+            return;
+        }
+        free(t);
+    }
     enum CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
     if (dt == LT_F32)
         cblas_sgemm(CblasRowMajor, oa, ob, (int)M, (int)N, (int)K, (float)alpha, A, (int)lda, B, (int)ldb,

@@ -108,6 +108,8 @@ static void cols2d(const lt_nn_geom *g, int64_t kx, int64_t *lo, int64_t *hi, in
 
 void lt_nn_im2col2d_f32(const float *img, float *col, int64_t ldc, const lt_nn_geom *g, int64_t channels)
 {
+    if (lt_nn_im2col2d_avx512(img, col, ldc, g, channels))
+        return;
     int64_t H = g->img[0], W = g->img[1], OH = g->grid[0], OW = g->grid[1], KH = g->k[0], KW = g->k[1];
     int64_t sh = g->s[0], sw = g->s[1];
     for (int64_t c = 0; c < channels; c++) {
@@ -143,6 +145,8 @@ void lt_nn_im2col2d_f32(const float *img, float *col, int64_t ldc, const lt_nn_g
 
 void lt_nn_im2row2d_f32(const float *img, float *row, int64_t ldr, const lt_nn_geom *g, int64_t channels)
 {
+    if (lt_nn_im2row2d_avx512(img, row, ldr, g, channels))
+        return;
     int64_t H = g->img[0], W = g->img[1], OH = g->grid[0], OW = g->grid[1], KH = g->k[0], KW = g->k[1];
     int64_t sh = g->s[0], sw = g->s[1], dh = g->d[0], dw = g->d[1];
     for (int64_t oy = 0; oy < OH; oy++)
@@ -174,6 +178,8 @@ void lt_nn_im2row2d_f32(const float *img, float *row, int64_t ldr, const lt_nn_g
 
 void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_geom *g, int64_t ch0, int64_t ch1)
 {
+    if (lt_nn_col2im2d_avx512(col, ldc, img, g, ch0, ch1))
+        return;
     int64_t H = g->img[0], W = g->img[1], OH = g->grid[0], OW = g->grid[1], KH = g->k[0], KW = g->k[1];
     int64_t sh = g->s[0], sw = g->s[1];
     for (int64_t c = ch0; c < ch1; c++) {

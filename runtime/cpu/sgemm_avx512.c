@@ -209,8 +209,12 @@ bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float al
                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
     static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0)
-        have = __builtin_cpu_supports("avx512f");
+    if (have < 0) {
+        /* LANTERN_GEMM=blas leaves every product to OpenBLAS (comparisons
+         * that must use the same BLAS kernels as another program) */
+        const char *g = getenv("LANTERN_GEMM");
+        have = __builtin_cpu_supports("avx512f") && !(g && !strcmp(g, "blas"));
+    }
     /* narrow products waste most of the NR-wide tile: OpenBLAS's are better */
     if (!have || N < NR || M < 4 || K < 1)
         return false;

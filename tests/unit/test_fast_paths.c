@@ -1,13 +1,13 @@
 /* The float32 fast paths of the training kernels against the general
  * float64 code they bypass, on shapes that reach them: Conv, ConvGradData
- * and ConvGradFilter over blocks of images (several blocks, a short last one,
- * strides, dilations, pads; serial and parallel), 2-D MaxPool and
+ * and ConvGradFilter over blocks of images (several blocks, a short last
+ * one, strides, dilations, pads; serial and parallel), 2-D MaxPool and
  * MaxPoolGrad (2x2 stride 2 and other plain windows, ties), Where with a
- * scalar branch, Gemm with a bias, ReduceSum / ReduceMean over every axis
- * but the channels, the rank-2 MatMul gradient (Gemm flags instead of
- * transposes) against finite differences, and the AVX-512 float GEMM
- * against sums in double (every transpose, alpha and beta, edges of its
- * blocks, leading dimensions past the matrices). */
+ * scalar branch, Gemm with a bias and with few columns, ReduceSum /
+ * ReduceMean over every axis but the channels, the rank-2 MatMul gradient
+ * (Gemm flags instead of transposes) against finite differences, and the
+ * AVX-512 float GEMM against sums in double (every transpose, alpha and
+ * beta, edges of its blocks, leading dimensions past the matrices). */
 #include "runtime/cpu/linalg_util.h"
 #include "test_grad_nn.h"
 #include "ir/infer.h"
@@ -192,6 +192,40 @@ static void gemm_bias(void **state)
         }
 }
 
+/* A Gemm with fewer columns than the AVX-512 tile but many rows (a
+ * weight gradient against a narrow input) goes through C^T = B^T A^T:
+ * every transpose, with a bias, against double sums */
+static void gemm_narrow(void **state)
+{
+    (void)state;
+    const int64_t M = 40, N = 7, K = 19;
+    for (int t = 0; t < 4; t++) {
+        bool ta = t & 1, tb = t >> 1 & 1;
+        int64_t ad[2] = {ta ? K : M, ta ? M : K}, bd[2] = {tb ? N : K, tb ? K : N}, cd[2] = {M, N};
+        lt_value *A = tu_rand(LT_F32, 2, ad, -1, 1, 70 + t), *B = tu_rand(LT_F32, 2, bd, -1, 1, 80 + t);
+        lt_value *C = tu_rand(LT_F32, 2, cd, -1, 1, 90 + t);
+        tu_graph g = tu_single(LT_OP_GEMM, 13, 3, 1);
+        tu_attr_int(&g, "transA", ta);
+        tu_attr_int(&g, "transB", tb);
+        tu_attr_float(&g, "alpha", 0.5f);
+        tu_attr_float(&g, "beta", 2.0f);
+        lt_value *in[3] = {A, B, C};
+        lt_value *o = gn_run(&g, in, 1, 0);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double want = 0;
+                for (int64_t q = 0; q < K; q++)
+                    want += tu_get(A, ta ? q * M + i : i * K + q) * tu_get(B, tb ? j * K + q : q * N + j);
+                want = 0.5 * want + 2.0 * tu_get(C, i * N + j);
+                assert_true(fabs(tu_get(o, i * N + j) - want) <= 1e-5 * (1 + fabs(want)));
+            }
+        lt_value *vals[] = {A, B, C, o};
+        for (size_t i = 0; i < 4; i++)
+            lt_value_free(vals[i]);
+        tu_free(&g);
+    }
+}
+
 /* ReduceSum / ReduceMean of [N, C, H, W] over (0, 2, 3) and of [N, C, 1, W]
  * over (0, 3), against sums in double */
 static void reduce_channels(void **state)
@@ -354,6 +388,7 @@ int main(void)
         cmocka_unit_test(max_pool_2d),
         cmocka_unit_test(where_scalar),
         cmocka_unit_test(gemm_bias),
+        cmocka_unit_test(gemm_narrow),
         cmocka_unit_test(reduce_channels),
         cmocka_unit_test(matmul_rank2_grad),
         cmocka_unit_test(sgemm_avx512),
