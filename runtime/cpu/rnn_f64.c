@@ -2,6 +2,7 @@
  * through a double model (the gradient checker) see double rounding. */
 #include "rnn_util.h"
 #include "linalg_util.h"
+#include "vact.h"
 #include <math.h>
 #include <string.h>
 
@@ -9,21 +10,8 @@
 #define CT LT_F64
 #define SFX(name) name##_f64
 #define TANH tanh
-#define VTANH vtanh_f64
-#define VSIGMOID vsigmoid_f64
-
-static void vtanh_f64(const double *x, double *y, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        y[i] = tanh(x[i]);
-}
-
-/* the form whose exponential cannot overflow */
-static void vsigmoid_f64(const double *x, double *y, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        y[i] = x[i] >= 0 ? 1 / (1 + exp(-x[i])) : exp(x[i]) / (1 + exp(x[i]));
-}
+#define VTANH lt_vtanh_f64
+#define VSIGMOID lt_vsigmoid_f64
 
 #define EXP exp
 #define LOG1P log1p

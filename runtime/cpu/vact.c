@@ -5,6 +5,7 @@
 #endif
 #include "vact.h"
 #include "elementwise_vmath.h"
+#include <math.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define LT_VACT_X86 1
@@ -63,4 +64,16 @@ void lt_vtanhf(const float *x, float *y, int64_t n)
     }
 #endif
     tanh_base(x, y, n);
+}
+
+void lt_vtanh_f64(const double *x, double *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = tanh(x[i]);
+}
+
+void lt_vsigmoid_f64(const double *x, double *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] >= 0 ? 1 / (1 + exp(-x[i])) : exp(x[i]) / (1 + exp(x[i]));
 }

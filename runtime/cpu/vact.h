@@ -10,5 +10,9 @@
 /* y[i] = sigmoid(x[i]), y[i] = tanh(x[i]); y may be x */
 void lt_vsigmoidf(const float *x, float *y, int64_t n);
 void lt_vtanhf(const float *x, float *y, int64_t n);
+/* the same in double (the gradient checker's models), plain libm; the
+ * sigmoid in the form whose exponential cannot overflow */
+void lt_vsigmoid_f64(const double *x, double *y, int64_t n);
+void lt_vtanh_f64(const double *x, double *y, int64_t n);
 
 #endif
