@@ -92,7 +92,7 @@ static void gc_gather_grid(const gc_job *j, const float *grid, int64_t i0, int64
             memcpy(dst + p * nb * L + i * L, grid + ((i0 + i) * j->gch + p) * L, sizeof(float) * (size_t)L);
 }
 
-/* gc_filter for gc_blocked jobs: one partial sum per thread */
+/* gc_filter for gc_blocked jobs: one partial sum per slice of blocks */
 static lt_status gc_filter_blocked(lt_kctx *k, const gc_job *j, const float *grid, const float *img, float *dw)
 {
     int64_t P = j->P, R = j->R, L = j->L, n = j->n, nb = gc_block_images(j), nblk = (n + nb - 1) / nb;
@@ -105,12 +105,13 @@ static lt_status gc_filter_blocked(lt_kctx *k, const gc_job *j, const float *gri
     if (!part || !bufs)
         return too_big(k);
     memset(part, 0, sizeof(float) * (size_t)(wsize * nt));
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        int t = omp_get_thread_num();
+    /* slice t always sums the same blocks in the same order, and the slices
+     * are added in order: the same bits on every run (training resumes
+     * bit-exactly), whichever thread takes a slice */
+#pragma omp parallel for schedule(static, 1) num_threads(nt) if (nt > 1)
+    for (int t = 0; t < nt; t++) {
         float *acc = part + wsize * t, *dyb = bufs + (P + R) * cols * t, *colb = dyb + P * cols;
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t b = 0; b < nblk; b++) {
+        for (int64_t b = nblk * t / nt; b < nblk * (t + 1) / nt; b++) {
             int64_t i0 = b * nb, m = n - i0 < nb ? n - i0 : nb;
             gc_gather_grid(j, grid, i0, m, dyb);
             /* the columns as rows [m L, R]: a plain B operand, no transpose to pack */

@@ -115,6 +115,37 @@ static void same_seed_same_run(void **state)
     assert_true(memcmp(a.loss, c.loss, sizeof(double) * 10) != 0);
 }
 
+/* Two threads, every shipped model: the same run twice gives the same bits
+ * (parallel kernels sum their partial results in a fixed order), which
+ * bit-exact resuming relies on. */
+static void runs_are_bit_identical(void **state)
+{
+    (void)state;
+    static const char *const files[] = {MODELS "cnn.onnx", MODELS "lstm.onnx", MODELS "rnn_loop.onnx",
+                                        MODELS "squeezenet.onnx"};
+    lt_set_num_threads(2);
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        lt_model *m[2] = {NULL, NULL};
+        for (int k = 0; k < 2; k++) {
+            static record r;
+            lt_train_opts o;
+            opts_for(&o, &r, LT_OPTIM_MOMENTUM, 0.02);
+            o.limit = 384;
+            o.test_limit = 64;
+            lt_err err;
+            if (lt_train(files[f], &o, &m[k], &err) != LT_OK)
+                fail_msg("%s", err.msg);
+        }
+        for (int p = 0; p < m[0]->nparams; p++) {
+            const lt_tensor *a = &m[0]->params[p].data, *b = &m[1]->params[p].data;
+            if (a->dtype != LT_STRING && memcmp(a->data, b->data, lt_tensor_nbytes(a)) != 0)
+                fail_msg("%s: parameter %s differs between two identical runs", files[f], m[0]->params[p].name);
+        }
+        lt_model_free(m[0]);
+        lt_model_free(m[1]);
+    }
+}
+
 static const lt_tensor *param(const lt_model *m, const char *name)
 {
     for (int p = 0; p < m->nparams; p++)
@@ -285,6 +316,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mlp_loss_goes_down),
         cmocka_unit_test(same_seed_same_run),
+        cmocka_unit_test(runs_are_bit_identical),
         cmocka_unit_test(freeze_schedule_clip),
         cmocka_unit_test(image_shapes),
         cmocka_unit_test(refused),
