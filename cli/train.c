@@ -80,6 +80,15 @@ static void on_step(const lt_train_progress *p, void *user)
     fflush(stdout);
 }
 
+static void on_note(const char *msg, void *user)
+{
+    progress *pr = user;
+    if (pr->tty)
+        printf("\r\033[K");
+    fflush(stdout);
+    fprintf(stderr, "lantern: note: %s\n", msg);
+}
+
 /* a value for the CSV: empty when there is none */
 static void csv_num(FILE *f, double v)
 {
@@ -373,6 +382,7 @@ int lt_cmd_train(int argc, char **argv)
     }
     o.on_step = on_step;
     o.on_epoch = on_epoch;
+    o.on_note = on_note;
     o.user = &pr;
     printf("training %s on %s: %d epoch(s), batch %lld, %s loss, %s, lr %g%s%s\n", path, o.data, o.epochs,
            (long long)o.batch, lt_cli_loss_name(o.loss), optims[kind], o.schedule.lr, o.schedule.kind != LT_SCHEDULE_CONSTANT ? ", " : "",

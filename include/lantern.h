@@ -327,6 +327,7 @@ typedef struct lt_train_opts {
     int64_t test_limit;   /* evaluate on the first `test_limit` test samples (0: all) */
     void (*on_step)(const lt_train_progress *p, void *user);
     void (*on_epoch)(const lt_epoch_result *r, void *user);
+    void (*on_note)(const char *msg, void *user); /* one line the user should see (may be NULL) */
     void *user;
     /* Checkpoints: checkpoint_dir/checkpoint.ltck (parameters, optimizer state,
      * position, RNG, data order) every checkpoint_every steps (0: never

@@ -5,6 +5,7 @@
  * statistics of a training program back into the parameters holding them. */
 #include "ir.h"
 #include "train_mode.h"
+#include <stdlib.h>
 #include "runtime/runtime.h"
 #include <stdio.h>
 #include <string.h>
@@ -192,6 +193,37 @@ static int param_of(const lt_module *m, const lt_ival *v)
         if (m->main->params[p] == v)
             return m->input_default[p];
     return -1;
+}
+
+/* marks (in seen, by parameter) the running statistics of b's batch norms */
+static void count_block(const lt_module *m, const lt_block *b, char *seen)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *nd = b->nodes[i];
+        if (nd->op == LT_OP_BATCH_NORMALIZATION && nd->nin >= 5)
+            for (int j = 3; j <= 4; j++) {
+                int p = param_of(m, nd->in[j]);
+                if (p >= 0)
+                    seen[p] = 1;
+            }
+        for (int r = 0; r < nd->nregions; r++)
+            count_block(m, nd->regions[r], seen);
+    }
+}
+
+int lt_ir_count_running_stats(const lt_module *m)
+{
+    char *seen = calloc((size_t)m->nparams + 1, 1);
+    if (!seen)
+        return 0;
+    count_block(m, m->main, seen);
+    for (int f = 0; f < m->nfuncs; f++)
+        count_block(m, m->funcs[f]->body, seen);
+    int n = 0;
+    for (int p = 0; p < m->nparams; p++)
+        n += seen[p];
+    free(seen);
+    return n;
 }
 
 static bool has_result_named(const lt_block *b, const char *name)

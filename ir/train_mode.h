@@ -12,6 +12,12 @@
  * where <param> is the parameter holding them; *n gets how many. */
 lt_status lt_ir_expose_running_stats(lt_module *tm, int *n, lt_err *err);
 
+/* How many parameters serve as BatchNormalization running statistics
+ * anywhere in the module (subgraphs and functions too); run before the AD.
+ * lt_ir_expose_running_stats reaches those of the main block only, so a
+ * smaller count from it means some statistics are not updated. */
+int lt_ir_count_running_stats(const lt_module *m);
+
 /* Copies every output named "<param>_running" among out[0 .. nout) (in the
  * order of the program's outputs) into that parameter's data. */
 lt_status lt_ir_store_running_stats(lt_module *tm, int nout, lt_value *const *out, lt_err *err);

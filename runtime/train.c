@@ -265,6 +265,7 @@ static lt_status setup(trainer *tr, const char *path)
         init_random(tr->tm, o->seed);
     lt_grad_opts g = {o->loss, 0, NULL, 0, o->output};
     st = lt_ir_set_training(tr->tm, tr->err);
+    int all_stats = st == LT_OK ? lt_ir_count_running_stats(tr->tm) : 0;
     if (st == LT_OK)
         st = lt_model_grad(tr->tm, &g, tr->err);
     if (st == LT_OK)
@@ -272,6 +273,17 @@ static lt_status setup(trainer *tr, const char *path)
     int nstats = 0;
     if (st == LT_OK)
         st = lt_ir_expose_running_stats(tr->tm, &nstats, tr->err);
+    if (st == LT_OK && nstats < all_stats && o->on_note) {
+        /* batch norms inside If/Loop/Scan bodies (or after an If) train on
+         * batch statistics, but their running statistics stay where they
+         * were: say so rather than export stale values silently */
+        char note[512];
+        snprintf(note, sizeof note,
+                 "%s: %d of %d BatchNormalization running statistics sit inside If/Loop/Scan bodies or after an If; "
+                 "training does not update them and the export keeps their imported values",
+                 path, all_stats - nstats, all_stats);
+        o->on_note(note, o->user);
+    }
     if (st == LT_OK)
         st = lt_optim_new(&o->optim, tr->ngrad, (const lt_tensor *const *)tr->params, &tr->opt, tr->err);
     if (st == LT_OK)

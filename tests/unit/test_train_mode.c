@@ -329,10 +329,58 @@ static void test_dropout_inference_untouched(void **state)
     lt_model_free(m);
 }
 
+static void count_note(const char *msg, void *user)
+{
+    char *seen = user;
+    snprintf(seen, 512, "%s", msg);
+}
+
+/* A batch norm inside an If branch trains on batch statistics, but its
+ * running statistics are not reached: training says so and the exported
+ * values stay as they were imported. */
+static void test_bn_in_subgraph_noted(void **state)
+{
+    (void)state;
+    static char note[512];
+    note[0] = 0;
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.limit = 256;
+    o.test_limit = 64;
+    o.on_note = count_note;
+    o.user = note;
+    lt_model *m = NULL;
+    lt_err err;
+    if (lt_train(DATA "bn_in_if.onnx", &o, &m, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_non_null(strstr(note, "2 of 2 BatchNormalization running statistics"));
+    for (int p = 0; p < m->nparams; p++) {
+        const lt_tensor *t = &m->params[p].data;
+        if (!strcmp(m->params[p].name, "mean") || !strcmp(m->params[p].name, "var"))
+            for (int64_t i = 0; i < t->numel; i++)
+                assert_true(((const float *)t->data)[i] == (!strcmp(m->params[p].name, "var") ? 1.0f : 0.0f));
+    }
+    lt_model_free(m);
+    /* the same batch norm in the main graph is reached: no note, and its
+     * running mean moved */
+    note[0] = 0;
+    if (lt_train(DATA "bn_main.onnx", &o, &m, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(note[0], 0);
+    int moved = 0;
+    for (int p = 0; p < m->nparams; p++)
+        if (!strcmp(m->params[p].name, "mean"))
+            for (int64_t i = 0; i < m->params[p].data.numel; i++)
+                moved += ((const float *)m->params[p].data.data)[i] != 0.0f;
+    assert_true(moved > 0);
+    lt_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bn_opset15),
+        cmocka_unit_test(test_bn_in_subgraph_noted),
         cmocka_unit_test(test_bn_opset9),
         cmocka_unit_test(test_dropout_opset13),
         cmocka_unit_test(test_dropout_opset10),

@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""bn_in_if.onnx for test_train_mode: x [N,784] -> Gemm 784x8 -> If(cond) whose
+then-branch normalizes with BatchNormalization (scale, bias, running mean and
+variance are main-graph initializers) and whose else-branch passes through ->
+Gemm 8x10 -> logits. Training updates no running statistic of that batch norm
+(it lies in a subgraph), which lantern train must say.
+
+  /usr/bin/python3 tests/data/make_bn_if_model.py   (also writes bn_main.onnx, the same with the
+  batch norm in the main graph)
+"""
+import os
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(11)
+
+then_g = helper.make_graph(
+    [helper.make_node("BatchNormalization", ["h", "gamma", "beta", "mean", "var"], ["hn"])],
+    "then", [], [helper.make_tensor_value_info("hn", TensorProto.FLOAT, ["N", 8])])
+else_g = helper.make_graph(
+    [helper.make_node("Identity", ["h"], ["hi"])],
+    "else", [], [helper.make_tensor_value_info("hi", TensorProto.FLOAT, ["N", 8])])
+nodes = [
+    helper.make_node("Gemm", ["x", "W1", "b1"], ["h"]),
+    helper.make_node("If", ["cond"], ["hb"], then_branch=then_g, else_branch=else_g),
+    helper.make_node("Gemm", ["hb", "W2", "b2"], ["logits"]),
+]
+inits = [
+    numpy_helper.from_array(rng.uniform(-0.03, 0.03, (784, 8)).astype(np.float32), "W1"),
+    numpy_helper.from_array(np.zeros(8, np.float32), "b1"),
+    numpy_helper.from_array(np.ones(8, np.float32), "gamma"),
+    numpy_helper.from_array(np.zeros(8, np.float32), "beta"),
+    numpy_helper.from_array(np.zeros(8, np.float32), "mean"),
+    numpy_helper.from_array(np.ones(8, np.float32), "var"),
+    numpy_helper.from_array(np.array(True), "cond"),
+    numpy_helper.from_array(rng.uniform(-0.3, 0.3, (8, 10)).astype(np.float32), "W2"),
+    numpy_helper.from_array(np.zeros(10, np.float32), "b2"),
+]
+graph = helper.make_graph(nodes, "bn_in_if", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 784])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
+save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="lantern tests"),
+     os.path.join(HERE, "bn_in_if.onnx"))
+
+# the same network with the batch norm in the main graph: its statistics are updated
+main_nodes = [
+    helper.make_node("Gemm", ["x", "W1", "b1"], ["h"]),
+    helper.make_node("BatchNormalization", ["h", "gamma", "beta", "mean", "var"], ["hb"]),
+    helper.make_node("Gemm", ["hb", "W2", "b2"], ["logits"]),
+]
+graph = helper.make_graph(main_nodes, "bn_main", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 784])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
+                          [i for i in inits if i.name != "cond"])
+save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="lantern tests"),
+     os.path.join(HERE, "bn_main.onnx"))
