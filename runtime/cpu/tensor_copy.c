@@ -260,7 +260,9 @@ lt_status lt_tk_slice(lt_kctx *k, const lt_tensor *x, int in0, int64_t *first, i
             len = dim > 0 && s > e ? (s - e - 1) / back + 1 : 0;
         }
         first[a] = s;
-        step[a] = t;
+        /* with at most one element the step is never taken: 1 keeps
+         * stride * step from overflowing for steps like INT64_MIN */
+        step[a] = len > 1 ? t : 1;
         dims[a] = len;
     }
     return LT_OK;

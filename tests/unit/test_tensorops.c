@@ -432,6 +432,13 @@ static void slice_cases(void **state)
     y = slice10(x, 1, (int64_t[]){-9}, (int64_t[]){-1}, NULL, (int64_t[]){3}, LT_OK);
     expect_f(y, 3, (double[]){1, 4, 7});
     lt_value_free(y);
+    /* extreme steps take one element (no stride overflow: UBSan watches) */
+    y = slice10(x, 1, (int64_t[]){4}, (int64_t[]){INT64_MIN}, NULL, (int64_t[]){INT64_MIN}, LT_OK);
+    expect_f(y, 1, (double[]){4});
+    lt_value_free(y);
+    y = slice10(x, 1, (int64_t[]){2}, (int64_t[]){INT64_MAX}, NULL, (int64_t[]){INT64_MAX}, LT_OK);
+    expect_f(y, 1, (double[]){2});
+    lt_value_free(y);
     /* errors: step 0, axis out of range */
     slice10(x, 1, (int64_t[]){0}, (int64_t[]){5}, NULL, (int64_t[]){0}, LT_ERR_RUNTIME);
     slice10(x, 1, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){1}, NULL, LT_ERR_RUNTIME);
