@@ -432,13 +432,16 @@ static void slice_cases(void **state)
     y = slice10(x, 1, (int64_t[]){-9}, (int64_t[]){-1}, NULL, (int64_t[]){3}, LT_OK);
     expect_f(y, 3, (double[]){1, 4, 7});
     lt_value_free(y);
-    /* extreme steps take one element (no stride overflow: UBSan watches) */
-    y = slice10(x, 1, (int64_t[]){4}, (int64_t[]){INT64_MIN}, NULL, (int64_t[]){INT64_MIN}, LT_OK);
-    expect_f(y, 1, (double[]){4});
+    /* extreme steps take one element (no stride overflow: UBSan watches);
+     * the [5,2] view makes the sliced axis' stride 2 */
+    lt_value *x52 = tu_from(LT_F32, 2, (int64_t[]){5, 2}, r10);
+    y = slice10(x52, 1, (int64_t[]){4}, (int64_t[]){INT64_MIN}, (int64_t[]){0}, (int64_t[]){INT64_MIN}, LT_OK);
+    expect_f(y, 2, (double[]){8, 9});
     lt_value_free(y);
-    y = slice10(x, 1, (int64_t[]){2}, (int64_t[]){INT64_MAX}, NULL, (int64_t[]){INT64_MAX}, LT_OK);
-    expect_f(y, 1, (double[]){2});
+    y = slice10(x52, 1, (int64_t[]){2}, (int64_t[]){INT64_MAX}, (int64_t[]){0}, (int64_t[]){INT64_MAX}, LT_OK);
+    expect_f(y, 2, (double[]){4, 5});
     lt_value_free(y);
+    lt_value_free(x52);
     /* errors: step 0, axis out of range */
     slice10(x, 1, (int64_t[]){0}, (int64_t[]){5}, NULL, (int64_t[]){0}, LT_ERR_RUNTIME);
     slice10(x, 1, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){1}, NULL, LT_ERR_RUNTIME);
