@@ -867,8 +867,13 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
     if (s != LT_OK)
         goto done;
 
-    /* results: loss, then gradients */
-    int nres = 1;
+    /* results: loss, then gradients, then the final contents of the cells
+     * the source program made in its main block (program state, such as
+     * batch norms' running statistics: ir/train_mode.c) */
+    int nres = 1, nstate = 0;
+    for (int i = 0; i < src->nnodes; i++)
+        nstate += src->nodes[i]->op == LT_OP_ACC_ZEROS_LIKE && src->nodes[i]->nout == 1;
+    nres += nstate;
     for (int p = 0; p < m->nparams; p++)
         nres += c.active[m->params[p].value->id];
     for (int p = 0; spec->wrt_inputs && p < src->nparams; p++)
@@ -899,6 +904,21 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
         g->name = lt_ir_strdup(m, nm);
         g->type = src->params[p]->type;
         nb->results[r++] = g;
+    }
+    for (int i = 0; i < src->nnodes && nstate; i++) {
+        const lt_node *sn = src->nodes[i];
+        if (sn->op != LT_OP_ACC_ZEROS_LIKE || sn->nout != 1)
+            continue;
+        lt_ival *cell = lt_ad_mapped(&c, sn->out[0]);
+        lt_ival *v = cell ? lt_ad_op1(&c, LT_OP_ACC_READ, cell) : NULL;
+        if (!v) {
+            s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        v->name = sn->out[0]->name;
+        v->type = sn->out[0]->type;
+        v->type.kind = LT_KIND_TENSOR;
+        nb->results[r++] = v;
     }
     /* the new program replaces the old one; inputs keep their defaults */
     if (nextra && m->input_default) {

@@ -104,6 +104,41 @@ static lt_ival *constant_before(lt_module *m, lt_node *before, lt_dtype dt, doub
     return c->out[0];
 }
 
+/* Moves node c (just appended to block b by lt_node_new) to index at. */
+static void place_at(lt_block *b, lt_node *c, int at)
+{
+    for (int k = b->nnodes - 1; k > at; k--) {
+        b->nodes[k] = b->nodes[k - 1];
+        b->nodes[k]->index = k;
+    }
+    b->nodes[at] = c;
+    c->index = at;
+}
+
+/* A node of op in block b at index at reading a (and bb when given), with
+ * one output named name (none when name is NULL). */
+static lt_node *node_at(lt_module *m, lt_block *b, int at, lt_op op, lt_ival *a, lt_ival *bb, const char *name)
+{
+    lt_node *n = lt_node_new(m, b, op, bb ? 2 : 1, name ? 1 : 0);
+    if (!n)
+        return NULL;
+    n->opset = 14;
+    n->in[0] = a;
+    a->uses++;
+    if (bb) {
+        n->in[1] = bb;
+        bb->uses++;
+    }
+    if (name) {
+        n->out[0] = lt_ival_new(m, b, name);
+        if (!n->out[0])
+            return NULL;
+        n->out[0]->def = n;
+    }
+    place_at(b, n, at);
+    return n;
+}
+
 static lt_status train_batch_norm(lt_module *m, lt_node *n)
 {
     /* opsets 7-13 train when the statistics outputs are asked for, 1 and 6
@@ -169,6 +204,8 @@ static lt_status block_train(lt_module *m, lt_block *b)
     return s;
 }
 
+static lt_status add_stat_cells(lt_module *m);
+
 lt_status lt_ir_set_training(lt_module *m, lt_err *err)
 {
     lt_status s = LT_OK;
@@ -176,6 +213,8 @@ lt_status lt_ir_set_training(lt_module *m, lt_err *err)
         s = block_train(m, m->funcs[f]->body);
     if (s == LT_OK)
         s = block_train(m, m->main);
+    if (s == LT_OK)
+        s = add_stat_cells(m);
     if (s != LT_OK)
         return lt_errf(err, s, "out of memory");
     return lt_infer_module(m, err);
@@ -226,92 +265,163 @@ int lt_ir_count_running_stats(const lt_module *m)
     return n;
 }
 
-static bool has_result_named(const lt_block *b, const char *name)
+/* ---- running statistics as program state ----
+ * A batch norm may sit in an If branch, a Loop body or after an If; after
+ * the AD those run inside lifted functions, so their outputs cannot simply
+ * become results. Instead each parameter holding a running statistic gets
+ * two accumulation cells made at the start of the main block (cells are
+ * objects every nested block and lifted function can reach): every batch
+ * norm adds its updated statistic to the first and 1 to the second. The AD
+ * returns the source program's cells as results, and the statistic becomes
+ * sum / count: the updated value itself for a batch norm that ran once, the
+ * mean of the updates for one that ran in every iteration of a loop, and
+ * unchanged for one in a branch not taken. */
+
+typedef struct stat_cells {
+    lt_ival **sum, **count; /* per module parameter, made on first use */
+} stat_cells;
+
+static lt_ival *scalar_at(lt_module *m, lt_block *b, int at, double val, const char *name)
 {
-    for (int r = 0; r < b->nresults; r++)
-        if (b->results[r]->name && !strcmp(b->results[r]->name, name))
-            return true;
-    return false;
+    lt_node *c = lt_node_new(m, b, LT_OP_CONSTANT, 0, 1);
+    lt_tensor *t = c ? lt_ir_alloc(m, sizeof *t) : NULL;
+    void *d = t ? lt_ir_alloc(m, 8) : NULL;
+    if (!d || lt_node_set_attrs(m, c, 1) != LT_OK)
+        return NULL;
+    *t = (lt_tensor){.dtype = LT_F32, .rank = 0, .numel = 1, .data = d};
+    lt_tensor_set_f64(t, 0, val);
+    c->opset = 14;
+    c->attrs[0] = (lt_attr){.name = "value", .kind = LT_ATTR_TENSOR, .t = t};
+    c->out[0] = lt_ival_new(m, b, name);
+    if (!c->out[0])
+        return NULL;
+    c->out[0]->def = c;
+    lt_type_tensor(&c->out[0]->type, LT_F32, 0, NULL);
+    place_at(b, c, at);
+    return c->out[0];
+}
+
+static lt_status cells_of(lt_module *m, stat_cells *sc, int p)
+{
+    if (sc->sum[p])
+        return LT_OK;
+    lt_block *mb = m->main;
+    lt_ival *pv = m->params[p].value;
+    char nm[512];
+    snprintf(nm, sizeof nm, "%s" LT_RUNNING_SUM, m->params[p].name);
+    lt_node *zs = node_at(m, mb, 0, LT_OP_ACC_ZEROS_LIKE, pv, NULL, nm);
+    snprintf(nm, sizeof nm, "%s_running_zero", m->params[p].name);
+    lt_ival *zero = zs ? scalar_at(m, mb, 1, 0.0, nm) : NULL;
+    snprintf(nm, sizeof nm, "%s" LT_RUNNING_COUNT, m->params[p].name);
+    lt_node *zc = zero ? node_at(m, mb, 2, LT_OP_ACC_ZEROS_LIKE, zero, NULL, nm) : NULL;
+    if (!zc)
+        return LT_ERR_NOMEM;
+    sc->sum[p] = zs->out[0];
+    sc->sum[p]->type = pv->type;
+    sc->sum[p]->type.kind = LT_KIND_CELL;
+    sc->count[p] = zc->out[0];
+    sc->count[p]->type = zero->type;
+    sc->count[p]->type.kind = LT_KIND_CELL;
+    /* running statistics follow the batches, not the gradient */
+    m->params[p].trainable = false;
+    return LT_OK;
+}
+
+static lt_status block_cells(lt_module *m, stat_cells *sc, lt_block *b)
+{
+    lt_status s = LT_OK;
+    /* nodes are inserted after the current one: walk by node identity */
+    for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
+        lt_node *n = b->nodes[i];
+        for (int r = 0; r < n->nregions && s == LT_OK; r++)
+            s = block_cells(m, sc, n->regions[r]);
+        if (n->op != LT_OP_BATCH_NORMALIZATION || n->nin < 5 || n->nout < 3)
+            continue;
+        for (int j = 1; j <= 2 && s == LT_OK; j++) {
+            int p = param_of(m, n->in[2 + j]);
+            if (p < 0 || !n->out[j])
+                continue; /* statistics the model computes: nothing to keep */
+            s = cells_of(m, sc, p);
+            if (s != LT_OK)
+                break;
+            int at = n->index + 1;
+            char nm[512];
+            snprintf(nm, sizeof nm, "%s_running_one", m->params[p].name);
+            lt_ival *one = node_at(m, b, at, LT_OP_ACC_ADD, sc->sum[p], n->out[j], NULL) ? scalar_at(m, b, at + 1, 1.0, nm)
+                                                                                         : NULL;
+            if (!one || !node_at(m, b, at + 2, LT_OP_ACC_ADD, sc->count[p], one, NULL))
+                s = LT_ERR_NOMEM;
+        }
+        i = n->index;
+    }
+    return s;
+}
+
+static lt_status add_stat_cells(lt_module *m)
+{
+    stat_cells sc = {calloc((size_t)m->nparams + 1, sizeof *sc.sum), calloc((size_t)m->nparams + 1, sizeof *sc.count)};
+    lt_status s = sc.sum && sc.count ? block_cells(m, &sc, m->main) : LT_ERR_NOMEM;
+    free(sc.sum);
+    free(sc.count);
+    return s;
+}
+
+static bool ends_with(const char *s, const char *suffix, size_t *stem)
+{
+    size_t l = s ? strlen(s) : 0, k = strlen(suffix);
+    if (l <= k || strcmp(s + l - k, suffix) != 0)
+        return false;
+    *stem = l - k;
+    return true;
 }
 
 lt_status lt_ir_expose_running_stats(lt_module *tm, int *n, lt_err *err)
 {
-    lt_block *b = tm->main;
-    lt_ival *add[2 * 64];
-    const char *names[2 * 64];
-    int k = 0;
+    (void)err;
     *n = 0;
-    for (int i = 0; i < b->nnodes; i++) {
-        const lt_node *nd = b->nodes[i];
-        if (nd->op != LT_OP_BATCH_NORMALIZATION || nd->nin < 5 || nd->nout < 3)
-            continue;
-        for (int j = 1; j <= 2; j++) {
-            int p = param_of(tm, nd->in[2 + j]);
-            if (p < 0 || !nd->out[j])
-                continue; /* computed statistics: nothing to keep */
-            char nm[512];
-            snprintf(nm, sizeof nm, "%s_running", tm->params[p].name);
-            bool dup = has_result_named(b, nm);
-            for (int q = 0; q < k && !dup; q++)
-                dup = !strcmp(names[q], nm);
-            if (dup)
-                continue; /* one parameter shared by several nodes: the first wins */
-            if (k == (int)(sizeof add / sizeof *add))
-                return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: more than %d running statistics", tm->path, k);
-            names[k] = lt_ir_strdup(tm, nm);
-            if (!names[k])
-                return lt_errf(err, LT_ERR_NOMEM, "out of memory");
-            add[k++] = nd->out[j];
-        }
-    }
-    if (!k)
-        return LT_OK;
-    int old = b->nresults;
-    lt_ival **keep = b->results;
-    if (lt_block_set_results(tm, b, old + k) != LT_OK)
-        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
-    if (b->results != keep)
-        for (int r = 0; r < old; r++)
-            b->results[r] = keep[r];
-    for (int q = 0; q < k; q++) {
-        /* results are named by their value: a renamed Identity keeps the
-         * batch norm's own output name intact */
-        lt_node *id = lt_node_new(tm, b, LT_OP_IDENTITY, 1, 1);
-        lt_ival *v = id ? lt_ival_new(tm, b, names[q]) : NULL;
-        if (!v)
-            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
-        id->opset = 14;
-        id->in[0] = add[q];
-        add[q]->uses++;
-        id->out[0] = v;
-        v->def = id;
-        v->type = add[q]->type;
-        v->uses++;
-        b->results[old + q] = v;
-    }
-    *n = k;
-    return lt_infer_module(tm, err);
+    size_t stem;
+    for (int r = 0; r < tm->main->nresults; r++)
+        *n += ends_with(tm->main->results[r]->name, LT_RUNNING_SUM, &stem);
+    return LT_OK;
+}
+
+static lt_param *param_named(lt_module *tm, const char *name, size_t len)
+{
+    for (int p = 0; p < tm->nparams; p++)
+        if (strlen(tm->params[p].name) == len && !strncmp(tm->params[p].name, name, len))
+            return &tm->params[p];
+    return NULL;
 }
 
 lt_status lt_ir_store_running_stats(lt_module *tm, int nout, lt_value *const *out, lt_err *err)
 {
     const lt_block *b = tm->main;
     for (int r = 0; r < nout && r < b->nresults; r++) {
+        size_t stem;
         const char *on = b->results[r]->name;
-        size_t l = on ? strlen(on) : 0;
-        if (l <= 8 || strcmp(on + l - 8, "_running") != 0)
+        if (!ends_with(on, LT_RUNNING_SUM, &stem))
             continue;
-        lt_param *pp = NULL;
-        for (int p = 0; p < tm->nparams && !pp; p++)
-            if (strlen(tm->params[p].name) == l - 8 && !strncmp(tm->params[p].name, on, l - 8))
-                pp = &tm->params[p];
-        const lt_tensor *t = lt_value_tensor(out[r]);
-        if (!pp)
-            return lt_errf(err, LT_ERR_INTERNAL, "%s: output '%s' matches no parameter", tm->path, on);
-        if (!t || t->dtype != pp->data.dtype || t->numel != pp->data.numel)
+        lt_param *pp = param_named(tm, on, stem);
+        const lt_tensor *sum = lt_value_tensor(out[r]), *cnt = NULL;
+        for (int q = 0; q < nout && q < b->nresults && !cnt; q++) {
+            size_t st2;
+            const char *qn = b->results[q]->name;
+            if (ends_with(qn, LT_RUNNING_COUNT, &st2) && st2 == stem && !strncmp(qn, on, stem))
+                cnt = lt_value_tensor(out[q]);
+        }
+        if (!pp || !cnt || cnt->numel != 1)
+            return lt_errf(err, LT_ERR_INTERNAL, "%s: running statistic '%s' has no parameter or count", tm->path, on);
+        if (!sum || sum->dtype != pp->data.dtype || sum->numel != pp->data.numel)
             return lt_errf(err, LT_ERR_RUNTIME, "%s: running statistic '%s' does not fit its parameter", tm->path, on);
-        if (t->numel)
-            memcpy(pp->data.data, t->data, (size_t)t->numel * lt_dtype_size(t->dtype));
+        double c = lt_tensor_get_f64(cnt, 0);
+        if (c <= 0)
+            continue; /* no batch norm of it ran (a branch not taken) */
+        if (c == 1) {
+            memcpy(pp->data.data, sum->data, (size_t)sum->numel * lt_dtype_size(sum->dtype));
+            continue;
+        }
+        for (int64_t i = 0; i < sum->numel; i++)
+            lt_tensor_set_f64(&pp->data, i, lt_tensor_get_f64(sum, i) / c);
     }
     return LT_OK;
 }

@@ -6,6 +6,11 @@
 #include "ir.h"
 #include "lantern.h"
 
+/* Suffixes of the program results that carry running statistics: the sum
+ * of the updated values and how many batch norms ran. */
+#define LT_RUNNING_SUM "_running_sum"
+#define LT_RUNNING_COUNT "_running_count"
+
 /* Run after lt_model_grad on a module that went through lt_ir_set_training:
  * appends each BatchNormalization's updated running mean and variance to the
  * program's outputs (after the loss and the gradients) as "<param>_running",

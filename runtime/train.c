@@ -187,7 +187,15 @@ static lt_status map_gradients(trainer *tr)
 {
     lt_model *m = tr->tm;
     int nout = lt_model_num_outputs(m);
-    tr->ngrad = nout - 1;
+    /* loss, the gradients, then program state (running statistics) */
+    tr->ngrad = 0;
+    while (1 + tr->ngrad < nout) {
+        const char *on = lt_model_output_name(m, 1 + tr->ngrad);
+        size_t l = strlen(on);
+        if (l <= 5 || strcmp(on + l - 5, "_grad") != 0)
+            break;
+        tr->ngrad++;
+    }
     if (tr->ngrad < 1)
         return lt_errf(tr->err, LT_ERR_INVALID, "%s: nothing to train: no float parameter reaches the loss (or all are frozen)",
                        tr->path);
