@@ -2,11 +2,13 @@
 """bn_in_if.onnx for test_train_mode: x [N,784] -> Gemm 784x8 -> If(cond) whose
 then-branch normalizes with BatchNormalization (scale, bias, running mean and
 variance are main-graph initializers) and whose else-branch passes through ->
-Gemm 8x10 -> logits. Training updates no running statistic of that batch norm
-(it lies in a subgraph), which lantern train must say.
+Gemm 8x10 -> logits. Training must update that batch norm's running
+statistics as it does for one in the main graph.
 
-  /usr/bin/python3 tests/data/make_bn_if_model.py   (also writes bn_main.onnx, the same with the
-  batch norm in the main graph)
+  /usr/bin/python3 tests/data/make_bn_if_model.py
+Also bn_main.onnx (the same with the batch norm in the main graph),
+bn_in_loop.onnx (the batch norm twice in a Loop body) and bn_unrolled.onnx
+(those two steps unrolled in the main graph, parameters shared).
 """
 import os
 
@@ -54,3 +56,41 @@ graph = helper.make_graph(main_nodes, "bn_main", [helper.make_tensor_value_info(
                           [i for i in inits if i.name != "cond"])
 save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="lantern tests"),
      os.path.join(HERE, "bn_main.onnx"))
+
+# a Loop of two iterations whose body applies the batch norm (and a Relu) to
+# the carried value, and the same two steps unrolled in the main graph with
+# the batch norm's parameters shared
+body = helper.make_graph(
+    [helper.make_node("BatchNormalization", ["hp", "gamma", "beta", "mean", "var"], ["hq"]),
+     helper.make_node("Relu", ["hq"], ["hn"]),
+     helper.make_node("Identity", ["c"], ["co"])],
+    "body",
+    [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+     helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("hp", TensorProto.FLOAT, ["N", 8])],
+    [helper.make_tensor_value_info("co", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("hn", TensorProto.FLOAT, ["N", 8])])
+loop_nodes = [
+    helper.make_node("Gemm", ["x", "W1", "b1"], ["h"]),
+    helper.make_node("Loop", ["trips", "cond", "h"], ["hl"], body=body),
+    helper.make_node("Gemm", ["hl", "W2", "b2"], ["logits"]),
+]
+trips = numpy_helper.from_array(np.array(2, np.int64), "trips")
+graph = helper.make_graph(loop_nodes, "bn_in_loop",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 784])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits + [trips])
+save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="lantern tests"),
+     os.path.join(HERE, "bn_in_loop.onnx"))
+unrolled = [
+    helper.make_node("Gemm", ["x", "W1", "b1"], ["h"]),
+    helper.make_node("BatchNormalization", ["h", "gamma", "beta", "mean", "var"], ["q1"]),
+    helper.make_node("Relu", ["q1"], ["h1"]),
+    helper.make_node("BatchNormalization", ["h1", "gamma", "beta", "mean", "var"], ["q2"]),
+    helper.make_node("Relu", ["q2"], ["h2"]),
+    helper.make_node("Gemm", ["h2", "W2", "b2"], ["logits"]),
+]
+graph = helper.make_graph(unrolled, "bn_unrolled", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 784])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
+                          [i for i in inits if i.name != "cond"])
+save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="lantern tests"),
+     os.path.join(HERE, "bn_unrolled.onnx"))

@@ -378,11 +378,52 @@ static void test_bn_in_subgraph(void **state)
     lt_model_free(m[1]);
 }
 
+/* A batch norm applied in both iterations of a Loop updates its statistics
+ * by the mean of the two updates, as the unrolled main graph with the batch
+ * norm's parameters shared does; the trained weights agree bit for bit. */
+static void test_bn_in_loop(void **state)
+{
+    (void)state;
+    lt_model *m[2] = {NULL, NULL};
+    const char *files[2] = {DATA "bn_in_loop.onnx", DATA "bn_unrolled.onnx"};
+    for (int k = 0; k < 2; k++) {
+        lt_train_opts o;
+        lt_train_defaults(&o);
+        o.limit = 256;
+        o.test_limit = 64;
+        lt_err err;
+        if (lt_train(files[k], &o, &m[k], &err) != LT_OK)
+            fail_msg("%s", err.msg);
+    }
+    static const char *const names[] = {"W1", "b1", "gamma", "beta", "mean", "var", "W2", "b2"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const lt_tensor *t[2] = {NULL, NULL};
+        for (int k = 0; k < 2; k++)
+            for (int p = 0; p < m[k]->nparams; p++)
+                if (!strcmp(m[k]->params[p].name, names[i]))
+                    t[k] = &m[k]->params[p].data;
+        assert_non_null(t[0]);
+        assert_non_null(t[1]);
+        const float *a = t[0]->data, *b = t[1]->data;
+        bool stat = i == 4 || i == 5;
+        for (int64_t e = 0; e < t[0]->numel; e++) {
+            /* the statistics' sums may round differently by an ulp */
+            if (stat ? fabs(a[e] - b[e]) > 1e-6 * (1 + fabs(b[e])) : a[e] != b[e])
+                fail_msg("%s[%lld]: %.9g vs %.9g", names[i], (long long)e, a[e], b[e]);
+            if (stat && e == 0)
+                assert_true(a[e] != (i == 5 ? 1.0f : 0.0f)); /* it moved */
+        }
+    }
+    lt_model_free(m[0]);
+    lt_model_free(m[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bn_opset15),
         cmocka_unit_test(test_bn_in_subgraph),
+        cmocka_unit_test(test_bn_in_loop),
         cmocka_unit_test(test_bn_opset9),
         cmocka_unit_test(test_dropout_opset13),
         cmocka_unit_test(test_dropout_opset10),
