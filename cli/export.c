@@ -2,7 +2,6 @@
  * values: those a training checkpoint holds (CHECKPOINT --model MODEL), or
  * those of .npy files named after the parameters (MODEL --weights DIR). */
 #include "cli.h"
-#include "runtime/checkpoint.h"
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,7 +64,7 @@ int lt_cmd_export(int argc, char **argv)
         return 2;
     }
     /* the old form given a checkpoint would fail as "not an ONNX model" */
-    if (!model && lt_ckpt_is_checkpoint(src)) {
+    if (!model && lt_is_checkpoint(src)) {
         fprintf(stderr, "lantern export: %s is a training checkpoint; name the model it was trained from with "
                         "--model MODEL\n", src);
         return 2;
@@ -75,7 +74,7 @@ int lt_cmd_export(int argc, char **argv)
     int replaced = 0;
     lt_status s = lt_model_load(model ? model : src, &m, &err);
     if (s == LT_OK && model)
-        s = lt_ckpt_read_params(src, m, &err);
+        s = lt_model_load_checkpoint(m, src, &err);
     else if (s == LT_OK && weights)
         s = from_npy(m, weights, &replaced, &err);
     if (s == LT_OK)

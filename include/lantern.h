@@ -225,6 +225,14 @@ void lt_set_num_threads(int n);
  * atomically (temp file in the same folder, fsync, rename). */
 lt_status lt_model_export(const lt_model *trained, const char *original_onnx, const char *out_path, lt_err *err);
 
+/* Loads the parameters a training checkpoint holds (the checkpoint file,
+ * or the folder lantern train --checkpoint-dir wrote it to) into m, matched
+ * by name, element type and shape; every check runs before anything
+ * changes. The checkpoint must hold exactly m's parameters. */
+lt_status lt_model_load_checkpoint(lt_model *m, const char *checkpoint, lt_err *err);
+/* 1 when path is a training checkpoint (or a folder holding one). */
+int lt_is_checkpoint(const char *path);
+
 /* A model's parameters (initializers, subgraphs' included) in module order. */
 int lt_model_num_params(const lt_model *m);
 const char *lt_model_param_name(const lt_model *m, int i);

@@ -561,3 +561,10 @@ int lt_ckpt_is_checkpoint(const char *path)
     fclose(f);
     return yes;
 }
+
+lt_status lt_model_load_checkpoint(lt_model *m, const char *checkpoint, lt_err *err)
+{
+    return lt_ckpt_read_params(checkpoint, m, err);
+}
+
+int lt_is_checkpoint(const char *path) { return lt_ckpt_is_checkpoint(path); }
