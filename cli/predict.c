@@ -1,11 +1,25 @@
-/* `lantern predict`: runs a classifier on the first images of a dataset's
- * test split and prints predicted and true classes. */
+/* `lantern predict`: runs a classifier on the first samples of a dataset's
+ * test split and prints predicted and true classes (by name for the image
+ * sets lantern knows, by number otherwise). */
 #include "cli.h"
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const fashion_names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                               "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+static const char *const cifar_names[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                            "dog",      "frog",       "horse", "ship", "truck"};
+
+/* class c's name for the data named by spec, in buf */
+static const char *class_name(const char *spec, int64_t c, char *buf, size_t len)
+{
+    if (c >= 0 && c < 10 && !strncmp(spec, "fashion-mnist", 13))
+        return fashion_names[c];
+    if (c >= 0 && c < 10 && !strncmp(spec, "cifar10", 7))
+        return cifar_names[c];
+    snprintf(buf, len, "%lld", (long long)c);
+    return buf;
+}
 
 int lt_cmd_predict(int argc, char **argv)
 {
@@ -24,7 +38,7 @@ int lt_cmd_predict(int argc, char **argv)
         }
     }
     if (!path || count <= 0) {
-        fprintf(stderr, "usage: lantern predict MODEL [--data fashion-mnist[=DIR]] [--count N]\n");
+        fprintf(stderr, "usage: lantern predict MODEL [--data SPEC] [--count N]\n");
         return 2;
     }
     lt_err err;
@@ -49,9 +63,27 @@ int lt_cmd_predict(int argc, char **argv)
         rc = 2;
         goto done;
     }
+    /* unknown dims: the sample's own shape at its rank, or flat at rank 2 */
+    int sr;
+    int64_t sd[LT_MAX_RANK];
+    lt_dataset_sample_shape(d, &sr, sd);
+    int unknown = 0;
     for (int i = 1; i < rank; i++)
-        if (shape[i] < 1)
-            shape[i] = 1;
+        unknown += shape[i] < 0;
+    if (unknown && rank - 1 == sr)
+        memcpy(shape + 1, sd, sizeof *sd * (size_t)sr);
+    else if (unknown && rank == 2)
+        shape[1] = lt_dataset_sample_numel(d);
+    else if (unknown) {
+        fprintf(stderr, "lantern: %s: cannot tell how input '%s' takes the samples\n", path, name);
+        rc = 2;
+        goto done;
+    }
+    if (!lt_dataset_has_classes(d)) {
+        fprintf(stderr, "lantern: %s: predict needs class labels; the data has float targets\n", spec);
+        rc = 2;
+        goto done;
+    }
     st = lt_dataset_batch(d, 0, count, rank, shape, &x, &y, &err);
     if (st == LT_OK)
         st = lt_session_new(m, &s, &err);
@@ -66,7 +98,7 @@ int lt_cmd_predict(int argc, char **argv)
         goto done;
     }
     int64_t C = logits->dims[1], correct = 0;
-    printf("%-6s %-14s %-14s\n", "image", "predicted", "true");
+    printf("%-6s %-14s %-14s\n", "sample", "predicted", "true");
     for (long i = 0; i < count; i++) {
         const float *row = (const float *)logits->data + i * C;
         int64_t best = 0;
@@ -75,10 +107,11 @@ int lt_cmd_predict(int argc, char **argv)
                 best = c;
         int64_t truth = ((const int64_t *)lt_value_tensor(y)->data)[i];
         correct += best == truth;
-        printf("%-6ld %-14s %-14s%s\n", i, best < 10 ? fashion_names[best] : "?", fashion_names[truth],
+        char pb[32], tb[32];
+        printf("%-6ld %-14s %-14s%s\n", i, class_name(spec, best, pb, sizeof pb), class_name(spec, truth, tb, sizeof tb),
                best == truth ? "" : "  (wrong)");
     }
-    printf("accuracy on %ld test images: %.4f\n", count, (double)correct / (double)count);
+    printf("accuracy on %ld test samples: %.4f\n", count, (double)correct / (double)count);
     goto done;
 fail:
     fprintf(stderr, "lantern: %s\n", err.msg);

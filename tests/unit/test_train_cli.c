@@ -285,6 +285,31 @@ static void plot_and_losses(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* predict: names for Fashion-MNIST, numbers for other labels (any value),
+ * one line and exit 2 without class labels */
+static void predict(void **state)
+{
+    (void)state;
+    char out[8192], err[4096];
+    int rc = sh(LANTERN " predict " MODELS "cnn.onnx --count 5", out, sizeof out, err, sizeof err);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    assert_int_equal(count_lines(out), 7);
+    assert_non_null(strstr(out, "Ankle boot"));
+    assert_true(strncmp(last_line(out), "accuracy on 5 test samples: ", 28) == 0);
+    rc = sh(LANTERN " predict " LT_SOURCE_DIR "/tests/data/linreg.onnx --data npz=" LT_SOURCE_DIR
+                   "/tests/data/predict16.npz",
+            out, sizeof out, err, sizeof err);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    assert_non_null(strstr(out, "15"));
+    assert_non_null(strstr(out, "12"));
+    rc = sh(LANTERN " predict " LT_SOURCE_DIR "/tests/data/linreg.onnx --data npz=" LT_SOURCE_DIR
+                   "/tests/data/predict16.npz --count 0",
+            out, sizeof out, err, sizeof err);
+    assert_int_equal(rc, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +318,7 @@ int main(void)
         cmocka_unit_test(bad_input),
         cmocka_unit_test(bad_data),
         cmocka_unit_test(plot_and_losses),
+        cmocka_unit_test(predict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
