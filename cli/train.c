@@ -339,7 +339,7 @@ int lt_cmd_train(int argc, char **argv)
                 !path ? "no MODEL given" : !o.data ? "--data is required" : "-o OUT.onnx is required", TRAIN_USAGE);
         goto done;
     }
-    if (!output_writable(out))
+    if (!output_writable(out) || (plot_path && !output_writable(plot_path)))
         goto done;
     if ((resume || o.checkpoint_every) && !o.checkpoint_dir) {
         fprintf(stderr, "lantern train: --resume and --checkpoint-every need --checkpoint-dir DIR\n");

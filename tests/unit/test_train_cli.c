@@ -156,6 +156,8 @@ static void bad_input(void **state)
         {"train " MODELS "mlp.onnx --data fashion-mnist --output probs -o /tmp/lt_never.onnx", "probs"},
         {"train " MODELS "mlp.onnx --data fashion-mnist --loss model -o /tmp/lt_never.onnx", "--loss model"},
         {"train " MODELS "mlp.onnx --data fashion-mnist --std 0 -o /tmp/lt_never.onnx", "std"},
+        {"train " MODELS "mlp.onnx --data fashion-mnist --plot /nonexistent/dir/p.svg -o /tmp/lt_never.onnx",
+         "/nonexistent/dir"},
         {"eval " MODELS "mlp.onnx --data fashion-mnist --loss hinge", "hinge"},
         {"train /nonexistent.onnx --data fashion-mnist -o /tmp/lt_never.onnx", "/nonexistent.onnx"},
         {"eval " LT_SOURCE_DIR "/tests/data/ad_if.onnx --data fashion-mnist", "28x28"},
