@@ -15,49 +15,22 @@
 #include <string.h>
 
 /* a 1-D integer input of 1..LT_MAX_RANK-2 values */
-static lt_status shape_input(lt_kctx *k, int i, const char *what, int64_t *v, int *n)
-{
-    const lt_tensor *t = lt_k_in(k, i);
-    if (!t || !lt_dtype_is_int(t->dtype) || t->rank != 1 || t->numel < 1 || t->numel > LT_MAX_RANK - 2)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "%s must be a 1-D integer tensor of 1 to %d values", what,
-                         LT_MAX_RANK - 2);
-    *n = (int)t->numel;
-    for (int j = 0; j < *n; j++)
-        v[j] = lt_tensor_get_i64(t, j);
-    return LT_OK;
-}
-
 static lt_status col2im_grad(lt_kctx *k)
 {
     const lt_tensor *dy = lt_k_in(k, 0), *x = lt_k_in(k, 1);
-    int64_t img[LT_MAX_RANK], blk[LT_MAX_RANK];
-    int ni, nb;
     lt_status s;
     if (!dy || !x)
         return lt_k_fail(k, LT_ERR_INVALID, "needs dy and the forward input");
     if (!lt_dtype_is_float(x->dtype) || dy->dtype != x->dtype)
         return lt_k_fail(k, LT_ERR_RUNTIME, "dy (%s) and the input (%s) must share a float type",
                          lt_dtype_name(dy->dtype), lt_dtype_name(x->dtype));
-    if ((s = shape_input(k, 2, "image_shape", img, &ni)) != LT_OK ||
-        (s = shape_input(k, 3, "block_shape", blk, &nb)) != LT_OK)
+    /* the forward's own checks of image_shape, block_shape and x */
+    lt_nn_col2im_plan pl;
+    if ((s = lt_nn_col2im_plan_of(k, x, 2, &pl)) != LT_OK)
         return s;
-    if (ni != nb)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "image_shape has %d values, block_shape %d", ni, nb);
-    if (x->rank != 3)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d (expected 3: N, C x block, L)", x->rank);
-    for (int i = 0; i < ni; i++)
-        if (img[i] < 0 || img[i] > ((int64_t)1 << 40))
-            return lt_k_fail(k, LT_ERR_RUNTIME, "image size %lld", (long long)img[i]);
-    lt_nn_geom g;
-    char why[256];
-    if (!lt_nn_window(k->node, ni, img, blk, false, &g, why, sizeof why))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "%s", why);
-    int64_t K = lt_nn_prod(ni, blk), L = lt_nn_prod(ni, g.grid), plane = lt_nn_prod(ni, img);
-    if (K <= 0 || L < 0 || plane < 0 || x->dims[1] % K || x->dims[2] != L)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "input [%lld, %lld, %lld] does not hold blocks of %lld over %lld positions",
-                         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2], (long long)K,
-                         (long long)L);
-    int64_t n = x->dims[0], c = x->dims[1] / K;
+    int ni = pl.ni;
+    int64_t n = pl.n, c = pl.c, K = pl.K, L = pl.L, plane = pl.plane;
+    const int64_t *img = pl.img;
     bool ok = dy->rank == ni + 2 && dy->dims[0] == n && dy->dims[1] == c;
     for (int i = 0; ok && i < ni; i++)
         ok = dy->dims[2 + i] == img[i];
@@ -83,8 +56,8 @@ static lt_status col2im_grad(lt_kctx *k)
      * are contiguous, so the planes run in parallel */
 #pragma omp parallel for schedule(static) if (dx->numel >= LT_NN_PAR_MIN)
     for (int64_t t = 0; t < n * c; t++)
-        lt_nn_im2col((const char *)src + (size_t)(t * plane) * esz, (char *)dst + (size_t)(t * K * L) * esz, esz, &g,
-                     1, 0, L);
+        lt_nn_im2col((const char *)src + (size_t)(t * plane) * esz, (char *)dst + (size_t)(t * K * L) * esz, esz,
+                     &pl.g, 1, 0, L);
     if (dst != dx->data)
         lt_nn_store_f32(dx, dst);
     return LT_OK;

@@ -184,38 +184,51 @@ static lt_status shape_input(lt_kctx *k, int i, const char *what, int64_t *v, in
     return LT_OK;
 }
 
-static lt_status k_col2im(lt_kctx *k)
+lt_status lt_nn_col2im_plan_of(lt_kctx *k, const lt_tensor *x, int first, lt_nn_col2im_plan *p)
 {
-    const lt_tensor *x = lt_k_in(k, 0);
-    int64_t img[LT_MAX_RANK], blk[LT_MAX_RANK];
-    int ni, nb;
+    int64_t blk[LT_MAX_RANK];
+    int nb = 0;
     lt_status s;
-    if (!x)
-        return lt_k_fail(k, LT_ERR_INVALID, "needs an input");
-    if ((s = shape_input(k, 1, "image_shape", img, &ni)) != LT_OK ||
-        (s = shape_input(k, 2, "block_shape", blk, &nb)) != LT_OK)
+    if ((s = shape_input(k, first, "image_shape", p->img, &p->ni)) != LT_OK ||
+        (s = shape_input(k, first + 1, "block_shape", blk, &nb)) != LT_OK)
         return s;
+    int ni = p->ni;
     if (ni != nb)
         return lt_k_fail(k, LT_ERR_RUNTIME, "image_shape has %d values, block_shape %d", ni, nb);
     if (x->rank != 3)
         return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d (expected 3: N, C x block, L)", x->rank);
     for (int i = 0; i < ni; i++)
-        if (img[i] < 0 || img[i] > ((int64_t)1 << 40))
-            return lt_k_fail(k, LT_ERR_RUNTIME, "image size %lld", (long long)img[i]);
-    lt_nn_geom g;
+        if (p->img[i] < 0 || p->img[i] > ((int64_t)1 << 40))
+            return lt_k_fail(k, LT_ERR_RUNTIME, "image size %lld", (long long)p->img[i]);
     char why[256];
-    if (!lt_nn_window(k->node, ni, img, blk, false, &g, why, sizeof why))
+    if (!lt_nn_window(k->node, ni, p->img, blk, false, &p->g, why, sizeof why))
         return lt_k_fail(k, LT_ERR_RUNTIME, "%s", why);
-    int64_t K = lt_nn_prod(ni, blk), L = lt_nn_prod(ni, g.grid);
-    if (K <= 0 || x->dims[1] % K || x->dims[2] != L)
+    p->K = lt_nn_prod(ni, blk);
+    p->L = lt_nn_prod(ni, p->g.grid);
+    p->plane = lt_nn_prod(ni, p->img);
+    if (p->K <= 0 || p->L < 0 || p->plane < 0 || x->dims[1] % p->K || x->dims[2] != p->L)
         return lt_k_fail(k, LT_ERR_RUNTIME, "input [%lld, %lld, %lld] does not hold blocks of %lld over %lld positions",
-                         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2], (long long)K,
-                         (long long)L);
-    int64_t n = x->dims[0], c = x->dims[1] / K, dims[LT_MAX_RANK] = {n, c};
-    for (int i = 0; i < ni; i++)
-        dims[i + 2] = img[i];
+                         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2], (long long)p->K,
+                         (long long)p->L);
+    p->n = x->dims[0];
+    p->c = x->dims[1] / p->K;
+    return LT_OK;
+}
+
+static lt_status k_col2im(lt_kctx *k)
+{
+    const lt_tensor *x = lt_k_in(k, 0);
+    lt_status s;
+    if (!x)
+        return lt_k_fail(k, LT_ERR_INVALID, "needs an input");
+    lt_nn_col2im_plan pl;
+    if ((s = lt_nn_col2im_plan_of(k, x, 1, &pl)) != LT_OK)
+        return s;
+    int64_t n = pl.n, c = pl.c, K = pl.K, L = pl.L, dims[LT_MAX_RANK] = {n, c};
+    for (int i = 0; i < pl.ni; i++)
+        dims[i + 2] = pl.img[i];
     lt_tensor *y;
-    if ((s = lt_k_out(k, 0, x->dtype, ni + 2, dims, &y)) != LT_OK || y->numel == 0)
+    if ((s = lt_k_out(k, 0, x->dtype, pl.ni + 2, dims, &y)) != LT_OK || y->numel == 0)
         return s;
     size_t esz = x->dtype == LT_F32 ? 4 : 8;
     const void *src = x->data;
@@ -229,12 +242,12 @@ static lt_status k_col2im(lt_kctx *k)
             return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     }
     memset(dst, 0, esz * (size_t)y->numel);
-    int64_t plane = y->numel / (n * c);
+    int64_t plane = pl.plane;
 #pragma omp parallel for schedule(static) if (x->numel >= LT_NN_PAR_MIN)
     for (int64_t t = 0; t < n * c; t++) {
         int64_t i = t / c, ch = t % c;
         lt_nn_col2im((const char *)src + (size_t)(i * c * K * L) * esz, (char *)dst + (size_t)(i * c * plane) * esz,
-                     esz, &g, ch, ch + 1, 0, L);
+                     esz, &pl.g, ch, ch + 1, 0, L);
     }
     if (dst != y->data)
         lt_nn_store_f64(y, dst);

@@ -99,4 +99,14 @@ void lt_nn_register_convt(lt_kernel_fn *tab);
 void lt_nn_register_pool(lt_kernel_fn *tab);
 void lt_nn_register_roi(lt_kernel_fn *tab);
 
+/* Col2Im's geometry: image_shape and block_shape from inputs first and
+ * first + 1 checked against the column input x [N, C x block, L]. */
+typedef struct lt_nn_col2im_plan {
+    int ni;                         /* spatial dims */
+    int64_t img[LT_MAX_RANK];       /* image_shape */
+    lt_nn_geom g;
+    int64_t n, c, K, L, plane;      /* batch, channels, block size, positions, image size */
+} lt_nn_col2im_plan;
+lt_status lt_nn_col2im_plan_of(lt_kctx *k, const lt_tensor *x, int first, lt_nn_col2im_plan *p);
+
 #endif
