@@ -27,23 +27,10 @@ static lt_status k_gather(lt_kctx *k)
     const lt_tensor *x = lt_k_in(k, 0), *ind = lt_k_in(k, 1);
     if ((s = check_index_type(k, ind)) != LT_OK)
         return s;
-    if (x->rank < 1)
-        return lt_k_fail(k, LT_ERR_INVALID, "data must have rank >= 1");
-    int axis;
-    int64_t a = lt_attr_int(k->node, "axis", 0);
-    if (!lt_ix_axis(a, x->rank, &axis))
-        return lt_k_fail(k, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)a, x->rank);
-    int orank = x->rank - 1 + ind->rank;
-    if (orank > LT_MAX_RANK)
-        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "output rank %d exceeds %d", orank, LT_MAX_RANK);
+    int axis = 0, orank = 0;
     int64_t od[LT_MAX_RANK];
-    int r = 0;
-    for (int d = 0; d < axis; d++)
-        od[r++] = x->dims[d];
-    for (int d = 0; d < ind->rank; d++)
-        od[r++] = ind->dims[d];
-    for (int d = axis + 1; d < x->rank; d++)
-        od[r++] = x->dims[d];
+    if ((s = lt_ix_gather_shape(k, x, ind, "output", &axis, &orank, od)) != LT_OK)
+        return s;
 
     int64_t outer = lt_ix_prod(x->dims, 0, axis), n = x->dims[axis];
     int64_t inner = lt_ix_prod(x->dims, axis + 1, x->rank), nidx = ind->numel;

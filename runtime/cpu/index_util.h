@@ -105,6 +105,31 @@ static inline void *lt_ix_scratch(lt_kctx *k, int64_t n, size_t es)
 }
 
 /* Registrars of the family's other files, called from index.c. */
+/* Gather's shape rule, shared by Gather and its gradient: data's rank and
+ * the axis attribute checked, *axis normalized, od[0 .. *orank) = data's
+ * dims with the axis replaced by the indices' dims; `what` names the
+ * gathered tensor in messages ("output", "dy"). */
+static inline lt_status lt_ix_gather_shape(lt_kctx *k, const lt_tensor *x, const lt_tensor *ind, const char *what,
+                                           int *axis, int *orank, int64_t *od)
+{
+    if (x->rank < 1)
+        return lt_k_fail(k, LT_ERR_INVALID, "data must have rank >= 1");
+    int64_t a = lt_attr_int(k->node, "axis", 0);
+    if (!lt_ix_axis(a, x->rank, axis))
+        return lt_k_fail(k, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    *orank = x->rank - 1 + ind->rank;
+    if (*orank > LT_MAX_RANK)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "%s rank %d exceeds %d", what, *orank, LT_MAX_RANK);
+    int r = 0;
+    for (int d = 0; d < *axis; d++)
+        od[r++] = x->dims[d];
+    for (int d = 0; d < ind->rank; d++)
+        od[r++] = ind->dims[d];
+    for (int d = *axis + 1; d < x->rank; d++)
+        od[r++] = x->dims[d];
+    return LT_OK;
+}
+
 /* GatherND's shape rule, shared by GatherND and its gradient: checks
  * batch_dims and the index tuple length, and gives the gathered shape
  * (`what` names it in the rank message). */
