@@ -18,39 +18,6 @@
 
 static char dir[] = "/tmp/lt_ckpt_exportXXXXXX";
 
-/* A big-endian 32-bit IDX header field. */
-static void put_be32(FILE *f, uint32_t v)
-{
-    unsigned char b[4] = {v >> 24, v >> 16, v >> 8, v};
-    fwrite(b, 1, 4, f);
-}
-
-/* n seeded images and labels as (uncompressed) IDX files in dir/data. */
-static int make_split(const char *prefix, uint32_t n, unsigned seed)
-{
-    char ip[600], lp[600];
-    snprintf(ip, sizeof ip, "%s/data/%s-images-idx3-ubyte.gz", dir, prefix);
-    snprintf(lp, sizeof lp, "%s/data/%s-labels-idx1-ubyte.gz", dir, prefix);
-    FILE *fi = fopen(ip, "wb"), *fl = fopen(lp, "wb");
-    if (!fi || !fl)
-        return -1;
-    srand(seed);
-    put_be32(fi, 0x803);
-    put_be32(fi, n);
-    put_be32(fi, 28);
-    put_be32(fi, 28);
-    put_be32(fl, 0x801);
-    put_be32(fl, n);
-    for (uint32_t i = 0; i < n; i++) {
-        int label = rand() % 10;
-        fputc(label, fl);
-        for (int p = 0; p < 784; p++)
-            fputc((p / 28) % 10 == label ? 150 + rand() % 100 : rand() % 120, fi);
-    }
-    fclose(fl);
-    return fclose(fi) == 0 ? 0 : -1;
-}
-
 /* Runs a shell command; stderr goes to err (NUL-terminated); returns the exit code. */
 static int sh(const char *cmd, char *err, size_t errlen)
 {
@@ -352,7 +319,9 @@ static int setup(void **state)
     char d[600];
     snprintf(d, sizeof d, "%s/data", dir);
     mkdir(d, 0700);
-    return make_split("train", 80, 21) || make_split("t10k", 16, 22) ? -1 : 0;
+    char data[600];
+    snprintf(data, sizeof data, "%s/data", dir);
+    return tu_write_idx_split(data, "train", 80, 21) || tu_write_idx_split(data, "t10k", 16, 22) ? -1 : 0;
 }
 
 static int teardown(void **state)

@@ -26,40 +26,6 @@
 static char dir[] = "/tmp/lt_resumeXXXXXX";
 static char data_spec[600]; /* fashion-mnist=<a small made-up dataset in dir> */
 
-/* A big-endian 32-bit IDX header field. */
-static void be32(FILE *f, uint32_t v)
-{
-    unsigned char b[4] = {v >> 24, v >> 16, v >> 8, v};
-    fwrite(b, 1, 4, f);
-}
-
-/* n seeded random 28x28 images and labels as IDX files (uncompressed: zlib
- * reads them as they are), so that a run does not unpack 60000 images. */
-static int write_split(const char *pre, uint32_t n, unsigned seed)
-{
-    char ip[700], lp[700];
-    snprintf(ip, sizeof ip, "%s/data/%s-images-idx3-ubyte.gz", dir, pre);
-    snprintf(lp, sizeof lp, "%s/data/%s-labels-idx1-ubyte.gz", dir, pre);
-    FILE *fi = fopen(ip, "wb"), *fl = fopen(lp, "wb");
-    if (!fi || !fl)
-        return -1;
-    srand(seed);
-    be32(fi, 0x803);
-    be32(fi, n);
-    be32(fi, 28);
-    be32(fi, 28);
-    be32(fl, 0x801);
-    be32(fl, n);
-    for (uint32_t i = 0; i < n; i++) {
-        int label = rand() % 10;
-        fputc(label, fl);
-        for (int p = 0; p < 784; p++)
-            fputc(p % 10 == label ? 200 + rand() % 56 : rand() % 100, fi); /* a little signal per class */
-    }
-    fclose(fl);
-    return fclose(fi) == 0 ? 0 : -1;
-}
-
 static void path_in(char *out, size_t len, const char *sub, const char *name)
 {
     snprintf(out, len, "%s/%s/%s", dir, sub, name);
@@ -172,7 +138,9 @@ static int setup(void **state)
     snprintf(d, sizeof d, "%s/data", dir);
     mkdir(d, 0700);
     snprintf(data_spec, sizeof data_spec, "fashion-mnist=%s", d);
-    return write_split("train", 160, 1) || write_split("t10k", 50, 2) ? -1 : 0;
+    char data[600];
+    snprintf(data, sizeof data, "%s/data", dir);
+    return tu_write_idx_split(data, "train", 160, 1) || tu_write_idx_split(data, "t10k", 50, 2) ? -1 : 0;
 }
 
 static int teardown(void **state)

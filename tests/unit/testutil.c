@@ -158,3 +158,40 @@ void tu_assert_close(const lt_value *got, const double *want, int64_t n, double 
                      want[i]);
     }
 }
+
+static void tu_be32(FILE *f, uint32_t v)
+{
+    unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16), (unsigned char)(v >> 8),
+                          (unsigned char)v};
+    fwrite(b, 1, 4, f);
+}
+
+int tu_write_idx_split(const char *dir, const char *prefix, uint32_t n, unsigned seed)
+{
+    char ip[700], lp[700];
+    snprintf(ip, sizeof ip, "%s/%s-images-idx3-ubyte.gz", dir, prefix);
+    snprintf(lp, sizeof lp, "%s/%s-labels-idx1-ubyte.gz", dir, prefix);
+    FILE *fi = fopen(ip, "wb"), *fl = fopen(lp, "wb");
+    if (!fi || !fl) {
+        if (fi)
+            fclose(fi);
+        if (fl)
+            fclose(fl);
+        return -1;
+    }
+    srand(seed);
+    tu_be32(fi, 0x803);
+    tu_be32(fi, n);
+    tu_be32(fi, 28);
+    tu_be32(fi, 28);
+    tu_be32(fl, 0x801);
+    tu_be32(fl, n);
+    for (uint32_t i = 0; i < n; i++) {
+        int label = rand() % 10;
+        fputc(label, fl);
+        for (int p = 0; p < 784; p++)
+            fputc(p % 10 == label ? 200 + rand() % 56 : rand() % 100, fi);
+    }
+    int bad = fclose(fl) != 0;
+    return fclose(fi) != 0 || bad ? -1 : 0;
+}

@@ -39,4 +39,10 @@ double tu_get(const lt_value *v, int64_t i);
 /* Largest |a-b|/(atol+|b|)-style mismatch check; fails the test with the seed. */
 void tu_assert_close(const lt_value *got, const double *want, int64_t n, double rtol, double atol, uint64_t seed);
 
+/* dir/<prefix>-images-idx3-ubyte.gz and -labels-idx1-ubyte.gz holding n
+ * seeded 28x28 images and labels, uncompressed (zlib reads them as they
+ * are), with a little signal per class: a small dataset for training runs
+ * (--data mnist=DIR). Returns 0, or -1 when a file cannot be written. */
+int tu_write_idx_split(const char *dir, const char *prefix, uint32_t n, unsigned seed);
+
 #endif
