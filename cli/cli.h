@@ -14,10 +14,6 @@ int lt_cmd_grad(int argc, char **argv);
 int lt_cmd_train(int argc, char **argv);
 int lt_cmd_eval(int argc, char **argv);
 int lt_cmd_export(int argc, char **argv);
-/* --loss NAME: sum, mean, softmax-cross-entropy, nll, mse, bce-logits, model;
- * 0 when the name is unknown */
-int lt_cli_parse_loss(const char *s, lt_loss_kind *out);
-const char *lt_cli_loss_name(lt_loss_kind k);
 /* characters outside [A-Za-z0-9._-] become _ */
 void lt_cli_sanitize(const char *name, char *out, size_t len);
 

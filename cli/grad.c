@@ -46,7 +46,7 @@ int lt_cmd_grad(int argc, char **argv)
             nin++;
         } else if (!strcmp(a, "--loss") && i + 1 < argc) {
             const char *l = argv[++i];
-            if (!lt_cli_parse_loss(l, &o.loss)) {
+            if (!lt_loss_parse(l, &o.loss)) {
                 fprintf(stderr, "lantern grad: unknown loss '%s' (sum, mean, softmax-cross-entropy, nll, mse, "
                                 "bce-logits, model)\n", l);
                 rc = 2;
@@ -83,7 +83,7 @@ int lt_cmd_grad(int argc, char **argv)
     int want_labels = o.loss == LT_LOSS_SOFTMAX_CROSS_ENTROPY || o.loss == LT_LOSS_NLL;
     int want_targets = o.loss == LT_LOSS_MSE || o.loss == LT_LOSS_BCE_LOGITS;
     if ((want_labels && !labels) || (want_targets && !targets)) {
-        fprintf(stderr, "lantern grad: --loss %s needs %s FILE\n", lt_cli_loss_name(o.loss),
+        fprintf(stderr, "lantern grad: --loss %s needs %s FILE\n", lt_loss_name(o.loss),
                 want_labels ? "--labels" : "--targets");
         rc = 2;
         goto done;

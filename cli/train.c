@@ -196,7 +196,7 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     else if (!strcmp(a, "--output"))
         e->output = val;
     else if (!strcmp(a, "--loss")) {
-        if (!lt_cli_parse_loss(val, &e->loss) || e->loss == LT_LOSS_SUM || e->loss == LT_LOSS_MEAN) {
+        if (!lt_loss_parse(val, &e->loss) || e->loss == LT_LOSS_SUM || e->loss == LT_LOSS_MEAN) {
             fprintf(stderr, "lantern: --loss: unknown value '%s' (softmax-cross-entropy, nll, mse, bce-logits, model)\n",
                     val);
             return -1;
@@ -385,7 +385,7 @@ int lt_cmd_train(int argc, char **argv)
     o.on_note = on_note;
     o.user = &pr;
     printf("training %s on %s: %d epoch(s), batch %lld, %s loss, %s, lr %g%s%s\n", path, o.data, o.epochs,
-           (long long)o.batch, lt_cli_loss_name(o.loss), optims[kind], o.schedule.lr, o.schedule.kind != LT_SCHEDULE_CONSTANT ? ", " : "",
+           (long long)o.batch, lt_loss_name(o.loss), optims[kind], o.schedule.lr, o.schedule.kind != LT_SCHEDULE_CONSTANT ? ", " : "",
            o.schedule.kind != LT_SCHEDULE_CONSTANT ? scheds[sched] : "");
     fflush(stdout);
     lt_err err;

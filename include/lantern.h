@@ -126,6 +126,12 @@ typedef enum lt_loss_kind {
     LT_LOSS_MODEL    /* the output already is the scalar loss */
 } lt_loss_kind;
 
+/* The loss's name (sum, mean, softmax-cross-entropy, nll, mse, bce-logits,
+ * model; "?" for the seeded vector-Jacobian product, which has none);
+ * lt_loss_parse gives 0 for a name it does not know. */
+const char *lt_loss_name(lt_loss_kind k);
+int lt_loss_parse(const char *name, lt_loss_kind *out);
+
 typedef struct lt_grad_opts {
     lt_loss_kind loss;
     int nseeds;

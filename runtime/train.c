@@ -33,18 +33,13 @@ static uint64_t splitmix64(uint64_t *state)
 /* uniform in [0, 1) with 53 random bits */
 static double uniform01(uint64_t *state) { return (double)(splitmix64(state) >> 11) * 0x1.0p-53; }
 
-static lt_status open_data(const char *spec, int split, const lt_dataset_opts *norm, lt_dataset **d, lt_err *err)
-{
-    return lt_dataset_open_opts(spec, split, norm, d, err);
-}
-
 lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *r, lt_err *err)
 {
     lt_feed f;
     lt_dataset *d = NULL;
     lt_session *s = NULL;
     lt_loss_kind loss = o->loss == LT_LOSS_SUM ? LT_LOSS_SOFTMAX_CROSS_ENTROPY : o->loss;
-    lt_status st = open_data(o->data, 1, &o->norm, &d, err);
+    lt_status st = lt_dataset_open_opts(o->data, 1, &o->norm, &d, err);
     if (st == LT_OK)
         st = lt_feed_plan(m, d, loss, o->output, &f, err);
     if (st == LT_OK)
@@ -257,9 +252,9 @@ static lt_status setup(trainer *tr, const char *path)
     if (st == LT_OK)
         st = check_copies(tr);
     if (st == LT_OK)
-        st = open_data(o->data, 0, &o->norm, &tr->train, tr->err);
+        st = lt_dataset_open_opts(o->data, 0, &o->norm, &tr->train, tr->err);
     if (st == LT_OK && lt_dataset_has_split(o->data, 1))
-        st = open_data(o->data, 1, &o->norm, &tr->test, tr->err);
+        st = lt_dataset_open_opts(o->data, 1, &o->norm, &tr->test, tr->err);
     if (st == LT_OK)
         st = lt_feed_plan(tr->em, tr->train, o->loss, o->output, &tr->feed, tr->err);
     if (st == LT_OK && tr->feed.fixed_batch && tr->feed.fixed_batch != o->batch)

@@ -9,18 +9,6 @@
 
 #define LT_EVAL_BATCH 500
 
-static const char *loss_name(lt_loss_kind k)
-{
-    switch (k) {
-    case LT_LOSS_SOFTMAX_CROSS_ENTROPY: return "softmax-cross-entropy";
-    case LT_LOSS_NLL: return "nll";
-    case LT_LOSS_MSE: return "mse";
-    case LT_LOSS_BCE_LOGITS: return "bce-logits";
-    case LT_LOSS_MODEL: return "model";
-    default: return "?";
-    }
-}
-
 static void type_text(const lt_model *m, const lt_type *t, char *buf, size_t len)
 {
     FILE *f = fmemopen(buf, len, "w");
@@ -228,13 +216,13 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
     case LT_LOSS_NLL:
         if (!f->classes)
             return lt_errf(err, LT_ERR_INVALID, "%s: --loss %s needs class labels; the data has float targets (use mse "
-                           "or bce-logits)", m->path, loss_name(loss));
+                           "or bce-logits)", m->path, lt_loss_name(loss));
         f->y_name = "labels";
         f->y_kind = LT_TARGET_LABELS;
         f->y_rank = 1;
         if (out->type.rank >= 0 && out->type.rank != 2)
             return lt_errf(err, LT_ERR_INVALID, "%s: --loss %s reads class scores [N, classes]; output '%s' has rank %d",
-                           m->path, loss_name(loss), out->name, out->type.rank);
+                           m->path, lt_loss_name(loss), out->name, out->type.rank);
         if (out->type.rank == 2 && dim_known(&out->type, 1) && lt_dataset_num_classes(d) > out->type.dims[1].v)
             return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' scores %lld classes; the data has %lld", m->path,
                            out->name, (long long)out->type.dims[1].v, (long long)lt_dataset_num_classes(d));

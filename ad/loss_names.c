@@ -1,5 +1,5 @@
-/* Loss names on the command line, shared by `lantern grad` and `lantern train`. */
-#include "cli.h"
+/* The losses' names (--loss on the command line, messages). */
+#include "lantern.h"
 #include <string.h>
 
 static const struct {
@@ -15,7 +15,7 @@ static const struct {
     {"model", LT_LOSS_MODEL},
 };
 
-int lt_cli_parse_loss(const char *s, lt_loss_kind *out)
+int lt_loss_parse(const char *s, lt_loss_kind *out)
 {
     for (size_t i = 0; i < sizeof LOSSES / sizeof *LOSSES; i++)
         if (!strcmp(s, LOSSES[i].name)) {
@@ -25,7 +25,7 @@ int lt_cli_parse_loss(const char *s, lt_loss_kind *out)
     return 0;
 }
 
-const char *lt_cli_loss_name(lt_loss_kind k)
+const char *lt_loss_name(lt_loss_kind k)
 {
     for (size_t i = 0; i < sizeof LOSSES / sizeof *LOSSES; i++)
         if (LOSSES[i].kind == k)
