@@ -281,11 +281,21 @@ lt_status lt_feed_batch_new(const lt_feed *f, const lt_dataset *d, int64_t n, lt
         return st;
     if (f->y_kind == LT_TARGET_NONE || f->y_kind == LT_TARGET_LABELS)
         return LT_OK;
-    /* float targets in the shape the model compares them in */
-    st = new_tensor_value(LT_F32, f->y_rank, f->y_shape, n, &b->y, err);
-    if (st == LT_OK && f->y_kind == LT_TARGET_VALUES && b->y->t.numel != b->raw->t.numel)
-        return lt_errf(err, LT_ERR_INTERNAL, "%s: target sizes disagree", f->path);
-    return st;
+    if (f->y_kind == LT_TARGET_VALUES) {
+        /* the data's own targets, seen in the shape the model compares them
+         * in: the same storage, nothing copied per batch */
+        int64_t dims[LT_MAX_RANK];
+        memcpy(dims, f->y_shape, sizeof *dims * (size_t)f->y_rank);
+        dims[0] = n;
+        if (lt_shape_numel(f->y_rank, dims) != b->raw->t.numel)
+            return lt_errf(err, LT_ERR_INTERNAL, "%s: target sizes disagree", f->path);
+        if (!(b->y = lt_value_new_tensor()))
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        lt_tensor_view(&b->y->t, &b->raw->t, f->y_rank, dims);
+        return LT_OK;
+    }
+    /* one-hot rows or class values, made from the labels each batch */
+    return new_tensor_value(LT_F32, f->y_rank, f->y_shape, n, &b->y, err);
 }
 
 void lt_feed_batch_free(lt_feed_batch *b)
@@ -299,10 +309,6 @@ void lt_feed_batch_free(lt_feed_batch *b)
 lt_status lt_feed_targets(const lt_feed *f, lt_feed_batch *b, lt_err *err)
 {
     const lt_tensor *raw = &b->raw->t;
-    if (f->y_kind == LT_TARGET_VALUES) {
-        memcpy(b->y->t.data, raw->data, (size_t)raw->numel * sizeof(float));
-        return LT_OK;
-    }
     if (f->y_kind != LT_TARGET_ONEHOT && f->y_kind != LT_TARGET_CLASS)
         return LT_OK;
     const int64_t *lab = raw->data;

@@ -39,8 +39,9 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
                        lt_err *err);
 
 /* Batch buffers for n samples: x as the model takes it, raw the data's
- * labels (int64 [n]) or targets, y what the program is fed (y == raw when no
- * conversion is needed; NULL with LT_TARGET_NONE). */
+ * labels (int64 [n]) or targets, y what the program is fed besides x: NULL
+ * for class indices (raw is fed), a view of raw's storage for float targets,
+ * its own tensor for one-hot rows and class values. */
 typedef struct lt_feed_batch {
     int64_t n;
     lt_value *x, *raw, *y;
