@@ -107,12 +107,9 @@ static lt_status parse_cd(zip_dir *z, const uint8_t *cd, uint64_t size, uint64_t
             return lt_errf(err, LT_ERR_INVALID, "%s: corrupt zip central directory (entry %llu overruns it)", z->path,
                            (unsigned long long)e);
         const char *name = (const char *)h + 46;
-        if (ll + nl + 3 < sizeof z->listing) {
-            ll += (size_t)snprintf(z->listing + ll, sizeof z->listing - ll, "%s", ll ? ", " : "");
-            for (size_t c = 0; c < nl; c++) /* names are bytes: keep the listing printable */
-                z->listing[ll++] = (unsigned char)name[c] < 0x20 || name[c] == 0x7f ? '?' : name[c];
-            z->listing[ll] = 0;
-        }
+        /* names are bytes; lt_errf keeps the message printable */
+        if (ll + nl + 3 < sizeof z->listing)
+            ll += (size_t)snprintf(z->listing + ll, sizeof z->listing - ll, "%s%.*s", ll ? ", " : "", (int)nl, name);
         for (int k = 0; k < M_COUNT; k++) {
             if (strlen(member_names[k]) != nl || memcmp(name, member_names[k], nl) != 0)
                 continue;
