@@ -279,14 +279,7 @@ static tu_graph gr_node(const gcfg *c, bool grad)
     if (c->nbeta)
         tu_attr_floats(&gr, "activation_beta", c->nbeta, c->blist);
     if (c->nacts) {
-        /* a STRINGS attribute built by hand: testutil has no helper for it */
-        tu_attr_str(&gr, "activations", c->acts[0]);
-        lt_attr *a = &gr.node->attrs[gr.node->nattr - 1];
-        a->kind = LT_ATTR_STRINGS;
-        a->n = c->nacts;
-        a->strings = lt_ir_alloc(gr.m, sizeof(char *) * (size_t)c->nacts);
-        for (int i = 0; i < c->nacts; i++)
-            a->strings[i] = lt_ir_strdup(gr.m, c->acts[i]);
+        tu_attr_strings(&gr, "activations", c->nacts, (const char *const *)c->acts);
     }
     return gr;
 }

@@ -314,7 +314,7 @@ static void tfidf_random(void **state)
                 np_s[i] = tok[pool[i]];
             for (int i = 0; i < rows * cols; i++)
                 x_s[i] = tok[(int)x[i]];
-            tm_attr_strings(&g, "pool_strings", np, np_s);
+            tu_attr_strings(&g, "pool_strings", np, np_s);
             in[0] = tm_strings(2, xd, x_s);
         } else {
             tu_attr_ints(&g, "pool_int64s", np, pool);
@@ -405,7 +405,7 @@ static lt_status strnorm(int rank, const int64_t *dims, const char *const *x, co
         tu_attr_str(&g, "case_change_action", action);
     tu_attr_int(&g, "is_case_sensitive", sensitive);
     if (nstop)
-        tm_attr_strings(&g, "stopwords", nstop, stop);
+        tu_attr_strings(&g, "stopwords", nstop, stop);
     lt_value *in[1] = {tm_strings(rank, dims, x)};
     lt_status s = tu_run(&g, in, out, err);
     lt_value_free(in[0]);

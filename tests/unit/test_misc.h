@@ -23,24 +23,6 @@ static inline const char *tm_str(const lt_value *v, int64_t i)
     return ((const char *const *)v->t.data)[i];
 }
 
-/* Adds a STRINGS attribute to the graph's node. */
-static inline void tm_attr_strings(tu_graph *g, const char *name, int n, const char *const *s)
-{
-    lt_node *nd = g->node;
-    lt_attr *a = lt_ir_alloc(g->m, sizeof *a * (size_t)(nd->nattr + 1));
-    assert_non_null(a);
-    if (nd->nattr)
-        memcpy(a, nd->attrs, sizeof *a * (size_t)nd->nattr);
-    nd->attrs = a;
-    lt_attr *x = &a[nd->nattr++];
-    x->name = lt_ir_strdup(g->m, name);
-    x->kind = LT_ATTR_STRINGS;
-    x->n = n;
-    x->strings = lt_ir_alloc(g->m, sizeof(char *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++)
-        x->strings[i] = lt_ir_strdup(g->m, s[i]);
-}
-
 /* Whether a value is a tensor of the given shape. */
 static inline void tm_assert_shape(const lt_value *v, lt_dtype dt, int rank, const int64_t *dims)
 {

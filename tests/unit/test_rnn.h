@@ -213,14 +213,7 @@ static inline void rnn_run_node(const cfg *c, const ins *in, lt_value **out, uin
     if (c->nbeta)
         tu_attr_floats(&gr, "activation_beta", c->nbeta, c->blist);
     if (c->nacts) {
-        /* a STRINGS attribute built by hand: testutil has no helper for it */
-        tu_attr_str(&gr, "activations", c->acts[0]);
-        lt_attr *a = &gr.node->attrs[gr.node->nattr - 1];
-        a->kind = LT_ATTR_STRINGS;
-        a->n = c->nacts;
-        a->strings = lt_ir_alloc(gr.m, sizeof(char *) * (size_t)c->nacts);
-        for (int i = 0; i < c->nacts; i++)
-            a->strings[i] = lt_ir_strdup(gr.m, c->acts[i]);
+        tu_attr_strings(&gr, "activations", c->nacts, (const char *const *)c->acts);
     }
     /* left-out outputs: no value on the node and none among the graph's results */
     int nres = 0;

@@ -67,6 +67,15 @@ void tu_attr_str(tu_graph *g, const char *name, const char *s)
     a->slen = strlen(s);
 }
 
+void tu_attr_strings(tu_graph *g, const char *name, int n, const char *const *s)
+{
+    lt_attr *a = new_attr(g, name, LT_ATTR_STRINGS);
+    a->n = n;
+    a->strings = lt_ir_alloc(g->m, sizeof(char *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++)
+        a->strings[i] = lt_ir_strdup(g->m, s[i]);
+}
+
 void tu_attr_ints(tu_graph *g, const char *name, int n, const int64_t *v)
 {
     lt_attr *a = new_attr(g, name, LT_ATTR_INTS);

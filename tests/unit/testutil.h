@@ -24,6 +24,7 @@ void tu_omit_input(tu_graph *g, int i);
 void tu_attr_int(tu_graph *g, const char *name, int64_t v);
 void tu_attr_float(tu_graph *g, const char *name, float v);
 void tu_attr_str(tu_graph *g, const char *name, const char *s);
+void tu_attr_strings(tu_graph *g, const char *name, int n, const char *const *s);
 void tu_attr_ints(tu_graph *g, const char *name, int n, const int64_t *v);
 void tu_attr_floats(tu_graph *g, const char *name, int n, const float *v);
 /* Runs the graph; outputs[i] must be freed with lt_value_free. Returns the
