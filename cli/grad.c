@@ -9,7 +9,7 @@
 int lt_cmd_grad(int argc, char **argv)
 {
     const char *path = NULL, *outdir = NULL, *labels = NULL, *targets = NULL;
-    int print = 0, check = 0, rc = 0, nin = 0, nseeds = 0;
+    int print = 0, check = 0, f64 = 0, rc = 0, nin = 0, nseeds = 0;
     lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
     const char **names = calloc(argc + 2, sizeof *names), **seed_names = calloc(argc + 1, sizeof *seed_names);
     lt_value **vals = calloc(argc + 2, sizeof *vals), **outs = NULL;
@@ -66,6 +66,8 @@ int lt_cmd_grad(int argc, char **argv)
             print = 1;
         } else if (!strcmp(a, "--check")) {
             check = 1;
+        } else if (!strcmp(a, "--f64")) {
+            f64 = 1;
         } else if (a[0] != '-' && !path) {
             path = a;
         } else {
@@ -76,7 +78,7 @@ int lt_cmd_grad(int argc, char **argv)
     }
     if (!path) {
         fprintf(stderr, "usage: lantern grad MODEL --input NAME=FILE ... [--loss sum|mean|model|softmax-cross-entropy|nll "
-                        "--labels FILE|mse|bce-logits --targets FILE] [--output NAME] [--seed OUTPUT=FILE]... [--wrt-inputs] [--output-dir DIR] [--print] [--check]\n");
+                        "--labels FILE|mse|bce-logits --targets FILE] [--output NAME] [--seed OUTPUT=FILE]... [--wrt-inputs] [--output-dir DIR] [--print] [--check] [--f64]\n");
         rc = 2;
         goto done;
     }
@@ -110,8 +112,19 @@ int lt_cmd_grad(int argc, char **argv)
                    rows[r].max_grad);
         free(rows);
     }
-    if ((s = lt_model_load(path, &m, &err)) != LT_OK || (s = lt_model_grad(m, &o, &err)) != LT_OK)
+    if ((s = lt_model_load(path, &m, &err)) != LT_OK || (f64 && (s = lt_model_to_f64(m, &err)) != LT_OK) ||
+        (s = lt_model_grad(m, &o, &err)) != LT_OK)
         goto fail;
+    for (int i = 0; f64 && i < nin; i++) {
+        lt_value *w = lt_value_to_f64(vals[i]);
+        if (!w) {
+            fprintf(stderr, "lantern: out of memory\n");
+            rc = 1;
+            goto done;
+        }
+        lt_value_free(vals[i]);
+        vals[i] = w;
+    }
     if (print)
         lt_model_print(m, stdout);
     int nout = lt_model_num_outputs(m);

@@ -80,6 +80,9 @@ lt_status lt_value_load(const char *path, lt_value **out, lt_err *err);
 lt_status lt_value_load_as(const char *path, lt_value_kind kind, lt_value **out, lt_err *err);
 lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err);
 void lt_value_free(lt_value *v);
+/* A float64 copy of a float32 tensor value; any other value is shared as it
+ * is (free the result with lt_value_free). NULL when out of memory. */
+lt_value *lt_value_to_f64(const lt_value *v);
 /* The tensor inside a tensor value, NULL for sequences and empty optionals. */
 const lt_tensor *lt_value_tensor(const lt_value *v);
 /* One-line description ("float32[2,3] 0.1 0.2 ..." or "seq(3)"). */
@@ -144,6 +147,11 @@ typedef struct lt_grad_opts {
  * AD as a CPS transform): outputs become "loss" then "<param>_grad" for each
  * trainable float parameter (then "<input>_grad" with wrt_inputs). */
 lt_status lt_model_grad(lt_model *m, const lt_grad_opts *opts, lt_err *err);
+
+/* Turns a float32 (or float16/bfloat16) model into the same model in
+ * float64: parameters, constants, casts and value types. Its float inputs
+ * then take float64 tensors (lt_value_to_f64). */
+lt_status lt_model_to_f64(lt_model *m, lt_err *err);
 
 /* Finite-difference check of a model's gradients at the given inputs: the
  * model is evaluated in float64, each parameter's analytic gradient (from

@@ -188,6 +188,37 @@ void lt_plan_free(lt_plan *p)
     free(p);
 }
 
+/* ---- checked memory mode: values do not change while they live ---- */
+static bool digestible(const lt_value *v)
+{
+    return v && v->kind == LT_VAL_TENSOR && v->t.data && v->t.numel > 0 && v->t.dtype != LT_STRING;
+}
+
+static uint64_t value_digest(const lt_value *v)
+{
+    return lt_bytes_digest(v->t.data, lt_tensor_nbytes(&v->t));
+}
+
+/* Inputs whose bytes differ from the digest taken when they were made: a
+ * buffer written while still alive, by this node (after) or another one
+ * (before). */
+static lt_status check_inputs(lt_kctx *k, bool after)
+{
+    for (int j = 0; j < k->nin; j++) {
+        lt_value *v = k->in[j];
+        if (!v || !v->digest_set || !digestible(v) || value_digest(v) == v->digest)
+            continue;
+        if (after)
+            return lt_k_fail(k, LT_ERR_INTERNAL, "checked memory: the kernel wrote into its input %d ('%s')", j,
+                             k->node->in[j]->name);
+        return lt_k_fail(k, LT_ERR_INTERNAL,
+                         "checked memory: input %d ('%s') changed after it was made (its buffer was written "
+                         "while it was still alive)",
+                         j, k->node->in[j]->name);
+    }
+    return LT_OK;
+}
+
 /* ---- running ---- */
 static void env_drop(lt_exec *ex, int id)
 {
@@ -213,14 +244,23 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
         for (int j = 0; j < n->nin && s == LT_OK; j++)
             if (n->in[j] && !in[j])
                 s = lt_k_fail(&k, LT_ERR_INTERNAL, "input %d ('%s') has no value", j, n->in[j]->name);
+        bool checked = lt_checked_memory();
+        if (s == LT_OK && checked)
+            s = check_inputs(&k, false);
         if (s == LT_OK)
             s = p->kernels[i](&k);
+        if (s == LT_OK && checked)
+            s = check_inputs(&k, true);
         scratch_release(ex, mk);
         for (int j = 0; j < n->nout && s == LT_OK; j++)
             if (n->out[j] && !outv[j])
                 s = lt_k_fail(&k, LT_ERR_INTERNAL, "kernel produced no output %d", j);
         for (int j = 0; j < n->nout; j++) {
             if (s == LT_OK && n->out[j]) {
+                if (checked && n->out[j]->type.kind != LT_KIND_CELL && digestible(outv[j])) {
+                    outv[j]->digest = value_digest(outv[j]);
+                    outv[j]->digest_set = true;
+                }
                 if (ex->env[n->out[j]->id])
                     env_drop(ex, n->out[j]->id);
                 ex->env[n->out[j]->id] = outv[j];

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static lt_value *to_f64_value(const lt_value *v)
+lt_value *lt_value_to_f64(const lt_value *v)
 {
     if (v->kind != LT_VAL_TENSOR || v->t.dtype != LT_F32)
         return lt_value_ref(v);
@@ -19,6 +19,8 @@ static lt_value *to_f64_value(const lt_value *v)
         ((double *)d->t.data)[i] = ((const float *)v->t.data)[i];
     return d;
 }
+
+lt_status lt_model_to_f64(lt_model *m, lt_err *err) { return lt_ir_to_f64(m, err); }
 
 static lt_status load_path(void *ctx, lt_model **m, lt_err *err) { return lt_model_load(ctx, m, err); }
 
@@ -55,7 +57,7 @@ lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_o
     lt_gradcheck_row *rows = NULL;
     lt_status st = in64 ? LT_OK : lt_errf(err, LT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n && st == LT_OK; i++)
-        if (!(in64[i] = to_f64_value(inputs[i])))
+        if (!(in64[i] = lt_value_to_f64(inputs[i])))
             st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
     if (st == LT_OK)
         st = prepare(build, ctx, o, false, &m32, &s32, err);

@@ -21,6 +21,13 @@ void lt_pool_trim(void); /* returns cached blocks to the system */
 size_t lt_pool_bytes_in_use(void);
 size_t lt_pool_peak_bytes(void);
 void lt_pool_reset_peak(void);
+/* Checked memory mode (LANTERN_CHECKED_MEMORY=1 in the environment, read
+ * once): released buffers are poisoned, never reused and made unreadable,
+ * so a read of one faults with a message; the executor checks that no
+ * value changes while it is alive (see exec.c). */
+bool lt_checked_memory(void);
+/* A digest of n bytes (checked mode). */
+uint64_t lt_bytes_digest(const void *p, size_t n);
 
 int64_t lt_shape_numel(int rank, const int64_t *dims); /* -1 on overflow/negative */
 /* Allocates an owned tensor (uninitialized data). */
@@ -52,6 +59,10 @@ struct lt_value {
     int nseq, capseq; /* LT_VAL_SEQUENCE */
     lt_tensor *seq;
     lt_dtype seq_dtype; /* element type of an (empty) sequence */
+    /* checked memory mode: a digest of the tensor's bytes taken when the
+     * node that made it returned; every later read compares against it */
+    bool digest_set;
+    uint64_t digest;
 };
 
 lt_value *lt_value_new_tensor(void); /* kind TENSOR, empty tensor */

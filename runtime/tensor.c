@@ -4,8 +4,12 @@
 #include "runtime.h"
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define LT_POOL_CLASSES 40 /* 64 B .. 2^45 B */
 #define LT_POOL_KEEP 64    /* cached blocks kept per class */
@@ -28,8 +32,143 @@ static int size_class(size_t bytes)
     return s >= bytes ? c : -1;
 }
 
+/* ---- checked memory mode ----
+ * Every buffer is its own mapping with an unreadable guard page after it,
+ * filled with 0xFF bytes (a NaN in every float type) when made. A released
+ * buffer is filled with 0xFF again, made unreadable and kept in a
+ * quarantine (the oldest are unmapped past LT_CHECKED_KEEP buffers or
+ * LANTERN_CHECKED_QUARANTINE_MB), so a stale read faults and the handler
+ * says so before the process dies. */
+#define LT_CHECKED_KEEP 8192
+#define LT_BUF_CHECKED (-2) /* lt_buf.cls of a checked-mode mapping */
+
+static int checked_mode = -1;
+
+bool lt_checked_memory(void)
+{
+    int m = __atomic_load_n(&checked_mode, __ATOMIC_ACQUIRE);
+    if (m < 0) {
+        const char *e = getenv("LANTERN_CHECKED_MEMORY");
+        m = e && *e && strcmp(e, "0") != 0;
+        __atomic_store_n(&checked_mode, m, __ATOMIC_RELEASE);
+    }
+    return m == 1;
+}
+
+uint64_t lt_bytes_digest(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    for (; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static struct {
+    void *base[LT_CHECKED_KEEP];
+    size_t len[LT_CHECKED_KEEP];
+    int head, count;
+    size_t bytes, limit;
+    bool handler;
+} quarantine;
+
+static size_t page_size(void)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    return ps > 0 ? (size_t)ps : 4096;
+}
+
+static void checked_fault(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    const char *what = "lantern: checked memory: fault outside any released buffer\n";
+    for (int i = 0; i < quarantine.count; i++) {
+        int at = (quarantine.head + LT_CHECKED_KEEP - 1 - i) % LT_CHECKED_KEEP;
+        uintptr_t b = (uintptr_t)quarantine.base[at];
+        if (a >= b && a < b + quarantine.len[at]) {
+            what = "lantern: checked memory: a released buffer was read or written (use after its last use)\n";
+            break;
+        }
+    }
+    ssize_t w = write(2, what, strlen(what));
+    (void)w;
+    signal(sig, SIG_DFL); /* the faulting access repeats and ends the process */
+}
+
+static lt_buf *checked_alloc(size_t bytes)
+{
+    size_t ps = page_size(), need = (bytes + 63) & ~(size_t)63;
+    size_t body = (need + ps - 1) / ps * ps, len = body + ps;
+    lt_buf *b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    unsigned char *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) {
+        free(b);
+        return NULL;
+    }
+    mprotect(base + body, ps, PROT_NONE);
+    /* the data ends where the guard page begins */
+    b->data = base + body - need;
+    memset(b->data, 0xFF, need);
+    b->size = need;
+    b->cls = LT_BUF_CHECKED;
+    b->refs = 1;
+    pthread_mutex_lock(&pool.mu);
+    if (!quarantine.handler) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = checked_fault;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGSEGV, &sa, NULL);
+        const char *q = getenv("LANTERN_CHECKED_QUARANTINE_MB");
+        quarantine.limit = (size_t)(q && atol(q) > 0 ? atol(q) : 4096) << 20;
+        quarantine.handler = true;
+    }
+    pool.in_use += b->size;
+    if (pool.in_use > pool.peak)
+        pool.peak = pool.in_use;
+    pthread_mutex_unlock(&pool.mu);
+    return b;
+}
+
+static void checked_release(lt_buf *b)
+{
+    size_t ps = page_size();
+    unsigned char *base = (unsigned char *)((uintptr_t)b->data & ~(uintptr_t)(ps - 1));
+    size_t len = (size_t)((unsigned char *)b->data + b->size - base) + ps;
+    memset(b->data, 0xFF, b->size);
+    mprotect(base, len, PROT_NONE);
+    pthread_mutex_lock(&pool.mu);
+    pool.in_use -= b->size;
+    while (quarantine.count > 0 && (quarantine.count == LT_CHECKED_KEEP || quarantine.bytes + len > quarantine.limit)) {
+        int old = (quarantine.head + LT_CHECKED_KEEP - quarantine.count) % LT_CHECKED_KEEP;
+        munmap(quarantine.base[old], quarantine.len[old]);
+        quarantine.bytes -= quarantine.len[old];
+        quarantine.count--;
+    }
+    quarantine.base[quarantine.head] = base;
+    quarantine.len[quarantine.head] = len;
+    quarantine.head = (quarantine.head + 1) % LT_CHECKED_KEEP;
+    quarantine.count++;
+    quarantine.bytes += len;
+    pthread_mutex_unlock(&pool.mu);
+    free(b);
+}
+
 lt_buf *lt_buf_alloc(size_t bytes)
 {
+    if (lt_checked_memory())
+        return checked_alloc(bytes ? bytes : 1);
     int c = size_class(bytes ? bytes : 1);
     size_t cap = c >= 0 ? ((size_t)64 << c) : bytes;
     lt_buf *b = NULL;
@@ -74,6 +213,10 @@ void lt_buf_release(lt_buf *b)
 {
     if (!b || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    if (b->cls == LT_BUF_CHECKED) {
+        checked_release(b);
+        return;
+    }
     pthread_mutex_lock(&pool.mu);
     pool.in_use -= b->size;
     if (b->cls >= 0 && pool.nfree[b->cls] < LT_POOL_KEEP) {

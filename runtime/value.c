@@ -65,6 +65,8 @@ lt_value *lt_value_ref(const lt_value *src)
         return NULL;
     v->kind = src->kind;
     v->seq_dtype = src->seq_dtype;
+    v->digest_set = src->digest_set;
+    v->digest = src->digest;
     if (src->kind == LT_VAL_TENSOR) {
         lt_tensor_view(&v->t, &src->t, src->t.rank, src->t.dims);
     } else if (src->kind == LT_VAL_SEQUENCE) {
