@@ -213,6 +213,56 @@ static lt_status write_sparse(exporter *x, Onnx__GraphProto *g, size_t i, const 
     return LT_OK;
 }
 
+/* Parameters the importer untied from an Identity of another initializer
+ * (ir/untie.c) become initializers of the main graph again, and the
+ * Identity nodes that made them go. */
+static lt_status write_untied(exporter *x, Onnx__GraphProto *g)
+{
+    for (int p = 0; p < x->m->nparams; p++) {
+        const lt_param *pp = &x->m->params[p];
+        if (x->used[p] || !pp->untied_from)
+            continue;
+        x->used[p] = true;
+        size_t w = 0;
+        for (size_t n = 0; n < g->n_node; n++) {
+            Onnx__NodeProto *np = g->node[n];
+            if (np && np->op_type && !strcmp(np->op_type, "Identity") && np->n_output == 1 && np->n_input == 1 &&
+                !strcmp(np->output[0], pp->name) && !strcmp(np->input[0], pp->untied_from) &&
+                (!np->domain || !*np->domain || !strcmp(np->domain, "ai.onnx"))) {
+                protobuf_c_message_free_unpacked(&np->base, &pb_allocator);
+                continue;
+            }
+            g->node[w++] = np;
+        }
+        if (w == g->n_node)
+            return lt_errf(x->err, LT_ERR_INVALID, "%s: no Identity of '%s' makes parameter '%s'", x->path,
+                           pp->untied_from, pp->name);
+        g->n_node = w;
+        const lt_tensor *t = &pp->data;
+        Onnx__TensorProto *tp = malloc(sizeof *tp);
+        Onnx__TensorProto **grown = realloc(g->initializer, sizeof *grown * (g->n_initializer + 1));
+        if (grown)
+            g->initializer = grown;
+        if (!tp || !grown) {
+            free(tp);
+            return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+        }
+        onnx__tensor_proto__init(tp);
+        tp->name = dup_bytes(pp->name, strlen(pp->name) + 1);
+        tp->dims = dup_bytes(t->dims, sizeof(int64_t) * (size_t)t->rank);
+        tp->n_dims = (size_t)t->rank;
+        tp->has_data_type = 1;
+        tp->data_type = (int32_t)t->dtype;
+        g->initializer[g->n_initializer++] = tp; /* owned by the graph from here on */
+        if (!tp->name || (t->rank && !tp->dims))
+            return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+        lt_status s = set_raw(x, tp, t->data, tensor_bytes(t));
+        if (s != LT_OK)
+            return s;
+    }
+    return LT_OK;
+}
+
 static lt_status export_graph(exporter *x, Onnx__GraphProto *g, const scope_link *l, int depth)
 {
     if (!g)
@@ -260,6 +310,8 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
         s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
     if (s == LT_OK)
         s = export_graph(&x, mp->graph, NULL, 0);
+    if (s == LT_OK)
+        s = write_untied(&x, mp->graph);
     if (s == LT_OK) {
         size_t n = onnx__model_proto__get_packed_size(mp);
         packed = malloc(n ? n : 1);

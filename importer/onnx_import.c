@@ -1046,6 +1046,8 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
     lt_status st = import_graph(&im, NULL, mp->graph, m->main, true, &im.model_ops);
     free(im.fn_size);
+    if (st == LT_OK)
+        st = lt_ir_untie_identity_params(m, err);
     if (st != LT_OK)
         return st;
     if (m->nunsupported)

@@ -128,6 +128,10 @@ typedef struct lt_param {
     lt_tensor data; /* owned; data allocated with malloc */
     bool trainable;
     bool is_input_default; /* a graph input's default value */
+    /* set when the parameter was an Identity of initializer `untied_from`
+     * (an exporter that merged equal initializers); the exporter writes it
+     * back as an initializer of its own and drops that Identity */
+    const char *untied_from;
 } lt_param;
 
 typedef struct lt_opset {
@@ -225,6 +229,9 @@ lt_status lt_ir_verify(const lt_module *m, lt_err *err);
 
 /* Turns every float32 tensor of the module into float64 (for gradient checks). */
 lt_status lt_ir_to_f64(lt_module *m, lt_err *err);
+/* Main-graph Identity nodes reading an initializer become parameters of
+ * their own, named after the Identity's output (see ir/untie.c). */
+lt_status lt_ir_untie_identity_params(lt_module *m, lt_err *err);
 lt_status lt_ir_set_training(lt_module *m, lt_err *err); /* BatchNorm, Dropout to training mode; before the AD */
 
 /* Shape inference over the whole module (runs at import). */

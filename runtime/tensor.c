@@ -76,7 +76,8 @@ static struct {
     size_t len[LT_CHECKED_KEEP];
     int head, count;
     size_t bytes, limit;
-    bool handler;
+    bool limit_set;
+    struct sigaction prev; /* the handler ours replaced, restored after a report */
 } quarantine;
 
 static size_t page_size(void)
@@ -100,7 +101,9 @@ static void checked_fault(int sig, siginfo_t *si, void *uc)
     }
     ssize_t w = write(2, what, strlen(what));
     (void)w;
-    signal(sig, SIG_DFL); /* the faulting access repeats and ends the process */
+    /* the faulting access repeats and goes to the handler before ours (by
+     * default it ends the process) */
+    sigaction(sig, &quarantine.prev, NULL);
 }
 
 static lt_buf *checked_alloc(size_t bytes)
@@ -123,16 +126,22 @@ static lt_buf *checked_alloc(size_t bytes)
     b->cls = LT_BUF_CHECKED;
     b->refs = 1;
     pthread_mutex_lock(&pool.mu);
-    if (!quarantine.handler) {
+    if (!quarantine.limit_set) {
+        const char *q = getenv("LANTERN_CHECKED_QUARANTINE_MB");
+        quarantine.limit = (size_t)(q && atol(q) > 0 ? atol(q) : 4096) << 20;
+        quarantine.limit_set = true;
+    }
+    /* ours stays installed even where the program sets handlers of its own
+     * later (a test runner does, around each test) */
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, NULL, &cur) == 0 && !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == checked_fault)) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = checked_fault;
         sa.sa_flags = SA_SIGINFO;
         sigemptyset(&sa.sa_mask);
+        quarantine.prev = cur;
         sigaction(SIGSEGV, &sa, NULL);
-        const char *q = getenv("LANTERN_CHECKED_QUARANTINE_MB");
-        quarantine.limit = (size_t)(q && atol(q) > 0 ? atol(q) : 4096) << 20;
-        quarantine.handler = true;
     }
     pool.in_use += b->size;
     if (pool.in_use > pool.peak)

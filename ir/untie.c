@@ -1,0 +1,63 @@
+/* Exporters merge initializers whose values are equal: torch's keeps one
+ * and gives every other name an Identity of it, so in a freshly initialised
+ * network all BatchNormalization scales (ones) are one initializer, and so
+ * are the running variances (ones too). The values are equal only by
+ * chance of initialisation; the source model had separate tensors (a tie it
+ * meant is written as one initializer read by both nodes, with no Identity).
+ * Trained as found, every merged scale would get one shared update and the
+ * running statistics would be trained as weights. So an Identity of an
+ * initializer in the main graph becomes a parameter of its own with the
+ * Identity output's name and a copy of the values; the exporter writes it
+ * back as an initializer and drops the Identity. */
+#include "ir.h"
+#include <stdlib.h>
+#include <string.h>
+
+static bool untie_candidate(const lt_module *m, const lt_node *n)
+{
+    if (n->op != LT_OP_IDENTITY || n->nin != 1 || n->nout != 1 || !n->in[0] || !n->out[0] || n->nregions)
+        return false;
+    const lt_ival *src = n->in[0];
+    if (src->param < 0 || src->block != m->main || !n->out[0]->name || !*n->out[0]->name)
+        return false;
+    const lt_param *p = &m->params[src->param];
+    return !p->is_input_default && p->data.dtype != LT_STRING;
+}
+
+lt_status lt_ir_untie_identity_params(lt_module *m, lt_err *err)
+{
+    lt_block *b = m->main;
+    int w = 0;
+    for (int i = 0; i < b->nnodes; i++) {
+        lt_node *n = b->nodes[i];
+        if (!untie_candidate(m, n)) {
+            n->index = w;
+            b->nodes[w++] = n;
+            continue;
+        }
+        int src = n->in[0]->param;
+        size_t bytes = (size_t)m->params[src].data.numel * lt_dtype_size(m->params[src].data.dtype);
+        void *copy = malloc(bytes ? bytes : 1);
+        int p = copy ? lt_module_add_param(m, n->out[0]->name) : -1;
+        if (p < 0) {
+            free(copy);
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        }
+        lt_param *sp = &m->params[src], *np = &m->params[p];
+        if (bytes)
+            memcpy(copy, sp->data.data, bytes);
+        np->data = sp->data;
+        np->data.data = copy;
+        np->data.buf = NULL;
+        np->trainable = sp->trainable;
+        np->untied_from = sp->name;
+        lt_ival *v = n->out[0];
+        v->def = NULL;
+        v->param = p;
+        lt_type_tensor(&v->type, np->data.dtype, np->data.rank, np->data.dims);
+        np->value = v;
+        n->in[0]->uses--;
+    }
+    b->nnodes = w;
+    return LT_OK;
+}

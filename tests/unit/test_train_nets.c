@@ -1,0 +1,165 @@
+/* Whole networks in training mode (BatchNormalization with batch
+ * statistics) against PyTorch autograd in float64: a ResNet with a
+ * downsampling block, a DenseNet with concatenating layers, a ShuffleNet
+ * with a channel split and shuffle, exported by the TorchScript exporter
+ * with merged equal initializers, at batch sizes 2 to 32
+ * (tests/data/nets/make_nets.py). Every parameter's gradient of the
+ * batch-mean softmax cross-entropy is compared by name, max-norm relative,
+ * with a floor of 1% of the network's largest gradient for parameters whose
+ * true gradient is zero (a BatchNormalization bias before a 1x1 convolution
+ * and another BatchNormalization): within 1e-3 when lantern runs in
+ * float32, within 1e-5 (the references are stored in float32) when it runs
+ * the same program in float64. CTest runs this suite a second time with
+ * LANTERN_CHECKED_MEMORY=1. */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NETS LT_SOURCE_DIR "/tests/data/nets/"
+
+static lt_value *load(const char *path)
+{
+    lt_err err;
+    lt_value *v;
+    if (lt_value_load(path, &v, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    return v;
+}
+
+static void sanitize(const char *name, char *fn, size_t cap)
+{
+    size_t k = 0;
+    for (; name[k] && k + 1 < cap; k++) {
+        char c = name[k];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                  c == '-';
+        fn[k] = ok ? c : '_';
+    }
+    fn[k] = 0;
+}
+
+static double max_abs(const lt_tensor *t)
+{
+    double m = 0;
+    for (int64_t e = 0; e < t->numel; e++)
+        m = fmax(m, fabs(lt_tensor_get_f64(t, e)));
+    return m;
+}
+
+static void check_net(const char *net, int batch, bool f64)
+{
+    char dir[512], path[1024];
+    lt_err err;
+    lt_model *m;
+    snprintf(path, sizeof path, NETS "%s.onnx", net);
+    snprintf(dir, sizeof dir, NETS "%s/b%d", net, batch);
+    if (lt_model_load(path, &m, &err) != LT_OK || (f64 && lt_model_to_f64(m, &err) != LT_OK))
+        fail_msg("%s", err.msg);
+    lt_grad_opts o = {LT_LOSS_SOFTMAX_CROSS_ENTROPY, 0, NULL, 0};
+    if (lt_model_grad(m, &o, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    snprintf(path, sizeof path, "%s/x.npy", dir);
+    lt_value *x = load(path);
+    snprintf(path, sizeof path, "%s/y.npy", dir);
+    lt_value *ins[2] = {f64 ? lt_value_to_f64(x) : lt_value_ref(x), load(path)};
+    lt_value_free(x);
+    const char *names[2] = {"x", "labels"};
+    int nout = lt_model_num_outputs(m);
+    lt_value *outs[256] = {0};
+    assert_true(nout <= 256);
+    lt_session *s;
+    assert_int_equal(lt_session_new(m, &s, &err), LT_OK);
+    if (lt_session_run(s, 2, names, ins, outs, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    snprintf(path, sizeof path, "%s/loss.npy", dir);
+    lt_value *loss = load(path);
+    double lw = lt_tensor_get_f64(&loss->t, 0), lg = lt_tensor_get_f64(&outs[0]->t, 0);
+    if (fabs(lw - lg) > (f64 ? 1e-9 : 1e-5) * fmax(1, fabs(lw)))
+        fail_msg("%s b%d: loss %.9g, PyTorch %.9g", net, batch, lg, lw);
+    /* references first: the floor is relative to the largest gradient */
+    lt_value *want[256] = {0};
+    double scale = 0;
+    int nstats = 0;
+    for (int i = 1; i < nout; i++) {
+        char pname[256], fn[256];
+        snprintf(pname, sizeof pname, "%s", lt_model_output_name(m, i));
+        pname[strlen(pname) - 5] = 0; /* "_grad" */
+        size_t l = strlen(pname);
+        if ((l > 13 && !strcmp(pname + l - 13, ".running_mean")) || (l > 12 && !strcmp(pname + l - 12, ".running_var"))) {
+            /* a running statistic (a buffer in PyTorch): no gradient in training mode */
+            assert_true(max_abs(lt_value_tensor(outs[i])) == 0);
+            nstats++;
+            continue;
+        }
+        sanitize(pname, fn, sizeof fn);
+        snprintf(path, sizeof path, "%s/%s.npy", dir, fn);
+        want[i] = load(path);
+        scale = fmax(scale, max_abs(&want[i]->t));
+    }
+    double tol = f64 ? 1e-5 : 1e-3, worst = 0;
+    const char *worst_name = "";
+    for (int i = 1; i < nout; i++) {
+        if (!want[i])
+            continue;
+        const lt_tensor *g = lt_value_tensor(outs[i]), *w = &want[i]->t;
+        assert_int_equal(g->numel, w->numel);
+        double maxd = 0;
+        for (int64_t e = 0; e < g->numel; e++)
+            maxd = fmax(maxd, fabs(lt_tensor_get_f64(g, e) - lt_tensor_get_f64(w, e)));
+        double rel = maxd / fmax(max_abs(w), 1e-2 * scale);
+        if (rel > tol)
+            fail_msg("%s b%d (%s): gradient of %s differs from PyTorch float64 by %.3g (relative)", net, batch,
+                     f64 ? "float64" : "float32", lt_model_output_name(m, i), rel);
+        if (rel >= worst) {
+            worst = rel;
+            worst_name = lt_model_output_name(m, i);
+        }
+    }
+    /* every parameter of the PyTorch module has its gradient: merged equal
+     * initializers were untied */
+    int nref = 0;
+    FILE *f;
+    snprintf(path, sizeof path, "ls %s | grep -c -v -e '^x.npy$' -e '^y.npy$' -e '^loss.npy$'", dir);
+    if ((f = popen(path, "r"))) {
+        if (fscanf(f, "%d", &nref) != 1)
+            nref = -1;
+        pclose(f);
+    }
+    assert_int_equal(nref, nout - 1 - nstats);
+    printf("%-10s b%-2d %s: %d gradients match PyTorch float64, worst %.3g (%s)\n", net, batch,
+           f64 ? "float64" : "float32", nref, worst, worst_name);
+    for (int i = 0; i < nout; i++) {
+        lt_value_free(outs[i]);
+        lt_value_free(want[i]);
+    }
+    lt_value_free(ins[0]);
+    lt_value_free(ins[1]);
+    lt_value_free(loss);
+    lt_session_free(s);
+    lt_model_free(m);
+}
+
+static const int batches[] = {2, 4, 8, 16, 32};
+
+static void check_all(const char *net)
+{
+    for (size_t b = 0; b < sizeof batches / sizeof *batches; b++) {
+        check_net(net, batches[b], false);
+        check_net(net, batches[b], true);
+    }
+}
+
+static void resnet(void **state) { (void)state; check_all("resnet"); }
+static void densenet(void **state) { (void)state; check_all("densenet"); }
+static void shufflenet(void **state) { (void)state; check_all("shufflenet"); }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(resnet),
+        cmocka_unit_test(densenet),
+        cmocka_unit_test(shufflenet),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
