@@ -14,7 +14,9 @@
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NETS LT_SOURCE_DIR "/tests/data/nets/"
 
@@ -140,6 +142,60 @@ static void check_net(const char *net, int batch, bool f64)
     lt_model_free(m);
 }
 
+static int param_index(const lt_model *m, const char *name)
+{
+    for (int i = 0; i < lt_model_num_params(m); i++)
+        if (!strcmp(lt_model_param_name(m, i), name))
+            return i;
+    fail_msg("no parameter %s", name);
+    return -1;
+}
+
+/* The exporter merged bn1's scale with the running variances of bn1 and
+ * layer1.bn1 (all ones): each is a parameter of its own, and export writes
+ * them back as initializers without the Identity nodes, so changing one
+ * leaves the others as they were. */
+static void untied_parameters_export_separately(void **state)
+{
+    (void)state;
+    lt_err err;
+    lt_model *m, *back;
+    assert_int_equal(lt_model_load(NETS "resnet.onnx", &m, &err), LT_OK);
+    for (int i = 0; i < m->main->nnodes; i++)
+        assert_false(m->main->nodes[i]->op == LT_OP_IDENTITY && m->main->nodes[i]->in[0]->param >= 0);
+    int w = param_index(m, "layer1.bn1.weight");
+    lt_tensor t = m->params[w].data;
+    float vals[8] = {0.5f, 1.5f, 2, 3, 4, 5, 6, 7};
+    t.data = vals;
+    t.buf = NULL;
+    assert_int_equal(lt_model_set_param(m, w, &t, &err), LT_OK);
+    char out[] = "/tmp/lt_untie_XXXXXX";
+    int fd = mkstemp(out);
+    assert_true(fd >= 0);
+    close(fd);
+    if (lt_model_export(m, NETS "resnet.onnx", out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_model_load(out, &back, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    unlink(out);
+    assert_int_equal(lt_model_num_params(back), lt_model_num_params(m));
+    for (int i = 0; i < back->main->nnodes; i++)
+        assert_false(back->main->nodes[i]->op == LT_OP_IDENTITY);
+    for (int i = 0; i < lt_model_num_params(back); i++)
+        assert_null(back->params[i].untied_from); /* real initializers now */
+    const lt_tensor *got = &back->params[param_index(back, "layer1.bn1.weight")].data;
+    for (int e = 0; e < 8; e++)
+        assert_true(((const float *)got->data)[e] == vals[e]);
+    const char *others[] = {"bn1.weight", "bn1.running_var", "layer1.bn1.running_var", "layer1.bn2.weight"};
+    for (size_t k = 0; k < sizeof others / sizeof *others; k++) {
+        const lt_tensor *o = &back->params[param_index(back, others[k])].data;
+        for (int e = 0; e < 8; e++)
+            assert_true(((const float *)o->data)[e] == 1.0f);
+    }
+    lt_model_free(back);
+    lt_model_free(m);
+}
+
 static const int batches[] = {2, 4, 8, 16, 32};
 
 static void check_all(const char *net)
@@ -160,6 +216,7 @@ int main(void)
         cmocka_unit_test(resnet),
         cmocka_unit_test(densenet),
         cmocka_unit_test(shufflenet),
+        cmocka_unit_test(untied_parameters_export_separately),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
