@@ -76,7 +76,7 @@ static inline int lt_gs_axis_taps(const lt_grid_params *p, int axis, double g, i
         dx = 0;
     }
     if (p->mode == LT_GS_NEAREST) {
-        x = p->k == 3 ? round(x) : nearbyint(x); /* as PyTorch's 3-d and 2-d kernels */
+        x = nearbyint(x); /* halves to even on every axis count, as the ONNX reference (np.rint) */
         dx = 0;
     }
     if (x < lo || x > hi) {

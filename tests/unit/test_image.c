@@ -555,7 +555,7 @@ static double g_point(const gcfg *c, const double *img, const double *gxy)
         lo[a] = c->align ? 0 : -0.5;
         hi[a] = c->align ? d - 1 : d - 0.5;
         if (strcmp(c->mode, "nearest") == 0)
-            x[a] = c->k == 3 ? (x[a] >= 0 ? floor(x[a] + 0.5) : ceil(x[a] - 0.5)) : nearbyint(x[a]);
+            x[a] = nearbyint(x[a]);
         if (x[a] < lo[a] || x[a] > hi[a]) {
             if (strcmp(c->pad, "border") == 0)
                 x[a] = x[a] < 0 ? 0 : x[a] > d - 1 ? d - 1 : x[a];
@@ -650,6 +650,67 @@ static void gridsample_hand(void **state)
     tu_free(&g);
 }
 
+/* mode nearest rounds a coordinate that lies halfway between two pixels to
+ * the even one (np.rint in the ONNX reference) on 2-d and 3-d images alike;
+ * each pixel holds 1 + 100 z + 10 y + x, so an output names the pixel read */
+static void gridsample_nearest_halfway(void **state)
+{
+    (void)state;
+    typedef struct hcase {
+        int k, align;
+        int64_t len[3];         /* spatial sizes, outermost first */
+        int np;                 /* points */
+        double g[3][3];         /* grid coordinates, innermost first */
+        double want[3];
+    } hcase;
+    static const hcase cases[] = {
+        /* align_corners 1, sizes (3, 3, 5): x = 2 (gx + 1), y = gy + 1, z = gz + 1;
+         * (0.5, 0.5, 1.5) -> (0, 0, 2), (2.5, 1.5, 0.5) -> (2, 2, 0), (1.5, 1, 1) -> (2, 1, 1) */
+        {3, 1, {3, 3, 5}, 3, {{-0.75, -0.5, 0.5}, {0.25, 0.5, -0.5}, {-0.25, 0, 0}}, {201, 23, 113}},
+        /* align_corners 0, sizes (2, 2, 4): x = 2 gx + 1.5, y = gy + 0.5, z = gz + 0.5;
+         * x = -0.5 rounds to -0 (pixel 0), not to -1 (the zeros padding) */
+        {3, 0, {2, 2, 4}, 2, {{-1, 0, 0}, {0, -1, 0.5}}, {1, 103}},
+        /* the same points on 2-d images */
+        {2, 1, {3, 5}, 3, {{-0.75, -0.5}, {0.25, 0.5}, {-0.25, 0}}, {1, 23, 13}},
+        {2, 0, {2, 4}, 2, {{-1, 0}, {0, -1}}, {1, 3}},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const hcase *c = &cases[ci];
+        int64_t xd[5] = {1, 1}, gd[5] = {1, c->np}, img = 1;
+        for (int a = 0; a < c->k; a++) {
+            xd[2 + a] = c->len[a];
+            img *= c->len[a];
+        }
+        for (int a = 1; a < c->k; a++)
+            gd[1 + a] = 1;
+        gd[1 + c->k] = c->k;
+        double xv[64], gv[9];
+        for (int64_t i = 0; i < img; i++) {
+            int64_t r = i, pos[3] = {0};
+            for (int a = c->k - 1; a >= 0; a--) {
+                pos[a] = r % c->len[a];
+                r /= c->len[a];
+            }
+            /* pos[k-1] is x, pos[k-2] y, pos[k-3] z */
+            xv[i] = 1 + (double)pos[c->k - 1] + 10 * (double)pos[c->k - 2] + (c->k == 3 ? 100 * (double)pos[0] : 0);
+        }
+        for (int q = 0; q < c->np; q++)
+            for (int a = 0; a < c->k; a++)
+                gv[q * c->k + a] = c->g[q][a];
+        tu_graph g = tu_single(LT_OP_GRID_SAMPLE, c->k == 3 ? 20 : 16, 2, 1);
+        tu_attr_str(&g, "mode", "nearest");
+        tu_attr_int(&g, "align_corners", c->align);
+        lt_value *in[2] = {tu_from(LT_F32, 2 + c->k, xd, xv), tu_from(LT_F32, 2 + c->k, gd, gv)};
+        lt_value *out[1] = {0};
+        run_ok(&g, in, out);
+        tu_assert_close(out[0], c->want, c->np, 0, 0, ci);
+        lt_value_free(in[0]);
+        lt_value_free(in[1]);
+        lt_value_free(out[0]);
+        tu_free(&g);
+    }
+}
+
 static void gridsample_errors(void **state)
 {
     (void)state;
@@ -733,6 +794,7 @@ int main(void)
         cmocka_unit_test(resize_errors),
         cmocka_unit_test(gridsample_vs_reference),
         cmocka_unit_test(gridsample_hand),
+        cmocka_unit_test(gridsample_nearest_halfway),
         cmocka_unit_test(gridsample_errors),
         cmocka_unit_test(infer_shapes),
     };
