@@ -6,7 +6,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: lantern <command> [options]\n"
+            "usage: lantern <command> [options]   (lantern --version prints the version)\n"
             "  import MODEL [--print]                 summarize an ONNX model (exit 2 if it has unsupported ops)\n"
             "  run MODEL --input NAME=FILE... [--output-dir DIR]\n"
             "                                         run a model on .npy/.pb inputs\n"
@@ -61,6 +61,10 @@ int main(int argc, char **argv)
         return lt_cmd_eval(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0)
         return lt_cmd_export(argc - 1, argv + 1);
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("lantern %s\n", lt_version());
+        return 0;
+    }
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;

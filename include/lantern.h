@@ -12,6 +12,14 @@
 extern "C" {
 #endif
 
+/* The version of this header; lt_version() gives the library's. */
+#define LT_VERSION_MAJOR 0
+#define LT_VERSION_MINOR 7
+#define LT_VERSION_PATCH 0
+#define LT_VERSION_NUMBER (LT_VERSION_MAJOR * 10000 + LT_VERSION_MINOR * 100 + LT_VERSION_PATCH)
+/* "MAJOR.MINOR.PATCH" of the library linked in. */
+const char *lt_version(void);
+
 typedef enum lt_status {
     LT_OK = 0,
     LT_ERR_INVALID,     /* malformed input: model, tensor file, arguments */
