@@ -176,10 +176,10 @@ RULE(r_max_unpool)
 /* ---- DFT and STFT ---- */
 
 /* The DFT of g along axis (the attribute, or the opset-20 input axis_in)
- * over len points, the other way round from inverse, never onesided: g is
- * zero-padded to len, as a onesided output's missing bins are zero. */
-static lt_ival *adjoint_dft(lt_ad *c, const lt_node *n, lt_ival *g, lt_ival *len, bool inverse, int64_t axis,
-                            lt_ival *axis_in)
+ * over len points, the other way round from inverse, onesided as asked: g
+ * is zero-padded to len, as a onesided output's missing bins are zero. */
+static lt_ival *adjoint_dft(lt_ad *c, const lt_node *n, lt_ival *g, lt_ival *len, bool inverse, bool onesided,
+                            int64_t axis, lt_ival *axis_in)
 {
     bool v20 = n->opset >= 20;
     lt_ival *ins[3] = {g, len, axis_in};
@@ -191,9 +191,59 @@ static lt_ival *adjoint_dft(lt_ad *c, const lt_node *n, lt_ival *g, lt_ival *len
     else
         lt_ad_attr_int(c, k, "axis", axis);
     lt_ad_attr_int(c, k, "inverse", !inverse);
-    lt_ad_attr_int(c, k, "onesided", 0);
+    lt_ad_attr_int(c, k, "onesided", onesided);
     lt_ad_infer(c, k);
     return k->out[0];
+}
+
+/* v zero-padded along the axis axv by before and after elements (int64
+ * vectors of one element) */
+static lt_ival *pad_axis(lt_ad *c, lt_ival *v, lt_ival *before, lt_ival *after, lt_ival *axv)
+{
+    lt_ival *parts[2] = {before, after};
+    lt_node *cat = emit(c, LT_OP_CONCAT, 2, parts, 2, 1);
+    if (!cat)
+        return NULL;
+    lt_ad_attr_int(c, cat, "axis", 0);
+    lt_ad_infer(c, cat);
+    lt_ival *zero = lt_ad_scalar(c, lt_ad_more_fdt(v), 0);
+    lt_ival *pins[4] = {v, cat->out[0], zero, axv};
+    lt_node *p = emit(c, LT_OP_PAD, 4, pins, 4, 1);
+    if (!p)
+        return NULL;
+    lt_ad_infer(c, p);
+    return p->out[0];
+}
+
+/* r (len bins along axv) cut or zero-padded to nin bins */
+static lt_ival *to_length(lt_ad *c, lt_ival *r, lt_ival *len, lt_ival *nin, lt_ival *axv)
+{
+    lt_ival *grow = OP2(MAX, OP2(SUB, nin, len), lt_ad_scalar(c, LT_I64, 0));
+    return slice(c, pad_axis(c, r, INTS(0), grow, axv), INTS(0), nin, axv);
+}
+
+/* The irfft (inverse and onesided): y_j = (1/n) sum_k w_k Re(X_k e^(2 pi i
+ * jk / n)) over the h = n/2 + 1 bins read, w_k = 1 for bin 0 and (n even)
+ * bin n/2, whose mirror images are themselves, and 2 for the others. The
+ * adjoint is dX_k = (w_k / n) sum_j dy_j e^(-2 pi i jk / n): the onesided
+ * forward DFT of dy scaled by 2/n, less 1/n of bin 0 and of bin n/2. */
+static lt_ival *irfft_adjoint(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *g, lt_ival *len, int64_t axis,
+                              lt_ival *axis_in, lt_ival *axv, lt_ival *nin)
+{
+    lt_ival *x = in[0], *two = INTS(2), *one = INTS(1);
+    lt_ival *npts = len ? OP2(RESHAPE, as_i64(c, len), one) : OP2(MUL, OP2(SUB, nin, one), two);
+    lt_ival *h = OP2(ADD, OP2(DIV, npts, two), one), *last = OP2(SUB, h, one);
+    lt_ival *a = adjoint_dft(c, n, g, npts, true, true, axis, axis_in);
+    if (!a)
+        return NULL;
+    lt_ival *scale = lt_ad_more_cast(c, npts, lt_ad_more_fdt(x));
+    lt_ival *even = lt_ad_more_cast(c, OP2(SUB, one, OP2(MOD, npts, two)), lt_ad_more_fdt(x));
+    lt_ival *dc = OP2(DIV, slice(c, a, INTS(0), one, axv), scale);
+    lt_ival *nyq = OP2(MUL, OP2(DIV, slice(c, a, last, h, axv), scale), even);
+    lt_ival *r = OP2(DIV, OP2(MUL, a, K(2)), scale);
+    r = OP2(SUB, r, pad_axis(c, dc, INTS(0), last, axv));
+    r = OP2(SUB, r, pad_axis(c, nyq, last, INTS(0), axv));
+    return to_length(c, r, h, nin, axv);
 }
 
 /* Y_k = sum_j x_j F_kj with F_kj = e^(-2 pi i jk / n) (e^(+...) / n when
@@ -205,30 +255,22 @@ static lt_ival *adjoint_dft(lt_ad *c, const lt_node *n, lt_ival *g, lt_ival *len
 RULE(r_dft)
 {
     lt_ival *x = in[0], *len = arg(n, in, 1), *axis_in = n->opset >= 20 ? arg(n, in, 2) : NULL;
-    bool inverse = lt_attr_int(n, "inverse", 0) != 0;
+    bool inverse = lt_attr_int(n, "inverse", 0) != 0, onesided = lt_attr_int(n, "onesided", 0) != 0;
     int64_t axis = n->opset >= 20 ? -2 : lt_attr_int(n, "axis", 1);
     lt_ival *axv = axis_in ? OP2(RESHAPE, as_i64(c, axis_in), INTS(1)) : lt_ad_ints(c, 1, &axis);
-    lt_ival *sx = OP1(SHAPE, x), *nin = OP2(GATHER, sx, axv);
-    lt_ival *npts = len ? OP2(RESHAPE, as_i64(c, len), INTS(1)) : nin;
-    lt_ival *t = adjoint_dft(c, n, G, npts, inverse, axis, axis_in);
-    lt_ival *scale = lt_ad_more_cast(c, npts, lt_ad_more_fdt(x));
-    lt_ival *r = inverse ? OP2(DIV, t, scale) : OP2(MUL, t, scale);
-    if (len) {
-        /* the transform's length back to x's along the axis */
-        lt_ival *grow = OP2(MAX, OP2(SUB, nin, npts), lt_ad_scalar(c, LT_I64, 0));
-        lt_ival *parts[2] = {INTS(0), grow};
-        lt_node *cat = emit(c, LT_OP_CONCAT, 2, parts, 2, 1);
-        if (!cat)
-            return LT_ERR_NOMEM;
-        lt_ad_attr_int(c, cat, "axis", 0);
-        lt_ad_infer(c, cat);
-        lt_ival *pins[4] = {r, cat->out[0], K(0), axv};
-        lt_node *p = emit(c, LT_OP_PAD, 4, pins, 4, 1);
-        if (!p)
-            return LT_ERR_NOMEM;
-        lt_ad_infer(c, p);
-        r = slice(c, p->out[0], INTS(0), nin, axv);
+    lt_ival *sx = OP1(SHAPE, x), *nin = OP2(GATHER, sx, axv), *r;
+    if (inverse && onesided) {
+        r = irfft_adjoint(c, n, in, G, len, axis, axis_in, axv, nin);
+    } else {
+        lt_ival *npts = len ? OP2(RESHAPE, as_i64(c, len), INTS(1)) : nin;
+        lt_ival *t = adjoint_dft(c, n, G, npts, inverse, false, axis, axis_in);
+        lt_ival *scale = lt_ad_more_cast(c, npts, lt_ad_more_fdt(x));
+        r = inverse ? OP2(DIV, t, scale) : OP2(MUL, t, scale);
+        if (len) /* the transform's length back to x's along the axis */
+            r = to_length(c, r, npts, nin, axv);
     }
+    if (!r)
+        return LT_ERR_NOMEM;
     const lt_type *xt = &x->type;
     bool complex = xt->rank > 0 && xt->dims[xt->rank - 1].sym < 0 && xt->dims[xt->rank - 1].v == 2;
     if (!complex) {

@@ -120,17 +120,20 @@ static lt_status dft(lt_infer_ctx *c, lt_node *n)
         return lt_infer_fail(c, n, "axis %lld is out of range for rank %d", (long long)given, r);
     for (int i = 0; i < r - 1; i++)
         t.dims[i] = x->dims[i];
-    t.dims[r - 1] = known(2);
-    bool onesided = lt_attr_int(n, "onesided", 0) != 0;
+    bool onesided = lt_attr_int(n, "onesided", 0) != 0, inverse = lt_attr_int(n, "inverse", 0) != 0;
+    /* inverse and onesided (irfft): half spectrum in, real signal of
+     * dft_length (default 2 (bins - 1)) out */
+    bool irfft = onesided && inverse, half_out = onesided && !inverse;
+    t.dims[r - 1] = known(irfft ? 1 : 2);
     int64_t len = -1;
     if (n->nin > 1 && n->in[1])
         len = const_int(c, n, 1);
     else if (x->dims[axis].sym < 0)
-        len = x->dims[axis].v;
+        len = !irfft ? x->dims[axis].v : x->dims[axis].v > 1 ? 2 * (x->dims[axis].v - 1) : -1;
     else if (!onesided)
         len = -2; /* same symbol as the input */
     if (len >= 0)
-        t.dims[axis] = known(onesided ? len / 2 + 1 : len);
+        t.dims[axis] = known(half_out ? len / 2 + 1 : len);
     else if (len == -1)
         t.dims[axis] = unknown;
     set_out(n, 0, &t);

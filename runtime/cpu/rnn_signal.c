@@ -207,11 +207,14 @@ static lt_status dft_op(lt_kctx *k)
     }
     int64_t axis_given = axis;
     bool inverse = lt_attr_int(k->node, "inverse", 0) != 0, onesided = lt_attr_int(k->node, "onesided", 0) != 0;
+    /* inverse and onesided: X holds the first n/2 + 1 bins of a Hermitian
+     * spectrum and Y is the real signal of length n (numpy's irfft) */
+    bool irfft = inverse && onesided;
     if (axis < 0)
         axis += r;
     if (axis < 0 || axis > r - 2)
         return lt_k_fail(k, LT_ERR_RUNTIME, "axis %lld is out of range for rank %d", (long long)axis_given, r);
-    int64_t nin = X->dims[axis], n = nin;
+    int64_t nin = X->dims[axis], n = irfft ? 2 * (nin - 1) : nin;
     if (L) {
         lt_status s = scalar_int(k, L, "dft_length", &n);
         if (s != LT_OK)
@@ -219,11 +222,11 @@ static lt_status dft_op(lt_kctx *k)
     }
     if (n < 1)
         return lt_k_fail(k, LT_ERR_RUNTIME, "dft_length %lld must be positive", (long long)n);
-    int64_t nout = onesided ? n / 2 + 1 : n, c = X->dims[r - 1];
+    int64_t nout = onesided && !inverse ? n / 2 + 1 : n, c = X->dims[r - 1], oc = irfft ? 1 : 2;
     int64_t od[LT_MAX_RANK];
     memcpy(od, X->dims, sizeof od[0] * (size_t)r);
     od[axis] = nout;
-    od[r - 1] = 2;
+    od[r - 1] = oc;
     lt_tensor *Y;
     lt_status s = lt_k_out(k, 0, X->dtype, r, od, &Y);
     if (s != LT_OK || Y->numel == 0)
@@ -241,7 +244,8 @@ static lt_status dft_op(lt_kctx *k)
     double *buf = lt_k_scratch(k, sizeof(double) * per * (size_t)nt);
     if (!buf)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    int64_t nsig = outer * inner, take = nin < n ? nin : n;
+    /* bins read from X: an irfft reads the half spectrum only and mirrors it */
+    int64_t nsig = outer * inner, half = irfft ? n / 2 + 1 : n, take = nin < half ? nin : half;
 #pragma omp parallel for num_threads(nt) if (nsig * n > 4096)
     for (int64_t sidx = 0; sidx < nsig; sidx++) {
         double *re = buf + per * (size_t)omp_get_thread_num(), *im = re + n, *work = im + n;
@@ -253,14 +257,23 @@ static lt_status dft_op(lt_kctx *k)
                 re[j] = get(X, e);
                 im[j] = c == 2 ? get(X, e + 1) : 0.0;
             }
-            if (inverse)
-                im[j] = -im[j];
         }
+        for (int64_t j = half; j < n; j++) {
+            /* Z[j] = conj(Z[n - j]); n - j < half */
+            re[j] = re[n - j];
+            im[j] = -im[n - j];
+        }
+        /* the inverse transform as conj(DFT(conj(Z))) / n */
+        for (int64_t j = 0; inverse && j < n; j++)
+            im[j] = -im[j];
         dft(&p, re, im, work);
         for (int64_t kk = 0; kk < nout; kk++) {
-            int64_t e = ((o * nout + kk) * inner + i) * 2;
+            int64_t e = ((o * nout + kk) * inner + i) * oc;
             put(Y, e, inverse ? re[kk] / (double)n : re[kk]);
-            put(Y, e + 1, inverse ? -im[kk] / (double)n : im[kk]);
+            /* an irfft keeps the real part alone: the imaginary parts of
+             * bin 0 and bin n/2 drop out there, as in numpy */
+            if (!irfft)
+                put(Y, e + 1, inverse ? -im[kk] / (double)n : im[kk]);
         }
     }
     return LT_OK;

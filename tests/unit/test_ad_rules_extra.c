@@ -128,6 +128,16 @@ static void dft_axis2_inverse(tu_graph *g)
     tu_attr_int(g, "axis", 2);
     tu_attr_int(g, "inverse", 1);
 }
+static void dft_irfft(tu_graph *g)
+{
+    tu_attr_int(g, "inverse", 1);
+    tu_attr_int(g, "onesided", 1);
+}
+static void dft_irfft_axis2(tu_graph *g)
+{
+    dft_irfft(g);
+    tu_attr_int(g, "axis", 2);
+}
 static void stft_full(tu_graph *g) { tu_attr_int(g, "onesided", 0); }
 static void dq_last(tu_graph *g) { tu_attr_int(g, "axis", -1); }
 static void oh_axis0(tu_graph *g) { tu_attr_int(g, "axis", 0); }
@@ -212,10 +222,17 @@ static const rcase cases[] = {
     {"DFT.cut_axis2", LT_OP_DFT, 17, 2, {F(4, 2, 3, 6, 2), I64S(4)}, dft_axis2},
     {"DFT.cut_axis2_inverse", LT_OP_DFT, 17, 2, {F(4, 2, 3, 6, 1), I64S(5)}, dft_axis2_inverse},
     {"DFT.bluestein", LT_OP_DFT, 17, 1, {F(3, 1, 67, 2)}},
+    /* inverse and onesided (irfft): half spectrum in, real signal out; the
+     * imaginary parts of bins 0 and n/2 have no effect */
+    {"DFT.irfft", LT_OP_DFT, 17, 1, {F(3, 2, 5, 2)}, dft_irfft},
+    {"DFT.irfft_odd_cut", LT_OP_DFT, 17, 2, {F(3, 2, 6, 2), I64S(7)}, dft_irfft},
+    {"DFT.irfft_axis2_padded", LT_OP_DFT, 17, 2, {F(4, 2, 3, 3, 2), I64S(9)}, dft_irfft_axis2},
+    {"DFT.irfft_real_bins", LT_OP_DFT, 17, 1, {F(3, 2, 4, 1)}, dft_irfft},
     /* DFT-20: axis as an input */
     {"DFT-20", LT_OP_DFT, 20, 1, {F(3, 2, 6, 2)}},
     {"DFT-20.axis_length", LT_OP_DFT, 20, 3, {F(4, 2, 3, 5, 1), I64S(8), I64S(2)}, dft_onesided},
     {"DFT-20.axis_only", LT_OP_DFT, 20, 3, {F(4, 2, 6, 3, 2), ABSENT, I64S(-3)}, dft_inverse},
+    {"DFT-20.irfft_axis", LT_OP_DFT, 20, 3, {F(4, 2, 4, 3, 2), I64S(6), I64S(1)}, dft_irfft},
     /* STFT: signal, frame_step, window, frame_length */
     {"STFT", LT_OP_STFT, 17, 4, {F(3, 2, 16, 1), I64S(3), F(1, 5), I64S(5)}},
     {"STFT.complex_window_only", LT_OP_STFT, 17, 3, {F(3, 1, 20, 2), I64S(4), F(1, 6)}, stft_full},

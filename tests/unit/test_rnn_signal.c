@@ -43,6 +43,27 @@ static void ref_dft(const lt_value *x, int64_t outer, int64_t nin, int64_t inner
             }
 }
 
+/* x [outer, n_in, inner, c], the first bins of a Hermitian spectrum along
+ * axis 1 -> the real signal of length n: y_j = (1/n) sum over k < n/2 + 1
+ * of w_k Re(X_k e^(2 pi i jk / n)), w_k = 2 for the bins that stand for
+ * their mirror image n - k too, 1 for bin 0 and (n even) bin n/2 */
+static void ref_irfft(const lt_value *x, int64_t outer, int64_t nin, int64_t inner, int64_t c, int64_t n, double *y)
+{
+    int64_t h = n / 2 + 1;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0;
+                for (int64_t k = 0; k < h && k < nin; k++) {
+                    int64_t e = ((o * nin + k) * inner + i) * c;
+                    double xr = tu_get(x, e), xi = c == 2 ? tu_get(x, e + 1) : 0;
+                    double a = 2 * M_PI * (double)((j * k) % n) / (double)n, w = k == 0 || 2 * k == n ? 1 : 2;
+                    s += w * (xr * cos(a) - xi * sin(a));
+                }
+                y[(o * n + j) * inner + i] = s / (double)n;
+            }
+}
+
 static void check_dft(int64_t outer, int64_t nin, int64_t inner, int64_t c, int64_t len, bool inv, bool onesided,
                       lt_dtype dt, uint64_t seed)
 {
@@ -57,13 +78,20 @@ static void check_dft(int64_t outer, int64_t nin, int64_t inner, int64_t c, int6
     lt_value *in[2] = {use_neg ? tu_rand(dt, 3, (int64_t[]){outer, nin, c}, -1, 1, seed)
                                : tu_rand(dt, 4, (int64_t[]){outer, nin, inner, c}, -1, 1, seed),
                        len > 0 ? tu_from(LT_I64, 0, NULL, (double[]){(double)len}) : NULL};
-    int64_t n = len > 0 ? len : nin, nout = onesided ? n / 2 + 1 : n;
+    /* inverse and onesided: an irfft to a real signal of length n */
+    bool irfft = inv && onesided;
+    int64_t n = len > 0 ? len : irfft ? 2 * (nin - 1) : nin, nout = onesided && !inv ? n / 2 + 1 : n;
+    int64_t oc = irfft ? 1 : 2;
     lt_value *y = run(&g, 2, in);
-    double *want = malloc(sizeof *want * (size_t)(outer * nout * inner * 2));
-    ref_dft(in[0], outer, nin, inner, c, n, inv, nout, want);
+    double *want = malloc(sizeof *want * (size_t)(outer * nout * inner * oc));
+    if (irfft)
+        ref_irfft(in[0], outer, nin, inner, c, n, want);
+    else
+        ref_dft(in[0], outer, nin, inner, c, n, inv, nout, want);
     double tol = dt == LT_F64 ? 1e-9 : 1e-4 * sqrt((double)n);
     assert_int_equal(y->t.dims[1], nout);
-    tu_assert_close(y, want, outer * nout * inner * 2, tol, tol, seed);
+    assert_int_equal(y->t.dims[y->t.rank - 1], oc);
+    tu_assert_close(y, want, outer * nout * inner * oc, tol, tol, seed);
     free(want);
     lt_value_free(y);
     lt_value_free(in[0]);
@@ -81,8 +109,53 @@ static void dft_lengths(void **state)
     check_dft(3, 7, 2, 2, 0, true, false, LT_F64, 5);    /* inverse */
     check_dft(1, 12, 1, 1, 20, false, false, LT_F32, 6); /* zero padded */
     check_dft(2, 12, 2, 2, 5, false, false, LT_F32, 7);  /* truncated */
-    check_dft(1, 300, 1, 1, 0, true, true, LT_F64, 9);   /* Bluestein inverse, onesided */
+    check_dft(1, 151, 1, 2, 0, true, true, LT_F64, 9);   /* irfft, Bluestein (300) */
+    check_dft(2, 5, 3, 2, 0, true, true, LT_F32, 12);    /* irfft, length 8 */
+    check_dft(2, 4, 1, 2, 7, true, true, LT_F32, 13);    /* irfft, odd length, bins cut */
+    check_dft(1, 3, 2, 2, 10, true, true, LT_F64, 14);   /* irfft, bins zero-padded */
+    check_dft(1, 6, 1, 1, 0, true, true, LT_F32, 15);    /* irfft of real bins */
     check_dft(1, 1, 1, 1, 0, false, false, LT_F32, 11);
+}
+
+/* inverse and onesided by hand: the half spectrum of [1, 2, 3, 4] is
+ * [10, -2 + 2i, -2]; imaginary parts on bins 0 and n/2 cannot belong to a
+ * real signal and drop out. Three bins of an impulse with dft_length 5 give
+ * the impulse back. Opset 20 takes the axis as an input. */
+static void dft_irfft_hand(void **state)
+{
+    (void)state;
+    for (int opset = 17; opset <= 20; opset += 3) {
+        tu_graph g = tu_single(LT_OP_DFT, opset, opset >= 20 ? 3 : 2, 1);
+        tu_attr_int(&g, "inverse", 1);
+        tu_attr_int(&g, "onesided", 1);
+        if (opset < 20)
+            tu_attr_int(&g, "axis", 1);
+        double xv[6] = {10, 5, -2, 2, -2, 7}, want[4] = {1, 2, 3, 4};
+        lt_value *in[3] = {tu_from(LT_F32, 3, (int64_t[]){1, 3, 2}, xv), NULL,
+                           opset >= 20 ? tu_from(LT_I64, 0, NULL, (double[]){1}) : NULL};
+        lt_value *y = run(&g, opset >= 20 ? 3 : 2, in);
+        assert_int_equal(y->t.rank, 3);
+        assert_int_equal(y->t.dims[1], 4);
+        assert_int_equal(y->t.dims[2], 1);
+        tu_assert_close(y, want, 4, 1e-6, 1e-6, 0);
+        lt_value_free(y);
+        tu_free(&g);
+        lt_value_free(in[0]);
+        lt_value_free(in[2]);
+    }
+    tu_graph g = tu_single(LT_OP_DFT, 17, 2, 1);
+    tu_attr_int(&g, "inverse", 1);
+    tu_attr_int(&g, "onesided", 1);
+    double xv[6] = {1, 0, 1, 0, 1, 0}, want[5] = {1, 0, 0, 0, 0};
+    lt_value *in[2] = {tu_from(LT_F32, 3, (int64_t[]){1, 3, 2}, xv), tu_from(LT_I64, 0, NULL, (double[]){5})};
+    lt_value *y = run(&g, 2, in);
+    assert_int_equal(y->t.dims[1], 5);
+    assert_int_equal(y->t.dims[2], 1);
+    tu_assert_close(y, want, 5, 1e-6, 1e-6, 0);
+    lt_value_free(y);
+    tu_free(&g);
+    lt_value_free(in[0]);
+    lt_value_free(in[1]);
 }
 
 static void stft_windowed(void **state)
@@ -158,6 +231,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(dft_lengths),
+        cmocka_unit_test(dft_irfft_hand),
         cmocka_unit_test(stft_windowed),
         cmocka_unit_test(mel_matrix),
     };
