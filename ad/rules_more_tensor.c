@@ -150,13 +150,16 @@ RULE(r_scatter_nd)
     return s;
 }
 
-/* DepthToSpace or SpaceToDepth (mode DCR) of g with blocksize b */
-static lt_ival *block_op(lt_ad *c, lt_op op, lt_ival *g, int64_t b)
+/* DepthToSpace or SpaceToDepth of g with blocksize b, in mode CRD when crd
+ * (else DCR, the default) */
+static lt_ival *block_op(lt_ad *c, lt_op op, lt_ival *g, int64_t b, bool crd)
 {
     lt_node *k = lt_ad_more_node(c, op, 1, &g);
     if (!k)
         return NULL;
     lt_ad_attr_int(c, k, "blocksize", b);
+    if (crd)
+        lt_ad_more_attr_str(c, k, "mode", "CRD");
     lt_ad_infer(c, k);
     return k->out[0];
 }
@@ -165,7 +168,7 @@ RULE(r_depth_to_space)
 {
     int64_t b = lt_attr_int(n, "blocksize", 0);
     if (strcmp(lt_attr_str(n, "mode", "DCR"), "CRD"))
-        return ACC(0, block_op(c, LT_OP_SPACE_TO_DEPTH, G, b)); /* DCR: SpaceToDepth is its inverse */
+        return ACC(0, block_op(c, LT_OP_SPACE_TO_DEPTH, G, b, false)); /* DCR: SpaceToDepth is its inverse */
     /* CRD: x[n, c b b + i b + j, h, w] = dy[n, c, h b + i, w b + j], so dy as
      * [N, C, H, b, W, b] -> [N, C, b, b, H, W] -> x's shape */
     lt_ival *sx = OP1(SHAPE, in[0]);
@@ -186,9 +189,12 @@ RULE(r_depth_to_space)
     return ACC(0, OP2(RESHAPE, t->out[0], sx));
 }
 
+/* y[n, (i b + j) C + c, h, w] (DCR) or y[n, c b b + i b + j, h, w] (CRD) is
+ * x[n, c, h b + i, w b + j]: DepthToSpace in the same mode undoes it */
 RULE(r_space_to_depth)
 {
-    return ACC(0, block_op(c, LT_OP_DEPTH_TO_SPACE, G, lt_attr_int(n, "blocksize", 0))); /* mode DCR */
+    bool crd = !strcmp(lt_attr_str(n, "mode", "DCR"), "CRD");
+    return ACC(0, block_op(c, LT_OP_DEPTH_TO_SPACE, G, lt_attr_int(n, "blocksize", 0), crd));
 }
 
 /* Upsample is Resize-10 (legacy asymmetric coordinates): ResizeGrad with

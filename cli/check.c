@@ -289,6 +289,10 @@ int lt_cmd_check(int argc, char **argv)
         int rc = isolate ? run_case_isolated(cases.v[i], rtol, atol, why, sizeof why)
                          : run_case(cases.v[i], rtol, atol, why, sizeof why);
         one_line(why);
+        /* case folders and string outputs come from the files: shown escaped */
+        char why_s[2048], base_s[512];
+        lt_str_printable(why, why_s, sizeof why_s);
+        lt_str_printable(base, base_s, sizeof base_s);
         int exp = -1;
         for (int k = 0; k < expected.n; k++)
             if (strcmp(expected.v[k], base) == 0)
@@ -297,22 +301,22 @@ int lt_cmd_check(int argc, char **argv)
             seen[exp] = 1;
         if (rc == 2) {
             nskip++;
-            printf("SKIP %s: %s\n", base, why);
+            printf("SKIP %s: %s\n", base_s, why_s);
         } else if (rc == 0) {
             npass++;
             if (exp >= 0 && expect_path) {
                 unexpected++;
-                printf("PASS %s (UNEXPECTED: listed as an expected failure)\n", base);
+                printf("PASS %s (UNEXPECTED: listed as an expected failure)\n", base_s);
             } else {
-                printf("PASS %s\n", base);
+                printf("PASS %s\n", base_s);
             }
         } else {
             nfail++;
             if (exp < 0 && expect_path) {
                 unexpected++;
-                printf("FAIL %s: %s (UNEXPECTED)\n", base, why);
+                printf("FAIL %s: %s (UNEXPECTED)\n", base_s, why_s);
             } else {
-                printf("FAIL %s: %s\n", base, why);
+                printf("FAIL %s: %s\n", base_s, why_s);
             }
         }
         fflush(stdout);

@@ -17,4 +17,16 @@ int lt_cmd_export(int argc, char **argv);
 /* characters outside [A-Za-z0-9._-] become _ */
 void lt_cli_sanitize(const char *name, char *out, size_t len);
 
+/* Checks before any work (cli/outputs.c); each prints one line on failure
+ * and returns 0. A file lantern writes (opt names the option): not a folder,
+ * symbolic link or device, in a writable folder; stream_ok lets a character
+ * device or FIFO through (a log written in place, never replaced). */
+int lt_cli_out_file(const char *path, const char *opt, int stream_ok);
+/* A writable folder, created first when create is set. */
+int lt_cli_out_dir(const char *dir, const char *opt, int create);
+/* No two of names map to the same DIR/<sanitized>.npy (`what`: "parameters"). */
+int lt_cli_npy_names_distinct(const char *const *names, int n, const char *what, const char *dir);
+/* name is not among names[0..n) already (a repeated --input NAME=...). */
+int lt_cli_input_once(const char *const *names, int n, const char *name, const char *cmd, const char *opt);
+
 #endif

@@ -2,7 +2,10 @@
  * values: those a training checkpoint holds (CHECKPOINT --model MODEL), or
  * those of .npy files named after the parameters (MODEL --weights DIR). */
 #include "cli.h"
+#include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -38,6 +41,22 @@ static lt_status from_npy(lt_model *m, const char *weights, int *replaced, lt_er
     return s;
 }
 
+/* Two parameters that read the same DIR/<name>.npy would take one's values. */
+static int params_distinct(lt_model *m, const char *weights)
+{
+    int n = lt_model_num_params(m);
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    if (!names) {
+        fprintf(stderr, "lantern: out of memory\n");
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        names[i] = lt_model_param_name(m, i);
+    int ok = lt_cli_npy_names_distinct(names, n, "parameters", weights);
+    free(names);
+    return ok;
+}
+
 int lt_cmd_export(int argc, char **argv)
 {
     const char *src = NULL, *out = NULL, *weights = NULL, *model = NULL;
@@ -69,10 +88,26 @@ int lt_cmd_export(int argc, char **argv)
                         "--model MODEL\n", src);
         return 2;
     }
+    if (!lt_cli_out_file(out, "-o", 0))
+        return 2;
+    struct stat ws;
+    const char *bad = !weights                        ? NULL
+                      : stat(weights, &ws) != 0       ? (errno == ENOENT ? "no such folder" : strerror(errno))
+                      : !S_ISDIR(ws.st_mode)          ? "not a folder"
+                                                      : NULL;
+    if (bad) {
+        char shown[512];
+        fprintf(stderr, "lantern export: --weights %s: %s\n", lt_str_printable(weights, shown, sizeof shown), bad);
+        return 2;
+    }
     lt_err err;
     lt_model *m = NULL;
     int replaced = 0;
     lt_status s = lt_model_load(model ? model : src, &m, &err);
+    if (s == LT_OK && weights && !params_distinct(m, weights)) {
+        lt_model_free(m);
+        return 2;
+    }
     if (s == LT_OK && model)
         s = lt_model_load_checkpoint(m, src, &err);
     else if (s == LT_OK && weights)

@@ -13,6 +13,7 @@ int lt_cmd_grad(int argc, char **argv)
     lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
     const char **names = calloc(argc + 2, sizeof *names), **seed_names = calloc(argc + 1, sizeof *seed_names);
     lt_value **vals = calloc(argc + 2, sizeof *vals), **outs = NULL;
+    char **pnames = NULL; /* the parameter each gradient output belongs to */
     char **owned_names = calloc(argc + 1, sizeof *owned_names);
     lt_err err;
     lt_model *m = NULL;
@@ -32,6 +33,11 @@ int lt_cmd_grad(int argc, char **argv)
                 goto done;
             }
             *eq = 0;
+            if (!strcmp(a, "--seed") ? !lt_cli_input_once(seed_names, nseeds, spec, "grad", "--seed")
+                                     : !lt_cli_input_once(names, nin, spec, "grad", "--input")) {
+                rc = 2;
+                goto done;
+            }
             if (!strcmp(a, "--seed")) {
                 seed_names[nseeds++] = spec;
                 size_t l = strlen(spec) + 6;
@@ -92,6 +98,11 @@ int lt_cmd_grad(int argc, char **argv)
     }
     if (want_labels || want_targets) {
         names[nin] = want_labels ? "labels" : "targets";
+        /* --labels and --targets feed the input of that name */
+        if (!lt_cli_input_once(names, nin, names[nin], "grad", "input")) {
+            rc = 2;
+            goto done;
+        }
         if ((s = lt_value_load(want_labels ? labels : targets, &vals[nin], &err)) != LT_OK)
             goto fail;
         nin++;
@@ -107,9 +118,11 @@ int lt_cmd_grad(int argc, char **argv)
         if ((s = lt_grad_check(path, &o, nin, names, vals, 64, &rows, &nrows, &err)) != LT_OK)
             goto fail;
         printf("%-40s %8s %14s %14s %12s\n", "parameter", "checked", "rel.err f64", "rel.err f32", "max |grad|");
-        for (int r = 0; r < nrows; r++)
-            printf("%-40s %8d %14.3e %14.3e %12.4g\n", rows[r].name, rows[r].checked, rows[r].err64, rows[r].err32,
-                   rows[r].max_grad);
+        for (int r = 0; r < nrows; r++) {
+            char shown[256];
+            printf("%-40s %8d %14.3e %14.3e %12.4g\n", lt_str_printable(rows[r].name, shown, sizeof shown),
+                   rows[r].checked, rows[r].err64, rows[r].err32, rows[r].max_grad);
+        }
         free(rows);
     }
     if ((s = lt_model_load(path, &m, &err)) != LT_OK || (f64 && (s = lt_model_to_f64(m, &err)) != LT_OK) ||
@@ -129,22 +142,38 @@ int lt_cmd_grad(int argc, char **argv)
         lt_model_print(m, stdout);
     int nout = lt_model_num_outputs(m);
     outs = calloc(nout + 1, sizeof *outs);
+    pnames = calloc(nout + 1, sizeof *pnames);
+    if (!outs || !pnames) {
+        fprintf(stderr, "lantern: out of memory\n");
+        rc = 1;
+        goto done;
+    }
+    /* output i > 0 is the gradient of parameter (or input) pnames[i - 1] */
+    for (int i = 1; i < nout; i++) {
+        size_t l = strlen(lt_model_output_name(m, i));
+        if (!(pnames[i - 1] = malloc(l + 1))) {
+            fprintf(stderr, "lantern: out of memory\n");
+            rc = 1;
+            goto done;
+        }
+        memcpy(pnames[i - 1], lt_model_output_name(m, i), l + 1);
+        if (l > 5 && !strcmp(pnames[i - 1] + l - 5, "_grad"))
+            pnames[i - 1][l - 5] = 0;
+    }
+    if (outdir && (!lt_cli_npy_names_distinct((const char *const *)pnames, nout - 1, "parameters", outdir) ||
+                   !lt_cli_out_dir(outdir, "--output-dir", 1))) {
+        rc = 2;
+        goto done;
+    }
     if ((s = lt_session_new(m, &sess, &err)) != LT_OK || (s = lt_session_run(sess, nin, names, vals, outs, &err)) != LT_OK)
         goto fail;
     const lt_tensor *L = lt_value_tensor(outs[0]);
     printf("loss: %.9g\n", L && L->numel == 1 ? (L->dtype == LT_F64 ? *(double *)L->data : *(float *)L->data) : 0.0);
-    if (outdir && mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "lantern: %s: cannot create folder: %s\n", outdir, strerror(errno));
-        rc = 2;
-        goto done;
-    }
     for (int i = 1; i < nout; i++) {
-        char pname[1024], fn[1024], file[2048];
-        snprintf(pname, sizeof pname, "%s", lt_model_output_name(m, i));
-        size_t l = strlen(pname);
-        if (l > 5 && !strcmp(pname + l - 5, "_grad"))
-            pname[l - 5] = 0;
-        printf("%s: ", pname);
+        const char *pname = pnames[i - 1];
+        char fn[1024], file[2048];
+        lt_fputs_printable(pname, stdout);
+        printf(": ");
         lt_value_describe(outs[i], 4, stdout);
         printf("\n");
         if (outdir) {
@@ -163,6 +192,9 @@ done:
         for (int i = 0; i < lt_model_num_outputs(m); i++)
             lt_value_free(outs[i]);
     free(outs);
+    for (int i = 0; pnames && m && i < lt_model_num_outputs(m); i++)
+        free(pnames[i]);
+    free(pnames);
     for (int i = 0; i < nin; i++)
         lt_value_free(vals[i]);
     for (int i = 0; i < argc; i++)

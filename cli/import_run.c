@@ -80,6 +80,10 @@ int lt_cmd_run(int argc, char **argv)
                 goto done;
             }
             *eq = 0;
+            if (!lt_cli_input_once(names, nin, spec, "run", "--input")) {
+                rc = 2;
+                goto done;
+            }
             names[nin] = spec;
             lt_status s = lt_value_load(eq + 1, &vals[nin], &err);
             if (s != LT_OK) {
@@ -108,9 +112,25 @@ int lt_cmd_run(int argc, char **argv)
         goto done;
     }
     lt_status s = lt_model_load(path, &m, &err);
+    int nout = m ? lt_model_num_outputs(m) : 0;
+    if (s == LT_OK && outdir) {
+        const char **onames = calloc(nout + 1, sizeof *onames);
+        for (int i = 0; onames && i < nout; i++)
+            onames[i] = lt_model_output_name(m, i);
+        if (!onames) {
+            fprintf(stderr, "lantern: out of memory\n");
+            rc = 1;
+            goto done;
+        }
+        int ok = lt_cli_npy_names_distinct(onames, nout, "outputs", outdir) && lt_cli_out_dir(outdir, "--output-dir", 1);
+        free(onames);
+        if (!ok) {
+            rc = 2;
+            goto done;
+        }
+    }
     if (s == LT_OK)
         s = lt_session_new(m, &sess, &err);
-    int nout = m ? lt_model_num_outputs(m) : 0;
     outs = calloc(nout + 1, sizeof *outs);
     if (s == LT_OK)
         s = lt_session_run(sess, nin, names, vals, outs, &err);
@@ -119,13 +139,9 @@ int lt_cmd_run(int argc, char **argv)
         rc = lt_exit_code(s);
         goto done;
     }
-    if (outdir && mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "lantern: %s: cannot create folder: %s\n", outdir, strerror(errno));
-        rc = 2;
-        goto done;
-    }
     for (int i = 0; i < nout; i++) {
-        printf("%s: ", lt_model_output_name(m, i));
+        lt_fputs_printable(lt_model_output_name(m, i), stdout);
+        printf(": ");
         lt_value_describe(outs[i], 8, stdout);
         printf("\n");
         if (outdir) {

@@ -55,11 +55,13 @@ int lt_cmd_predict(int argc, char **argv)
     if (count > lt_dataset_size(d))
         count = (long)lt_dataset_size(d);
     const char *name = lt_model_input_name(m, 0);
+    char shown[256]; /* from the model: escaped in messages */
+    lt_str_printable(name, shown, sizeof shown);
     int rank;
     int64_t shape[LT_MAX_RANK];
     lt_model_input_shape(m, 0, &rank, shape);
     if (rank < 2) {
-        fprintf(stderr, "lantern: %s: input '%s' must be [N, ...] with a known rank\n", path, name);
+        fprintf(stderr, "lantern: %s: input '%s' must be [N, ...] with a known rank\n", path, shown);
         rc = 2;
         goto done;
     }
@@ -75,7 +77,7 @@ int lt_cmd_predict(int argc, char **argv)
     else if (unknown && rank == 2)
         shape[1] = lt_dataset_sample_numel(d);
     else if (unknown) {
-        fprintf(stderr, "lantern: %s: cannot tell how input '%s' takes the samples\n", path, name);
+        fprintf(stderr, "lantern: %s: cannot tell how input '%s' takes the samples\n", path, shown);
         rc = 2;
         goto done;
     }

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "runtime/plot.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
@@ -38,9 +39,36 @@ typedef struct progress {
     int tty;
     double last; /* when the progress line was last written */
     FILE *log;
+    int log_errno; /* the first failed write of the log; training stops there */
     lt_plot *plot;
     lt_eval_result test; /* the last epoch's */
 } progress;
+
+/* A write or flush of the log that failed (a full disk) stops training: it
+ * is reported, never left as a short CSV behind exit 0. */
+static void log_check(progress *pr, int flush)
+{
+    if (pr->log_errno)
+        return;
+    if (ferror(pr->log) || (flush && fflush(pr->log) != 0)) {
+        pr->log_errno = errno ? errno : EIO;
+        interrupted = 1;
+    }
+}
+
+/* Closes the log; returns the errno of its first failure, 0 when all of it
+ * was written. */
+static int log_close(progress *pr)
+{
+    if (!pr->log)
+        return pr->log_errno;
+    errno = 0;
+    log_check(pr, 1);
+    if (fclose(pr->log) != 0 && !pr->log_errno)
+        pr->log_errno = errno ? errno : EIO;
+    pr->log = NULL;
+    return pr->log_errno;
+}
 
 static double mono_s(void)
 {
@@ -65,9 +93,12 @@ static void on_step(const lt_train_progress *p, void *user)
     progress *pr = user;
     if (pr->plot)
         lt_plot_step(pr->plot, p->global_step, p->batch_loss);
-    if (pr->log)
+    if (pr->log) {
+        errno = 0;
         fprintf(pr->log, "%d,%lld,%lld,%.9g,%.9g,,,\n", p->epoch, (long long)p->step, (long long)p->global_step,
                 p->lr, p->batch_loss);
+        log_check(pr, 0);
+    }
     double now = mono_s();
     int last = p->step == p->steps;
     if (!(now - pr->last >= (pr->tty ? 0.1 : 5.0) || (pr->tty && last)))
@@ -115,12 +146,13 @@ static void on_epoch(const lt_epoch_result *r, void *user)
         lt_plot_epoch(pr->plot, r->global_step, r->epoch, r->train_loss, r->test.count > 0 ? r->test.loss : NAN,
                       r->test.has_accuracy ? r->test.accuracy : NAN);
     if (pr->log) {
+        errno = 0;
         fprintf(pr->log, "%d,,,%.9g,%.9g,", r->epoch, r->lr, r->train_loss);
         csv_num(pr->log, r->test.count > 0 ? r->test.loss : NAN);
         fputc(',', pr->log);
         csv_num(pr->log, r->test.has_accuracy ? r->test.accuracy : NAN);
         fprintf(pr->log, ",%.3f\n", r->seconds);
-        fflush(pr->log);
+        log_check(pr, 1);
     }
 }
 
@@ -215,19 +247,6 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     return 1;
 }
 
-/* The output's folder must take a new file before hours of training. */
-static int output_writable(const char *out)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", out);
-    const char *d = dirname(dir);
-    if (access(d, W_OK) != 0) {
-        fprintf(stderr, "lantern: %s: cannot write to folder %s: %s\n", out, d, strerror(errno));
-        return 0;
-    }
-    return 1;
-}
-
 int lt_cmd_train(int argc, char **argv)
 {
     static const char *const optims[] = {"sgd", "momentum", "nesterov", "adagrad", "adam", "adamw"};
@@ -238,7 +257,7 @@ int lt_cmd_train(int argc, char **argv)
     lt_train_opts o;
     lt_train_defaults(&o);
     lt_eval_opts eo = {NULL, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}};
-    progress pr = {isatty(STDOUT_FILENO), 0, NULL, NULL, {NAN, NAN, 0, 0}};
+    progress pr = {isatty(STDOUT_FILENO), 0, NULL, 0, NULL, {NAN, NAN, 0, 0}};
     int kind = LT_OPTIM_SGD, sched = LT_SCHEDULE_CONSTANT, init = 0, nfreeze = 0;
     double lr = -1, mom = -1, wd = -1, b1 = -1, b2 = -1, eps = -1;
     int64_t iv = 0;
@@ -248,6 +267,7 @@ int lt_cmd_train(int argc, char **argv)
         return 1;
     }
     int rc = 2;
+    char log_shown[512] = "";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
@@ -276,7 +296,7 @@ int lt_cmd_train(int argc, char **argv)
         if (!strcmp(a, "-o"))
             out = val;
         else if (!strcmp(a, "--log"))
-            log_path = val;
+            lt_str_printable(log_path = val, log_shown, sizeof log_shown);
         else if (!strcmp(a, "--plot"))
             plot_path = val;
         else if (!strcmp(a, "--checkpoint-dir"))
@@ -339,16 +359,16 @@ int lt_cmd_train(int argc, char **argv)
                 !path ? "no MODEL given" : !o.data ? "--data is required" : "-o OUT.onnx is required", TRAIN_USAGE);
         goto done;
     }
-    if (!output_writable(out) || (plot_path && !output_writable(plot_path)))
+    /* every file written must be writable before hours of training */
+    if (!lt_cli_out_file(out, "-o", 0) || (plot_path && !lt_cli_out_file(plot_path, "--plot", 0)) ||
+        (log_path && !lt_cli_out_file(log_path, "--log", 1)))
         goto done;
     if ((resume || o.checkpoint_every) && !o.checkpoint_dir) {
         fprintf(stderr, "lantern train: --resume and --checkpoint-every need --checkpoint-dir DIR\n");
         goto done;
     }
-    if (o.checkpoint_dir && access(o.checkpoint_dir, W_OK) != 0) {
-        fprintf(stderr, "lantern: %s: cannot write checkpoints there: %s\n", o.checkpoint_dir, strerror(errno));
+    if (o.checkpoint_dir && !lt_cli_out_dir(o.checkpoint_dir, "--checkpoint-dir", 0))
         goto done;
-    }
     o.resume = resume;
     lt_optim_defaults((lt_optim_kind)kind, &o.optim);
     if (mom >= 0)
@@ -370,15 +390,22 @@ int lt_cmd_train(int argc, char **argv)
         fprintf(stderr, "lantern: out of memory\n");
         goto done;
     }
+    interrupted = 0;
     if (log_path) {
-        /* a resumed run continues the log of the run it resumes */
-        pr.log = fopen(log_path, resume ? "a" : "w");
+        /* a resumed run continues the log of the run it resumes; a link
+         * planted at the name since the check is not followed */
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resume ? O_APPEND : O_TRUNC), 0666);
+        pr.log = fd >= 0 ? fdopen(fd, resume ? "a" : "w") : NULL;
         if (!pr.log) {
-            fprintf(stderr, "lantern: %s: cannot write: %s\n", log_path, strerror(errno));
+            fprintf(stderr, "lantern: --log %s: cannot write: %s\n", log_shown, strerror(errno));
+            if (fd >= 0)
+                close(fd);
             goto done;
         }
-        if (ftell(pr.log) == 0)
+        errno = 0;
+        if (ftell(pr.log) <= 0) /* new, emptied, or a stream */
             fprintf(pr.log, "epoch,step,global_step,lr,train_loss,test_loss,test_accuracy,seconds\n");
+        log_check(&pr, 0);
     }
     o.on_step = on_step;
     o.on_epoch = on_epoch;
@@ -398,17 +425,25 @@ int lt_cmd_train(int argc, char **argv)
         sa.sa_handler = on_sigint;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESETHAND;
-        interrupted = 0;
         sigaction(SIGINT, &sa, &old_sa);
-        o.stop = &interrupted;
-        o.stopped = &stopped;
     }
+    /* set by Ctrl-C (with checkpoints) or by a failed write of the log */
+    o.stop = &interrupted;
+    o.stopped = &stopped;
     lt_status s = lt_train(path, &o, &m, &err);
     if (o.checkpoint_dir)
         sigaction(SIGINT, &old_sa, NULL);
+    int log_err = log_close(&pr);
+    if (s == LT_OK && log_err) {
+        if (pr.tty)
+            printf("\r\033[K");
+        fflush(stdout);
+        fprintf(stderr, "lantern: --log %s: cannot write: %s\n", log_shown, strerror(log_err));
+        lt_model_free(m);
+        rc = 2;
+        goto done;
+    }
     if (s == LT_OK && stopped) {
-        if (pr.log)
-            fclose(pr.log);
         if (pr.tty)
             printf("\r\033[K");
         fflush(stdout);
@@ -424,12 +459,6 @@ int lt_cmd_train(int argc, char **argv)
         char title[512];
         snprintf(title, sizeof title, "lantern train %s on %s", path, o.data);
         s = lt_plot_write(pr.plot, plot_path, title, &err);
-    }
-    if (pr.log && fclose(pr.log) != 0 && s == LT_OK) {
-        fprintf(stderr, "lantern: %s: cannot write: %s\n", log_path, strerror(errno));
-        rc = 2;
-        lt_model_free(m);
-        goto done;
     }
     if (s != LT_OK) {
         if (pr.tty)
@@ -450,6 +479,7 @@ int lt_cmd_train(int argc, char **argv)
         printf("test loss: %.6f\n", pr.test.loss);
     rc = 0;
 done:
+    log_close(&pr);
     lt_plot_free(pr.plot);
     free(freeze);
     return rc;

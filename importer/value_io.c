@@ -3,6 +3,7 @@
  * SequenceProto and OptionalProto live in onnx-data.proto, which Debian does
  * not ship, so their few fields are decoded here from the wire format. */
 #include "importer.h"
+#include "../runtime/atomic_file.h"
 #include "../runtime/runtime.h"
 #include <stdlib.h>
 #include <string.h>
@@ -118,11 +119,13 @@ lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err)
     int len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, shape);
     int total = 10 + len + 1;
     int pad = (64 - total % 64) % 64;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return lt_errf(err, LT_ERR_IO, "%s: cannot write", path);
+    /* a fresh temp file renamed over path: a planted link at either name is
+     * never written through */
+    lt_atomic_file a;
+    lt_status s = lt_atomic_open(&a, path, err);
+    if (s != LT_OK)
+        return s;
+    FILE *f = a.f;
     uint16_t hl = (uint16_t)(len + pad + 1);
     fwrite("\x93NUMPY\x01\x00", 1, 8, f);
     fputc(hl & 0xff, f);
@@ -132,14 +135,11 @@ lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err)
         fputc(' ', f);
     fputc('\n', f);
     size_t bytes = lt_tensor_nbytes(t);
-    bool ok = (bytes == 0 || fwrite(t->data, 1, bytes, f) == bytes);
-    ok = (fflush(f) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
+    if (bytes && fwrite(t->data, 1, bytes, f) != bytes) {
+        lt_atomic_abort(&a);
         return lt_errf(err, LT_ERR_IO, "%s: write failed", path);
     }
-    return LT_OK;
+    return lt_atomic_commit(&a, "the array", err);
 }
 
 /* ---- .pb ---- */

@@ -39,6 +39,13 @@ typedef struct lt_err {
     char msg[LT_ERR_MSG_MAX];
 } lt_err;
 
+/* Strings from files (names, producer, op types, string tensor values) for a
+ * terminal: control and non-printable bytes, C1 controls and bidi overrides
+ * become \xNN; UTF-8 text stays as it is. lt_str_printable truncates to fit
+ * len and returns buf. */
+void lt_fputs_printable(const char *s, FILE *f);
+const char *lt_str_printable(const char *s, char *buf, size_t len);
+
 /* Element types use ONNX TensorProto.DataType numbering. */
 typedef enum lt_dtype {
     LT_UNDEFINED = 0,

@@ -374,7 +374,7 @@ void lt_type_print(const lt_module *m, const lt_type *t, FILE *f)
                 if (i)
                     fputc(',', f);
                 if (t->dims[i].sym >= 0 && m && t->dims[i].sym < m->nsyms)
-                    fprintf(f, "%s", m->syms[t->dims[i].sym]);
+                    lt_fputs_printable(m->syms[t->dims[i].sym], f);
                 else if (t->dims[i].v >= 0)
                     fprintf(f, "%lld", (long long)t->dims[i].v);
                 else

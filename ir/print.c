@@ -7,17 +7,28 @@ static void val(const lt_ival *v, FILE *f)
 {
     if (!v)
         fprintf(f, "_");
-    else
-        fprintf(f, "%%%s", *v->name ? v->name : "?");
+    else {
+        fputc('%', f);
+        lt_fputs_printable(*v->name ? v->name : "?", f);
+    }
+}
+
+/* a string from the model between quotes */
+static void quoted(const char *s, FILE *f)
+{
+    fputc('"', f);
+    lt_fputs_printable(s, f);
+    fputc('"', f);
 }
 
 static void attr(const lt_module *m, const lt_attr *a, FILE *f)
 {
-    fprintf(f, "%s=", a->name);
+    lt_fputs_printable(a->name, f);
+    fputc('=', f);
     switch (a->kind) {
     case LT_ATTR_FLOAT: fprintf(f, "%g", a->f); break;
     case LT_ATTR_INT: fprintf(f, "%lld", (long long)a->i); break;
-    case LT_ATTR_STRING: fprintf(f, "\"%s\"", a->s); break;
+    case LT_ATTR_STRING: quoted(a->s, f); break;
     case LT_ATTR_INTS:
         fputc('[', f);
         for (int i = 0; i < a->n; i++)
@@ -32,8 +43,11 @@ static void attr(const lt_module *m, const lt_attr *a, FILE *f)
         break;
     case LT_ATTR_STRINGS:
         fputc('[', f);
-        for (int i = 0; i < a->n; i++)
-            fprintf(f, i ? ",\"%s\"" : "\"%s\"", a->strings[i]);
+        for (int i = 0; i < a->n; i++) {
+            if (i)
+                fputc(',', f);
+            quoted(a->strings[i], f);
+        }
         fputc(']', f);
         break;
     case LT_ATTR_TENSOR: {
@@ -63,9 +77,11 @@ static void block(const lt_module *m, const lt_block *b, int ind, FILE *f)
             fprintf(f, ": ");
             lt_type_print(m, &n->out[j]->type, f);
         }
-        if (n->op == LT_OP_CALL && lt_attr_int(n, "callee", -1) >= 0 && lt_attr_int(n, "callee", -1) < m->nfuncs)
-            fprintf(f, "%sCall @%s(", nouts ? " = " : "", m->funcs[lt_attr_int(n, "callee", 0)]->name);
-        else
+        if (n->op == LT_OP_CALL && lt_attr_int(n, "callee", -1) >= 0 && lt_attr_int(n, "callee", -1) < m->nfuncs) {
+            fprintf(f, "%sCall @", nouts ? " = " : "");
+            lt_fputs_printable(m->funcs[lt_attr_int(n, "callee", 0)]->name, f);
+            fputc('(', f);
+        } else
             fprintf(f, "%s%s(", nouts ? " = " : "", lt_op_names[n->op]);
         for (int j = 0; j < n->nin; j++) {
             if (j)
@@ -84,7 +100,9 @@ static void block(const lt_module *m, const lt_block *b, int ind, FILE *f)
             fputc('}', f);
         for (int r = 0; r < n->nregions; r++) {
             const lt_block *rb = n->regions[r];
-            fprintf(f, " %s(", rb->name ? rb->name : "region");
+            fputc(' ', f);
+            lt_fputs_printable(rb->name ? rb->name : "region", f);
+            fputc('(', f);
             for (int p = 0; p < rb->nparams; p++) {
                 if (p)
                     fprintf(f, ", ");
@@ -109,10 +127,14 @@ static void block(const lt_module *m, const lt_block *b, int ind, FILE *f)
 
 void lt_ir_print(const lt_module *m, FILE *f)
 {
-    fprintf(f, "module \"%s\" (ir %lld", m->graph_name ? m->graph_name : "", (long long)m->ir_version);
-    for (int i = 0; i < m->nopsets; i++)
-        fprintf(f, ", %s:%lld", *m->opsets[i].domain ? m->opsets[i].domain : "ai.onnx",
-                (long long)m->opsets[i].version);
+    fprintf(f, "module ");
+    quoted(m->graph_name ? m->graph_name : "", f);
+    fprintf(f, " (ir %lld", (long long)m->ir_version);
+    for (int i = 0; i < m->nopsets; i++) {
+        fprintf(f, ", ");
+        lt_fputs_printable(*m->opsets[i].domain ? m->opsets[i].domain : "ai.onnx", f);
+        fprintf(f, ":%lld", (long long)m->opsets[i].version);
+    }
     fprintf(f, ")\n");
     for (int i = 0; i < m->nparams; i++) {
         fprintf(f, "param ");
@@ -123,7 +145,9 @@ void lt_ir_print(const lt_module *m, FILE *f)
     }
     for (int i = 0; i < m->nfuncs; i++) {
         const lt_block *b = m->funcs[i]->body;
-        fprintf(f, "func @%s(", m->funcs[i]->name);
+        fprintf(f, "func @");
+        lt_fputs_printable(m->funcs[i]->name, f);
+        fputc('(', f);
         for (int p = 0; p < b->nparams; p++) {
             if (p)
                 fprintf(f, ", ");

@@ -22,10 +22,13 @@ static void control_flow(const lt_block *b, int depth, FILE *f, int *any)
             continue;
         *any = 1;
         char lb[256];
-        fprintf(f, "  %*s%s", depth * 2, "", lt_node_label(n, lb, sizeof lb));
-        for (int r = 0; r < n->nregions; r++)
-            fprintf(f, "%s%s: %d nodes", r ? ", " : " [", n->regions[r]->name ? n->regions[r]->name : "body",
-                    n->regions[r]->nnodes);
+        fprintf(f, "  %*s", depth * 2, "");
+        lt_fputs_printable(lt_node_label(n, lb, sizeof lb), f);
+        for (int r = 0; r < n->nregions; r++) {
+            fprintf(f, "%s", r ? ", " : " [");
+            lt_fputs_printable(n->regions[r]->name ? n->regions[r]->name : "body", f);
+            fprintf(f, ": %d nodes", n->regions[r]->nnodes);
+        }
         fprintf(f, "]\n");
         for (int r = 0; r < n->nregions; r++)
             control_flow(n->regions[r], depth + 1, f, any);
@@ -38,7 +41,9 @@ static void missing_kernels(const lt_block *b, FILE *f, int *count)
         const lt_node *n = b->nodes[i];
         if (!lt_cpu_kernels[n->op]) {
             char lb[256];
-            fprintf(f, "  %s: no CPU kernel\n", lt_node_label(n, lb, sizeof lb));
+            fprintf(f, "  ");
+            lt_fputs_printable(lt_node_label(n, lb, sizeof lb), f);
+            fprintf(f, ": no CPU kernel\n");
             (*count)++;
         }
         for (int r = 0; r < n->nregions; r++)
@@ -48,16 +53,25 @@ static void missing_kernels(const lt_block *b, FILE *f, int *count)
 
 void lt_model_summary(const lt_model *m, FILE *f, int *n_unsupported)
 {
-    fprintf(f, "model:      %s\n", m->path);
-    fprintf(f, "producer:   %s %s\n", *m->producer_name ? m->producer_name : "(none)", m->producer_version);
+    fprintf(f, "model:      ");
+    lt_fputs_printable(m->path, f);
+    fprintf(f, "\nproducer:   ");
+    lt_fputs_printable(*m->producer_name ? m->producer_name : "(none)", f);
+    fputc(' ', f);
+    lt_fputs_printable(m->producer_version, f);
+    fputc('\n', f);
     fprintf(f, "ir version: %lld\n", (long long)m->ir_version);
     fprintf(f, "opsets:    ");
-    for (int i = 0; i < m->nopsets; i++)
-        fprintf(f, " %s:%lld", *m->opsets[i].domain ? m->opsets[i].domain : "ai.onnx",
-                (long long)m->opsets[i].version);
+    for (int i = 0; i < m->nopsets; i++) {
+        fputc(' ', f);
+        lt_fputs_printable(*m->opsets[i].domain ? m->opsets[i].domain : "ai.onnx", f);
+        fprintf(f, ":%lld", (long long)m->opsets[i].version);
+    }
     fprintf(f, "\ninputs:\n");
     for (int i = 0; i < m->main->nparams; i++) {
-        fprintf(f, "  %s: ", m->main->params[i]->name);
+        fprintf(f, "  ");
+        lt_fputs_printable(m->main->params[i]->name, f);
+        fprintf(f, ": ");
         lt_type_print(m, &m->main->params[i]->type, f);
         if (m->input_default && m->input_default[i] >= 0)
             fprintf(f, " (defaults to its initializer)");
@@ -65,7 +79,9 @@ void lt_model_summary(const lt_model *m, FILE *f, int *n_unsupported)
     }
     fprintf(f, "outputs:\n");
     for (int i = 0; i < m->main->nresults; i++) {
-        fprintf(f, "  %s: ", m->main->results[i]->name);
+        fprintf(f, "  ");
+        lt_fputs_printable(m->main->results[i]->name, f);
+        fprintf(f, ": ");
         lt_type_print(m, &m->main->results[i]->type, f);
         fputc('\n', f);
     }
@@ -94,9 +110,15 @@ void lt_model_summary(const lt_model *m, FILE *f, int *n_unsupported)
     lt_cpu_kernels_init();
     {
         fprintf(f, "unsupported:\n");
-        for (int i = 0; i < m->nunsupported; i++)
-            fprintf(f, "  %s (domain %s, node '%s'): not an op lantern knows\n", m->unsupported[i].op,
-                    m->unsupported[i].domain, m->unsupported[i].node);
+        for (int i = 0; i < m->nunsupported; i++) {
+            fprintf(f, "  ");
+            lt_fputs_printable(m->unsupported[i].op, f);
+            fprintf(f, " (domain ");
+            lt_fputs_printable(m->unsupported[i].domain, f);
+            fprintf(f, ", node '");
+            lt_fputs_printable(m->unsupported[i].node, f);
+            fprintf(f, "'): not an op lantern knows\n");
+        }
         bad = m->nunsupported;
         if (m->main)
             missing_kernels(m->main, f, &bad);

@@ -106,12 +106,15 @@ static void describe_tensor(const lt_tensor *t, int max_elems, FILE *f)
     fputc(']', f);
     int64_t n = t->numel < max_elems ? t->numel : max_elems;
     for (int64_t i = 0; i < n; i++) {
-        if (t->dtype == LT_STRING)
-            fprintf(f, " \"%s\"", ((char **)t->data)[i] ? ((char **)t->data)[i] : "");
-        else if (lt_dtype_is_float(t->dtype))
+        if (t->dtype == LT_STRING) {
+            fprintf(f, " \"");
+            lt_fputs_printable(((char **)t->data)[i], f);
+            fputc('"', f);
+        } else if (lt_dtype_is_float(t->dtype)) {
             fprintf(f, " %.6g", lt_tensor_get_f64(t, i));
-        else
+        } else {
             fprintf(f, " %lld", (long long)lt_tensor_get_i64(t, i));
+        }
     }
     if (t->numel > n)
         fprintf(f, " ...");

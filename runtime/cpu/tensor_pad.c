@@ -332,7 +332,9 @@ static lt_status k_reverse_sequence(lt_kctx *k)
     return LT_OK;
 }
 
-static lt_status depth_space_input(lt_kctx *k, const lt_tensor **x, int64_t *b)
+/* x, blocksize and mode (*crd: CRD, else DCR, the default; SpaceToDepth
+ * has a mode since opset 28, DepthToSpace since 11) */
+static lt_status depth_space_input(lt_kctx *k, const lt_tensor **x, int64_t *b, bool *crd)
 {
     lt_status st = lt_tk_need(k, 0, x);
     if (st != LT_OK)
@@ -340,6 +342,10 @@ static lt_status depth_space_input(lt_kctx *k, const lt_tensor **x, int64_t *b)
     *b = lt_attr_int(k->node, "blocksize", 0);
     if (*b <= 0)
         return lt_k_fail(k, LT_ERR_INVALID, "blocksize must be positive");
+    const char *mode = lt_attr_str(k->node, "mode", "DCR");
+    *crd = !strcmp(mode, "CRD");
+    if (!*crd && strcmp(mode, "DCR"))
+        return lt_k_fail(k, LT_ERR_INVALID, "mode must be DCR or CRD, got '%s'", mode);
     if ((*x)->rank != 4)
         return lt_k_fail(k, LT_ERR_RUNTIME, "input must be 4-D, got rank %d", (*x)->rank);
     return LT_OK;
@@ -349,7 +355,8 @@ static lt_status k_depth_to_space(lt_kctx *k)
 {
     const lt_tensor *x;
     int64_t b;
-    lt_status st = depth_space_input(k, &x, &b);
+    bool crd;
+    lt_status st = depth_space_input(k, &x, &b, &crd);
     if (st != LT_OK)
         return st;
     int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
@@ -357,7 +364,6 @@ static lt_status k_depth_to_space(lt_kctx *k)
         return lt_k_fail(k, LT_ERR_RUNTIME, "channels %lld are not a multiple of blocksize^2 = %lld", (long long)C,
                          (long long)(b * b));
     int64_t c = C / (b * b), dims[4] = {N, c, H * b, W * b};
-    bool crd = !strcmp(lt_attr_str(k->node, "mode", "DCR"), "CRD");
     lt_tensor *y;
     st = lt_k_out(k, 0, x->dtype, 4, dims, &y);
     if (st != LT_OK)
@@ -380,7 +386,8 @@ static lt_status k_space_to_depth(lt_kctx *k)
 {
     const lt_tensor *x;
     int64_t b;
-    lt_status st = depth_space_input(k, &x, &b);
+    bool crd;
+    lt_status st = depth_space_input(k, &x, &b, &crd);
     if (st != LT_OK)
         return st;
     int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
@@ -392,9 +399,15 @@ static lt_status k_space_to_depth(lt_kctx *k)
     st = lt_k_out(k, 0, x->dtype, 4, dims, &y);
     if (st != LT_OK)
         return st;
-    /* y as [N, b1, b2, C, H/b, W/b]; x as [N, C, H/b, b1, W/b, b2] */
+    /* y as [N, b1, b2, C, H/b, W/b] (DCR) or [N, C, b1, b2, H/b, W/b] (CRD);
+     * x as [N, C, H/b, b1, W/b, b2] */
     int64_t cd[6] = {N, b, b, C, H / b, W / b}, cds[6];
     int64_t ss[6] = {C * H * W, W, 1, H * W, b * W, b};
+    if (crd) {
+        int64_t cd_crd[6] = {N, C, b, b, H / b, W / b}, ss_crd[6] = {C * H * W, H * W, W, 1, b * W, b};
+        memcpy(cd, cd_crd, sizeof cd);
+        memcpy(ss, ss_crd, sizeof ss);
+    }
     lt_tk_strides(6, cd, cds);
     lt_tk_copy(y->data, cds, x->data, ss, 6, cd, lt_dtype_size(x->dtype));
     return LT_OK;

@@ -210,6 +210,7 @@ static const rcase cases[] = {
     {"DepthToSpace", LT_OP_DEPTH_TO_SPACE, 13, 1, 1, {F(4, 1, 8, 2, 3)}, a_bs2},
     {"DepthToSpace.CRD", LT_OP_DEPTH_TO_SPACE, 13, 1, 1, {F(4, 2, 8, 2, 3)}, a_bs2_crd},
     {"SpaceToDepth", LT_OP_SPACE_TO_DEPTH, 13, 1, 1, {F(4, 2, 2, 4, 6)}, a_bs2},
+    {"SpaceToDepth-28.CRD", LT_OP_SPACE_TO_DEPTH, 28, 1, 1, {F(4, 2, 3, 4, 6)}, a_bs2_crd},
     {"Upsample-9", LT_OP_UPSAMPLE, 9, 2, 1, {F(4, 1, 2, 2, 3), SCALES(1, 1, 2, 1.5)}},
     {"Upsample-9.linear", LT_OP_UPSAMPLE, 9, 2, 1, {F(4, 1, 2, 2, 3), SCALES(1, 1, 2, 2)}, a_linear},
     {"Upsample-7", LT_OP_UPSAMPLE, 7, 1, 1, {F(4, 1, 2, 2, 3)}, a_up7},

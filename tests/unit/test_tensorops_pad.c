@@ -214,11 +214,14 @@ static int64_t d2s_map(const int64_t *idx, const void *ctx)
     return ((idx[0] * p->c + ch) * p->h + h) * p->w + w;
 }
 
-/* SpaceToDepth: y[n, (i*b + j)*C + c, h, w] = x[n, c, h*b+i, w*b+j] */
+/* SpaceToDepth: y[n, (i*b + j)*C + c, h, w] (DCR) or y[n, c*b*b + i*b + j, h, w]
+ * (CRD) = x[n, c, h*b+i, w*b+j] */
 static int64_t s2d_map(const int64_t *idx, const void *ctx)
 {
     const ds_ctx *p = ctx;
-    int64_t c = idx[1] % p->c, blk = idx[1] / p->c, i = blk / p->b, j = blk % p->b;
+    int64_t bb = p->b * p->b;
+    int64_t c = p->crd ? idx[1] / bb : idx[1] % p->c, blk = p->crd ? idx[1] % bb : idx[1] / p->c;
+    int64_t i = blk / p->b, j = blk % p->b;
     return ((idx[0] * p->c + c) * p->h + idx[2] * p->b + i) * p->w + idx[3] * p->b + j;
 }
 
@@ -253,6 +256,28 @@ static void depth_space(void **state)
     g = tu_single(LT_OP_SPACE_TO_DEPTH, 13, 1, 1);
     tu_attr_int(&g, "blocksize", 5);
     to_run(&g, (lt_value *[]){x}, out, LT_ERR_RUNTIME);
+    tu_free(&g);
+    lt_value_free(x);
+    /* opset 28 adds mode: DCR (the default) and CRD, blocksize 3 */
+    for (int crd = 0; crd < 2; crd++) {
+        ds_ctx c3 = {2, 2, 6, 9, 3, crd};
+        x = to_bytes(LT_F32, 4, (int64_t[]){2, 2, 6, 9}, 73 + crd);
+        g = tu_single(LT_OP_SPACE_TO_DEPTH, 28, 1, 1);
+        tu_attr_int(&g, "blocksize", 3);
+        tu_attr_str(&g, "mode", crd ? "CRD" : "DCR");
+        to_run(&g, (lt_value *[]){x}, out, LT_OK);
+        to_dims(out[0], 4, (int64_t[]){2, 18, 2, 3});
+        to_check_map(out[0], x, s2d_map, &c3, NULL, 73 + crd);
+        lt_value_free(out[0]);
+        tu_free(&g);
+        lt_value_free(x);
+    }
+    /* a mode of neither kind */
+    x = to_bytes(LT_F32, 4, (int64_t[]){1, 1, 2, 2}, 75);
+    g = tu_single(LT_OP_SPACE_TO_DEPTH, 28, 1, 1);
+    tu_attr_int(&g, "blocksize", 2);
+    tu_attr_str(&g, "mode", "RCD");
+    to_run(&g, (lt_value *[]){x}, out, LT_ERR_INVALID);
     tu_free(&g);
     lt_value_free(x);
 }
