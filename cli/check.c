@@ -4,6 +4,7 @@
  * --expect FILE, the result is compared with a list of expected failures:
  * an unexpected failure and an unexpected pass both fail the run. */
 #include "cli.h"
+#include "runtime/open_read.h"
 #include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -255,9 +256,10 @@ int lt_cmd_check(int argc, char **argv)
         return 2;
     }
     if (expect_path) {
-        FILE *f = fopen(expect_path, "r");
+        lt_err oe;
+        FILE *f = lt_fopen_read(expect_path, NULL, &oe);
         if (!f) {
-            fprintf(stderr, "lantern check: %s: cannot open\n", expect_path);
+            fprintf(stderr, "lantern check: %s\n", oe.msg);
             return 2;
         }
         char line[1024];

@@ -3,6 +3,7 @@
  * overflow-safe arithmetic before any copy; external data must stay inside
  * the model's folder and inside its file. */
 #include "importer.h"
+#include "../runtime/open_read.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -11,14 +12,10 @@
 
 lt_status lt_read_file(const char *path, size_t max, uint8_t **data, size_t *len, lt_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return lt_errf(err, LT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return lt_errf(err, LT_ERR_IO, "%s: not a regular file", path);
-    }
+    FILE *f = lt_fopen_read(path, &st, err);
+    if (!f)
+        return LT_ERR_IO;
     if ((uint64_t)st.st_size > max) {
         fclose(f);
         return lt_errf(err, LT_ERR_INVALID, "%s: file is %lld bytes, more than the %zu lantern accepts", path,
@@ -73,6 +70,23 @@ static lt_status shape_from_dims(const lt_tp_ctx *c, size_t n_dims, const int64_
     return LT_OK;
 }
 
+/* An absolute location, or one with a path component that is "..", leaves
+ * the folder whatever the folder holds; ".." inside a name ("a..b.bin")
+ * does not. Links are caught after realpath(). */
+static bool leaves_folder(const char *loc)
+{
+    if (loc[0] == '/')
+        return true;
+    for (const char *p = loc; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return true;
+        p += n;
+        p += *p == '/';
+    }
+    return false;
+}
+
 /* Allocates t->data only once the file is known to hold the bytes. */
 static lt_status read_external(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_tensor *t, size_t bytes,
                                lt_err *err)
@@ -104,7 +118,7 @@ static lt_status read_external(const lt_tp_ctx *c, const Onnx__TensorProto *tp, 
         return lt_errf(err, LT_ERR_INVALID, "%s: %s: external data without a location", c->path, c->what);
     if (!c->base_dir)
         return lt_errf(err, LT_ERR_INVALID, "%s: %s: external data is not allowed here", c->path, c->what);
-    if (loc[0] == '/' || strstr(loc, ".."))
+    if (leaves_folder(loc))
         return lt_errf(err, LT_ERR_INVALID, "%s: %s: external data location '%s' leaves the model's folder",
                        c->path, c->what, loc);
     if (length >= 0 && (size_t)length != bytes)
@@ -119,14 +133,13 @@ static lt_status read_external(const lt_tp_ctx *c, const Onnx__TensorProto *tp, 
     if (strncmp(real_file, real_dir, dl) != 0 || (real_file[dl] != '/' && real_dir[dl - 1] != '/'))
         return lt_errf(err, LT_ERR_INVALID, "%s: %s: external data '%s' resolves outside the model's folder",
                        c->path, c->what, loc);
-    FILE *f = fopen(real_file, "rb");
-    if (!f)
-        return lt_errf(err, LT_ERR_IO, "%s: %s: cannot open external data '%s'", c->path, c->what, loc);
     struct stat st;
+    lt_err oe;
+    FILE *f = lt_fopen_read(real_file, &st, &oe);
+    if (!f)
+        return lt_errf(err, LT_ERR_IO, "%s: %s: external data: %s", c->path, c->what, oe.msg);
     lt_status s = LT_OK;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-        s = lt_errf(err, LT_ERR_INVALID, "%s: %s: external data '%s' is not a regular file", c->path, c->what, loc);
-    else if ((uint64_t)offset > (uint64_t)st.st_size || (uint64_t)st.st_size - (uint64_t)offset < bytes)
+    if ((uint64_t)offset > (uint64_t)st.st_size || (uint64_t)st.st_size - (uint64_t)offset < bytes)
         s = lt_errf(err, LT_ERR_INVALID, "%s: %s: external data '%s' ends before offset %lld + %zu bytes", c->path,
                     c->what, loc, (long long)offset, bytes);
     else if (!(t->data = malloc(bytes ? bytes : 1)))

@@ -5,6 +5,7 @@
 #include "importer.h"
 #include "../runtime/atomic_file.h"
 #include "../runtime/runtime.h"
+#include "../runtime/dataset_impl.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,72 +19,19 @@ static const struct {
     {"<c8", LT_C64}, {"<c16", LT_C128},
 };
 
+/* The header is the one parser the npz reader uses (runtime/dataset_npy.c):
+ * a dict literal, not a string searched for substrings. */
 static lt_status npy_parse(const char *path, const uint8_t *d, size_t n, lt_value **out, lt_err *err)
 {
-    if (n < 10 || memcmp(d, "\x93NUMPY", 6) != 0)
-        return lt_errf(err, LT_ERR_INVALID, "%s: not a .npy file (bad magic)", path);
-    size_t hlen, off;
-    if (d[6] == 1) {
-        hlen = d[8] | (size_t)d[9] << 8;
-        off = 10;
-    } else if (d[6] == 2 || d[6] == 3) {
-        if (n < 12)
-            return lt_errf(err, LT_ERR_INVALID, "%s: truncated .npy header", path);
-        hlen = d[8] | (size_t)d[9] << 8 | (size_t)d[10] << 16 | (size_t)d[11] << 24;
-        off = 12;
-    } else {
-        return lt_errf(err, LT_ERR_INVALID, "%s: unknown .npy version %d", path, d[6]);
-    }
-    if (hlen > n - off)
-        return lt_errf(err, LT_ERR_INVALID, "%s: truncated .npy header", path);
-    char hdr[4096];
-    if (hlen >= sizeof hdr)
-        return lt_errf(err, LT_ERR_INVALID, "%s: .npy header too long", path);
-    memcpy(hdr, d + off, hlen);
-    hdr[hlen] = 0;
-    off += hlen;
-    const char *p = strstr(hdr, "'descr'");
-    char descr[16] = "";
-    if (p && (p = strchr(p + 7, '\'')))
-        sscanf(p + 1, "%15[^']", descr);
-    if (descr[0] == '=')
-        descr[0] = '<';
-    lt_dtype dt = LT_UNDEFINED;
-    for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
-        if (strcmp(descr, npy_types[i].descr) == 0 || (descr[0] == '<' && npy_types[i].descr[0] == '|' &&
-                                                        strcmp(descr + 1, npy_types[i].descr + 1) == 0))
-            dt = npy_types[i].t;
-    if (dt == LT_UNDEFINED)
-        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: .npy element type '%s' is not supported", path, descr);
-    if (strstr(hdr, "'fortran_order': True"))
-        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: Fortran-ordered .npy arrays are not supported", path);
-    p = strstr(hdr, "'shape'");
-    p = p ? strchr(p, '(') : NULL;
-    if (!p)
-        return lt_errf(err, LT_ERR_INVALID, "%s: .npy header has no shape", path);
-    int64_t dims[LT_MAX_RANK];
-    int rank = 0;
-    p++;
-    while (*p && *p != ')') {
-        while (*p == ' ' || *p == ',')
-            p++;
-        if (*p == ')')
-            break;
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || v < 0 || rank == LT_MAX_RANK)
-            return lt_errf(err, LT_ERR_INVALID, "%s: bad .npy shape", path);
-        dims[rank++] = v;
-        p = end;
-    }
-    /* sizes are checked against the file before anything is allocated */
-    int64_t numel = lt_shape_numel(rank, dims);
-    size_t bytes;
-    if (numel < 0 || __builtin_mul_overflow((size_t)numel, lt_dtype_size(dt), &bytes))
-        return lt_errf(err, LT_ERR_INVALID, "%s: .npy shape overflows", path);
-    if (n - off != bytes)
-        return lt_errf(err, LT_ERR_INVALID, "%s: .npy data has %zu bytes, its shape needs %zu", path, n - off,
-                       bytes);
+    lt_tensor hdr;
+    size_t off;
+    lt_status st = lt_npy_header(path, d, n, &hdr, &off, err);
+    if (st != LT_OK)
+        return st;
+    lt_dtype dt = hdr.dtype;
+    int rank = hdr.rank;
+    const int64_t *dims = hdr.dims;
+    size_t bytes = n - off;
     lt_value *v = lt_value_new_tensor();
     if (!v)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");

@@ -7,6 +7,7 @@
  * parameter's optimizer state; an FNV-1a checksum of everything before it. */
 #include "checkpoint.h"
 #include "atomic_file.h"
+#include "open_read.h"
 #include "optim.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -264,14 +265,10 @@ lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err)
 
 static lt_status read_all(const char *file, unsigned char **buf, size_t *len, lt_err *err)
 {
-    FILE *f = fopen(file, "rb");
-    if (!f)
-        return lt_errf(err, LT_ERR_IO, "%s: cannot read the checkpoint: %s", file, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return lt_errf(err, LT_ERR_IO, "%s: not a regular file", file);
-    }
+    FILE *f = lt_fopen_read(file, &sb, err);
+    if (!f)
+        return LT_ERR_IO;
     size_t n = (size_t)sb.st_size;
     *buf = malloc(n ? n : 1);
     if (!*buf) {
@@ -554,7 +551,7 @@ int lt_ckpt_is_checkpoint(const char *path)
 {
     char file[PATH_MAX], magic[8];
     resolve(path, file, sizeof file);
-    FILE *f = fopen(file, "rb");
+    FILE *f = lt_fopen_read(file, NULL, NULL);
     if (!f)
         return 0;
     int yes = fread(magic, 1, 8, f) == 8 && memcmp(magic, CKPT_MAGIC, 8) == 0;

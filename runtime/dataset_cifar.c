@@ -3,6 +3,7 @@
  * training and test_batch.bin for testing, in DIR or in the
  * cifar-10-batches-bin/ folder the official archive unpacks to. */
 #include "dataset_impl.h"
+#include "open_read.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,9 +51,9 @@ int lt_ds_has_cifar(const char *dir, int split)
 /* Appends the records of one file at d->n. */
 static lt_status cifar_read(lt_dataset *d, const char *path, int64_t records, uint8_t *chunk, lt_err *err)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = lt_fopen_read(path, NULL, err);
     if (!f)
-        return lt_errf(err, LT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return LT_ERR_IO;
     lt_status s = LT_OK;
     for (int64_t r = 0; r < records && s == LT_OK;) {
         int64_t k = records - r < CIFAR_CHUNK ? records - r : CIFAR_CHUNK;

@@ -3,10 +3,12 @@
  * once at its exact size, and every header field is checked against the
  * data that follows it. */
 #include "dataset_impl.h"
+#include "open_read.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* deflate cannot expand data more than about 1032:1; a header promising
@@ -67,11 +69,14 @@ static lt_status idx_read(const char *path, int want_ndim, int *ndim, int64_t *d
 {
     *data = NULL;
     struct stat st;
-    if (stat(path, &st) != 0)
-        return lt_errf(err, LT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    gzFile g = gzopen(path, "rb");
-    if (!g)
-        return lt_errf(err, LT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd = lt_open_read(path, &st, err);
+    if (fd < 0)
+        return LT_ERR_IO;
+    gzFile g = gzdopen(fd, "rb");
+    if (!g) {
+        close(fd);
+        return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory opening it", path);
+    }
     gzbuffer(g, 1 << 18);
     uint8_t hdr[4 * (LT_MAX_RANK + 1)], extra;
     uint8_t *buf = NULL;

@@ -1,6 +1,8 @@
-/* The .npy header of an npz member: magic, version, and the Python dict
- * literal {'descr': '<f4', 'fortran_order': False, 'shape': (N, 28, 28), }
- * parsed strictly (three known keys, nothing else), with the data size
+/* The .npy header (of an npz member, or a .npy file lantern reads): magic,
+ * version, and the Python dict literal
+ * {'descr': '<f4', 'fortran_order': False, 'shape': (N, 28, 28), }
+ * parsed strictly (the three known keys once each, in any order, with any
+ * whitespace; nothing else, nothing after the '}'), with the data size
  * checked against the shape. */
 #include "dataset_impl.h"
 #include <string.h>
@@ -97,7 +99,7 @@ static lt_dtype descr_type(const char *s, bool *big_endian)
     } tab[] = {
         {'u', 1, LT_U8},  {'u', 2, LT_U16}, {'u', 4, LT_U32}, {'u', 8, LT_U64}, {'i', 1, LT_I8},
         {'i', 2, LT_I16}, {'i', 4, LT_I32}, {'i', 8, LT_I64}, {'f', 2, LT_F16}, {'f', 4, LT_F32},
-        {'f', 8, LT_F64}, {'b', 1, LT_BOOL},
+        {'f', 8, LT_F64}, {'b', 1, LT_BOOL}, {'c', 8, LT_C64}, {'c', 16, LT_C128},
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (tab[i].kind == s[1] && tab[i].size == size) {
@@ -111,9 +113,9 @@ lt_status lt_npy_header(const char *what, const uint8_t *b, size_t n, lt_tensor 
 {
     memset(t, 0, sizeof *t);
     if (n < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
-        return lt_errf(err, LT_ERR_INVALID, "%s: not a .npy array (bad magic)", what);
+        return lt_errf(err, LT_ERR_INVALID, "%s: not a .npy file (bad magic)", what);
     if (b[6] < 1 || b[6] > 3)
-        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: .npy version %d.%d is not supported", what, b[6], b[7]);
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: unknown .npy version %d.%d", what, b[6], b[7]);
     size_t hl = b[6] == 1 ? (size_t)b[8] | (size_t)b[9] << 8 : 0, at = b[6] == 1 ? 10 : 12;
     if (b[6] > 1) {
         if (n < 12)
@@ -127,29 +129,42 @@ lt_status lt_npy_header(const char *what, const uint8_t *b, size_t n, lt_tensor 
     char key[32], descr[32] = "";
     int fortran = -1, rank = -1;
     const char *bad = NULL;
+    bool seen[3] = {false, false, false};
     if (!eat(&c, '{'))
         bad = "no '{'";
     while (!bad && !eat(&c, '}')) {
         if (!quoted(&c, key, sizeof key) || !eat(&c, ':')) {
             bad = "expected a quoted key and ':'";
-        } else if (strcmp(key, "descr") == 0) {
+            break;
+        }
+        int ki = strcmp(key, "descr") == 0 ? 0 : strcmp(key, "fortran_order") == 0 ? 1 : strcmp(key, "shape") == 0 ? 2 : -1;
+        if (ki >= 0 && seen[ki]) {
+            bad = "a key appears twice";
+            break;
+        }
+        if (ki >= 0)
+            seen[ki] = true;
+        if (ki < 0) {
+            bad = "unknown key";
+        } else if (ki == 0) {
             if (!quoted(&c, descr, sizeof descr))
                 return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: structured .npy arrays are not supported", what);
-        } else if (strcmp(key, "fortran_order") == 0) {
+        } else if (ki == 1) {
             fortran = word(&c, "True") ? 1 : word(&c, "False") ? 0 : -1;
             if (fortran < 0)
                 bad = "fortran_order is neither True nor False";
-        } else if (strcmp(key, "shape") == 0) {
-            if ((rank = shape_tuple(&c, t->dims)) < 0)
-                bad = "malformed shape, or rank above 8";
         } else {
-            bad = "unknown key";
+            if ((rank = shape_tuple(&c, t->dims)) < 0)
+                return lt_errf(err, LT_ERR_INVALID, "%s: bad .npy shape (not a tuple of counts, or rank above %d)",
+                               what, LT_MAX_RANK);
         }
         if (!bad && !eat(&c, ',') && !(skip_ws(&c), c.p < c.end && *c.p == '}'))
             bad = "expected ',' or '}'";
     }
+    if (!bad && (skip_ws(&c), c.p < c.end))
+        bad = "text after the '}'";
     if (!bad && (!descr[0] || fortran < 0 || rank < 0))
-        bad = "descr, fortran_order or shape missing";
+        bad = !descr[0] ? "no descr" : fortran < 0 ? "no fortran_order" : "no shape";
     if (bad)
         return lt_errf(err, LT_ERR_INVALID, "%s: bad .npy header (%s)", what, bad);
     bool big;

@@ -4,6 +4,7 @@
  * placeholders); every offset and size is checked against the file before
  * it is used, and every member's CRC-32 against its data. */
 #include "dataset_impl.h"
+#include "open_read.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,8 +135,8 @@ static lt_status zip_open(zip_dir *z, const char *path, lt_err *err)
     memset(z, 0, sizeof *z);
     z->path = path;
     struct stat st;
-    if (stat(path, &st) != 0 || !(z->f = fopen(path, "rb")))
-        return lt_errf(err, LT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!(z->f = lt_fopen_read(path, &st, err)))
+        return LT_ERR_IO;
     z->fsize = (uint64_t)st.st_size;
     size_t tail = z->fsize < ZIP_EOCD_LEN + ZIP_MAX_COMMENT ? (size_t)z->fsize : ZIP_EOCD_LEN + ZIP_MAX_COMMENT;
     uint8_t *buf = malloc(tail ? tail : 1), *cd = NULL;

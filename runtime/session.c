@@ -38,8 +38,47 @@ void lt_set_num_threads(int n)
         openblas_set_num_threads(1);
 }
 
+/* Blocks are planned lazily, as they first run; a node no kernel can run
+ * is reported here instead, by name and op, before anything runs (an op
+ * lantern does not know leaves its outputs undefined, which would only
+ * surface later as a value that is missing). */
+static lt_status check_runnable(const lt_module *m, const lt_block *b, lt_err *err)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        if (!lt_cpu_kernels[n->op]) {
+            char lb[256];
+            return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s: no CPU kernel for op %s", m->path,
+                           lt_node_label(n, lb, sizeof lb), lt_op_names[n->op]);
+        }
+        for (int r = 0; r < n->nregions; r++) {
+            lt_status st = check_runnable(m, n->regions[r], err);
+            if (st != LT_OK)
+                return st;
+        }
+    }
+    return LT_OK;
+}
+
+static lt_status model_runnable(const lt_module *m, lt_err *err)
+{
+    if (m->nunsupported > 0) {
+        const struct lt_unsupported *u = &m->unsupported[0];
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: node '%s' (%s): no CPU kernel for op %s%s%s%s", m->path, u->node,
+                       u->op, u->op, *u->domain ? " (domain " : "", u->domain, *u->domain ? ")" : "");
+    }
+    lt_cpu_kernels_init();
+    lt_status st = m->main ? check_runnable(m, m->main, err) : LT_OK;
+    for (int i = 0; i < m->nfuncs && st == LT_OK; i++)
+        st = check_runnable(m, m->funcs[i]->body, err);
+    return st;
+}
+
 lt_status lt_session_new(lt_model *m, lt_session **out, lt_err *err)
 {
+    lt_status rs = model_runnable(m, err);
+    if (rs != LT_OK)
+        return rs;
     lt_session *s = calloc(1, sizeof *s);
     if (!s)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");

@@ -339,7 +339,7 @@ static void npz_bad_files(void **state)
     write_xy(path, "<i4", 2, s6, zeros, 48, "<i8", 1, s6, tr.y, 48, 0);
     td_open_fails(spec, 0, LT_ERR_UNSUPPORTED, path, "x.npy has element type int32", "uint8, float32 or float64");
     write_xy(path, "<c8", 2, s6, zeros, 96, "<i8", 1, s6, tr.y, 48, 0);
-    td_open_fails(spec, 0, LT_ERR_UNSUPPORTED, path, "x.npy", "'<c8'");
+    td_open_fails(spec, 0, LT_ERR_UNSUPPORTED, path, "x.npy has element type complex64", "uint8, float32 or float64");
     write_xy(path, ">f4", 2, s6, zeros, 48, "<i8", 1, s6, tr.y, 48, 0);
     td_open_fails(spec, 0, LT_ERR_UNSUPPORTED, path, "x.npy", "big-endian");
     write_xy(path, "<f4", 2, s6, zeros, 48, "|b1", 1, s6, zeros, 6, 0);
