@@ -4,7 +4,10 @@
  * for): a fixed header; a table naming every stored parameter with its
  * element type and shape, so that the weights can be read back without the
  * run (lantern export); the order; every parameter's values; each trained
- * parameter's optimizer state; an FNV-1a checksum of everything before it. */
+ * parameter's optimizer state; an FNV-1a checksum of everything before it.
+ * Version 3 adds, right after the header, the run's options as text (a
+ * uint64 length, then "name value" lines) so that --resume continues only
+ * the run that wrote the checkpoint; version 2 files are still read. */
 #include "checkpoint.h"
 #include "atomic_file.h"
 #include "open_read.h"
@@ -14,11 +17,13 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define CKPT_MAGIC "LTNCKPT\n"
-#define CKPT_VERSION 2u /* 2: the parameter table */
+#define CKPT_VERSION 3u /* 2: the parameter table; 3: the run's options */
+#define CKPT_MAX_RUN_TEXT 65536
 
 /* The fields up to model_hash keep their offsets across versions (8 and 16:
  * the version check and the model check read them first). */
@@ -208,6 +213,8 @@ lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err)
     lt_status st = check_optim(file, s, err);
     if (st != LT_OK)
         return st;
+    if (s->run && strlen(s->run) > CKPT_MAX_RUN_TEXT)
+        return lt_errf(err, LT_ERR_INVALID, "%s: the run's options take more than %d bytes", file, CKPT_MAX_RUN_TEXT);
     unsigned char *table;
     size_t table_len;
     if ((st = build_table(file, s, &table, &table_len, err)) != LT_OK)
@@ -240,6 +247,9 @@ lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err)
     h.table_bytes = (int64_t)table_len;
     writer w = {f, FNV_START, 0};
     put(&w, &h, sizeof h);
+    uint64_t run_len = s->run ? strlen(s->run) : 0;
+    put(&w, &run_len, sizeof run_len);
+    put(&w, s->run, (size_t)run_len);
     put(&w, table, table_len);
     free(table);
     put(&w, s->order, sizeof *s->order * (size_t)s->nsamples);
@@ -286,9 +296,18 @@ static lt_status read_all(const char *file, unsigned char **buf, size_t *len, lt
     return LT_OK;
 }
 
+/* What comes before the parameter table: the header and (version 3) the
+ * run's options, run_len bytes at run (not NUL-terminated). */
+typedef struct ckpt_head {
+    size_t bytes;
+    const char *run;
+    size_t run_len;
+} ckpt_head;
+
 /* Reads a checkpoint and checks what does not depend on the reader: magic,
  * version, a whole header. On success the caller frees *buf. */
-static lt_status read_checked(const char *file, unsigned char **buf, size_t *len, ckpt_header *h, lt_err *err)
+static lt_status read_checked(const char *file, unsigned char **buf, size_t *len, ckpt_header *h, ckpt_head *hd,
+                              lt_err *err)
 {
     lt_status st = read_all(file, buf, len, err);
     if (st != LT_OK)
@@ -298,12 +317,27 @@ static lt_status read_checked(const char *file, unsigned char **buf, size_t *len
         memcpy(&version, *buf + 8, sizeof version);
     if (*len < 8 || memcmp(*buf, CKPT_MAGIC, 8) != 0)
         st = lt_errf(err, LT_ERR_INVALID, "%s: not a lantern checkpoint (bad magic)", file);
-    else if (*len >= 12 && version != CKPT_VERSION)
-        st = lt_errf(err, LT_ERR_INVALID, "%s: checkpoint version %u; this lantern reads version %u", file, version,
-                     CKPT_VERSION);
-    else if (*len < sizeof *h)
+    else if (*len >= 12 && version != CKPT_VERSION && version != 2)
+        st = lt_errf(err, LT_ERR_INVALID, "%s: checkpoint version %u; this lantern reads versions 2 and %u", file,
+                     version, CKPT_VERSION);
+    else if (*len < sizeof *h + (version >= 3 ? sizeof(uint64_t) : 0) + sizeof(uint64_t))
         st = lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes, the header alone is %zu)", file,
                      *len, sizeof *h);
+    hd->bytes = sizeof *h;
+    hd->run = NULL;
+    hd->run_len = 0;
+    if (st == LT_OK && version >= 3) {
+        uint64_t n;
+        memcpy(&n, *buf + sizeof *h, sizeof n);
+        if (n > CKPT_MAX_RUN_TEXT)
+            st = lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (the run's options take %llu bytes)", file,
+                         (unsigned long long)n);
+        else if (n > *len - sizeof *h - 2 * sizeof n)
+            st = lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes)", file, *len);
+        hd->run = (const char *)*buf + sizeof *h + sizeof n;
+        hd->run_len = (size_t)n;
+        hd->bytes = sizeof *h + sizeof n + (size_t)n;
+    }
     if (st != LT_OK) {
         free(*buf);
         *buf = NULL;
@@ -336,6 +370,51 @@ static lt_status check_size(const char *file, size_t len, size_t want, lt_err *e
 
 static const char *const kind_names[] = {"sgd", "momentum", "nesterov", "adagrad", "adam", "adamw"};
 
+/* The first line of a (name value) that differs from b, by name; 0 when
+ * they agree. */
+static int first_difference(const char *a, size_t alen, const char *b, char *name, size_t nlen, char *va,
+                            size_t valen, char *vb, size_t vblen)
+{
+    const char *ae = a + alen, *be = b + strlen(b);
+    while (a < ae || b < be) {
+        const char *al = memchr(a, '\n', (size_t)(ae - a)), *bl = memchr(b, '\n', (size_t)(be - b));
+        size_t an = al ? (size_t)(al - a) : (size_t)(ae - a), bn = bl ? (size_t)(bl - b) : (size_t)(be - b);
+        if (an != bn || memcmp(a, b, an) != 0) {
+            /* name: up to the first space of whichever line there is */
+            const char *l = bn ? b : a;
+            size_t ln = bn ? bn : an, k = 0;
+            while (k < ln && l[k] != ' ')
+                k++;
+            snprintf(name, nlen, "%.*s", (int)k, l);
+            size_t ka = 0, kb = 0;
+            while (ka < an && a[ka] != ' ')
+                ka++;
+            while (kb < bn && b[kb] != ' ')
+                kb++;
+            snprintf(va, valen, "%.*s", ka < an ? (int)(an - ka - 1) : 0, ka < an ? a + ka + 1 : "");
+            snprintf(vb, vblen, "%.*s", kb < bn ? (int)(bn - kb - 1) : 0, kb < bn ? b + kb + 1 : "");
+            return 1;
+        }
+        a += an + (a + an < ae);
+        b += bn + (b + bn < be);
+    }
+    return 0;
+}
+
+static lt_status check_run(const char *file, const ckpt_head *hd, const lt_ckpt_state *s, lt_err *err)
+{
+    if (!s->run || !hd->run)
+        return LT_OK; /* a version 2 checkpoint, or a caller that does not say */
+    char name[64], was[256], now[256];
+    if (!first_difference(hd->run, hd->run_len, s->run, name, sizeof name, was, sizeof was, now, sizeof now))
+        return LT_OK;
+    return lt_errf(err, LT_ERR_INVALID,
+                   "%s: the checkpoint was written with %s %s, this run has %s %s: --resume continues only the same "
+                   "run",
+                   file, name, *was ? was : "(none)", name, *now ? now : "(none)");
+}
+
+/* len: the file's bytes after the header (and the run's options). */
 static lt_status check_header(const char *file, const ckpt_header *h, size_t len, size_t table_len,
                               const lt_ckpt_state *s, lt_err *err)
 {
@@ -353,10 +432,17 @@ static lt_status check_header(const char *file, const ckpt_header *h, size_t len
                        "batches of %lld (use the same --limit and --batch)",
                        file, (long long)h->nsamples, (long long)h->batch, (long long)s->nsamples,
                        (long long)s->batch);
-    if (h->epoch < 1 || h->step < 0 || h->step > h->steps || h->global < 0 || h->seen < 0 || h->optim_t < 0 ||
-        h->global != (h->epoch - 1) * h->steps + h->step)
-        return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (inconsistent step counters)", file);
-    size_t want = sizeof *h + table_len + sizeof(int64_t) * (size_t)s->nsamples + sizeof(uint64_t);
+    /* the counters are checked against ranges before any arithmetic: a
+     * crafted file with a good checksum must not overflow them (the trainer
+     * keeps epochs in an int) */
+    int64_t before;
+    if (h->epoch < 1 || h->epoch >= INT_MAX || h->step < 0 || h->step > h->steps || h->global < 0 || h->seen < 0 ||
+        (h->steps > 0 && h->seen > h->nsamples) || h->optim_t < 0 || h->optim_t > h->global ||
+        __builtin_mul_overflow(h->epoch - 1, h->steps, &before) || before > INT64_MAX - h->step ||
+        h->global != before + h->step)
+        return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (step counters out of range or inconsistent)",
+                       file);
+    size_t want = table_len + sizeof(int64_t) * (size_t)s->nsamples + sizeof(uint64_t);
     int k = nstate(s->opt->o.kind);
     for (int i = 0; i < s->nvalues; i++)
         want += param_bytes(s->values[i]);
@@ -375,19 +461,26 @@ lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err)
     unsigned char *table = NULL, *buf = NULL;
     size_t table_len = 0, len = 0;
     ckpt_header h;
+    ckpt_head hd = {0};
     st = build_table(file, s, &table, &table_len, err);
     if (st == LT_OK)
-        st = read_checked(file, &buf, &len, &h, err);
+        st = read_checked(file, &buf, &len, &h, &hd, err);
     if (st == LT_OK)
-        st = check_header(file, &h, len, table_len, s, err);
+        st = check_header(file, &h, len - hd.bytes, table_len, s, err);
     if (st == LT_OK)
         st = check_sum(file, buf, len, err);
+    if (st == LT_OK)
+        st = check_run(file, &hd, s, err);
     /* the hash already covers names and shapes; the table says it in words */
-    if (st == LT_OK && memcmp(buf + sizeof h, table, table_len) != 0)
+    if (st == LT_OK && memcmp(buf + hd.bytes, table, table_len) != 0)
         st = lt_errf(err, LT_ERR_INVALID, "%s: the checkpoint was written for a different model (its parameter "
                      "table differs)", file);
     free(table);
-    const unsigned char *p = buf + sizeof h + table_len;
+    if (st != LT_OK) {
+        free(buf);
+        return st;
+    }
+    const unsigned char *p = buf + hd.bytes + table_len;
     for (int64_t i = 0; st == LT_OK && i < s->nsamples; i++) {
         int64_t v;
         memcpy(&v, p + sizeof v * (size_t)i, sizeof v);
@@ -501,13 +594,14 @@ lt_status lt_ckpt_read_params(const char *ckpt_path_or_dir, lt_model *m, lt_err 
     unsigned char *buf = NULL;
     size_t len = 0;
     ckpt_header h;
+    ckpt_head hd;
     entry *e = NULL;
-    lt_status st = read_checked(file, &buf, &len, &h, err);
+    lt_status st = read_checked(file, &buf, &len, &h, &hd, err);
     if (st != LT_OK)
         return st;
     /* the sizes: every count is checked against the file's length before it
      * is used, so that no sum can overflow */
-    size_t rest = len - sizeof h;
+    size_t rest = len - hd.bytes;
     if (h.nvalues < 0 || h.table_bytes < 0 || h.nsamples < 0 || h.optim_kind >= 6 ||
         (uint64_t)h.nvalues > (uint64_t)h.table_bytes / ENTRY_FIXED)
         st = lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (header)", file);
@@ -515,12 +609,12 @@ lt_status lt_ckpt_read_params(const char *ckpt_path_or_dir, lt_model *m, lt_err 
         st = lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes)", file, len);
     if (st == LT_OK && !(e = calloc((size_t)h.nvalues + 1, sizeof *e)))
         st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
-    const unsigned char *table = buf + sizeof h;
+    const unsigned char *table = buf + hd.bytes;
     if (st == LT_OK)
         st = parse_table(file, table, table + h.table_bytes, h.nvalues, e, err);
     if (st == LT_OK) {
         /* header, table, order, values, optimizer state, checksum */
-        size_t want = sizeof h + (size_t)h.table_bytes + sizeof(int64_t) * (size_t)h.nsamples, at = want;
+        size_t want = hd.bytes + (size_t)h.table_bytes + sizeof(int64_t) * (size_t)h.nsamples, at = want;
         int k = nstate((lt_optim_kind)h.optim_kind), fits = 1;
         for (int64_t i = 0; i < h.nvalues && fits; i++) {
             size_t copies = 1 + (size_t)(e[i].trained ? k : 0);
@@ -565,3 +659,77 @@ lt_status lt_model_load_checkpoint(lt_model *m, const char *checkpoint, lt_err *
 }
 
 int lt_is_checkpoint(const char *path) { return lt_ckpt_is_checkpoint(path); }
+
+/* ---- the run's options and the folder's lock ---- */
+
+char *lt_ckpt_run_text(const char *model_path, const lt_train_opts *o)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    static const char *const sched_names[] = {"constant", "step", "cosine"};
+    const lt_optim_opts *op = &o->optim;
+    const lt_schedule *sc = &o->schedule;
+    fprintf(f, "model %s\n", model_path);
+    fprintf(f, "--data %s\n", o->data && !o->train_set ? o->data : "(in memory)");
+    fprintf(f, "--limit %lld\n--batch %lld\n--epochs %d\n", (long long)o->limit, (long long)o->batch, o->epochs);
+    fprintf(f, "--optimizer %s\n", (unsigned)op->kind < 6 ? kind_names[op->kind] : "?");
+    fprintf(f, "--lr %.17g\n--momentum %.17g\n--beta1 %.17g\n--beta2 %.17g\n--eps %.17g\n--weight-decay %.17g\n",
+            sc->lr, op->momentum, op->beta1, op->beta2, op->eps, op->weight_decay);
+    fprintf(f, "--schedule %s\n--warmup %lld\n--step-size %lld\n--gamma %.17g\n",
+            (unsigned)sc->kind < 3 ? sched_names[sc->kind] : "?", (long long)sc->warmup, (long long)sc->step_size,
+            sc->gamma);
+    fprintf(f, "--clip-norm %.17g\n--loss %s\n--output %s\n", o->clip_norm, lt_loss_name(o->loss),
+            o->output ? o->output : "(first)");
+    fprintf(f, "--mean");
+    for (int i = 0; i < o->norm.nmean; i++)
+        fprintf(f, "%c%.17g", i ? ',' : ' ', o->norm.mean[i]);
+    fprintf(f, "\n--std");
+    for (int i = 0; i < o->norm.nstd; i++)
+        fprintf(f, "%c%.17g", i ? ',' : ' ', o->norm.std[i]);
+    fprintf(f, "\n--freeze");
+    for (int i = 0; i < o->nfreeze; i++)
+        fprintf(f, "%c%s", i ? ',' : ' ', o->freeze[i]);
+    fprintf(f, "\n--seed %llu\n--shuffle %s\n--init %s\n", (unsigned long long)o->seed, o->no_shuffle ? "no" : "yes",
+            o->init_random ? "random" : "keep");
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+lt_status lt_ckpt_lock(const char *dir, int *fd, lt_err *err)
+{
+    char file[PATH_MAX];
+    *fd = -1;
+    if (snprintf(file, sizeof file, "%s/checkpoint.lock", dir) >= (int)sizeof file)
+        return lt_errf(err, LT_ERR_INVALID, "%s: checkpoint folder path too long", dir);
+    int f = open(file, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+    struct stat sb;
+    if (f < 0 || fstat(f, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        lt_status st = lt_errf(err, LT_ERR_IO, "%s: cannot lock the checkpoint folder (%s): %s", dir, file,
+                               f < 0 ? strerror(errno) : "not a regular file");
+        if (f >= 0)
+            close(f);
+        return st;
+    }
+    if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(f);
+        if (e == EWOULDBLOCK)
+            return lt_errf(err, LT_ERR_IO,
+                           "%s: the checkpoint folder is in use by another lantern run (one run per folder)", dir);
+        return lt_errf(err, LT_ERR_IO, "%s: cannot lock the checkpoint folder: %s", dir, strerror(e));
+    }
+    *fd = f;
+    return LT_OK;
+}
+
+void lt_ckpt_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* drops the flock */
+}

@@ -18,6 +18,8 @@ typedef struct lt_ckpt_state {
     lt_tensor *const *params;
     lt_optim *opt;            /* its state is saved / loaded in place */
     int64_t nsamples, batch, steps; /* the run's shape; a checkpoint must match */
+    const char *run;          /* the run's options ("name value" lines, lt_ckpt_run_text); a
+                                 checkpoint that records others is refused by name; NULL: none */
     int64_t *order;           /* nsamples entries: the shuffled data order */
     /* saved, and filled in by a load */
     int64_t epoch;            /* 1-based epoch the position lies in */
@@ -27,6 +29,18 @@ typedef struct lt_ckpt_state {
     double loss_sum;          /* the epoch's training loss so far (weighted by samples) */
     int64_t seen;             /* the epoch's samples so far */
 } lt_ckpt_state;
+
+/* The options that decide a run, one "name value" line each in a fixed
+ * order (model, data, limit, batch, epochs, optimizer and its
+ * hyperparameters, schedule, clipping, loss, output, normalization, frozen
+ * parameters, seed, shuffling, init), malloc'ed; NULL when out of memory. */
+char *lt_ckpt_run_text(const char *model_path, const lt_train_opts *o);
+
+/* Takes dir/checkpoint.lock (flock, exclusive, not waiting) for the run:
+ * *fd receives the descriptor to hand to lt_ckpt_unlock. A folder another
+ * run holds is an error naming it. */
+lt_status lt_ckpt_lock(const char *dir, int *fd, lt_err *err);
+void lt_ckpt_unlock(int fd);
 
 /* Hash of the parameters' names, element types and shapes. */
 uint64_t lt_ckpt_model_hash(int n, const char *const *names, const lt_tensor *const *params);

@@ -37,7 +37,9 @@ void lt_tensor_view(lt_tensor *dst, const lt_tensor *src, int rank, const int64_
 lt_status lt_tensor_clone(lt_tensor *dst, const lt_tensor *src, lt_err *err);
 void lt_tensor_release(lt_tensor *t); /* drops the storage reference */
 size_t lt_tensor_nbytes(const lt_tensor *t);
-/* Generic element access through double / int64 (slow paths, any dtype). */
+/* Generic element access through double / int64 (slow paths, any dtype).
+ * Setting an integer element from a double truncates toward zero and
+ * saturates at the type's range; NaN gives 0 (never undefined). */
 double lt_tensor_get_f64(const lt_tensor *t, int64_t i);
 void lt_tensor_set_f64(lt_tensor *t, int64_t i, double v);
 int64_t lt_tensor_get_i64(const lt_tensor *t, int64_t i);

@@ -472,6 +472,33 @@ double lt_tensor_get_f64(const lt_tensor *t, int64_t i)
     }
 }
 
+/* A double to an integer type, defined for every input: truncated toward
+ * zero, saturated at the type's range (-inf and +inf give its minimum and
+ * maximum), NaN gives 0. C leaves an out-of-range conversion undefined and
+ * ONNX's Cast leaves it unspecified. The bounds are compared as the exact
+ * doubles -2^(bits-1), 2^(bits-1) and 2^bits. */
+static int64_t sat_signed(double v, int bits)
+{
+    double top = ldexp(1.0, bits - 1); /* 2^(bits-1), exact */
+    if (v != v)
+        return 0;
+    if (v >= top)
+        return (int64_t)(((uint64_t)1 << (bits - 1)) - 1);
+    if (v <= -top)
+        return -(int64_t)(((uint64_t)1 << (bits - 1)) - 1) - 1;
+    return (int64_t)v;
+}
+
+static uint64_t sat_unsigned(double v, int bits)
+{
+    double top = ldexp(1.0, bits); /* 2^bits, exact */
+    if (v != v || v <= -1.0)
+        return 0;
+    if (v >= top)
+        return bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    return (uint64_t)v;
+}
+
 void lt_tensor_set_f64(lt_tensor *t, int64_t i, double v)
 {
     void *p = t->data;
@@ -480,14 +507,14 @@ void lt_tensor_set_f64(lt_tensor *t, int64_t i, double v)
     case LT_F64: ((double *)p)[i] = v; break;
     case LT_F16: ((uint16_t *)p)[i] = lt_f32_to_f16((float)v); break;
     case LT_BF16: ((uint16_t *)p)[i] = lt_f32_to_bf16((float)v); break;
-    case LT_I8: ((int8_t *)p)[i] = (int8_t)v; break;
-    case LT_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case LT_I16: ((int16_t *)p)[i] = (int16_t)v; break;
-    case LT_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-    case LT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case LT_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
-    case LT_I64: ((int64_t *)p)[i] = (int64_t)v; break;
-    case LT_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    case LT_I8: ((int8_t *)p)[i] = (int8_t)sat_signed(v, 8); break;
+    case LT_U8: ((uint8_t *)p)[i] = (uint8_t)sat_unsigned(v, 8); break;
+    case LT_I16: ((int16_t *)p)[i] = (int16_t)sat_signed(v, 16); break;
+    case LT_U16: ((uint16_t *)p)[i] = (uint16_t)sat_unsigned(v, 16); break;
+    case LT_I32: ((int32_t *)p)[i] = (int32_t)sat_signed(v, 32); break;
+    case LT_U32: ((uint32_t *)p)[i] = (uint32_t)sat_unsigned(v, 32); break;
+    case LT_I64: ((int64_t *)p)[i] = sat_signed(v, 64); break;
+    case LT_U64: ((uint64_t *)p)[i] = sat_unsigned(v, 64); break;
     case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     default: break;
     }

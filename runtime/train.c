@@ -463,6 +463,11 @@ static lt_status run_epochs(trainer *tr)
     lt_ckpt_state ck = {0};
     if (st == LT_OK && o->checkpoint_dir)
         st = ckpt_state(tr, n, B, steps, &ck);
+    /* the checkpoint records the run's options; --resume refuses others */
+    char *run_text = NULL;
+    if (st == LT_OK && o->checkpoint_dir && !(run_text = lt_ckpt_run_text(tr->path, o)))
+        st = lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
+    ck.run = run_text;
     int e0 = 1;
     if (st == LT_OK && o->resume && !o->checkpoint_dir)
         st = lt_errf(tr->err, LT_ERR_INVALID, "resuming needs the checkpoint folder (--checkpoint-dir)");
@@ -541,6 +546,7 @@ static lt_status run_epochs(trainer *tr)
             *stopped = 1;
     }
     free((void *)ck.values);
+    free(run_text);
     batches_free(&bs);
     return st;
 }
@@ -549,9 +555,14 @@ lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **tr
 {
     *trained = NULL;
     trainer tr = {.o = o, .path = model_path, .err = err};
-    lt_status st = setup(&tr, model_path);
+    /* one run at a time per checkpoint folder, held for the whole run */
+    int lock = -1;
+    lt_status st = o->checkpoint_dir ? lt_ckpt_lock(o->checkpoint_dir, &lock, err) : LT_OK;
+    if (st == LT_OK)
+        st = setup(&tr, model_path);
     if (st == LT_OK)
         st = run_epochs(&tr);
+    lt_ckpt_unlock(lock);
     lt_session_free(tr.ts);
     lt_session_free(tr.es);
     lt_optim_free(tr.opt);

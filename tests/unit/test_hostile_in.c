@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -519,6 +520,117 @@ static void dots_inside_a_name(void **state)
     assert_non_null(strstr(e.msg, "outside the model's folder"));
 }
 
+/* ---- 2 and 3. checkpoint folders, resumed options, crafted counters ---- */
+
+static char *slurp(const char *p, size_t *len)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        fail_msg("%s: missing", p);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+/* lantern train on the small data with checkpoints in dir/ck; extra goes
+ * last (e.g. "--resume --lr 0.5"). */
+static void train_args(char *a, size_t len, const char *extra)
+{
+    char data[700], ck[700], out[700];
+    path(data, sizeof data, "data");
+    path(ck, sizeof ck, "ck2");
+    path(out, sizeof out, "ck2_out.onnx");
+    snprintf(a, len,
+             "train %smlp.onnx --data fashion-mnist=%s --epochs 1 --batch 8 --limit 32 --test-limit 16 --seed 3 "
+             "--optimizer adam --lr 0.002 --checkpoint-dir %s -o %s %s",
+             MODELS, data, ck, out, extra);
+}
+
+static void checkpoint_folder(void **state)
+{
+    (void)state;
+    alarm(300);
+    char a[4096], err[4096], ck[700], lockf[760], file[760];
+    path(ck, sizeof ck, "ck2");
+    mkdir(ck, 0700);
+    train_args(a, sizeof a, "");
+    if (lantern(a, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    /* a second writer while the folder is held: refused at once */
+    snprintf(lockf, sizeof lockf, "%s/checkpoint.lock", ck);
+    int fd = open(lockf, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+    time_t t0 = time(NULL);
+    refused(a, ck, "in use by another lantern run");
+    assert_true(time(NULL) - t0 < 20);
+    close(fd);
+    /* --resume with other options: the first that differs is named */
+    train_args(a, sizeof a, "--resume --lr 0.5");
+    refused(a, "--lr 0.002", "--lr 0.5");
+    train_args(a, sizeof a, "--resume --seed 4");
+    refused(a, "--seed 3", "--seed 4");
+    train_args(a, sizeof a, "--resume --batch 4");
+    refused(a, "--batch", ck);
+    train_args(a, sizeof a, "--resume --optimizer sgd");
+    refused(a, "--optimizer", ck);
+    /* the same options resume (the run was over: nothing left to do) */
+    train_args(a, sizeof a, "--resume");
+    if (lantern(a, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    /* epoch 2^62 with a good checksum: refused, no overflow */
+    snprintf(file, sizeof file, "%s/checkpoint.ltck", ck);
+    size_t len;
+    char *b = slurp(file, &len);
+    int64_t epoch = (int64_t)1 << 62;
+    memcpy(b + 32, &epoch, sizeof epoch);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i + 8 < len; i++)
+        h = (h ^ (unsigned char)b[i]) * 0x100000001b3ull;
+    memcpy(b + len - 8, &h, sizeof h);
+    spit(file, b, len);
+    free(b);
+    refused(a, file, "step counters");
+    alarm(0);
+}
+
+static void int_stores_defined(void **state)
+{
+    (void)state;
+    const double in[] = {NAN, INFINITY, -INFINITY, 1e300, -1e300, 3.7, -3.7, 200.5, -200.5, 70000.0, 5e9, 1e19, 2e19};
+    const int n = sizeof in / sizeof *in;
+    static const struct {
+        lt_dtype t;
+        double lo, hi;
+    } types[] = {
+        {LT_I8, -128, 127}, {LT_U8, 0, 255}, {LT_I16, -32768, 32767}, {LT_U16, 0, 65535},
+        {LT_I32, -2147483648.0, 2147483647.0}, {LT_U32, 0, 4294967295.0},
+        {LT_I64, -9223372036854775808.0, 9223372036854775807.0}, {LT_U64, 0, 18446744073709551615.0},
+    };
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+        lt_tensor t;
+        lt_err e;
+        int64_t dims[1] = {n};
+        assert_int_equal(lt_tensor_alloc(&t, types[k].t, 1, dims, &e), LT_OK);
+        for (int i = 0; i < n; i++)
+            lt_tensor_set_f64(&t, i, in[i]);
+        for (int i = 0; i < n; i++) {
+            double want = in[i] != in[i] ? 0 : in[i] <= types[k].lo ? types[k].lo : in[i] >= types[k].hi ? types[k].hi
+                                                                                                   : trunc(in[i]);
+            double got = types[k].t == LT_U64 ? (double)((uint64_t *)t.data)[i] : lt_tensor_get_f64(&t, i);
+            if (got != want)
+                fail_msg("%s from %g: %.17g, want %.17g", lt_dtype_name(types[k].t), in[i], got, want);
+        }
+        lt_tensor_release(&t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +638,8 @@ int main(void)
         cmocka_unit_test(unknown_op_named),
         cmocka_unit_test(npy_header_parsed),
         cmocka_unit_test(dots_inside_a_name),
+        cmocka_unit_test(checkpoint_folder),
+        cmocka_unit_test(int_stores_defined),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
