@@ -1,6 +1,7 @@
 /* `lantern import` and `lantern run`. */
 #include "cli.h"
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,6 +56,14 @@ void lt_cli_sanitize(const char *name, char *out, size_t len)
         out[i] = ok ? c : '_';
     }
     out[i] = 0;
+}
+
+static volatile sig_atomic_t run_interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    run_interrupted = 1;
 }
 
 int lt_cmd_run(int argc, char **argv)
@@ -132,8 +141,21 @@ int lt_cmd_run(int argc, char **argv)
     if (s == LT_OK)
         s = lt_session_new(m, &sess, &err);
     outs = calloc(nout + 1, sizeof *outs);
-    if (s == LT_OK)
+    if (s == LT_OK) {
+        /* Ctrl-C stops a long run (a Loop that does not end) between nodes
+         * and iterations; a second one kills */
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sigint;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        run_interrupted = 0;
+        sigaction(SIGINT, &sa, &old);
+        lt_set_interrupt(&run_interrupted);
         s = lt_session_run(sess, nin, names, vals, outs, &err);
+        lt_set_interrupt(NULL);
+        sigaction(SIGINT, &old, NULL);
+    }
     if (s != LT_OK) {
         fprintf(stderr, "lantern: %s\n", err.msg);
         rc = lt_exit_code(s);

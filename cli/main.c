@@ -32,6 +32,7 @@ int lt_exit_code(lt_status s)
     case LT_ERR_INVALID:
     case LT_ERR_UNSUPPORTED:
     case LT_ERR_IO: return 2;
+    case LT_ERR_INTERRUPTED: return 130;
     default: return 1;
     }
 }

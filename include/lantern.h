@@ -27,7 +27,8 @@ typedef enum lt_status {
     LT_ERR_NOMEM,       /* an allocation failed; the message gives the size */
     LT_ERR_IO,          /* a file could not be read or written */
     LT_ERR_RUNTIME,     /* a kernel failed on valid input (e.g. shape mismatch) */
-    LT_ERR_INTERNAL     /* a lantern bug */
+    LT_ERR_INTERNAL,    /* a lantern bug */
+    LT_ERR_INTERRUPTED  /* stopped by the flag given to lt_set_interrupt (Ctrl-C) */
 } lt_status;
 
 const char *lt_status_str(lt_status s);
@@ -194,6 +195,10 @@ void lt_session_free(lt_session *s);
  * output (caller frees each with lt_value_free). */
 lt_status lt_session_run(lt_session *s, int n, const char *const *names,
                          lt_value *const *inputs, lt_value **outputs, lt_err *err);
+/* While *flag is nonzero (a SIGINT handler sets it), every run stops between
+ * nodes and between Loop/Scan iterations with LT_ERR_INTERRUPTED naming the
+ * node it stopped in. Process-wide; NULL turns it off. */
+void lt_set_interrupt(const volatile sig_atomic_t *flag);
 
 /* ---- datasets ---- */
 typedef struct lt_dataset lt_dataset;

@@ -37,6 +37,7 @@ const char *lt_status_str(lt_status s)
     case LT_ERR_IO: return "i/o error";
     case LT_ERR_RUNTIME: return "runtime error";
     case LT_ERR_INTERNAL: return "internal error";
+    case LT_ERR_INTERRUPTED: return "interrupted";
     }
     return "unknown status";
 }

@@ -226,15 +226,31 @@ static void env_drop(lt_exec *ex, int id)
     ex->env[id] = NULL;
 }
 
+static const volatile sig_atomic_t *interrupt_flag;
+
+void lt_set_interrupt(const volatile sig_atomic_t *flag) { interrupt_flag = flag; }
+
+bool lt_k_interrupted(void) { return interrupt_flag && *interrupt_flag; }
+
 static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
 {
     lt_value *inbuf[64], *outbuf[64];
     for (int i = 0; i < b->nnodes; i++) {
         const lt_node *n = b->nodes[i];
+        char lb[256];
+        if (lt_k_interrupted())
+            return lt_errf(ex->err, LT_ERR_INTERRUPTED, "%s: interrupted before %s", ex->m->path,
+                           lt_node_label(n, lb, sizeof lb));
         lt_value **in = n->nin <= 64 ? inbuf : calloc(n->nin, sizeof *in);
         lt_value **outv = n->nout <= 64 ? outbuf : calloc(n->nout, sizeof *outv);
-        if (!in || !outv)
-            return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory");
+        if (!in || !outv) {
+            if (in != inbuf)
+                free(in);
+            if (outv != outbuf)
+                free(outv);
+            return lt_errf(ex->err, LT_ERR_NOMEM, "%s: %s: out of memory", ex->m->path,
+                           lt_node_label(n, lb, sizeof lb));
+        }
         for (int j = 0; j < n->nin; j++)
             in[j] = n->in[j] ? ex->env[n->in[j]->id] : NULL;
         memset(outv, 0, sizeof *outv * n->nout);

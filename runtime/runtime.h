@@ -110,6 +110,8 @@ void *lt_k_scratch(lt_kctx *k, size_t bytes);
 /* Runs region block b with the given parameter values; results[] receives
  * new references (caller releases with lt_value_free). */
 lt_status lt_k_run_block(lt_kctx *k, const lt_block *b, lt_value *const *args, lt_value **results);
+/* Whether the lt_set_interrupt flag is up: loops check it per iteration. */
+bool lt_k_interrupted(void);
 /* The module the kernel's node belongs to. */
 const lt_module *lt_k_module(lt_kctx *k);
 /* Function fi of the module (for Call), NULL when out of range. */

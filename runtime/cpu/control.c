@@ -14,12 +14,28 @@ static const lt_block *region(lt_kctx *k, const char *attr)
     return k->node->regions[a->region];
 }
 
-static void free_values(lt_value **v, int n)
+static void free_values(lt_value **v, int64_t n)
 {
-    for (int i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++) {
         lt_value_free(v[i]);
         v[i] = NULL;
     }
+}
+
+/* A body's failure said again by the looping node, so that running out of
+ * memory (scan outputs piling up) or an interruption names the Loop or Scan
+ * and its iteration, not only the body node that happened to fail. */
+static lt_status body_failed(lt_kctx *k, lt_status s, int64_t it)
+{
+    if (s != LT_ERR_NOMEM && s != LT_ERR_INTERRUPTED)
+        return s;
+    char inner[LT_ERR_MSG_MAX];
+    const char *msg = k->err->msg, *path = lt_k_module(k)->path;
+    size_t pl = path ? strlen(path) : 0;
+    if (pl && strncmp(msg, path, pl) == 0 && msg[pl] == ':' && msg[pl + 1] == ' ')
+        msg += pl + 2;
+    snprintf(inner, sizeof inner, "%s", msg);
+    return lt_k_fail(k, s, "iteration %lld: %s", (long long)it, inner);
 }
 
 static bool truthy(const lt_tensor *t)
@@ -54,7 +70,7 @@ static lt_status op_if(lt_kctx *k)
 
 /* Stacks n tensors of one shape along a new axis (at `axis`), in reverse
  * order when `reverse`. */
-static lt_status stack(lt_kctx *k, int out, lt_value **items, int n, int axis, bool reverse, const lt_ival *iv)
+static lt_status stack(lt_kctx *k, int out, lt_value **items, int64_t n, int axis, bool reverse, const lt_ival *iv)
 {
     if (n == 0) {
         /* no iterations: an empty tensor whose other dims come from the type */
@@ -76,7 +92,7 @@ static lt_status stack(lt_kctx *k, int out, lt_value **items, int n, int axis, b
         axis += t0->rank + 1;
     if (axis < 0 || axis > t0->rank || t0->rank + 1 > LT_MAX_RANK)
         return lt_k_fail(k, LT_ERR_INVALID, "scan output axis out of range");
-    for (int i = 1; i < n; i++) {
+    for (int64_t i = 1; i < n; i++) {
         const lt_tensor *t = &items[i]->t;
         bool same = items[i]->kind == LT_VAL_TENSOR && t->dtype == t0->dtype && t->rank == t0->rank;
         for (int d = 0; same && d < t->rank; d++)
@@ -97,8 +113,8 @@ static lt_status stack(lt_kctx *k, int out, lt_value **items, int n, int axis, b
         outer *= t0->dims[d];
     for (int d = axis; d < t0->rank; d++)
         inner *= t0->dims[d];
-    for (int i = 0; i < n; i++) {
-        int pos = reverse ? n - 1 - i : i;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t pos = reverse ? n - 1 - i : i;
         const char *src = items[i]->t.data;
         for (int64_t a = 0; a < outer; a++)
             memcpy((char *)o->data + ((size_t)a * n + pos) * inner * es, src + (size_t)a * inner * es, inner * es);
@@ -128,7 +144,7 @@ static lt_status op_loop(lt_kctx *k)
     int nargs = b->nparams;
     lt_value **args = calloc(nargs + 1, sizeof *args), **res = calloc(b->nresults + 1, sizeof *res);
     lt_value ***scans = calloc(nscan + 1, sizeof *scans);
-    int scan_cap = 0, iters = 0;
+    int64_t scan_cap = 0, iters = 0;
     lt_value *iv = lt_value_new_tensor(), *cv = lt_value_new_tensor();
     if (!args || !res || !scans || !iv || !cv) {
         s = lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
@@ -147,11 +163,17 @@ static lt_status op_loop(lt_kctx *k)
     args[0] = iv;
     args[1] = cv;
     for (int64_t it = 0; it < max_trip && cond; it++) {
+        if (lt_k_interrupted()) {
+            s = lt_k_fail(k, LT_ERR_INTERRUPTED, "interrupted in iteration %lld", (long long)it);
+            goto done;
+        }
         *(int64_t *)iv->t.data = it;
         *(uint8_t *)cv->t.data = cond;
         s = lt_k_run_block(k, b, args, res);
-        if (s != LT_OK)
+        if (s != LT_OK) {
+            s = body_failed(k, s, it);
             goto done;
+        }
         const lt_tensor *nc = lt_value_tensor(res[0]);
         if (!nc || nc->numel != 1) {
             s = lt_k_fail(k, LT_ERR_RUNTIME, "body's condition output must be one boolean");
@@ -166,9 +188,11 @@ static lt_status op_loop(lt_kctx *k)
         if (nscan && iters == scan_cap) {
             scan_cap = scan_cap ? scan_cap * 2 : 16;
             for (int j = 0; j < nscan; j++) {
-                lt_value **q = realloc(scans[j], sizeof *q * scan_cap);
+                lt_value **q = (size_t)scan_cap <= SIZE_MAX / sizeof *q ? realloc(scans[j], sizeof *q * (size_t)scan_cap)
+                                                                        : NULL;
                 if (!q) {
-                    s = lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+                    s = lt_k_fail(k, LT_ERR_NOMEM, "out of memory after %lld iterations (scan outputs of %lld "
+                                  "iterations are kept until the loop ends)", (long long)iters, (long long)iters);
                     goto done;
                 }
                 scans[j] = q;
@@ -269,14 +293,18 @@ static lt_status scan_run(lt_kctx *k, const lt_block *b, int nstate, lt_value **
         }
     }
     for (int64_t t = 0; t < T; t++) {
+        if (lt_k_interrupted()) {
+            s = lt_k_fail(k, LT_ERR_INTERRUPTED, "interrupted in iteration %lld", (long long)t);
+            goto done;
+        }
         for (int i = 0; i < nstate; i++)
             args[i] = states[i];
         for (int j = 0; j < nin_scan && s == LT_OK; j++) {
             int64_t pos = in_dirs[j] ? T - 1 - t : t;
             s = slice_axis(k, xs[j], (int)in_axes[j], pos, &args[nstate + j]);
         }
-        if (s == LT_OK)
-            s = lt_k_run_block(k, b, args, res);
+        if (s == LT_OK && (s = lt_k_run_block(k, b, args, res)) != LT_OK)
+            s = body_failed(k, s, t);
         for (int j = 0; j < nin_scan; j++) {
             lt_value_free(args[nstate + j]);
             args[nstate + j] = NULL;

@@ -167,7 +167,7 @@ static Onnx__NodeProto *node(const char *op, const char *name, const char *ins, 
     return n;
 }
 
-static __attribute__((unused)) void attr_graph(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g)
+static void attr_graph(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g)
 {
     Onnx__AttributeProto *a = A(sizeof *a);
     onnx__attribute_proto__init(a);
@@ -631,6 +631,119 @@ static void int_stores_defined(void **state)
     }
 }
 
+/* ---- 7. runaway Loops: out of memory names the Loop; Ctrl-C stops it ---- */
+
+/* A Loop of 2^62 iterations named `name`: with scan, every iteration
+ * stacks a fresh 4 MiB ConstantOfShape; without, it carries x along. */
+static void loop_model(const char *p, const char *name, int scan)
+{
+    const int64_t none[1] = {0}, one[1] = {1}, big = (int64_t)1 << 20, ydims[2] = {-1, big};
+    int64_t trips = (int64_t)1 << 62;
+    uint8_t yes = 1;
+    float x0[2] = {1, 2};
+    Onnx__TensorProto *M = tensor("M", LT_I64, 0, none, &trips, sizeof trips),
+                      *cond = tensor("cond", LT_BOOL, 0, none, &yes, 1),
+                      *shp = tensor("shp", LT_I64, 1, one, &big, sizeof big),
+                      *x = tensor("x0", LT_F32, 1, two, x0, sizeof x0);
+    Onnx__GraphProto *body;
+    Onnx__NodeProto *loop;
+    if (scan) {
+        body = graph(LIST(Onnx__NodeProto, node("Identity", "keep", "c", "c_out"), node("ConstantOfShape", "fill", "shp", "block")),
+                     NULL, 0, LIST(Onnx__ValueInfoProto, vi("i", LT_I64, 0, NULL), vi("c", LT_BOOL, 0, NULL)),
+                     LIST(Onnx__ValueInfoProto, vi("c_out", LT_BOOL, 0, NULL), vi("block", LT_F32, 1, &big)));
+        loop = node("Loop", name, "M,cond", "Y");
+    } else {
+        body = graph(LIST(Onnx__NodeProto, node("Identity", "keep", "c", "c_out"), node("Identity", "carry", "x_in", "x_out")),
+                     NULL, 0,
+                     LIST(Onnx__ValueInfoProto, vi("i", LT_I64, 0, NULL), vi("c", LT_BOOL, 0, NULL),
+                          vi("x_in", LT_F32, 1, two)),
+                     LIST(Onnx__ValueInfoProto, vi("c_out", LT_BOOL, 0, NULL), vi("x_out", LT_F32, 1, two)));
+        loop = node("Loop", name, "M,cond,x0", "Y");
+    }
+    attr_graph(loop, "body", body);
+    write_model(p, graph(LIST(Onnx__NodeProto, loop), LIST(Onnx__TensorProto, M, cond, shp, x), NULL, 0,
+                         LIST(Onnx__ValueInfoProto, scan ? vi("Y", LT_F32, 2, ydims) : vi("Y", LT_F32, 1, two))));
+    arena_free();
+}
+
+/* Starts `lantern run model` with stderr to dir/loop_err; as_bytes > 0
+ * limits its address space. */
+static pid_t start_run(const char *model, rlim_t as_bytes)
+{
+    char ef[700];
+    path(ef, sizeof ef, "loop_err");
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (as_bytes) {
+            struct rlimit rl = {as_bytes, as_bytes};
+            setrlimit(RLIMIT_AS, &rl);
+        }
+        int fe = open(ef, O_WRONLY | O_CREAT | O_TRUNC, 0600), fo = open("/dev/null", O_WRONLY);
+        dup2(fe, 2);
+        dup2(fo, 1);
+        execl(LANTERN, LANTERN, "run", model, (char *)NULL);
+        _exit(127);
+    }
+    assert_true(pid > 0);
+    return pid;
+}
+
+/* Exit code (1000 + signal), or -1 after `ms` milliseconds (then killed). */
+static int wait_ms(pid_t pid, int ms)
+{
+    int st;
+    for (int i = 0; i < ms; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+static void loop_err(char *err, size_t len)
+{
+    char ef[700];
+    path(ef, sizeof ef, "loop_err");
+    size_t n;
+    char *t = slurp(ef, &n);
+    snprintf(err, len, "%s", t);
+    free(t);
+}
+
+static void runaway_loop_out_of_memory(void **state)
+{
+    (void)state;
+    char m[700], err[4096];
+    path(m, sizeof m, "runaway.onnx");
+    loop_model(m, "runaway", 1);
+    int rc = wait_ms(start_run(m, (rlim_t)1536 << 20), 120000);
+    loop_err(err, sizeof err);
+    if (rc != 1 || count_lines(err) != 1 || !strstr(err, "node 'runaway' (Loop)") || !strstr(err, "out of memory") ||
+        !strstr(err, m))
+        fail_msg("exit %d (want 1 and one line naming node 'runaway' (Loop)): %s", rc, err);
+    print_message("%s", err);
+}
+
+static void sigint_stops_loop(void **state)
+{
+    (void)state;
+    char m[700], err[4096];
+    path(m, sizeof m, "forever.onnx");
+    loop_model(m, "forever", 0);
+    pid_t pid = start_run(m, 0);
+    struct timespec ts = {1, 0};
+    nanosleep(&ts, NULL);
+    kill(pid, SIGINT);
+    int rc = wait_ms(pid, 3000);
+    loop_err(err, sizeof err);
+    if (rc != 130 || count_lines(err) != 1 || !strstr(err, "node 'forever' (Loop)") || !strstr(err, "interrupted"))
+        fail_msg("exit %d (want 130 within 3 s, one line naming node 'forever' (Loop)): %s", rc, err);
+    print_message("%s", err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -640,6 +753,8 @@ int main(void)
         cmocka_unit_test(dots_inside_a_name),
         cmocka_unit_test(checkpoint_folder),
         cmocka_unit_test(int_stores_defined),
+        cmocka_unit_test(runaway_loop_out_of_memory),
+        cmocka_unit_test(sigint_stops_loop),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
