@@ -21,12 +21,23 @@ static lt_status r_transpose(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_
                              lt_ival *const *dout)
 {
     int r = in[0]->type.rank, np;
-    if (r < 0)
-        return lt_ad_fail(c, n, "Transpose needs a known rank to be differentiated");
     const int64_t *perm = lt_attr_ints(n, "perm", &np);
+    /* perm fixes the rank where inference could not tell it */
+    if (perm && r < 0)
+        r = np;
+    if (r < 0)
+        return lt_ad_fail(c, n, "Transpose needs a known rank (or perm) to be differentiated");
+    if (r > LT_MAX_RANK || (perm && np != r))
+        return lt_ad_fail(c, n, "perm has %d entries for an input of rank %d", perm ? np : 0, r);
     int64_t inv[LT_MAX_RANK];
-    for (int i = 0; i < r; i++)
-        inv[perm && np == r ? perm[i] : r - 1 - i] = i;
+    bool seen[LT_MAX_RANK] = {false};
+    for (int i = 0; i < r; i++) {
+        int64_t a = perm ? (perm[i] < 0 ? perm[i] + r : perm[i]) : r - 1 - i;
+        if (a < 0 || a >= r || seen[a])
+            return lt_ad_fail(c, n, "perm is not a permutation of 0..%d", r - 1);
+        seen[a] = true;
+        inv[a] = i;
+    }
     lt_node *t = lt_ad_node(c, LT_OP_TRANSPOSE, 1, 1);
     if (!t)
         return LT_ERR_NOMEM;

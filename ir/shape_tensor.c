@@ -1,5 +1,5 @@
 /* Shape inference rules: tensor family. This file holds the shared helpers
- * (constant integer operands, dim arithmetic) and the rules of the view ops
+ * (dim arithmetic; constant integer operands are folded in shape_values.c) and the rules of the view ops
  * (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Shape, Size); the rules of
  * the data-moving and generating ops are in shape_tensor_ops.c. */
 #include "shape_tensor_util.h"
@@ -24,75 +24,6 @@ bool lt_ti_static(lt_dim d)
 lt_dim lt_ti_dim(int64_t v)
 {
     return (lt_dim){v < 0 ? -1 : v, -1};
-}
-
-static bool tensor_ints(const lt_tensor *t, int64_t *out, int max, int *len)
-{
-    if (!t || t->rank > 1 || t->numel > max || !t->data)
-        return false;
-    for (int64_t i = 0; i < t->numel; i++) {
-        switch (t->dtype) {
-        case LT_I64: out[i] = ((const int64_t *)t->data)[i]; break;
-        case LT_I32: out[i] = ((const int32_t *)t->data)[i]; break;
-        case LT_I16: out[i] = ((const int16_t *)t->data)[i]; break;
-        case LT_I8: out[i] = ((const int8_t *)t->data)[i]; break;
-        case LT_U8: out[i] = ((const uint8_t *)t->data)[i]; break;
-        case LT_U16: out[i] = ((const uint16_t *)t->data)[i]; break;
-        case LT_U32: out[i] = ((const uint32_t *)t->data)[i]; break;
-        default: return false;
-        }
-    }
-    *len = (int)t->numel;
-    return true;
-}
-
-bool lt_ti_const_ints(lt_infer_ctx *c, const lt_ival *v, int64_t *out, int max, int *len)
-{
-    if (!v)
-        return false;
-    const lt_tensor *t = lt_infer_const(c, v);
-    if (t)
-        return tensor_ints(t, out, max, len);
-    const lt_node *d = v->def;
-    if (!d)
-        return false;
-    if (d->op == LT_OP_CONSTANT) {
-        const lt_attr *a = lt_attr_find(d, "value_int");
-        if (a && a->kind == LT_ATTR_INT && max >= 1) {
-            out[0] = a->i;
-            *len = 1;
-            return true;
-        }
-        a = lt_attr_find(d, "value_ints");
-        if (a && a->kind == LT_ATTR_INTS && a->n <= max) {
-            if (a->n)
-                memcpy(out, a->ints, sizeof *out * a->n);
-            *len = a->n;
-            return true;
-        }
-        return false;
-    }
-    if (d->op == LT_OP_SHAPE && d->nin > 0 && d->in[0]) {
-        const lt_type *x = &d->in[0]->type;
-        if (x->kind != LT_KIND_TENSOR || x->rank < 0)
-            return false;
-        int64_t r = x->rank, s = lt_attr_int(d, "start", 0), e = lt_attr_int(d, "end", r);
-        s = s < 0 ? s + r : s;
-        e = e < 0 ? e + r : e;
-        s = s < 0 ? 0 : s > r ? r : s;
-        e = e < 0 ? 0 : e > r ? r : e;
-        if (e - s > max)
-            return false;
-        int n = 0;
-        for (int64_t i = s; i < e; i++) {
-            if (!lt_ti_static(x->dims[i]))
-                return false;
-            out[n++] = x->dims[i].v;
-        }
-        *len = n;
-        return true;
-    }
-    return false;
 }
 
 bool lt_ti_const_f64(lt_infer_ctx *c, const lt_ival *v, double *out)
@@ -198,6 +129,31 @@ static lt_status r_reshape(lt_infer_ctx *c, lt_node *n)
             memcpy(s, a, sizeof *a * len);
     } else {
         have = n->nin > 1 && lt_ti_const_ints(c, n->in[1], s, LT_MAX_RANK, &len);
+    }
+    lt_ti_val sv[LT_MAX_RANK];
+    if (!have && n->opset >= 5 && n->nin > 1 && lt_ti_values(c, n->in[1], sv, LT_MAX_RANK, &len)) {
+        /* a computed shape: its symbolic dims carry over, its unknown elements
+         * (which could be 0 or -1) leave the rank alone known */
+        bool copy0 = !lt_attr_int(n, "allowzero", 0), xr = x && x->kind == LT_KIND_TENSOR && x->rank >= 0;
+        int rest = -1, guesses = 0;
+        o.rank = len;
+        for (int i = 0; i < len; i++) {
+            o.dims[i] = lt_ti_dim(-1);
+            if (!sv[i].known)
+                guesses++;
+            else if (sv[i].sym >= 0)
+                o.dims[i] = (lt_dim){-1, sv[i].sym};
+            else if (sv[i].v == 0 && copy0)
+                o.dims[i] = xr && i < x->rank ? x->dims[i] : lt_ti_dim(-1);
+            else if (sv[i].v == -1)
+                rest = i;
+            else
+                o.dims[i] = lt_ti_dim(sv[i].v);
+        }
+        if (rest >= 0 && !guesses && xr)
+            o.dims[rest] = reshape_rest(x, o.dims, len, rest);
+        lt_ti_set(n, 0, &o);
+        return LT_OK;
     }
     if (!have) {
         int64_t l = n->nin > 1 ? lt_ti_len(n->in[1]) : -1;

@@ -42,6 +42,14 @@ static lt_status r_transpose(lt_infer_ctx *c, lt_node *n)
                 return lt_infer_fail(c, n, "perm[%d] = %lld is out of range", i, (long long)p[i]);
             o.dims[i] = x->dims[a];
         }
+    } else {
+        /* an input of unknown rank: perm still tells the output's rank */
+        int len;
+        if (lt_attr_ints(n, "perm", &len) && len <= LT_MAX_RANK) {
+            o.rank = len;
+            for (int i = 0; i < len; i++)
+                o.dims[i] = lt_ti_dim(-1);
+        }
     }
     lt_ti_set(n, 0, &o);
     return LT_OK;

@@ -12,9 +12,21 @@ void lt_ti_set(lt_node *n, int i, const lt_type *t);
 bool lt_ti_static(lt_dim d);
 lt_dim lt_ti_dim(int64_t v); /* a constant dim; v < 0 gives unknown */
 
-/* The integer values behind v when import can know them: an initializer or
- * Constant (any value_* form) holding a 0-D/1-D integer tensor of at most max
- * values, or Shape of a tensor whose dims are all static. */
+/* One element of a folded integer value: a constant v (sym < 0), the
+ * symbolic dim sym, or unknown (known false). */
+typedef struct lt_ti_val {
+    bool known;
+    int64_t v;
+    int sym;
+} lt_ti_val;
+
+/* The elements of the 0-D/1-D integer value v (at most max) when import can
+ * tell them: an initializer or Constant (any value_* form), Shape (symbolic
+ * dims as such), Size of a static shape, and Add, Sub, Mul, Div, Mod, Equal,
+ * Where, Concat, Slice, Gather, Cast, Identity, Reshape, Squeeze, Unsqueeze
+ * and Flatten of such values (ir/shape_values.c). Elements may be unknown. */
+bool lt_ti_values(lt_infer_ctx *c, const lt_ival *v, lt_ti_val *out, int max, int *len);
+/* The integer values behind v when every element folds to a constant. */
 bool lt_ti_const_ints(lt_infer_ctx *c, const lt_ival *v, int64_t *out, int max, int *len);
 /* A scalar constant (any numeric type) as a double. */
 bool lt_ti_const_f64(lt_infer_ctx *c, const lt_ival *v, double *out);
