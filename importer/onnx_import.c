@@ -288,11 +288,45 @@ static lt_status convert_attr(imp *im, const Onnx__NodeProto *np, lt_node *n, co
     return LT_OK;
 }
 
-static const Onnx__FunctionProto *find_function(imp *im, const char *domain, const char *name)
+/* A string field the schema lantern is built with (Debian's onnx.proto, IR 8)
+ * does not name, read from protobuf-c's unknown fields: the overload of
+ * IR 10's functions and calls (NodeProto 8, FunctionProto 13). A
+ * length-delimited unknown field keeps its length prefix. Absent is "". */
+static void unknown_string(const ProtobufCMessage *msg, uint32_t tag, const uint8_t **p, size_t *len)
 {
+    *p = (const uint8_t *)"";
+    *len = 0;
+    for (unsigned i = 0; i < msg->n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *u = &msg->unknown_fields[i];
+        if (u->tag != tag || u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
+            continue;
+        uint64_t n = 0;
+        size_t k = 0;
+        for (int shift = 0; k < u->len && shift < 64; shift += 7) {
+            uint8_t b = u->data[k++];
+            n |= (uint64_t)(b & 0x7f) << shift;
+            if (!(b & 0x80))
+                break;
+        }
+        if (k <= u->len && n == u->len - k) {
+            *p = u->data + k;
+            *len = (size_t)n; /* the last occurrence wins, as protobuf's own parsers do */
+        }
+    }
+}
+
+/* The model-local function (domain, name, overload) names. */
+static const Onnx__FunctionProto *find_function(imp *im, const char *domain, const Onnx__NodeProto *np)
+{
+    const uint8_t *want, *have;
+    size_t nwant, nhave;
+    unknown_string(&np->base, 8, &want, &nwant);
     for (size_t i = 0; i < im->mp->n_functions; i++) {
         const Onnx__FunctionProto *f = im->mp->functions[i];
-        if (f->name && strcmp(f->name, name) == 0 && strcmp(f->domain ? f->domain : "", domain) == 0)
+        if (!f->name || strcmp(f->name, np->op_type) != 0 || strcmp(f->domain ? f->domain : "", domain) != 0)
+            continue;
+        unknown_string(&f->base, 13, &have, &nhave);
+        if (nhave == nwant && memcmp(have, want, nwant) == 0)
             return f;
     }
     return NULL;
@@ -310,7 +344,7 @@ static const Onnx__FunctionProto *callee(imp *im, const Onnx__NodeProto *np)
     if (strcmp(domain, "ai.onnx.preview.training") == 0 &&
         lt_op_lookup(np->op_type, LT_DOMAIN_TRAINING) != LT_OP_COUNT)
         return NULL;
-    return find_function(im, domain, np->op_type);
+    return find_function(im, domain, np);
 }
 
 static int64_t function_size(imp *im, const Onnx__FunctionProto *f, int depth);
@@ -553,7 +587,7 @@ static lt_status import_node(imp *im, scope *s, lt_block *b, const Onnx__NodePro
         dom = LT_DOMAIN_TRAINING;
         version = ops->training;
     } else {
-        const Onnx__FunctionProto *f = find_function(im, domain, np->op_type);
+        const Onnx__FunctionProto *f = find_function(im, domain, np);
         if (f)
             return inline_function(im, s, b, np, f, ops);
         return record_unsupported(im, s, b, np, domain);
@@ -563,7 +597,7 @@ static lt_status import_node(imp *im, scope *s, lt_block *b, const Onnx__NodePro
                         *domain ? domain : "ai.onnx");
     lt_op op = lt_op_lookup(np->op_type, dom);
     if (op == LT_OP_COUNT) {
-        const Onnx__FunctionProto *f = find_function(im, domain, np->op_type);
+        const Onnx__FunctionProto *f = find_function(im, domain, np);
         if (f)
             return inline_function(im, s, b, np, f, ops);
         return record_unsupported(im, s, b, np, *domain ? domain : "ai.onnx");
@@ -1007,8 +1041,12 @@ done:
 static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *err)
 {
     imp im = {m, err, mp, m->path, {-1, -1}, 0, 0, NULL, 0};
-    if (!mp->has_ir_version || mp->ir_version < 3 || mp->ir_version > 10)
-        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: IR version %lld is outside the 3..10 lantern reads", m->path,
+    /* IR 11-14 add element types (refused per tensor until lantern holds
+     * them), multi-device configurations (hints for a sharded run; a
+     * one-device run may ignore them) and opaque types in every build
+     * (refused where a value has one). */
+    if (!mp->has_ir_version || mp->ir_version < 3 || mp->ir_version > 14)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: IR version %lld is outside the 3..14 lantern reads", m->path,
                        (long long)mp->ir_version);
     if (!mp->graph)
         return lt_errf(err, LT_ERR_INVALID, "%s: the model has no graph", m->path);

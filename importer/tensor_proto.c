@@ -38,6 +38,26 @@ lt_status lt_read_file(const char *path, size_t max, uint8_t **data, size_t *len
     return LT_OK;
 }
 
+/* ONNX element types lantern cannot hold yet, by their TensorProto.DataType
+ * names (IR versions 9-14 added them), so a refusal says which it is. */
+static const char *onnx_elem_name(int64_t t, char *buf, size_t len)
+{
+    static const char *const later[] = {
+        "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", /* 17-20, IR 9 */
+        "uint4", "int4",                                                  /* 21-22, IR 10 */
+        "float4e2m1",                                                     /* 23, IR 11 */
+        "float8e8m0",                                                     /* 24, IR 12 */
+        "uint2", "int2",                                                  /* 25-26, IR 13 */
+        "float6e2m3", "float6e3m2",                                       /* 27-28, IR 14 */
+    };
+    if (t > 0 && t < LT_DTYPE_COUNT)
+        return lt_dtype_name((lt_dtype)t);
+    if (t >= 17 && t < 17 + (int64_t)(sizeof later / sizeof *later))
+        return later[t - 17];
+    snprintf(buf, len, "%lld", (long long)t);
+    return buf;
+}
+
 /* lantern densifies sparse tensors. Above this size the dense form may be at
  * most 1024 times the stored values and indices: a few bytes of file must
  * not stand for gigabytes. */
@@ -50,9 +70,10 @@ static lt_status shape_from_dims(const lt_tp_ctx *c, size_t n_dims, const int64_
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s has rank %zu, more than lantern's %d", c->path, c->what,
                        n_dims, LT_MAX_RANK);
     size_t es = lt_dtype_size(t->dtype);
+    char nb[24];
     if (es == 0)
-        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s has element type %d, which lantern does not support",
-                       c->path, c->what, (int)t->dtype);
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s has element type %s, which lantern does not support",
+                       c->path, c->what, onnx_elem_name(t->dtype, nb, sizeof nb));
     t->rank = (int)n_dims;
     int64_t numel = 1;
     for (size_t i = 0; i < n_dims; i++) {
@@ -205,9 +226,10 @@ static lt_status from_typed(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_
 lt_status lt_tensor_from_proto(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_tensor *t, lt_err *err)
 {
     memset(t, 0, sizeof *t);
+    char nb[24];
     if (!tp->has_data_type || tp->data_type <= 0 || tp->data_type >= LT_DTYPE_COUNT)
-        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s has element type %d, which lantern does not support",
-                       c->path, c->what, tp->has_data_type ? (int)tp->data_type : 0);
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s has element type %s, which lantern does not support",
+                       c->path, c->what, onnx_elem_name(tp->has_data_type ? tp->data_type : 0, nb, sizeof nb));
     if (tp->segment)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s is segmented", c->path, c->what);
     t->dtype = (lt_dtype)tp->data_type;
@@ -321,9 +343,10 @@ lt_status lt_type_from_proto(lt_module *m, const Onnx__TypeProto *tp, lt_type *t
     case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE: {
         const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
         if (tt->has_elem_type) {
+            char nb[24];
             if (tt->elem_type < 0 || tt->elem_type >= LT_DTYPE_COUNT)
-                return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s has element type %d, which lantern does not support",
-                               m->path, what, (int)tt->elem_type);
+                return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s has element type %s, which lantern does not support",
+                               m->path, what, onnx_elem_name(tt->elem_type, nb, sizeof nb));
             t->dtype = (lt_dtype)tt->elem_type;
         }
         if (!tt->shape)
@@ -368,6 +391,11 @@ lt_status lt_type_from_proto(lt_module *m, const Onnx__TypeProto *tp, lt_type *t
         return LT_OK;
     }
     case ONNX__TYPE_PROTO__VALUE__NOT_SET:
+        /* the schema lantern is built with (IR 8) lacks TypeProto.opaque_type (7) */
+        for (unsigned i = 0; i < tp->base.n_unknown_fields; i++)
+            if (tp->base.unknown_fields[i].tag == 7)
+                return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s has an opaque type, which lantern does not support",
+                               m->path, what);
         return LT_OK;
     default:
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %s: map and sparse tensor types are not supported", m->path,
