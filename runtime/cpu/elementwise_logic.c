@@ -35,8 +35,15 @@ static const lt_ew_row bxor_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_INTS(bxor)};
 /* Shifting by the width or more gives 0 (C leaves it undefined). */
 LT_EW_UINTS(BROW, shl, LT_EW_SAME, y >= 8 * sizeof(ti_t) ? 0 : (ut_t)x << y)
 LT_EW_UINTS(BROW, shr, LT_EW_SAME, y >= 8 * sizeof(ti_t) ? 0 : x >> y)
-static const lt_ew_row shl_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_UINTS(shl)};
-static const lt_ew_row shr_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_UINTS(shr)};
+/* Signed (opset 28): a shift by a negative amount or by the width or more
+ * leaves only the sign fill, -1 right of a negative x and 0 otherwise; left
+ * shifts go through the unsigned type (bits past the sign are dropped), right
+ * shifts of a negative x through its complement, so nothing is undefined. */
+#define SHIFT_OUT(y) ((y) < 0 || (uint64_t)(y) >= 8 * sizeof(ti_t))
+LT_EW_SINTS(BROW, shl_s, LT_EW_SAME, SHIFT_OUT(y) ? 0 : (ti_t)((ut_t)x << y))
+LT_EW_SINTS(BROW, shr_s, LT_EW_SAME, SHIFT_OUT(y) ? (x < 0 ? -1 : 0) : x < 0 ? ~(~x >> y) : x >> y)
+static const lt_ew_row shl_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_UINTS(shl) LT_EW_TAB_SINTS(shl_s)};
+static const lt_ew_row shr_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_UINTS(shr) LT_EW_TAB_SINTS(shr_s)};
 
 #define BIN_KERNEL(name, rows, out)                                  \
     static lt_status name(lt_kctx *k)                                \
@@ -61,6 +68,11 @@ static lt_status k_bitshift(lt_kctx *k)
     static const lt_ew_op left = {shl_rows, LT_EW_OUT_SAME, false, L};
     static const lt_ew_op right = {shr_rows, LT_EW_OUT_SAME, false, L};
     const char *dir = lt_attr_str(k->node, "direction", "");
+    const lt_tensor *x = lt_k_in(k, 0);
+    lt_dtype dt = x ? x->dtype : LT_UNDEFINED;
+    if (lt_dtype_is_int(dt) && lt_dtype_is_signed(dt) && k->node->opset < 28)
+        return lt_k_fail(k, LT_ERR_INVALID, "BitShift on %s tensors needs opset 28 (the node has opset %d)",
+                         lt_dtype_name(dt), k->node->opset);
     if (strcmp(dir, "LEFT") == 0)
         return lt_ew_binary(k, &left, NULL);
     if (strcmp(dir, "RIGHT") == 0)

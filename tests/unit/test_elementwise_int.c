@@ -176,6 +176,50 @@ static void shifts_and_bits(void **state)
     }
 }
 
+/* Signed BitShift (opset 28): arithmetic right shifts, left shifts dropping
+ * what passes the sign bit, negative or too wide shifts leaving the sign
+ * fill. Expected values worked out by hand in two's complement. */
+static lt_value *shift(lt_dtype dt, int opset, bool left, int n, const double *x, const double *y, lt_status want)
+{
+    int64_t d[1] = {n};
+    tu_graph g = tu_single(LT_OP_BIT_SHIFT, opset, 2, 1);
+    tu_attr_str(&g, "direction", left ? "LEFT" : "RIGHT");
+    lt_value *in[2] = {tu_from(dt, 1, d, x), tu_from(dt, 1, d, y)};
+    lt_value *out = ew_exec(&g, 2, in, want);
+    tu_free(&g);
+    return out;
+}
+
+static void signed_shifts(void **state)
+{
+    (void)state;
+    double lx[7] = {1, -3, 64, -128, 5, 7, -1}, ly[7] = {3, 2, 1, 1, -1, 8, 7};
+    double lw[7] = {8, -12, -128, 0, 0, 0, -128};
+    lt_value *out = shift(LT_I8, 28, true, 7, lx, ly, LT_OK);
+    tu_assert_close(out, lw, 7, 0, 0, 0);
+    lt_value_free(out);
+    double rx[7] = {-16, 16, -1, -128, -5, 5, -5}, ry[7] = {2, 2, 7, 7, 8, -1, 1};
+    double rw[7] = {-4, 4, -1, -1, -1, 0, -3};
+    out = shift(LT_I8, 28, false, 7, rx, ry, LT_OK);
+    tu_assert_close(out, rw, 7, 0, 0, 0);
+    lt_value_free(out);
+    double qx[4] = {-1, 3, -7, 1}, qy[4] = {63, 64, 1, 62};
+    double qlw[4] = {-9223372036854775808.0, 0, -14, 4611686018427387904.0};
+    out = shift(LT_I64, 28, true, 4, qx, qy, LT_OK);
+    tu_assert_close(out, qlw, 4, 0, 0, 0);
+    lt_value_free(out);
+    double qrw[4] = {-1, 0, -4, 0};
+    out = shift(LT_I64, 28, false, 4, qx, qy, LT_OK);
+    tu_assert_close(out, qrw, 4, 0, 0, 0);
+    lt_value_free(out);
+    double sx[3] = {-300, 300, -2}, sy[3] = {4, 31, 32}, sw[3] = {-19, 0, -1};
+    out = shift(LT_I32, 28, false, 3, sx, sy, LT_OK);
+    tu_assert_close(out, sw, 3, 0, 0, 0);
+    lt_value_free(out);
+    /* before opset 28 BitShift is defined on unsigned types only */
+    assert_null(shift(LT_I16, 11, true, 3, sx, sy, LT_ERR_INVALID));
+}
+
 static void comparisons_and_logic(void **state)
 {
     (void)state;
@@ -221,6 +265,7 @@ int main(void)
         cmocka_unit_test(wrapping_arith), cmocka_unit_test(division),
         cmocka_unit_test(modulo),         cmocka_unit_test(power),
         cmocka_unit_test(shifts_and_bits), cmocka_unit_test(comparisons_and_logic),
+        cmocka_unit_test(signed_shifts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
