@@ -115,6 +115,32 @@ static lt_status r_softplus(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_i
     return ACC(0, OP2(MUL, G, OP1(SIGMOID, in[0])));
 }
 
+/* Swish: with s = sigmoid(alpha x), d/dx x s = s (1 + alpha x (1 - s)) */
+static lt_ival *swish_slope(lt_ad *c, lt_ival *const *in, lt_ival *x, float alpha)
+{
+    lt_ival *ax = OP2(MUL, x, K(alpha));
+    lt_ival *s = OP1(SIGMOID, ax);
+    return OP2(MUL, s, OP2(ADD, K(1), OP2(MUL, ax, OP2(SUB, K(1), s))));
+}
+
+static lt_status r_swish(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out, lt_ival *const *dout)
+{
+    return ACC(0, OP2(MUL, G, swish_slope(c, in, in[0], lt_attr_float(n, "alpha", 1.0f))));
+}
+
+/* SwiGLU: y = swish(a) b, so da = g b swish'(a) and db = g swish(a) */
+static lt_status r_swiglu(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                          lt_ival *const *dout)
+{
+    float alpha = lt_attr_float(n, "alpha", 1.0f);
+    lt_status s = LT_OK;
+    if (lt_ad_wants(c, n, 0))
+        s = ACC(0, OP2(MUL, OP2(MUL, G, in[1]), swish_slope(c, in, in[0], alpha)));
+    if (s == LT_OK && lt_ad_wants(c, n, 1))
+        s = ACC(1, OP2(MUL, G, OP2(MUL, in[0], OP1(SIGMOID, OP2(MUL, in[0], K(alpha))))));
+    return s;
+}
+
 static lt_status r_softsign(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
                             lt_ival *const *dout)
 {
@@ -254,6 +280,8 @@ void lt_ad_register_elementwise(lt_ad_rule *t, uint32_t *nd)
     t[LT_OP_ELU] = r_elu;
     t[LT_OP_SOFTPLUS] = r_softplus;
     t[LT_OP_SOFTSIGN] = r_softsign;
+    t[LT_OP_SWISH] = r_swish;
+    t[LT_OP_SWI_GLU] = r_swiglu;
     t[LT_OP_ABS] = r_abs;
     t[LT_OP_SIN] = r_sin;
     t[LT_OP_COS] = r_cos;

@@ -1,4 +1,5 @@
-/* Gradient rules: GlobalLpPool, LpNormalization and MeanVarianceNormalization,
+/* Gradient rules: GlobalLpPool, LpNormalization, MeanVarianceNormalization
+ * and RMSNormalization,
  * written out with reductions (keepdims, so the statistics broadcast back
  * over x). */
 #include "rules_more.h"
@@ -71,10 +72,41 @@ RULE(r_mvn)
     return ACC(0, OP2(SUB, direct, via_sd));
 }
 
+/* y = x r scale with r = (mean(x^2) + eps)^(-1/2) over the dims from axis
+ * on: with v = x r and gs = dy scale, dx = r (gs - v mean(gs v)) and
+ * dscale = dy v summed to scale's shape */
+RULE(r_rms_norm)
+{
+    lt_ival *x = in[0], *scale = in[1];
+    int rank = x->type.rank;
+    int64_t axis = lt_attr_int(n, "axis", -1);
+    if (rank < 0 || axis < -rank || axis >= rank)
+        return lt_ad_fail(c, n, "axis %lld is out of range for rank %d", (long long)axis, rank);
+    if (axis < 0)
+        axis += rank;
+    int64_t axes[LT_MAX_RANK];
+    for (int d = (int)axis; d < rank; d++)
+        axes[d - axis] = d;
+    lt_ival *axv = lt_ad_ints(c, rank - (int)axis, axes);
+    float eps = lt_attr_float(n, "epsilon", 1e-5f);
+    lt_ival *r = OP1(RECIPROCAL, OP1(SQRT, OP2(ADD, OP2(REDUCE_MEAN, OP2(MUL, x, x), axv), K(eps))));
+    lt_ival *v = OP2(MUL, x, r);
+    lt_status s = LT_OK;
+    if (lt_ad_wants(c, n, 1))
+        s = ACC(1, lt_ad_unbroadcast(c, OP2(MUL, G, v), scale));
+    if (s == LT_OK && lt_ad_wants(c, n, 0)) {
+        lt_ival *gs = OP2(MUL, G, scale);
+        lt_ival *m = OP2(REDUCE_MEAN, OP2(MUL, gs, v), axv);
+        s = ACC(0, OP2(MUL, r, OP2(SUB, gs, OP2(MUL, v, m))));
+    }
+    return s;
+}
+
 void lt_ad_register_more_norm(lt_ad_rule *t, uint32_t *nd)
 {
     (void)nd;
     t[LT_OP_GLOBAL_LP_POOL] = r_global_lp_pool;
     t[LT_OP_LP_NORMALIZATION] = r_lp_normalization;
     t[LT_OP_MEAN_VARIANCE_NORMALIZATION] = r_mvn;
+    t[LT_OP_RMS_NORMALIZATION] = r_rms_norm;
 }

@@ -131,6 +131,24 @@ static lt_status cast_like(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* SwiGLU: A and B of one shape (no broadcasting), Y like A */
+static lt_status swiglu(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *a = in_type(n, 0), *b = in_type(n, 1);
+    if (!a)
+        return LT_OK;
+    if (b && a->rank >= 0 && b->rank >= 0) {
+        bool same = a->rank == b->rank;
+        for (int i = 0; same && i < a->rank; i++)
+            same = !(a->dims[i].sym < 0 && b->dims[i].sym < 0 && a->dims[i].v >= 0 && b->dims[i].v >= 0 &&
+                     a->dims[i].v != b->dims[i].v);
+        if (!same)
+            return lt_infer_fail(c, n, "A and B must have the same shape (SwiGLU does not broadcast)");
+    }
+    lt_infer_same(n, 0, 0);
+    return LT_OK;
+}
+
 void lt_infer_register_elementwise(lt_infer_fn *tab)
 {
     static const lt_op same_ops[] = {
@@ -139,7 +157,7 @@ void lt_infer_register_elementwise(lt_infer_fn *tab)
         LT_OP_RECIPROCAL, LT_OP_NEG, LT_OP_FLOOR, LT_OP_CEIL, LT_OP_ROUND, LT_OP_SIGN, LT_OP_ERF, LT_OP_NOT,
         LT_OP_BITWISE_NOT, LT_OP_SIGMOID, LT_OP_RELU, LT_OP_ELU, LT_OP_SELU, LT_OP_CELU, LT_OP_LEAKY_RELU,
         LT_OP_HARD_SIGMOID, LT_OP_HARD_SWISH, LT_OP_SOFTPLUS, LT_OP_SOFTSIGN, LT_OP_THRESHOLDED_RELU,
-        LT_OP_GELU, LT_OP_MISH, LT_OP_SHRINK, LT_OP_P_RELU, LT_OP_CLIP,
+        LT_OP_GELU, LT_OP_MISH, LT_OP_SHRINK, LT_OP_P_RELU, LT_OP_CLIP, LT_OP_SWISH,
     };
     static const lt_op binary_ops[] = {
         LT_OP_ADD, LT_OP_SUB, LT_OP_MUL, LT_OP_DIV, LT_OP_POW, LT_OP_MOD, LT_OP_BIT_SHIFT,
@@ -162,6 +180,7 @@ void lt_infer_register_elementwise(lt_infer_fn *tab)
     tab[LT_OP_SUM] = variadic;
     tab[LT_OP_MEAN] = variadic;
     tab[LT_OP_WHERE] = where;
+    tab[LT_OP_SWI_GLU] = swiglu;
     tab[LT_OP_CAST] = cast;
     tab[LT_OP_CAST_LIKE] = cast_like;
 }

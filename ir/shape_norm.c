@@ -43,6 +43,17 @@ static lt_status infer_same(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* RMSNormalization (opset 23): Y like X; axis in [-rank, rank) */
+static lt_status infer_rms_norm(lt_infer_ctx *c, lt_node *n)
+{
+    lt_infer_same(n, 0, 0);
+    const lt_type *x = in_type(n, 0);
+    int64_t axis = lt_attr_int(n, "axis", -1);
+    if (x && x->rank >= 0 && (axis < -x->rank || axis >= x->rank))
+        return lt_infer_fail(c, n, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
+    return LT_OK;
+}
+
 static lt_status infer_layer_norm(lt_infer_ctx *c, lt_node *n)
 {
     lt_infer_same(n, 0, 0);
@@ -103,6 +114,7 @@ void lt_infer_register_norm(lt_infer_fn *tab)
     tab[LT_OP_BATCH_NORMALIZATION] = infer_batch_norm;
     tab[LT_OP_INSTANCE_NORMALIZATION] = infer_same;
     tab[LT_OP_LAYER_NORMALIZATION] = infer_layer_norm;
+    tab[LT_OP_RMS_NORMALIZATION] = infer_rms_norm;
     tab[LT_OP_GROUP_NORMALIZATION] = infer_group_norm;
     tab[LT_OP_LRN] = infer_same;
     tab[LT_OP_DROPOUT] = infer_dropout;

@@ -1,6 +1,6 @@
 /* CPU kernels: activations (Sigmoid, Relu, Elu, Selu, Celu, LeakyRelu,
  * HardSigmoid, HardSwish, Softplus, Softsign, ThresholdedRelu, Gelu, Mish,
- * Shrink, PRelu). Each is written once for float and double through FN2;
+ * Shrink, PRelu, Swish, SwiGLU). Each is written once for float and double through FN2;
  * float16/bfloat16 compute in float32. */
 #include "elementwise_bcast.h"
 #include "elementwise_vmath.h"
@@ -59,6 +59,8 @@ static inline double gelut_d(double x, const lt_ew_par *p)
 }
 static inline float mish_f(float x, const lt_ew_par *p) { return lt_ew_mishf(x); }
 static inline double mish_d(double x, const lt_ew_par *p) { return x * tanh(softplus_d(x, p)); }
+/* Swish (opset 24): x sigmoid(alpha x); SwiGLU (opset 28) gates b with it */
+FN2(swish, T z = (T)p->alpha * x; return x * CALL(sigmoid, z);)
 FN2(shrink, return x < -(T)p->lambd ? x + (T)p->bias : (x > (T)p->lambd ? x - (T)p->bias : 0);)
 
 #define L LT_EW_PAR_LIGHT
@@ -91,6 +93,10 @@ ACT(gelu, CALL(gelu, x), L, false)
 ACT(gelut, CALL(gelut, x), L, false)
 ACT(mish, CALL(mish, x), L, false)
 ACT(shrink, CALL(shrink, x), L, true) /* Shrink takes every numeric type */
+ACT(swish, CALL(swish, x), L, false)
+LT_EW_FLOATS(LT_EW_BINARY_ROW, swiglu, LT_EW_SAME, CALL(swish, x) * y)
+static const lt_ew_row swiglu_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(swiglu)};
+static const lt_ew_op swiglu_op = {swiglu_rows, LT_EW_OUT_SAME, false, L};
 
 /* Relu: floats and (opset 14) signed ints */
 LT_EW_FLOATS(ROW, relu, LT_EW_SAME, x < 0 ? 0 : x) /* keeps NaN */
@@ -106,6 +112,27 @@ static lt_status k_softsign(lt_kctx *k) { return run(k, &softsign_op, NULL); }
 static lt_status k_relu(lt_kctx *k) { return run(k, &relu_op, NULL); }
 static lt_status k_hswish(lt_kctx *k) { return run(k, &hswish_op, NULL); }
 static lt_status k_mish(lt_kctx *k) { return run(k, &mish_op, NULL); }
+
+static lt_status k_swish(lt_kctx *k)
+{
+    lt_ew_par p = {.alpha = lt_attr_float(k->node, "alpha", 1.0f)};
+    return run(k, &swish_op, &p);
+}
+
+/* SwiGLU does not broadcast: A and B have one shape */
+static lt_status k_swiglu(lt_kctx *k)
+{
+    const lt_tensor *a = lt_k_in(k, 0), *b = lt_k_in(k, 1);
+    if (!a || !b)
+        return lt_k_fail(k, LT_ERR_INVALID, "needs inputs A and B");
+    bool same = a->rank == b->rank;
+    for (int i = 0; same && i < a->rank; i++)
+        same = a->dims[i] == b->dims[i];
+    if (!same)
+        return lt_k_fail(k, LT_ERR_INVALID, "A and B must have the same shape (SwiGLU does not broadcast)");
+    lt_ew_par p = {.alpha = lt_attr_float(k->node, "alpha", 1.0f)};
+    return lt_ew_binary(k, &swiglu_op, &p);
+}
 
 static lt_status k_elu(lt_kctx *k)
 {
@@ -208,4 +235,6 @@ void lt_cpu_register_elementwise_act(lt_kernel_fn *tab)
     tab[LT_OP_MISH] = k_mish;
     tab[LT_OP_SHRINK] = k_shrink;
     tab[LT_OP_P_RELU] = k_prelu;
+    tab[LT_OP_SWISH] = k_swish;
+    tab[LT_OP_SWI_GLU] = k_swiglu;
 }

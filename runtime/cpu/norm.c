@@ -176,6 +176,7 @@ void lt_cpu_register_norm(lt_kernel_fn *tab)
     tab[LT_OP_BATCH_NORMALIZATION] = batch_norm;
     tab[LT_OP_INSTANCE_NORMALIZATION] = instance_norm;
     tab[LT_OP_LAYER_NORMALIZATION] = lt_cpu_layer_norm;
+    tab[LT_OP_RMS_NORMALIZATION] = lt_cpu_rms_norm;
     tab[LT_OP_GROUP_NORMALIZATION] = lt_cpu_group_norm;
     tab[LT_OP_LRN] = lt_cpu_lrn;
     tab[LT_OP_DROPOUT] = lt_cpu_dropout;

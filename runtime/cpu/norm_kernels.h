@@ -5,6 +5,7 @@
 #include "../runtime.h"
 
 lt_status lt_cpu_layer_norm(lt_kctx *k);
+lt_status lt_cpu_rms_norm(lt_kctx *k);
 lt_status lt_cpu_group_norm(lt_kctx *k);
 lt_status lt_cpu_lrn(lt_kctx *k);
 lt_status lt_cpu_dropout(lt_kctx *k);

@@ -1,4 +1,4 @@
-/* CPU kernels: LayerNormalization and GroupNormalization. */
+/* CPU kernels: LayerNormalization, RMSNormalization and GroupNormalization. */
 #include "norm_util.h"
 #include "norm_kernels.h"
 #include <math.h>
@@ -104,6 +104,64 @@ lt_status lt_cpu_layer_norm(lt_kctx *k)
     if ((st = ln_stat_out(k, 1, x, ax, mean)) != LT_OK)
         return st;
     return ln_stat_out(k, 2, x, ax, inv);
+}
+
+/* ---- RMSNormalization (opset 23) ----
+ * LayerNormalization's row pass with the mean held at 0 and no bias:
+ * y = x / sqrt(mean(x^2) + epsilon) * scale over the dims from axis on. */
+lt_status lt_cpu_rms_norm(lt_kctx *k)
+{
+    const lt_tensor *x = lt_k_in(k, 0), *scale = lt_k_in(k, 1);
+    if (!x || !scale)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "needs X and scale");
+    if (!lt_dtype_is_float(x->dtype))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "X must be a float tensor, got %s", lt_dtype_name(x->dtype));
+    int64_t axis = lt_attr_int(k->node, "axis", -1);
+    if (axis < -x->rank || axis >= x->rank)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "axis %lld is out of range for rank %d", (long long)axis, x->rank);
+    int ax = (int)(axis < 0 ? axis + x->rank : axis);
+    double eps = lt_attr_float(k->node, "epsilon", 1e-5f);
+    int64_t rows = lt_shape_numel(ax, x->dims), d = lt_shape_numel(x->rank - ax, x->dims + ax);
+    bool f32 = x->dtype == LT_F32;
+    int sfirst;
+    int64_t srows;
+    ln_param_span(scale, x, ax, &sfirst, &srows);
+    const void *sw = f32 ? (const void *)lt_nu_expand_f32(k, scale, x->rank - sfirst, x->dims + sfirst, "scale")
+                         : (const void *)lt_nu_expand_f64(k, scale, x->rank - sfirst, x->dims + sfirst, "scale");
+    if (!sw)
+        return LT_ERR_RUNTIME;
+    lt_tensor *y;
+    lt_status st = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &y);
+    if (st != LT_OK)
+        return st;
+    const void *xw = lt_nu_work_in(k, x, f32);
+    void *yw = xw ? lt_nu_work_out(k, y, f32) : NULL;
+    double *zero = yw ? lt_nu_scratch(k, 2 * rows, sizeof *zero) : NULL;
+    if (!zero)
+        return LT_ERR_RUNTIME;
+    double *inv = zero + rows;
+#pragma omp parallel for if (rows * d > 32768)
+    for (int64_t r = 0; r < rows; r++) {
+        double ss = 0;
+        if (f32)
+            for (int64_t j = 0; j < d; j++) {
+                double v = ((const float *)xw)[r * d + j];
+                ss += v * v;
+            }
+        else
+            for (int64_t j = 0; j < d; j++) {
+                double v = ((const double *)xw)[r * d + j];
+                ss += v * v;
+            }
+        zero[r] = 0;
+        inv[r] = 1.0 / sqrt(ss / (double)(d ? d : 1) + eps);
+    }
+    if (f32)
+        lt_nu_row_norm_f32(xw, yw, rows, d, zero, inv, sw, srows, NULL, 1);
+    else
+        lt_nu_row_norm_f64(xw, yw, rows, d, zero, inv, sw, srows, NULL, 1);
+    lt_nu_work_store(y, yw, f32);
+    return LT_OK;
 }
 
 /* ---- GroupNormalization ---- */
