@@ -22,7 +22,7 @@
     "         [--schedule constant|step|cosine] [--warmup STEPS] [--step-size STEPS] [--gamma G]\n"               \
     "         [--clip-norm X] [--loss softmax-cross-entropy|nll|mse|bce-logits|model] [--output NAME]\n"        \
     "         [--mean M[,M...]] [--std S[,S...]] [--freeze NAME]... [--init keep|random] [--device cpu]\n"      \
-    "         [--seed S] [--limit N] [--test-limit N] [--log FILE.csv] [--plot FILE.svg]\n"                     \
+    "         [--seed S] [--shuffle on|off] [--limit N] [--test-limit N] [--log FILE.csv] [--plot FILE.svg]\n"                     \
     "         [--checkpoint-dir DIR [--checkpoint-every STEPS] [--resume]]\n"                                    \
     "  SPEC: fashion-mnist[=DIR] | mnist=DIR | cifar10=DIR | npz=FILE | onnx-pb=DIR\n"
 
@@ -336,6 +336,12 @@ int lt_cmd_train(int argc, char **argv)
             freeze[nfreeze++] = val;
         else if (!strcmp(a, "--init"))
             ok = pick(a, val, inits, 2, &init);
+        else if (!strcmp(a, "--shuffle")) {
+            static const char *const onoff[2] = {"on", "off"};
+            int sh = 0;
+            ok = pick(a, val, onoff, 2, &sh);
+            o.no_shuffle = sh == 1;
+        }
         else if (!strcmp(a, "--seed")) {
             ok = int_arg(a, val, 0, 9007199254740992.0, &iv);
             o.seed = (uint64_t)iv;

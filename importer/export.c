@@ -335,6 +335,11 @@ const char *lt_model_param_name(const lt_model *m, int i)
     return i >= 0 && i < m->nparams ? m->params[i].name : NULL;
 }
 
+const lt_tensor *lt_model_param(const lt_model *m, int i)
+{
+    return i >= 0 && i < m->nparams ? &m->params[i].data : NULL;
+}
+
 lt_status lt_model_set_param(lt_model *m, int i, const lt_tensor *t, lt_err *err)
 {
     if (i < 0 || i >= m->nparams)

@@ -227,6 +227,12 @@ lt_status lt_dataset_open_opts(const char *spec, int split, const lt_dataset_opt
 /* 1 when spec names data with that split (checks files exist, reads nothing
  * else); 0 otherwise. */
 int lt_dataset_has_split(const char *spec, int split);
+/* A dataset of the caller's arrays, copied: x holds the samples along its
+ * first axis (uint8 pixels scaled to [0,1], or float32/float64), y their
+ * class labels (integers, [n]) or float targets ([n, ...]); opts (may be
+ * NULL) gives mean / std. For lt_train_opts.train_set / test_set. */
+lt_status lt_dataset_from_arrays(const lt_tensor *x, const lt_tensor *y, const lt_dataset_opts *opts,
+                                 lt_dataset **out, lt_err *err);
 void lt_dataset_free(lt_dataset *d);
 int64_t lt_dataset_size(const lt_dataset *d);
 /* The shape of one sample (e.g. [28,28], [3,32,32], an npz's x.shape[1:]). */
@@ -272,6 +278,8 @@ int lt_model_num_params(const lt_model *m);
 const char *lt_model_param_name(const lt_model *m, int i);
 /* Copies t's values into parameter i (same element type and shape). */
 lt_status lt_model_set_param(lt_model *m, int i, const lt_tensor *t, lt_err *err);
+/* Parameter i's tensor, owned by the model (NULL when i is out of range). */
+const lt_tensor *lt_model_param(const lt_model *m, int i);
 
 typedef enum lt_optim_kind {
     LT_OPTIM_SGD = 0,
@@ -364,6 +372,7 @@ typedef struct lt_train_opts {
     int nfreeze;          /* parameters (fnmatch patterns) kept fixed */
     const char *const *freeze;
     uint64_t seed;        /* shuffling and --init random */
+    int no_shuffle;       /* keep the data's order in every epoch */
     int init_random;      /* re-initialize float parameters first (He/Glorot uniform, zero biases) */
     int64_t limit;        /* train on the first `limit` training samples (0: all) */
     int64_t test_limit;   /* evaluate on the first `test_limit` test samples (0: all) */
@@ -381,6 +390,9 @@ typedef struct lt_train_opts {
      * after the current step with a checkpoint and *stopped = 1 */
     const volatile sig_atomic_t *stop;
     int *stopped;
+    /* in-memory data (lt_dataset_from_arrays) instead of `data`: borrowed,
+     * train_set for training, test_set (may be NULL) for the epoch's test */
+    const lt_dataset *train_set, *test_set;
 } lt_train_opts;
 
 void lt_train_defaults(lt_train_opts *o);
@@ -398,6 +410,43 @@ void lt_train_defaults(lt_train_opts *o);
  * forward model with the trained parameters (for lt_model_export and
  * lt_model_evaluate). */
 lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **trained, lt_err *err);
+
+/* ---- training one step at a time, on tensors the caller holds ----
+ * A trainer is the model of model_path turned into its training program with
+ * o's loss, output, optimizer, clipping, frozen parameters and initialization
+ * (o's data, epochs, batch and schedule are not used: the caller picks each
+ * batch and each step's learning rate). A step with the same batches and
+ * learning rates as lantern train's gives the same parameters bit for bit. */
+typedef struct lt_trainer lt_trainer;
+lt_status lt_trainer_new(const char *model_path, const lt_train_opts *o, lt_trainer **out, lt_err *err);
+void lt_trainer_free(lt_trainer *t);
+/* One optimizer step at learning rate lr. inputs[i] feeds names[i]: the
+ * model's sample input(s) and "labels" (int64 class indices, one per sample)
+ * for softmax-cross-entropy and nll, or "targets" (float, the output's
+ * shape) for mse and bce-logits; with LT_LOSS_MODEL the model's own inputs.
+ * The inputs stay the caller's. *loss (may be NULL) gets the batch's loss
+ * as computed before the update. BatchNormalization runs on batch statistics
+ * and its running statistics are updated; Dropout drops. */
+lt_status lt_trainer_step(lt_trainer *t, double lr, int n, const char *const *names, lt_value *const *inputs,
+                          double *loss, lt_err *err);
+/* Steps taken (a loaded checkpoint sets it). */
+int64_t lt_trainer_num_steps(const lt_trainer *t);
+/* The forward model (inference mode) holding the trainer's current
+ * parameters; owned by the trainer, valid until the next step. Read its
+ * parameters with lt_model_param, run it with lt_trainer_forward, evaluate
+ * it with lt_model_evaluate. */
+lt_model *lt_trainer_model(lt_trainer *t);
+/* Runs that forward model; outputs[i] for each model output (caller frees). */
+lt_status lt_trainer_forward(lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
+                             lt_value **outputs, lt_err *err);
+/* Copies v's values into the parameter named name (same type and shape). */
+lt_status lt_trainer_set_param(lt_trainer *t, const char *name, const lt_tensor *v, lt_err *err);
+/* lt_model_export of the trainer's current parameters. */
+lt_status lt_trainer_export(lt_trainer *t, const char *original_onnx, const char *out_path, lt_err *err);
+/* Parameters, optimizer state and the step count, in a checkpoint file in
+ * dir (written atomically), and back: the same model and options only. */
+lt_status lt_trainer_save_checkpoint(lt_trainer *t, const char *dir, lt_err *err);
+lt_status lt_trainer_load_checkpoint(lt_trainer *t, const char *dir, lt_err *err);
 
 /* Test-split loss (and accuracy, for class labels) of a model on dataset
  * spec data (limit > 0: the first `limit` samples), with the loss, output and

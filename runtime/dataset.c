@@ -159,6 +159,30 @@ lt_status lt_dataset_open(const char *spec, int split, lt_dataset **out, lt_err 
     return lt_dataset_open_opts(spec, split, NULL, out, err);
 }
 
+lt_status lt_dataset_from_arrays(const lt_tensor *x, const lt_tensor *y, const lt_dataset_opts *opts,
+                                 lt_dataset **out, lt_err *err)
+{
+    *out = NULL;
+    if (!x || !y || !x->data || !y->data)
+        return lt_errf(err, LT_ERR_INVALID, "lt_dataset_from_arrays needs samples and labels or targets");
+    lt_dataset *d = calloc(1, sizeof *d);
+    if (!d)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    lt_status s = lt_ds_from_arrays(d, x, y, NULL, "x", "y", err);
+    if (d->classes) { /* one class index per sample */
+        d->trank = 0;
+        d->tnumel = 1;
+    }
+    if (s == LT_OK)
+        s = set_norm(d, opts, "arrays", err);
+    if (s != LT_OK) {
+        lt_dataset_free(d);
+        return s;
+    }
+    *out = d;
+    return LT_OK;
+}
+
 int lt_dataset_has_split(const char *spec, int split)
 {
     ds_kind kind;

@@ -1,0 +1,413 @@
+/* The step-level trainer: one model copy turned into its forward/backward
+ * program, a second copy (forward only) that receives the trained
+ * parameters, the optimizer; one step runs the program on a batch, stores
+ * the running statistics it returns, clips and updates. lt_train's loop
+ * (train.c) drives one, and programs drive one through lt_trainer_*. */
+#include "trainer.h"
+#include "ir/train_mode.h"
+#include <fnmatch.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t lt_train_rand(uint64_t *state)
+{
+    /* splitmix64 */
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [0, 1) with 53 random bits */
+static double uniform01(uint64_t *state) { return (double)(lt_train_rand(state) >> 11) * 0x1.0p-53; }
+
+/* ---- re-initialization ---- */
+
+/* fan-in of parameter value v as the node reading it sees it; 0 if unknown */
+static int64_t fan_in_in(const lt_block *b, const lt_ival *v, const lt_tensor *t)
+{
+    for (int k = 0; k < b->nnodes; k++) {
+        const lt_node *n = b->nodes[k];
+        for (int i = 0; i < n->nin; i++) {
+            if (n->in[i] != v)
+                continue;
+            if (n->op == LT_OP_CONV && i == 1 && t->rank >= 3)
+                return t->numel / t->dims[0];
+            if (n->op == LT_OP_GEMM && i == 1 && t->rank == 2)
+                return lt_attr_int(n, "transB", 0) ? t->dims[1] : t->dims[0];
+            if (n->op == LT_OP_GEMM && i == 0 && t->rank == 2)
+                return lt_attr_int(n, "transA", 0) ? t->dims[0] : t->dims[1];
+            if (n->op == LT_OP_MAT_MUL && i == 1 && t->rank >= 2)
+                return t->dims[t->rank - 2];
+            if (n->op == LT_OP_MAT_MUL && i == 0 && t->rank >= 2)
+                return t->dims[t->rank - 1];
+        }
+        for (int r = 0; r < n->nregions; r++) {
+            int64_t f = fan_in_in(n->regions[r], v, t);
+            if (f > 0)
+                return f;
+        }
+    }
+    return 0;
+}
+
+/* He-uniform (bound sqrt(6 / fan_in)) where a Conv, Gemm or MatMul tells the
+ * fan-in, Glorot-uniform (sqrt(6 / (fan_in + fan_out)), PyTorch's fan
+ * convention) elsewhere; rank 0 and 1 (biases) become zero. */
+static void init_random(lt_module *m, uint64_t seed)
+{
+    uint64_t rng = seed ^ 0x696e69745f72616eull;
+    for (int p = 0; p < m->nparams; p++) {
+        lt_param *pp = &m->params[p];
+        lt_tensor *t = &pp->data;
+        if (!pp->trainable || (t->dtype != LT_F32 && t->dtype != LT_F64) || t->numel == 0)
+            continue;
+        double bound = 0;
+        if (t->rank >= 2) {
+            int64_t fan_in = fan_in_in(m->main, pp->value, t);
+            if (fan_in > 0) {
+                bound = sqrt(6.0 / (double)fan_in);
+            } else {
+                int64_t rf = t->numel / (t->dims[0] * t->dims[1]);
+                bound = sqrt(6.0 / (double)((t->dims[0] + t->dims[1]) * rf));
+            }
+        }
+        for (int64_t i = 0; i < t->numel; i++)
+            lt_tensor_set_f64(t, i, bound ? (2 * uniform01(&rng) - 1) * bound : 0.0);
+    }
+}
+
+/* ---- setting up ---- */
+
+static lt_status check_opts(const lt_train_opts *o, lt_err *err)
+{
+    if (!(o->clip_norm >= 0) || !isfinite(o->clip_norm))
+        return lt_errf(err, LT_ERR_INVALID, "clip norm must be >= 0, got %g", o->clip_norm);
+    if (o->loss != LT_LOSS_SOFTMAX_CROSS_ENTROPY && o->loss != LT_LOSS_NLL && o->loss != LT_LOSS_MSE &&
+        o->loss != LT_LOSS_BCE_LOGITS && o->loss != LT_LOSS_MODEL)
+        return lt_errf(err, LT_ERR_INVALID, "training takes the losses softmax-cross-entropy, nll, mse, bce-logits and model");
+    return LT_OK;
+}
+
+static lt_status apply_freeze(lt_trainer *t, lt_err *err)
+{
+    for (int f = 0; f < t->o->nfreeze; f++) {
+        int hits = 0;
+        for (int p = 0; p < t->tm->nparams; p++)
+            if (fnmatch(t->o->freeze[f], t->tm->params[p].name, 0) == 0) {
+                t->tm->params[p].trainable = false;
+                hits++;
+            }
+        if (!hits)
+            return lt_errf(err, LT_ERR_INVALID, "%s: --freeze %s: the model has no parameter of that name", t->path,
+                           t->o->freeze[f]);
+    }
+    return LT_OK;
+}
+
+/* Gradient outputs come in module parameter order: match each "<p>_grad" to
+ * the next parameter of that name and type. */
+static lt_status map_gradients(lt_trainer *t, lt_err *err)
+{
+    lt_model *m = t->tm;
+    int nout = lt_model_num_outputs(m);
+    /* loss, the gradients, then program state (running statistics) */
+    t->ngrad = 0;
+    while (1 + t->ngrad < nout) {
+        const char *on = lt_model_output_name(m, 1 + t->ngrad);
+        size_t l = strlen(on);
+        if (l <= 5 || strcmp(on + l - 5, "_grad") != 0)
+            break;
+        t->ngrad++;
+    }
+    if (t->ngrad < 1)
+        return lt_errf(err, LT_ERR_INVALID, "%s: nothing to train: no float parameter reaches the loss (or all are frozen)",
+                       t->path);
+    t->grad_param = calloc(t->ngrad, sizeof *t->grad_param);
+    t->params = calloc(t->ngrad, sizeof *t->params);
+    t->grads = calloc(t->ngrad, sizeof *t->grads);
+    if (!t->grad_param || !t->params || !t->grads)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    int p = 0;
+    for (int g = 0; g < t->ngrad; g++) {
+        const char *on = lt_model_output_name(m, g + 1);
+        size_t l = strlen(on);
+        for (; p < m->nparams; p++) {
+            const lt_param *pp = &m->params[p];
+            if (pp->trainable && strlen(pp->name) + 5 == l && strncmp(pp->name, on, l - 5) == 0 &&
+                strcmp(on + l - 5, "_grad") == 0)
+                break;
+        }
+        if (p == m->nparams)
+            return lt_errf(err, LT_ERR_INTERNAL, "%s: gradient output '%s' matches no parameter", t->path, on);
+        t->grad_param[g] = p;
+        t->params[g] = &m->params[p].data;
+        p++;
+    }
+    return LT_OK;
+}
+
+/* Both copies come from the same file, so their parameters line up. */
+static lt_status check_copies(lt_trainer *t, lt_err *err)
+{
+    if (t->tm->nparams != t->em->nparams)
+        return lt_errf(err, LT_ERR_INTERNAL, "%s: the two model copies differ", t->path);
+    for (int p = 0; p < t->tm->nparams; p++)
+        if (strcmp(t->tm->params[p].name, t->em->params[p].name) != 0 ||
+            t->tm->params[p].data.dtype != t->em->params[p].data.dtype ||
+            t->tm->params[p].data.numel != t->em->params[p].data.numel)
+            return lt_errf(err, LT_ERR_INTERNAL, "%s: the two model copies differ at parameter '%s'", t->path,
+                           t->tm->params[p].name);
+    return LT_OK;
+}
+
+void lt_trainer_sync(lt_trainer *t)
+{
+    for (int p = 0; p < t->tm->nparams; p++) {
+        const lt_tensor *src = &t->tm->params[p].data;
+        if (src->dtype != LT_STRING && src->numel > 0)
+            memcpy(t->em->params[p].data.data, src->data, (size_t)src->numel * lt_dtype_size(src->dtype));
+    }
+    t->em_stale = false;
+}
+
+lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *o, lt_err *err)
+{
+    t->o = o;
+    t->path = path;
+    lt_status st = check_opts(o, err);
+    if (st == LT_OK)
+        st = lt_model_load(path, &t->tm, err);
+    if (st == LT_OK)
+        st = lt_model_load(path, &t->em, err);
+    if (st == LT_OK)
+        st = check_copies(t, err);
+    if (st == LT_OK)
+        st = apply_freeze(t, err);
+    if (st != LT_OK)
+        return st;
+    if (o->init_random) {
+        init_random(t->tm, o->seed);
+        t->em_stale = true;
+    }
+    lt_grad_opts g = {o->loss, 0, NULL, 0, o->output};
+    st = lt_ir_set_training(t->tm, err);
+    int all_stats = st == LT_OK ? lt_ir_count_running_stats(t->tm) : 0;
+    if (st == LT_OK)
+        st = lt_model_grad(t->tm, &g, err);
+    if (st == LT_OK)
+        st = map_gradients(t, err);
+    int nstats = 0;
+    if (st == LT_OK)
+        st = lt_ir_expose_running_stats(t->tm, &nstats, err);
+    if (st == LT_OK && nstats < all_stats && o->on_note) {
+        /* batch norms inside If/Loop/Scan bodies (or after an If) train on
+         * batch statistics, but their running statistics stay where they
+         * were: say so rather than export stale values silently */
+        char note[512];
+        snprintf(note, sizeof note,
+                 "%s: %d of %d BatchNormalization running statistics sit inside If/Loop/Scan bodies or after an If; "
+                 "training does not update them and the export keeps their imported values",
+                 path, all_stats - nstats, all_stats);
+        o->on_note(note, o->user);
+    }
+    if (st == LT_OK)
+        st = lt_optim_new(&o->optim, t->ngrad, (const lt_tensor *const *)t->params, &t->opt, err);
+    if (st == LT_OK)
+        st = lt_session_new(t->tm, &t->ts, err);
+    if (st == LT_OK)
+        st = lt_session_new(t->em, &t->es, err);
+    return st;
+}
+
+void lt_trainer_fini(lt_trainer *t)
+{
+    lt_session_free(t->ts);
+    lt_session_free(t->es);
+    lt_optim_free(t->opt);
+    lt_model_free(t->tm);
+    lt_model_free(t->em);
+    free(t->grad_param);
+    free(t->params);
+    free(t->grads);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- a step ---- */
+
+lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const *names, lt_value *const *inputs,
+                             double *loss, lt_err *err)
+{
+    int nout = lt_model_num_outputs(t->tm);
+    lt_value **out = calloc(nout, sizeof *out);
+    if (!out)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    lt_status st = lt_session_run(t->ts, n, names, inputs, out, err);
+    if (st == LT_OK)
+        st = lt_ir_store_running_stats(t->tm, nout, out, err);
+    for (int g = 0; g < t->ngrad && st == LT_OK; g++) {
+        t->grads[g] = lt_value_tensor(out[g + 1]);
+        if (!t->grads[g])
+            st = lt_errf(err, LT_ERR_INTERNAL, "%s: gradient %d is not a tensor", t->path, g);
+    }
+    if (st == LT_OK) {
+        const lt_tensor *L = lt_value_tensor(out[0]);
+        *loss = L && L->numel == 1 ? lt_tensor_get_f64(L, 0) : NAN;
+        if (!isfinite(*loss))
+            st = lt_errf(err, LT_ERR_RUNTIME, "%s: the loss is %g (diverged: try a lower --lr or --clip-norm)", t->path,
+                         *loss);
+    }
+    double scale = 1;
+    if (st == LT_OK && t->o->clip_norm > 0) {
+        double norm = lt_grad_global_norm(t->ngrad, t->grads);
+        if (norm > t->o->clip_norm)
+            scale = t->o->clip_norm / norm;
+    }
+    if (st == LT_OK)
+        st = lt_optim_step(t->opt, lr, scale, t->params, t->grads, err);
+    for (int i = 0; i < nout; i++)
+        lt_value_free(out[i]);
+    free(out);
+    if (st == LT_OK) {
+        t->em_stale = true;
+        t->steps++;
+    }
+    return st;
+}
+
+lt_status lt_trainer_ckpt_state(lt_trainer *t, int64_t n, int64_t B, int64_t steps, lt_ckpt_state *c, lt_err *err)
+{
+    lt_module *m = t->tm;
+    int nv = 0;
+    size_t np = (size_t)m->nparams + 1;
+    /* the values and their names share one block, so that freeing c->values frees both */
+    lt_tensor **values = malloc((sizeof *values + sizeof(const char *)) * np);
+    const char **vnames = values ? (const char **)(values + np) : NULL;
+    const char **names = malloc(sizeof *names * (size_t)(t->ngrad + 1));
+    if (!values || !names) {
+        free(values);
+        free(names);
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    }
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].data.dtype != LT_STRING && m->params[p].data.numel > 0) {
+            vnames[nv] = m->params[p].name;
+            values[nv++] = &m->params[p].data;
+        }
+    uint64_t hash = lt_ckpt_model_hash(nv, vnames, (const lt_tensor *const *)values);
+    for (int g = 0; g < t->ngrad; g++)
+        names[g] = m->params[t->grad_param[g]].name;
+    hash = hash * 31 ^ lt_ckpt_model_hash(t->ngrad, names, (const lt_tensor *const *)t->params);
+    free(names);
+    lt_ckpt_state z = {.model_hash = hash, .nvalues = nv, .values = values, .names = vnames, .n = t->ngrad,
+                       .params = t->params, .opt = t->opt, .nsamples = n, .batch = B, .steps = steps};
+    *c = z;
+    return LT_OK;
+}
+
+/* ---- the public step API ---- */
+
+lt_status lt_trainer_new(const char *model_path, const lt_train_opts *o, lt_trainer **out, lt_err *err)
+{
+    *out = NULL;
+    lt_trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    t->own_opts = *o;
+    t->own_opts.nfreeze = 0; /* the patterns are only read here */
+    t->own_opts.freeze = NULL;
+    lt_train_opts setup = *o;
+    lt_status st = lt_trainer_init(t, model_path, &setup, err);
+    t->o = &t->own_opts;
+    if (st != LT_OK) {
+        lt_trainer_free(t);
+        return st;
+    }
+    t->path = NULL; /* the caller's string may go; messages name the model below */
+    *out = t;
+    return LT_OK;
+}
+
+void lt_trainer_free(lt_trainer *t)
+{
+    if (!t)
+        return;
+    lt_trainer_fini(t);
+    free(t);
+}
+
+lt_status lt_trainer_step(lt_trainer *t, double lr, int n, const char *const *names, lt_value *const *inputs,
+                          double *loss, lt_err *err)
+{
+    if (!(lr >= 0) || !isfinite(lr))
+        return lt_errf(err, LT_ERR_INVALID, "learning rate must be >= 0, got %g", lr);
+    double l = NAN;
+    t->path = t->tm->path;
+    lt_status st = lt_trainer_step_in(t, lr, n, names, inputs, &l, err);
+    t->path = NULL;
+    if (loss)
+        *loss = l;
+    return st;
+}
+
+lt_model *lt_trainer_model(lt_trainer *t)
+{
+    if (t->em_stale)
+        lt_trainer_sync(t);
+    return t->em;
+}
+
+lt_status lt_trainer_forward(lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
+                             lt_value **outputs, lt_err *err)
+{
+    lt_trainer_model(t);
+    return lt_session_run(t->es, n, names, inputs, outputs, err);
+}
+
+int64_t lt_trainer_num_steps(const lt_trainer *t) { return t->steps; }
+
+lt_status lt_trainer_set_param(lt_trainer *t, const char *name, const lt_tensor *v, lt_err *err)
+{
+    for (int p = 0; p < t->tm->nparams; p++)
+        if (!strcmp(t->tm->params[p].name, name)) {
+            lt_status st = lt_model_set_param(t->tm, p, v, err);
+            if (st == LT_OK)
+                t->em_stale = true;
+            return st;
+        }
+    return lt_errf(err, LT_ERR_INVALID, "%s: no parameter '%s'", t->tm->path, name);
+}
+
+lt_status lt_trainer_export(lt_trainer *t, const char *original_onnx, const char *out_path, lt_err *err)
+{
+    return lt_model_export(lt_trainer_model(t), original_onnx, out_path, err);
+}
+
+lt_status lt_trainer_save_checkpoint(lt_trainer *t, const char *dir, lt_err *err)
+{
+    lt_ckpt_state c;
+    lt_status st = lt_trainer_ckpt_state(t, 0, 0, 0, &c, err);
+    if (st != LT_OK)
+        return st;
+    c.epoch = 1;
+    c.step = c.global = t->steps;
+    st = lt_ckpt_save(dir, &c, err);
+    free((void *)c.values);
+    return st;
+}
+
+lt_status lt_trainer_load_checkpoint(lt_trainer *t, const char *dir, lt_err *err)
+{
+    lt_ckpt_state c;
+    lt_status st = lt_trainer_ckpt_state(t, 0, 0, 0, &c, err);
+    if (st != LT_OK)
+        return st;
+    st = lt_ckpt_load(dir, &c, err);
+    if (st == LT_OK) {
+        t->steps = c.global;
+        t->em_stale = true;
+    }
+    free((void *)c.values);
+    return st;
+}

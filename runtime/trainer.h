@@ -1,0 +1,45 @@
+/* The step-level trainer (runtime/trainer.c): a model turned into its
+ * training program, the forward copy that receives its parameters, the
+ * optimizer. lt_train's loop drives one; so can a program through the
+ * public lt_trainer_* API. */
+#ifndef LT_TRAINER_H
+#define LT_TRAINER_H
+
+#include "runtime.h"
+#include "checkpoint.h"
+
+struct lt_trainer {
+    const lt_train_opts *o;
+    lt_train_opts own_opts; /* the copy o points at for lt_trainer_new */
+    const char *path;
+    lt_model *tm, *em; /* training program; forward model for evaluation */
+    lt_session *ts, *es;
+    int ngrad;
+    int *grad_param;    /* module parameter of gradient output 1 + i */
+    lt_tensor **params; /* the training model's parameters being updated */
+    const lt_tensor **grads;
+    lt_optim *opt;
+    bool em_stale;      /* the forward copy lags the training program's parameters */
+    int64_t steps;      /* steps taken (for checkpoints of the step API) */
+};
+
+/* splitmix64: the trainer's seeded generator (shuffling, initialization). */
+uint64_t lt_train_rand(uint64_t *state);
+
+/* Loads the model twice, freezes, re-initializes, turns one copy into its
+ * training program (loss o->loss at o->output) and makes the optimizer and
+ * both sessions. t is zeroed by the caller; free with lt_trainer_fini. */
+lt_status lt_trainer_init(struct lt_trainer *t, const char *path, const lt_train_opts *o, lt_err *err);
+void lt_trainer_fini(struct lt_trainer *t);
+/* One optimizer step; names/inputs are what the training program takes. */
+lt_status lt_trainer_step_in(struct lt_trainer *t, double lr, int n, const char *const *names,
+                             lt_value *const *inputs, double *loss, lt_err *err);
+/* Copies the training program's parameters into the forward copy. */
+void lt_trainer_sync(struct lt_trainer *t);
+/* The checkpoint's view of the trainer (position fields left to the caller):
+ * every parameter's values and the optimizer of the trained ones; c->values
+ * (which holds c->names too) is the caller's to free. */
+lt_status lt_trainer_ckpt_state(struct lt_trainer *t, int64_t n, int64_t B, int64_t steps, lt_ckpt_state *c,
+                                lt_err *err);
+
+#endif
