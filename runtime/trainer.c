@@ -387,11 +387,14 @@ lt_status lt_trainer_export(lt_trainer *t, const char *original_onnx, const char
 lt_status lt_trainer_save_checkpoint(lt_trainer *t, const char *dir, lt_err *err)
 {
     lt_ckpt_state c;
-    lt_status st = lt_trainer_ckpt_state(t, 0, 0, 0, &c, err);
+    /* no epochs here: the position is the step count, written as epochs of
+     * one step each */
+    lt_status st = lt_trainer_ckpt_state(t, 0, 0, 1, &c, err);
     if (st != LT_OK)
         return st;
-    c.epoch = 1;
-    c.step = c.global = t->steps;
+    c.epoch = t->steps + 1;
+    c.step = 0;
+    c.global = t->steps;
     st = lt_ckpt_save(dir, &c, err);
     free((void *)c.values);
     return st;
@@ -400,7 +403,7 @@ lt_status lt_trainer_save_checkpoint(lt_trainer *t, const char *dir, lt_err *err
 lt_status lt_trainer_load_checkpoint(lt_trainer *t, const char *dir, lt_err *err)
 {
     lt_ckpt_state c;
-    lt_status st = lt_trainer_ckpt_state(t, 0, 0, 0, &c, err);
+    lt_status st = lt_trainer_ckpt_state(t, 0, 0, 1, &c, err);
     if (st != LT_OK)
         return st;
     st = lt_ckpt_load(dir, &c, err);
