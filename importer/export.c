@@ -157,6 +157,29 @@ static lt_status write_initializer(exporter *x, Onnx__TensorProto *tp, const sco
     return set_raw(x, tp, t->data, tensor_bytes(t));
 }
 
+/* Appends a dense initializer named name holding t's values (raw_data) to g. */
+static lt_status append_initializer(exporter *x, Onnx__GraphProto *g, const char *name, const lt_tensor *t)
+{
+    Onnx__TensorProto *tp = malloc(sizeof *tp);
+    Onnx__TensorProto **grown = realloc(g->initializer, sizeof *grown * (g->n_initializer + 1));
+    if (grown)
+        g->initializer = grown;
+    if (!tp || !grown) {
+        free(tp);
+        return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+    }
+    onnx__tensor_proto__init(tp);
+    tp->name = dup_bytes(name, strlen(name) + 1);
+    tp->dims = dup_bytes(t->dims, sizeof(int64_t) * (size_t)t->rank);
+    tp->n_dims = (size_t)t->rank;
+    tp->has_data_type = 1;
+    tp->data_type = (int32_t)t->dtype;
+    g->initializer[g->n_initializer++] = tp; /* owned by the graph from here on */
+    if (!tp->name || !tp->dims)
+        return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+    return set_raw(x, tp, t->data, tensor_bytes(t));
+}
+
 /* A sparse initializer stays as it is unless training changed its values;
  * then it becomes a dense initializer of the same name (the sparse form
  * cannot hold the new non-zeros). */
@@ -185,24 +208,7 @@ static lt_status write_sparse(exporter *x, Onnx__GraphProto *g, size_t i, const 
     free(orig.data);
     if (s != LT_OK || same)
         return s;
-    Onnx__TensorProto *tp = malloc(sizeof *tp);
-    Onnx__TensorProto **grown = realloc(g->initializer, sizeof *grown * (g->n_initializer + 1));
-    if (grown)
-        g->initializer = grown;
-    if (!tp || !grown) {
-        free(tp);
-        return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
-    }
-    onnx__tensor_proto__init(tp);
-    tp->name = dup_bytes(name, strlen(name) + 1);
-    tp->dims = dup_bytes(t->dims, sizeof(int64_t) * (size_t)t->rank);
-    tp->n_dims = (size_t)t->rank;
-    tp->has_data_type = 1;
-    tp->data_type = (int32_t)t->dtype;
-    g->initializer[g->n_initializer++] = tp; /* owned by the graph from here on */
-    if (!tp->name || !tp->dims)
-        return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
-    s = set_raw(x, tp, t->data, tensor_bytes(t));
+    s = append_initializer(x, g, name, t);
     if (s != LT_OK)
         return s;
     protobuf_c_message_free_unpacked(&sp->base, &pb_allocator);
@@ -238,25 +244,7 @@ static lt_status write_untied(exporter *x, Onnx__GraphProto *g)
             return lt_errf(x->err, LT_ERR_INVALID, "%s: no Identity of '%s' makes parameter '%s'", x->path,
                            pp->untied_from, pp->name);
         g->n_node = w;
-        const lt_tensor *t = &pp->data;
-        Onnx__TensorProto *tp = malloc(sizeof *tp);
-        Onnx__TensorProto **grown = realloc(g->initializer, sizeof *grown * (g->n_initializer + 1));
-        if (grown)
-            g->initializer = grown;
-        if (!tp || !grown) {
-            free(tp);
-            return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
-        }
-        onnx__tensor_proto__init(tp);
-        tp->name = dup_bytes(pp->name, strlen(pp->name) + 1);
-        tp->dims = dup_bytes(t->dims, sizeof(int64_t) * (size_t)t->rank);
-        tp->n_dims = (size_t)t->rank;
-        tp->has_data_type = 1;
-        tp->data_type = (int32_t)t->dtype;
-        g->initializer[g->n_initializer++] = tp; /* owned by the graph from here on */
-        if (!tp->name || (t->rank && !tp->dims))
-            return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
-        lt_status s = set_raw(x, tp, t->data, tensor_bytes(t));
+        lt_status s = append_initializer(x, g, pp->name, &pp->data);
         if (s != LT_OK)
             return s;
     }
