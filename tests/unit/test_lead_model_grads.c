@@ -9,15 +9,6 @@
 
 #define MODELS LT_SOURCE_DIR "/models/"
 
-static lt_value *load(const char *path)
-{
-    lt_err err;
-    lt_value *v;
-    if (lt_value_load(path, &v, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    return v;
-}
-
 static void check(const char *model, const char *input)
 {
     char path[512];
@@ -29,7 +20,7 @@ static void check(const char *model, const char *input)
     if (lt_model_grad(m, &o, &err) != LT_OK)
         fail_msg("%s", err.msg);
     snprintf(path, sizeof path, MODELS "ref/%s.npy", input);
-    lt_value *ins[2] = {load(path), load(MODELS "ref/y8.npy")};
+    lt_value *ins[2] = {tu_load(path), tu_load(MODELS "ref/y8.npy")};
     const char *names[2] = {lt_model_input_name(m, 0), "labels"};
     int nout = lt_model_num_outputs(m);
     lt_value *outs[64] = {0};
@@ -39,7 +30,7 @@ static void check(const char *model, const char *input)
     if (lt_session_run(s, 2, names, ins, outs, &err) != LT_OK)
         fail_msg("%s", err.msg);
     snprintf(path, sizeof path, MODELS "ref/grads/%s/loss.npy", model);
-    lt_value *loss = load(path);
+    lt_value *loss = tu_load(path);
     double lw = lt_tensor_get_f64(&loss->t, 0), lg = lt_tensor_get_f64(&outs[0]->t, 0);
     if (fabs(lw - lg) > 1e-4 * fmax(1, fabs(lw)))
         fail_msg("%s: loss %.7g, PyTorch %.7g", model, lg, lw);
@@ -57,7 +48,7 @@ static void check(const char *model, const char *input)
         }
         fn[k] = 0;
         snprintf(path, sizeof path, MODELS "ref/grads/%s/%s.npy", model, fn);
-        lt_value *want = load(path);
+        lt_value *want = tu_load(path);
         const lt_tensor *g = lt_value_tensor(outs[i]);
         assert_int_equal(g->numel, want->t.numel);
         double maxd = 0, maxw = 0;

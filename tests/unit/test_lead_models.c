@@ -7,15 +7,6 @@
 
 #define MODELS LT_SOURCE_DIR "/models/"
 
-static lt_value *load(const char *path)
-{
-    lt_err err;
-    lt_value *v;
-    if (lt_value_load(path, &v, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    return v;
-}
-
 static lt_value *run_model(const char *model, const char *input)
 {
     lt_err err;
@@ -24,7 +15,7 @@ static lt_value *run_model(const char *model, const char *input)
     if (lt_model_load(model, &m, &err) != LT_OK)
         fail_msg("%s", err.msg);
     assert_int_equal(lt_session_new(m, &s, &err), LT_OK);
-    lt_value *x = load(input), *y = NULL;
+    lt_value *x = tu_load(input), *y = NULL;
     const char *name = lt_model_input_name(m, 0);
     if (lt_session_run(s, 1, &name, &x, &y, &err) != LT_OK)
         fail_msg("%s", err.msg);
@@ -36,7 +27,7 @@ static lt_value *run_model(const char *model, const char *input)
 
 static void compare(const char *model, const char *input, const char *ref, double rtol, double atol)
 {
-    lt_value *y = run_model(model, input), *want = load(ref);
+    lt_value *y = run_model(model, input), *want = tu_load(ref);
     char why[256];
     if (!lt_value_close(y, want, rtol, atol, why, sizeof why))
         fail_msg("%s: %s", model, why);

@@ -20,15 +20,6 @@
 
 #define NETS LT_SOURCE_DIR "/tests/data/nets/"
 
-static lt_value *load(const char *path)
-{
-    lt_err err;
-    lt_value *v;
-    if (lt_value_load(path, &v, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    return v;
-}
-
 static void sanitize(const char *name, char *fn, size_t cap)
 {
     size_t k = 0;
@@ -62,9 +53,9 @@ static void check_net(const char *net, int batch, bool f64)
     if (lt_model_grad(m, &o, &err) != LT_OK)
         fail_msg("%s", err.msg);
     snprintf(path, sizeof path, "%s/x.npy", dir);
-    lt_value *x = load(path);
+    lt_value *x = tu_load(path);
     snprintf(path, sizeof path, "%s/y.npy", dir);
-    lt_value *ins[2] = {f64 ? lt_value_to_f64(x) : lt_value_ref(x), load(path)};
+    lt_value *ins[2] = {f64 ? lt_value_to_f64(x) : lt_value_ref(x), tu_load(path)};
     lt_value_free(x);
     const char *names[2] = {"x", "labels"};
     int nout = lt_model_num_outputs(m);
@@ -75,7 +66,7 @@ static void check_net(const char *net, int batch, bool f64)
     if (lt_session_run(s, 2, names, ins, outs, &err) != LT_OK)
         fail_msg("%s", err.msg);
     snprintf(path, sizeof path, "%s/loss.npy", dir);
-    lt_value *loss = load(path);
+    lt_value *loss = tu_load(path);
     double lw = lt_tensor_get_f64(&loss->t, 0), lg = lt_tensor_get_f64(&outs[0]->t, 0);
     if (fabs(lw - lg) > (f64 ? 1e-9 : 1e-5) * fmax(1, fabs(lw)))
         fail_msg("%s b%d: loss %.9g, PyTorch %.9g", net, batch, lg, lw);
@@ -96,7 +87,7 @@ static void check_net(const char *net, int batch, bool f64)
         }
         sanitize(pname, fn, sizeof fn);
         snprintf(path, sizeof path, "%s/%s.npy", dir, fn);
-        want[i] = load(path);
+        want[i] = tu_load(path);
         scale = fmax(scale, max_abs(&want[i]->t));
     }
     double tol = f64 ? 1e-5 : 1e-3, worst = 0;

@@ -204,3 +204,12 @@ int tu_write_idx_split(const char *dir, const char *prefix, uint32_t n, unsigned
     int bad = fclose(fl) != 0;
     return fclose(fi) != 0 || bad ? -1 : 0;
 }
+
+lt_value *tu_load(const char *path)
+{
+    lt_err err;
+    lt_value *v;
+    if (lt_value_load(path, &v, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    return v;
+}

@@ -37,6 +37,8 @@ lt_value *tu_rand(lt_dtype dtype, int rank, const int64_t *dims, double lo, doub
 /* A tensor value filled from a double array. */
 lt_value *tu_from(lt_dtype dtype, int rank, const int64_t *dims, const double *vals);
 double tu_get(const lt_value *v, int64_t i);
+/* A .npy / .pb file as a value; fails the test with the message. */
+lt_value *tu_load(const char *path);
 /* Largest |a-b|/(atol+|b|)-style mismatch check; fails the test with the seed. */
 void tu_assert_close(const lt_value *got, const double *want, int64_t n, double rtol, double atol, uint64_t seed);
 
