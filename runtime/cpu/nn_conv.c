@@ -46,7 +46,7 @@ static lt_status conv_run(lt_kctx *k, const conv_job *j)
     int nsp = g->nsp;
     size_t esz = j->esz;
     int64_t cg = j->c / j->groups, mg = j->m / j->groups;
-    int64_t K = lt_nn_prod(nsp, g->k), L = lt_nn_prod(nsp, g->grid), plane = lt_nn_prod(nsp, g->img), R;
+    int64_t K = lt_nn_prod(nsp, g->k), L = lt_nn_prod(nsp, g->grid), plane = lt_nn_prod(nsp, g->img), R = 0;
     int64_t tasks = j->n * j->groups;
     if (K < 0 || L < 0 || plane < 0 || !lt_nn_mul(cg, K, &R) || R > INT_MAX || L > INT_MAX || mg > INT_MAX)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "convolution too large for one GEMM (%lld x %lld x %lld)",
