@@ -6,10 +6,13 @@
  *   bench_train [MODELS_DIR [WARMUP [ITERS [NAME...]]]]
  *
  * NAME is one of mlp cnn rnn_loop lstm (default: all four). Threads follow
- * OMP_NUM_THREADS. Output: one line "train NAME batch B median_ms X min_ms Y". */
+ * OMP_NUM_THREADS. Output: one line "train NAME batch B median_ms X min_ms Y
+ * params P minflt_per_step F", F being the minor page faults per timed step
+ * (getrusage): a step that allocates nothing new from the system makes 0. */
 #include "runtime/runtime.h"
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define NBATCH 8 /* distinct batches cycled through, loaded before timing */
@@ -28,6 +31,13 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static long minor_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -116,7 +126,10 @@ static int bench_one(const char *dir, const bench_model *bm, lt_dataset *train, 
     /* a small learning rate keeps pretrained weights from drifting far over
      * the run; the work done per step does not depend on it */
     const double lr = 0.01;
+    long flt0 = 0;
     for (int it = 0; it < warmup + iters; it++) {
+        if (it == warmup)
+            flt0 = minor_faults();
         lt_value *in[2] = {xs[it % NBATCH], ys[it % NBATCH]};
         double t0 = now();
         if (lt_session_run(s, 2, names, in, out, &err) != LT_OK)
@@ -134,10 +147,11 @@ static int bench_one(const char *dir, const bench_model *bm, lt_dataset *train, 
         if (it >= warmup)
             times[it - warmup] = (t1 - t0) * 1e3;
     }
+    double flt = (double)(minor_faults() - flt0) / iters;
     qsort(times, (size_t)iters, sizeof *times, cmp_double);
     double med = iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2]);
-    printf("train %s batch %lld median_ms %.3f min_ms %.3f params %d\n", bm->name, (long long)bm->batch, med,
-           times[0], ngrad);
+    printf("train %s batch %lld median_ms %.3f min_ms %.3f params %d minflt_per_step %.1f\n", bm->name,
+           (long long)bm->batch, med, times[0], ngrad, flt);
     fflush(stdout);
     rc = 0;
     goto out;
