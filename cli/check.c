@@ -3,7 +3,7 @@
  * process so a crash or a hang is reported as that case's failure. With
  * --expect FILE, the result is compared with a list of expected failures:
  * an unexpected failure and an unexpected pass both fail the run. */
-#include "cli.h"
+#include "options.h"
 #include "runtime/open_read.h"
 #include <dirent.h>
 #include <signal.h>
@@ -217,47 +217,55 @@ static void one_line(char *s)
             *s = ' ';
 }
 
-int lt_cmd_check(int argc, char **argv)
+#define CHECK_OPTIONS(X)                                                                                             \
+    X(C_EXPECT, "--expect", "FILE",                                                                                  \
+      "expected failures, one case a line ('tol CASE RTOL ATOL' sets a case's tolerances); an unexpected "           \
+      "failure or pass fails the run", "every case must pass", 0)                                                    \
+    X(C_NO_FORK, "--no-fork", NULL, "run the cases in this process (a crash ends the run)",                          \
+      "each case in a child process, 120 s each", 0)
+typedef enum { CHECK_OPTIONS(LT_OPT_ENUM) } check_opt;
+static const lt_cli_opt check_opts[] = {CHECK_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
+
+static int cmd_check(const lt_cli_args *a)
 {
     const char *expect_path = NULL;
     int isolate = 1;
     strlist cases = {0}, expected = {0};
     tol *tols = NULL;
     int ntols = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc) {
-            expect_path = argv[++i];
-        } else if (strcmp(argv[i], "--no-fork") == 0) {
-            isolate = 0;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "lantern check: unknown option '%s'\n", argv[i]);
-            return 2;
-        } else {
-            char model[4096];
-            snprintf(model, sizeof model, "%s/model.onnx", argv[i]);
-            if (is_file(model)) {
-                push(&cases, argv[i]);
-            } else if (is_dir(argv[i])) {
-                strlist sub = {0};
-                list_dir(argv[i], "", &sub);
-                for (int k = 0; k < sub.n; k++) {
-                    char p[4096];
-                    snprintf(p, sizeof p, "%s/%s/model.onnx", argv[i], sub.v[k]);
-                    if (is_file(p)) {
-                        snprintf(p, sizeof p, "%s/%s", argv[i], sub.v[k]);
-                        push(&cases, p);
-                    }
-                    free(sub.v[k]);
+    for (int i = 0; i < a->nitems; i++)
+        switch ((check_opt)a->items[i].id) {
+        case C_EXPECT: expect_path = a->items[i].val; break;
+        case C_NO_FORK: isolate = 0; break;
+        }
+    for (int i = 0; i < a->nops; i++) {
+        const char *arg = a->ops[i];
+        char model[4096];
+        snprintf(model, sizeof model, "%s/model.onnx", arg);
+        if (is_file(model)) {
+            push(&cases, arg);
+        } else if (is_dir(arg)) {
+            strlist sub = {0};
+            list_dir(arg, "", &sub);
+            for (int k = 0; k < sub.n; k++) {
+                char p[4096];
+                snprintf(p, sizeof p, "%s/%s/model.onnx", arg, sub.v[k]);
+                if (is_file(p)) {
+                    snprintf(p, sizeof p, "%s/%s", arg, sub.v[k]);
+                    push(&cases, p);
                 }
-                free(sub.v);
-            } else {
-                fprintf(stderr, "lantern check: %s: no such test case or folder\n", argv[i]);
-                return 2;
+                free(sub.v[k]);
             }
+            free(sub.v);
+        } else {
+            char shown[512];
+            fprintf(stderr, "lantern check: %s: no such test case or folder\n",
+                    lt_str_printable(arg, shown, sizeof shown));
+            return 2;
         }
     }
     if (cases.n == 0) {
-        fprintf(stderr, "usage: lantern check [--expect FILE] PATH...\n");
+        fprintf(stderr, "lantern check: no test cases (model.onnx with test_data_set_*) under the given paths\n");
         return 2;
     }
     if (expect_path) {
@@ -346,3 +354,10 @@ int lt_cmd_check(int argc, char **argv)
     free(seen);
     return expect_path && unexpected ? 1 : 0;
 }
+
+const lt_cli_cmd lt_cli_check = {
+    "check", "[--expect FILE] PATH...",
+    "run ONNX backend test cases (model.onnx + test_data_set_*) or every case in a folder", "PATH", 1, -1,
+    "Tolerances: rtol 1e-3, atol 1e-7; bfloat16 and float16 outputs at least two ULPs (2^-6, 2^-9).\n"
+    "One line per case, then `N passed, M failed`.\n",
+    check_opts, cmd_check};

@@ -1,4 +1,7 @@
-/* The lantern command's subcommands. */
+/* The lantern command's shared helpers. Each subcommand is an lt_cli_cmd
+ * (cli/options.h) whose one option table feeds both its parser and its
+ * help: adding an option is one line in that table plus its case in the
+ * command's switch (the compiler names a case that is missing). */
 #ifndef LT_CLI_H
 #define LT_CLI_H
 
@@ -6,14 +9,9 @@
 
 /* Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid input. */
 int lt_exit_code(lt_status s);
-int lt_cmd_import(int argc, char **argv);
-int lt_cmd_run(int argc, char **argv);
-int lt_cmd_check(int argc, char **argv);
-int lt_cmd_predict(int argc, char **argv);
-int lt_cmd_grad(int argc, char **argv);
-int lt_cmd_train(int argc, char **argv);
-int lt_cmd_eval(int argc, char **argv);
-int lt_cmd_export(int argc, char **argv);
+/* `lantern import --json` (cli/import_json.c): writes the model's summary
+ * as one JSON object; returns how many nodes lantern cannot run. */
+int lt_cli_import_json(const lt_model *m, FILE *f);
 /* characters outside [A-Za-z0-9._-] become _ */
 void lt_cli_sanitize(const char *name, char *out, size_t len);
 

@@ -1,7 +1,7 @@
 /* `lantern export`: writes a model's ONNX file again with other parameter
  * values: those a training checkpoint holds (CHECKPOINT --model MODEL), or
  * those of .npy files named after the parameters (MODEL --weights DIR). */
-#include "cli.h"
+#include "options.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -9,12 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define EXPORT_USAGE                                                                                          \
-    "usage: lantern export CHECKPOINT --model MODEL -o OUT.onnx\n"                                            \
-    "       lantern export MODEL [--weights DIR] -o OUT.onnx\n"                                               \
-    "  writes MODEL again (external data inlined) with the parameters of a training checkpoint\n"             \
-    "  (DIR/checkpoint.ltck or DIR, from lantern train --checkpoint-dir DIR); with --weights,\n"             \
-    "  parameter P takes the values of DIR/P.npy where that file exists\n"
 
 /* Parameter P from weights/P.npy (name sanitized) where that file exists. */
 static lt_status from_npy(lt_model *m, const char *weights, int *replaced, lt_err *err)
@@ -57,25 +51,26 @@ static int params_distinct(lt_model *m, const char *weights)
     return ok;
 }
 
-int lt_cmd_export(int argc, char **argv)
+#define EXPORT_OPTIONS(X, A)                                                                                         \
+    X(E_OUT, "-o", "OUT.onnx", "the file to write (required)", NULL, 0)                                              \
+    A(E_OUT, "--output", "OUT.onnx", "the file to write (required)", NULL, 0)                                        \
+    X(E_MODEL, "--model", "MODEL", "the model a checkpoint was trained from (export CHECKPOINT)", NULL, 0)           \
+    X(E_WEIGHTS, "--weights", "DIR", "parameter P takes DIR/P.npy where that file exists (export MODEL)",            \
+      "the model's own values", 0)
+typedef enum { EXPORT_OPTIONS(LT_OPT_ENUM, LT_OPT_SKIP) } export_opt;
+static const lt_cli_opt export_opts[] = {EXPORT_OPTIONS(LT_OPT_ROW, LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
+
+static int cmd_export(const lt_cli_args *a)
 {
-    const char *src = NULL, *out = NULL, *weights = NULL, *model = NULL;
-    for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc)
-            out = argv[++i];
-        else if (!strcmp(argv[i], "--weights") && i + 1 < argc)
-            weights = argv[++i];
-        else if (!strcmp(argv[i], "--model") && i + 1 < argc)
-            model = argv[++i];
-        else if (argv[i][0] != '-' && !src)
-            src = argv[i];
-        else {
-            fprintf(stderr, "lantern export: unexpected argument '%s'\n", argv[i]);
-            return 2;
+    const char *src = a->ops[0], *out = NULL, *weights = NULL, *model = NULL;
+    for (int i = 0; i < a->nitems; i++)
+        switch ((export_opt)a->items[i].id) {
+        case E_OUT: out = a->items[i].val; break;
+        case E_MODEL: model = a->items[i].val; break;
+        case E_WEIGHTS: weights = a->items[i].val; break;
         }
-    }
-    if (!src || !out) {
-        fprintf(stderr, EXPORT_USAGE);
+    if (!out) {
+        fprintf(stderr, "lantern export: -o OUT.onnx is required\n");
         return 2;
     }
     if (model && weights) {
@@ -126,3 +121,12 @@ int lt_cmd_export(int argc, char **argv)
     printf("wrote %s\n", out);
     return 0;
 }
+
+const lt_cli_cmd lt_cli_export = {
+    "export", "CHECKPOINT --model MODEL -o OUT.onnx | MODEL [--weights DIR] -o OUT.onnx",
+    "write the model again with a training checkpoint's weights, or with parameters from DIR/*.npy",
+    "CHECKPOINT or MODEL", 1, 1,
+    "Writes MODEL again (external data inlined) with the parameters of a training checkpoint (the\n"
+    ".ltck file or the folder holding it, from lantern train --checkpoint-dir DIR), or with --weights\n"
+    "those of DIR/<name>.npy (names sanitized as lantern grad writes them).\n",
+    export_opts, cmd_export};

@@ -1,92 +1,107 @@
 /* `lantern grad`: the combined forward/backward program of a model, run on
  * given inputs; writes one .npy gradient per parameter. */
-#include "cli.h"
+#include "options.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-int lt_cmd_grad(int argc, char **argv)
+#define GRAD_OPTIONS(X)                                                                                              \
+    X(G_INPUT, "--input", "NAME=FILE", "the model input NAME from a .npy or TensorProto .pb file", NULL,             \
+      LT_OPT_REPEAT)                                                                                                 \
+    X(G_LOSS, "--loss", "L",                                                                                         \
+      "sum | mean | model | softmax-cross-entropy | nll (with --labels) | mse | bce-logits (with --targets)",        \
+      "sum", 0)                                                                                                      \
+    X(G_LABELS, "--labels", "FILE", "class labels for softmax-cross-entropy and nll (.npy or .pb)", NULL, 0)         \
+    X(G_TARGETS, "--targets", "FILE", "targets for mse and bce-logits (.npy or .pb)", NULL, 0)                       \
+    X(G_OUTPUT, "--output", "NAME", "the output the loss is taken of", "the first output", 0)                        \
+    X(G_SEED, "--seed", "OUTPUT=FILE", "the cotangent of OUTPUT (a vector-Jacobian product; replaces --loss)",       \
+      NULL, LT_OPT_REPEAT)                                                                                           \
+    X(G_WRT_INPUTS, "--wrt-inputs", NULL, "also the gradients with respect to the inputs", "parameters only",        \
+      0)                                                                                                             \
+    X(G_OUTPUT_DIR, "--output-dir", "DIR", "write DIR/<param>.npy for every gradient (DIR is created)",              \
+      "print only", 0)                                                                                               \
+    X(G_PRINT, "--print", NULL, "print the combined forward/backward program", NULL, 0)                              \
+    X(G_CHECK, "--check", NULL, "compare every gradient with central finite differences in float64", NULL, 0)        \
+    X(G_F64, "--f64", NULL, "run the whole program in float64", "the model's types", 0)
+typedef enum { GRAD_OPTIONS(LT_OPT_ENUM) } grad_opt;
+static const lt_cli_opt grad_opts[] = {GRAD_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
+
+static int cmd_grad(const lt_cli_args *a)
 {
-    const char *path = NULL, *outdir = NULL, *labels = NULL, *targets = NULL;
-    int print = 0, check = 0, f64 = 0, rc = 0, nin = 0, nseeds = 0;
+    const char *path = a->ops[0], *outdir = NULL, *labels = NULL, *targets = NULL;
+    int print = 0, check = 0, f64 = 0, rc = 0, nin = 0, nseeds = 0, n = a->nitems + 1;
     lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
-    const char **names = calloc(argc + 2, sizeof *names), **seed_names = calloc(argc + 1, sizeof *seed_names);
-    lt_value **vals = calloc(argc + 2, sizeof *vals), **outs = NULL;
+    const char **names = calloc((size_t)n + 1, sizeof *names), **seed_names = calloc((size_t)n, sizeof *seed_names);
+    lt_value **vals = calloc((size_t)n + 1, sizeof *vals), **outs = NULL;
     char **pnames = NULL; /* the parameter each gradient output belongs to */
-    char **owned_names = calloc(argc + 1, sizeof *owned_names);
+    char **owned_names = calloc((size_t)n, sizeof *owned_names);
     lt_err err;
     lt_model *m = NULL;
     lt_session *sess = NULL;
     lt_status s = LT_OK;
     if (!names || !vals || !seed_names || !owned_names) {
         fprintf(stderr, "lantern: out of memory\n");
-        return 1;
+        rc = 1;
+        goto done;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "--input") || !strcmp(a, "--seed")) && i + 1 < argc) {
-            char *spec = argv[++i], *eq = strchr(spec, '=');
+    for (int i = 0; i < a->nitems; i++) {
+        char *val = a->items[i].val;
+        grad_opt id = (grad_opt)a->items[i].id;
+        switch (id) {
+        case G_INPUT:
+        case G_SEED: {
+            const char *opt = a->items[i].name;
+            char *eq = strchr(val, '=');
             if (!eq) {
-                fprintf(stderr, "lantern grad: %s wants NAME=FILE, got '%s'\n", a, spec);
+                char shown[512];
+                fprintf(stderr, "lantern grad: %s wants NAME=FILE, got '%s'\n", opt,
+                        lt_str_printable(val, shown, sizeof shown));
                 rc = 2;
                 goto done;
             }
             *eq = 0;
-            if (!strcmp(a, "--seed") ? !lt_cli_input_once(seed_names, nseeds, spec, "grad", "--seed")
-                                     : !lt_cli_input_once(names, nin, spec, "grad", "--input")) {
+            if (id == G_SEED ? !lt_cli_input_once(seed_names, nseeds, val, "grad", "--seed")
+                             : !lt_cli_input_once(names, nin, val, "grad", "--input")) {
                 rc = 2;
                 goto done;
             }
-            if (!strcmp(a, "--seed")) {
-                seed_names[nseeds++] = spec;
-                size_t l = strlen(spec) + 6;
-                owned_names[nin] = malloc(l);
-                snprintf(owned_names[nin], l, "%s_seed", spec);
+            if (id == G_SEED) {
+                seed_names[nseeds++] = val;
+                size_t l = strlen(val) + 6;
+                if (!(owned_names[nin] = malloc(l))) {
+                    fprintf(stderr, "lantern: out of memory\n");
+                    rc = 1;
+                    goto done;
+                }
+                snprintf(owned_names[nin], l, "%s_seed", val);
                 names[nin] = owned_names[nin];
             } else {
-                names[nin] = spec;
+                names[nin] = val;
             }
             if ((s = lt_value_load(eq + 1, &vals[nin], &err)) != LT_OK)
                 goto fail;
             nin++;
-        } else if (!strcmp(a, "--loss") && i + 1 < argc) {
-            const char *l = argv[++i];
-            if (!lt_loss_parse(l, &o.loss)) {
+            break;
+        }
+        case G_LOSS:
+            if (!lt_loss_parse(val, &o.loss)) {
+                char shown[256];
                 fprintf(stderr, "lantern grad: unknown loss '%s' (sum, mean, softmax-cross-entropy, nll, mse, "
-                                "bce-logits, model)\n", l);
+                                "bce-logits, model)\n", lt_str_printable(val, shown, sizeof shown));
                 rc = 2;
                 goto done;
             }
-        } else if (!strcmp(a, "--labels") && i + 1 < argc) {
-            labels = argv[++i];
-        } else if (!strcmp(a, "--targets") && i + 1 < argc) {
-            targets = argv[++i];
-        } else if (!strcmp(a, "--output") && i + 1 < argc) {
-            o.output = argv[++i];
-        } else if (!strcmp(a, "--output-dir") && i + 1 < argc) {
-            outdir = argv[++i];
-        } else if (!strcmp(a, "--wrt-inputs")) {
-            o.wrt_inputs = 1;
-        } else if (!strcmp(a, "--print")) {
-            print = 1;
-        } else if (!strcmp(a, "--check")) {
-            check = 1;
-        } else if (!strcmp(a, "--f64")) {
-            f64 = 1;
-        } else if (a[0] != '-' && !path) {
-            path = a;
-        } else {
-            fprintf(stderr, "lantern grad: unexpected argument '%s'\n", a);
-            rc = 2;
-            goto done;
+            break;
+        case G_LABELS: labels = val; break;
+        case G_TARGETS: targets = val; break;
+        case G_OUTPUT: o.output = val; break;
+        case G_OUTPUT_DIR: outdir = val; break;
+        case G_WRT_INPUTS: o.wrt_inputs = 1; break;
+        case G_PRINT: print = 1; break;
+        case G_CHECK: check = 1; break;
+        case G_F64: f64 = 1; break;
         }
-    }
-    if (!path) {
-        fprintf(stderr, "usage: lantern grad MODEL --input NAME=FILE ... [--loss sum|mean|model|softmax-cross-entropy|nll "
-                        "--labels FILE|mse|bce-logits --targets FILE] [--output NAME] [--seed OUTPUT=FILE]... [--wrt-inputs] [--output-dir DIR] [--print] [--check] [--f64]\n");
-        rc = 2;
-        goto done;
     }
     int want_labels = o.loss == LT_LOSS_SOFTMAX_CROSS_ENTROPY || o.loss == LT_LOSS_NLL;
     int want_targets = o.loss == LT_LOSS_MSE || o.loss == LT_LOSS_BCE_LOGITS;
@@ -195,9 +210,9 @@ done:
     for (int i = 0; pnames && m && i < lt_model_num_outputs(m); i++)
         free(pnames[i]);
     free(pnames);
-    for (int i = 0; i < nin; i++)
+    for (int i = 0; vals && i < nin; i++)
         lt_value_free(vals[i]);
-    for (int i = 0; i < argc; i++)
+    for (int i = 0; owned_names && i < n; i++)
         free(owned_names[i]);
     free(owned_names);
     free(vals);
@@ -207,3 +222,8 @@ done:
     lt_model_free(m);
     return rc;
 }
+
+const lt_cli_cmd lt_cli_grad = {
+    "grad", "MODEL --input NAME=FILE ... [options]",
+    "gradients of a loss with respect to the parameters (reverse-mode AD through If, Loop and Scan)", "MODEL", 1,
+    1, NULL, grad_opts, cmd_grad};

@@ -1,30 +1,29 @@
 /* `lantern import` and `lantern run`. */
-#include "cli.h"
+#include "options.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-int lt_cmd_import(int argc, char **argv)
+#define IMPORT_OPTIONS(X)                                                                                            \
+    X(I_PRINT, "--print", NULL, "also write the staged IR in its text form", NULL, 0)                                \
+    X(I_JSON, "--json", NULL, "write the summary as one JSON object (strings escaped, bytes that are not "           \
+      "UTF-8 as \\ufffd)", NULL, 0)
+typedef enum { IMPORT_OPTIONS(LT_OPT_ENUM) } import_opt;
+static const lt_cli_opt import_opts[] = {IMPORT_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
+
+static int cmd_import(const lt_cli_args *a)
 {
-    const char *path = NULL;
-    int print = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--print") == 0)
-            print = 1;
-        else if (argv[i][0] == '-') {
-            fprintf(stderr, "lantern import: unknown option '%s'\n", argv[i]);
-            return 2;
-        } else if (!path)
-            path = argv[i];
-        else {
-            fprintf(stderr, "lantern import: one model at a time\n");
-            return 2;
+    const char *path = a->ops[0];
+    int print = 0, json = 0;
+    for (int i = 0; i < a->nitems; i++)
+        switch ((import_opt)a->items[i].id) {
+        case I_PRINT: print = 1; break;
+        case I_JSON: json = 1; break;
         }
-    }
-    if (!path) {
-        fprintf(stderr, "usage: lantern import MODEL [--print]\n");
+    if (print && json) {
+        fprintf(stderr, "lantern import: --print and --json do not go together (both write to stdout)\n");
         return 2;
     }
     lt_err err;
@@ -35,16 +34,27 @@ int lt_cmd_import(int argc, char **argv)
         return lt_exit_code(s);
     }
     int unsupported = 0;
-    lt_model_summary(m, stdout, &unsupported);
+    if (json)
+        unsupported = lt_cli_import_json(m, stdout);
+    else
+        lt_model_summary(m, stdout, &unsupported);
     if (print)
         lt_model_print(m, stdout);
     lt_model_free(m);
     if (unsupported) {
-        fprintf(stderr, "lantern: %s: %d node(s) use ops lantern cannot run (listed above)\n", path, unsupported);
+        char shown[512];
+        fprintf(stderr, "lantern: %s: %d node(s) use ops lantern cannot run (listed %s)\n",
+                lt_str_printable(path, shown, sizeof shown), unsupported, json ? "under \"unsupported\"" : "above");
         return 2;
     }
     return 0;
 }
+
+const lt_cli_cmd lt_cli_import = {
+    "import", "MODEL [--print | --json]",
+    "summarize an ONNX model: producer, opsets, inputs and outputs, parameters, ops (exit 2 if it has "
+    "unsupported ops)",
+    "MODEL", 1, 1, NULL, import_opts, cmd_import};
 
 void lt_cli_sanitize(const char *name, char *out, size_t len)
 {
@@ -66,34 +76,49 @@ static void on_sigint(int sig)
     run_interrupted = 1;
 }
 
-int lt_cmd_run(int argc, char **argv)
+#define RUN_OPTIONS(X)                                                                                               \
+    X(R_INPUT, "--input", "NAME=FILE", "the model input NAME from a .npy or TensorProto .pb file", NULL,             \
+      LT_OPT_REPEAT)                                                                                                 \
+    X(R_OUTPUT_DIR, "--output-dir", "DIR", "also write every output to DIR/<name>.npy (DIR is created)",             \
+      "print only", 0)
+typedef enum { RUN_OPTIONS(LT_OPT_ENUM) } run_opt;
+static const lt_cli_opt run_opts[] = {RUN_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
+
+static int cmd_run(const lt_cli_args *a)
 {
-    const char *path = NULL, *outdir = NULL;
+    const char *path = a->ops[0], *outdir = NULL;
     int nin = 0, rc = 0;
-    const char **names = calloc(argc, sizeof *names);
-    lt_value **vals = calloc(argc, sizeof *vals);
+    const char **names = calloc((size_t)a->nitems + 1, sizeof *names);
+    lt_value **vals = calloc((size_t)a->nitems + 1, sizeof *vals);
     lt_err err;
     lt_model *m = NULL;
     lt_session *sess = NULL;
     lt_value **outs = NULL;
     if (!names || !vals) {
         fprintf(stderr, "lantern: out of memory\n");
+        free(names);
+        free(vals);
         return 1;
     }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--input") == 0 && i + 1 < argc) {
-            char *spec = argv[++i], *eq = strchr(spec, '=');
+    for (int i = 0; i < a->nitems; i++) {
+        char *val = a->items[i].val;
+        switch ((run_opt)a->items[i].id) {
+        case R_OUTPUT_DIR: outdir = val; break;
+        case R_INPUT: {
+            char *eq = strchr(val, '=');
             if (!eq) {
-                fprintf(stderr, "lantern run: --input wants NAME=FILE, got '%s'\n", spec);
+                char shown[512];
+                fprintf(stderr, "lantern run: --input wants NAME=FILE, got '%s'\n",
+                        lt_str_printable(val, shown, sizeof shown));
                 rc = 2;
                 goto done;
             }
             *eq = 0;
-            if (!lt_cli_input_once(names, nin, spec, "run", "--input")) {
+            if (!lt_cli_input_once(names, nin, val, "run", "--input")) {
                 rc = 2;
                 goto done;
             }
-            names[nin] = spec;
+            names[nin] = val;
             lt_status s = lt_value_load(eq + 1, &vals[nin], &err);
             if (s != LT_OK) {
                 fprintf(stderr, "lantern: %s\n", err.msg);
@@ -101,24 +126,9 @@ int lt_cmd_run(int argc, char **argv)
                 goto done;
             }
             nin++;
-        } else if (strcmp(argv[i], "--output-dir") == 0 && i + 1 < argc) {
-            outdir = argv[++i];
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "lantern run: unknown option '%s'\n", argv[i]);
-            rc = 2;
-            goto done;
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            fprintf(stderr, "lantern run: unexpected argument '%s'\n", argv[i]);
-            rc = 2;
-            goto done;
+            break;
         }
-    }
-    if (!path) {
-        fprintf(stderr, "usage: lantern run MODEL --input NAME=FILE ... [--output-dir DIR]\n");
-        rc = 2;
-        goto done;
+        }
     }
     lt_status s = lt_model_load(path, &m, &err);
     int nout = m ? lt_model_num_outputs(m) : 0;
@@ -190,3 +200,7 @@ done:
     lt_model_free(m);
     return rc;
 }
+
+const lt_cli_cmd lt_cli_run = {
+    "run", "MODEL --input NAME=FILE ... [--output-dir DIR]", "run a model on .npy/.pb inputs and print its outputs",
+    "MODEL", 1, 1, NULL, run_opts, cmd_run};

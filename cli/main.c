@@ -1,28 +1,21 @@
-/* The lantern command: dispatch to subcommands. */
-#include "cli.h"
+/* The lantern command: the list of subcommands, `lantern help [CMD]`, and
+ * dispatch to a subcommand through its option table (cli/options.c). */
+#include "options.h"
 #include <stdlib.h>
 #include <string.h>
 
+static const lt_cli_cmd *const commands[] = {&lt_cli_import, &lt_cli_run,  &lt_cli_check,   &lt_cli_grad,
+                                             &lt_cli_train,  &lt_cli_eval, &lt_cli_predict, &lt_cli_export};
+#define NCOMMANDS (int)(sizeof commands / sizeof *commands)
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: lantern <command> [options]   (lantern --version prints the version)\n"
-            "  import MODEL [--print]                 summarize an ONNX model (exit 2 if it has unsupported ops)\n"
-            "  run MODEL --input NAME=FILE... [--output-dir DIR]\n"
-            "                                         run a model on .npy/.pb inputs\n"
-            "  grad MODEL --input NAME=FILE... [--loss L [--labels FILE | --targets FILE]] [--output NAME]\n"
-            "       [--seed OUTPUT=FILE]... [--wrt-inputs] [--output-dir DIR] [--print] [--check]\n"
-            "                                         gradients of a loss with respect to the parameters\n"
-            "  check [--expect FILE] PATH...          run ONNX backend test cases\n"
-            "  predict MODEL [--data SPEC] [--count N] classify test images (default fashion-mnist)\n"
-            "  train MODEL --data SPEC -o OUT.onnx [--epochs E] [--batch B] [--optimizer NAME] [--lr LR] ...\n"
-            "                                         train a model (see lantern train), write its weights into OUT.onnx\n"
-            "  eval MODEL [--data SPEC] [--loss L] [--output NAME] [--limit N]\n"
-            "                                         test loss (and accuracy for class labels)\n"
-            "  export CHECKPOINT --model MODEL -o OUT.onnx\n"
-            "                                         write the model again with a training checkpoint's weights\n"
-            "  export MODEL [--weights DIR] -o OUT.onnx\n"
-            "                                         write the model again with parameters from DIR/*.npy\n");
+    fprintf(f, "usage: lantern <command> [options]\n\ncommands:\n");
+    for (int i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-9s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(f, "\n`lantern help COMMAND` (or `lantern COMMAND --help`) lists a command's options with their\n"
+               "meanings and defaults; --threads N goes with every command. `lantern --version` prints the "
+               "version.\n");
 }
 
 int lt_exit_code(lt_status s)
@@ -37,6 +30,31 @@ int lt_exit_code(lt_status s)
     }
 }
 
+static const lt_cli_cmd *command(const char *name)
+{
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(commands[i]->name, name))
+            return commands[i];
+    return NULL;
+}
+
+static int unknown_command(const char *name)
+{
+    const char *names[NCOMMANDS + 2];
+    for (int i = 0; i < NCOMMANDS; i++)
+        names[i] = commands[i]->name;
+    names[NCOMMANDS] = "help";
+    names[NCOMMANDS + 1] = "--version";
+    const char *near = lt_cli_nearest(name, names, NCOMMANDS + 2);
+    char shown[512];
+    lt_str_printable(name, shown, sizeof shown);
+    if (near)
+        fprintf(stderr, "lantern: unknown command '%s' (did you mean %s?)\n", shown, near);
+    else
+        fprintf(stderr, "lantern: unknown command '%s' (lantern help lists the commands)\n", shown);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     const char *threads = getenv("LANTERN_THREADS");
@@ -45,32 +63,28 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "import") == 0)
-        return lt_cmd_import(argc - 1, argv + 1);
-    if (strcmp(cmd, "run") == 0)
-        return lt_cmd_run(argc - 1, argv + 1);
-    if (strcmp(cmd, "grad") == 0)
-        return lt_cmd_grad(argc - 1, argv + 1);
-    if (strcmp(cmd, "predict") == 0)
-        return lt_cmd_predict(argc - 1, argv + 1);
-    if (strcmp(cmd, "check") == 0)
-        return lt_cmd_check(argc - 1, argv + 1);
-    if (strcmp(cmd, "train") == 0)
-        return lt_cmd_train(argc - 1, argv + 1);
-    if (strcmp(cmd, "eval") == 0)
-        return lt_cmd_eval(argc - 1, argv + 1);
-    if (strcmp(cmd, "export") == 0)
-        return lt_cmd_export(argc - 1, argv + 1);
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    const char *name = argv[1];
+    const lt_cli_cmd *cmd = command(name);
+    if (cmd)
+        return lt_cli_dispatch(cmd, argc - 1, argv + 1);
+    if (!strcmp(name, "--version") || !strcmp(name, "version")) {
         printf("lantern %s\n", lt_version());
         return 0;
     }
-    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+    if (!strcmp(name, "--list-commands")) { /* hidden: for the tests */
+        for (int i = 0; i < NCOMMANDS; i++)
+            printf("%s\n", commands[i]->name);
+        return 0;
+    }
+    if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
+        if (argc > 2 && strcmp(name, "help") == 0) {
+            if (!(cmd = command(argv[2])))
+                return unknown_command(argv[2]);
+            lt_cli_help(cmd, stdout);
+            return 0;
+        }
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "lantern: unknown command '%s'\n", cmd);
-    usage(stderr);
-    return 2;
+    return unknown_command(name);
 }

@@ -1,7 +1,7 @@
 /* `lantern predict`: runs a classifier on the first samples of a dataset's
  * test split and prints predicted and true classes (by name for the image
  * sets lantern knows, by number otherwise). */
-#include "cli.h"
+#include "options.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,25 +21,28 @@ static const char *class_name(const char *spec, int64_t c, char *buf, size_t len
     return buf;
 }
 
-int lt_cmd_predict(int argc, char **argv)
+#define PREDICT_OPTIONS(X)                                                                                           \
+    X(P_DATA, "--data", "SPEC",                                                                                      \
+      "the dataset whose test split is classified (fashion-mnist[=DIR] | mnist=DIR | cifar10=DIR | npz=FILE "        \
+      "| onnx-pb=DIR)", "fashion-mnist", 0)                                                                          \
+    X(P_COUNT, "--count", "N", "how many test samples, from the first", "10", 0)
+typedef enum { PREDICT_OPTIONS(LT_OPT_ENUM) } predict_opt;
+static const lt_cli_opt predict_opts[] = {PREDICT_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
+
+static int cmd_predict(const lt_cli_args *a)
 {
-    const char *path = NULL, *spec = "fashion-mnist";
+    const char *path = a->ops[0], *spec = "fashion-mnist";
     long count = 10;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
-            spec = argv[++i];
-        else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc)
-            count = strtol(argv[++i], NULL, 10);
-        else if (argv[i][0] != '-' && !path)
-            path = argv[i];
-        else {
-            fprintf(stderr, "lantern predict: unexpected argument '%s'\n", argv[i]);
-            return 2;
+    for (int i = 0; i < a->nitems; i++) {
+        int64_t v;
+        switch ((predict_opt)a->items[i].id) {
+        case P_DATA: spec = a->items[i].val; break;
+        case P_COUNT:
+            if (!lt_cli_int("--count", a->items[i].val, 1, 1e9, &v))
+                return 2;
+            count = (long)v;
+            break;
         }
-    }
-    if (!path || count <= 0) {
-        fprintf(stderr, "usage: lantern predict MODEL [--data SPEC] [--count N]\n");
-        return 2;
     }
     lt_err err;
     lt_model *m = NULL;
@@ -127,3 +130,8 @@ done:
     lt_model_free(m);
     return rc;
 }
+
+const lt_cli_cmd lt_cli_predict = {
+    "predict", "MODEL [--data SPEC] [--count N]",
+    "classify the first test samples and print predicted and true classes", "MODEL", 1, 1,
+    "Classes are named for Fashion-MNIST and CIFAR-10, numbered otherwise.\n", predict_opts, cmd_predict};

@@ -2,7 +2,8 @@
  * chosen loss and write the trained weights into a copy of the original ONNX
  * file (progress line, CSV log, SVG plot, checkpoints); score a model on the
  * test split. */
-#include "cli.h"
+#include "options.h"
+#include "json.h"
 #include "runtime/plot.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -14,17 +15,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#define TRAIN_USAGE                                                                                              \
-    "usage: lantern train MODEL --data SPEC -o OUT.onnx [--epochs E] [--batch B]\n"                             \
-    "         [--optimizer sgd|momentum|nesterov|adagrad|adam|adamw] [--lr LR] [--momentum M]\n"                 \
-    "         [--weight-decay W] [--beta1 B1] [--beta2 B2] [--eps EPS]\n"                                         \
-    "         [--schedule constant|step|cosine] [--warmup STEPS] [--step-size STEPS] [--gamma G]\n"               \
-    "         [--clip-norm X] [--loss softmax-cross-entropy|nll|mse|bce-logits|model] [--output NAME]\n"        \
-    "         [--mean M[,M...]] [--std S[,S...]] [--freeze NAME]... [--init keep|random] [--device cpu]\n"      \
-    "         [--seed S] [--shuffle on|off] [--limit N] [--test-limit N] [--log FILE.csv] [--plot FILE.svg]\n"                     \
-    "         [--checkpoint-dir DIR [--checkpoint-every STEPS] [--resume]]\n"                                    \
-    "  SPEC: fashion-mnist[=DIR] | mnist=DIR | cifar10=DIR | npz=FILE | onnx-pb=DIR\n"
 
 /* Set by SIGINT; the training loop checks it between steps. */
 static volatile sig_atomic_t interrupted;
@@ -156,47 +146,6 @@ static void on_epoch(const lt_epoch_result *r, void *user)
     }
 }
 
-/* Parses a number that must use the whole argument. */
-static int num_arg(const char *opt, const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (!*s || *end || errno || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "lantern: %s wants a number in [%g, %g], got '%s'\n", opt, lo, hi, s);
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
-static int int_arg(const char *opt, const char *s, double lo, double hi, int64_t *out)
-{
-    double v;
-    if (!num_arg(opt, s, lo, hi, &v))
-        return 0;
-    if (v != (double)(int64_t)v) {
-        fprintf(stderr, "lantern: %s wants a whole number, got '%s'\n", opt, s);
-        return 0;
-    }
-    *out = (int64_t)v;
-    return 1;
-}
-
-static int pick(const char *opt, const char *s, const char *const *names, int n, int *out)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(s, names[i])) {
-            *out = i;
-            return 1;
-        }
-    fprintf(stderr, "lantern: %s: unknown value '%s' (", opt, s);
-    for (int i = 0; i < n; i++)
-        fprintf(stderr, "%s%s", i ? ", " : "", names[i]);
-    fprintf(stderr, ")\n");
-    return 0;
-}
-
 /* --mean / --std: one number or one per channel, comma-separated. */
 static int norm_arg(const char *opt, const char *s, int *n, double *v, int max)
 {
@@ -208,7 +157,7 @@ static int norm_arg(const char *opt, const char *s, int *n, double *v, int max)
             fprintf(stderr, "lantern: %s takes at most %d values\n", opt, max);
             return 0;
         }
-        if (!num_arg(opt, tok, -1e30, 1e30, &v[*n]))
+        if (!lt_cli_num(opt, tok, -1e30, 1e30, &v[*n]))
             return 0;
         (*n)++;
     }
@@ -219,8 +168,21 @@ static int norm_arg(const char *opt, const char *s, int *n, double *v, int max)
     return 1;
 }
 
-/* Options train and eval share: what the data is and how it is scored.
- * Returns 1 when a took val, 0 when a is not one of them, -1 on a bad value. */
+/* Options train and eval share: what the data is and how it is scored. One
+ * set of rows for both tables; P is the command's enum prefix. */
+#define DATA_OPTIONS(X, P, DATA_DEF)                                                                                 \
+    X(P##_DATA, "--data", "SPEC",                                                                                    \
+      "the dataset: fashion-mnist[=DIR] | mnist=DIR | cifar10=DIR | npz=FILE | onnx-pb=DIR (SPEC "                   \
+      "in lantern help train)", DATA_DEF, 0)                                                                         \
+    X(P##_LOSS, "--loss", "L", "softmax-cross-entropy | nll | mse | bce-logits | model",                             \
+      "softmax-cross-entropy", 0)                                                                                    \
+    X(P##_OUTPUT, "--output", "NAME", "the model output the loss is attached to", "the first output", 0)             \
+    X(P##_MEAN, "--mean", "M[,M...]", "subtract from the samples (one value, or one per channel)", "0", 0)           \
+    X(P##_STD, "--std", "S[,S...]", "then divide by (one value, or one per channel)", "1", 0)                        \
+    X(P##_DEVICE, "--device", "cpu", "where to run (this build: the CPU only)", "cpu", 0)
+
+/* Takes one of DATA_OPTIONS by its name; 1 when val is good, 0 after a
+ * line saying why not. */
 static int data_option(const char *a, const char *val, lt_eval_opts *e)
 {
     if (!strcmp(a, "--data"))
@@ -229,129 +191,128 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
         e->output = val;
     else if (!strcmp(a, "--loss")) {
         if (!lt_loss_parse(val, &e->loss) || e->loss == LT_LOSS_SUM || e->loss == LT_LOSS_MEAN) {
-            fprintf(stderr, "lantern: --loss: unknown value '%s' (softmax-cross-entropy, nll, mse, bce-logits, model)\n",
-                    val);
-            return -1;
+            char shown[256];
+            fprintf(stderr,
+                    "lantern: --loss: unknown value '%s' (softmax-cross-entropy, nll, mse, bce-logits, model)\n",
+                    lt_str_printable(val, shown, sizeof shown));
+            return 0;
         }
     } else if (!strcmp(a, "--mean"))
-        return norm_arg(a, val, &e->norm.nmean, e->norm.mean, 16) ? 1 : -1;
+        return norm_arg(a, val, &e->norm.nmean, e->norm.mean, 16);
     else if (!strcmp(a, "--std"))
-        return norm_arg(a, val, &e->norm.nstd, e->norm.std, 16) ? 1 : -1;
-    else if (!strcmp(a, "--device")) {
-        if (strcmp(val, "cpu") != 0) {
-            fprintf(stderr, "lantern: --device %s: this build runs on the CPU only (--device cpu)\n", val);
-            return -1;
-        }
-    } else
+        return norm_arg(a, val, &e->norm.nstd, e->norm.std, 16);
+    else if (!strcmp(a, "--device") && strcmp(val, "cpu") != 0) {
+        char shown[256];
+        fprintf(stderr, "lantern: --device %s: this build runs on the CPU only (--device cpu)\n",
+                lt_str_printable(val, shown, sizeof shown));
         return 0;
+    }
     return 1;
 }
 
-int lt_cmd_train(int argc, char **argv)
+#define TRAIN_OPTIONS(X)                                                                                             \
+    X(T_OUT, "-o", "OUT.onnx", "the trained model: MODEL with every trained initializer replaced (required)",        \
+      NULL, 0)                                                                                                       \
+    DATA_OPTIONS(X, T, NULL)                                                                                         \
+    X(T_EPOCHS, "--epochs", "E", "passes over the training data", "1", 0)                                            \
+    X(T_BATCH, "--batch", "B", "samples per step", "64", 0)                                                          \
+    X(T_OPTIMIZER, "--optimizer", "NAME", "sgd | momentum | nesterov | adagrad | adam | adamw", "sgd", 0)            \
+    X(T_LR, "--lr", "LR", "learning rate", "0.01; 0.001 for adam and adamw", 0)                                      \
+    X(T_MOMENTUM, "--momentum", "M", "momentum of momentum and nesterov", "0.9", 0)                                  \
+    X(T_WEIGHT_DECAY, "--weight-decay", "W", "L2 penalty (adamw: decoupled decay)", "0; 0.01 for adamw", 0)          \
+    X(T_BETA1, "--beta1", "B1", "adam's first-moment decay", "0.9", 0)                                               \
+    X(T_BETA2, "--beta2", "B2", "adam's second-moment decay", "0.999", 0)                                            \
+    X(T_EPS, "--eps", "EPS", "added to the denominator of adagrad and adam", "1e-8; 1e-10 for adagrad", 0)           \
+    X(T_SCHEDULE, "--schedule", "NAME", "learning-rate schedule: constant | step | cosine", "constant", 0)           \
+    X(T_WARMUP, "--warmup", "STEPS", "linear warmup from 0 over the first STEPS steps", "0", 0)                      \
+    X(T_STEP_SIZE, "--step-size", "STEPS", "--schedule step: multiply by --gamma every STEPS steps",                 \
+      "a third of the run", 0)                                                                                       \
+    X(T_GAMMA, "--gamma", "G", "--schedule step's factor", "0.1", 0)                                                 \
+    X(T_CLIP_NORM, "--clip-norm", "X", "scale the gradients down to a global L2 norm of at most X",                  \
+      "no clipping", 0)                                                                                              \
+    X(T_FREEZE, "--freeze", "NAME", "keep parameter NAME as it is", NULL, LT_OPT_REPEAT)                             \
+    X(T_INIT, "--init", "keep|random", "start from the model's weights or from a fresh random init", "keep", 0)      \
+    X(T_SEED, "--seed", "S", "seed of the shuffling (and --init random)", "1", 0)                                    \
+    X(T_SHUFFLE, "--shuffle", "on|off", "shuffle the training samples every epoch", "on", 0)                         \
+    X(T_LIMIT, "--limit", "N", "train on the first N samples only", "all", 0)                                        \
+    X(T_TEST_LIMIT, "--test-limit", "N", "evaluate on the first N test samples only", "all", 0)                      \
+    X(T_LOG, "--log", "FILE.csv", "a CSV row per step and per epoch (a FIFO or device is written in place)",         \
+      NULL, 0)                                                                                                       \
+    X(T_PLOT, "--plot", "FILE.svg", "an SVG of the loss and accuracy curves", NULL, 0)                               \
+    X(T_CHECKPOINT_DIR, "--checkpoint-dir", "DIR", "write DIR/checkpoint.ltck (every epoch and on Ctrl-C)",          \
+      NULL, 0)                                                                                                       \
+    X(T_CHECKPOINT_EVERY, "--checkpoint-every", "STEPS", "also every STEPS steps", "epoch ends only", 0)             \
+    X(T_RESUME, "--resume", NULL, "continue the run in --checkpoint-dir bit-exactly (same options)", NULL, 0)
+typedef enum { TRAIN_OPTIONS(LT_OPT_ENUM) } train_opt;
+static const lt_cli_opt train_opts[] = {TRAIN_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
+
+static int cmd_train(const lt_cli_args *a)
 {
     static const char *const optims[] = {"sgd", "momentum", "nesterov", "adagrad", "adam", "adamw"};
     static const char *const scheds[] = {"constant", "step", "cosine"};
     static const char *const inits[] = {"keep", "random"};
-    const char *path = NULL, *out = NULL, *log_path = NULL, *plot_path = NULL;
+    static const char *const onoff[] = {"on", "off"};
+    const char *path = a->ops[0], *out = NULL, *log_path = NULL, *plot_path = NULL;
     int resume = 0, stopped = 0;
     lt_train_opts o;
     lt_train_defaults(&o);
     lt_eval_opts eo = {NULL, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}};
     progress pr = {isatty(STDOUT_FILENO), 0, NULL, 0, NULL, {NAN, NAN, 0, 0}};
-    int kind = LT_OPTIM_SGD, sched = LT_SCHEDULE_CONSTANT, init = 0, nfreeze = 0;
+    int kind = LT_OPTIM_SGD, sched = LT_SCHEDULE_CONSTANT, init = 0, nfreeze = 0, shuffle = 0;
     double lr = -1, mom = -1, wd = -1, b1 = -1, b2 = -1, eps = -1;
     int64_t iv = 0;
-    const char **freeze = calloc(argc + 1, sizeof *freeze);
+    const char **freeze = calloc((size_t)a->nitems + 1, sizeof *freeze);
     if (!freeze) {
         fprintf(stderr, "lantern: out of memory\n");
         return 1;
     }
     int rc = 2;
     char log_shown[512] = "";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    for (int i = 0; i < a->nitems; i++) {
+        const char *opt = a->items[i].name, *val = a->items[i].val;
         int ok = 1;
-        if (a[0] != '-') {
-            if (path) {
-                fprintf(stderr, "lantern train: one model at a time ('%s')\n", a);
-                goto done;
-            }
-            path = a;
-            continue;
-        }
-        if (!strcmp(a, "--resume")) {
-            resume = 1;
-            continue;
-        }
-        if (!val) {
-            fprintf(stderr, "lantern train: unknown option or missing value: '%s'\n%s", a, TRAIN_USAGE);
-            goto done;
-        }
-        i++;
-        int d = data_option(a, val, &eo);
-        if (d < 0)
-            goto done;
-        if (d > 0)
-            continue;
-        if (!strcmp(a, "-o"))
-            out = val;
-        else if (!strcmp(a, "--log"))
-            lt_str_printable(log_path = val, log_shown, sizeof log_shown);
-        else if (!strcmp(a, "--plot"))
-            plot_path = val;
-        else if (!strcmp(a, "--checkpoint-dir"))
-            o.checkpoint_dir = val;
-        else if (!strcmp(a, "--checkpoint-every"))
-            ok = int_arg(a, val, 1, 1e12, &o.checkpoint_every);
-        else if (!strcmp(a, "--epochs")) {
-            ok = int_arg(a, val, 1, 1e6, &iv);
+        switch ((train_opt)a->items[i].id) {
+        case T_DATA:
+        case T_LOSS:
+        case T_OUTPUT:
+        case T_MEAN:
+        case T_STD:
+        case T_DEVICE: ok = data_option(opt, val, &eo); break;
+        case T_OUT: out = val; break;
+        case T_LOG: lt_str_printable(log_path = val, log_shown, sizeof log_shown); break;
+        case T_PLOT: plot_path = val; break;
+        case T_CHECKPOINT_DIR: o.checkpoint_dir = val; break;
+        case T_CHECKPOINT_EVERY: ok = lt_cli_int(opt, val, 1, 1e12, &o.checkpoint_every); break;
+        case T_RESUME: resume = 1; break;
+        case T_EPOCHS:
+            ok = lt_cli_int(opt, val, 1, 1e6, &iv);
             o.epochs = (int)iv;
-        } else if (!strcmp(a, "--batch"))
-            ok = int_arg(a, val, 1, 1 << 20, &o.batch);
-        else if (!strcmp(a, "--optimizer"))
-            ok = pick(a, val, optims, 6, &kind);
-        else if (!strcmp(a, "--lr"))
-            ok = num_arg(a, val, 1e-12, 1e6, &lr);
-        else if (!strcmp(a, "--momentum"))
-            ok = num_arg(a, val, 0, 0.999999, &mom);
-        else if (!strcmp(a, "--weight-decay"))
-            ok = num_arg(a, val, 0, 1e6, &wd);
-        else if (!strcmp(a, "--beta1"))
-            ok = num_arg(a, val, 0, 0.999999, &b1);
-        else if (!strcmp(a, "--beta2"))
-            ok = num_arg(a, val, 0, 0.999999, &b2);
-        else if (!strcmp(a, "--eps"))
-            ok = num_arg(a, val, 1e-30, 1, &eps);
-        else if (!strcmp(a, "--schedule"))
-            ok = pick(a, val, scheds, 3, &sched);
-        else if (!strcmp(a, "--warmup"))
-            ok = int_arg(a, val, 0, 1e12, &o.schedule.warmup);
-        else if (!strcmp(a, "--step-size"))
-            ok = int_arg(a, val, 1, 1e12, &o.schedule.step_size);
-        else if (!strcmp(a, "--gamma"))
-            ok = num_arg(a, val, 1e-9, 1, &o.schedule.gamma);
-        else if (!strcmp(a, "--clip-norm"))
-            ok = num_arg(a, val, 0, 1e12, &o.clip_norm);
-        else if (!strcmp(a, "--freeze"))
-            freeze[nfreeze++] = val;
-        else if (!strcmp(a, "--init"))
-            ok = pick(a, val, inits, 2, &init);
-        else if (!strcmp(a, "--shuffle")) {
-            static const char *const onoff[2] = {"on", "off"};
-            int sh = 0;
-            ok = pick(a, val, onoff, 2, &sh);
-            o.no_shuffle = sh == 1;
-        }
-        else if (!strcmp(a, "--seed")) {
-            ok = int_arg(a, val, 0, 9007199254740992.0, &iv);
+            break;
+        case T_BATCH: ok = lt_cli_int(opt, val, 1, 1 << 20, &o.batch); break;
+        case T_OPTIMIZER: ok = lt_cli_pick(opt, val, optims, 6, &kind); break;
+        case T_LR: ok = lt_cli_num(opt, val, 1e-12, 1e6, &lr); break;
+        case T_MOMENTUM: ok = lt_cli_num(opt, val, 0, 0.999999, &mom); break;
+        case T_WEIGHT_DECAY: ok = lt_cli_num(opt, val, 0, 1e6, &wd); break;
+        case T_BETA1: ok = lt_cli_num(opt, val, 0, 0.999999, &b1); break;
+        case T_BETA2: ok = lt_cli_num(opt, val, 0, 0.999999, &b2); break;
+        case T_EPS: ok = lt_cli_num(opt, val, 1e-30, 1, &eps); break;
+        case T_SCHEDULE: ok = lt_cli_pick(opt, val, scheds, 3, &sched); break;
+        case T_WARMUP: ok = lt_cli_int(opt, val, 0, 1e12, &o.schedule.warmup); break;
+        case T_STEP_SIZE: ok = lt_cli_int(opt, val, 1, 1e12, &o.schedule.step_size); break;
+        case T_GAMMA: ok = lt_cli_num(opt, val, 1e-9, 1, &o.schedule.gamma); break;
+        case T_CLIP_NORM: ok = lt_cli_num(opt, val, 0, 1e12, &o.clip_norm); break;
+        case T_FREEZE: freeze[nfreeze++] = val; break;
+        case T_INIT: ok = lt_cli_pick(opt, val, inits, 2, &init); break;
+        case T_SHUFFLE:
+            ok = lt_cli_pick(opt, val, onoff, 2, &shuffle);
+            o.no_shuffle = shuffle == 1;
+            break;
+        case T_SEED:
+            ok = lt_cli_int(opt, val, 0, 9007199254740992.0, &iv);
             o.seed = (uint64_t)iv;
-        } else if (!strcmp(a, "--limit"))
-            ok = int_arg(a, val, 1, 1e12, &o.limit);
-        else if (!strcmp(a, "--test-limit"))
-            ok = int_arg(a, val, 1, 1e12, &o.test_limit);
-        else {
-            fprintf(stderr, "lantern train: unknown option '%s'\n%s", a, TRAIN_USAGE);
-            goto done;
+            break;
+        case T_LIMIT: ok = lt_cli_int(opt, val, 1, 1e12, &o.limit); break;
+        case T_TEST_LIMIT: ok = lt_cli_int(opt, val, 1, 1e12, &o.test_limit); break;
         }
         if (!ok)
             goto done; /* the parser said why */
@@ -360,9 +321,9 @@ int lt_cmd_train(int argc, char **argv)
     o.loss = eo.loss;
     o.output = eo.output;
     o.norm = eo.norm;
-    if (!path || !out || !o.data) {
-        fprintf(stderr, "lantern train: %s\n%s",
-                !path ? "no MODEL given" : !o.data ? "--data is required" : "-o OUT.onnx is required", TRAIN_USAGE);
+    if (!out || !o.data) {
+        fprintf(stderr, "lantern train: %s (lantern help train lists the options)\n",
+                !o.data ? "--data is required" : "-o OUT.onnx is required");
         goto done;
     }
     /* every file written must be writable before hours of training */
@@ -491,31 +452,33 @@ done:
     return rc;
 }
 
-int lt_cmd_eval(int argc, char **argv)
+#define EVAL_OPTIONS(X)                                                                                              \
+    DATA_OPTIONS(X, V, "fashion-mnist")                                                                              \
+    X(V_LIMIT, "--limit", "N", "score the first N test samples only", "all", 0)                                      \
+    X(V_JSON, "--json", NULL, "write the result as one JSON object", NULL, 0)
+typedef enum { EVAL_OPTIONS(LT_OPT_ENUM) } eval_opt;
+static const lt_cli_opt eval_opts[] = {EVAL_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
+
+static int cmd_eval(const lt_cli_args *a)
 {
-    const char *path = NULL;
+    const char *path = a->ops[0];
+    int json = 0;
     lt_eval_opts eo = {"fashion-mnist", 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int d = a[0] == '-' && val ? data_option(a, val, &eo) : 0;
-        if (d < 0)
-            return 2;
-        if (d > 0) {
-            i++;
-        } else if (!strcmp(a, "--limit") && val) {
-            if (!int_arg("--limit", argv[++i], 1, 1e12, &eo.limit))
-                return 2;
-        } else if (a[0] != '-' && !path) {
-            path = a;
-        } else {
-            fprintf(stderr, "lantern eval: unexpected argument '%s'\n", a);
-            return 2;
+    for (int i = 0; i < a->nitems; i++) {
+        const char *opt = a->items[i].name, *val = a->items[i].val;
+        int ok = 1;
+        switch ((eval_opt)a->items[i].id) {
+        case V_DATA:
+        case V_LOSS:
+        case V_OUTPUT:
+        case V_MEAN:
+        case V_STD:
+        case V_DEVICE: ok = data_option(opt, val, &eo); break;
+        case V_LIMIT: ok = lt_cli_int(opt, val, 1, 1e12, &eo.limit); break;
+        case V_JSON: json = 1; break;
         }
-    }
-    if (!path) {
-        fprintf(stderr, "usage: lantern eval MODEL [--data SPEC] [--loss NAME] [--output NAME] [--mean M] [--std S] "
-                        "[--limit N]\n");
-        return 2;
+        if (!ok)
+            return 2;
     }
     lt_err err;
     lt_model *m = NULL;
@@ -528,9 +491,53 @@ int lt_cmd_eval(int argc, char **argv)
         fprintf(stderr, "lantern: %s\n", err.msg);
         return lt_exit_code(s);
     }
+    if (json) {
+        lt_json j;
+        lt_json_init(&j, stdout);
+        lt_json_open(&j, '{');
+        lt_json_key(&j, "model");
+        lt_json_str(&j, path);
+        lt_json_key(&j, "data");
+        lt_json_str(&j, eo.data);
+        lt_json_key(&j, "loss_function");
+        lt_json_str(&j, lt_loss_name(eo.loss ? eo.loss : LT_LOSS_SOFTMAX_CROSS_ENTROPY));
+        lt_json_key(&j, "output");
+        lt_json_str(&j, eo.output);
+        lt_json_key(&j, "samples");
+        lt_json_int(&j, r.count);
+        lt_json_key(&j, "loss");
+        lt_json_num(&j, r.loss);
+        lt_json_key(&j, "accuracy");
+        if (r.has_accuracy)
+            lt_json_num(&j, r.accuracy);
+        else
+            lt_json_null(&j);
+        lt_json_key(&j, "correct");
+        if (r.has_accuracy)
+            lt_json_int(&j, (int64_t)llround(r.accuracy * (double)r.count));
+        else
+            lt_json_null(&j);
+        lt_json_close(&j, '}');
+        return 0;
+    }
     printf("test samples: %lld\n", (long long)r.count);
     printf("loss: %.6f\n", r.loss);
     if (r.has_accuracy)
         printf("accuracy: %.4f\n", r.accuracy);
     return 0;
 }
+
+const lt_cli_cmd lt_cli_train = {
+    "train", "MODEL --data SPEC -o OUT.onnx [options]",
+    "train a model on a dataset and write its trained weights into a copy of it", "MODEL", 1, 1,
+    "SPEC: fashion-mnist[=DIR] (IDX, gzip; default DIR: Debian's dataset-fashion-mnist) | mnist=DIR |\n"
+    "      cifar10=DIR (binary batches) | npz=FILE (x, y, optionally x_test, y_test) |\n"
+    "      onnx-pb=DIR (TensorProto x.pb, y.pb, optionally x_test.pb, y_test.pb)\n"
+    "8-bit pixels are scaled to [0,1], then (x - mean) / std. Integer y are class labels, float y\n"
+    "targets. Ctrl-C with --checkpoint-dir writes a checkpoint and exits 130.\n",
+    train_opts, cmd_train};
+
+const lt_cli_cmd lt_cli_eval = {
+    "eval", "MODEL [--data SPEC] [options]",
+    "test-split loss (the training loss's definition) and accuracy for class labels", "MODEL", 1, 1, NULL,
+    eval_opts, cmd_eval};
