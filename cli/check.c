@@ -31,6 +31,14 @@ static void push(strlist *l, const char *s)
     l->v[l->n++] = strdup(s);
 }
 
+static void free_list(strlist *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    *l = (strlist){0};
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int is_file(const char *p)
@@ -261,6 +269,7 @@ static int cmd_check(const lt_cli_args *a)
             char shown[512];
             fprintf(stderr, "lantern check: %s: no such test case or folder\n",
                     lt_str_printable(arg, shown, sizeof shown));
+            free_list(&cases);
             return 2;
         }
     }
@@ -273,6 +282,7 @@ static int cmd_check(const lt_cli_args *a)
         FILE *f = lt_fopen_read(expect_path, NULL, &oe);
         if (!f) {
             fprintf(stderr, "lantern check: %s\n", oe.msg);
+            free_list(&cases);
             return 2;
         }
         char line[1024];
@@ -342,12 +352,8 @@ static int cmd_check(const lt_cli_args *a)
     printf("\n");
     if (expect_path && unexpected)
         printf("%d result(s) differ from %s\n", unexpected, expect_path);
-    for (int i = 0; i < cases.n; i++)
-        free(cases.v[i]);
-    free(cases.v);
-    for (int k = 0; k < expected.n; k++)
-        free(expected.v[k]);
-    free(expected.v);
+    free_list(&cases);
+    free_list(&expected);
     for (int k = 0; k < ntols; k++)
         free(tols[k].name);
     free(tols);

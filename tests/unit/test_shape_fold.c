@@ -51,7 +51,8 @@ static lt_ival *param(gb *b, const char *name, lt_dtype dt, int rank, const int6
         numel *= dims[i];
     t->dtype = dt;
     t->rank = rank;
-    memcpy(t->dims, dims, sizeof *dims * (size_t)rank);
+    if (rank > 0)
+        memcpy(t->dims, dims, sizeof *dims * (size_t)rank);
     t->numel = numel;
     t->data = malloc(8 * (size_t)(numel ? numel : 1));
     if (dt == LT_I64) {
