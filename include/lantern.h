@@ -91,10 +91,11 @@ typedef struct lt_value lt_value;
 typedef enum lt_value_kind { LT_VALUE_TENSOR = 0, LT_VALUE_SEQUENCE, LT_VALUE_OPTIONAL } lt_value_kind;
 
 /* Reads a .npy file, or a .pb file holding an ONNX TensorProto (or, by kind,
- * a SequenceProto / OptionalProto). */
+ * a SequenceProto / OptionalProto). *out is the caller's: lt_value_free. */
 lt_status lt_value_load(const char *path, lt_value **out, lt_err *err);
 lt_status lt_value_load_as(const char *path, lt_value_kind kind, lt_value **out, lt_err *err);
 lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err);
+/* Releases a value (NULL does nothing). */
 void lt_value_free(lt_value *v);
 /* A float64 copy of a float32 tensor value; any other value is shared as it
  * is (free the result with lt_value_free). NULL when out of memory. */
@@ -103,15 +104,22 @@ lt_value *lt_value_to_f64(const lt_value *v);
 const lt_tensor *lt_value_tensor(const lt_value *v);
 /* One-line description ("float32[2,3] 0.1 0.2 ..." or "seq(3)"). */
 void lt_value_describe(const lt_value *v, int max_elems, FILE *f);
-/* Compares with ONNX backend tolerances: |a-b| <= atol + rtol*|b|. */
+/* Compares two values (releases neither) with ONNX backend tolerances,
+ * |a-b| <= atol + rtol*|b|: 1 when every element is close, else 0 with the
+ * first difference described in why. */
 int lt_value_close(const lt_value *got, const lt_value *want, double rtol, double atol,
                    char *why, size_t why_len);
-lt_status lt_value_from_tensor(const lt_tensor *t, lt_value **out, lt_err *err); /* copies */
+/* A value holding a copy of t's elements (t stays the caller's; borrowed
+ * data is fine); *out is the caller's: lt_value_free. */
+lt_status lt_value_from_tensor(const lt_tensor *t, lt_value **out, lt_err *err);
 
 /* ---- models ---- */
 typedef struct lt_model lt_model;
 
-/* Reads, validates, imports, infers shapes and verifies. */
+/* Reads, validates, imports, infers shapes and verifies. *out is the
+ * caller's: lt_model_free (NULL does nothing), after every session made
+ * from it. Names it returns (inputs, outputs, parameters) live as long as
+ * the model. */
 lt_status lt_model_load(const char *path, lt_model **out, lt_err *err);
 lt_status lt_model_load_buffer(const void *data, size_t len, const char *name,
                                const char *base_dir, lt_model **out, lt_err *err);
@@ -181,6 +189,7 @@ typedef struct lt_gradcheck_row {
     double max_grad;  /* largest |gradient| seen */
 } lt_gradcheck_row;
 
+/* *rows (*nrows of them) is the caller's: free(). */
 lt_status lt_grad_check(const char *path, const lt_grad_opts *opts, int n, const char *const *names,
                         lt_value *const *inputs, int max_per_param, lt_gradcheck_row **rows, int *nrows,
                         lt_err *err);
@@ -188,6 +197,8 @@ lt_status lt_grad_check(const char *path, const lt_grad_opts *opts, int n, const
 /* ---- execution ---- */
 typedef struct lt_session lt_session;
 
+/* A session borrows m, which must outlive it; lt_session_free (NULL does
+ * nothing) before lt_model_free. */
 lt_status lt_session_new(lt_model *m, lt_session **out, lt_err *err);
 void lt_session_free(lt_session *s);
 /* Runs the main graph. inputs[i] belongs to input names[i]; graph inputs not
@@ -218,7 +229,8 @@ typedef struct lt_dataset_opts {
     double mean[16], std[16];
 } lt_dataset_opts;
 
-/* opts may be NULL. Opening a split the data does not have (npz/onnx-pb
+/* opts may be NULL; *out is the caller's: lt_dataset_free (NULL does
+ * nothing). Opening a split the data does not have (npz/onnx-pb
  * without x_test) is an error naming the missing array; callers ask
  * lt_dataset_has_split first. */
 lt_status lt_dataset_open(const char *spec, int split, lt_dataset **out, lt_err *err);
@@ -248,7 +260,8 @@ void lt_dataset_target_shape(const lt_dataset *d, int *rank, int64_t *dims);
 lt_status lt_dataset_gather(const lt_dataset *d, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y,
                             lt_err *err);
 /* Samples [start, start+n) as a float32 tensor of the given shape (its first
- * dim is n; the rest must hold one sample) and labels (allocated here). */
+ * dim is n; the rest must hold one sample) and labels, both allocated here
+ * (the caller's: lt_value_free each). */
 lt_status lt_dataset_batch(const lt_dataset *d, int64_t start, int64_t n, int rank, const int64_t *shape,
                            lt_value **x, lt_value **y, lt_err *err);
 
@@ -302,7 +315,8 @@ typedef struct lt_optim_opts {
  * 1e-8 (adam), no weight decay (adamw: 0.01). */
 void lt_optim_defaults(lt_optim_kind kind, lt_optim_opts *o);
 
-/* Optimizer state for n float32/float64 parameter tensors. */
+/* Optimizer state for n float32/float64 parameter tensors; *out is the
+ * caller's: lt_optim_free. */
 typedef struct lt_optim lt_optim;
 lt_status lt_optim_new(const lt_optim_opts *o, int n, const lt_tensor *const *params, lt_optim **out,
                        lt_err *err);
@@ -408,7 +422,8 @@ void lt_train_defaults(lt_train_opts *o);
  * optimizer, schedule and clipping of o; after every epoch the test split's
  * loss and accuracy (when the data has a test split). *trained receives the
  * forward model with the trained parameters (for lt_model_export and
- * lt_model_evaluate). */
+ * lt_model_evaluate; the caller's: lt_model_free). o, its strings and its
+ * datasets are read during the call only. */
 lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **trained, lt_err *err);
 
 /* ---- training one step at a time, on tensors the caller holds ----
@@ -418,6 +433,8 @@ lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **tr
  * batch and each step's learning rate). A step with the same batches and
  * learning rates as lantern train's gives the same parameters bit for bit. */
 typedef struct lt_trainer lt_trainer;
+/* *out is the caller's: lt_trainer_free (NULL does nothing). o and its
+ * strings are read during the call only. */
 lt_status lt_trainer_new(const char *model_path, const lt_train_opts *o, lt_trainer **out, lt_err *err);
 void lt_trainer_free(lt_trainer *t);
 /* One optimizer step at learning rate lr. inputs[i] feeds names[i]: the
