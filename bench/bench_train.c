@@ -1,30 +1,35 @@
-/* Training-step benchmark (not a test): median wall time of one whole step
- * (forward + backward through the AD program, then an SGD-momentum update of
- * every parameter in place) for the shipped models on real Fashion-MNIST
- * batches, as lt_train does it.
+/* Training-step benchmark (not a test): the median wall time of one whole
+ * training step (forward, backward through the AD program, optimizer update
+ * of every parameter in place: lt_trainer_step, as `lantern train` runs it,
+ * BatchNormalization on batch statistics and Dropout dropping), after
+ * warm-up, for the models bench/make_bench_models.py writes.
  *
- *   bench_train [MODELS_DIR [WARMUP [ITERS [NAME...]]]]
+ *   bench_train [--warmup W] [--iters N] [--optim KIND] [--lr LR] DIR [NAME...]
  *
- * NAME is one of mlp cnn rnn_loop lstm (default: all four). Threads follow
- * OMP_NUM_THREADS. Output: one line "train NAME batch B median_ms X min_ms Y
- * params P minflt_per_step F", F being the minor page faults per timed step
- * (getrusage): a step that allocates nothing new from the system makes 0. */
-#include "runtime/runtime.h"
+ * DIR holds bench.txt (one model a line: NAME BATCH OPTIM LR) and for each
+ * model NAME.onnx and NAME.npz. Every array of the npz feeds the model input
+ * of its name, except y, the int64 class labels (input "labels" of the
+ * softmax cross-entropy loss). A dense array is cut into batches of BATCH
+ * along its first axis; an array with NAME_splits (row splits) is ragged and
+ * a step takes one sample of it (one tree for the TreeLSTM). Steps cycle
+ * through the batches (or samples) in order, all loaded before timing.
+ * OPTIM: sgd, momentum (0.9), adam, adagrad (PyTorch's defaults otherwise);
+ * --optim / --lr override every model's. Threads follow OMP_NUM_THREADS.
+ *
+ * Output, one line per model:
+ *   train NAME batch B optim O median_ms X min_ms Y loss0 L minflt_per_step F maxrss_kb R
+ * loss0 is the first step's loss (before its update), F the minor page faults
+ * per timed step (getrusage; a step that takes no new memory from the system
+ * makes 0), R the process's max RSS (run one model per process to get one
+ * model's; bench/torch_bench.py does). */
+#include "lantern.h"
+#include "npz_read.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
-#define NBATCH 8 /* distinct batches cycled through, loaded before timing */
-
-typedef struct bench_model {
-    const char *name;
-    int64_t batch;
-} bench_model;
-
-static const bench_model MODELS[] = {
-    {"mlp", 128}, {"cnn", 64}, {"rnn_loop", 128}, {"lstm", 128},
-};
+#define MAX_IN 8
 
 static double now(void)
 {
@@ -33,11 +38,11 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static long minor_faults(void)
+static struct rusage usage(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_minflt;
+    return ru;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -46,160 +51,284 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Gradient outputs "<p>_grad" come in module parameter order (as in
- * runtime/train.c): pair each with the parameter tensor it updates. */
-static int map_params(lt_model *m, int ngrad, lt_tensor **params)
+static int parse_optim(const char *s, lt_optim_kind *k)
 {
-    int p = 0;
-    for (int g = 0; g < ngrad; g++) {
-        const char *on = lt_model_output_name(m, g + 1);
-        size_t l = strlen(on);
-        for (; p < m->nparams; p++) {
-            const lt_param *pp = &m->params[p];
-            if (pp->trainable && l > 5 && strlen(pp->name) + 5 == l && strncmp(pp->name, on, l - 5) == 0 &&
-                strcmp(on + l - 5, "_grad") == 0)
-                break;
+    static const struct {
+        const char *name;
+        lt_optim_kind kind;
+    } t[] = {{"sgd", LT_OPTIM_SGD},         {"momentum", LT_OPTIM_MOMENTUM}, {"nesterov", LT_OPTIM_NESTEROV},
+             {"adagrad", LT_OPTIM_ADAGRAD}, {"adam", LT_OPTIM_ADAM},         {"adamw", LT_OPTIM_ADAMW}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(s, t[i].name)) {
+            *k = t[i].kind;
+            return 0;
         }
-        if (p == m->nparams) {
-            fprintf(stderr, "gradient output '%s' matches no parameter\n", on);
+    return -1;
+}
+
+typedef struct entry {
+    char name[128];
+    long long batch;
+    char optim[32];
+    double lr;
+} entry;
+
+/* The manifest's line for name; 0 when found. */
+static int find_entry(const char *dir, const char *name, entry *e)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bench.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open (write it with bench/make_bench_models.py)\n", path);
+        return -1;
+    }
+    char line[512];
+    int found = -1;
+    while (found && fgets(line, sizeof line, f))
+        if (line[0] != '#' && sscanf(line, "%127s %lld %31s %lf", e->name, &e->batch, e->optim, &e->lr) == 4 &&
+            !strcmp(e->name, name))
+            found = 0;
+    fclose(f);
+    if (found)
+        fprintf(stderr, "%s: no model '%s'\n", path, name);
+    return found;
+}
+
+/* Every model NAME of the manifest, in order, into names (at most max). */
+static int list_entries(const char *dir, char names[][128], int max)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bench.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open (write it with bench/make_bench_models.py)\n", path);
+        return -1;
+    }
+    char line[512];
+    int n = 0;
+    while (n < max && fgets(line, sizeof line, f))
+        if (line[0] != '#' && sscanf(line, "%127s", names[n]) == 1)
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* Rows [r0, r1) of array t as a new value. */
+static lt_value *rows(const lt_tensor *t, int64_t r0, int64_t r1)
+{
+    lt_tensor v = *t;
+    int64_t row = t->rank ? t->numel / (t->dims[0] ? t->dims[0] : 1) : 1;
+    v.dims[0] = r1 - r0;
+    v.numel = (r1 - r0) * row;
+    v.data = (char *)t->data + (size_t)(r0 * row) * lt_dtype_size(t->dtype);
+    v.buf = NULL;
+    lt_value *out = NULL;
+    lt_err err;
+    if (lt_value_from_tensor(&v, &out, &err) != LT_OK)
+        fprintf(stderr, "%s\n", err.msg);
+    return out;
+}
+
+typedef struct feed {
+    int nin;                   /* inputs per step, labels last */
+    const char *names[MAX_IN];
+    int nunits;                /* batches or samples */
+    int ragged;                /* one sample per step */
+    lt_value **v;              /* nunits * nin */
+} feed;
+
+static void feed_free(feed *f)
+{
+    if (f->v)
+        for (int i = 0; i < f->nunits * f->nin; i++)
+            lt_value_free(f->v[i]);
+    free(f->v);
+    memset(f, 0, sizeof *f);
+}
+
+/* The npz's arrays cut into steps: batches of `batch` rows, or one sample
+ * per step when the arrays are ragged. */
+static int make_feed(const char *path, const bench_npz *z, int64_t batch, feed *f)
+{
+    memset(f, 0, sizeof *f);
+    const bench_array *arr[MAX_IN], *spl[MAX_IN];
+    int y = -1;
+    for (int i = 0; i < z->n; i++) {
+        const char *nm = z->a[i].name;
+        size_t l = strlen(nm);
+        if (l > 7 && !strcmp(nm + l - 7, "_splits"))
+            continue;
+        if (strstr(nm, "_test"))
+            continue;
+        if (f->nin == MAX_IN) {
+            fprintf(stderr, "%s: more than %d arrays\n", path, MAX_IN);
             return -1;
         }
-        params[g] = &m->params[p].data;
-        p++;
+        char sn[160];
+        snprintf(sn, sizeof sn, "%s_splits", nm);
+        arr[f->nin] = &z->a[i];
+        spl[f->nin] = bench_npz_find(z, sn);
+        if (!strcmp(nm, "y"))
+            y = f->nin;
+        f->names[f->nin++] = nm;
     }
+    if (y < 0 || f->nin < 2) {
+        fprintf(stderr, "%s: needs an array y (labels) and at least one input array\n", path);
+        return -1;
+    }
+    /* labels last, named as the loss's input */
+    const bench_array *ta = arr[y], *ts = spl[y];
+    for (int k = y; k + 1 < f->nin; k++) {
+        arr[k] = arr[k + 1];
+        spl[k] = spl[k + 1];
+        f->names[k] = f->names[k + 1];
+    }
+    arr[f->nin - 1] = ta;
+    spl[f->nin - 1] = ts;
+    f->names[f->nin - 1] = "labels";
+    int ragged = f->ragged = spl[0] != NULL;
+    int64_t n = ragged ? spl[0]->t.numel - 1 : arr[0]->t.dims[0];
+    for (int k = 0; k < f->nin; k++) {
+        int64_t nk = spl[k] ? spl[k]->t.numel - 1 : arr[k]->t.dims[0];
+        if ((spl[k] != NULL) != ragged || nk != n || (spl[k] && spl[k]->t.dtype != LT_I64) || arr[k]->t.rank < 1) {
+            fprintf(stderr, "%s: the arrays must all be ragged or all dense, with the same number of samples\n", path);
+            return -1;
+        }
+    }
+    f->nunits = (int)(ragged ? n : n / batch);
+    if (f->nunits < 1) {
+        fprintf(stderr, "%s: fewer than one batch of %lld\n", path, (long long)batch);
+        return -1;
+    }
+    f->v = calloc((size_t)f->nunits * f->nin, sizeof *f->v);
+    if (!f->v)
+        return -1;
+    for (int u = 0; u < f->nunits; u++)
+        for (int k = 0; k < f->nin; k++) {
+            const int64_t *s = spl[k] ? (const int64_t *)spl[k]->t.data : NULL;
+            int64_t r0 = s ? s[u] : u * batch, r1 = s ? s[u + 1] : (u + 1) * batch;
+            if (r0 < 0 || r1 < r0 || r1 > arr[k]->t.dims[0] || !(f->v[u * f->nin + k] = rows(&arr[k]->t, r0, r1))) {
+                fprintf(stderr, "%s: bad rows %lld..%lld of %s\n", path, (long long)r0, (long long)r1,
+                        arr[k]->name);
+                return -1;
+            }
+        }
     return 0;
 }
 
-static int bench_one(const char *dir, const bench_model *bm, lt_dataset *train, int warmup, int iters)
+static int bench_one(const char *dir, const entry *e, const char *optim_override, double lr_override, int warmup,
+                     int iters)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.onnx", dir, bm->name);
-    lt_err err;
-    lt_model *m = NULL;
-    lt_session *s = NULL;
-    lt_optim *opt = NULL;
-    lt_value *xs[NBATCH] = {0}, *ys[NBATCH] = {0};
-    lt_tensor **params = NULL;
-    const lt_tensor **grads = NULL;
-    lt_value **out = NULL;
-    double *times = NULL;
+    char mpath[4096], dpath[4096], emsg[1024];
+    snprintf(mpath, sizeof mpath, "%s/%s.onnx", dir, e->name);
+    snprintf(dpath, sizeof dpath, "%s/%s.npz", dir, e->name);
+    const char *optim = optim_override ? optim_override : e->optim;
+    double lr = lr_override > 0 ? lr_override : e->lr;
+    lt_optim_kind kind;
+    if (parse_optim(optim, &kind) != 0) {
+        fprintf(stderr, "%s: unknown optimizer '%s'\n", e->name, optim);
+        return 1;
+    }
+    bench_npz z;
+    if (bench_npz_open(dpath, &z, emsg, sizeof emsg) != 0) {
+        fprintf(stderr, "%s\n", emsg);
+        return 1;
+    }
+    feed f = {0};
     int rc = 1;
-    lt_grad_opts go = {LT_LOSS_SOFTMAX_CROSS_ENTROPY, 0, NULL, 0};
-    if (lt_model_load(path, &m, &err) != LT_OK)
-        goto fail;
-    int rank;
-    int64_t dims[LT_MAX_RANK];
-    lt_model_input_shape(m, 0, &rank, dims);
-    char xname[256];
-    snprintf(xname, sizeof xname, "%s", lt_model_input_name(m, 0));
-    if (rank < 1) {
-        fprintf(stderr, "%s: input rank unknown\n", path);
+    lt_trainer *t = NULL;
+    double *times = calloc((size_t)iters, sizeof *times);
+    lt_err err;
+    if (!times || make_feed(dpath, &z, e->batch, &f) != 0)
+        goto out;
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    lt_optim_defaults(kind, &o.optim);
+    o.optim.momentum = 0.9;
+    if (lt_trainer_new(mpath, &o, &t, &err) != LT_OK) {
+        fprintf(stderr, "%s\n", err.msg);
         goto out;
     }
-    dims[0] = bm->batch;
-    int64_t n = lt_dataset_size(train);
-    for (int b = 0; b < NBATCH; b++) {
-        int64_t start = ((int64_t)b * bm->batch) % (n - bm->batch);
-        if (lt_dataset_batch(train, start, bm->batch, rank, dims, &xs[b], &ys[b], &err) != LT_OK)
-            goto fail;
-    }
-    if (lt_model_grad(m, &go, &err) != LT_OK)
-        goto fail;
-    int ngrad = lt_model_num_outputs(m) - 1;
-    params = calloc((size_t)ngrad, sizeof *params);
-    grads = calloc((size_t)ngrad, sizeof *grads);
-    out = calloc((size_t)ngrad + 1, sizeof *out);
-    times = calloc((size_t)iters, sizeof *times);
-    if (!params || !grads || !out || !times) {
-        fprintf(stderr, "out of memory\n");
-        goto out;
-    }
-    if (map_params(m, ngrad, params) != 0)
-        goto out;
-    lt_optim_opts oo;
-    lt_optim_defaults(LT_OPTIM_MOMENTUM, &oo);
-    oo.momentum = 0.9;
-    if (lt_optim_new(&oo, ngrad, (const lt_tensor *const *)params, &opt, &err) != LT_OK ||
-        lt_session_new(m, &s, &err) != LT_OK)
-        goto fail;
-    const char *names[2] = {xname, "labels"};
-    /* a small learning rate keeps pretrained weights from drifting far over
-     * the run; the work done per step does not depend on it */
-    const double lr = 0.01;
-    long flt0 = 0;
+    double loss0 = 0;
+    struct rusage r0 = usage();
     for (int it = 0; it < warmup + iters; it++) {
         if (it == warmup)
-            flt0 = minor_faults();
-        lt_value *in[2] = {xs[it % NBATCH], ys[it % NBATCH]};
-        double t0 = now();
-        if (lt_session_run(s, 2, names, in, out, &err) != LT_OK)
-            goto fail;
-        for (int g = 0; g < ngrad; g++)
-            grads[g] = lt_value_tensor(out[g + 1]);
-        lt_status st = lt_optim_step(opt, lr, 1.0, params, grads, &err);
-        for (int i = 0; i <= ngrad; i++) {
-            lt_value_free(out[i]);
-            out[i] = NULL;
+            r0 = usage();
+        lt_value *const *in = f.v + (size_t)(it % f.nunits) * f.nin;
+        double loss, t0 = now();
+        if (lt_trainer_step(t, lr, f.nin, f.names, in, &loss, &err) != LT_OK) {
+            fprintf(stderr, "%s: step %d: %s\n", e->name, it, err.msg);
+            goto out;
         }
-        if (st != LT_OK)
-            goto fail;
         double t1 = now();
+        if (it == 0)
+            loss0 = loss;
         if (it >= warmup)
             times[it - warmup] = (t1 - t0) * 1e3;
     }
-    double flt = (double)(minor_faults() - flt0) / iters;
+    struct rusage r1 = usage();
+    double flt = (double)(r1.ru_minflt - r0.ru_minflt) / iters;
     qsort(times, (size_t)iters, sizeof *times, cmp_double);
     double med = iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2]);
-    printf("train %s batch %lld median_ms %.3f min_ms %.3f params %d minflt_per_step %.1f\n", bm->name,
-           (long long)bm->batch, med, times[0], ngrad, flt);
+    printf("train %s batch %lld optim %s median_ms %.3f min_ms %.3f loss0 %.6f minflt_per_step %.1f maxrss_kb %ld\n",
+           e->name, f.ragged ? 1LL : e->batch, optim, med, times[0], loss0,
+           flt, r1.ru_maxrss);
     fflush(stdout);
     rc = 0;
-    goto out;
-fail:
-    fprintf(stderr, "%s: %s\n", bm->name, err.msg);
 out:
-    for (int b = 0; b < NBATCH; b++) {
-        lt_value_free(xs[b]);
-        lt_value_free(ys[b]);
-    }
-    if (s)
-        lt_session_free(s);
-    if (opt)
-        lt_optim_free(opt);
-    if (m)
-        lt_model_free(m);
-    free(params);
-    free(grads);
-    free(out);
+    lt_trainer_free(t);
+    feed_free(&f);
+    bench_npz_close(&z);
     free(times);
     return rc;
 }
 
+static int usage_exit(void)
+{
+    fprintf(stderr, "usage: bench_train [--warmup W] [--iters N] [--optim KIND] [--lr LR] DIR [NAME...]\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
-    const char *dir = argc > 1 ? argv[1] : "models";
-    int warmup = argc > 2 ? atoi(argv[2]) : 5;
-    int iters = argc > 3 ? atoi(argv[3]) : 30;
-    if (warmup < 0 || iters < 1) {
-        fprintf(stderr, "usage: bench_train [MODELS_DIR [WARMUP [ITERS [NAME...]]]]\n");
-        return 2;
+    int warmup = 5, iters = 30, a = 1;
+    const char *optim = NULL;
+    double lr = 0;
+    for (; a < argc && !strncmp(argv[a], "--", 2); a++) {
+        if (a + 1 >= argc)
+            return usage_exit();
+        if (!strcmp(argv[a], "--warmup"))
+            warmup = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--iters"))
+            iters = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--optim"))
+            optim = argv[++a];
+        else if (!strcmp(argv[a], "--lr"))
+            lr = atof(argv[++a]);
+        else
+            return usage_exit();
     }
+    if (a >= argc || warmup < 0 || iters < 1)
+        return usage_exit();
+    const char *dir = argv[a++];
     const char *env = getenv("OMP_NUM_THREADS");
     lt_set_num_threads(env ? atoi(env) : 0);
-    lt_err err;
-    lt_dataset *train;
-    if (lt_dataset_open("fashion-mnist", 0, &train, &err) != LT_OK) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
+    static char all[64][128];
+    int n = 0;
+    if (a == argc) {
+        n = list_entries(dir, all, 64);
+        if (n < 0)
+            return 1;
     }
     int rc = 0;
-    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) {
-        int want = argc <= 4;
-        for (int a = 4; a < argc; a++)
-            want |= strcmp(argv[a], MODELS[i].name) == 0;
-        if (want)
-            rc |= bench_one(dir, &MODELS[i], train, warmup, iters);
+    for (int i = 0; i < (a < argc ? argc - a : n); i++) {
+        entry e;
+        if (find_entry(dir, a < argc ? argv[a + i] : all[i], &e) != 0) {
+            rc = 1;
+            continue;
+        }
+        rc |= bench_one(dir, &e, optim, lr, warmup, iters);
     }
-    lt_dataset_free(train);
     return rc;
 }

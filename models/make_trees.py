@@ -4,7 +4,7 @@ ragged .npz (numpy only; any python3 with numpy runs it).
 
 Vocabulary: VOCAB words; word 0 and 1 are negators ("not", "never"), every
 other word has a polarity from a seeded lexicon: 0 (half of the words),
-+1, +2, -1 or -2. A sentence is 4..16 words drawn at random (a negator with
++1, +2, -1 or -2. A sentence is 4..16 words (--min-len, --max-len) drawn at random (a negator with
 probability 0.08), bracketed by a random binary tree (every split point
 equally likely). Each node's score is that of its span: a leaf has its
 word's polarity (0 for a negator); an internal node whose left child is a
@@ -23,9 +23,11 @@ and words_test, children_test, y_test with their *_test_splits. Nodes are in
 post-order (children before parents, the root last), as treelstm.onnx wants.
 
   python3 models/make_trees.py [-o trees.npz] [--train 2000] [--test 500] [--seed 7]
+                               [--min-len 4] [--max-len 16]
 
 Prints the majority-class rates (all nodes; roots only) of the test split."""
 import argparse
+import sys
 
 import numpy as np
 
@@ -84,20 +86,22 @@ def random_tree(rng, pol, length):
     return (np.array(words, np.int64), np.array(children, np.int64).reshape(-1, 2), np.array(y, np.int64))
 
 
-def make_split(rng, pol, ntrees):
-    trees = [random_tree(rng, pol, int(rng.integers(MIN_LEN, MAX_LEN + 1))) for _ in range(ntrees)]
+def make_split(rng, pol, ntrees, min_len=MIN_LEN, max_len=MAX_LEN):
+    trees = [random_tree(rng, pol, int(rng.integers(min_len, max_len + 1))) for _ in range(ntrees)]
     splits = np.zeros(ntrees + 1, np.int64)
     splits[1:] = np.cumsum([len(t[0]) for t in trees])
     cat = lambda k: np.concatenate([t[k] for t in trees])  # noqa: E731
     return cat(0), cat(1), cat(2), splits
 
 
-def write(path, ntrain, ntest, seed=SEED, vocab=VOCAB):
-    pol = lexicon(vocab, seed)
+def write(path, ntrain, ntest, seed=SEED, vocab=VOCAB, min_len=MIN_LEN, max_len=MAX_LEN):
+    pol = lexicon(vocab, SEED)
     rng = np.random.default_rng(seed + 1)
     arrays = {}
     for suffix, n in (("", ntrain), ("_test", ntest)):
-        w, c, y, s = make_split(rng, pol, n)
+        if n == 0:
+            continue
+        w, c, y, s = make_split(rng, pol, n, min_len, max_len)
         arrays["words" + suffix], arrays["words" + suffix + "_splits"] = w, s
         arrays["children" + suffix], arrays["children" + suffix + "_splits"] = c, s.copy()
         arrays["y" + suffix], arrays["y" + suffix + "_splits"] = y, s.copy()
@@ -118,9 +122,13 @@ def main():
     ap.add_argument("-o", "--out", default="trees.npz")
     ap.add_argument("--train", type=int, default=2000)
     ap.add_argument("--test", type=int, default=500)
-    ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--seed", type=int, default=SEED, help="of the trees (the lexicon stays the same)")
+    ap.add_argument("--min-len", type=int, default=MIN_LEN)
+    ap.add_argument("--max-len", type=int, default=MAX_LEN)
     a = ap.parse_args()
-    arr = write(a.out, a.train, a.test, a.seed)
+    if not 1 <= a.min_len <= a.max_len or a.train < 1 or a.test < 1:
+        sys.exit("need 1 <= --min-len <= --max-len, --train >= 1 and --test >= 1")
+    arr = write(a.out, a.train, a.test, a.seed, VOCAB, a.min_len, a.max_len)
     cls, all_rate, root_rate = majority(arr)
     print("wrote %s: %d training trees (%d nodes), %d test trees (%d nodes)" %
           (a.out, a.train, len(arr["y"]), a.test, len(arr["y_test"])))

@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+"""Training-step benchmark, lantern against PyTorch (a benchmark, not a
+test): for each model of bench/make_bench_models.py, in one run and under
+the same thread count, runs bench_train (lantern), then the same step in
+PyTorch -- same model and weights, same batches in the same order, same
+optimizer and learning rate -- with Debian's torch (the python running this
+script) and, with --torch2 PY, a second torch (e.g. 2.x from PyPI in a venv),
+and prints one table row per model:
+
+  lantern ms   median of the timed steps (forward, loss, backward, optimizer
+               update; after warm-up), per batch (per tree for the TreeLSTM)
+  torch ms     the same for each torch, and the ratio lantern / the faster torch
+  minflt/step  lantern's minor page faults per timed step (0: no new memory
+               taken from the system in a step)
+  max RSS      of the lantern process and of each torch process (every model
+               runs in a process of its own)
+  loss0        the first step's loss on both sides (same weights and batch;
+               SqueezeNet's dropout masks differ, so its losses differ)
+
+  OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive /usr/bin/python3 bench/torch_bench.py \\
+      [--lantern build-bench/bench/bench_train] [--models build/bench_models] \\
+      [--torch2 /tmp/venv-bench/bin/python] [--warmup 5] [--iters 30] [NAME...]
+
+Threads: OMP_NUM_THREADS (default 2 when unset) for lantern and
+torch.set_num_threads for torch; OMP_WAIT_POLICY is passed through as set
+(the table's header states both). bench/run_train_bench.sh runs the whole
+thing (models, build, table)."""
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "models"))
+
+
+def manifest(models_dir):
+    out = []
+    with open(os.path.join(models_dir, "bench.txt")) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                name, batch, optim, lr = line.split()[:4]
+                out.append((name, int(batch), optim, float(lr)))
+    return out
+
+
+# ---- the torch side: one model per process ----
+
+def worker(a):
+    import numpy as np
+    import torch
+    import make_bench_models as mbm
+    entry = [e for e in manifest(a.models) if e[0] == a.worker][0]
+    name, batch, optim, lr = entry
+    model = mbm.build(name)
+    pt = os.path.join(a.models, name + ".pt")
+    if os.path.exists(pt):
+        model.load_state_dict(torch.load(pt))
+    model.train()
+    torch.set_num_threads(a.threads)  # after the imports: make_models sets its own
+    data = np.load(os.path.join(a.models, name + ".npz"))
+    units = []
+    if "y_splits" in data:
+        s = data["y_splits"]
+        for i in range(len(s) - 1):
+            units.append(((torch.from_numpy(data["words"][s[i]:s[i + 1]]),
+                           torch.from_numpy(data["children"][s[i]:s[i + 1]])),
+                          torch.from_numpy(data["y"][s[i]:s[i + 1]])))
+    else:
+        x, y = data["x"], data["y"]
+        for b in range(len(x) // batch):
+            units.append(((torch.from_numpy(x[b * batch:(b + 1) * batch].copy()),),
+                          torch.from_numpy(y[b * batch:(b + 1) * batch].copy())))
+    params = model.parameters()
+    if optim == "momentum":
+        opt = torch.optim.SGD(params, lr=lr, momentum=0.9)
+    elif optim == "sgd":
+        opt = torch.optim.SGD(params, lr=lr)
+    elif optim == "adam":
+        opt = torch.optim.Adam(params, lr=lr)
+    elif optim == "adagrad":
+        opt = torch.optim.Adagrad(params, lr=lr)
+    else:
+        sys.exit("unknown optimizer " + optim)
+    times, loss0 = [], None
+    for it in range(a.warmup + a.iters):
+        inputs, labels = units[it % len(units)]
+        t0 = time.perf_counter()
+        loss = torch.nn.functional.cross_entropy(model(*inputs), labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        t1 = time.perf_counter()
+        if it == 0:
+            loss0 = loss.item()
+        if it >= a.warmup:
+            times.append((t1 - t0) * 1e3)
+    print("torch %s version %s threads %d median_ms %.3f min_ms %.3f loss0 %.6f maxrss_kb %d" %
+          (name, torch.__version__, torch.get_num_threads(), statistics.median(times), min(times), loss0,
+           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+
+
+# ---- the driver ----
+
+def fields(line):
+    f = line.split()
+    return {f[i]: f[i + 1] for i in range(2, len(f) - 1, 2)}
+
+
+def run(cmd, env, tag):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.stderr.write("%s failed (exit %d): %s\n%s" % (tag, r.returncode, " ".join(cmd), r.stderr[-2000:]))
+        return None
+    for line in r.stdout.splitlines():
+        if line.startswith(("train ", "torch ")):
+            return fields(line)
+    sys.stderr.write("%s printed no result: %s\n" % (tag, " ".join(cmd)))
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lantern", default=None, help="bench_train binary")
+    ap.add_argument("--models", default=os.path.join(ROOT, "build", "bench_models"))
+    ap.add_argument("--torch2", help="python of a second torch (e.g. a venv with PyPI torch 2.x)")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("names", nargs="*")
+    a = ap.parse_args()
+    if a.worker:
+        return worker(a)
+    threads = int(os.environ.get("OMP_NUM_THREADS") or 2)
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    if a.lantern is None:
+        for cand in ("build-bench/bench/bench_train", "build/bench/bench_train"):
+            if os.path.exists(os.path.join(ROOT, cand)):
+                a.lantern = os.path.join(ROOT, cand)
+                break
+        else:
+            sys.exit("no bench_train binary found: build it and give --lantern")
+    entries = [e for e in manifest(a.models) if not a.names or e[0] in a.names]
+    pythons = [("torch-debian", sys.executable)] + ([("torch2", a.torch2)] if a.torch2 else [])
+    common = ["--models", a.models, "--warmup", str(a.warmup), "--iters", str(a.iters), "--threads", str(threads)]
+    print("lantern %s vs PyTorch; threads %d on both sides (OMP_NUM_THREADS=%s, torch.set_num_threads(%d)), "
+          "OMP_WAIT_POLICY=%s; median of %d steps after %d warm-up steps" %
+          (a.lantern, threads, env["OMP_NUM_THREADS"], threads, os.environ.get("OMP_WAIT_POLICY", "(unset)"),
+           a.iters, a.warmup))
+    rows = []
+    for name, batch, optim, lr in entries:
+        lt = run([a.lantern, "--warmup", str(a.warmup), "--iters", str(a.iters), a.models, name], env,
+                 "bench_train " + name)
+        pts = []
+        for tag, py in pythons:
+            pts.append(run([py, os.path.abspath(__file__), "--worker", name] + common, env, tag + " " + name))
+        rows.append((name, batch, optim, lt, pts))
+        sys.stderr.write("done %s\n" % name)
+    versions = [next((p[i]["version"] for _, _, _, _, p in rows if p[i]), "?") for i in range(len(pythons))]
+    head = "%-11s %5s %-8s %9s" % ("model", "batch", "optim", "lantern")
+    for v in versions:
+        head += " %11s" % ("torch " + ".".join(v.split(".")[:2]))
+    head += " %7s %8s %9s" % ("ratio", "minflt/s", "lt RSS MB")
+    for v in versions:
+        head += " %9s" % ("RSS " + ".".join(v.split(".")[:2]))
+    head += " %9s %9s" % ("lt loss0", "pt loss0")
+    print("times in ms per step (the TreeLSTM: per tree); ratio = lantern / the faster torch")
+    print(head)
+    for name, batch, optim, lt, pts in rows:
+        ms = [float(p["median_ms"]) if p else None for p in pts]
+        best = min([m for m in ms if m is not None], default=None)
+        line = "%-11s %5s %-8s %9s" % (name, batch, optim, "%.2f" % float(lt["median_ms"]) if lt else "fail")
+        for m in ms:
+            line += " %11s" % ("%.2f" % m if m is not None else "fail")
+        line += " %7s" % ("%.2f" % (float(lt["median_ms"]) / best) if lt and best else "-")
+        line += " %8s %9s" % (lt["minflt_per_step"] if lt else "-", "%.0f" % (int(lt["maxrss_kb"]) / 1024) if lt else "-")
+        for p in pts:
+            line += " %9s" % ("%.0f" % (int(p["maxrss_kb"]) / 1024) if p else "-")
+        pl = next((p["loss0"] for p in pts if p), None)
+        line += " %9s %9s" % ("%.4f" % float(lt["loss0"]) if lt else "-", "%.4f" % float(pl) if pl else "-")
+        print(line)
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
