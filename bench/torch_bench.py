@@ -10,12 +10,15 @@ and prints one table row per model:
   lantern ms   median of the timed steps (forward, loss, backward, optimizer
                update; after warm-up), per batch (per tree for the TreeLSTM)
   torch ms     the same for each torch, and the ratio lantern / the faster torch
+               (min rt: the same ratio of the fastest steps, steadier on a busy machine)
   minflt/step  lantern's minor page faults per timed step (0: no new memory
                taken from the system in a step)
   max RSS      of the lantern process and of each torch process (every model
                runs in a process of its own)
-  loss0        the first step's loss on both sides (same weights and batch;
-               SqueezeNet's dropout masks differ, so its losses differ)
+  loss0        the first step's loss on both sides (same weights and batch:
+               the shipped models' trained weights are read from their .onnx
+               into the torch modules; SqueezeNet's dropout masks differ, so
+               its losses differ)
 
   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive /usr/bin/python3 bench/torch_bench.py \\
       [--lantern build-bench/bench/bench_train] [--models build/bench_models] \\
@@ -51,6 +54,38 @@ def manifest(models_dir):
 
 # ---- the torch side: one model per process ----
 
+def onnx_weights(name, model, path):
+    """The shipped models' trained weights from their .onnx into the torch
+    module (ONNX LSTM gates i,o,f,c become torch's i,f,g,o; the Loop RNN's
+    W, U, b become nn.RNN's weights, its bias all in bias_ih)."""
+    import numpy as np
+    import onnx
+    import torch
+    from onnx import numpy_helper
+    g = onnx.load(path).graph
+    init = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    for n in g.node:
+        for at in n.attribute:
+            if at.g is not None:
+                init.update({i.name: numpy_helper.to_array(i) for i in at.g.initializer})
+    sd = {}
+    if name in ("mlp", "cnn"):
+        sd = {k: init[k] for k in model.state_dict()}
+    elif name == "lstm":
+        lstm = [n for n in g.node if n.op_type == "LSTM"][0]
+        W, R, B = (init[lstm.input[k]][0] for k in (1, 2, 3))
+        order = lambda a: np.concatenate([a[0], a[2], a[3], a[1]])  # noqa: E731  i,o,f,c -> i,f,c,o
+        blocks = lambda a: np.split(a, 4)  # noqa: E731
+        H = R.shape[1]
+        sd = {"rnn.weight_ih_l0": order(blocks(W)), "rnn.weight_hh_l0": order(blocks(R)),
+              "rnn.bias_ih_l0": order(blocks(B[:4 * H])), "rnn.bias_hh_l0": order(blocks(B[4 * H:])),
+              "fc.weight": init["fc.weight"], "fc.bias": init["fc.bias"]}
+    elif name == "rnn_loop":
+        sd = {"rnn.weight_ih_l0": init["W"].T, "rnn.weight_hh_l0": init["U"].T, "rnn.bias_ih_l0": init["b"],
+              "rnn.bias_hh_l0": np.zeros_like(init["b"]), "fc.weight": init["Wfc"], "fc.bias": init["bfc"]}
+    model.load_state_dict({k: torch.from_numpy(np.array(v, copy=True)) for k, v in sd.items()})
+
+
 def worker(a):
     import numpy as np
     import torch
@@ -61,6 +96,8 @@ def worker(a):
     pt = os.path.join(a.models, name + ".pt")
     if os.path.exists(pt):
         model.load_state_dict(torch.load(pt))
+    elif name in ("mlp", "cnn", "lstm", "rnn_loop"):
+        onnx_weights(name, model, os.path.join(a.models, name + ".onnx"))
     model.train()
     torch.set_num_threads(a.threads)  # after the imports: make_models sets its own
     data = np.load(os.path.join(a.models, name + ".npz"))
@@ -166,11 +203,12 @@ def main():
     head = "%-11s %5s %-8s %9s" % ("model", "batch", "optim", "lantern")
     for v in versions:
         head += " %11s" % ("torch " + ".".join(v.split(".")[:2]))
-    head += " %7s %8s %9s" % ("ratio", "minflt/s", "lt RSS MB")
+    head += " %7s %7s %8s %9s" % ("ratio", "min rt", "minflt/s", "lt RSS MB")
     for v in versions:
         head += " %9s" % ("RSS " + ".".join(v.split(".")[:2]))
-    head += " %9s %9s" % ("lt loss0", "pt loss0")
-    print("times in ms per step (the TreeLSTM: per tree); ratio = lantern / the faster torch")
+    head += " %10s %10s" % ("lt loss0", "pt loss0")
+    print("times in ms per step (the TreeLSTM: per tree); ratio = lantern / the faster torch (medians), "
+          "min rt = the same for the fastest steps; minflt/s = lantern's minor page faults per step")
     print(head)
     for name, batch, optim, lt, pts in rows:
         ms = [float(p["median_ms"]) if p else None for p in pts]
@@ -179,11 +217,13 @@ def main():
         for m in ms:
             line += " %11s" % ("%.2f" % m if m is not None else "fail")
         line += " %7s" % ("%.2f" % (float(lt["median_ms"]) / best) if lt and best else "-")
+        lows = [float(p["min_ms"]) for p in pts if p]
+        line += " %7s" % ("%.2f" % (float(lt["min_ms"]) / min(lows)) if lt and lows else "-")
         line += " %8s %9s" % (lt["minflt_per_step"] if lt else "-", "%.0f" % (int(lt["maxrss_kb"]) / 1024) if lt else "-")
         for p in pts:
             line += " %9s" % ("%.0f" % (int(p["maxrss_kb"]) / 1024) if p else "-")
         pl = next((p["loss0"] for p in pts if p), None)
-        line += " %9s %9s" % ("%.4f" % float(lt["loss0"]) if lt else "-", "%.4f" % float(pl) if pl else "-")
+        line += " %10s %10s" % ("%.6f" % float(lt["loss0"]) if lt else "-", "%.6f" % float(pl) if pl else "-")
         print(line)
         sys.stdout.flush()
 
