@@ -100,7 +100,7 @@ def worker(a):
         onnx_weights(name, model, os.path.join(a.models, name + ".onnx"))
     model.train()
     torch.set_num_threads(a.threads)  # after the imports: make_models sets its own
-    data = np.load(os.path.join(a.models, name + ".npz"))
+    data = dict(np.load(os.path.join(a.models, name + ".npz")))  # NpzFile reads a member at every access
     units = []
     if "y_splits" in data:
         s = data["y_splits"]
