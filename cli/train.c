@@ -4,6 +4,7 @@
  * test split. */
 #include "options.h"
 #include "json.h"
+#include "runtime/checkpoint.h"
 #include "runtime/plot.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -214,6 +215,11 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     X(T_OUT, "-o", "OUT.onnx", "the trained model: MODEL with every trained initializer replaced (required)",        \
       NULL, 0)                                                                                                       \
     DATA_OPTIONS(X, T, NULL)                                                                                         \
+    X(T_LABELS, "--labels", "NAME", "npz: the array holding the labels or targets", "y", 0)                           \
+    X(T_BATCH_AXIS, "--batch-axis", "INPUT=K", "npz: axis K of INPUT is the batch (where the model cannot tell)",       \
+      "from the model", LT_OPT_REPEAT)                                                                               \
+    X(T_IGNORE_INDEX, "--ignore-index", "I", "softmax-cross-entropy, nll: labels equal to I count for nothing",       \
+      "-100", 0)                                                                                                     \
     X(T_EPOCHS, "--epochs", "E", "passes over the training data", "1", 0)                                            \
     X(T_BATCH, "--batch", "B", "samples per step", "64", 0)                                                          \
     X(T_OPTIMIZER, "--optimizer", "NAME", "sgd | momentum | nesterov | adagrad | adam | adamw", "sgd", 0)            \
@@ -246,6 +252,25 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
 typedef enum { TRAIN_OPTIONS(LT_OPT_ENUM) } train_opt;
 static const lt_cli_opt train_opts[] = {TRAIN_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
 
+/* Where a resumed run picks up, and which lantern wrote the checkpoint.
+ * Only the head is read here; lt_train checks the whole file and says why
+ * when it refuses it. */
+static void say_resume(const char *dir)
+{
+    lt_ckpt_info ci;
+    lt_err ignored;
+    if (lt_ckpt_read_info(dir, &ci, &ignored) != LT_OK)
+        return;
+    char dir_s[512], writer_s[160];
+    lt_str_printable(dir, dir_s, sizeof dir_s);
+    printf("resuming at step %lld (epoch %lld, step %lld of %lld) from %s/%s ", (long long)ci.global,
+           (long long)ci.epoch, (long long)ci.step, (long long)ci.steps, dir_s, LT_CKPT_FILE);
+    if (*ci.writer)
+        printf("(checkpoint written by %s)\n", lt_str_printable(ci.writer, writer_s, sizeof writer_s));
+    else
+        printf("(checkpoint format %u, whose writer did not record its version)\n", ci.version);
+}
+
 static int cmd_train(const lt_cli_args *a)
 {
     static const char *const optims[] = {"sgd", "momentum", "nesterov", "adagrad", "adam", "adamw"};
@@ -262,7 +287,10 @@ static int cmd_train(const lt_cli_args *a)
     double lr = -1, mom = -1, wd = -1, b1 = -1, b2 = -1, eps = -1;
     int64_t iv = 0;
     const char **freeze = calloc((size_t)a->nitems + 1, sizeof *freeze);
-    if (!freeze) {
+    const char **axes = calloc((size_t)a->nitems + 1, sizeof *axes);
+    if (!freeze || !axes) {
+        free(freeze);
+        free(axes);
         fprintf(stderr, "lantern: out of memory\n");
         return 1;
     }
@@ -302,6 +330,12 @@ static int cmd_train(const lt_cli_args *a)
         case T_GAMMA: ok = lt_cli_num(opt, val, 1e-9, 1, &o.schedule.gamma); break;
         case T_CLIP_NORM: ok = lt_cli_num(opt, val, 0, 1e12, &o.clip_norm); break;
         case T_FREEZE: freeze[nfreeze++] = val; break;
+        case T_LABELS: o.labels = val; break;
+        case T_BATCH_AXIS: axes[o.nbatch_axes++] = val; break;
+        case T_IGNORE_INDEX:
+            ok = lt_cli_int(opt, val, -9007199254740992.0, 9007199254740992.0, &o.ignore_index);
+            o.set_ignore_index = 1;
+            break;
         case T_INIT: ok = lt_cli_pick(opt, val, inits, 2, &init); break;
         case T_SHUFFLE:
             ok = lt_cli_pick(opt, val, onoff, 2, &shuffle);
@@ -353,6 +387,7 @@ static int cmd_train(const lt_cli_args *a)
     o.init_random = init;
     o.nfreeze = nfreeze;
     o.freeze = freeze;
+    o.batch_axes = axes;
     if (plot_path && !(pr.plot = lt_plot_new())) {
         fprintf(stderr, "lantern: out of memory\n");
         goto done;
@@ -381,6 +416,8 @@ static int cmd_train(const lt_cli_args *a)
     printf("training %s on %s: %d epoch(s), batch %lld, %s loss, %s, lr %g%s%s\n", path, o.data, o.epochs,
            (long long)o.batch, lt_loss_name(o.loss), optims[kind], o.schedule.lr, o.schedule.kind != LT_SCHEDULE_CONSTANT ? ", " : "",
            o.schedule.kind != LT_SCHEDULE_CONSTANT ? scheds[sched] : "");
+    if (resume)
+        say_resume(o.checkpoint_dir);
     fflush(stdout);
     lt_err err;
     lt_model *m = NULL;
@@ -449,6 +486,7 @@ done:
     log_close(&pr);
     lt_plot_free(pr.plot);
     free(freeze);
+    free(axes);
     return rc;
 }
 

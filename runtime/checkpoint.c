@@ -7,7 +7,9 @@
  * parameter's optimizer state; an FNV-1a checksum of everything before it.
  * Version 3 adds, right after the header, the run's options as text (a
  * uint64 length, then "name value" lines) so that --resume continues only
- * the run that wrote the checkpoint; version 2 files are still read. */
+ * the run that wrote the checkpoint. Version 4 adds after those the lantern
+ * that wrote the file ("lantern 0.7.0": a uint64 length, then the text),
+ * shown where a run resumes. Versions 2 and 3 are still read. */
 #include "checkpoint.h"
 #include "atomic_file.h"
 #include "open_read.h"
@@ -22,8 +24,10 @@
 #include <unistd.h>
 
 #define CKPT_MAGIC "LTNCKPT\n"
-#define CKPT_VERSION 3u /* 2: the parameter table; 3: the run's options */
+#define CKPT_VERSION 4u /* 2: the parameter table; 3: the run's options; 4: the writer */
+#define CKPT_OLDEST 2u
 #define CKPT_MAX_RUN_TEXT 65536
+#define CKPT_MAX_WRITER 255
 
 /* The fields up to model_hash keep their offsets across versions (8 and 16:
  * the version check and the model check read them first). */
@@ -250,6 +254,11 @@ lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err)
     uint64_t run_len = s->run ? strlen(s->run) : 0;
     put(&w, &run_len, sizeof run_len);
     put(&w, s->run, (size_t)run_len);
+    char writer_text[CKPT_MAX_WRITER + 1];
+    snprintf(writer_text, sizeof writer_text, "lantern %s", lt_version());
+    uint64_t writer_len = strlen(writer_text);
+    put(&w, &writer_len, sizeof writer_len);
+    put(&w, writer_text, (size_t)writer_len);
     put(&w, table, table_len);
     free(table);
     put(&w, s->order, sizeof *s->order * (size_t)s->nsamples);
@@ -296,55 +305,87 @@ static lt_status read_all(const char *file, unsigned char **buf, size_t *len, lt
     return LT_OK;
 }
 
-/* What comes before the parameter table: the header and (version 3) the
- * run's options, run_len bytes at run (not NUL-terminated). */
+/* What comes before the parameter table: the header, (version 3) the run's
+ * options, run_len bytes at run, and (version 4) the writer, writer_len
+ * bytes at writer (neither NUL-terminated). */
 typedef struct ckpt_head {
+    uint32_t version;
     size_t bytes;
     const char *run;
     size_t run_len;
+    const char *writer;
+    size_t writer_len;
 } ckpt_head;
 
-/* Reads a checkpoint and checks what does not depend on the reader: magic,
- * version, a whole header. On success the caller frees *buf. */
+/* A length-prefixed text at *at of buf[0..avail) (total: the file's size),
+ * at most max bytes; moves *at past it. */
+static lt_status text_field(const char *file, const unsigned char *buf, size_t avail, size_t total, size_t *at,
+                            size_t max, const char *what, const char **text, size_t *len, lt_err *err)
+{
+    uint64_t n;
+    if (avail < *at + sizeof n || total < *at + 2 * sizeof n)
+        return lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes)", file, total);
+    memcpy(&n, buf + *at, sizeof n);
+    if (n > max)
+        return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (%s take %llu bytes)", file, what,
+                       (unsigned long long)n);
+    /* the checksum's 8 bytes follow whatever comes next */
+    if (n > total - *at - 2 * sizeof n || n > avail - *at - sizeof n)
+        return lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes)", file, total);
+    *text = (const char *)buf + *at + sizeof n;
+    *len = (size_t)n;
+    *at += sizeof n + (size_t)n;
+    return LT_OK;
+}
+
+/* Checks what does not depend on the reader in the first avail bytes of a
+ * checkpoint of total bytes: magic, version, a whole header, the texts that
+ * follow it. */
+static lt_status parse_head(const char *file, const unsigned char *buf, size_t avail, size_t total, ckpt_header *h,
+                            ckpt_head *hd, lt_err *err)
+{
+    uint32_t version = 0;
+    if (avail >= 12)
+        memcpy(&version, buf + 8, sizeof version);
+    memset(hd, 0, sizeof *hd);
+    hd->version = version;
+    hd->bytes = sizeof *h;
+    if (avail < 8 || memcmp(buf, CKPT_MAGIC, 8) != 0)
+        return lt_errf(err, LT_ERR_INVALID, "%s: not a lantern checkpoint (bad magic)", file);
+    if (avail >= 12 && (version < CKPT_OLDEST || version > CKPT_VERSION))
+        return lt_errf(err, LT_ERR_INVALID, "%s: checkpoint version %u; this lantern (%s) reads versions %u to %u",
+                       file, version, lt_version(), CKPT_OLDEST, CKPT_VERSION);
+    if (avail < sizeof *h + sizeof(uint64_t) || total < sizeof *h + sizeof(uint64_t))
+        return lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes, the header alone is %zu)", file,
+                       total, sizeof *h);
+    lt_status st = LT_OK;
+    size_t at = sizeof *h;
+    if (version >= 3)
+        st = text_field(file, buf, avail, total, &at, CKPT_MAX_RUN_TEXT, "the run's options", &hd->run,
+                        &hd->run_len, err);
+    if (st == LT_OK && version >= 4)
+        st = text_field(file, buf, avail, total, &at, CKPT_MAX_WRITER, "the writer's name", &hd->writer,
+                        &hd->writer_len, err);
+    if (st != LT_OK)
+        return st;
+    hd->bytes = at;
+    memcpy(h, buf, sizeof *h);
+    return LT_OK;
+}
+
+/* Reads a checkpoint and checks its head (parse_head). On success the
+ * caller frees *buf. */
 static lt_status read_checked(const char *file, unsigned char **buf, size_t *len, ckpt_header *h, ckpt_head *hd,
                               lt_err *err)
 {
     lt_status st = read_all(file, buf, len, err);
-    if (st != LT_OK)
-        return st;
-    uint32_t version = 0;
-    if (*len >= 12)
-        memcpy(&version, *buf + 8, sizeof version);
-    if (*len < 8 || memcmp(*buf, CKPT_MAGIC, 8) != 0)
-        st = lt_errf(err, LT_ERR_INVALID, "%s: not a lantern checkpoint (bad magic)", file);
-    else if (*len >= 12 && version != CKPT_VERSION && version != 2)
-        st = lt_errf(err, LT_ERR_INVALID, "%s: checkpoint version %u; this lantern reads versions 2 and %u", file,
-                     version, CKPT_VERSION);
-    else if (*len < sizeof *h + (version >= 3 ? sizeof(uint64_t) : 0) + sizeof(uint64_t))
-        st = lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes, the header alone is %zu)", file,
-                     *len, sizeof *h);
-    hd->bytes = sizeof *h;
-    hd->run = NULL;
-    hd->run_len = 0;
-    if (st == LT_OK && version >= 3) {
-        uint64_t n;
-        memcpy(&n, *buf + sizeof *h, sizeof n);
-        if (n > CKPT_MAX_RUN_TEXT)
-            st = lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (the run's options take %llu bytes)", file,
-                         (unsigned long long)n);
-        else if (n > *len - sizeof *h - 2 * sizeof n)
-            st = lt_errf(err, LT_ERR_INVALID, "%s: truncated checkpoint (%zu bytes)", file, *len);
-        hd->run = (const char *)*buf + sizeof *h + sizeof n;
-        hd->run_len = (size_t)n;
-        hd->bytes = sizeof *h + sizeof n + (size_t)n;
-    }
+    if (st == LT_OK)
+        st = parse_head(file, *buf, *len, *len, h, hd, err);
     if (st != LT_OK) {
         free(*buf);
         *buf = NULL;
-        return st;
     }
-    memcpy(h, *buf, sizeof *h);
-    return LT_OK;
+    return st;
 }
 
 /* The last 8 bytes are the checksum of all before them (len >= 8). */
@@ -492,7 +533,8 @@ lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err)
         return st;
     }
     /* every check passed: only now overwrite the live state */
-    memcpy(s->order, p, sizeof *s->order * (size_t)s->nsamples);
+    if (s->nsamples > 0) /* a step-API trainer has no data order */
+        memcpy(s->order, p, sizeof *s->order * (size_t)s->nsamples);
     p += sizeof *s->order * (size_t)s->nsamples;
     for (int i = 0; i < s->nvalues; i++) {
         memcpy(s->values[i]->data, p, param_bytes(s->values[i]));
@@ -517,6 +559,7 @@ lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err)
     s->rng = h.rng;
     s->loss_sum = h.loss_sum;
     s->seen = h.seen;
+    snprintf(s->writer, sizeof s->writer, "%.*s", (int)hd.writer_len, hd.writer ? hd.writer : "");
     free(buf);
     return LT_OK;
 }
@@ -637,6 +680,41 @@ lt_status lt_ckpt_read_params(const char *ckpt_path_or_dir, lt_model *m, lt_err 
         if (e[i].bytes)
             memcpy(m->params[e[i].param].data.data, e[i].data, e[i].bytes);
     free(e);
+    free(buf);
+    return st;
+}
+
+lt_status lt_ckpt_read_info(const char *path_or_dir, lt_ckpt_info *info, lt_err *err)
+{
+    char file[PATH_MAX];
+    resolve(path_or_dir, file, sizeof file);
+    struct stat sb;
+    FILE *f = lt_fopen_read(file, &sb, err);
+    if (!f)
+        return LT_ERR_IO;
+    /* the head is at most the header and the two texts with their lengths */
+    size_t want = sizeof(ckpt_header) + 2 * sizeof(uint64_t) + CKPT_MAX_RUN_TEXT + CKPT_MAX_WRITER;
+    size_t total = (size_t)sb.st_size, n = total < want ? total : want;
+    unsigned char *buf = malloc(n ? n : 1);
+    lt_status st = LT_OK;
+    if (!buf)
+        st = lt_errf(err, LT_ERR_NOMEM, "out of memory (%zu bytes for %s)", n, file);
+    else if (fread(buf, 1, n, f) != n)
+        st = lt_errf(err, LT_ERR_IO, "%s: cannot read the checkpoint", file);
+    fclose(f);
+    ckpt_header h;
+    ckpt_head hd;
+    if (st == LT_OK)
+        st = parse_head(file, buf, n, total, &h, &hd, err);
+    if (st == LT_OK) {
+        memset(info, 0, sizeof *info);
+        info->version = hd.version;
+        snprintf(info->writer, sizeof info->writer, "%.*s", (int)hd.writer_len, hd.writer ? hd.writer : "");
+        info->epoch = h.epoch;
+        info->step = h.step;
+        info->steps = h.steps;
+        info->global = h.global;
+    }
     free(buf);
     return st;
 }

@@ -28,7 +28,22 @@ typedef struct lt_ckpt_state {
     uint64_t rng;             /* the shuffling generator's state */
     double loss_sum;          /* the epoch's training loss so far (weighted by samples) */
     int64_t seen;             /* the epoch's samples so far */
+    /* filled in by a load: the lantern that wrote the checkpoint ("lantern
+     * 0.7.0"); "" for a checkpoint from before version 4, which did not say */
+    char writer[64];
 } lt_ckpt_state;
+
+/* What a checkpoint says about itself, from its head alone (no checksum:
+ * a load checks the whole file). */
+typedef struct lt_ckpt_info {
+    unsigned version; /* of the file format */
+    char writer[64];  /* as lt_ckpt_state.writer */
+    int64_t epoch, step, steps, global;
+} lt_ckpt_info;
+
+/* Reads the head of a checkpoint (the .ltck file, or the folder holding
+ * LT_CKPT_FILE): magic, version, header and writer. */
+lt_status lt_ckpt_read_info(const char *path_or_dir, lt_ckpt_info *info, lt_err *err);
 
 /* The options that decide a run, one "name value" line each in a fixed
  * order (model, data, limit, batch, epochs, optimizer and its
