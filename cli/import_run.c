@@ -52,8 +52,7 @@ static int cmd_import(const lt_cli_args *a)
 
 const lt_cli_cmd lt_cli_import = {
     "import", "MODEL [--print | --json]",
-    "summarize an ONNX model: producer, opsets, inputs and outputs, parameters, ops (exit 2 if it has "
-    "unsupported ops)",
+    "summarize an ONNX model: inputs, outputs, parameters, ops (exit 2 if lantern cannot run one)",
     "MODEL", 1, 1, NULL, import_opts, cmd_import};
 
 void lt_cli_sanitize(const char *name, char *out, size_t len)

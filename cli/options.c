@@ -9,7 +9,7 @@
 enum { G_THREADS = -100, G_HELP, G_LIST };
 static const lt_cli_opt global_opts[] = {
     {G_THREADS, "--threads", "N", "kernel threads (OpenMP; OpenBLAS stays at one)",
-     "LANTERN_THREADS, else one per core", 0},
+     "LANTERN_THREADS, else OpenMP's own: OMP_NUM_THREADS or one per core", 0},
     {G_HELP, "-h", NULL, "print this help and exit", NULL, 0},
     {G_HELP, "--help", NULL, "print this help and exit", NULL, 0},
     {G_LIST, "--list-options", NULL, NULL, NULL, 0}, /* hidden: for the tests */
