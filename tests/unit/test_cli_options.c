@@ -609,10 +609,13 @@ static void eval_json(void **state)
 /* ---- import --json ---- */
 
 /* A model whose names hold a quote, a backslash, control characters, a
- * valid two-byte character and a byte that is not UTF-8; a symbolic batch
+ * valid two- and a four-byte character and bytes that are not UTF-8; a symbolic batch
  * dim; and a node of an op lantern does not know. */
-#define ODD_NAME "q\"b\\c\x01\x7f\xc3\xa9\xff!"
-#define ODD_DECODED "q\"b\\c\x01\x7f\xc3\xa9\xef\xbf\xbd!"
+#define ODD_NAME "q\"b\\c\x01\x7f\xc3\xa9\xff!\xc0\xaf\xed\xa0\x80\xf0\x9f\x98\x80"
+/* each byte of a bad sequence (a stray byte, an overlong '/', a surrogate)
+ * becomes U+FFFD; a four-byte character stays */
+#define FFFD "\xef\xbf\xbd"
+#define ODD_DECODED "q\"b\\c\x01\x7f\xc3\xa9" FFFD "!" FFFD FFFD FFFD FFFD FFFD "\xf0\x9f\x98\x80"
 
 static void write_odd_model(const char *path)
 {
