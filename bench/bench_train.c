@@ -11,8 +11,9 @@
  * of its name, except y, the int64 class labels (input "labels" of the
  * softmax cross-entropy loss). A dense array is cut into batches of BATCH
  * along its first axis; an array with NAME_splits (row splits) is ragged and
- * a step takes one sample of it (one tree for the TreeLSTM). Steps cycle
- * through the batches (or samples) in order, all loaded before timing.
+ * a step takes one sample of it (one tree for the TreeLSTM), and the warm-up
+ * then covers every sample at least once. Steps cycle through the batches
+ * (or samples) in order, all loaded before timing.
  * OPTIM: sgd, momentum (0.9), adam, adagrad (PyTorch's defaults otherwise);
  * --optim / --lr override every model's. Threads follow OMP_NUM_THREADS.
  *
@@ -250,6 +251,10 @@ static int bench_one(const char *dir, const entry *e, const char *optim_override
         fprintf(stderr, "%s\n", err.msg);
         goto out;
     }
+    /* one sample a step: warm up over every sample once, so that each
+     * sample's shape has been seen before timing (PyTorch does the same steps) */
+    if (f.ragged && warmup < f.nunits)
+        warmup = f.nunits;
     double loss0 = 0;
     struct rusage r0 = usage();
     for (int it = 0; it < warmup + iters; it++) {
