@@ -686,9 +686,30 @@ static lt_ival *loss_input(lt_module *m, const char *name, const lt_ival *y, boo
         return v;
     }
     lt_type_unknown(&v->type, LT_I64, y->type.rank >= 1 ? y->type.rank - 1 : -1);
-    if (y->type.rank >= 1)
-        v->type.dims[0] = y->type.dims[0];
+    for (int d = 0; d + 1 < y->type.rank; d++)
+        v->type.dims[d] = y->type.dims[d];
     return v;
+}
+
+/* Class scores [d0, ..., C] (classes last, as per-token outputs have them)
+ * as the loss ops read them, [d0, C, d1, ...]; rank 2 stays as it is. */
+static lt_ival *classes_to_axis1(lt_module *m, lt_ival *y)
+{
+    int r = y->type.rank;
+    if (r <= 2)
+        return y;
+    lt_ival *t = loss_node(m, LT_OP_TRANSPOSE, "loss_classes_axis1", 1, y, NULL);
+    if (!t || lt_node_set_attrs(m, t->def, 1) != LT_OK)
+        return NULL;
+    int64_t *perm = lt_ir_alloc(m, sizeof *perm * (size_t)r);
+    if (!perm)
+        return NULL;
+    perm[0] = 0;
+    perm[1] = r - 1;
+    for (int d = 2; d < r; d++)
+        perm[d] = d - 1;
+    t->def->attrs[0] = (lt_attr){.name = "perm", .kind = LT_ATTR_INTS, .n = r, .ints = perm};
+    return t;
 }
 
 /* The sum of output * seed over the seeded outputs. */
@@ -767,9 +788,16 @@ static lt_status append_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **los
         break;
     case LT_AD_LOSS_SCE:
     case LT_AD_LOSS_NLL:
+        /* scores with extra axes ([N, T, C]: per token, per node) against
+         * labels of those axes ([N, T]); the mean runs over the labels that
+         * are not ignore_index, as PyTorch's */
         in = loss_input(m, "labels", y, true);
         L = loss_node(m, spec->loss == LT_AD_LOSS_SCE ? LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS : LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS,
-                      "loss", 2, y, in);
+                      "loss", 2, classes_to_axis1(m, y), in);
+        if (L && lt_node_set_attrs(m, L->def, 1) == LT_OK)
+            L->def->attrs[0] = (lt_attr){.name = "ignore_index", .kind = LT_ATTR_INT, .i = spec->ignore_index};
+        else
+            L = NULL;
         break;
     case LT_AD_LOSS_MSE: {
         in = loss_input(m, "targets", y, false);
@@ -944,7 +972,8 @@ done:
 lt_status lt_model_grad(lt_model *m, const lt_grad_opts *o, lt_err *err)
 {
     lt_ad_spec spec = {.loss = (lt_ad_loss)o->loss, .nseeds = o->nseeds, .seed_outputs = o->seed_outputs,
-                       .wrt_inputs = o->wrt_inputs != 0, .output = o->output};
+                       .wrt_inputs = o->wrt_inputs != 0, .output = o->output,
+                       .ignore_index = o->set_ignore_index ? o->ignore_index : -100};
     if (m->nunsupported)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: the model has ops lantern does not know (see lantern import)",
                        m->path);

@@ -23,6 +23,7 @@ typedef struct lt_ad_spec {
     const char *const *seed_outputs; /* LT_AD_LOSS_SEEDS: names of the seeded outputs */
     bool wrt_inputs;                 /* also differentiate with respect to float graph inputs */
     const char *output;              /* the output the loss is attached to (NULL: the first) */
+    int64_t ignore_index;            /* softmax-cross-entropy, nll: labels of this value count for nothing */
 } lt_ad_spec;
 
 /* Replaces the module's main block with the combined forward/backward

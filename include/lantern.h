@@ -165,6 +165,10 @@ typedef struct lt_grad_opts {
     const char *const *seed_outputs;
     int wrt_inputs; /* gradients for float graph inputs too */
     const char *output; /* the output the loss is attached to (NULL: the first) */
+    /* softmax-cross-entropy, nll: labels equal to ignore_index count for
+     * nothing (the mean runs over the others); -100 (PyTorch's) unless set */
+    int set_ignore_index;
+    int64_t ignore_index;
 } lt_grad_opts;
 
 /* Turns the model into its combined forward/backward program (reverse-mode
@@ -407,6 +411,15 @@ typedef struct lt_train_opts {
     /* in-memory data (lt_dataset_from_arrays) instead of `data`: borrowed,
      * train_set for training, test_set (may be NULL) for the epoch's test */
     const lt_dataset *train_set, *test_set;
+    /* npz named inputs (see lt_train): the array holding the labels or
+     * targets (NULL: "y"); "INPUT=K" strings fixing an input's batch axis
+     * where the model cannot tell it; the label value the loss skips
+     * (softmax-cross-entropy, nll; -100 unless set_ignore_index) */
+    const char *labels;
+    int nbatch_axes;
+    const char *const *batch_axes;
+    int set_ignore_index;
+    int64_t ignore_index;
 } lt_train_opts;
 
 void lt_train_defaults(lt_train_opts *o);

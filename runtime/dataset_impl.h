@@ -59,6 +59,17 @@ lt_status lt_npy_header(const char *what, const uint8_t *b, size_t n, lt_tensor 
 lt_status lt_ds_gather(const lt_dataset *d, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y, int parallel,
                        lt_err *err);
 
+/* An .npz archive read member by member: names in directory order; read
+ * gives member i's array (header parsed, data checked against the shape)
+ * with t->data at the front of *block, a malloc block the caller frees. */
+typedef struct lt_npz lt_npz;
+lt_status lt_npz_open(const char *path, lt_npz **out, lt_err *err);
+void lt_npz_close(lt_npz *z);
+int lt_npz_count(const lt_npz *z);
+const char *lt_npz_name(const lt_npz *z, int i);
+const char *lt_npz_listing(const lt_npz *z); /* "x.npy, y.npy" for messages */
+lt_status lt_npz_read(lt_npz *z, int i, lt_tensor *t, void **block, lt_err *err);
+
 /* "3x32x32", "784" or "scalars" into buf. */
 void lt_ds_shape_str(int rank, const int64_t *dims, char *buf, size_t len);
 

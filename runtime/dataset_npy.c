@@ -169,6 +169,11 @@ lt_status lt_npy_header(const char *what, const uint8_t *b, size_t n, lt_tensor 
         return lt_errf(err, LT_ERR_INVALID, "%s: bad .npy header (%s)", what, bad);
     bool big;
     t->dtype = descr_type(descr, &big);
+    if (t->dtype == LT_UNDEFINED && descr[0] && descr[1] == 'O')
+        return lt_errf(err, LT_ERR_UNSUPPORTED,
+                       "%s: an object array ('%s', e.g. ragged rows saved as Python lists) cannot be read; store the "
+                       "rows concatenated along axis 0 and their offsets as int64 NAME_splits (samples + 1 row splits)",
+                       what, descr);
     if (t->dtype == LT_UNDEFINED)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: .npy element type '%s' is not supported", what, descr);
     if (big)

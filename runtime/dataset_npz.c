@@ -1,5 +1,7 @@
-/* NumPy .npz datasets: a zip archive whose members x.npy, y.npy (and
- * x_test.npy, y_test.npy) are stored or deflated. The central directory is
+/* NumPy .npz datasets: a zip archive whose members (x.npy, y.npy,
+ * x_test.npy, y_test.npy, or any named arrays) are stored or deflated; the
+ * members are read one by one through lt_npz_* (dataset_arrays.c reads named
+ * arrays that way), the x / y pair by lt_ds_open_npz. The central directory is
  * the authority on sizes (numpy writes zip64 local headers whose sizes are
  * placeholders); every offset and size is checked against the file before
  * it is used, and every member's CRC-32 against its data. */
@@ -18,11 +20,11 @@
 #define ZIP_MAX_RATIO 1100              /* deflate expands at most about 1032:1 */
 #define ZIP_CHUNK ((size_t)1 << 20)
 
-enum { M_X, M_Y, M_XT, M_YT, M_COUNT };
-static const char *const member_names[M_COUNT] = {"x.npy", "y.npy", "x_test.npy", "y_test.npy"};
+#define ZIP_MAX_MEMBERS 4096
 
 typedef struct zip_member {
-    int present, method, flags;
+    char *name; /* NUL-terminated copy */
+    int method, flags;
     uint32_t crc;
     uint64_t csize, usize, lho; /* lho: offset of the local header */
 } zip_member;
@@ -31,9 +33,35 @@ typedef struct zip_dir {
     const char *path;
     FILE *f;
     uint64_t fsize, cd_off; /* member data lies before the central directory */
-    zip_member m[M_COUNT];
+    int nm;
+    zip_member *m;
     char listing[256]; /* the archive's members, for messages */
 } zip_dir;
+
+struct lt_npz {
+    zip_dir z;
+};
+
+static void zip_close(zip_dir *z)
+{
+    if (z->f)
+        fclose(z->f);
+    for (int i = 0; i < z->nm; i++)
+        free(z->m[i].name);
+    free(z->m);
+    z->f = NULL;
+    z->m = NULL;
+    z->nm = 0;
+}
+
+/* the member of that name, or -1 */
+static int zip_find(const zip_dir *z, const char *name)
+{
+    for (int i = 0; i < z->nm; i++)
+        if (!strcmp(z->m[i].name, name))
+            return i;
+    return -1;
+}
 
 static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static uint32_t le32(const uint8_t *p)
@@ -98,6 +126,11 @@ static lt_status parse_cd(zip_dir *z, const uint8_t *cd, uint64_t size, uint64_t
 {
     uint64_t at = 0;
     size_t ll = 0;
+    if (entries > ZIP_MAX_MEMBERS)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: %llu zip members; at most %d are read", z->path,
+                       (unsigned long long)entries, ZIP_MAX_MEMBERS);
+    if (!(z->m = calloc(entries ? entries : 1, sizeof *z->m)))
+        return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", z->path);
     for (uint64_t e = 0; e < entries; e++) {
         if (size - at < 46 || le32(cd + at) != 0x02014b50)
             return lt_errf(err, LT_ERR_INVALID, "%s: corrupt zip central directory (entry %llu)", z->path,
@@ -111,20 +144,23 @@ static lt_status parse_cd(zip_dir *z, const uint8_t *cd, uint64_t size, uint64_t
         /* names are bytes; lt_errf keeps the message printable */
         if (ll + nl + 3 < sizeof z->listing)
             ll += (size_t)snprintf(z->listing + ll, sizeof z->listing - ll, "%s%.*s", ll ? ", " : "", (int)nl, name);
-        for (int k = 0; k < M_COUNT; k++) {
-            if (strlen(member_names[k]) != nl || memcmp(name, member_names[k], nl) != 0)
-                continue;
-            zip_member *m = &z->m[k];
-            m->present = 1;
-            m->flags = le16(h + 8);
-            m->method = le16(h + 10);
-            m->crc = le32(h + 16);
-            m->csize = le32(h + 20);
-            m->usize = le32(h + 24);
-            m->lho = le32(h + 42);
-            if (!zip64_extra(h + 46 + nl, xl, m, le32(h + 24), le32(h + 20), le32(h + 42)))
-                return lt_errf(err, LT_ERR_INVALID, "%s: member %s: bad zip64 extra field", z->path, member_names[k]);
-        }
+        zip_member *m = &z->m[z->nm];
+        if (!(m->name = malloc(nl + 1)))
+            return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", z->path);
+        memcpy(m->name, name, nl);
+        m->name[nl] = 0;
+        z->nm++;
+        m->flags = le16(h + 8);
+        m->method = le16(h + 10);
+        m->crc = le32(h + 16);
+        m->csize = le32(h + 20);
+        m->usize = le32(h + 24);
+        m->lho = le32(h + 42);
+        /* a NUL inside a name would make it read as another member's */
+        if (strlen(m->name) != nl)
+            return lt_errf(err, LT_ERR_INVALID, "%s: a member name holds a NUL byte", z->path);
+        if (!zip64_extra(h + 46 + nl, xl, m, le32(h + 24), le32(h + 20), le32(h + 42)))
+            return lt_errf(err, LT_ERR_INVALID, "%s: member %s: bad zip64 extra field", z->path, m->name);
         at += 46 + nl + xl + cl;
     }
     return LT_OK;
@@ -184,10 +220,8 @@ static lt_status zip_open(zip_dir *z, const char *path, lt_err *err)
 done:
     free(buf);
     free(cd);
-    if (s != LT_OK) {
-        fclose(z->f);
-        z->f = NULL;
-    }
+    if (s != LT_OK)
+        zip_close(z);
     return s;
 }
 
@@ -247,7 +281,7 @@ static lt_status inflate_member(zip_dir *z, const char *name, uint64_t off, cons
 static lt_status zip_extract(zip_dir *z, int k, uint8_t **out, size_t *len, lt_err *err)
 {
     const zip_member *m = &z->m[k];
-    const char *name = member_names[k];
+    const char *name = m->name;
     uint8_t lh[30];
     *out = NULL;
     if (m->flags & 1)
@@ -295,14 +329,66 @@ static lt_status zip_extract(zip_dir *z, int k, uint8_t **out, size_t *len, lt_e
     return LT_OK;
 }
 
+/* ---- members one by one ---- */
+
+lt_status lt_npz_open(const char *path, lt_npz **out, lt_err *err)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    lt_status s = zip_open(&(*out)->z, path, err);
+    if (s != LT_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+void lt_npz_close(lt_npz *z)
+{
+    if (!z)
+        return;
+    zip_close(&z->z);
+    free(z);
+}
+
+int lt_npz_count(const lt_npz *z) { return z->z.nm; }
+const char *lt_npz_name(const lt_npz *z, int i) { return z->z.m[i].name; }
+const char *lt_npz_listing(const lt_npz *z) { return z->z.listing[0] ? z->z.listing : "nothing"; }
+
+lt_status lt_npz_read(lt_npz *npz, int i, lt_tensor *t, void **block, lt_err *err)
+{
+    zip_dir *z = &npz->z;
+    uint8_t *buf = NULL;
+    size_t len = 0, off = 0;
+    char what[4400];
+    snprintf(what, sizeof what, "%s: %s", z->path, z->m[i].name);
+    *block = NULL;
+    lt_status s = zip_extract(z, i, &buf, &len, err);
+    if (s == LT_OK)
+        s = lt_npy_header(what, buf, len, t, &off, err);
+    if (s != LT_OK) {
+        free(buf);
+        return s;
+    }
+    /* to the front: aligned for its type */
+    memmove(buf, buf + off, len - off);
+    t->data = buf;
+    *block = buf;
+    return LT_OK;
+}
+
+/* ---- the x / y pair ---- */
+
 int lt_ds_has_npz(const char *path, int split)
 {
     zip_dir z;
     lt_err err;
     if (zip_open(&z, path, &err) != LT_OK)
         return 0;
-    fclose(z.f);
-    return z.m[split ? M_XT : M_X].present && z.m[split ? M_YT : M_Y].present;
+    int has = zip_find(&z, split ? "x_test.npy" : "x.npy") >= 0 && zip_find(&z, split ? "y_test.npy" : "y.npy") >= 0;
+    zip_close(&z);
+    return has;
 }
 
 lt_status lt_ds_open_npz(lt_dataset *d, const char *path, int split, lt_err *err)
@@ -311,20 +397,21 @@ lt_status lt_ds_open_npz(lt_dataset *d, const char *path, int split, lt_err *err
     lt_status s = zip_open(&z, path, err);
     if (s != LT_OK)
         return s;
-    int want[2] = {split ? M_XT : M_X, split ? M_YT : M_Y};
+    const char *want[2] = {split ? "x_test.npy" : "x.npy", split ? "y_test.npy" : "y.npy"};
     uint8_t *buf[2] = {NULL, NULL};
     lt_tensor t[2];
     char what[2][4400];
     for (int i = 0; i < 2 && s == LT_OK; i++) {
-        const char *mn = member_names[want[i]];
+        const char *mn = want[i];
+        int k = zip_find(&z, mn);
         snprintf(what[i], sizeof what[i], "%s: %s", path, mn);
-        if (!z.m[want[i]].present) {
+        if (k < 0) {
             s = lt_errf(err, LT_ERR_INVALID, "%s: no array '%.*s' (member %s; the archive holds %s)", path,
                         (int)(strlen(mn) - 4), mn, mn, z.listing[0] ? z.listing : "nothing");
             break;
         }
         size_t len = 0, off = 0;
-        s = zip_extract(&z, want[i], &buf[i], &len, err);
+        s = zip_extract(&z, k, &buf[i], &len, err);
         if (s == LT_OK)
             s = lt_npy_header(what[i], buf[i], len, &t[i], &off, err);
         if (s == LT_OK) {
@@ -333,7 +420,7 @@ lt_status lt_ds_open_npz(lt_dataset *d, const char *path, int split, lt_err *err
             t[i].data = buf[i];
         }
     }
-    fclose(z.f);
+    zip_close(&z);
     if (s == LT_OK)
         s = lt_ds_from_arrays(d, &t[0], &t[1], (void **)&buf[0], what[0], what[1], err);
     free(buf[0]);

@@ -7,6 +7,7 @@
 #include "runtime.h"
 #include "checkpoint.h"
 #include "prefetch.h"
+#include "train_arrays.h"
 #include "train_feed.h"
 #include "trainer.h"
 #include <math.h>
@@ -62,6 +63,10 @@ typedef struct trainer {
     const lt_dataset *train, *test; /* the caller's, or opened here (owned) */
     lt_dataset *own_train, *own_test;
     lt_feed feed;
+    /* npz named inputs (train_arrays.c) instead of feed: use_arrays set */
+    bool use_arrays;
+    lt_arrays *atrain, *atest;
+    lt_afeed afeed, atest_feed;
     int64_t *order;
     uint64_t rng;
     lt_err *err;
@@ -82,13 +87,53 @@ static lt_status check_opts(const lt_train_opts *o, lt_err *err)
     return LT_OK;
 }
 
+/* An npz whose arrays the x / y feed does not fit (named inputs, other
+ * element types, ragged arrays, ...) feeds through train_arrays.c. */
+static lt_status setup_arrays(trainer *tr, bool *taken)
+{
+    const lt_train_opts *o = tr->o;
+    *taken = false;
+    if (o->train_set || strncmp(o->data, "npz=", 4) != 0 || !o->data[4])
+        return LT_OK;
+    const char *file = o->data + 4;
+    lt_status st = lt_arrays_open(file, 0, &tr->atrain, tr->err);
+    if (st != LT_OK)
+        return st;
+    if (!lt_afeed_wanted(tr->t.em, tr->atrain, o)) {
+        lt_arrays_free(tr->atrain);
+        tr->atrain = NULL;
+        return LT_OK;
+    }
+    *taken = true;
+    tr->use_arrays = true;
+    if (o->norm.nmean || o->norm.nstd)
+        return lt_errf(tr->err, LT_ERR_INVALID, "%s: --mean / --std apply to x / y data; the named-input feed takes "
+                       "the arrays as they are", file);
+    st = lt_afeed_plan(tr->t.em, tr->atrain, o, &tr->afeed, tr->err);
+    if (st == LT_OK && lt_arrays_has_split(file, 1)) {
+        st = lt_arrays_open(file, 1, &tr->atest, tr->err);
+        if (st == LT_OK)
+            st = lt_afeed_plan(tr->t.em, tr->atest, o, &tr->atest_feed, tr->err);
+    }
+    if (st == LT_OK && tr->afeed.fixed_batch && tr->afeed.fixed_batch != o->batch)
+        st = lt_errf(tr->err, LT_ERR_INVALID, "%s: input '%s' has a fixed batch size of %lld; use --batch %lld",
+                     tr->path, tr->afeed.slot[0].name, (long long)tr->afeed.fixed_batch,
+                     (long long)tr->afeed.fixed_batch);
+    return st;
+}
+
 static lt_status setup(trainer *tr, const char *path)
 {
     const lt_train_opts *o = tr->o;
     lt_status st = check_opts(o, tr->err);
+    bool arrays = false;
     if (st == LT_OK)
         st = lt_trainer_init(&tr->t, path, o, tr->err);
-    if (st == LT_OK && o->train_set) {
+    if (st == LT_OK)
+        st = setup_arrays(tr, &arrays);
+    if (st != LT_OK || arrays)
+        return st;
+    if (o->train_set) {
         tr->train = o->train_set;
         tr->test = o->test_set;
     } else if (st == LT_OK) {
@@ -114,6 +159,39 @@ static void shuffle(trainer *tr, int64_t n)
         tr->order[i] = tr->order[j];
         tr->order[j] = t;
     }
+}
+
+/* One optimizer step of the named-input feed on samples idx[0..k): one
+ * program run for a batch, or one run per sample with the gradients
+ * accumulated (no batch axis, ragged arrays); *loss gets the batch's loss,
+ * the mean of the runs' losses. */
+static lt_status array_step(trainer *tr, const int64_t *idx, int64_t k, double lr, double *loss)
+{
+    const lt_afeed *f = &tr->afeed;
+    const char *names[LT_AFEED_MAX + 1];
+    lt_value *in[LT_AFEED_MAX + 1];
+    int64_t run = lt_afeed_run_size(f, k);
+    lt_status st = LT_OK;
+    if (run == k) {
+        st = lt_afeed_make(f, idx, k, names, in, tr->err);
+        if (st == LT_OK)
+            st = lt_trainer_step_in(&tr->t, lr, f->nslot, names, in, loss, tr->err);
+        lt_afeed_free_values(f, in);
+        return st;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < k && st == LT_OK; i++) {
+        double l = 0;
+        st = lt_afeed_make(f, idx + i, 1, names, in, tr->err);
+        if (st == LT_OK)
+            st = lt_trainer_accum_in(&tr->t, f->nslot, names, in, &l, tr->err);
+        lt_afeed_free_values(f, in);
+        sum += l;
+    }
+    if (st == LT_OK)
+        st = lt_trainer_apply_in(&tr->t, lr, tr->err);
+    *loss = sum / (double)k;
+    return st;
 }
 
 /* One optimizer step on the batch in x, y; *loss gets the batch's loss. */
@@ -188,12 +266,22 @@ static void batches_free(batches *bs)
 static lt_status run_epochs(trainer *tr)
 {
     const lt_train_opts *o = tr->o;
-    int64_t n = lt_dataset_size(tr->train);
+    int64_t n = tr->use_arrays ? tr->atrain->samples : lt_dataset_size(tr->train);
     if (o->limit > 0 && o->limit < n)
         n = o->limit;
     int64_t B = o->batch < n ? o->batch : n;
     batches bs = {0};
-    lt_status st = batches_new(tr, &bs, n, B);
+    lt_status st = LT_OK;
+    if (tr->use_arrays) {
+        bs.n = n;
+        bs.B = B;
+        bs.steps = tr->afeed.fixed_batch ? n / B : (n + B - 1) / B;
+        if (bs.steps < 1)
+            st = lt_errf(tr->err, LT_ERR_INVALID, "%s: %lld training samples do not fill one batch of %lld", tr->path,
+                         (long long)n, (long long)B);
+    } else {
+        st = batches_new(tr, &bs, n, B);
+    }
     int64_t steps = bs.steps;
     tr->order = st == LT_OK ? malloc(sizeof *tr->order * (size_t)n) : NULL;
     if (st == LT_OK && !tr->order)
@@ -239,23 +327,29 @@ static lt_status run_epochs(trainer *tr)
             shuffle(tr, n);
         double te = now_s(), loss_sum = mid ? ck.loss_sum : 0, lr = 0;
         int64_t seen = mid ? ck.seen : 0, s0 = mid ? ck.step : 0;
-        st = submit(tr, &bs, s0);
+        if (!tr->use_arrays)
+            st = submit(tr, &bs, s0);
         for (int64_t s = s0; s < steps && st == LT_OK; s++) {
-            lt_feed_batch *b = batch_of(&bs, s);
             double loss = 0;
+            int64_t bn = s * B + B <= n ? B : n - s * B;
             lr = lt_schedule_lr(&sched, global);
-            st = lt_prefetch_wait(bs.pf, tr->err);
-            if (st == LT_OK && s + 1 < steps)
-                st = submit(tr, &bs, s + 1);
-            if (st == LT_OK)
-                st = lt_feed_targets(&tr->feed, b, tr->err);
-            if (st == LT_OK)
-                st = train_step(tr, b, lr, &loss);
+            if (tr->use_arrays) {
+                st = array_step(tr, tr->order + s * B, bn, lr, &loss);
+            } else {
+                lt_feed_batch *b = batch_of(&bs, s);
+                st = lt_prefetch_wait(bs.pf, tr->err);
+                if (st == LT_OK && s + 1 < steps)
+                    st = submit(tr, &bs, s + 1);
+                if (st == LT_OK)
+                    st = lt_feed_targets(&tr->feed, b, tr->err);
+                if (st == LT_OK)
+                    st = train_step(tr, b, lr, &loss);
+            }
             if (st != LT_OK)
                 break;
             global++;
-            loss_sum += loss * (double)b->n;
-            seen += b->n;
+            loss_sum += loss * (double)bn;
+            seen += bn;
             if (o->on_step) {
                 double now = now_s(), ep = now - te, run = train_time + ep;
                 lt_train_progress p = {e, o->epochs, s + 1, steps, global, sched.total, loss_sum / (double)seen, loss, lr,
@@ -275,14 +369,17 @@ static lt_status run_epochs(trainer *tr)
         }
         /* nothing may still be filling a buffer (or reading the order) */
         lt_err ignored;
-        lt_prefetch_wait(bs.pf, &ignored);
+        if (bs.pf)
+            lt_prefetch_wait(bs.pf, &ignored);
         if (st != LT_OK || *stopped)
             break;
         double secs = now_s() - te;
         train_time += secs;
         lt_trainer_sync(&tr->t);
         lt_epoch_result r = {e, o->epochs, loss_sum / (double)seen, {NAN, NAN, 0, 0}, lr, secs, global};
-        if (tr->test)
+        if (tr->atest)
+            st = lt_afeed_evaluate(&tr->atest_feed, tr->t.es, tr->t.em, o->test_limit, &r.test, tr->err);
+        else if (tr->test)
             st = lt_feed_evaluate(&tr->feed, tr->t.es, tr->t.em, tr->test, o->test_limit, &r.test, tr->err);
         if (st == LT_OK && o->on_epoch)
             o->on_epoch(&r, o->user);
@@ -311,6 +408,8 @@ lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **tr
     lt_ckpt_unlock(lock);
     lt_dataset_free(tr.own_train);
     lt_dataset_free(tr.own_test);
+    lt_arrays_free(tr.atrain);
+    lt_arrays_free(tr.atest);
     free(tr.order);
     if (st == LT_OK) {
         /* the forward copy holds the parameters of the last finished epoch */

@@ -9,7 +9,7 @@
 
 #define LT_EVAL_BATCH 500
 
-static void type_text(const lt_model *m, const lt_type *t, char *buf, size_t len)
+void lt_feed_type_text(const lt_model *m, const lt_type *t, char *buf, size_t len)
 {
     FILE *f = fmemopen(buf, len, "w");
     if (!f) {
@@ -40,7 +40,7 @@ static lt_status input_shape(const lt_model *m, const lt_ival *v, int sr, const 
 {
     const lt_type *t = &v->type;
     char have[256], want[128];
-    type_text(m, t, have, sizeof have);
+    lt_feed_type_text(m, t, have, sizeof have);
     shape_text(sr, sd, want, sizeof want);
     int64_t S = 1;
     for (int i = 0; i < sr; i++)
@@ -100,7 +100,7 @@ static lt_status class_targets(const lt_model *m, const lt_ival *v, const lt_dat
 {
     const lt_type *t = &v->type;
     char have[256];
-    type_text(m, t, have, sizeof have);
+    lt_feed_type_text(m, t, have, sizeof have);
     if (t->rank == 1 || (t->rank == 2 && dim_known(t, 1) && t->dims[1].v == 1)) {
         f->y_kind = LT_TARGET_CLASS;
         f->y_rank = t->rank;
@@ -151,7 +151,7 @@ static lt_status float_targets(const lt_model *m, const lt_ival *v, const lt_dat
     }
     if (known) {
         char have[256], tt[128];
-        type_text(m, t, have, sizeof have);
+        lt_feed_type_text(m, t, have, sizeof have);
         shape_text(tr, td, tt, sizeof tt);
         return lt_errf(err, LT_ERR_INVALID, "%s: '%s' is %s but the data's targets are %s per sample", m->path, v->name,
                        have, tt);
@@ -201,7 +201,7 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
     }
     if (xv->type.kind == LT_KIND_TENSOR && xv->type.dtype != LT_F32 && xv->type.dtype != LT_UNDEFINED) {
         char have[256];
-        type_text(m, &xv->type, have, sizeof have);
+        lt_feed_type_text(m, &xv->type, have, sizeof have);
         return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s; the samples are float32", m->path, xv->name, have);
     }
     int sr;
@@ -236,7 +236,7 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
         if (yv->type.kind == LT_KIND_TENSOR && yv->type.dtype != LT_F32 && yv->type.dtype != LT_UNDEFINED) {
             if (yv->type.dtype != LT_I64 || !f->classes) {
                 char have[256];
-                type_text(m, &yv->type, have, sizeof have);
+                lt_feed_type_text(m, &yv->type, have, sizeof have);
                 return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s; it takes the data's %s", m->path, yv->name,
                                have, f->classes ? "labels (int64 or float)" : "float targets");
             }

@@ -34,6 +34,9 @@ typedef struct lt_feed {
     int out_index;
 } lt_feed;
 
+/* "float32[N,784]": t as messages show it. */
+void lt_feed_type_text(const lt_model *m, const lt_type *t, char *buf, size_t len);
+
 /* Plans the feed of dataset d into forward model m (not yet differentiated). */
 lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss, const char *output, lt_feed *f,
                        lt_err *err);

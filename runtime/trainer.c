@@ -191,7 +191,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         init_random(t->tm, o->seed);
         t->em_stale = true;
     }
-    lt_grad_opts g = {o->loss, 0, NULL, 0, o->output};
+    lt_grad_opts g = {o->loss, 0, NULL, 0, o->output, o->set_ignore_index, o->ignore_index};
     st = lt_ir_set_training(t->tm, err);
     int all_stats = st == LT_OK ? lt_ir_count_running_stats(t->tm) : 0;
     if (st == LT_OK)
@@ -231,6 +231,9 @@ void lt_trainer_fini(lt_trainer *t)
     free(t->grad_param);
     free(t->params);
     free(t->grads);
+    for (int g = 0; t->acc && g < t->ngrad; g++)
+        lt_tensor_release(&t->acc[g]);
+    free(t->acc);
     memset(t, 0, sizeof *t);
 }
 
@@ -269,6 +272,81 @@ lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const 
     for (int i = 0; i < nout; i++)
         lt_value_free(out[i]);
     free(out);
+    if (st == LT_OK) {
+        t->em_stale = true;
+        t->steps++;
+    }
+    return st;
+}
+
+lt_status lt_trainer_accum_in(lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
+                              double *loss, lt_err *err)
+{
+    int nout = lt_model_num_outputs(t->tm);
+    lt_value **out = calloc(nout, sizeof *out);
+    lt_status st = out ? LT_OK : lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    if (st == LT_OK && !t->acc) {
+        if (!(t->acc = calloc((size_t)t->ngrad, sizeof *t->acc)))
+            st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        for (int g = 0; g < t->ngrad && st == LT_OK; g++) {
+            st = lt_tensor_alloc(&t->acc[g], t->params[g]->dtype, t->params[g]->rank, t->params[g]->dims, err);
+            if (st == LT_OK)
+                memset(t->acc[g].data, 0, lt_tensor_nbytes(&t->acc[g]));
+        }
+        t->nacc = 0;
+    }
+    if (st == LT_OK)
+        st = lt_session_run(t->ts, n, names, inputs, out, err);
+    if (st == LT_OK)
+        st = lt_ir_store_running_stats(t->tm, nout, out, err);
+    if (st == LT_OK) {
+        const lt_tensor *L = lt_value_tensor(out[0]);
+        *loss = L && L->numel == 1 ? lt_tensor_get_f64(L, 0) : NAN;
+        if (!isfinite(*loss))
+            st = lt_errf(err, LT_ERR_RUNTIME, "%s: the loss is %g (diverged: try a lower --lr or --clip-norm)", t->path,
+                         *loss);
+    }
+    for (int g = 0; g < t->ngrad && st == LT_OK; g++) {
+        const lt_tensor *gr = lt_value_tensor(out[g + 1]);
+        lt_tensor *a = &t->acc[g];
+        if (!gr || gr->dtype != a->dtype || gr->numel != a->numel) {
+            st = lt_errf(err, LT_ERR_INTERNAL, "%s: gradient %d does not match its parameter", t->path, g);
+        } else if (a->dtype == LT_F64) {
+            double *d = a->data;
+            const double *src = gr->data;
+            for (int64_t i = 0; i < a->numel; i++)
+                d[i] += src[i];
+        } else {
+            float *d = a->data;
+            const float *src = gr->data;
+            for (int64_t i = 0; i < a->numel; i++)
+                d[i] += src[i];
+        }
+    }
+    for (int i = 0; out && i < nout; i++)
+        lt_value_free(out[i]);
+    free(out);
+    if (st == LT_OK)
+        t->nacc++;
+    return st;
+}
+
+lt_status lt_trainer_apply_in(lt_trainer *t, double lr, lt_err *err)
+{
+    if (!t->acc || t->nacc < 1)
+        return lt_errf(err, LT_ERR_INTERNAL, "%s: an optimizer step without gradients", t->path);
+    double scale = 1.0 / (double)t->nacc;
+    for (int g = 0; g < t->ngrad; g++)
+        t->grads[g] = &t->acc[g];
+    if (t->o->clip_norm > 0) {
+        double norm = lt_grad_global_norm(t->ngrad, t->grads) * scale;
+        if (norm > t->o->clip_norm)
+            scale *= t->o->clip_norm / norm;
+    }
+    lt_status st = lt_optim_step(t->opt, lr, scale, t->params, t->grads, err);
+    for (int g = 0; g < t->ngrad; g++)
+        memset(t->acc[g].data, 0, lt_tensor_nbytes(&t->acc[g]));
+    t->nacc = 0;
     if (st == LT_OK) {
         t->em_stale = true;
         t->steps++;

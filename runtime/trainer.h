@@ -21,6 +21,8 @@ struct lt_trainer {
     lt_optim *opt;
     bool em_stale;      /* the forward copy lags the training program's parameters */
     int64_t steps;      /* steps taken (for checkpoints of the step API) */
+    lt_tensor *acc;     /* ngrad gradient sums of lt_trainer_accum_in, or NULL */
+    int64_t nacc;       /* runs summed in acc since the last step */
 };
 
 /* splitmix64: the trainer's seeded generator (shuffling, initialization). */
@@ -34,6 +36,13 @@ void lt_trainer_fini(struct lt_trainer *t);
 /* One optimizer step; names/inputs are what the training program takes. */
 lt_status lt_trainer_step_in(struct lt_trainer *t, double lr, int n, const char *const *names,
                              lt_value *const *inputs, double *loss, lt_err *err);
+/* Gradient accumulation: accum_in runs the program on one batch (or one
+ * sample) and adds its gradients to the trainer's sums (*loss gets its
+ * loss); apply_in then makes one optimizer step with their mean over the
+ * runs (clipped as a step's gradients are) and clears them. */
+lt_status lt_trainer_accum_in(struct lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
+                              double *loss, lt_err *err);
+lt_status lt_trainer_apply_in(struct lt_trainer *t, double lr, lt_err *err);
 /* Copies the training program's parameters into the forward copy. */
 void lt_trainer_sync(struct lt_trainer *t);
 /* The checkpoint's view of the trainer (position fields left to the caller):
