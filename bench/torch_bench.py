@@ -22,7 +22,10 @@ and prints one table row per model:
 
   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive /usr/bin/python3 bench/torch_bench.py \\
       [--lantern build-bench/bench/bench_train] [--models build/bench_models] \\
-      [--torch2 /tmp/venv-bench/bin/python] [--warmup 5] [--iters 30] [NAME...]
+      [--torch2 /tmp/venv-bench/bin/python] [--warmup 5] [--iters 30] [--spin] [NAME...]
+
+--spin instead times lantern alone with 1 and with 2 threads while a
+spinning process keeps one core busy, and prints the ratio (2 threads / 1).
 
 Threads: OMP_NUM_THREADS (default 2 when unset) for lantern and
 torch.set_num_threads for torch; OMP_WAIT_POLICY is passed through as set
@@ -146,6 +149,35 @@ def worker(a):
 
 # ---- the driver ----
 
+def spin_check(a, entries):
+    """lantern with 1 and with 2 threads while one core is kept busy by a
+    spinning process (issue 9: 2 threads never slower than 1 by more than
+    10 %); the two runs of a model alternate, three times, medians taken."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        print("lantern %s, 1 against 2 threads (OMP_WAIT_POLICY=%s) with a spinning process on one core; "
+              "median of %d steps after %d warm-up steps, best of 3 alternating runs" %
+              (a.lantern, os.environ.get("OMP_WAIT_POLICY", "(unset)"), a.iters, a.warmup))
+        print("%-11s %10s %10s %8s" % ("model", "1 thr ms", "2 thr ms", "2 / 1"))
+        for name, _, _, _ in entries:
+            best = {1: None, 2: None}
+            for _ in range(3):
+                for t in (1, 2):
+                    r = run([a.lantern, "--warmup", str(a.warmup), "--iters", str(a.iters), a.models, name],
+                            dict(os.environ, OMP_NUM_THREADS=str(t)), "bench_train %s (%d threads)" % (name, t))
+                    if r:
+                        ms = float(r["median_ms"])
+                        best[t] = ms if best[t] is None else min(best[t], ms)
+            if best[1] and best[2]:
+                print("%-11s %10.2f %10.2f %8.2f" % (name, best[1], best[2], best[2] / best[1]))
+            else:
+                print("%-11s %10s %10s %8s" % (name, "fail", "fail", "-"))
+            sys.stdout.flush()
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
 def fields(line):
     f = line.split()
     return {f[i]: f[i + 1] for i in range(2, len(f) - 1, 2)}
@@ -170,6 +202,8 @@ def main():
     ap.add_argument("--torch2", help="python of a second torch (e.g. a venv with PyPI torch 2.x)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--spin", action="store_true",
+                    help="lantern only: 1 against 2 threads while a spinning process keeps one core busy")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     ap.add_argument("names", nargs="*")
@@ -186,6 +220,8 @@ def main():
         else:
             sys.exit("no bench_train binary found: build it and give --lantern")
     entries = [e for e in manifest(a.models) if not a.names or e[0] in a.names]
+    if a.spin:
+        return spin_check(a, entries)
     pythons = [("torch-debian", sys.executable)] + ([("torch2", a.torch2)] if a.torch2 else [])
     common = ["--models", a.models, "--warmup", str(a.warmup), "--iters", str(a.iters), "--threads", str(threads)]
     print("lantern %s vs PyTorch; threads %d on both sides (OMP_NUM_THREADS=%s, torch.set_num_threads(%d)), "
