@@ -1,0 +1,718 @@
+/* lantern train on npz named inputs (runtime/train_arrays.c), on the small
+ * models of tests/data/make_feed_models.py and data written here:
+ * - int64 token ids and a bool mask feed their inputs as they are, and the
+ *   program's loss on them equals a loss computed here from the weights;
+ * - a time-major RNN ([T, N, I]) gets each sample in column N, trains, and
+ *   a model whose batch axis nothing tells is refused until --batch-axis;
+ * - per-token softmax cross-entropy skips ignore_index labels, as the
+ *   reference computed here does, in training and in evaluation;
+ * - ragged arrays (NAME_splits) feed a model without a batch axis one tree
+ *   at a time; --batch B makes one step of the mean of B trees' gradients,
+ *   each taken alone through the step API;
+ * - every bad file or option gives one line naming the array, exit 2. */
+#include "test_dataset.h"
+#include "runtime/dataset_arrays.h"
+#include "runtime/train_arrays.h"
+#include <sys/wait.h>
+
+#define DATA LT_SOURCE_DIR "/tests/data/"
+#define LANTERN LT_BINARY_DIR "/lantern"
+
+/* ---- an npz written here ---- */
+
+typedef struct npz_w {
+    td_member m[24];
+    int n;
+} npz_w;
+
+static void add(npz_w *z, const char *member, const char *descr, int rank, const int64_t *dims, const void *data,
+                size_t nbytes)
+{
+    size_t len;
+    uint8_t *b = td_npy(descr, 0, rank, dims, data, nbytes, &len);
+    z->m[z->n++] = (td_member){member, b, len, z->n % 2 ? 8 : 0};
+}
+
+static void save(npz_w *z, const char *path)
+{
+    size_t len;
+    uint8_t *b = td_zip(z->m, z->n, 0, &len);
+    td_write(path, b, len);
+    free(b);
+    for (int i = 0; i < z->n; i++)
+        free((void *)z->m[i].data);
+    z->n = 0;
+}
+
+static const float *param(const lt_model *m, const char *name)
+{
+    for (int i = 0; i < lt_model_num_params(m); i++)
+        if (!strcmp(lt_model_param_name(m, i), name))
+            return lt_model_param(m, i)->data;
+    fail_msg("no parameter %s", name);
+    return NULL;
+}
+
+static double ce(const double *z, int C, int64_t lab)
+{
+    double mx = z[0], s = 0;
+    for (int c = 1; c < C; c++)
+        mx = z[c] > mx ? z[c] : mx;
+    for (int c = 0; c < C; c++)
+        s += exp(z[c] - mx);
+    return log(s) + mx - z[lab];
+}
+
+typedef struct epochs {
+    double first, last, acc;
+    int n;
+} epochs;
+
+static void on_epoch(const lt_epoch_result *r, void *user)
+{
+    epochs *e = user;
+    if (e->n++ == 0)
+        e->first = r->train_loss;
+    e->last = r->train_loss;
+    e->acc = r->test.accuracy;
+}
+
+static lt_train_opts opts_for(const char *spec, epochs *e)
+{
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.data = spec;
+    o.on_epoch = on_epoch;
+    o.user = e;
+    return o;
+}
+
+/* the program's loss on samples idx[0..k), before any update */
+static double program_loss(const char *model, const lt_train_opts *o, const lt_afeed *f, const int64_t *idx, int64_t k)
+{
+    lt_err err;
+    lt_trainer *t = NULL;
+    if (lt_trainer_new(model, o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    const char *names[LT_AFEED_MAX + 1];
+    lt_value *in[LT_AFEED_MAX + 1];
+    if (lt_afeed_make(f, idx, k, names, in, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    double loss = NAN;
+    if (lt_trainer_step(t, 0.0, f->nslot, names, in, &loss, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_afeed_free_values(f, in);
+    lt_trainer_free(t);
+    return loss;
+}
+
+/* ---- token ids and a mask ---- */
+
+enum { TOK_N = 240, TOK_T = 6 };
+
+static void write_tok(const char *path, int n, int ntest, uint64_t seed)
+{
+    int64_t *ids = malloc(sizeof *ids * (size_t)(n + ntest) * TOK_T), *y = malloc(sizeof *y * (size_t)(n + ntest));
+    uint8_t *mask = malloc((size_t)(n + ntest) * TOK_T);
+    int32_t *ids32 = malloc(sizeof *ids32 * (size_t)ntest * TOK_T);
+    for (int i = 0; i < n + ntest; i++) {
+        /* class c draws its tokens from 4c..4c+3; padding past the length */
+        y[i] = (int64_t)(td_next(&seed) % 3);
+        int len = 2 + (int)(td_next(&seed) % 5);
+        for (int t = 0; t < TOK_T; t++) {
+            ids[i * TOK_T + t] = t < len ? 4 * y[i] + (int64_t)(td_next(&seed) % 4) : (int64_t)(td_next(&seed) % 12);
+            mask[i * TOK_T + t] = t < len;
+        }
+    }
+    for (int i = 0; i < ntest * TOK_T; i++)
+        ids32[i] = (int32_t)ids[n * TOK_T + i];
+    npz_w z = {0};
+    int64_t d2[2] = {n, TOK_T}, d1[1] = {n}, t2[2] = {ntest, TOK_T}, t1[1] = {ntest};
+    add(&z, "input_ids.npy", "<i8", 2, d2, ids, sizeof *ids * (size_t)n * TOK_T);
+    add(&z, "attention_mask.npy", "|b1", 2, d2, mask, (size_t)n * TOK_T);
+    add(&z, "y.npy", "<i8", 1, d1, y, sizeof *y * (size_t)n);
+    if (ntest) {
+        /* int32 ids: the input's int64 takes them */
+        add(&z, "input_ids_test.npy", "<i4", 2, t2, ids32, sizeof *ids32 * (size_t)ntest * TOK_T);
+        add(&z, "attention_mask_test.npy", "|b1", 2, t2, mask + n * TOK_T, (size_t)ntest * TOK_T);
+        add(&z, "y_test.npy", "<i8", 1, t1, y + n, sizeof *y * (size_t)ntest);
+    }
+    save(&z, path);
+    free(ids);
+    free(ids32);
+    free(y);
+    free(mask);
+}
+
+static void named_inputs_take_their_types(void **state)
+{
+    (void)state;
+    char dir[64], path[128], spec[160];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tok.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    write_tok(path, TOK_N, 60, 21);
+    lt_err err;
+    lt_arrays *a = NULL;
+    lt_model *m = NULL;
+    assert_int_equal(lt_arrays_open(path, 0, &a, &err), LT_OK);
+    assert_int_equal(lt_model_load(DATA "feed_tok.onnx", &m, &err), LT_OK);
+    epochs e = {0};
+    lt_train_opts o = opts_for(spec, &e);
+    assert_int_equal(lt_afeed_wanted(m, a, &o), 1);
+    lt_afeed f;
+    if (lt_afeed_plan(m, a, &o, &f, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(f.nslot, 3);
+    assert_true(f.batched && !f.ragged);
+    assert_string_equal(f.slot[0].name, "input_ids");
+    assert_string_equal(f.slot[1].name, "attention_mask");
+    assert_string_equal(f.slot[2].name, "labels");
+    int64_t idx[5] = {7, 0, 133, 52, 239};
+    const char *names[4];
+    lt_value *in[4];
+    assert_int_equal(lt_afeed_make(&f, idx, 5, names, in, &err), LT_OK);
+    const lt_ds_array *ids = lt_arrays_find(a, "input_ids"), *mask = lt_arrays_find(a, "attention_mask"),
+                      *y = lt_arrays_find(a, "y");
+    assert_int_equal(in[0]->t.dtype, LT_I64);
+    assert_int_equal(in[1]->t.dtype, LT_BOOL);
+    assert_int_equal(in[0]->t.rank, 2);
+    assert_int_equal(in[0]->t.dims[0], 5);
+    assert_int_equal(in[0]->t.dims[1], TOK_T);
+    for (int j = 0; j < 5; j++) {
+        assert_memory_equal((int64_t *)in[0]->t.data + j * TOK_T, (int64_t *)ids->t.data + idx[j] * TOK_T,
+                            TOK_T * sizeof(int64_t));
+        assert_memory_equal((uint8_t *)in[1]->t.data + j * TOK_T, (uint8_t *)mask->t.data + idx[j] * TOK_T, TOK_T);
+        assert_int_equal(((int64_t *)in[2]->t.data)[j], ((int64_t *)y->t.data)[idx[j]]);
+    }
+    /* the loss here: masked sum of embeddings, then W, b */
+    const float *emb = param(m, "emb"), *W = param(m, "W"), *b = param(m, "b");
+    double want = 0;
+    for (int j = 0; j < 5; j++) {
+        double s[8] = {0}, z[3];
+        for (int t = 0; t < TOK_T; t++) {
+            int64_t id = ((int64_t *)in[0]->t.data)[j * TOK_T + t];
+            for (int k = 0; k < 8 && ((uint8_t *)in[1]->t.data)[j * TOK_T + t]; k++)
+                s[k] += emb[id * 8 + k];
+        }
+        for (int c = 0; c < 3; c++) {
+            z[c] = b[c];
+            for (int k = 0; k < 8; k++)
+                z[c] += s[k] * W[k * 3 + c];
+        }
+        want += ce(z, 3, ((int64_t *)in[2]->t.data)[j]) / 5;
+    }
+    lt_afeed_free_values(&f, in);
+    double got = program_loss(DATA "feed_tok.onnx", &o, &f, idx, 5);
+    if (fabs(got - want) > 1e-5 * (1 + fabs(want)))
+        fail_msg("program loss %.9g, reference %.9g", got, want);
+    lt_arrays_free(a);
+    lt_model_free(m);
+
+    /* trains: the loss falls, the test split (int32 ids) is classified */
+    o.epochs = 4;
+    o.batch = 16;
+    o.schedule.lr = 0.1;
+    lt_model *trained = NULL;
+    if (lt_train(DATA "feed_tok.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_model_free(trained);
+    assert_int_equal(e.n, 4);
+    if (!(e.last < 0.5 * e.first) || !(e.acc > 0.9))
+        fail_msg("train loss %g -> %g, test accuracy %g", e.first, e.last, e.acc);
+    td_rmtree(dir);
+}
+
+/* ---- time-major RNN ---- */
+
+static void write_tm(const char *path, int n, bool per_step, uint64_t seed)
+{
+    double *x = malloc(sizeof *x * (size_t)n * 7 * 3);
+    int64_t *y = malloc(sizeof *y * (size_t)n * 7);
+    for (int i = 0; i < n; i++) {
+        double run = 0;
+        for (int t = 0; t < 7; t++) {
+            for (int k = 0; k < 3; k++)
+                x[(i * 7 + t) * 3 + k] = td_uniform(&seed, -1, 1);
+            run += x[(i * 7 + t) * 3];
+            y[i * 7 + t] = x[(i * 7 + t) * 3] > 0;
+        }
+        if (!per_step)
+            y[i] = run > 0;
+    }
+    npz_w z = {0};
+    int64_t d3[3] = {n, 7, 3}, dy[2] = {n, 7};
+    add(&z, "x.npy", "<f8", 3, d3, x, sizeof *x * (size_t)n * 21);
+    add(&z, "y.npy", "<i8", per_step ? 2 : 1, dy, y, sizeof *y * (size_t)n * (per_step ? 7 : 1));
+    save(&z, path);
+    free(x);
+    free(y);
+}
+
+static void time_major_batch_axis(void **state)
+{
+    (void)state;
+    char dir[64], path[128], spec[160];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tm.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    write_tm(path, 320, false, 5);
+    lt_err err;
+    lt_arrays *a = NULL;
+    lt_model *m = NULL;
+    assert_int_equal(lt_arrays_open(path, 0, &a, &err), LT_OK);
+    assert_int_equal(lt_model_load(DATA "feed_tm_rnn.onnx", &m, &err), LT_OK);
+    epochs e = {0};
+    lt_train_opts o = opts_for(spec, &e);
+    /* x is called x and is float: the x / y feed would take it, batch first */
+    assert_int_equal(lt_afeed_wanted(m, a, &o), 1);
+    lt_afeed f;
+    if (lt_afeed_plan(m, a, &o, &f, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(f.slot[0].axis, 1);
+    assert_int_equal(f.slot[1].axis, 0);
+    int64_t idx[3] = {11, 300, 2};
+    const char *names[2];
+    lt_value *in[2];
+    assert_int_equal(lt_afeed_make(&f, idx, 3, names, in, &err), LT_OK);
+    const lt_tensor *xt = &in[0]->t;
+    assert_int_equal(xt->dtype, LT_F32);
+    assert_int_equal(xt->dims[0], 7);
+    assert_int_equal(xt->dims[1], 3);
+    assert_int_equal(xt->dims[2], 3);
+    const double *src = lt_arrays_find(a, "x")->t.data;
+    for (int t = 0; t < 7; t++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 3; k++)
+                assert_true(((float *)xt->data)[(t * 3 + j) * 3 + k] == (float)src[(idx[j] * 7 + t) * 3 + k]);
+    lt_afeed_free_values(&f, in);
+    lt_arrays_free(a);
+    lt_model_free(m);
+    o.epochs = 4;
+    o.batch = 16;
+    o.schedule.lr = 0.1;
+    lt_model *trained = NULL;
+    if (lt_train(DATA "feed_tm_rnn.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_model_free(trained);
+    if (!(e.last < 0.8 * e.first))
+        fail_msg("train loss %g -> %g", e.first, e.last);
+
+    /* every step scored: both symbolic axes reach the output, and neither
+     * is named like a batch */
+    write_tm(path, 64, true, 6);
+    assert_int_equal(lt_arrays_open(path, 0, &a, &err), LT_OK);
+    assert_int_equal(lt_model_load(DATA "feed_tm_tag.onnx", &m, &err), LT_OK);
+    td_fails(lt_afeed_plan(m, a, &o, &f, &err), LT_ERR_INVALID, &err, "input 'x'", "array 'x'", "--batch-axis x=K",
+             NULL);
+    const char *ax[1] = {"x=1"};
+    o.batch_axes = ax;
+    o.nbatch_axes = 1;
+    if (lt_afeed_plan(m, a, &o, &f, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(f.slot[0].axis, 1);
+    assert_int_equal(f.slot[1].axis, 1); /* labels [T, N] as the output's [T, N, 2] */
+    assert_int_equal(f.slot[1].rank, 2);
+    ax[0] = "x=3";
+    td_fails(lt_afeed_plan(m, a, &o, &f, &err), LT_ERR_INVALID, &err, "--batch-axis x=3", "0..2", NULL);
+    ax[0] = "h=1";
+    td_fails(lt_afeed_plan(m, a, &o, &f, &err), LT_ERR_INVALID, &err, "--batch-axis h=1", "INPUT=K", NULL);
+    lt_arrays_free(a);
+    lt_model_free(m);
+    td_rmtree(dir);
+}
+
+/* ---- per-token loss ---- */
+
+static void sequence_loss_skips_ignored(void **state)
+{
+    (void)state;
+    char dir[64], path[128], spec[160];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tag.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    enum { N = 40, T = 9 };
+    int64_t ids[N * T], y[N * T], y3[N * T];
+    uint64_t seed = 77;
+    for (int i = 0; i < N * T; i++) {
+        ids[i] = (int64_t)(td_next(&seed) % 12);
+        y[i] = i % T >= 6 ? -100 : ids[i] % 4; /* padding past 6 */
+        y3[i] = ids[i] % 4;
+    }
+    npz_w z = {0};
+    int64_t d2[2] = {N, T};
+    add(&z, "input_ids.npy", "<i8", 2, d2, ids, sizeof ids);
+    add(&z, "y.npy", "<i8", 2, d2, y, sizeof y);
+    add(&z, "tags.npy", "<i8", 2, d2, y3, sizeof y3);
+    add(&z, "input_ids_test.npy", "<i8", 2, d2, ids, sizeof ids);
+    add(&z, "y_test.npy", "<i8", 2, d2, y, sizeof y);
+    add(&z, "tags_test.npy", "<i8", 2, d2, y3, sizeof y3);
+    save(&z, path);
+    lt_err err;
+    lt_arrays *a = NULL;
+    lt_model *m = NULL;
+    assert_int_equal(lt_arrays_open(path, 0, &a, &err), LT_OK);
+    assert_int_equal(lt_model_load(DATA "feed_tagger.onnx", &m, &err), LT_OK);
+    const float *emb = param(m, "emb"), *W = param(m, "W"), *b = param(m, "b");
+    int64_t idx[N];
+    for (int i = 0; i < N; i++)
+        idx[i] = i;
+    /* two labellings: -100 past the sixth token (the default ignore index),
+     * and every token with class 3 skipped through --ignore-index 3 */
+    for (int pass = 0; pass < 2; pass++) {
+        epochs e = {0};
+        lt_train_opts o = opts_for(spec, &e);
+        const int64_t *lab = pass ? y3 : y;
+        if (pass) {
+            o.labels = "tags";
+            o.set_ignore_index = 1;
+            o.ignore_index = 3;
+        }
+        int64_t skip = pass ? 3 : -100;
+        lt_afeed f;
+        if (lt_afeed_plan(m, a, &o, &f, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        assert_int_equal(f.slot[1].rank, 2);
+        double want = 0;
+        int64_t counted = 0;
+        for (int i = 0; i < N * T; i++) {
+            if (lab[i] == skip)
+                continue;
+            double zz[4];
+            for (int c = 0; c < 4; c++) {
+                zz[c] = b[c];
+                for (int k = 0; k < 8; k++)
+                    zz[c] += emb[ids[i] * 8 + k] * W[k * 4 + c];
+            }
+            want += ce(zz, 4, lab[i]);
+            counted++;
+        }
+        want /= (double)counted;
+        double got = program_loss(DATA "feed_tagger.onnx", &o, &f, idx, N);
+        if (fabs(got - want) > 1e-5 * (1 + fabs(want)))
+            fail_msg("pass %d: program loss %.9g, reference %.9g", pass, got, want);
+        /* the evaluation's mean over the counted tokens */
+        lt_arrays *at = NULL;
+        lt_afeed ft;
+        lt_session *s = NULL;
+        lt_eval_result r;
+        assert_int_equal(lt_arrays_open(path, 1, &at, &err), LT_OK);
+        assert_int_equal(lt_afeed_plan(m, at, &o, &ft, &err), LT_OK);
+        assert_int_equal(lt_session_new(m, &s, &err), LT_OK);
+        if (lt_afeed_evaluate(&ft, s, m, 0, &r, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        if (fabs(r.loss - want) > 1e-5 * (1 + fabs(want)) || r.count != N)
+            fail_msg("pass %d: evaluated loss %.9g over %lld, reference %.9g", pass, r.loss, (long long)r.count, want);
+        lt_session_free(s);
+        lt_arrays_free(at);
+        /* and it trains */
+        o.epochs = 10;
+        o.batch = 8;
+        o.schedule.lr = 1.0;
+        lt_model *trained = NULL;
+        if (lt_train(DATA "feed_tagger.onnx", &o, &trained, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        lt_model_free(trained);
+        if (!(e.last < 0.8 * e.first))
+            fail_msg("pass %d: train loss %g -> %g", pass, e.first, e.last);
+    }
+    /* -100 is no class when the ignore index is 3 */
+    {
+        lt_train_opts o = opts_for(spec, NULL);
+        o.set_ignore_index = 1;
+        o.ignore_index = 3;
+        lt_afeed f;
+        const char *names[2];
+        lt_value *in[2];
+        assert_int_equal(lt_afeed_plan(m, a, &o, &f, &err), LT_OK);
+        td_fails(lt_afeed_make(&f, idx, 2, names, in, &err), LT_ERR_INVALID, &err, "y holds label -100",
+                 "ignore index", NULL);
+    }
+    lt_arrays_free(a);
+    lt_model_free(m);
+    td_rmtree(dir);
+}
+
+/* ---- ragged trees ---- */
+
+enum { TREES = 120 };
+
+/* random trees of 1..7 nodes: word ids, two children each (indices into
+ * the tree's own nodes), node labels word % 3 */
+static void write_trees(const char *path, uint64_t seed)
+{
+    int64_t sp[TREES + 1], words[TREES * 7], ch[TREES * 7 * 2], y[TREES * 7];
+    sp[0] = 0;
+    for (int t = 0; t < TREES; t++) {
+        int64_t n = 1 + (int64_t)(td_next(&seed) % 7);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t at = sp[t] + i;
+            words[at] = (int64_t)(td_next(&seed) % 12);
+            ch[2 * at] = (int64_t)(td_next(&seed) % (uint64_t)n);
+            ch[2 * at + 1] = (int64_t)(td_next(&seed) % (uint64_t)n);
+            y[at] = words[at] % 3;
+        }
+        sp[t + 1] = sp[t] + n;
+    }
+    int64_t L = sp[TREES], d1[1] = {L}, d2[2] = {L, 2}, ds[1] = {TREES + 1};
+    npz_w z = {0};
+    add(&z, "words.npy", "<i8", 1, d1, words, sizeof *words * (size_t)L);
+    add(&z, "words_splits.npy", "<i8", 1, ds, sp, sizeof sp);
+    add(&z, "children.npy", "<i8", 2, d2, ch, sizeof *ch * (size_t)L * 2);
+    add(&z, "children_splits.npy", "<i8", 1, ds, sp, sizeof sp);
+    add(&z, "y.npy", "<i8", 1, d1, y, sizeof *y * (size_t)L);
+    add(&z, "y_splits.npy", "<i8", 1, ds, sp, sizeof sp);
+    save(&z, path);
+}
+
+static void ragged_trees_accumulate(void **state)
+{
+    (void)state;
+    char dir[64], path[128], spec[160];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/trees.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    write_trees(path, 31);
+    lt_err err;
+    lt_arrays *a = NULL;
+    lt_model *m = NULL;
+    assert_int_equal(lt_arrays_open(path, 0, &a, &err), LT_OK);
+    assert_int_equal(a->samples, TREES);
+    assert_int_equal(lt_model_load(DATA "feed_tree.onnx", &m, &err), LT_OK);
+    epochs e = {0};
+    lt_train_opts o = opts_for(spec, &e);
+    lt_afeed f;
+    if (lt_afeed_plan(m, a, &o, &f, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_true(!f.batched && f.ragged);
+    assert_int_equal(lt_afeed_run_size(&f, 4), 1);
+    /* one tree: its rows of each array, as they are */
+    const lt_ds_array *w = lt_arrays_find(a, "words"), *c = lt_arrays_find(a, "children");
+    int64_t one = 17;
+    const char *names[3];
+    lt_value *in[3];
+    assert_int_equal(lt_afeed_make(&f, &one, 1, names, in, &err), LT_OK);
+    int64_t n = w->splits[18] - w->splits[17];
+    assert_int_equal(in[0]->t.rank, 1);
+    assert_int_equal(in[0]->t.dims[0], n);
+    assert_int_equal(in[1]->t.dims[0], n);
+    assert_int_equal(in[1]->t.dims[1], 2);
+    assert_int_equal(in[2]->t.dims[0], n);
+    assert_memory_equal(in[0]->t.data, (int64_t *)w->t.data + w->splits[17], sizeof(int64_t) * (size_t)n);
+    assert_memory_equal(in[1]->t.data, (int64_t *)c->t.data + 2 * c->splits[17], sizeof(int64_t) * (size_t)n * 2);
+    lt_afeed_free_values(&f, in);
+
+    /* each of the first four trees' gradient alone (sgd at lr 1: the
+     * parameter change), and its loss */
+    int np = lt_model_num_params(m);
+    double *want[8] = {0}, loss_mean = 0;
+    lt_trainer *t = NULL;
+    o.optim.kind = LT_OPTIM_SGD;
+    for (int k = 0; k < 4; k++) {
+        int64_t i = k;
+        assert_int_equal(lt_trainer_new(DATA "feed_tree.onnx", &o, &t, &err), LT_OK);
+        assert_int_equal(lt_afeed_make(&f, &i, 1, names, in, &err), LT_OK);
+        double l;
+        if (lt_trainer_step(t, 1.0, 3, names, in, &l, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        loss_mean += l / 4;
+        lt_afeed_free_values(&f, in);
+        lt_model *after = lt_trainer_model(t);
+        for (int p = 0; p < np && p < 8; p++) {
+            const lt_tensor *p0 = lt_model_param(m, p), *p1 = lt_model_param(after, p);
+            if (p0->dtype != LT_F32)
+                continue;
+            if (!want[p])
+                want[p] = calloc((size_t)p0->numel, sizeof **want);
+            for (int64_t j = 0; j < p0->numel; j++)
+                want[p][j] += ((const float *)p0->data)[j] - ((const float *)p1->data)[j];
+        }
+        lt_trainer_free(t);
+    }
+    /* one step of four trees at lr 0.5: the mean gradient */
+    o.batch = 4;
+    o.limit = 4;
+    o.no_shuffle = 1;
+    o.schedule.lr = 0.5;
+    lt_model *trained = NULL;
+    if (lt_train(DATA "feed_tree.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (fabs(e.first - loss_mean) > 1e-6 * (1 + loss_mean))
+        fail_msg("step loss %.9g, mean of the trees' %.9g", e.first, loss_mean);
+    for (int p = 0; p < np && p < 8; p++) {
+        const lt_tensor *p0 = lt_model_param(m, p), *p1 = lt_model_param(trained, p);
+        for (int64_t j = 0; want[p] && j < p0->numel; j++) {
+            double w0 = ((const float *)p0->data)[j] - 0.5 * want[p][j] / 4, got = ((const float *)p1->data)[j];
+            if (fabs(got - w0) > 1e-5)
+                fail_msg("%s[%lld]: %.9g after the step, %.9g from the trees' mean gradient", lt_model_param_name(m, p),
+                         (long long)j, got, w0);
+        }
+        free(want[p]);
+    }
+    lt_model_free(trained);
+    lt_arrays_free(a);
+    lt_model_free(m);
+
+    /* and it learns, a tree per step and four per step */
+    for (int B = 1; B <= 4; B += 3) {
+        epochs e2 = {0};
+        lt_train_opts o2 = opts_for(spec, &e2);
+        o2.epochs = 3;
+        o2.batch = B;
+        o2.schedule.lr = 0.2;
+        if (lt_train(DATA "feed_tree.onnx", &o2, &trained, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        lt_model_free(trained);
+        if (!(e2.last < 0.75 * e2.first))
+            fail_msg("batch %d: train loss %g -> %g", B, e2.first, e2.last);
+    }
+    td_rmtree(dir);
+}
+
+/* ---- bad data: one line naming the array, exit 2 ---- */
+
+/* runs lantern train MODEL on path with extra options; asserts exit 2 and
+ * one stderr line holding every fragment */
+static void cli_refuses(const char *model, const char *path, const char *extra, const char *frag, ...)
+{
+    char cmd[2048], ef[] = "/tmp/lt_arrays_errXXXXXX", msg[4096];
+    close(mkstemp(ef));
+    snprintf(cmd, sizeof cmd, "%s train %s --data npz=%s -o %s.onnx %s >/dev/null 2>%s", LANTERN, model, path, path,
+             extra, ef);
+    int st = system(cmd);
+    FILE *f = fopen(ef, "r");
+    size_t got = f ? fread(msg, 1, sizeof msg - 1, f) : 0;
+    msg[got] = 0;
+    if (f)
+        fclose(f);
+    unlink(ef);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 2)
+        fail_msg("%s: exit %d, stderr '%s'", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : -1, msg);
+    char *nl = strchr(msg, '\n');
+    if (!nl || nl[1])
+        fail_msg("not one line: '%s'", msg);
+    va_list ap;
+    va_start(ap, frag);
+    for (const char *s = frag; s; s = va_arg(ap, const char *))
+        if (!strstr(msg, s))
+            fail_msg("'%s' lacks '%s'", msg, s);
+    va_end(ap);
+}
+
+/* a one-tree-array npz: words with the given splits, y plain */
+static void write_split_case(const char *path, const char *descr, const void *splits, size_t sbytes, int64_t nsplits)
+{
+    int64_t words[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, ch[18] = {0}, d1[1] = {9}, d2[2] = {9, 2}, ds[1] = {nsplits};
+    int64_t good[4] = {0, 3, 5, 9}, dg[1] = {4};
+    npz_w z = {0};
+    add(&z, "words.npy", "<i8", 1, d1, words, sizeof words);
+    add(&z, "words_splits.npy", descr, 1, ds, splits, sbytes);
+    add(&z, "children.npy", "<i8", 2, d2, ch, sizeof ch);
+    add(&z, "children_splits.npy", "<i8", 1, dg, good, sizeof good);
+    add(&z, "y.npy", "<i8", 1, d1, words, sizeof words);
+    add(&z, "y_splits.npy", "<i8", 1, dg, good, sizeof good);
+    save(&z, path);
+}
+
+static void bad_data_one_line(void **state)
+{
+    (void)state;
+    char dir[64], path[128];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/bad.npz", dir);
+    const char *tree = DATA "feed_tree.onnx", *tok = DATA "feed_tok.onnx";
+
+    int64_t end[4] = {0, 3, 5, 8}, neg[4] = {0, 3, -5, 9}, dec[4] = {0, 5, 3, 9}, start[4] = {1, 3, 5, 9};
+    write_split_case(path, "<i8", end, sizeof end, 4);
+    cli_refuses(tree, path, "", "words_splits ends at 8", "words has 9 rows", NULL);
+    write_split_case(path, "<i8", neg, sizeof neg, 4);
+    cli_refuses(tree, path, "", "words_splits[2] is -5", "negative", NULL);
+    write_split_case(path, "<i8", dec, sizeof dec, 4);
+    cli_refuses(tree, path, "", "words_splits decreases at 2", NULL);
+    write_split_case(path, "<i8", start, sizeof start, 4);
+    cli_refuses(tree, path, "", "words_splits starts at 1", NULL);
+    float fsp[4] = {0, 3, 5, 9};
+    write_split_case(path, "<f4", fsp, sizeof fsp, 4);
+    cli_refuses(tree, path, "", "words_splits is float32", "int64", NULL);
+    int64_t three[3] = {0, 4, 9};
+    write_split_case(path, "<i8", three, sizeof three, 3);
+    cli_refuses(tree, path, "", "words holds 2 samples but", "3", NULL);
+
+    /* ragged rows saved as Python objects, without splits */
+    {
+        const char hdr[] = "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }";
+        uint8_t npy[128] = "\x93NUMPY\x01\x00";
+        size_t hl = sizeof hdr - 1, total = 128;
+        npy[8] = (uint8_t)(total - 10);
+        npy[9] = 0;
+        memcpy(npy + 10, hdr, hl);
+        memset(npy + 10 + hl, ' ', total - 11 - hl);
+        npy[total - 1] = '\n';
+        td_member m[2] = {{"words.npy", npy, total, 0}, {"y.npy", npy, total, 0}};
+        size_t len;
+        uint8_t *zb = td_zip(m, 2, 0, &len);
+        td_write(path, zb, len);
+        free(zb);
+        cli_refuses(tree, path, "", "words.npy", "object array", "NAME_splits", NULL);
+    }
+
+    /* splits for an array that is not there */
+    {
+        int64_t ids[12] = {0}, y[2] = {1, 2}, sp[3] = {0, 1, 2}, d2[2] = {2, 6}, d1[1] = {2}, ds[1] = {3};
+        uint8_t mask[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+        npz_w z = {0};
+        add(&z, "input_ids.npy", "<i8", 2, d2, ids, sizeof ids);
+        add(&z, "attention_mask.npy", "|b1", 2, d2, mask, sizeof mask);
+        add(&z, "y.npy", "<i8", 1, d1, y, sizeof y);
+        add(&z, "tokens_splits.npy", "<i8", 1, ds, sp, sizeof sp);
+        save(&z, path);
+        cli_refuses(tok, path, "--batch 2", "tokens_splits", "no array 'tokens'", NULL);
+    }
+
+    /* token data gone wrong: a float id array, an input without its array,
+     * samples of another length, float labels, a label past the classes */
+    float fids[12] = {0};
+    int64_t ids[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0}, ids7[14] = {0}, y[2] = {1, 2}, y7[2] = {1, 7};
+    uint8_t mask[14] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    double fy[2] = {1, 2};
+    int64_t d2[2] = {2, 6}, d7[2] = {2, 7}, d1[1] = {2};
+    npz_w z = {0};
+    add(&z, "input_ids.npy", "<f4", 2, d2, fids, sizeof fids);
+    add(&z, "attention_mask.npy", "|b1", 2, d2, mask, 12);
+    add(&z, "y.npy", "<i8", 1, d1, y, sizeof y);
+    save(&z, path);
+    cli_refuses(tok, path, "", "array 'input_ids' is float32", "input 'input_ids' takes int64", NULL);
+    add(&z, "input_ids.npy", "<i8", 2, d2, ids, sizeof ids);
+    add(&z, "y.npy", "<i8", 1, d1, y, sizeof y);
+    save(&z, path);
+    cli_refuses(tok, path, "", "no array 'attention_mask'", "input 'attention_mask'", NULL);
+    add(&z, "input_ids.npy", "<i8", 2, d7, ids7, sizeof ids7);
+    add(&z, "attention_mask.npy", "|b1", 2, d7, mask, 14);
+    add(&z, "y.npy", "<i8", 1, d1, y, sizeof y);
+    save(&z, path);
+    cli_refuses(tok, path, "", "array 'input_ids' holds samples of 7", "input 'input_ids'", NULL);
+    add(&z, "input_ids.npy", "<i8", 2, d2, ids, sizeof ids);
+    add(&z, "attention_mask.npy", "|b1", 2, d2, mask, 12);
+    add(&z, "y.npy", "<f8", 1, d1, fy, sizeof fy);
+    save(&z, path);
+    cli_refuses(tok, path, "", "array 'y' is float64", "integer class labels", NULL);
+    add(&z, "input_ids.npy", "<i8", 2, d2, ids, sizeof ids);
+    add(&z, "attention_mask.npy", "|b1", 2, d2, mask, 12);
+    add(&z, "y.npy", "<i8", 1, d1, y7, sizeof y7);
+    save(&z, path);
+    cli_refuses(tok, path, "--batch 2", "y holds label 7", "0..2", NULL);
+    cli_refuses(tok, path, "--labels tags", "no array 'tags'", NULL);
+    td_rmtree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(named_inputs_take_their_types),
+        cmocka_unit_test(time_major_batch_axis),
+        cmocka_unit_test(sequence_loss_skips_ignored),
+        cmocka_unit_test(ragged_trees_accumulate),
+        cmocka_unit_test(bad_data_one_line),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
