@@ -38,6 +38,12 @@ lt_status lt_ad_make_cells(lt_ad *c, lt_ival *const *src, int n);
 lt_status lt_ad_clone_node(lt_ad *c, const lt_node *n);
 /* runs the shape rule of an emitted node (inputs and attributes set) */
 void lt_ad_infer(lt_ad *c, lt_node *n);
+/* the rules of Attention, RotaryEmbedding, TensorScatter
+ * (rules_attention.c), CumProd and AffineGrid (their own files),
+ * registered with the others */
+void lt_ad_register_attention(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_cumprod(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_affine_grid(lt_ad_rule *tab, uint32_t *nondiff);
 /* drops adjoints nobody reads and values nobody uses */
 lt_status lt_ad_dce(lt_module *m, lt_err *err);
 

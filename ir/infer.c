@@ -24,6 +24,8 @@ static void fill(void)
     lt_infer_register_grad_misc(lt_infer_rules);
     lt_infer_register_grad_rnn(lt_infer_rules);
     lt_infer_register_grad_extra(lt_infer_rules);
+    lt_infer_register_attention(lt_infer_rules);
+    lt_infer_register_onnx26(lt_infer_rules);
 }
 
 void lt_infer_rules_init(void)

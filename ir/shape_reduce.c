@@ -242,6 +242,8 @@ void lt_infer_register_reduce(lt_infer_fn *tab)
     tab[LT_OP_LP_NORMALIZATION] = infer_lp_norm;
     tab[LT_OP_MEAN_VARIANCE_NORMALIZATION] = infer_same;
     tab[LT_OP_CUM_SUM] = infer_same;
+    tab[LT_OP_CUM_PROD] = infer_same;
+    tab[LT_OP_CUM_PROD_GRAD] = infer_same; /* dx like dy */
     tab[LT_OP_TOP_K] = infer_top_k;
     tab[LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS] = infer_loss;
     tab[LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS] = infer_loss;

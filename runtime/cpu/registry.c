@@ -4,6 +4,15 @@
 
 lt_kernel_fn lt_cpu_kernels[LT_OP_COUNT];
 
+/* ops of onnx 1.15-1.23: Attention, RotaryEmbedding, TensorScatter
+ * (attention.c), CumProd, BitCast, AffineGrid, CausalConvWithState (their
+ * own files) */
+void lt_cpu_register_attention(lt_kernel_fn *tab);
+void lt_cpu_register_cumprod(lt_kernel_fn *tab);
+void lt_cpu_register_bitcast(lt_kernel_fn *tab);
+void lt_cpu_register_affine_grid(lt_kernel_fn *tab);
+void lt_cpu_register_causal_conv(lt_kernel_fn *tab);
+
 static void fill(void)
 {
     lt_cpu_register_elementwise(lt_cpu_kernels);
@@ -21,6 +30,11 @@ static void fill(void)
     lt_cpu_register_grad_misc(lt_cpu_kernels);
     lt_cpu_register_grad_rnn(lt_cpu_kernels);
     lt_cpu_register_grad_extra(lt_cpu_kernels);
+    lt_cpu_register_attention(lt_cpu_kernels);
+    lt_cpu_register_cumprod(lt_cpu_kernels);
+    lt_cpu_register_bitcast(lt_cpu_kernels);
+    lt_cpu_register_affine_grid(lt_cpu_kernels);
+    lt_cpu_register_causal_conv(lt_cpu_kernels);
 }
 
 void lt_cpu_kernels_init(void)

@@ -1,0 +1,25 @@
+/* Gradient rule: AffineGrid, linear in theta, through AffineGridGrad. */
+#include "ad_impl.h"
+
+static lt_status r_affine_grid(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                               lt_ival *const *dout)
+{
+    (void)out;
+    if (!dout[0] || !lt_ad_wants(c, n, 0))
+        return LT_OK;
+    lt_node *k = lt_ad_node(c, LT_OP_AFFINE_GRID_GRAD, 3, 1);
+    if (!k)
+        return LT_ERR_NOMEM;
+    k->in[0] = dout[0];
+    k->in[1] = in[0];
+    k->in[2] = in[1];
+    lt_ad_copy_attrs(c, k, n);
+    lt_ad_infer(c, k);
+    return lt_ad_accum(c, n, 0, k->out[0]);
+}
+
+void lt_ad_register_affine_grid(lt_ad_rule *t, uint32_t *nd)
+{
+    t[LT_OP_AFFINE_GRID] = r_affine_grid;
+    nd[LT_OP_AFFINE_GRID] = 1u << 1; /* size */
+}

@@ -1,0 +1,194 @@
+/* Ops of opsets 20-26 beside Attention: CumProd against products written
+ * out in double (zeros included, every exclusive/reverse combination),
+ * BitCast against the bytes, AffineGrid against the spec's base grid times
+ * theta; the gradients of CumProd and AffineGrid against central finite
+ * differences in float64. */
+#include "rule_fd.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- CumProd ---- */
+static void cumprod_forward(void **state)
+{
+    (void)state;
+    int64_t d[3] = {2, 5, 3}, ad[1] = {1};
+    for (int excl = 0; excl < 2; excl++)
+        for (int rev = 0; rev < 2; rev++)
+            for (int it = 0; it < 2; it++) {
+                uint64_t seed = 500 + excl * 2 + rev + it * 10;
+                lt_dtype dt = it ? LT_I32 : LT_F32;
+                lt_value *x = tu_rand(dt, 3, d, it ? -3 : -2, it ? 4 : 2, seed);
+                lt_tensor_set_f64(&x->t, 4, 0); /* a zero inside a line */
+                double w[30];
+                for (int64_t o = 0; o < 2; o++)
+                    for (int64_t i = 0; i < 3; i++)
+                        for (int64_t t = 0; t < 5; t++) {
+                            double p = 1;
+                            for (int64_t u = 0; u < 5; u++) {
+                                bool in = rev ? (excl ? u > t : u >= t) : (excl ? u < t : u <= t);
+                                if (in)
+                                    p *= tu_get(x, (o * 5 + u) * 3 + i);
+                            }
+                            w[(o * 5 + t) * 3 + i] = p;
+                        }
+                const double axis = -2;
+                lt_value *in[2] = {x, tu_from(LT_I64, 0, ad, &axis)};
+                tu_graph g = tu_single(LT_OP_CUM_PROD, 26, 2, 1);
+                tu_attr_int(&g, "exclusive", excl);
+                tu_attr_int(&g, "reverse", rev);
+                lt_value *out[1] = {NULL};
+                lt_err err;
+                if (tu_run(&g, in, out, &err) != LT_OK)
+                    fail_msg("%s", err.msg);
+                tu_assert_close(out[0], w, 30, it ? 0 : 1e-6, it ? 0 : 1e-7, seed);
+                lt_value_free(out[0]);
+                lt_value_free(in[0]);
+                lt_value_free(in[1]);
+                tu_free(&g);
+            }
+}
+
+/* ---- BitCast ---- */
+static void bitcast(void **state)
+{
+    (void)state;
+    int64_t d[2] = {3, 4};
+    lt_value *x = tu_rand(LT_F32, 2, d, -3, 3, 61);
+    tu_graph g = tu_single(LT_OP_BIT_CAST, 26, 1, 1);
+    tu_attr_int(&g, "to", LT_I32);
+    lt_value *in[1] = {x}, *out[1] = {NULL};
+    lt_err err;
+    if (tu_run(&g, in, out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(out[0]->t.dtype, LT_I32);
+    assert_int_equal(out[0]->t.rank, 2);
+    assert_memory_equal(out[0]->t.data, x->t.data, 12 * sizeof(float));
+    lt_value_free(out[0]);
+    tu_free(&g);
+    /* widths must agree */
+    g = tu_single(LT_OP_BIT_CAST, 26, 1, 1);
+    tu_attr_int(&g, "to", LT_F64);
+    assert_int_not_equal(tu_run(&g, in, out, &err), LT_OK);
+    assert_non_null(strstr(err.msg, "BitCast"));
+    assert_non_null(strstr(err.msg, "width"));
+    tu_free(&g);
+    lt_value_free(x);
+}
+
+/* ---- AffineGrid ---- */
+static double coord(int64_t i, int64_t n, int align)
+{
+    if (align)
+        return n > 1 ? -1 + 2.0 * (double)i / (double)(n - 1) : -1;
+    return ((double)i + 0.5) * 2 / (double)n - 1; /* pixel centres */
+}
+
+static void affine_grid(void **state)
+{
+    (void)state;
+    for (int k = 2; k <= 3; k++)
+        for (int align = 0; align < 2; align++) {
+            uint64_t seed = 70 + (uint64_t)(k * 2 + align);
+            int64_t td[3] = {2, k, k + 1}, sd[1] = {k + 2};
+            const double size2[4] = {2, 3, 3, 4}, size3[5] = {2, 1, 2, 3, 4};
+            lt_value *in[2] = {tu_rand(LT_F32, 3, td, -1, 1, seed), tu_from(LT_I64, 1, sd, k == 2 ? size2 : size3)};
+            int64_t D = k == 3 ? 2 : 1, H = 3, W = 4, pts = D * H * W;
+            double *w = malloc(sizeof(double) * (size_t)(2 * pts * k));
+            for (int64_t n = 0; n < 2; n++)
+                for (int64_t z = 0; z < D; z++)
+                    for (int64_t y = 0; y < H; y++)
+                        for (int64_t x = 0; x < W; x++) {
+                            double b[4] = {coord(x, W, align), coord(y, H, align), k == 3 ? coord(z, D, align) : 1, 1};
+                            for (int r = 0; r < k; r++) {
+                                double v = 0;
+                                for (int c = 0; c <= k; c++)
+                                    v += tu_get(in[0], (n * k + r) * (k + 1) + c) * b[c];
+                                w[(((n * D + z) * H + y) * W + x) * k + r] = v;
+                            }
+                        }
+            tu_graph g = tu_single(LT_OP_AFFINE_GRID, 20, 2, 1);
+            tu_attr_int(&g, "align_corners", align);
+            lt_value *out[1] = {NULL};
+            lt_err err;
+            if (tu_run(&g, in, out, &err) != LT_OK)
+                fail_msg("%s", err.msg);
+            assert_int_equal(out[0]->t.rank, k + 2);
+            tu_assert_close(out[0], w, 2 * pts * k, 1e-6, 1e-7, seed);
+            free(w);
+            lt_value_free(out[0]);
+            lt_value_free(in[0]);
+            lt_value_free(in[1]);
+            tu_free(&g);
+        }
+}
+
+/* ---- gradients by finite differences ---- */
+/* fixed values with zeros, two to some lines, so the division-free
+ * gradient is exercised where x / y would divide by zero */
+#define ZX(r, ...)                                                                                                 \
+    {.rank = r, .dims = {__VA_ARGS__}, .nvals = 13,                                                               \
+     .vals = {0.9, -1.3, 0, 1.2, 0.7, -0.8, 1.4, 0, -1.1, 0.6, 1.5, -0.9, 0}}
+#define AXIS(v) {.rank = 0, .dt = LT_I64, .frozen = true, .nvals = 1, .vals = {v}}
+
+static void a_excl(tu_graph *g) { tu_attr_int(g, "exclusive", 1); }
+static void a_rev(tu_graph *g) { tu_attr_int(g, "reverse", 1); }
+static void a_excl_rev(tu_graph *g)
+{
+    tu_attr_int(g, "exclusive", 1);
+    tu_attr_int(g, "reverse", 1);
+}
+
+static void a_align(tu_graph *g) { tu_attr_int(g, "align_corners", 1); }
+#define SIZE4(...) {.rank = 1, .dims = {4}, .dt = LT_I64, .frozen = true, .nvals = 4, .vals = {__VA_ARGS__}}
+#define SIZE5(...) {.rank = 1, .dims = {5}, .dt = LT_I64, .frozen = true, .nvals = 5, .vals = {__VA_ARGS__}}
+
+static const struct gcase {
+    const char *name;
+    lt_op op;
+    int opset, nin;
+    tu_fd_in in[3];
+    void (*attrs)(tu_graph *g);
+} gcases[] = {
+    {"CumProd", LT_OP_CUM_PROD, 26, 2, {ZX(2, 3, 6), AXIS(1)}},
+    {"CumProd.exclusive", LT_OP_CUM_PROD, 26, 2, {ZX(3, 2, 5, 3), AXIS(-2)}, a_excl},
+    {"CumProd.reverse", LT_OP_CUM_PROD, 26, 2, {ZX(2, 7, 2), AXIS(0)}, a_rev},
+    {"CumProd.exclusive_reverse", LT_OP_CUM_PROD, 26, 2, {ZX(3, 2, 3, 5), AXIS(2)}, a_excl_rev},
+    {"AffineGrid.2d", LT_OP_AFFINE_GRID, 20, 2, {{.rank = 3, .dims = {2, 2, 3}, .lo = -1, .hi = 1}, SIZE4(2, 1, 3, 4)}},
+    {"AffineGrid.3d_align", LT_OP_AFFINE_GRID, 20, 2, {{.rank = 3, .dims = {2, 3, 4}, .lo = -1, .hi = 1},
+     SIZE5(2, 2, 2, 3, 2)}, a_align},
+};
+
+static void gradients(void **state)
+{
+    (void)state;
+    tu_fd_tally t = {.worst_at = ""};
+    for (size_t k = 0; k < sizeof gcases / sizeof *gcases; k++) {
+        const struct gcase *gc = &gcases[k];
+        tu_fd_model fm = {.name = gc->name,
+                          .op = gc->op,
+                          .opset = gc->opset,
+                          .nin = gc->nin,
+                          .nout = 1,
+                          .in = gc->in,
+                          .attrs = gc->attrs,
+                          .seed = 8300 + k * 11};
+        tu_fd_check(&fm, &(tu_fd_expect){0}, &t);
+    }
+    printf("opset 20-26 op gradients: %d (case, input) pairs checked by finite differences in float64, worst "
+           "relative error %.3g (%s)\n",
+           t.pairs, t.worst, t.worst_at);
+    assert_int_equal(t.pairs, 6);
+    assert_int_equal(t.failures, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(cumprod_forward),
+        cmocka_unit_test(bitcast),
+        cmocka_unit_test(affine_grid),
+        cmocka_unit_test(gradients),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
