@@ -569,6 +569,86 @@ static void ragged_trees_accumulate(void **state)
     td_rmtree(dir);
 }
 
+/* ---- models PyTorch exported (models/make_feed_demos.py) ---- */
+
+/* tiny_bert.onnx: int64 ids and mask, per-token labels (1 when the token's
+ * id occurs elsewhere in its sequence, -100 on padding); tm_rnn.onnx: a
+ * time-major nn.RNN. Both train from data written here. */
+static void torch_exports_train(void **state)
+{
+    (void)state;
+    char dir[64], path[128], spec[160];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/bert.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    enum { N = 480, S = 12 };
+    static int64_t ids[N * S], mask[N * S], y[N * S];
+    uint64_t seed = 404;
+    for (int i = 0; i < N; i++) {
+        int len = 4 + (int)(td_next(&seed) % 9);
+        for (int t = 0; t < S; t++) {
+            ids[i * S + t] = t < len ? 1 + (int64_t)(td_next(&seed) % 23) : 0;
+            mask[i * S + t] = t < len;
+        }
+        for (int t = 0; t < S; t++) {
+            int same = 0;
+            for (int u = 0; u < len; u++)
+                same += ids[i * S + u] == ids[i * S + t];
+            y[i * S + t] = t < len ? same > 1 : -100;
+        }
+    }
+    npz_w z = {0};
+    int64_t d2[2] = {N, S};
+    add(&z, "input_ids.npy", "<i8", 2, d2, ids, sizeof ids);
+    add(&z, "attention_mask.npy", "<i8", 2, d2, mask, sizeof mask);
+    add(&z, "y.npy", "<i8", 2, d2, y, sizeof y);
+    save(&z, path);
+    lt_err err;
+    epochs e = {0};
+    lt_train_opts o = opts_for(spec, &e);
+    o.epochs = 12;
+    o.batch = 32;
+    lt_optim_defaults(LT_OPTIM_ADAM, &o.optim);
+    o.schedule.lr = 0.003;
+    lt_model *trained = NULL;
+    if (lt_train(LT_SOURCE_DIR "/models/tiny_bert.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_model_free(trained);
+    print_message("tiny_bert: train loss %.4f -> %.4f over %d epochs\n", e.first, e.last, e.n);
+    if (!(e.last < 0.8 * e.first))
+        fail_msg("tiny_bert: train loss %g -> %g", e.first, e.last);
+
+    snprintf(path, sizeof path, "%s/rnn.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    static float x[N * 10 * 3];
+    int64_t yr[N];
+    for (int i = 0; i < N; i++) {
+        double sum = 0;
+        for (int k = 0; k < 30; k++)
+            x[i * 30 + k] = (float)td_uniform(&seed, -1, 1);
+        for (int t = 0; t < 10; t++)
+            sum += x[i * 30 + t * 3];
+        yr[i] = sum > 0;
+    }
+    int64_t d3[3] = {N, 10, 3}, d1[1] = {N};
+    add(&z, "x.npy", "<f4", 3, d3, x, sizeof x);
+    add(&z, "y.npy", "<i8", 1, d1, yr, sizeof yr);
+    save(&z, path);
+    epochs e2 = {0};
+    o = opts_for(spec, &e2);
+    o.epochs = 4;
+    o.batch = 32;
+    lt_optim_defaults(LT_OPTIM_ADAM, &o.optim);
+    o.schedule.lr = 0.003;
+    if (lt_train(LT_SOURCE_DIR "/models/tm_rnn.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_model_free(trained);
+    print_message("tm_rnn: train loss %.4f -> %.4f over %d epochs\n", e2.first, e2.last, e2.n);
+    if (!(e2.last < 0.6 * e2.first))
+        fail_msg("tm_rnn: train loss %g -> %g", e2.first, e2.last);
+    td_rmtree(dir);
+}
+
 /* ---- bad data: one line naming the array, exit 2 ---- */
 
 /* runs lantern train MODEL on path with extra options; asserts exit 2 and
@@ -712,6 +792,7 @@ int main(void)
         cmocka_unit_test(time_major_batch_axis),
         cmocka_unit_test(sequence_loss_skips_ignored),
         cmocka_unit_test(ragged_trees_accumulate),
+        cmocka_unit_test(torch_exports_train),
         cmocka_unit_test(bad_data_one_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
