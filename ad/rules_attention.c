@@ -4,8 +4,8 @@
  * differentiated; the present_key/present_value outputs' adjoints flow
  * back through the same op. RotaryEmbedding through RotaryEmbeddingGrad,
  * to X and both caches; TensorScatter through TensorScatterGrad;
- * CausalConvWithState through its gradient op, from Y's and the carry
- * state's adjoints to X, W, B and the past state. */
+ * CausalConvWithState and LinearAttention through their gradient ops,
+ * from the output's and the carried state's adjoints to every float input. */
 #include "ad_impl.h"
 
 static lt_status r_attention(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
@@ -127,6 +127,37 @@ static lt_status r_causal_conv(lt_ad *c, const lt_node *n, lt_ival *const *in, l
     return s;
 }
 
+static lt_status r_linear_attention(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                                    lt_ival *const *dout)
+{
+    (void)out;
+    bool want[6], any = false;
+    for (int i = 0; i < 6; i++) {
+        want[i] = i < n->nin && in[i] && lt_ad_wants(c, n, i);
+        any |= want[i];
+    }
+    lt_ival *dst = n->nout > 1 ? dout[1] : NULL;
+    if (!any || (!dout[0] && !dst))
+        return LT_OK;
+    lt_node *k = lt_ad_node(c, LT_OP_LINEAR_ATTENTION_GRAD, 8, 6);
+    if (!k)
+        return LT_ERR_NOMEM;
+    k->in[0] = dout[0];
+    k->in[1] = dst;
+    for (int i = 0; i < 6; i++)
+        k->in[2 + i] = i < n->nin ? in[i] : NULL;
+    lt_ad_copy_attrs(c, k, n);
+    lt_ad_infer(c, k);
+    lt_status s = LT_OK;
+    for (int i = 0; i < 6; i++) {
+        if (!want[i])
+            k->out[i] = NULL;
+        else if (s == LT_OK)
+            s = lt_ad_accum(c, n, i, k->out[i]);
+    }
+    return s;
+}
+
 void lt_ad_register_attention(lt_ad_rule *t, uint32_t *nd)
 {
     t[LT_OP_ATTENTION] = r_attention;
@@ -136,4 +167,5 @@ void lt_ad_register_attention(lt_ad_rule *t, uint32_t *nd)
     t[LT_OP_TENSOR_SCATTER] = r_tensor_scatter;
     nd[LT_OP_TENSOR_SCATTER] = 1u << 2; /* write_indices */
     t[LT_OP_CAUSAL_CONV_WITH_STATE] = r_causal_conv;
+    t[LT_OP_LINEAR_ATTENTION] = r_linear_attention;
 }

@@ -1,7 +1,7 @@
 /* Shape inference rules: Attention (opsets 23-25), RotaryEmbedding
  * (opset 23), the KV-cache update TensorScatter (opset 24), the
- * state-space models' CausalConvWithState (opset 27) and their gradient
- * ops. */
+ * state-space models' CausalConvWithState and LinearAttention (opset 27)
+ * and their gradient ops. */
 #include "infer.h"
 
 static const lt_type *in_type(const lt_node *n, int i)
@@ -197,6 +197,46 @@ static lt_status infer_causal_conv_grad(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* LinearAttention: output (B, T, q_num_heads * d_v), present_state
+ * (B, kv_num_heads, d_k, d_v) */
+static lt_status infer_linear_attention(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *q = in_type(n, 0), *v = in_type(n, 2), *ps = in_type(n, 3);
+    if (!q || !in_type(n, 1) || !v)
+        return lt_infer_fail(c, n, "needs query, key and value");
+    int64_t hq = lt_attr_int(n, "q_num_heads", 0), hkv = lt_attr_int(n, "kv_num_heads", 0);
+    if (hq <= 0 || hkv <= 0 || hq % hkv)
+        return lt_infer_fail(c, n, "q_num_heads (%lld) must be a positive multiple of kv_num_heads (%lld)",
+                             (long long)hq, (long long)hkv);
+    if (q->rank >= 0 && q->rank != 3)
+        return lt_infer_fail(c, n, "query must be (B, T, heads * d_k), got rank %d", q->rank);
+    lt_dim dv = v->rank == 3 ? dim_div(v->dims[2], hkv) : unknown_dim();
+    lt_dim dk = q->rank == 3 ? dim_div(q->dims[2], hq) : unknown_dim();
+    if (n->nout > 0 && n->out[0]) {
+        lt_dim y[3] = {q->rank == 3 ? q->dims[0] : unknown_dim(), q->rank == 3 ? q->dims[1] : unknown_dim(),
+                       dim_mul(dv, hq)};
+        set_out(n, 0, q->dtype, 3, y);
+    }
+    lt_dim s[4] = {q->rank == 3 ? q->dims[0] : unknown_dim(), {.v = hkv, .sym = -1}, dk, dv};
+    set_out(n, 1, ps ? ps->dtype : q->dtype, 4, s);
+    return LT_OK;
+}
+
+/* (dY, dpresent, Q, K, V, past_state, decay, beta) -> like inputs 2.. */
+static lt_status infer_linear_attention_grad(lt_infer_ctx *c, lt_node *n)
+{
+    (void)c;
+    for (int o = 0; o < 6 && o < n->nout; o++)
+        if (n->out[o]) {
+            const lt_type *t = in_type(n, o + 2);
+            if (t)
+                n->out[o]->type = *t;
+            else
+                lt_type_unknown(&n->out[o]->type, LT_UNDEFINED, -1);
+        }
+    return LT_OK;
+}
+
 void lt_infer_register_attention(lt_infer_fn *tab)
 {
     tab[LT_OP_ATTENTION] = infer_attention;
@@ -207,4 +247,6 @@ void lt_infer_register_attention(lt_infer_fn *tab)
     tab[LT_OP_TENSOR_SCATTER_GRAD] = infer_rotary_grad;
     tab[LT_OP_CAUSAL_CONV_WITH_STATE] = infer_causal_conv;
     tab[LT_OP_CAUSAL_CONV_WITH_STATE_GRAD] = infer_causal_conv_grad;
+    tab[LT_OP_LINEAR_ATTENTION] = infer_linear_attention;
+    tab[LT_OP_LINEAR_ATTENTION_GRAD] = infer_linear_attention_grad;
 }

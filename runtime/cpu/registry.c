@@ -5,13 +5,14 @@
 lt_kernel_fn lt_cpu_kernels[LT_OP_COUNT];
 
 /* ops of onnx 1.15-1.23: Attention, RotaryEmbedding, TensorScatter
- * (attention.c), CumProd, BitCast, AffineGrid, CausalConvWithState (their
- * own files) */
+ * (attention.c), CumProd, BitCast, AffineGrid, CausalConvWithState,
+ * LinearAttention (their own files) */
 void lt_cpu_register_attention(lt_kernel_fn *tab);
 void lt_cpu_register_cumprod(lt_kernel_fn *tab);
 void lt_cpu_register_bitcast(lt_kernel_fn *tab);
 void lt_cpu_register_affine_grid(lt_kernel_fn *tab);
 void lt_cpu_register_causal_conv(lt_kernel_fn *tab);
+void lt_cpu_register_linear_attention(lt_kernel_fn *tab);
 
 static void fill(void)
 {
@@ -35,6 +36,7 @@ static void fill(void)
     lt_cpu_register_bitcast(lt_cpu_kernels);
     lt_cpu_register_affine_grid(lt_cpu_kernels);
     lt_cpu_register_causal_conv(lt_cpu_kernels);
+    lt_cpu_register_linear_attention(lt_cpu_kernels);
 }
 
 void lt_cpu_kernels_init(void)

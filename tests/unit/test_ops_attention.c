@@ -3,8 +3,8 @@
  * (reshape to 4-D, concatenate the past, repeat the key heads, add the
  * mask, causal and padding terms, softmax with the fully-masked-row guard);
  * RotaryEmbedding against the rotation written out per pair; the gradient
- * rules of both, of the KV-cache update TensorScatter and of
- * CausalConvWithState against central finite differences in float64. */
+ * rules of both, of the KV-cache update TensorScatter, CausalConvWithState
+ * and LinearAttention against central finite differences in float64. */
 #include "rule_fd.h"
 #include "ir/infer.h"
 #include <math.h>
@@ -362,6 +362,22 @@ static void a_rope3d(tu_graph *g)
     tu_attr_int(g, "rotary_embedding_dim", 4);
 }
 
+static void la_heads(tu_graph *g, int hq, int hkv, const char *rule)
+{
+    tu_attr_int(g, "q_num_heads", hq);
+    tu_attr_int(g, "kv_num_heads", hkv);
+    tu_attr_str(g, "update_rule", rule);
+}
+static void a_la_linear(tu_graph *g) { la_heads(g, 2, 1, "linear"); }
+static void a_la_gated(tu_graph *g) { la_heads(g, 2, 1, "gated"); }
+static void a_la_gated_delta_gqa(tu_graph *g) { la_heads(g, 4, 2, "gated_delta"); }
+static void a_la_delta(tu_graph *g)
+{
+    la_heads(g, 2, 2, "delta");
+    tu_attr_float(g, "scale", 0.8f);
+}
+#define RNGD(lo_, hi_, r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = lo_, .hi = hi_}
+
 static void a_silu(tu_graph *g) { tu_attr_str(g, "activation", "silu"); }
 static void a_circular(tu_graph *g) { tu_attr_str(g, "mode", "circular"); }
 static void a_axis1(tu_graph *g) { tu_attr_int(g, "axis", 1); }
@@ -397,6 +413,15 @@ static const struct gcase {
     {"CausalConvWithState.silu_bias_past", LT_OP_CAUSAL_CONV_WITH_STATE, 27, 4, 1,
      {F(3, 2, 3, 5), F(3, 3, 1, 3), F(1, 3), F(3, 2, 3, 2)}, a_silu},
     {"CausalConvWithState.plain", LT_OP_CAUSAL_CONV_WITH_STATE, 27, 2, 1, {F(3, 2, 2, 6), F(3, 2, 1, 4)}},
+    {"LinearAttention.linear", LT_OP_LINEAR_ATTENTION, 27, 3, 1, {F(3, 2, 3, 4), F(3, 2, 3, 2), F(3, 2, 3, 3)},
+     a_la_linear},
+    {"LinearAttention.gated_per_dim_past", LT_OP_LINEAR_ATTENTION, 27, 5, 1,
+     {F(3, 2, 3, 4), F(3, 2, 3, 2), F(3, 2, 3, 3), F(4, 2, 1, 2, 3), RNGD(-0.6, 0.1, 3, 2, 3, 2)}, a_la_gated},
+    {"LinearAttention.gated_delta_gqa", LT_OP_LINEAR_ATTENTION, 27, 6, 1,
+     {F(3, 2, 3, 8), F(3, 2, 3, 4), F(3, 2, 3, 4), ABSENT, RNGD(-0.6, 0.1, 3, 2, 3, 2), RNGD(0.1, 0.9, 3, 2, 3, 2)},
+     a_la_gated_delta_gqa},
+    {"LinearAttention.delta_shared_beta", LT_OP_LINEAR_ATTENTION, 27, 6, 1,
+     {F(3, 1, 4, 4), F(3, 1, 4, 4), F(3, 1, 4, 6), ABSENT, ABSENT, RNGD(0.1, 0.9, 3, 1, 4, 1)}, a_la_delta},
 };
 
 /* the model of rule_fd with the sums of squares of outputs 1.. (the
@@ -487,10 +512,15 @@ static void gradients(void **state)
     tu_fd_model cm = {.name = "CausalConvWithState.present_state", .op = LT_OP_CAUSAL_CONV_WITH_STATE, .opset = 27,
                       .nin = 4, .nout = 2, .in = cin, .attrs = a_silu, .seed = 9998};
     state_check(&cm, 4, &t);
-    printf("Attention, RotaryEmbedding, TensorScatter and CausalConvWithState gradients: %d (case, input) pairs checked by finite differences in float64, worst relative "
+    const tu_fd_in lin[6] = {F(3, 1, 3, 8), F(3, 1, 3, 4), F(3, 1, 3, 4), F(4, 1, 2, 2, 2),
+                             RNGD(-0.6, 0.1, 3, 1, 3, 4), RNGD(0.1, 0.9, 3, 1, 3, 2)};
+    tu_fd_model lm = {.name = "LinearAttention.present_state", .op = LT_OP_LINEAR_ATTENTION, .opset = 27, .nin = 6,
+                      .nout = 2, .in = lin, .attrs = a_la_gated_delta_gqa, .seed = 9997};
+    state_check(&lm, 6, &t);
+    printf("Attention, RotaryEmbedding, TensorScatter, CausalConvWithState and LinearAttention gradients: %d (case, input) pairs checked by finite differences in float64, worst relative "
            "error %.3g (%s; the state-output models printed above)\n",
            t.pairs, t.worst, t.worst_at);
-    assert_int_equal(t.pairs, 3 + 3 + 4 + 6 + 3 + 3 + 3 + 3 + 3 + 2 + 2 + 2 + 4 + 2 + 5 + 4);
+    assert_int_equal(t.pairs, 3 + 3 + 4 + 6 + 3 + 3 + 3 + 3 + 3 + 2 + 2 + 2 + 4 + 2 + 3 + 5 + 5 + 4 + 5 + 4 + 6);
     assert_int_equal(t.failures, 0);
 }
 
