@@ -25,7 +25,16 @@ post-order (children before parents, the root last), as treelstm.onnx wants.
   python3 models/make_trees.py [-o trees.npz] [--train 2000] [--test 500] [--seed 7]
                                [--min-len 4] [--max-len 16]
 
-Prints the majority-class rates (all nodes; roots only) of the test split."""
+Prints the majority-class rates (all nodes; roots only) of the test split.
+Training the TreeLSTM on it, one tree a step (lantern's named-array feed:
+words and children feed the inputs of those names, y the per-node labels):
+
+  python3 models/make_trees.py -o trees.npz
+  lantern train models/treelstm.onnx --data npz=trees.npz --optimizer adagrad --lr 0.05 \
+      --batch 1 --epochs 1 -o treelstm-trained.onnx
+
+(one epoch reached 0.992 test accuracy over the nodes against a majority
+class of 0.393, and 0.930 on the roots against 0.258)."""
 import argparse
 import sys
 
