@@ -197,6 +197,10 @@ static int make_feed(const char *path, const bench_npz *z, int64_t batch, feed *
             return -1;
         }
     }
+    if (batch < 1) {
+        fprintf(stderr, "%s: batch %lld in bench.txt\n", path, (long long)batch);
+        return -1;
+    }
     f->nunits = (int)(ragged ? n : n / batch);
     if (f->nunits < 1) {
         fprintf(stderr, "%s: fewer than one batch of %lld\n", path, (long long)batch);
