@@ -160,9 +160,22 @@ static lt_status plan_block(lt_exec *ex, const lt_block *b, lt_plan **out)
         return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory planning block");
     }
     collect_ids(b, p->ids);
+    p->on_dev = calloc(b->nnodes ? b->nnodes : 1, sizeof *p->on_dev);
+    p->host_in = calloc(b->nnodes ? b->nnodes : 1, sizeof *p->host_in);
+    if (!p->on_dev || !p->host_in) {
+        lt_plan_free(p);
+        return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory planning block");
+    }
     for (int i = 0; i < b->nnodes; i++) {
         const lt_node *n = b->nodes[i];
         p->kernels[i] = lt_cpu_kernels[n->op];
+        if (ex->be && !ex->be->host) {
+            lt_kernel_fn dk = ex->be->kernel(ex->be, n, &p->host_in[i]);
+            if (dk) {
+                p->kernels[i] = dk;
+                p->on_dev[i] = true;
+            }
+        }
         if (!p->kernels[i]) {
             char lb[256];
             lt_status s = lt_errf(ex->err, LT_ERR_UNSUPPORTED, "%s: %s: no CPU kernel for op %s", m->path,
@@ -182,6 +195,8 @@ void lt_plan_free(lt_plan *p)
     if (!p)
         return;
     free(p->kernels);
+    free(p->on_dev);
+    free(p->host_in);
     free(p->free_start);
     free(p->free_ids);
     free(p->ids);
@@ -232,6 +247,77 @@ void lt_set_interrupt(const volatile sig_atomic_t *flag) { interrupt_flag = flag
 
 bool lt_k_interrupted(void) { return interrupt_flag && *interrupt_flag; }
 
+/* Puts node i's inputs (in[], already read from the environment) where its
+ * kernel reads them: on the session's backend when the plan runs it there
+ * (host inputs excepted), else on the host. A value that moves is replaced
+ * in the environment by its copy, so later readers on the same side take it
+ * without another copy; borrowed storage (module parameters, which the
+ * optimizer updates on the host between runs) gets a copy for this node
+ * only, in tmp[j]; a replaced value waits in tmp[nin + j] until the node
+ * has run. A node planned for the backend falls back to the host
+ * kernel when an input turns out to be one the backend does not hold. */
+static lt_status place_inputs(lt_exec *ex, const lt_plan *p, int i, lt_kctx *k, lt_kernel_fn *kern, lt_value **tmp)
+{
+    const lt_node *n = k->node;
+    bool dev = p->on_dev[i];
+    for (int j = 0; j < n->nin && dev; j++)
+        if (k->in[j] && (k->in[j]->kind != LT_VAL_TENSOR || k->in[j]->t.dtype == LT_STRING))
+            dev = false;
+    if (!dev && p->on_dev[i])
+        *kern = lt_cpu_kernels[n->op];
+    k->be = dev ? ex->be : NULL;
+    if (dev)
+        ex->stats.device_nodes++;
+    else
+        ex->stats.host_nodes++;
+    if (!ex->be || ex->be->host)
+        return LT_OK;
+    for (int j = 0; j < n->nin; j++) {
+        if (!k->in[j] || n->in[j]->type.kind == LT_KIND_CELL)
+            continue;
+        const lt_backend *want = dev && !((p->host_in[i] >> j) & 1) ? ex->be : NULL;
+        lt_value *moved;
+        lt_status s = lt_value_move(k->in[j], want, &moved, &ex->stats, ex->err);
+        if (s != LT_OK) {
+            char msg[LT_ERR_MSG_MAX];
+            snprintf(msg, sizeof msg, "%s", ex->err->msg);
+            return lt_k_fail(k, s, "input %d: %s", j, msg);
+        }
+        if (!moved)
+            continue;
+        /* a value read twice by the node (x * x) moves once */
+        lt_value *old = k->in[j];
+        for (int jj = j; jj < n->nin; jj++)
+            if (k->in[jj] == old)
+                k->in[jj] = moved;
+        bool borrowed = old->kind == LT_VAL_TENSOR && !old->t.buf;
+        if (borrowed) {
+            tmp[j] = moved;
+        } else {
+            /* the value it replaces goes after the node: an earlier input
+             * slot may still point at it */
+            tmp[n->nin + j] = ex->env[n->in[j]->id];
+            ex->env[n->in[j]->id] = moved;
+        }
+    }
+    return LT_OK;
+}
+
+lt_status lt_exec_to_host(lt_exec *ex, int n, lt_value **vals)
+{
+    for (int i = 0; i < n; i++) {
+        lt_value *moved;
+        lt_status s = lt_value_move(vals[i], NULL, &moved, &ex->stats, ex->err);
+        if (s != LT_OK)
+            return s;
+        if (moved) {
+            lt_value_free(vals[i]);
+            vals[i] = moved;
+        }
+    }
+    return LT_OK;
+}
+
 static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
 {
     lt_value *inbuf[64], *outbuf[64];
@@ -255,8 +341,13 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
             in[j] = n->in[j] ? ex->env[n->in[j]->id] : NULL;
         memset(outv, 0, sizeof *outv * n->nout);
         lt_kctx k = {.ex = ex, .node = n, .nin = n->nin, .nout = n->nout, .in = in, .out = outv, .err = ex->err};
+        lt_kernel_fn kern = p->kernels[i];
+        lt_value *tmpbuf[128] = {0};
+        lt_value **tmp = n->nin <= 64 ? tmpbuf : calloc(2 * (size_t)n->nin, sizeof *tmp);
+        lt_status s = tmp ? place_inputs(ex, p, i, &k, &kern, tmp)
+                          : lt_errf(ex->err, LT_ERR_NOMEM, "%s: %s: out of memory", ex->m->path,
+                                    lt_node_label(n, lb, sizeof lb));
         scratch_mark mk = scratch_mark_get(ex);
-        lt_status s = LT_OK;
         for (int j = 0; j < n->nin && s == LT_OK; j++)
             if (n->in[j] && !in[j])
                 s = lt_k_fail(&k, LT_ERR_INTERNAL, "input %d ('%s') has no value", j, n->in[j]->name);
@@ -264,10 +355,16 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
         if (s == LT_OK && checked)
             s = check_inputs(&k, false);
         if (s == LT_OK)
-            s = p->kernels[i](&k);
+            s = kern(&k);
         if (s == LT_OK && checked)
             s = check_inputs(&k, true);
         scratch_release(ex, mk);
+        if (tmp) {
+            for (int j = 0; j < 2 * n->nin; j++)
+                lt_value_free(tmp[j]);
+            if (tmp != tmpbuf)
+                free(tmp);
+        }
         for (int j = 0; j < n->nout && s == LT_OK; j++)
             if (n->out[j] && !outv[j])
                 s = lt_k_fail(&k, LT_ERR_INTERNAL, "kernel produced no output %d", j);
@@ -396,7 +493,7 @@ lt_status lt_k_out(lt_kctx *k, int i, lt_dtype dtype, int rank, const int64_t *d
     lt_value *v = lt_value_new_tensor();
     if (!v)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    lt_status s = lt_tensor_alloc(&v->t, dtype, rank, dims, k->err);
+    lt_status s = lt_tensor_alloc_on(&v->t, k->be, dtype, rank, dims, k->err);
     if (s != LT_OK) {
         free(v);
         char msg[LT_ERR_MSG_MAX];
@@ -446,7 +543,16 @@ void *lt_k_scratch(lt_kctx *k, size_t bytes)
 
 lt_status lt_k_run_block(lt_kctx *k, const lt_block *b, lt_value *const *args, lt_value **results)
 {
-    return lt_exec_block(k->ex, b, args, results);
+    lt_status s = lt_exec_block(k->ex, b, args, results);
+    /* a kernel on the host reads what the region gave back there */
+    if (s == LT_OK && !k->be && k->ex->be && !k->ex->be->host)
+        s = lt_exec_to_host(k->ex, b->nresults, results);
+    if (s != LT_OK)
+        for (int i = 0; i < b->nresults; i++) {
+            lt_value_free(results[i]);
+            results[i] = NULL;
+        }
+    return s;
 }
 
 const lt_module *lt_k_module(lt_kctx *k) { return k->ex->m; }
@@ -473,6 +579,9 @@ lt_status lt_exec_init(lt_exec *ex, lt_module *m, lt_err *err)
     ex->err = err;
     ex->rng = 0x6c616e7465726e00ull;
     lt_cpu_kernels_init();
+    ex->be = lt_backend_from_env(err);
+    if (!ex->be)
+        return LT_ERR_INVALID;
     ex->env = calloc(m->nvalues ? m->nvalues : 1, sizeof *ex->env);
     if (!ex->env)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");

@@ -3,6 +3,7 @@
 #define LT_EXEC_H
 
 #include "runtime.h"
+#include "backend.h"
 
 /* Frames nest on the C stack. Programs with functions (the AD's recursive
  * loops) run on a thread whose stack is reserved large and committed only as
@@ -15,6 +16,8 @@
 typedef struct lt_plan {
     int nnodes;
     lt_kernel_fn *kernels; /* resolved once per block */
+    bool *on_dev;          /* node i runs on the session's backend */
+    uint64_t *host_in;     /* its inputs read on the host (bit per input) */
     int *free_start;       /* values to release after node i: free_ids[free_start[i]..free_start[i+1]) */
     int *free_ids;
     int nids, *ids; /* every value the block defines, nested regions included */
@@ -32,11 +35,15 @@ typedef struct lt_exec {
     struct lt_scratch_chunk *scratch, *scratch_free;
     uint64_t rng;
     int depth, max_depth;
+    const struct lt_backend *be; /* the session's backend; NULL: the host only */
+    lt_copy_stats stats;         /* copies at its edges since the last reset */
 } lt_exec;
 
 lt_status lt_exec_init(lt_exec *ex, lt_module *m, lt_err *err);
 void lt_exec_fini(lt_exec *ex);
 lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, lt_value **results);
+/* Brings n values to the host (in place: a moved value replaces vals[i]). */
+lt_status lt_exec_to_host(lt_exec *ex, int n, lt_value **vals);
 void lt_plan_free(lt_plan *p);
 
 #endif

@@ -6,15 +6,28 @@
 
 #include "../ir/ir.h"
 
-/* Storage shared by tensors that view the same bytes (Reshape, Identity...). */
+struct lt_backend;
+typedef struct lt_pool lt_pool;
+
+/* Storage shared by tensors that view the same bytes (Reshape, Identity...).
+ * be is the backend whose memory holds it: NULL for the host. */
 typedef struct lt_buf {
     int64_t refs;
     size_t size; /* bytes usable */
     int cls;     /* pool size class, -1 for oversized */
     void *data;
+    lt_pool *pool; /* the pool it returns to */
+    const struct lt_backend *be;
 } lt_buf;
 
-lt_buf *lt_buf_alloc(size_t bytes); /* NULL on OOM; 64-byte aligned data */
+lt_buf *lt_buf_alloc(size_t bytes); /* host pool; NULL on OOM; 64-byte aligned data */
+lt_pool *lt_pool_host(void);
+lt_pool *lt_pool_new(void); /* a pool of its own (a device-path backend's) */
+void lt_pool_free(lt_pool *p); /* every buffer from it must be released first */
+lt_buf *lt_pool_alloc(lt_pool *p, size_t bytes);
+void lt_pool_trim_pool(lt_pool *p);
+size_t lt_pool_in_use_of(lt_pool *p);
+size_t lt_pool_peak_of(lt_pool *p);
 void lt_buf_retain(lt_buf *b);
 void lt_buf_release(lt_buf *b);
 void lt_pool_trim(void); /* returns cached blocks to the system */
@@ -32,6 +45,9 @@ uint64_t lt_bytes_digest(const void *p, size_t n);
 int64_t lt_shape_numel(int rank, const int64_t *dims); /* -1 on overflow/negative */
 /* Allocates an owned tensor (uninitialized data). */
 lt_status lt_tensor_alloc(lt_tensor *t, lt_dtype dtype, int rank, const int64_t *dims, lt_err *err);
+/* The same in memory of backend be (NULL or the host backend: the host). */
+lt_status lt_tensor_alloc_on(lt_tensor *t, const struct lt_backend *be, lt_dtype dtype, int rank, const int64_t *dims,
+                             lt_err *err);
 /* A new tensor sharing src's storage with another shape (numel must match). */
 void lt_tensor_view(lt_tensor *dst, const lt_tensor *src, int rank, const int64_t *dims);
 lt_status lt_tensor_clone(lt_tensor *dst, const lt_tensor *src, lt_err *err);
@@ -89,6 +105,7 @@ typedef struct lt_kctx {
     lt_value **in;  /* in[i] NULL for an omitted input */
     lt_value **out; /* kernel fills out[i] through the helpers below */
     lt_err *err;
+    const struct lt_backend *be; /* the backend running it; NULL: the host */
 } lt_kctx;
 
 typedef lt_status (*lt_kernel_fn)(lt_kctx *k);
@@ -139,5 +156,14 @@ void lt_cpu_register_grad_nn(lt_kernel_fn *tab);
 void lt_cpu_register_grad_misc(lt_kernel_fn *tab);
 void lt_cpu_register_grad_rnn(lt_kernel_fn *tab);
 void lt_cpu_register_grad_extra(lt_kernel_fn *tab);
+
+/* ---- sessions and backends (backend.h) ---- */
+struct lt_copy_stats;
+/* Runs the session's nodes on backend be from now on (its plans are made
+ * again; the default comes from LANTERN_BACKEND, "cpu" when unset). */
+lt_status lt_session_set_backend(lt_session *s, const struct lt_backend *be, lt_err *err);
+const struct lt_backend *lt_session_backend(const lt_session *s);
+/* Copies and nodes on each side during the last lt_session_run. */
+void lt_session_copy_stats(const lt_session *s, struct lt_copy_stats *out);
 
 #endif

@@ -95,6 +95,23 @@ lt_status lt_session_new(lt_model *m, lt_session **out, lt_err *err)
     return LT_OK;
 }
 
+lt_status lt_session_set_backend(lt_session *s, const lt_backend *be, lt_err *err)
+{
+    if (!be)
+        return lt_errf(err, LT_ERR_INVALID, "no backend given");
+    /* plans record which nodes run on the backend: make them again */
+    lt_module *m = s->m;
+    lt_exec_fini(&s->ex);
+    lt_status st = lt_exec_init(&s->ex, m, err);
+    if (st == LT_OK)
+        s->ex.be = be;
+    return st;
+}
+
+const lt_backend *lt_session_backend(const lt_session *s) { return s->ex.be; }
+
+void lt_session_copy_stats(const lt_session *s, lt_copy_stats *out) { *out = s->ex.stats; }
+
 static void runner_stop(runner *r)
 {
     if (!r->started)
@@ -275,8 +292,19 @@ lt_status lt_session_run(lt_session *s, int n, const char *const *names, lt_valu
         args[k]->t = m->params[d].data;
         args[k]->t.buf = NULL;
     }
-    if (st == LT_OK)
+    if (st == LT_OK) {
+        memset(&s->ex.stats, 0, sizeof s->ex.stats);
         st = run_main(s, args, outputs, err);
+        /* what the caller gets back is on the host */
+        if (st == LT_OK && s->ex.be && !s->ex.be->host) {
+            st = lt_exec_to_host(&s->ex, b->nresults, outputs);
+            if (st != LT_OK)
+                for (int i = 0; i < b->nresults; i++) {
+                    lt_value_free(outputs[i]);
+                    outputs[i] = NULL;
+                }
+        }
+    }
 done:
     if (owned)
         for (int k = 0; k < b->nparams; k++)

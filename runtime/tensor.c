@@ -2,6 +2,7 @@
  * pool with power-of-two size classes, so memory freed at a value's last use
  * is reused by the next allocation of a similar size. */
 #include "runtime.h"
+#include "backend.h"
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,12 +15,43 @@
 #define LT_POOL_CLASSES 40 /* 64 B .. 2^45 B */
 #define LT_POOL_KEEP 64    /* cached blocks kept per class */
 
-static struct {
+/* A caching pool: the host's, and one per device-path backend (backend.c). */
+struct lt_pool {
     pthread_mutex_t mu;
     lt_buf *free[LT_POOL_CLASSES][LT_POOL_KEEP];
     int nfree[LT_POOL_CLASSES];
     size_t in_use, peak;
-} pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+};
+
+static lt_pool host_pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+lt_pool *lt_pool_host(void) { return &host_pool; }
+
+lt_pool *lt_pool_new(void)
+{
+    lt_pool *p = calloc(1, sizeof *p);
+    if (p && pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+void lt_pool_free(lt_pool *p)
+{
+    if (!p || p == &host_pool)
+        return;
+    lt_pool_trim_pool(p);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static void count_in(lt_pool *p, size_t bytes)
+{
+    p->in_use += bytes;
+    if (p->in_use > p->peak)
+        p->peak = p->in_use;
+}
 
 static int size_class(size_t bytes)
 {
@@ -71,6 +103,7 @@ uint64_t lt_bytes_digest(const void *p, size_t n)
     return h;
 }
 
+static pthread_mutex_t quarantine_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     void *base[LT_CHECKED_KEEP];
     size_t len[LT_CHECKED_KEEP];
@@ -106,7 +139,7 @@ static void checked_fault(int sig, siginfo_t *si, void *uc)
     sigaction(sig, &quarantine.prev, NULL);
 }
 
-static lt_buf *checked_alloc(size_t bytes)
+static lt_buf *checked_alloc(lt_pool *p, size_t bytes)
 {
     size_t ps = page_size(), need = (bytes + 63) & ~(size_t)63;
     size_t body = (need + ps - 1) / ps * ps, len = body + ps;
@@ -125,7 +158,9 @@ static lt_buf *checked_alloc(size_t bytes)
     b->size = need;
     b->cls = LT_BUF_CHECKED;
     b->refs = 1;
-    pthread_mutex_lock(&pool.mu);
+    b->pool = p;
+    b->be = NULL;
+    pthread_mutex_lock(&quarantine_mu);
     if (!quarantine.limit_set) {
         const char *q = getenv("LANTERN_CHECKED_QUARANTINE_MB");
         quarantine.limit = (size_t)(q && atol(q) > 0 ? atol(q) : 4096) << 20;
@@ -143,10 +178,10 @@ static lt_buf *checked_alloc(size_t bytes)
         quarantine.prev = cur;
         sigaction(SIGSEGV, &sa, NULL);
     }
-    pool.in_use += b->size;
-    if (pool.in_use > pool.peak)
-        pool.peak = pool.in_use;
-    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&quarantine_mu);
+    pthread_mutex_lock(&p->mu);
+    count_in(p, b->size);
+    pthread_mutex_unlock(&p->mu);
     return b;
 }
 
@@ -157,8 +192,10 @@ static void checked_release(lt_buf *b)
     size_t len = (size_t)((unsigned char *)b->data + b->size - base) + ps;
     memset(b->data, 0xFF, b->size);
     mprotect(base, len, PROT_NONE);
-    pthread_mutex_lock(&pool.mu);
-    pool.in_use -= b->size;
+    pthread_mutex_lock(&b->pool->mu);
+    b->pool->in_use -= b->size;
+    pthread_mutex_unlock(&b->pool->mu);
+    pthread_mutex_lock(&quarantine_mu);
     while (quarantine.count > 0 && (quarantine.count == LT_CHECKED_KEEP || quarantine.bytes + len > quarantine.limit)) {
         int old = (quarantine.head + LT_CHECKED_KEEP - quarantine.count) % LT_CHECKED_KEEP;
         munmap(quarantine.base[old], quarantine.len[old]);
@@ -170,28 +207,27 @@ static void checked_release(lt_buf *b)
     quarantine.head = (quarantine.head + 1) % LT_CHECKED_KEEP;
     quarantine.count++;
     quarantine.bytes += len;
-    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&quarantine_mu);
     free(b);
 }
 
-lt_buf *lt_buf_alloc(size_t bytes)
+lt_buf *lt_pool_alloc(lt_pool *p, size_t bytes)
 {
     if (lt_checked_memory())
-        return checked_alloc(bytes ? bytes : 1);
+        return checked_alloc(p, bytes ? bytes : 1);
     int c = size_class(bytes ? bytes : 1);
     size_t cap = c >= 0 ? ((size_t)64 << c) : bytes;
     lt_buf *b = NULL;
     /* one critical section for a cached block: take it and count it */
-    pthread_mutex_lock(&pool.mu);
-    if (c >= 0 && pool.nfree[c] > 0) {
-        b = pool.free[c][--pool.nfree[c]];
-        pool.in_use += b->size;
-        if (pool.in_use > pool.peak)
-            pool.peak = pool.in_use;
+    pthread_mutex_lock(&p->mu);
+    if (c >= 0 && p->nfree[c] > 0) {
+        b = p->free[c][--p->nfree[c]];
+        count_in(p, b->size);
     }
-    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&p->mu);
     if (b) {
         b->refs = 1;
+        b->be = NULL;
         return b;
     }
     b = malloc(sizeof *b);
@@ -204,13 +240,15 @@ lt_buf *lt_buf_alloc(size_t bytes)
     b->size = cap;
     b->cls = c;
     b->refs = 1;
-    pthread_mutex_lock(&pool.mu);
-    pool.in_use += b->size;
-    if (pool.in_use > pool.peak)
-        pool.peak = pool.in_use;
-    pthread_mutex_unlock(&pool.mu);
+    b->pool = p;
+    b->be = NULL;
+    pthread_mutex_lock(&p->mu);
+    count_in(p, b->size);
+    pthread_mutex_unlock(&p->mu);
     return b;
 }
+
+lt_buf *lt_buf_alloc(size_t bytes) { return lt_pool_alloc(&host_pool, bytes); }
 
 void lt_buf_retain(lt_buf *b)
 {
@@ -226,40 +264,59 @@ void lt_buf_release(lt_buf *b)
         checked_release(b);
         return;
     }
-    pthread_mutex_lock(&pool.mu);
-    pool.in_use -= b->size;
-    if (b->cls >= 0 && pool.nfree[b->cls] < LT_POOL_KEEP) {
-        pool.free[b->cls][pool.nfree[b->cls]++] = b;
+    lt_pool *p = b->pool;
+    pthread_mutex_lock(&p->mu);
+    p->in_use -= b->size;
+    if (b->cls >= 0 && p->nfree[b->cls] < LT_POOL_KEEP) {
+        p->free[b->cls][p->nfree[b->cls]++] = b;
         b = NULL;
     }
-    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&p->mu);
     if (b) {
         free(b->data);
         free(b);
     }
 }
 
-void lt_pool_trim(void)
+void lt_pool_trim_pool(lt_pool *p)
 {
-    pthread_mutex_lock(&pool.mu);
+    pthread_mutex_lock(&p->mu);
     for (int c = 0; c < LT_POOL_CLASSES; c++) {
-        while (pool.nfree[c] > 0) {
-            lt_buf *b = pool.free[c][--pool.nfree[c]];
+        while (p->nfree[c] > 0) {
+            lt_buf *b = p->free[c][--p->nfree[c]];
             free(b->data);
             free(b);
         }
     }
-    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&p->mu);
 }
 
-size_t lt_pool_bytes_in_use(void) { return pool.in_use; }
-size_t lt_pool_peak_bytes(void) { return pool.peak; }
+void lt_pool_trim(void) { lt_pool_trim_pool(&host_pool); }
+
+size_t lt_pool_in_use_of(lt_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->in_use;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+size_t lt_pool_peak_of(lt_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->peak;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+size_t lt_pool_bytes_in_use(void) { return lt_pool_in_use_of(&host_pool); }
+size_t lt_pool_peak_bytes(void) { return lt_pool_peak_of(&host_pool); }
 
 void lt_pool_reset_peak(void)
 {
-    pthread_mutex_lock(&pool.mu);
-    pool.peak = pool.in_use;
-    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_lock(&host_pool.mu);
+    host_pool.peak = host_pool.in_use;
+    pthread_mutex_unlock(&host_pool.mu);
 }
 
 /* ---- dtypes ---- */
@@ -324,6 +381,12 @@ size_t lt_tensor_nbytes(const lt_tensor *t)
 
 lt_status lt_tensor_alloc(lt_tensor *t, lt_dtype dtype, int rank, const int64_t *dims, lt_err *err)
 {
+    return lt_tensor_alloc_on(t, NULL, dtype, rank, dims, err);
+}
+
+lt_status lt_tensor_alloc_on(lt_tensor *t, const lt_backend *be, lt_dtype dtype, int rank, const int64_t *dims,
+                             lt_err *err)
+{
     memset(t, 0, sizeof *t);
     if (rank < 0 || rank > LT_MAX_RANK)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "tensor rank %d is beyond lantern's limit of %d", rank,
@@ -335,9 +398,12 @@ lt_status lt_tensor_alloc(lt_tensor *t, lt_dtype dtype, int rank, const int64_t 
     size_t bytes;
     if (n < 0 || __builtin_mul_overflow((size_t)n, es, &bytes))
         return lt_errf(err, LT_ERR_INVALID, "tensor shape overflows or has a negative dim");
-    lt_buf *b = lt_buf_alloc(bytes);
+    if (dtype == LT_STRING)
+        be = NULL; /* strings are the host's */
+    lt_buf *b = be && !be->host ? be->alloc(be, bytes) : lt_buf_alloc(bytes);
     if (!b)
-        return lt_errf(err, LT_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory allocating %zu bytes%s%s", bytes, be ? " on " : "",
+                       be ? be->name : "");
     t->dtype = dtype;
     t->rank = rank;
     for (int i = 0; i < rank; i++)

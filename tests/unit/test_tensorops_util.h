@@ -108,4 +108,20 @@ static inline int64_t to_lin(int rank, const int64_t *dims, const int64_t *idx)
     return l;
 }
 
+/* A view op copies nothing. On the host its output shares the input's
+ * bytes; behind a device path the only copies are the input's upload and the
+ * output's download, and the bytes arrive unchanged. */
+static inline void to_assert_view(const lt_value *out, const lt_value *in)
+{
+    if (!tu_device_path()) {
+        assert_ptr_equal(out->t.data, in->t.data);
+        return;
+    }
+    assert_int_equal(tu_last_copies.uploads, 1);
+    assert_int_equal(tu_last_copies.downloads, 1);
+    assert_int_equal(out->t.numel, in->t.numel);
+    assert_int_equal(out->t.dtype, in->t.dtype);
+    assert_memory_equal(out->t.data, in->t.data, lt_tensor_nbytes(&in->t));
+}
+
 #endif

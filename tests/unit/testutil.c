@@ -92,6 +92,15 @@ void tu_attr_floats(tu_graph *g, const char *name, int n, const float *v)
     memcpy(a->floats, v, sizeof *v * n);
 }
 
+lt_copy_stats tu_last_copies;
+
+bool tu_device_path(void)
+{
+    lt_err err;
+    const lt_backend *be = lt_backend_from_env(&err);
+    return be && !be->host;
+}
+
 lt_status tu_run(tu_graph *g, lt_value *const *inputs, lt_value **outputs, lt_err *err)
 {
     lt_block *b = g->m->main;
@@ -108,6 +117,7 @@ lt_status tu_run(tu_graph *g, lt_value *const *inputs, lt_value **outputs, lt_er
     if (st != LT_OK)
         return st;
     st = lt_session_run(s, n, names, vals, outputs, err);
+    lt_session_copy_stats(s, &tu_last_copies);
     lt_session_free(s);
     return st;
 }

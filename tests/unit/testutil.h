@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "runtime/backend.h"
 #include "runtime/runtime.h"
 
 typedef struct tu_graph {
@@ -30,6 +31,10 @@ void tu_attr_floats(tu_graph *g, const char *name, int n, const float *v);
 /* Runs the graph; outputs[i] must be freed with lt_value_free. Returns the
  * status; err->msg holds the message. */
 lt_status tu_run(tu_graph *g, lt_value *const *inputs, lt_value **outputs, lt_err *err);
+/* The copies and nodes on each side of the backend in tu_run's last run,
+ * and whether tests run behind a device path (LANTERN_BACKEND). */
+extern lt_copy_stats tu_last_copies;
+bool tu_device_path(void);
 void tu_free(tu_graph *g);
 
 /* A tensor value with the given shape, uniform in [lo, hi) from seed. */

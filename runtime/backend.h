@@ -1,0 +1,69 @@
+/* The backend interface: where values live and which kernels run them.
+ *
+ * A backend owns memory (buffers from its pool, tagged with it), copies
+ * between that memory and the host's, a synchronisation point, and a kernel
+ * table it answers for node by node. The executor runs each node on the
+ * session's backend when that backend has a kernel for it, and on the host
+ * CPU otherwise; a value crossing between the two is copied explicitly, once
+ * per crossing, and counted. Inputs a backend reads on the host (shape
+ * tensors, axes, counts: the host_inputs mask) are copied to the host first,
+ * as a GPU backend must; control flow runs on the host and reads its
+ * conditions there.
+ *
+ * Two backends exist now: "cpu", the host itself (no copies ever), and
+ * "cpu-device", the CPU kernels behind the device path (memory from a pool
+ * of its own, every crossing an explicit copy, control flow, sequences,
+ * strings and shape-producing ops falling back to the host), so that every
+ * edge a GPU backend has is exercised on a machine without one. The backend
+ * of a session comes from lt_session_set_backend or LANTERN_BACKEND. */
+#ifndef LT_BACKEND_H
+#define LT_BACKEND_H
+
+#include "runtime.h"
+
+typedef struct lt_backend lt_backend;
+
+struct lt_backend {
+    const char *name;
+    bool host; /* its memory is the host's: no copies at its edges */
+    /* a buffer of its memory (NULL when out of memory), tagged with it */
+    lt_buf *(*alloc)(const lt_backend *be, size_t bytes);
+    /* host -> backend and backend -> host copies of n bytes */
+    lt_status (*upload)(const lt_backend *be, lt_buf *dst, const void *src, size_t n, lt_err *err);
+    lt_status (*download)(const lt_backend *be, void *dst, const lt_buf *src, size_t n, lt_err *err);
+    /* waits for every kernel and copy issued so far */
+    lt_status (*sync)(const lt_backend *be, lt_err *err);
+    /* its kernel for node n, NULL when it has none; *host_inputs gets bit j
+     * set for each input j it reads on the host */
+    lt_kernel_fn (*kernel)(const lt_backend *be, const lt_node *n, uint64_t *host_inputs);
+    /* bytes of its memory in use now and at most since it was made */
+    size_t (*bytes_in_use)(const lt_backend *be);
+    size_t (*peak_bytes)(const lt_backend *be);
+    void *impl;
+};
+
+/* The host CPU backend, and the CPU device-path backend. */
+const lt_backend *lt_backend_cpu(void);
+const lt_backend *lt_backend_cpu_device(void);
+/* By name ("cpu", "cpu-device"); NULL for an unknown name. */
+const lt_backend *lt_backend_named(const char *name);
+/* LANTERN_BACKEND from the environment, "cpu" when unset; NULL (and err
+ * set) when it names no backend. */
+const lt_backend *lt_backend_from_env(lt_err *err);
+
+/* Copies at the edges of a backend, counted per session run. */
+typedef struct lt_copy_stats {
+    uint64_t uploads, downloads;             /* tensors copied each way */
+    uint64_t upload_bytes, download_bytes;   /* their bytes */
+    uint64_t device_nodes, host_nodes;       /* nodes run on each side */
+} lt_copy_stats;
+
+/* The backend holding v's storage: NULL for the host (and for values with
+ * no storage: empty optionals, borrowed parameter data). */
+const lt_backend *lt_value_backend(const lt_value *v);
+/* Moves v to backend to (NULL: the host). *out is NULL when v is already
+ * there (nothing to do), else a new value holding a copy; stats counts it. */
+lt_status lt_value_move(const lt_value *v, const lt_backend *to, lt_value **out, lt_copy_stats *stats,
+                        lt_err *err);
+
+#endif
