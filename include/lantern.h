@@ -436,7 +436,10 @@ void lt_train_defaults(lt_train_opts *o);
  * loss and accuracy (when the data has a test split). *trained receives the
  * forward model with the trained parameters (for lt_model_export and
  * lt_model_evaluate; the caller's: lt_model_free). o, its strings and its
- * datasets are read during the call only. */
+ * datasets are read during the call only. An npz whose arrays are named like
+ * the model's inputs (or hold other element types, NAME_splits row splits,
+ * labels with extra axes) feeds each input its own array instead: see
+ * labels, batch_axes and ignore_index above, and the README's train section. */
 lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **trained, lt_err *err);
 
 /* ---- training one step at a time, on tensors the caller holds ----
@@ -480,7 +483,8 @@ lt_status lt_trainer_load_checkpoint(lt_trainer *t, const char *dir, lt_err *err
 
 /* Test-split loss (and accuracy, for class labels) of a model on dataset
  * spec data (limit > 0: the first `limit` samples), with the loss, output and
- * normalisation a training run would use. */
+ * normalisation a training run would use (an npz of named arrays: the mean
+ * over the labels counted, those equal to -100 skipped). */
 typedef struct lt_eval_opts {
     const char *data;
     int64_t limit;

@@ -22,13 +22,47 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* lantern eval on an npz whose arrays feed the model by name (train_arrays.c) */
+static lt_status evaluate_arrays(lt_model *m, const lt_eval_opts *o, lt_loss_kind loss, lt_eval_result *r, bool *done,
+                                 lt_err *err)
+{
+    *done = false;
+    if (strncmp(o->data, "npz=", 4) != 0 || !o->data[4] || !lt_arrays_has_split(o->data + 4, 1))
+        return LT_OK;
+    lt_arrays *a = NULL;
+    lt_status st = lt_arrays_open(o->data + 4, 1, &a, err);
+    if (st != LT_OK)
+        return st;
+    lt_train_opts to;
+    lt_train_defaults(&to);
+    to.loss = loss;
+    to.output = o->output;
+    if (lt_afeed_wanted(m, a, &to)) {
+        lt_afeed f;
+        lt_session *s = NULL;
+        *done = true;
+        st = lt_afeed_plan(m, a, &to, &f, err);
+        if (st == LT_OK)
+            st = lt_session_new(m, &s, err);
+        if (st == LT_OK)
+            st = lt_afeed_evaluate(&f, s, m, o->limit, r, err);
+        lt_session_free(s);
+    }
+    lt_arrays_free(a);
+    return st;
+}
+
 lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *r, lt_err *err)
 {
     lt_feed f;
     lt_dataset *d = NULL;
     lt_session *s = NULL;
     lt_loss_kind loss = o->loss == LT_LOSS_SUM ? LT_LOSS_SOFTMAX_CROSS_ENTROPY : o->loss;
-    lt_status st = lt_dataset_open_opts(o->data, 1, &o->norm, &d, err);
+    bool done = false;
+    lt_status st = evaluate_arrays(m, o, loss, r, &done, err);
+    if (st != LT_OK || done)
+        return st;
+    st = lt_dataset_open_opts(o->data, 1, &o->norm, &d, err);
     if (st == LT_OK)
         st = lt_feed_plan(m, d, loss, o->output, &f, err);
     if (st == LT_OK)
@@ -114,6 +148,16 @@ static lt_status setup_arrays(trainer *tr, bool *taken)
         st = lt_arrays_open(file, 1, &tr->atest, tr->err);
         if (st == LT_OK)
             st = lt_afeed_plan(tr->t.em, tr->atest, o, &tr->atest_feed, tr->err);
+    }
+    if (st == LT_OK && (!tr->afeed.batched || tr->afeed.ragged) && o->on_note) {
+        char note[512];
+        const char *rag = NULL;
+        for (int i = 0; i < tr->afeed.nslot && !rag; i++)
+            rag = tr->afeed.slot[i].src->splits ? tr->afeed.slot[i].src->member : NULL;
+        snprintf(note, sizeof note, "%s: one sample per program run (%s%s%s); a step averages the gradients of "
+                 "--batch %lld samples", tr->path, rag ? "array '" : "the inputs have no batch axis", rag ? rag : "",
+                 rag ? "' is ragged" : "", (long long)o->batch);
+        o->on_note(note, o->user);
     }
     if (st == LT_OK && tr->afeed.fixed_batch && tr->afeed.fixed_batch != o->batch)
         st = lt_errf(tr->err, LT_ERR_INVALID, "%s: input '%s' has a fixed batch size of %lld; use --batch %lld",
