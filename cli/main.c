@@ -3,6 +3,7 @@
 #include "options.h"
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const lt_cli_cmd *const commands[] = {&lt_cli_import, &lt_cli_run,  &lt_cli_check,   &lt_cli_grad,
                                              &lt_cli_train,  &lt_cli_eval, &lt_cli_predict, &lt_cli_export};
@@ -55,8 +56,25 @@ static int unknown_command(const char *name)
     return 2;
 }
 
+/* OpenMP's threads spin between parallel regions by default; on a machine
+ * whose other cores are busy, the spinning threads take the time the
+ * working ones need (a forward pass 10x slower with 2 threads than with 1).
+ * Waiting passively costs a wake-up per region instead. libgomp reads the
+ * policy once, as it loads, so when the user has not chosen one the
+ * command starts itself again with it set. */
+static void wait_passively(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY"))
+        return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    /* no /proc: go on with the default policy */
+}
+
 int main(int argc, char **argv)
 {
+    wait_passively(argv);
     const char *threads = getenv("LANTERN_THREADS");
     lt_set_num_threads(threads ? atoi(threads) : 0);
     if (argc < 2) {
