@@ -1,5 +1,6 @@
-/* Shape inference rules: BitCast (opset 26) and AffineGrid (opset 20),
- * with AffineGrid's gradient op. */
+/* Shape inference rules: BitCast (opset 26), AffineGrid (opset 20) with
+ * its gradient op, and the string ops of opset 20 (StringConcat,
+ * StringSplit, RegexFullMatch). */
 #include "infer.h"
 
 static const lt_type *in_type(const lt_node *n, int i)
@@ -62,8 +63,63 @@ static lt_status infer_affine_grid_grad(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* StringConcat: the broadcast of X and Y, strings */
+static lt_status infer_string_concat(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *a = in_type(n, 0), *b = in_type(n, 1);
+    if (!a || !b)
+        return lt_infer_fail(c, n, "needs X and Y");
+    if (n->nout < 1 || !n->out[0])
+        return LT_OK;
+    lt_type t;
+    if (a->rank >= 0 && b->rank >= 0) {
+        if (!lt_infer_broadcast(a, b, &t))
+            return lt_infer_fail(c, n, "X and Y do not broadcast");
+    } else {
+        lt_type_unknown(&t, LT_STRING, -1);
+    }
+    t.dtype = LT_STRING;
+    n->out[0]->type = t;
+    return LT_OK;
+}
+
+/* StringSplit: Y is X's shape and one more axis (the most pieces), Z X's
+ * shape in int64 */
+static lt_status infer_string_split(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0);
+    if (!x)
+        return lt_infer_fail(c, n, "needs X");
+    if (x->rank >= LT_MAX_RANK)
+        return lt_infer_fail(c, n, "X of rank %d leaves no room for the split axis", x->rank);
+    if (n->nout > 0 && n->out[0]) {
+        lt_type_unknown(&n->out[0]->type, LT_STRING, x->rank >= 0 ? x->rank + 1 : -1);
+        for (int d = 0; d < x->rank; d++)
+            n->out[0]->type.dims[d] = x->dims[d];
+    }
+    if (n->nout > 1 && n->out[1]) {
+        n->out[1]->type = *x;
+        n->out[1]->type.dtype = LT_I64;
+    }
+    return LT_OK;
+}
+
+/* RegexFullMatch: X's shape in bool */
+static lt_status infer_regex(lt_infer_ctx *c, lt_node *n)
+{
+    if (!in_type(n, 0))
+        return lt_infer_fail(c, n, "needs X");
+    lt_infer_same(n, 0, 0);
+    if (n->nout > 0 && n->out[0])
+        n->out[0]->type.dtype = LT_BOOL;
+    return LT_OK;
+}
+
 void lt_infer_register_onnx26(lt_infer_fn *tab)
 {
+    tab[LT_OP_STRING_CONCAT] = infer_string_concat;
+    tab[LT_OP_STRING_SPLIT] = infer_string_split;
+    tab[LT_OP_REGEX_FULL_MATCH] = infer_regex;
     tab[LT_OP_BIT_CAST] = infer_bitcast;
     tab[LT_OP_AFFINE_GRID] = infer_affine_grid;
     tab[LT_OP_AFFINE_GRID_GRAD] = infer_affine_grid_grad;

@@ -1,7 +1,8 @@
 /* Ops of opsets 20-26 beside Attention: CumProd against products written
  * out in double (zeros included, every exclusive/reverse combination),
  * BitCast against the bytes, AffineGrid against the spec's base grid times
- * theta; the gradients of CumProd and AffineGrid against central finite
+ * theta, the string ops against Python's str.split and hand-made cases;
+ * the gradients of CumProd and AffineGrid against central finite
  * differences in float64. */
 #include "rule_fd.h"
 #include <math.h>
@@ -123,6 +124,105 @@ static void affine_grid(void **state)
         }
 }
 
+/* ---- string ops ---- */
+static lt_value *strs(int rank, const int64_t *dims, const char *const *v)
+{
+    lt_value *x = lt_value_new_tensor();
+    lt_err err;
+    assert_int_equal(lt_tensor_alloc(&x->t, LT_STRING, rank, dims, &err), LT_OK);
+    for (int64_t i = 0; i < x->t.numel; i++)
+        ((const char **)x->t.data)[i] = lt_str_intern(v[i], strlen(v[i]));
+    return x;
+}
+
+static const char *str_of(const lt_value *v, int64_t i) { return ((const char *const *)v->t.data)[i]; }
+
+static void string_ops(void **state)
+{
+    (void)state;
+    lt_err err;
+    /* StringSplit as Python's str.split: None splits on runs of white space
+     * and drops the ends, a delimiter keeps empty pieces; maxsplit caps the
+     * splits; Y is padded with "" to the most pieces */
+    {
+        int64_t d[1] = {3};
+        const char *in[3] = {"  a b\tc ", "x", ""};
+        lt_value *x[1] = {strs(1, d, in)}, *out[2] = {NULL};
+        tu_graph g = tu_single(LT_OP_STRING_SPLIT, 20, 1, 2);
+        tu_attr_int(&g, "maxsplit", 1);
+        if (tu_run(&g, x, out, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        assert_int_equal(out[0]->t.rank, 2);
+        assert_int_equal(out[0]->t.dims[1], 2);
+        const char *want[6] = {"a", "b\tc", "x", "", "", ""};
+        const int64_t cnt[3] = {2, 1, 0};
+        for (int i = 0; i < 6; i++)
+            assert_string_equal(str_of(out[0], i), want[i]);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(((int64_t *)out[1]->t.data)[i], cnt[i]);
+        lt_value_free(out[0]);
+        lt_value_free(out[1]);
+        tu_free(&g);
+        g = tu_single(LT_OP_STRING_SPLIT, 20, 1, 2);
+        tu_attr_str(&g, "delimiter", "--");
+        const char *in2[3] = {"a----b--", "--", "ab"};
+        lt_value *x2[1] = {strs(1, d, in2)};
+        if (tu_run(&g, x2, out, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        const char *want2[12] = {"a", "", "b", "", "", "", "", "", "ab", "", "", ""};
+        for (int i = 0; i < 12; i++)
+            assert_string_equal(str_of(out[0], i), want2[i]);
+        lt_value_free(out[0]);
+        lt_value_free(out[1]);
+        lt_value_free(x[0]);
+        lt_value_free(x2[0]);
+        tu_free(&g);
+    }
+    /* StringConcat and Equal broadcast (2, 1) against (3) */
+    {
+        int64_t da[2] = {2, 1}, db[1] = {3};
+        const char *a[2] = {"ab", ""}, *b[3] = {"", "c", "ab"};
+        lt_value *in[2] = {strs(2, da, a), strs(1, db, b)}, *out[1] = {NULL};
+        tu_graph g = tu_single(LT_OP_STRING_CONCAT, 20, 2, 1);
+        if (tu_run(&g, in, out, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        const char *want[6] = {"ab", "abc", "abab", "", "c", "ab"};
+        for (int i = 0; i < 6; i++)
+            assert_string_equal(str_of(out[0], i), want[i]);
+        lt_value_free(out[0]);
+        tu_free(&g);
+        g = tu_single(LT_OP_EQUAL, 19, 2, 1);
+        if (tu_run(&g, in, out, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        const uint8_t eq[6] = {0, 0, 1, 1, 0, 0};
+        assert_memory_equal(out[0]->t.data, eq, 6);
+        lt_value_free(out[0]);
+        lt_value_free(in[0]);
+        lt_value_free(in[1]);
+        tu_free(&g);
+    }
+    /* RegexFullMatch: RE2's \d, \w in and out of [], \- in [], (?:), whole-string match */
+    {
+        int64_t d[1] = {5};
+        const char *in[5] = {"ab-12", "ab-1x", "xab-12", "a_b.-3", "ab-12 "};
+        lt_value *x[1] = {strs(1, d, in)}, *out[1] = {NULL};
+        tu_graph g = tu_single(LT_OP_REGEX_FULL_MATCH, 20, 1, 1);
+        tu_attr_str(&g, "pattern", "(?:[\\w.\\-]+)-\\d+");
+        if (tu_run(&g, x, out, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        const uint8_t want[5] = {1, 0, 1, 1, 0};
+        assert_memory_equal(out[0]->t.data, want, 5);
+        lt_value_free(out[0]);
+        tu_free(&g);
+        g = tu_single(LT_OP_REGEX_FULL_MATCH, 20, 1, 1);
+        tu_attr_str(&g, "pattern", "a(?=b)");
+        assert_int_not_equal(tu_run(&g, x, out, &err), LT_OK);
+        assert_non_null(strstr(err.msg, "RegexFullMatch"));
+        lt_value_free(x[0]);
+        tu_free(&g);
+    }
+}
+
 /* ---- gradients by finite differences ---- */
 /* fixed values with zeros, two to some lines, so the division-free
  * gradient is exercised where x / y would divide by zero */
@@ -188,6 +288,7 @@ int main(void)
         cmocka_unit_test(cumprod_forward),
         cmocka_unit_test(bitcast),
         cmocka_unit_test(affine_grid),
+        cmocka_unit_test(string_ops),
         cmocka_unit_test(gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
