@@ -13,6 +13,7 @@
 #include "test_dataset.h"
 #include "runtime/dataset_arrays.h"
 #include "runtime/train_arrays.h"
+#include <signal.h>
 #include <sys/wait.h>
 
 #define DATA LT_SOURCE_DIR "/tests/data/"
@@ -577,6 +578,145 @@ static void ragged_trees_accumulate(void **state)
     td_rmtree(dir);
 }
 
+/* A run stopped after step 5 (Ctrl-C's flag) and resumed from its
+ * checkpoint ends with the bytes of one that ran through: gradient
+ * accumulation over ragged trees with Adagrad's state, shuffled. */
+static volatile sig_atomic_t stop_flag;
+
+static void stop_at_5(const lt_train_progress *p, void *user)
+{
+    (void)user;
+    if (p->global_step == 5)
+        stop_flag = 1;
+}
+
+static int64_t first_step;
+
+static void note_first(const lt_train_progress *p, void *user)
+{
+    (void)user;
+    if (!first_step)
+        first_step = p->global_step;
+}
+
+static void ragged_resume_bit_exact(void **state)
+{
+    (void)state;
+    char dir[64], path[128], spec[160], ck[160];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/trees.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    snprintf(ck, sizeof ck, "%s/ck", dir);
+    assert_int_equal(mkdir(ck, 0700), 0);
+    write_trees(path, 32);
+    lt_err err;
+    lt_model *run[2] = {NULL, NULL};
+    for (int r = 0; r < 2; r++) {
+        epochs e = {0};
+        lt_train_opts o = opts_for(spec, &e);
+        o.epochs = 2;
+        o.batch = 4;
+        o.limit = 40;
+        lt_optim_defaults(LT_OPTIM_ADAGRAD, &o.optim);
+        o.schedule.lr = 0.1;
+        o.seed = 9;
+        int stopped = 0;
+        if (r == 1) {
+            o.checkpoint_dir = ck;
+            o.stop = &stop_flag;
+            o.stopped = &stopped;
+            o.on_step = stop_at_5;
+            stop_flag = 0;
+            lt_model *part = NULL;
+            if (lt_train(DATA "feed_tree.onnx", &o, &part, &err) != LT_OK)
+                fail_msg("%s", err.msg);
+            lt_model_free(part);
+            assert_int_equal(stopped, 1);
+            stop_flag = 0;
+            o.on_step = note_first;
+            o.resume = 1;
+            first_step = 0;
+        }
+        if (lt_train(DATA "feed_tree.onnx", &o, &run[r], &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        if (r == 1)
+            assert_int_equal(first_step, 6); /* it went on after step 5 */
+    }
+    for (int p = 0; p < lt_model_num_params(run[0]); p++) {
+        const lt_tensor *a = lt_model_param(run[0], p), *b = lt_model_param(run[1], p);
+        assert_memory_equal(a->data, b->data, lt_tensor_nbytes(a));
+    }
+    lt_model_free(run[0]);
+    lt_model_free(run[1]);
+    td_rmtree(dir);
+}
+
+/* Sequences of any length through a time-major RNN: x ragged along time
+ * (x_splits), each run one sequence as [T_i, 1, 3], a step the mean of
+ * --batch sequences' gradients. */
+static void ragged_sequences_time_major(void **state)
+{
+    (void)state;
+    char dir[64], path[128], spec[160];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/seq.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    enum { N = 160 };
+    static float x[N * 12 * 3];
+    int64_t sp[N + 1], y[N];
+    uint64_t seed = 8;
+    sp[0] = 0;
+    for (int i = 0; i < N; i++) {
+        int64_t len = 3 + (int64_t)(td_next(&seed) % 10);
+        double sum = 0;
+        for (int64_t k = 0; k < len * 3; k++)
+            x[sp[i] * 3 + k] = (float)td_uniform(&seed, -1, 1);
+        for (int64_t t = 0; t < len; t++)
+            sum += x[(sp[i] + t) * 3];
+        y[i] = sum > 0;
+        sp[i + 1] = sp[i] + len;
+    }
+    npz_w z = {0};
+    int64_t dx[2] = {sp[N], 3}, ds[1] = {N + 1}, dy[1] = {N};
+    add(&z, "x.npy", "<f4", 2, dx, x, sizeof *x * (size_t)sp[N] * 3);
+    add(&z, "x_splits.npy", "<i8", 1, ds, sp, sizeof sp);
+    add(&z, "y.npy", "<i8", 1, dy, y, sizeof y);
+    save(&z, path);
+    lt_err err;
+    lt_arrays *a = NULL;
+    lt_model *m = NULL;
+    assert_int_equal(lt_arrays_open(path, 0, &a, &err), LT_OK);
+    assert_int_equal(lt_model_load(DATA "feed_tm_rnn.onnx", &m, &err), LT_OK);
+    epochs e = {0};
+    lt_train_opts o = opts_for(spec, &e);
+    lt_afeed f;
+    if (lt_afeed_plan(m, a, &o, &f, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_true(f.batched && f.ragged);
+    assert_int_equal(f.slot[0].axis, 1);
+    int64_t i7 = 7;
+    const char *names[2];
+    lt_value *in[2];
+    assert_int_equal(lt_afeed_make(&f, &i7, 1, names, in, &err), LT_OK);
+    assert_int_equal(in[0]->t.dims[0], sp[8] - sp[7]);
+    assert_int_equal(in[0]->t.dims[1], 1);
+    assert_memory_equal(in[0]->t.data, x + sp[7] * 3, sizeof(float) * (size_t)(sp[8] - sp[7]) * 3);
+    lt_afeed_free_values(&f, in);
+    lt_arrays_free(a);
+    lt_model_free(m);
+    o.epochs = 4;
+    o.batch = 8;
+    lt_optim_defaults(LT_OPTIM_ADAM, &o.optim);
+    o.schedule.lr = 0.01;
+    lt_model *trained = NULL;
+    if (lt_train(DATA "feed_tm_rnn.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_model_free(trained);
+    if (!(e.last < 0.8 * e.first))
+        fail_msg("train loss %g -> %g", e.first, e.last);
+    td_rmtree(dir);
+}
+
 /* ---- models PyTorch exported (models/make_feed_demos.py) ---- */
 
 /* tiny_bert.onnx: int64 ids and mask, per-token labels (1 when the token's
@@ -800,6 +940,8 @@ int main(void)
         cmocka_unit_test(time_major_batch_axis),
         cmocka_unit_test(sequence_loss_skips_ignored),
         cmocka_unit_test(ragged_trees_accumulate),
+        cmocka_unit_test(ragged_resume_bit_exact),
+        cmocka_unit_test(ragged_sequences_time_major),
         cmocka_unit_test(torch_exports_train),
         cmocka_unit_test(bad_data_one_line),
     };
