@@ -14,6 +14,7 @@ written with onnx.helper; weights drawn with a fixed seed.
   feed_tree.onnx    no batch axis: words int64 [n], children int64 [n,2]
                     -> h = emb[words], z = tanh(h + h[children[:,0]] + h[children[:,1]])
                     -> MatMul 8x3 + b -> logits [n,3] (one score row per node)
+  feed_f16.onnx     x float16 [N,4] -> Cast float -> MatMul 4x2 + b -> logits [N,2]
 
   /usr/bin/python3 tests/data/make_feed_models.py
 """
@@ -107,8 +108,18 @@ def tree():
           [init("emb", emb), init("W", W), init("b", b), init("ax1", np.array([1], np.int64))], "feed_tree")
 
 
+def f16():
+    W, b = uni((4, 2), 4), uni((2,), 4)
+    nodes = [helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+             helper.make_node("MatMul", ["xf", "W"], ["z"]), helper.make_node("Add", ["z", "b"], ["logits"])]
+    model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["N", 4])],
+          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 2])],
+          [init("W", W), init("b", b)], "feed_f16")
+
+
 tok()
 tagger()
 rnn("feed_tm_rnn", ["T", "N"], False)
 rnn("feed_tm_tag", ["d0", "d1"], True)
 tree()
+f16()

@@ -717,6 +717,64 @@ static void ragged_sequences_time_major(void **state)
     td_rmtree(dir);
 }
 
+/* float64 values into a float16 input: rounded to the nearest half, and
+ * it trains */
+static void float16_input(void **state)
+{
+    (void)state;
+    char dir[64], path[128], spec[160];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/h.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    enum { N = 96 };
+    double x[N * 4];
+    int64_t y[N];
+    uint64_t seed = 16;
+    for (int i = 0; i < N; i++) {
+        for (int k = 0; k < 4; k++)
+            x[i * 4 + k] = td_uniform(&seed, -2, 2);
+        y[i] = x[i * 4] + x[i * 4 + 1] > 0;
+    }
+    npz_w z = {0};
+    int64_t dx[2] = {N, 4}, dy[1] = {N};
+    add(&z, "x.npy", "<f8", 2, dx, x, sizeof x);
+    add(&z, "y.npy", "<i8", 1, dy, y, sizeof y);
+    save(&z, path);
+    lt_err err;
+    lt_arrays *a = NULL;
+    lt_model *m = NULL;
+    assert_int_equal(lt_arrays_open(path, 0, &a, &err), LT_OK);
+    assert_int_equal(lt_model_load(DATA "feed_f16.onnx", &m, &err), LT_OK);
+    epochs e = {0};
+    lt_train_opts o = opts_for(spec, &e);
+    assert_int_equal(lt_afeed_wanted(m, a, &o), 1);
+    lt_afeed f;
+    assert_int_equal(lt_afeed_plan(m, a, &o, &f, &err), LT_OK);
+    int64_t idx[2] = {3, 50};
+    const char *names[2];
+    lt_value *in[2];
+    assert_int_equal(lt_afeed_make(&f, idx, 2, names, in, &err), LT_OK);
+    assert_int_equal(in[0]->t.dtype, LT_F16);
+    for (int j = 0; j < 2; j++)
+        for (int k = 0; k < 4; k++) {
+            double v = x[idx[j] * 4 + k], h = lt_f16_to_f32(((uint16_t *)in[0]->t.data)[j * 4 + k]);
+            assert_true(fabs(h - v) <= fabs(v) * 0x1p-11 + 1e-7); /* half an ulp of float16 */
+        }
+    lt_afeed_free_values(&f, in);
+    lt_arrays_free(a);
+    lt_model_free(m);
+    o.epochs = 5;
+    o.batch = 16;
+    o.schedule.lr = 0.2;
+    lt_model *trained = NULL;
+    if (lt_train(DATA "feed_f16.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_model_free(trained);
+    if (!(e.last < 0.7 * e.first))
+        fail_msg("train loss %g -> %g", e.first, e.last);
+    td_rmtree(dir);
+}
+
 /* ---- models PyTorch exported (models/make_feed_demos.py) ---- */
 
 /* tiny_bert.onnx: int64 ids and mask, per-token labels (1 when the token's
@@ -942,6 +1000,7 @@ int main(void)
         cmocka_unit_test(ragged_trees_accumulate),
         cmocka_unit_test(ragged_resume_bit_exact),
         cmocka_unit_test(ragged_sequences_time_major),
+        cmocka_unit_test(float16_input),
         cmocka_unit_test(torch_exports_train),
         cmocka_unit_test(bad_data_one_line),
     };
