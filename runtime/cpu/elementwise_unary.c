@@ -47,10 +47,31 @@ static lt_status k_tanh(lt_kctx *k)
     static const lt_ew_op o = {tanh_rows, LT_EW_OUT_SAME, false, H};
     return lt_ew_unary(k, &o, NULL);
 }
-FLOAT_OP(exp, VF(lt_ew_expf, exp, x), L)
+/* Exp and Erf: float rows through the AVX2 array forms, as Tanh */
+static void exp_f32(const void *par, int64_t n, void *out, const void *const *in, const int64_t *step)
+{
+    lt_vexpf(in[0], out, n);
+}
+ROW(exp_f64, double, double, double, exp(x))
+static const lt_ew_row exp_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(exp)};
+static lt_status k_exp(lt_kctx *k)
+{
+    static const lt_ew_op o = {exp_rows, LT_EW_OUT_SAME, false, L};
+    return lt_ew_unary(k, &o, NULL);
+}
 FLOAT_OP(log, log(x), H)
 FLOAT_OP(sqrt, sqrt(x), L)
-FLOAT_OP(erf, VF(lt_ew_erff, erf, x), L)
+static void erf_f32(const void *par, int64_t n, void *out, const void *const *in, const int64_t *step)
+{
+    lt_verff(in[0], out, n);
+}
+ROW(erf_f64, double, double, double, erf(x))
+static const lt_ew_row erf_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(erf)};
+static lt_status k_erf(lt_kctx *k)
+{
+    static const lt_ew_op o = {erf_rows, LT_EW_OUT_SAME, false, L};
+    return lt_ew_unary(k, &o, NULL);
+}
 FLOAT_OP(reciprocal, 1 / x, L)
 FLOAT_OP(floor, floor(x), L)
 FLOAT_OP(ceil, ceil(x), L)

@@ -1,4 +1,4 @@
-/* Array sigmoid and tanh (vact.h): one loop body compiled twice, for
+/* Array sigmoid, tanh, erf and exp (vact.h): one loop body compiled twice, for
  * baseline x86-64 and for AVX2+FMA, picked once per process from cpuid. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math") /* lets the clamps if-convert */
@@ -25,6 +25,16 @@
     {                                                                    \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
             y[i] = lt_ew_tanhf(x[i]);                                    \
+    }                                                                    \
+    ATTR static void erf_##SFX(const float *x, float *y, int64_t n)     \
+    {                                                                    \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
+            y[i] = lt_ew_erff(x[i]);                                     \
+    }                                                                    \
+    ATTR static void exp_##SFX(const float *x, float *y, int64_t n)     \
+    {                                                                    \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
+            y[i] = lt_ew_expf(x[i]);                                     \
     }
 
 LOOPS(base, )
@@ -64,6 +74,28 @@ void lt_vtanhf(const float *x, float *y, int64_t n)
     }
 #endif
     tanh_base(x, y, n);
+}
+
+void lt_verff(const float *x, float *y, int64_t n)
+{
+#if LT_VACT_X86
+    if (use_avx2()) {
+        erf_avx2(x, y, n);
+        return;
+    }
+#endif
+    erf_base(x, y, n);
+}
+
+void lt_vexpf(const float *x, float *y, int64_t n)
+{
+#if LT_VACT_X86
+    if (use_avx2()) {
+        exp_avx2(x, y, n);
+        return;
+    }
+#endif
+    exp_base(x, y, n);
 }
 
 void lt_vtanh_f64(const double *x, double *y, int64_t n)

@@ -1,4 +1,4 @@
-/* float32 sigmoid and tanh over arrays with elementwise_vmath.h's formulas,
+/* float32 sigmoid, tanh, erf and exp over arrays with elementwise_vmath.h's formulas,
  * run with AVX2 and FMA where the CPU has them (the build targets baseline
  * x86-64, whose 4-wide SSE leaves half the machine idle). Used where
  * activations dominate: the recurrent kernels and their gradients. */
@@ -10,6 +10,9 @@
 /* y[i] = sigmoid(x[i]), y[i] = tanh(x[i]); y may be x */
 void lt_vsigmoidf(const float *x, float *y, int64_t n);
 void lt_vtanhf(const float *x, float *y, int64_t n);
+/* y[i] = erf(x[i]), y[i] = exp(x[i]) (Gelu's and softmax-like chains) */
+void lt_verff(const float *x, float *y, int64_t n);
+void lt_vexpf(const float *x, float *y, int64_t n);
 /* the same in double (the gradient checker's models), plain libm; the
  * sigmoid in the form whose exponential cannot overflow */
 void lt_vsigmoid_f64(const double *x, double *y, int64_t n);
