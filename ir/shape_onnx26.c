@@ -1,6 +1,6 @@
 /* Shape inference rules: BitCast (opset 26), AffineGrid (opset 20) with
- * its gradient op, and the string ops of opset 20 (StringConcat,
- * StringSplit, RegexFullMatch). */
+ * its gradient op, the string ops of opset 20 (StringConcat, StringSplit,
+ * RegexFullMatch) and DeformConv (opset 19). */
 #include "infer.h"
 
 static const lt_type *in_type(const lt_node *n, int i)
@@ -115,8 +115,32 @@ static lt_status infer_regex(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* DeformConv: (N, W's output channels, offset's spatial dims) */
+static lt_status infer_deform_conv(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0), *w = in_type(n, 1), *o = in_type(n, 2);
+    if (!x || !w || !o)
+        return lt_infer_fail(c, n, "needs X, W and offset");
+    if (n->nout < 1 || !n->out[0])
+        return LT_OK;
+    int r = x->rank >= 0 ? x->rank : o->rank;
+    lt_type_unknown(&n->out[0]->type, x->dtype, r);
+    if (r < 3)
+        return r >= 0 ? lt_infer_fail(c, n, "X must have spatial dims, got rank %d", r) : LT_OK;
+    lt_type *t = &n->out[0]->type;
+    if (x->rank == r)
+        t->dims[0] = x->dims[0];
+    if (w->rank == r)
+        t->dims[1] = w->dims[0];
+    if (o->rank == r)
+        for (int d = 2; d < r; d++)
+            t->dims[d] = o->dims[d];
+    return LT_OK;
+}
+
 void lt_infer_register_onnx26(lt_infer_fn *tab)
 {
+    tab[LT_OP_DEFORM_CONV] = infer_deform_conv;
     tab[LT_OP_STRING_CONCAT] = infer_string_concat;
     tab[LT_OP_STRING_SPLIT] = infer_string_split;
     tab[LT_OP_REGEX_FULL_MATCH] = infer_regex;

@@ -1,7 +1,8 @@
 /* Ops of opsets 20-26 beside Attention: CumProd against products written
  * out in double (zeros included, every exclusive/reverse combination),
  * BitCast against the bytes, AffineGrid against the spec's base grid times
- * theta, the string ops against Python's str.split and hand-made cases;
+ * theta, the string ops against Python's str.split and hand-made cases,
+ * DeformConv against Conv (zero offsets) and a bilinear sample written out;
  * the gradients of CumProd and AffineGrid against central finite
  * differences in float64. */
 #include "rule_fd.h"
@@ -223,6 +224,80 @@ static void string_ops(void **state)
     }
 }
 
+/* ---- DeformConv ---- */
+static lt_value *run1(tu_graph *g, lt_value **in)
+{
+    lt_value *out[1] = {NULL};
+    lt_err err;
+    if (tu_run(g, in, out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    return out[0];
+}
+
+static void deform_conv(void **state)
+{
+    (void)state;
+    const uint64_t seed = 91;
+    /* zero offsets, unit mask: Conv with the same pads, strides, dilations, group */
+    int64_t xd[4] = {2, 4, 6, 5}, wd[4] = {6, 2, 2, 3}, od[4] = {2, 2 * 6 * 2, 3, 1}, md[4] = {2, 2 * 6, 3, 1}, bd[1] = {6};
+    const int64_t pads[4] = {1, 0, 0, 1}, strides[2] = {2, 2}, dil[2] = {1, 2};
+    lt_value *x = tu_rand(LT_F32, 4, xd, -1, 1, seed), *w = tu_rand(LT_F32, 4, wd, -1, 1, seed + 1);
+    lt_value *b = tu_rand(LT_F32, 1, bd, -1, 1, seed + 2), *off = tu_rand(LT_F32, 4, od, 0, 0, seed);
+    lt_value *mask = tu_rand(LT_F32, 4, md, 1, 1, seed);
+    tu_graph gc = tu_single(LT_OP_CONV, 11, 3, 1), gd = tu_single(LT_OP_DEFORM_CONV, 19, 5, 1);
+    tu_graph *gs[2] = {&gc, &gd};
+    for (int i = 0; i < 2; i++) {
+        tu_attr_ints(gs[i], "pads", 4, pads);
+        tu_attr_ints(gs[i], "strides", 2, strides);
+        tu_attr_ints(gs[i], "dilations", 2, dil);
+        tu_attr_int(gs[i], "group", 2);
+    }
+    tu_attr_int(&gd, "offset_group", 2);
+    lt_value *cin[3] = {x, w, b}, *din[5] = {x, w, off, b, mask};
+    lt_value *yc = run1(&gc, cin), *yd = run1(&gd, din);
+    double want[2 * 6 * 3 * 1];
+    for (int i = 0; i < 36; i++)
+        want[i] = tu_get(yc, i);
+    tu_assert_close(yd, want, 36, 1e-5, 1e-6, seed);
+    lt_value_free(yc);
+    lt_value_free(yd);
+    tu_free(&gc);
+    tu_free(&gd);
+    /* one channel, a 1x1 kernel, every output moved by (0.5, -0.25) and masked by 0.5:
+     * y = 0.5 w bilinear(x, i + 0.5, j - 0.25), zero outside */
+    int64_t x1[4] = {1, 1, 3, 4}, w1[4] = {1, 1, 1, 1}, o1[4] = {1, 2, 3, 4}, m1[4] = {1, 1, 3, 4};
+    lt_value *xx = tu_rand(LT_F32, 4, x1, -1, 1, seed + 5), *ww = tu_rand(LT_F32, 4, w1, 0.5, 1.5, seed + 6);
+    double ov[24], mv[12];
+    for (int p = 0; p < 12; p++) {
+        ov[p] = 0.5;
+        ov[12 + p] = -0.25;
+        mv[p] = 0.5;
+    }
+    lt_value *in2[5] = {xx, ww, tu_from(LT_F32, 4, o1, ov), NULL, tu_from(LT_F32, 4, m1, mv)};
+    gd = tu_single(LT_OP_DEFORM_CONV, 19, 5, 1);
+    tu_omit_input(&gd, 3);
+    lt_value *y2 = run1(&gd, in2);
+    double w2[12];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) {
+            double yy = i + 0.5, zz = j - 0.25, v = 0;
+            for (int a = 0; a < 2; a++)
+                for (int c = 0; c < 2; c++) {
+                    int r = (int)floor(yy) + a, q = (int)floor(zz) + c;
+                    double wt = (a ? yy - floor(yy) : 1 - (yy - floor(yy))) * (c ? zz - floor(zz) : 1 - (zz - floor(zz)));
+                    if (r >= 0 && r < 3 && q >= 0 && q < 4)
+                        v += wt * tu_get(xx, r * 4 + q);
+                }
+            w2[i * 4 + j] = 0.5 * tu_get(ww, 0) * v;
+        }
+    tu_assert_close(y2, w2, 12, 1e-6, 1e-7, seed);
+    lt_value_free(y2);
+    tu_free(&gd);
+    lt_value *all[9] = {x, w, b, off, mask, xx, ww, in2[2], in2[4]};
+    for (int i = 0; i < 9; i++)
+        lt_value_free(all[i]);
+}
+
 /* ---- gradients by finite differences ---- */
 /* fixed values with zeros, two to some lines, so the division-free
  * gradient is exercised where x / y would divide by zero */
@@ -289,6 +364,7 @@ int main(void)
         cmocka_unit_test(bitcast),
         cmocka_unit_test(affine_grid),
         cmocka_unit_test(string_ops),
+        cmocka_unit_test(deform_conv),
         cmocka_unit_test(gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
