@@ -462,6 +462,16 @@ void lt_trainer_free(lt_trainer *t);
  * and its running statistics are updated; Dropout drops. */
 lt_status lt_trainer_step(lt_trainer *t, double lr, int n, const char *const *names, lt_value *const *inputs,
                           double *loss, lt_err *err);
+/* Gradient accumulation, for models that take one sample per run (no batch
+ * axis, ragged samples) or batches too large for one run: accumulate runs
+ * the training program on inputs as lt_trainer_step does and adds its
+ * gradients to the trainer's sums (*loss, may be NULL: its loss); apply
+ * makes one optimizer step at lr with their mean over the runs since the
+ * last step (clipped as a step's gradients are) and clears them. lantern
+ * train's --batch B over such samples is B accumulates and one apply. */
+lt_status lt_trainer_accumulate(lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
+                                double *loss, lt_err *err);
+lt_status lt_trainer_apply(lt_trainer *t, double lr, lt_err *err);
 /* Steps taken (a loaded checkpoint sets it). */
 int64_t lt_trainer_num_steps(const lt_trainer *t);
 /* The forward model (inference mode) holding the trainer's current

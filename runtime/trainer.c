@@ -429,6 +429,31 @@ lt_status lt_trainer_step(lt_trainer *t, double lr, int n, const char *const *na
     return st;
 }
 
+lt_status lt_trainer_accumulate(lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
+                                double *loss, lt_err *err)
+{
+    double l = NAN;
+    t->path = t->tm->path;
+    lt_status st = lt_trainer_accum_in(t, n, names, inputs, &l, err);
+    t->path = NULL;
+    if (loss)
+        *loss = l;
+    return st;
+}
+
+lt_status lt_trainer_apply(lt_trainer *t, double lr, lt_err *err)
+{
+    if (!(lr >= 0) || !isfinite(lr))
+        return lt_errf(err, LT_ERR_INVALID, "learning rate must be >= 0, got %g", lr);
+    if (!t->acc || t->nacc < 1)
+        return lt_errf(err, LT_ERR_INVALID, "%s: lt_trainer_apply without lt_trainer_accumulate since the last step",
+                       t->tm->path);
+    t->path = t->tm->path;
+    lt_status st = lt_trainer_apply_in(t, lr, err);
+    t->path = NULL;
+    return st;
+}
+
 lt_model *lt_trainer_model(lt_trainer *t)
 {
     if (t->em_stale)

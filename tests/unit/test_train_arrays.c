@@ -558,6 +558,21 @@ static void ragged_trees_accumulate(void **state)
         }
         free(want[p]);
     }
+    /* the step API's accumulate / apply: the same bytes */
+    assert_int_equal(lt_trainer_new(DATA "feed_tree.onnx", &o, &t, &err), LT_OK);
+    td_fails(lt_trainer_apply(t, 0.5, &err), LT_ERR_INVALID, &err, "without lt_trainer_accumulate", NULL);
+    for (int64_t i = 0; i < 4; i++) {
+        assert_int_equal(lt_afeed_make(&f, &i, 1, names, in, &err), LT_OK);
+        if (lt_trainer_accumulate(t, 3, names, in, NULL, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        lt_afeed_free_values(&f, in);
+    }
+    assert_int_equal(lt_trainer_apply(t, 0.5, &err), LT_OK);
+    assert_int_equal(lt_trainer_num_steps(t), 1);
+    for (int p = 0; p < np; p++)
+        assert_memory_equal(lt_model_param(lt_trainer_model(t), p)->data, lt_model_param(trained, p)->data,
+                            lt_tensor_nbytes(lt_model_param(trained, p)));
+    lt_trainer_free(t);
     lt_model_free(trained);
     lt_arrays_free(a);
     lt_model_free(m);
