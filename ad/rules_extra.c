@@ -339,6 +339,8 @@ RULE(r_dequantize_linear)
 {
     lt_ival *x = in[0], *sc = in[1], *zp = arg(n, in, 2);
     const lt_type *st = &sc->type;
+    if (lt_attr_int(n, "block_size", 0) > 0)
+        return lt_ad_fail(c, n, "a block-quantized x_scale (block_size) is not differentiated");
     if (st->rank < 0 || st->rank > 1)
         return lt_ad_fail(c, n, "x_scale must be known to be a scalar or 1-D to be differentiated");
     /* a 1-D scale of one element scales the whole tensor, as the kernel reads it */

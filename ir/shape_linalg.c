@@ -234,11 +234,13 @@ static lt_status quantize_linear(lt_infer_ctx *c, lt_node *n)
 {
     (void)c;
     const lt_type *x = in_type(n, 0), *zp = in_type(n, 2);
+    int64_t odt = lt_attr_int(n, "output_dtype", 0); /* opset 21: the type without a zero point */
+    lt_dtype ot = zp ? zp->dtype : odt > 0 && odt < LT_DTYPE_COUNT ? (lt_dtype)odt : LT_U8;
     lt_type t;
-    lt_type_unknown(&t, zp ? zp->dtype : LT_U8, -1);
+    lt_type_unknown(&t, ot, -1);
     if (x) {
         t = *x;
-        t.dtype = zp ? zp->dtype : LT_U8;
+        t.dtype = ot;
     }
     set_out(n, 0, &t);
     return LT_OK;

@@ -24,33 +24,67 @@ static float quantize1(float x, float scale, float zp, float lo, float hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* Per-tensor or per-axis parameters of (De)QuantizeLinear: *inner is the
- * element count after the axis and *nch the channel count (1: per tensor). */
-static lt_status qaxis(lt_kctx *k, const lt_tensor *x, const lt_tensor *scale, const lt_tensor *zp, int64_t *inner,
-                       int64_t *nch)
+/* Where element i of x finds its scale and zero point in (De)QuantizeLinear:
+ * one for the tensor, one per index along axis, or (block_size > 0, opset
+ * 21) one per block of block_size indices along axis, the scale then
+ * having x's rank with ceil(dims[axis] / block_size) there. */
+typedef struct qmap {
+    int mode;                /* 0 per tensor, 1 per axis, 2 blocked */
+    int64_t inner, A, SA, bs; /* elements after axis, axis size, scale's axis size, block size */
+} qmap;
+
+static int64_t qidx(const qmap *q, int64_t i)
+{
+    if (q->mode == 0)
+        return 0;
+    int64_t a = (i / q->inner) % q->A;
+    if (q->mode == 1)
+        return a;
+    int64_t o = i / (q->inner * q->A), r = i % q->inner;
+    return (o * q->SA + a / q->bs) * q->inner + r;
+}
+
+static lt_status qaxis(lt_kctx *k, const lt_tensor *x, const lt_tensor *scale, const lt_tensor *zp, qmap *q)
 {
     if (zp && zp->numel != scale->numel)
         return lt_k_fail(k, LT_ERR_RUNTIME, "scale has %lld elements but zero point %lld", (long long)scale->numel,
                          (long long)zp->numel);
-    *inner = 1;
-    *nch = 1;
-    if (scale->numel == 1 && scale->rank <= 1)
+    *q = (qmap){.mode = 0, .inner = 1, .A = 1, .SA = 1, .bs = 1};
+    int64_t bs = lt_attr_int(k->node, "block_size", 0);
+    if (scale->numel == 1 && scale->rank <= 1 && bs <= 0)
         return LT_OK;
-    if (scale->rank != 1)
-        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "scale of rank %d (only scalars and 1-D per-axis scales)",
-                         scale->rank);
+    if (bs < 0)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "block_size %lld is negative", (long long)bs);
+    if (bs == 0 && scale->rank != 1)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "scale of rank %d needs block_size (block quantization)", scale->rank);
     int64_t axis = lt_attr_int(k->node, "axis", 1);
     if (axis < 0)
         axis += x->rank;
     if (axis < 0 || axis >= x->rank)
         return lt_k_fail(k, LT_ERR_RUNTIME, "axis %lld is out of range for rank %d",
                          (long long)lt_attr_int(k->node, "axis", 1), x->rank);
+    q->A = x->dims[axis];
+    for (int d = (int)axis + 1; d < x->rank; d++)
+        q->inner *= x->dims[d];
+    if (bs > 0) {
+        if (scale->rank != x->rank || (zp && zp->rank != x->rank))
+            return lt_k_fail(k, LT_ERR_RUNTIME, "block quantization needs a scale of x's rank %d, got %d", x->rank,
+                             scale->rank);
+        for (int d = 0; d < x->rank; d++) {
+            int64_t want = d == axis ? (x->dims[d] + bs - 1) / bs : x->dims[d];
+            if (scale->dims[d] != want || (zp && zp->dims[d] != want))
+                return lt_k_fail(k, LT_ERR_RUNTIME, "scale dim %d is %lld, blocks of %lld need %lld", d,
+                                 (long long)scale->dims[d], (long long)bs, (long long)want);
+        }
+        q->mode = 2;
+        q->SA = scale->dims[axis];
+        q->bs = bs;
+        return LT_OK;
+    }
     if (x->dims[axis] != scale->numel)
         return lt_k_fail(k, LT_ERR_RUNTIME, "scale has %lld elements but axis %lld has size %lld",
                          (long long)scale->numel, (long long)axis, (long long)x->dims[axis]);
-    *nch = scale->numel;
-    for (int d = (int)axis + 1; d < x->rank; d++)
-        *inner *= x->dims[d];
+    q->mode = 1;
     return LT_OK;
 }
 
@@ -59,12 +93,17 @@ static lt_status quantize_linear(lt_kctx *k)
     const lt_tensor *x = lt_k_in(k, 0), *scale = lt_k_in(k, 1), *zp = lt_k_in(k, 2);
     if (!x || !scale)
         return lt_k_fail(k, LT_ERR_INVALID, "QuantizeLinear needs x and y_scale");
-    lt_dtype ot = zp ? zp->dtype : LT_U8;
+    int64_t odt = lt_attr_int(k->node, "output_dtype", 0); /* opset 21: the type without a zero point */
+    lt_dtype ot = zp ? zp->dtype : odt > 0 && odt < LT_DTYPE_COUNT ? (lt_dtype)odt : LT_U8;
+    if (zp && odt > 0 && odt != zp->dtype)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "output_dtype %lld differs from the zero point's %s", (long long)odt,
+                         lt_dtype_name(zp->dtype));
     float lo, hi;
     if (!qrange(ot, &lo, &hi))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "quantizing to %s is not supported", lt_dtype_name(ot));
-    int64_t inner, nch;
-    lt_status s = qaxis(k, x, scale, zp, &inner, &nch);
+    qmap qm;
+    lt_status s = qaxis(k, x, scale, zp, &qm);
+    int64_t nch = scale->numel;
     if (s != LT_OK)
         return s;
     lt_tensor *y;
@@ -81,7 +120,7 @@ static lt_status quantize_linear(lt_kctx *k)
     const float *xf = x->dtype == LT_F32 ? x->data : NULL;
 #pragma omp parallel for if (x->numel > 32768)
     for (int64_t i = 0; i < x->numel; i++) {
-        int64_t c = nch == 1 ? 0 : (i / inner) % nch;
+        int64_t c = qidx(&qm, i);
         float v = xf ? xf[i] : (float)lt_tensor_get_f64(x, i);
         float q = quantize1(v, sc[c], z[c], lo, hi);
         if (ot == LT_U8)
@@ -103,8 +142,9 @@ static lt_status dequantize_linear(lt_kctx *k)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "dequantizing %s is not supported", lt_dtype_name(x->dtype));
     if (!lt_dtype_is_float(scale->dtype))
         return lt_k_fail(k, LT_ERR_INVALID, "x_scale must be a float tensor");
-    int64_t inner, nch;
-    lt_status s = qaxis(k, x, scale, zp, &inner, &nch);
+    qmap qm;
+    lt_status s = qaxis(k, x, scale, zp, &qm);
+    int64_t nch = scale->numel;
     if (s != LT_OK)
         return s;
     lt_tensor *y;
@@ -122,7 +162,7 @@ static lt_status dequantize_linear(lt_kctx *k)
     float *yf = y->dtype == LT_F32 ? y->data : NULL;
 #pragma omp parallel for if (x->numel > 32768)
     for (int64_t i = 0; i < x->numel; i++) {
-        int64_t c = nch == 1 ? 0 : (i / inner) % nch;
+        int64_t c = qidx(&qm, i);
         float v = (float)(lt_tensor_get_i64(x, i) - z[c]) * sc[c];
         if (yf)
             yf[i] = v;

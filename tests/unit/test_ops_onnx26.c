@@ -2,7 +2,8 @@
  * out in double (zeros included, every exclusive/reverse combination),
  * BitCast against the bytes, AffineGrid against the spec's base grid times
  * theta, the string ops against Python's str.split and hand-made cases,
- * DeformConv against Conv (zero offsets) and a bilinear sample written out;
+ * DeformConv against Conv (zero offsets) and a bilinear sample written out,
+ * block (De)QuantizeLinear against the per-block formula;
  * the gradients of CumProd and AffineGrid against central finite
  * differences in float64. */
 #include "rule_fd.h"
@@ -298,6 +299,54 @@ static void deform_conv(void **state)
         lt_value_free(all[i]);
 }
 
+/* ---- block quantization (opset 21): blocks of 3 along axis 0 of a (5, 2)
+ * tensor, the last block short ---- */
+static void block_quantization(void **state)
+{
+    (void)state;
+    const uint64_t seed = 95;
+    int64_t xd[2] = {5, 2}, sd[2] = {2, 2};
+    const double zpv[4] = {3, -2, 0, 5};
+    lt_value *x = tu_rand(LT_F32, 2, xd, -20, 20, seed), *sc = tu_rand(LT_F32, 2, sd, 0.2, 0.6, seed + 1);
+    lt_value *zp = tu_from(LT_I8, 2, sd, zpv);
+    double want[10], back[10];
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 2; j++) {
+            int b = (i / 3) * 2 + j;
+            double s = (float)tu_get(sc, b), q = nearbyint((float)tu_get(x, i * 2 + j) / (float)s) + zpv[b];
+            want[i * 2 + j] = q < -128 ? -128 : q > 127 ? 127 : q;
+            back[i * 2 + j] = (want[i * 2 + j] - zpv[b]) * s;
+        }
+    tu_graph g = tu_single(LT_OP_QUANTIZE_LINEAR, 21, 3, 1);
+    tu_attr_int(&g, "axis", 0);
+    tu_attr_int(&g, "block_size", 3);
+    tu_attr_int(&g, "output_dtype", LT_I8);
+    lt_value *in[3] = {x, sc, zp};
+    lt_value *q = run1(&g, in);
+    assert_int_equal(q->t.dtype, LT_I8);
+    tu_assert_close(q, want, 10, 0, 0, seed);
+    tu_free(&g);
+    g = tu_single(LT_OP_DEQUANTIZE_LINEAR, 21, 3, 1);
+    tu_attr_int(&g, "axis", 0);
+    tu_attr_int(&g, "block_size", 3);
+    lt_value *in2[3] = {q, sc, zp};
+    lt_value *y = run1(&g, in2);
+    tu_assert_close(y, back, 10, 1e-6, 1e-6, seed);
+    tu_free(&g);
+    /* a scale that does not fit the blocks is refused by name */
+    g = tu_single(LT_OP_DEQUANTIZE_LINEAR, 21, 3, 1);
+    tu_attr_int(&g, "axis", 0);
+    tu_attr_int(&g, "block_size", 2);
+    lt_value *out[1] = {NULL};
+    lt_err err;
+    assert_int_not_equal(tu_run(&g, in2, out, &err), LT_OK);
+    assert_non_null(strstr(err.msg, "blocks of 2"));
+    tu_free(&g);
+    lt_value *all[5] = {x, sc, zp, q, y};
+    for (int i = 0; i < 5; i++)
+        lt_value_free(all[i]);
+}
+
 /* ---- gradients by finite differences ---- */
 /* fixed values with zeros, two to some lines, so the division-free
  * gradient is exercised where x / y would divide by zero */
@@ -365,6 +414,7 @@ int main(void)
         cmocka_unit_test(affine_grid),
         cmocka_unit_test(string_ops),
         cmocka_unit_test(deform_conv),
+        cmocka_unit_test(block_quantization),
         cmocka_unit_test(gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
