@@ -425,6 +425,30 @@ static void sequence_loss_skips_ignored(void **state)
         if (!(e.last < 0.8 * e.first))
             fail_msg("pass %d: train loss %g -> %g", pass, e.first, e.last);
     }
+    /* the per-token loss's gradients against central differences */
+    {
+        int64_t d2[2] = {3, T};
+        double vi[3 * T], vl[3 * T];
+        for (int i = 0; i < 3 * T; i++) {
+            vi[i] = (double)ids[i];
+            vl[i] = (double)y[i];
+        }
+        lt_value *iv = tu_from(LT_I64, 2, d2, vi), *lv = tu_from(LT_I64, 2, d2, vl);
+        lt_grad_opts g = {LT_LOSS_SOFTMAX_CROSS_ENTROPY, 0, NULL, 0, NULL, 0, 0};
+        const char *gn[2] = {"input_ids", "labels"};
+        lt_value *gi[2] = {iv, lv};
+        lt_gradcheck_row *rows = NULL;
+        int nrows = 0;
+        if (lt_grad_check(DATA "feed_tagger.onnx", &g, 2, gn, gi, 24, &rows, &nrows, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        assert_int_equal(nrows, 3);
+        for (int r = 0; r < nrows; r++)
+            if (!(rows[r].err64 < 1e-5) || rows[r].checked < 1)
+                fail_msg("%s: rel.err %g over %d", rows[r].name, rows[r].err64, rows[r].checked);
+        free(rows);
+        lt_value_free(iv);
+        lt_value_free(lv);
+    }
     /* -100 is no class when the ignore index is 3 */
     {
         lt_train_opts o = opts_for(spec, NULL);
