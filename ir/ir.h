@@ -245,4 +245,23 @@ const char *lt_str_intern(const char *s, size_t len);
 lt_status lt_errf(lt_err *err, lt_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+
+/* ---- element types and elements (ir/dtype.c) ---- */
+int64_t lt_shape_numel(int rank, const int64_t *dims); /* -1 on overflow/negative */
+size_t lt_tensor_nbytes(const lt_tensor *t);
+/* Generic element access through double / int64 (slow paths, any dtype).
+ * Setting an integer element from a double truncates toward zero and
+ * saturates at the type's range; NaN gives 0 (never undefined). */
+double lt_tensor_get_f64(const lt_tensor *t, int64_t i);
+void lt_tensor_set_f64(lt_tensor *t, int64_t i, double v);
+int64_t lt_tensor_get_i64(const lt_tensor *t, int64_t i);
+void lt_tensor_set_i64(lt_tensor *t, int64_t i, int64_t v);
+float lt_f16_to_f32(uint16_t h);
+uint16_t lt_f32_to_f16(float f);
+float lt_bf16_to_f32(uint16_t h);
+uint16_t lt_f32_to_bf16(float f);
+bool lt_dtype_is_float(lt_dtype t); /* f16, bf16, f32, f64 */
+bool lt_dtype_is_int(lt_dtype t);   /* signed or unsigned integers (not bool) */
+bool lt_dtype_is_signed(lt_dtype t);
+
 #endif

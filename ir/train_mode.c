@@ -6,7 +6,6 @@
 #include "ir.h"
 #include "train_mode.h"
 #include <stdlib.h>
-#include "runtime/runtime.h"
 #include <stdio.h>
 #include <string.h>
 

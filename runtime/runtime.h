@@ -42,7 +42,6 @@ bool lt_checked_memory(void);
 /* A digest of n bytes (checked mode). */
 uint64_t lt_bytes_digest(const void *p, size_t n);
 
-int64_t lt_shape_numel(int rank, const int64_t *dims); /* -1 on overflow/negative */
 /* Allocates an owned tensor (uninitialized data). */
 lt_status lt_tensor_alloc(lt_tensor *t, lt_dtype dtype, int rank, const int64_t *dims, lt_err *err);
 /* The same in memory of backend be (NULL or the host backend: the host). */
@@ -52,21 +51,6 @@ lt_status lt_tensor_alloc_on(lt_tensor *t, const struct lt_backend *be, lt_dtype
 void lt_tensor_view(lt_tensor *dst, const lt_tensor *src, int rank, const int64_t *dims);
 lt_status lt_tensor_clone(lt_tensor *dst, const lt_tensor *src, lt_err *err);
 void lt_tensor_release(lt_tensor *t); /* drops the storage reference */
-size_t lt_tensor_nbytes(const lt_tensor *t);
-/* Generic element access through double / int64 (slow paths, any dtype).
- * Setting an integer element from a double truncates toward zero and
- * saturates at the type's range; NaN gives 0 (never undefined). */
-double lt_tensor_get_f64(const lt_tensor *t, int64_t i);
-void lt_tensor_set_f64(lt_tensor *t, int64_t i, double v);
-int64_t lt_tensor_get_i64(const lt_tensor *t, int64_t i);
-void lt_tensor_set_i64(lt_tensor *t, int64_t i, int64_t v);
-float lt_f16_to_f32(uint16_t h);
-uint16_t lt_f32_to_f16(float f);
-float lt_bf16_to_f32(uint16_t h);
-uint16_t lt_f32_to_bf16(float f);
-bool lt_dtype_is_float(lt_dtype t); /* f16, bf16, f32, f64 */
-bool lt_dtype_is_int(lt_dtype t);   /* signed or unsigned integers (not bool) */
-bool lt_dtype_is_signed(lt_dtype t);
 
 /* ---- runtime values ---- */
 typedef enum lt_vk { LT_VAL_TENSOR = 0, LT_VAL_SEQUENCE, LT_VAL_NONE } lt_vk;

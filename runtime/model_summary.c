@@ -1,8 +1,8 @@
 /* `lantern import`'s report: producer, versions, opsets, inputs and outputs
  * with types, parameters, an op histogram, control flow with its nesting and
  * every op lantern cannot run. */
-#include "ir.h"
-#include "../runtime/runtime.h"
+#include "../ir/ir.h"
+#include "runtime.h"
 #include <string.h>
 
 static void count_ops(const lt_block *b, int *hist)
