@@ -111,7 +111,7 @@ static lt_ival *scope_lookup(const scope *s, const char *name)
 
 /* ---- importer state ---- */
 typedef struct opsets {
-    int64_t onnx, training; /* -1 when not imported */
+    int64_t onnx, training, preview; /* -1 when not imported */
 } opsets;
 
 typedef struct imp {
@@ -344,6 +344,8 @@ static const Onnx__FunctionProto *callee(imp *im, const Onnx__NodeProto *np)
     if (strcmp(domain, "ai.onnx.preview.training") == 0 &&
         lt_op_lookup(np->op_type, LT_DOMAIN_TRAINING) != LT_OP_COUNT)
         return NULL;
+    if (strcmp(domain, "ai.onnx.preview") == 0 && lt_op_lookup(np->op_type, LT_DOMAIN_PREVIEW) != LT_OP_COUNT)
+        return NULL;
     return find_function(im, domain, np);
 }
 
@@ -522,6 +524,8 @@ static lt_status inline_function(imp *im, scope *s, lt_block *b, const Onnx__Nod
             fops.onnx = o->version;
         else if (strcmp(d, "ai.onnx.preview.training") == 0)
             fops.training = o->version;
+        else if (strcmp(d, "ai.onnx.preview") == 0)
+            fops.preview = o->version;
     }
     scope fs = {0};
     lt_status st = LT_OK;
@@ -586,6 +590,9 @@ static lt_status import_node(imp *im, scope *s, lt_block *b, const Onnx__NodePro
     } else if (strcmp(domain, "ai.onnx.preview.training") == 0) {
         dom = LT_DOMAIN_TRAINING;
         version = ops->training;
+    } else if (strcmp(domain, "ai.onnx.preview") == 0 && lt_op_lookup(np->op_type, LT_DOMAIN_PREVIEW) != LT_OP_COUNT) {
+        dom = LT_DOMAIN_PREVIEW;
+        version = ops->preview;
     } else {
         const Onnx__FunctionProto *f = find_function(im, domain, np);
         if (f)
@@ -1040,7 +1047,7 @@ done:
 
 static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *err)
 {
-    imp im = {m, err, mp, m->path, {-1, -1}, 0, 0, NULL, 0};
+    imp im = {m, err, mp, m->path, {-1, -1, -1}, 0, 0, NULL, 0};
     /* IR 11-14 add element types (refused per tensor until lantern holds
      * them), multi-device configurations (hints for a sharded run; a
      * one-device run may ignore them) and opaque types in every build
@@ -1073,6 +1080,8 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
             im.model_ops.onnx = v;
         else if (strcmp(d, "ai.onnx.preview.training") == 0)
             im.model_ops.training = v;
+        else if (strcmp(d, "ai.onnx.preview") == 0)
+            im.model_ops.preview = v;
     }
     if (mp->ir_version == 3 && im.model_ops.onnx < 0 && mp->n_opset_import == 0)
         im.model_ops.onnx = 1;

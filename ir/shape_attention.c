@@ -1,7 +1,7 @@
 /* Shape inference rules: Attention (opsets 23-25), RotaryEmbedding
  * (opset 23), the KV-cache update TensorScatter (opset 24), the
- * state-space models' CausalConvWithState and LinearAttention (opset 27)
- * and their gradient ops. */
+ * state-space models' CausalConvWithState and LinearAttention (opset 27),
+ * FlexAttention (ai.onnx.preview 1) and their gradient ops. */
 #include "infer.h"
 
 static const lt_type *in_type(const lt_node *n, int i)
@@ -237,6 +237,35 @@ static lt_status infer_linear_attention_grad(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* FlexAttention: (B, Hq, L, V's head size) in V's type; an untyped
+ * score_mod/prob_mod parameter gets the scores' type */
+static lt_status infer_flex_attention(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *q = in_type(n, 0), *k = in_type(n, 1), *v = in_type(n, 2);
+    if (!q || !k || !v)
+        return lt_infer_fail(c, n, "needs Q, K and V");
+    for (int i = 0; i < 3; i++) {
+        const lt_type *t = in_type(n, i);
+        if (t->rank >= 0 && t->rank != 4)
+            return lt_infer_fail(c, n, "Q, K and V must have rank 4 (input %d has %d)", i, t->rank);
+    }
+    lt_dim y[4] = {q->rank == 4 ? q->dims[0] : unknown_dim(), q->rank == 4 ? q->dims[1] : unknown_dim(),
+                   q->rank == 4 ? q->dims[2] : unknown_dim(), v->rank == 4 ? v->dims[3] : unknown_dim()};
+    set_out(n, 0, v->dtype, 4, y);
+    int64_t sp = lt_attr_int(n, "softmax_precision", 0);
+    lt_dtype cdt = sp ? (lt_dtype)sp : q->dtype == LT_F64 ? LT_F64 : LT_F32;
+    for (int r = 0; r < n->nregions; r++) {
+        lt_block *b = n->regions[r];
+        if (b->nparams == 1 && b->params[0]->type.dtype == LT_UNDEFINED) {
+            lt_dim s[4] = {y[0], y[1], y[2], k->rank == 4 ? k->dims[2] : unknown_dim()};
+            lt_type_unknown(&b->params[0]->type, cdt, 4);
+            for (int d = 0; d < 4; d++)
+                b->params[0]->type.dims[d] = s[d];
+        }
+    }
+    return LT_OK;
+}
+
 void lt_infer_register_attention(lt_infer_fn *tab)
 {
     tab[LT_OP_ATTENTION] = infer_attention;
@@ -249,4 +278,5 @@ void lt_infer_register_attention(lt_infer_fn *tab)
     tab[LT_OP_CAUSAL_CONV_WITH_STATE_GRAD] = infer_causal_conv_grad;
     tab[LT_OP_LINEAR_ATTENTION] = infer_linear_attention;
     tab[LT_OP_LINEAR_ATTENTION_GRAD] = infer_linear_attention_grad;
+    tab[LT_OP_FLEX_ATTENTION] = infer_flex_attention;
 }
