@@ -111,7 +111,7 @@ static lt_ival *scope_lookup(const scope *s, const char *name)
 
 /* ---- importer state ---- */
 typedef struct opsets {
-    int64_t onnx, training, preview; /* -1 when not imported */
+    int64_t onnx, training, preview, ml; /* -1 when not imported */
 } opsets;
 
 typedef struct imp {
@@ -346,6 +346,8 @@ static const Onnx__FunctionProto *callee(imp *im, const Onnx__NodeProto *np)
         return NULL;
     if (strcmp(domain, "ai.onnx.preview") == 0 && lt_op_lookup(np->op_type, LT_DOMAIN_PREVIEW) != LT_OP_COUNT)
         return NULL;
+    if (strcmp(domain, "ai.onnx.ml") == 0 && lt_op_lookup(np->op_type, LT_DOMAIN_ML) != LT_OP_COUNT)
+        return NULL;
     return find_function(im, domain, np);
 }
 
@@ -526,6 +528,8 @@ static lt_status inline_function(imp *im, scope *s, lt_block *b, const Onnx__Nod
             fops.training = o->version;
         else if (strcmp(d, "ai.onnx.preview") == 0)
             fops.preview = o->version;
+        else if (strcmp(d, "ai.onnx.ml") == 0)
+            fops.ml = o->version;
     }
     scope fs = {0};
     lt_status st = LT_OK;
@@ -593,6 +597,9 @@ static lt_status import_node(imp *im, scope *s, lt_block *b, const Onnx__NodePro
     } else if (strcmp(domain, "ai.onnx.preview") == 0 && lt_op_lookup(np->op_type, LT_DOMAIN_PREVIEW) != LT_OP_COUNT) {
         dom = LT_DOMAIN_PREVIEW;
         version = ops->preview;
+    } else if (strcmp(domain, "ai.onnx.ml") == 0 && lt_op_lookup(np->op_type, LT_DOMAIN_ML) != LT_OP_COUNT) {
+        dom = LT_DOMAIN_ML;
+        version = ops->ml;
     } else {
         const Onnx__FunctionProto *f = find_function(im, domain, np);
         if (f)
@@ -1047,7 +1054,7 @@ done:
 
 static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *err)
 {
-    imp im = {m, err, mp, m->path, {-1, -1, -1}, 0, 0, NULL, 0};
+    imp im = {m, err, mp, m->path, {-1, -1, -1, -1}, 0, 0, NULL, 0};
     /* IR 11-14 add element types (refused per tensor until lantern holds
      * them), multi-device configurations (hints for a sharded run; a
      * one-device run may ignore them) and opaque types in every build
@@ -1082,6 +1089,8 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
             im.model_ops.training = v;
         else if (strcmp(d, "ai.onnx.preview") == 0)
             im.model_ops.preview = v;
+        else if (strcmp(d, "ai.onnx.ml") == 0)
+            im.model_ops.ml = v;
     }
     if (mp->ir_version == 3 && im.model_ops.onnx < 0 && mp->n_opset_import == 0)
         im.model_ops.onnx = 1;

@@ -13,7 +13,7 @@ typedef enum lt_op {
     LT_OP_COUNT
 } lt_op;
 
-enum { LT_DOMAIN_ONNX = 0, LT_DOMAIN_TRAINING = 1, LT_DOMAIN_LANTERN = 2, LT_DOMAIN_PREVIEW = 3 };
+enum { LT_DOMAIN_ONNX = 0, LT_DOMAIN_TRAINING = 1, LT_DOMAIN_LANTERN = 2, LT_DOMAIN_PREVIEW = 3, LT_DOMAIN_ML = 4 };
 
 extern const char *const lt_op_names[LT_OP_COUNT];
 extern const int lt_op_domains[LT_OP_COUNT];

@@ -1,6 +1,7 @@
 /* Shape inference rules: BitCast (opset 26), AffineGrid (opset 20) with
  * its gradient op, the string ops of opset 20 (StringConcat, StringSplit,
- * RegexFullMatch) and DeformConv (opset 19). */
+ * RegexFullMatch), DeformConv (opset 19) and ai.onnx.ml's Binarizer,
+ * ArrayFeatureExtractor and LabelEncoder. */
 #include "infer.h"
 
 static const lt_type *in_type(const lt_node *n, int i)
@@ -138,8 +139,71 @@ static lt_status infer_deform_conv(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+static lt_status infer_binarizer(lt_infer_ctx *c, lt_node *n)
+{
+    if (!in_type(n, 0))
+        return lt_infer_fail(c, n, "needs X");
+    lt_infer_same(n, 0, 0);
+    return LT_OK;
+}
+
+/* X's dims but the last, then the number of indices; (1, n) for a 1-D X */
+static lt_status infer_array_feature_extractor(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0), *ix = in_type(n, 1);
+    if (!x || !ix)
+        return lt_infer_fail(c, n, "needs X and indices");
+    if (n->nout < 1 || !n->out[0])
+        return LT_OK;
+    int r = x->rank < 0 ? -1 : x->rank == 1 ? 2 : x->rank;
+    if (x->rank == 0)
+        return lt_infer_fail(c, n, "X must have rank 1 or more");
+    lt_type_unknown(&n->out[0]->type, x->dtype, r);
+    if (r < 0)
+        return LT_OK;
+    lt_type *t = &n->out[0]->type;
+    if (x->rank == 1)
+        t->dims[0] = (lt_dim){.v = 1, .sym = -1};
+    else
+        for (int d = 0; d + 1 < x->rank; d++)
+            t->dims[d] = x->dims[d];
+    if (ix->rank >= 0) {
+        int64_t cnt = 1;
+        for (int d = 0; d < ix->rank && cnt >= 0; d++)
+            cnt = ix->dims[d].sym < 0 && ix->dims[d].v >= 0 ? cnt * ix->dims[d].v : -1;
+        t->dims[r - 1] = (lt_dim){.v = cnt, .sym = -1};
+    }
+    return LT_OK;
+}
+
+/* X's shape in the values' type */
+static lt_status infer_label_encoder(lt_infer_ctx *c, lt_node *n)
+{
+    if (!in_type(n, 0))
+        return lt_infer_fail(c, n, "needs X");
+    lt_dtype dt = LT_UNDEFINED;
+    const lt_attr *a;
+    if (lt_attr_find(n, "values_strings"))
+        dt = LT_STRING;
+    else if (lt_attr_find(n, "values_int64s"))
+        dt = LT_I64;
+    else if (lt_attr_find(n, "values_floats"))
+        dt = LT_F32;
+    else if ((a = lt_attr_find(n, "values_tensor")) && a->kind == LT_ATTR_TENSOR && a->t)
+        dt = a->t->dtype;
+    else
+        return lt_infer_fail(c, n, "needs values_strings, values_int64s, values_floats or values_tensor");
+    lt_infer_same(n, 0, 0);
+    if (n->nout > 0 && n->out[0])
+        n->out[0]->type.dtype = dt;
+    return LT_OK;
+}
+
 void lt_infer_register_onnx26(lt_infer_fn *tab)
 {
+    tab[LT_OP_BINARIZER] = infer_binarizer;
+    tab[LT_OP_ARRAY_FEATURE_EXTRACTOR] = infer_array_feature_extractor;
+    tab[LT_OP_LABEL_ENCODER] = infer_label_encoder;
     tab[LT_OP_DEFORM_CONV] = infer_deform_conv;
     tab[LT_OP_STRING_CONCAT] = infer_string_concat;
     tab[LT_OP_STRING_SPLIT] = infer_string_split;

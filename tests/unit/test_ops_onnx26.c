@@ -3,7 +3,8 @@
  * BitCast against the bytes, AffineGrid against the spec's base grid times
  * theta, the string ops against Python's str.split and hand-made cases,
  * DeformConv against Conv (zero offsets) and a bilinear sample written out,
- * block (De)QuantizeLinear against the per-block formula;
+ * block (De)QuantizeLinear against the per-block formula, ai.onnx.ml's
+ * Binarizer, ArrayFeatureExtractor and LabelEncoder on hand-made cases;
  * the gradients of CumProd and AffineGrid against central finite
  * differences in float64. */
 #include "rule_fd.h"
@@ -347,6 +348,66 @@ static void block_quantization(void **state)
         lt_value_free(all[i]);
 }
 
+/* ---- ai.onnx.ml ---- */
+static void ml_ops(void **state)
+{
+    (void)state;
+    /* LabelEncoder int64 -> string with a default; float keys -> int64 */
+    int64_t d[1] = {4};
+    const double xv[4] = {7, -1, 3, 7};
+    lt_value *x = tu_from(LT_I64, 1, d, xv);
+    tu_graph g = tu_single(LT_OP_LABEL_ENCODER, 4, 1, 1);
+    const int64_t keys[2] = {3, 7};
+    const char *const vals[2] = {"three", "seven"};
+    tu_attr_ints(&g, "keys_int64s", 2, keys);
+    tu_attr_strings(&g, "values_strings", 2, vals);
+    tu_attr_str(&g, "default_string", "none");
+    lt_value *in[1] = {x};
+    lt_value *y = run1(&g, in);
+    const char *want[4] = {"seven", "none", "three", "seven"};
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(str_of(y, i), want[i]);
+    lt_value_free(y);
+    tu_free(&g);
+    lt_value_free(x);
+    const double fv[4] = {0.5, 2.5, -1, 0.5};
+    lt_value *xf = tu_from(LT_F32, 1, d, fv);
+    g = tu_single(LT_OP_LABEL_ENCODER, 2, 1, 1);
+    const float fk[2] = {0.5f, -1};
+    const int64_t iv[2] = {10, 20};
+    tu_attr_floats(&g, "keys_floats", 2, fk);
+    tu_attr_ints(&g, "values_int64s", 2, iv);
+    lt_value *in2[1] = {xf};
+    y = run1(&g, in2);
+    assert_int_equal(y->t.dtype, LT_I64);
+    const int64_t wi[4] = {10, -1, 20, 10};
+    assert_memory_equal(y->t.data, wi, sizeof wi);
+    lt_value_free(y);
+    tu_free(&g);
+    /* Binarizer: 1 above the threshold, else 0 */
+    g = tu_single(LT_OP_BINARIZER, 1, 1, 1);
+    tu_attr_float(&g, "threshold", 0.5f);
+    y = run1(&g, in2);
+    const double wb[4] = {0, 1, 0, 0};
+    tu_assert_close(y, wb, 4, 0, 0, 1);
+    lt_value_free(y);
+    tu_free(&g);
+    /* ArrayFeatureExtractor of a 1-D X: (1, n), indices repeated */
+    int64_t id[1] = {3};
+    const double ix[3] = {3, 0, 3};
+    lt_value *in3[2] = {xf, tu_from(LT_I64, 1, id, ix)};
+    g = tu_single(LT_OP_ARRAY_FEATURE_EXTRACTOR, 1, 2, 1);
+    y = run1(&g, in3);
+    assert_int_equal(y->t.rank, 2);
+    assert_int_equal(y->t.dims[0], 1);
+    const double wa[3] = {0.5, 0.5, 0.5};
+    tu_assert_close(y, wa, 3, 0, 0, 1);
+    lt_value_free(y);
+    tu_free(&g);
+    lt_value_free(in3[1]);
+    lt_value_free(xf);
+}
+
 /* ---- gradients by finite differences ---- */
 /* fixed values with zeros, two to some lines, so the division-free
  * gradient is exercised where x / y would divide by zero */
@@ -415,6 +476,7 @@ int main(void)
         cmocka_unit_test(string_ops),
         cmocka_unit_test(deform_conv),
         cmocka_unit_test(block_quantization),
+        cmocka_unit_test(ml_ops),
         cmocka_unit_test(gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
