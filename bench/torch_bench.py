@@ -22,7 +22,10 @@ and prints one table row per model:
 
   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive /usr/bin/python3 bench/torch_bench.py \\
       [--lantern build-bench/bench/bench_train] [--models build/bench_models] \\
-      [--torch2 /tmp/venv-bench/bin/python] [--warmup 5] [--iters 30] [--spin] [NAME...]
+      [--torch2 /tmp/venv-bench/bin/python] [--warmup 5] [--iters 30] [--rounds 1] [--spin] [NAME...]
+
+--rounds R runs lantern and each torch R times per model, alternating, and
+keeps each side's lower median: steadier figures on a busy machine.
 
 --spin instead times lantern alone with 1 and with 2 threads while a
 spinning process keeps one core busy, and prints the ratio (2 threads / 1).
@@ -202,6 +205,8 @@ def main():
     ap.add_argument("--torch2", help="python of a second torch (e.g. a venv with PyPI torch 2.x)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run each side this many times, alternating, and keep the lower median (busy machines)")
     ap.add_argument("--spin", action="store_true",
                     help="lantern only: 1 against 2 threads while a spinning process keeps one core busy")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -226,16 +231,26 @@ def main():
     common = ["--models", a.models, "--warmup", str(a.warmup), "--iters", str(a.iters), "--threads", str(threads)]
     print("lantern %s vs PyTorch; threads %d on both sides (OMP_NUM_THREADS=%s, torch.set_num_threads(%d)), "
           "OMP_WAIT_POLICY=%s; median of %d steps after %d warm-up steps (one tree a step: after one pass over the trees "
-          "at least)" %
+          "at least); best median of %d alternating round(s)" %
           (a.lantern, threads, env["OMP_NUM_THREADS"], threads, os.environ.get("OMP_WAIT_POLICY", "(unset)"),
-           a.iters, a.warmup))
+           a.iters, a.warmup, a.rounds))
     rows = []
+    def better(old, new):  # the round with the lower median (max RSS: the largest seen)
+        if not old or not new:
+            return old or new
+        best = dict(new if float(new["median_ms"]) < float(old["median_ms"]) else old)
+        best["min_ms"] = str(min(float(old["min_ms"]), float(new["min_ms"])))
+        best["maxrss_kb"] = str(max(int(old["maxrss_kb"]), int(new["maxrss_kb"])))
+        return best
+
     for name, batch, optim, lr in entries:
-        lt = run([a.lantern, "--warmup", str(a.warmup), "--iters", str(a.iters), a.models, name], env,
-                 "bench_train " + name)
-        pts = []
-        for tag, py in pythons:
-            pts.append(run([py, os.path.abspath(__file__), "--worker", name] + common, env, tag + " " + name))
+        lt, pts = None, [None] * len(pythons)
+        for _ in range(a.rounds):
+            lt = better(lt, run([a.lantern, "--warmup", str(a.warmup), "--iters", str(a.iters), a.models, name], env,
+                                "bench_train " + name))
+            for i, (tag, py) in enumerate(pythons):
+                pts[i] = better(pts[i], run([py, os.path.abspath(__file__), "--worker", name] + common, env,
+                                            tag + " " + name))
         rows.append((name, batch, optim, lt, pts))
         sys.stderr.write("done %s\n" % name)
     versions = [next((p[i]["version"] for _, _, _, _, p in rows if p[i]), "?") for i in range(len(pythons))]
