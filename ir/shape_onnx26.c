@@ -1,7 +1,7 @@
 /* Shape inference rules: BitCast (opset 26), AffineGrid (opset 20) with
  * its gradient op, the string ops of opset 20 (StringConcat, StringSplit,
  * RegexFullMatch), DeformConv (opset 19) and ai.onnx.ml's Binarizer,
- * ArrayFeatureExtractor and LabelEncoder. */
+ * ArrayFeatureExtractor, LabelEncoder and TreeEnsemble. */
 #include "infer.h"
 
 static const lt_type *in_type(const lt_node *n, int i)
@@ -199,8 +199,28 @@ static lt_status infer_label_encoder(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* TreeEnsemble: (batch, n_targets) in X's type */
+static lt_status infer_tree_ensemble(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *x = in_type(n, 0);
+    if (!x)
+        return lt_infer_fail(c, n, "needs X");
+    if (x->rank >= 0 && x->rank != 2)
+        return lt_infer_fail(c, n, "X must be (batch, features), got rank %d", x->rank);
+    if (n->nout > 0 && n->out[0]) {
+        lt_type_unknown(&n->out[0]->type, x->dtype, 2);
+        if (x->rank == 2)
+            n->out[0]->type.dims[0] = x->dims[0];
+        int64_t nt = lt_attr_int(n, "n_targets", -1);
+        if (nt > 0)
+            n->out[0]->type.dims[1] = (lt_dim){.v = nt, .sym = -1};
+    }
+    return LT_OK;
+}
+
 void lt_infer_register_onnx26(lt_infer_fn *tab)
 {
+    tab[LT_OP_TREE_ENSEMBLE] = infer_tree_ensemble;
     tab[LT_OP_BINARIZER] = infer_binarizer;
     tab[LT_OP_ARRAY_FEATURE_EXTRACTOR] = infer_array_feature_extractor;
     tab[LT_OP_LABEL_ENCODER] = infer_label_encoder;

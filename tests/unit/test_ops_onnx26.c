@@ -4,7 +4,8 @@
  * theta, the string ops against Python's str.split and hand-made cases,
  * DeformConv against Conv (zero offsets) and a bilinear sample written out,
  * block (De)QuantizeLinear against the per-block formula, ai.onnx.ml's
- * Binarizer, ArrayFeatureExtractor and LabelEncoder on hand-made cases;
+ * Binarizer, ArrayFeatureExtractor, LabelEncoder and TreeEnsemble on
+ * hand-made cases;
  * the gradients of CumProd and AffineGrid against central finite
  * differences in float64. */
 #include "rule_fd.h"
@@ -408,6 +409,61 @@ static void ml_ops(void **state)
     lt_value_free(xf);
 }
 
+/* a tensor attribute on the graph's node */
+static void attr_tensor(tu_graph *g, const char *name, lt_dtype dt, int64_t n, const double *v)
+{
+    lt_node *nd = g->node;
+    lt_attr *a = lt_ir_alloc(g->m, sizeof *a * (size_t)(nd->nattr + 1));
+    if (nd->nattr)
+        memcpy(a, nd->attrs, sizeof *a * (size_t)nd->nattr);
+    nd->attrs = a;
+    lt_attr *x = &a[nd->nattr++];
+    *x = (lt_attr){.name = lt_ir_strdup(g->m, name), .kind = LT_ATTR_TENSOR};
+    x->t = lt_ir_alloc(g->m, sizeof *x->t);
+    *x->t = (lt_tensor){.dtype = dt, .rank = 1, .dims = {n}, .numel = n};
+    x->t->data = lt_ir_alloc(g->m, lt_dtype_size(dt) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        lt_tensor_set_f64(x->t, i, v[i]);
+}
+
+/* TreeEnsemble, averaged over two trees: tree 0 splits x0 < 1 (true: leaf 0,
+ * false: node 1, a membership test of x1 in {2, 5} with NaN going true to
+ * leaf 1, else leaf 2); tree 1 is one leaf, read at its root's index (2) */
+static void tree_ensemble(void **state)
+{
+    (void)state;
+    int64_t xd[2] = {4, 2};
+    const double xv[8] = {0.5, 9, 3, 5, 3, NAN, 3, 4};
+    lt_value *x = tu_from(LT_F32, 2, xd, xv);
+    tu_graph g = tu_single(LT_OP_TREE_ENSEMBLE, 5, 1, 1);
+    const int64_t feat[3] = {0, 1, 0}, tid[3] = {0, 1, 3}, fid[3] = {1, 2, 3}, tl[3] = {1, 1, 1}, fl[3] = {0, 1, 1};
+    const int64_t miss[3] = {0, 1, 0}, lt_[4] = {0, 1, 0, 1}, roots[2] = {0, 2};
+    const double splits[3] = {1, 0, 0}, modes[3] = {1, 6, 0}, w[4] = {10, 20, 30, 4}, mem[3] = {2, 5, NAN};
+    tu_attr_ints(&g, "nodes_featureids", 3, feat);
+    tu_attr_ints(&g, "nodes_truenodeids", 3, tid);
+    tu_attr_ints(&g, "nodes_falsenodeids", 3, fid);
+    tu_attr_ints(&g, "nodes_trueleafs", 3, tl);
+    tu_attr_ints(&g, "nodes_falseleafs", 3, fl);
+    tu_attr_ints(&g, "nodes_missing_value_tracks_true", 3, miss);
+    tu_attr_ints(&g, "leaf_targetids", 4, lt_);
+    tu_attr_ints(&g, "tree_roots", 2, roots);
+    tu_attr_int(&g, "n_targets", 2);
+    tu_attr_int(&g, "aggregate_function", 0);
+    attr_tensor(&g, "nodes_splits", LT_F32, 3, splits);
+    attr_tensor(&g, "nodes_modes", LT_U8, 3, modes);
+    attr_tensor(&g, "leaf_weights", LT_F32, 4, w);
+    attr_tensor(&g, "membership_values", LT_F32, 3, mem);
+    lt_value *in[1] = {x};
+    lt_value *y = run1(&g, in);
+    /* tree 0 per row: leaf 0 | leaf 1 (5 in the set) | leaf 1 (NaN tracks true) | leaf 2;
+     * tree 1 adds leaf 2 (30 to target 0) to every row; the average halves */
+    const double want[8] = {20, 0, 15, 10, 15, 10, 30, 0};
+    tu_assert_close(y, want, 8, 1e-6, 1e-7, 1);
+    lt_value_free(y);
+    lt_value_free(x);
+    tu_free(&g);
+}
+
 /* ---- gradients by finite differences ---- */
 /* fixed values with zeros, two to some lines, so the division-free
  * gradient is exercised where x / y would divide by zero */
@@ -477,6 +533,7 @@ int main(void)
         cmocka_unit_test(deform_conv),
         cmocka_unit_test(block_quantization),
         cmocka_unit_test(ml_ops),
+        cmocka_unit_test(tree_ensemble),
         cmocka_unit_test(gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
