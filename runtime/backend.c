@@ -168,13 +168,49 @@ static const lt_backend cpu_device_backend = {
 
 const lt_backend *lt_backend_cpu_device(void) { return &cpu_device_backend; }
 
-const lt_backend *lt_backend_named(const char *name)
+#ifdef LANTERN_HAVE_CUDA
+const lt_backend *lt_cuda_backend_open(int device, lt_err *err); /* cuda/backend.c */
+#endif
+
+const lt_backend *lt_backend_cuda(int device, lt_err *err)
+{
+#ifdef LANTERN_HAVE_CUDA
+    return lt_cuda_backend_open(device, err);
+#else
+    (void)device;
+    lt_errf(err, LT_ERR_UNSUPPORTED,
+            "this lantern was built without the cuda backend (configure with -DLANTERN_CUDA=ON where nvcc, "
+            "cuBLAS and cuDNN 9 are found)");
+    return NULL;
+#endif
+}
+
+const lt_backend *lt_backend_open(const char *name, lt_err *err)
 {
     if (strcmp(name, "cpu") == 0)
         return &cpu_backend;
     if (strcmp(name, "cpu-device") == 0)
         return &cpu_device_backend;
+    if (strncmp(name, "cuda", 4) == 0 && (name[4] == 0 || name[4] == ':')) {
+        long dev = 0;
+        if (name[4] == ':') {
+            char *end;
+            dev = strtol(name + 5, &end, 10);
+            if (end == name + 5 || *end || dev < 0 || dev > 1023) {
+                lt_errf(err, LT_ERR_INVALID, "'%s': a CUDA device is cuda or cuda:N with N a device number", name);
+                return NULL;
+            }
+        }
+        return lt_backend_cuda((int)dev, err);
+    }
+    lt_errf(err, LT_ERR_INVALID, "'%s' names no backend (cpu, cpu-device, cuda, cuda:N)", name);
     return NULL;
+}
+
+const lt_backend *lt_backend_named(const char *name)
+{
+    lt_err err;
+    return lt_backend_open(name, &err);
 }
 
 const lt_backend *lt_backend_from_env(lt_err *err)
@@ -182,9 +218,10 @@ const lt_backend *lt_backend_from_env(lt_err *err)
     const char *e = getenv("LANTERN_BACKEND");
     if (!e || !*e)
         return &cpu_backend;
-    const lt_backend *be = lt_backend_named(e);
+    lt_err why;
+    const lt_backend *be = lt_backend_open(e, &why);
     if (!be)
-        lt_errf(err, LT_ERR_INVALID, "LANTERN_BACKEND=%s names no backend (cpu, cpu-device)", e);
+        lt_errf(err, LT_ERR_INVALID, "LANTERN_BACKEND=%s: %s", e, why.msg);
     return be;
 }
 

@@ -45,10 +45,17 @@ struct lt_backend {
 /* The host CPU backend, and the CPU device-path backend. */
 const lt_backend *lt_backend_cpu(void);
 const lt_backend *lt_backend_cpu_device(void);
-/* By name ("cpu", "cpu-device"); NULL for an unknown name. */
+/* The CUDA backend on device N (cuda/): NULL, and err saying why, when
+ * lantern was built without it or no such device is present. One device per
+ * process: the first one opened stays the backend's. */
+const lt_backend *lt_backend_cuda(int device, lt_err *err);
+/* By name ("cpu", "cpu-device", "cuda", "cuda:N"); NULL for an unknown name
+ * or a backend that cannot run here (lt_backend_open says why). */
 const lt_backend *lt_backend_named(const char *name);
+/* The same, with err set to one line saying why when it gives NULL. */
+const lt_backend *lt_backend_open(const char *name, lt_err *err);
 /* LANTERN_BACKEND from the environment, "cpu" when unset; NULL (and err
- * set) when it names no backend. */
+ * set) when it names no backend or one that cannot run here. */
 const lt_backend *lt_backend_from_env(lt_err *err);
 
 /* Copies at the edges of a backend, counted per session run. */

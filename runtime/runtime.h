@@ -18,6 +18,9 @@ typedef struct lt_buf {
     void *data;
     lt_pool *pool; /* the pool it returns to */
     const struct lt_backend *be;
+    /* set by a backend keeping a pool of its own (device memory): the last
+     * lt_buf_release hands the buffer to it instead of to pool */
+    void (*release)(struct lt_buf *b);
 } lt_buf;
 
 lt_buf *lt_buf_alloc(size_t bytes); /* host pool; NULL on OOM; 64-byte aligned data */

@@ -160,6 +160,7 @@ static lt_buf *checked_alloc(lt_pool *p, size_t bytes)
     b->refs = 1;
     b->pool = p;
     b->be = NULL;
+    b->release = NULL;
     pthread_mutex_lock(&quarantine_mu);
     if (!quarantine.limit_set) {
         const char *q = getenv("LANTERN_CHECKED_QUARANTINE_MB");
@@ -242,6 +243,7 @@ lt_buf *lt_pool_alloc(lt_pool *p, size_t bytes)
     b->refs = 1;
     b->pool = p;
     b->be = NULL;
+    b->release = NULL;
     pthread_mutex_lock(&p->mu);
     count_in(p, b->size);
     pthread_mutex_unlock(&p->mu);
@@ -260,6 +262,10 @@ void lt_buf_release(lt_buf *b)
 {
     if (!b || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    if (b->release) {
+        b->release(b);
+        return;
+    }
     if (b->cls == LT_BUF_CHECKED) {
         checked_release(b);
         return;

@@ -1,0 +1,361 @@
+/* The "cuda" backend: device memory from a caching pool of its own, copies
+ * on one stream, and the kernel table of kernels.c, blas.c and conv.c.
+ *
+ * Opening it checks for a device (cudaGetDeviceCount) and makes the stream
+ * and the cuBLAS and cuDNN handles once per process; without a device the
+ * open fails with one line saying so, and nothing else is touched.
+ *
+ * The pool keeps freed blocks per size class (four classes per power of two,
+ * from 512 bytes) and never gives them back during a run, so a steady-state
+ * step makes no cudaMalloc or cudaFree; when cudaMalloc fails, the cache is
+ * given back to the driver and the request tried once more. All work goes on
+ * one stream, so a block freed by the host while kernels still read it is
+ * only handed to kernels queued after them. */
+#include "cuda_internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static lt_cuda state = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool opened;
+static lt_cu_op ops[LT_OP_COUNT];
+
+/* A device buffer: the lt_buf and the bytes last asked of it (guard mode
+ * checks the bytes after those). */
+typedef struct cu_buf {
+    lt_buf b;
+    size_t asked;
+} cu_buf;
+
+/* Guard mode (LANTERN_CUDA_GUARD=1, read when the backend opens): every
+ * buffer gets LT_CU_GUARD bytes of 0xA5 after what was asked, checked when
+ * it is released; a damaged guard (a kernel writing past its output) is
+ * counted, see lt_cuda_guard_breaks. Each release then waits for the
+ * stream: for tests only. */
+#define LT_CU_GUARD 256
+static bool guard_mode;
+static size_t guard_breaks;
+
+lt_status lt_cuda_errf(lt_err *err, lt_status s, const char *file, int line, const char *call, const char *lib,
+                       const char *msg)
+{
+    const char *base = strrchr(file, '/');
+    return lt_errf(err, s, "%s:%d: %s failed: %s: %s", base ? base + 1 : file, line, call, lib,
+                   msg ? msg : "unknown error");
+}
+
+lt_status lt_cuda_kfail(lt_kctx *k, const char *file, int line, const char *call, const char *lib, const char *msg)
+{
+    const char *base = strrchr(file, '/');
+    return lt_k_fail(k, LT_ERR_RUNTIME, "%s:%d: %s failed: %s: %s", base ? base + 1 : file, line, call, lib,
+                     msg ? msg : "unknown error");
+}
+
+lt_cuda *lt_cuda_of(const lt_backend *be)
+{
+    (void)be;
+    return &state;
+}
+
+/* ---- the caching pool ---- */
+static int size_class(size_t bytes, size_t *cap)
+{
+    size_t base = 512;
+    for (int c = 0; c < LT_CU_CLASSES; c += 4, base <<= 1) {
+        for (int q = 0; q < 4; q++) {
+            size_t sz = base + base / 4 * (size_t)q;
+            if (bytes <= sz) {
+                *cap = sz;
+                return c + q;
+            }
+        }
+        if (base > ((size_t)1 << 46))
+            break;
+    }
+    *cap = bytes;
+    return -1;
+}
+
+static void guard_check(lt_buf *b)
+{
+    cu_buf *cb = (cu_buf *)b;
+    unsigned char tail[LT_CU_GUARD];
+    bool ok = cudaMemcpyAsync(tail, (char *)b->data + cb->asked, LT_CU_GUARD, cudaMemcpyDeviceToHost,
+                              state.stream) == cudaSuccess &&
+              cudaStreamSynchronize(state.stream) == cudaSuccess;
+    for (int i = 0; ok && i < LT_CU_GUARD; i++)
+        ok = tail[i] == 0xA5;
+    if (!ok)
+        __atomic_add_fetch(&guard_breaks, 1, __ATOMIC_RELAXED);
+}
+
+size_t lt_cuda_guard_breaks(void) { return guard_breaks; }
+
+static void cuda_release(lt_buf *b)
+{
+    lt_cuda *st = &state;
+    if (guard_mode)
+        guard_check(b);
+    pthread_mutex_lock(&st->mu);
+    st->in_use -= b->size;
+    if (b->cls >= 0) {
+        int c = b->cls;
+        if (st->nfree[c] == st->capfree[c]) {
+            int nc = st->capfree[c] ? st->capfree[c] * 2 : 8;
+            lt_buf **nl = realloc(st->freel[c], sizeof *nl * (size_t)nc);
+            if (nl) {
+                st->freel[c] = nl;
+                st->capfree[c] = nc;
+            }
+        }
+        if (st->nfree[c] < st->capfree[c]) {
+            st->freel[c][st->nfree[c]++] = b;
+            st->cached += b->size;
+            b = NULL;
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (b) {
+        cudaFree(b->data); /* only blocks of no class (or when the list could not grow) */
+        free(b);
+    }
+}
+
+void lt_cuda_trim(const lt_backend *be)
+{
+    lt_cuda *st = lt_cuda_of(be);
+    pthread_mutex_lock(&st->mu);
+    for (int c = 0; c < LT_CU_CLASSES; c++) {
+        for (int i = 0; i < st->nfree[c]; i++) {
+            cudaFree(st->freel[c][i]->data);
+            free(st->freel[c][i]);
+        }
+        st->nfree[c] = 0;
+    }
+    st->cached = 0;
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Records what was asked and, in guard mode, writes the guard after it. */
+static lt_buf *guarded(lt_buf *b, size_t bytes)
+{
+    ((cu_buf *)b)->asked = bytes;
+    if (guard_mode && cudaMemsetAsync((char *)b->data + bytes, 0xA5, LT_CU_GUARD, state.stream) != cudaSuccess)
+        (void)cudaGetLastError();
+    return b;
+}
+
+lt_buf *lt_cuda_alloc(const lt_backend *be, size_t bytes)
+{
+    lt_cuda *st = lt_cuda_of(be);
+    if (!st->ready)
+        return NULL;
+    size_t cap, want = (bytes ? bytes : 1) + (guard_mode ? LT_CU_GUARD : 0);
+    int c = size_class(want, &cap);
+    lt_buf *b = NULL;
+    pthread_mutex_lock(&st->mu);
+    if (c >= 0 && st->nfree[c] > 0) {
+        b = st->freel[c][--st->nfree[c]];
+        st->cached -= b->size;
+    }
+    if (b) {
+        st->in_use += b->size;
+        if (st->in_use > st->peak)
+            st->peak = st->in_use;
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (b) {
+        b->refs = 1;
+        return guarded(b, bytes);
+    }
+    b = calloc(1, sizeof(cu_buf));
+    if (!b)
+        return NULL;
+    void *p = NULL;
+    if (cudaMalloc(&p, cap) != cudaSuccess) {
+        (void)cudaGetLastError();
+        lt_cuda_trim(be); /* give the cache back and try once more */
+        if (cudaMalloc(&p, cap) != cudaSuccess) {
+            (void)cudaGetLastError();
+            free(b);
+            return NULL;
+        }
+    }
+    b->data = p;
+    b->size = cap;
+    b->cls = c;
+    b->refs = 1;
+    b->pool = NULL;
+    b->be = be;
+    b->release = cuda_release;
+    pthread_mutex_lock(&st->mu);
+    st->mallocs++;
+    st->in_use += cap;
+    if (st->in_use > st->peak)
+        st->peak = st->in_use;
+    pthread_mutex_unlock(&st->mu);
+    return guarded(b, bytes);
+}
+
+size_t lt_cuda_mallocs(const lt_backend *be) { return lt_cuda_of(be)->mallocs; }
+
+void *lt_cuda_workspace(const lt_backend *be, size_t bytes)
+{
+    lt_cuda *st = lt_cuda_of(be);
+    if (st->ws && st->ws->size >= bytes)
+        return st->ws->data;
+    if (st->ws)
+        lt_buf_release(st->ws);
+    st->ws = lt_cuda_alloc(be, bytes ? bytes : 1);
+    return st->ws ? st->ws->data : NULL;
+}
+
+lt_status lt_cuda_scratch(lt_kctx *k, size_t bytes, lt_buf **b)
+{
+    *b = lt_cuda_alloc(k->be, bytes ? bytes : 1);
+    if (!*b) {
+        lt_cuda *st = lt_cuda_of(k->be);
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of device memory: %zu bytes of scratch asked, %zu in use", bytes,
+                         st->in_use);
+    }
+    return LT_OK;
+}
+
+/* ---- the vtable ---- */
+static lt_status cuda_upload(const lt_backend *be, lt_buf *dst, const void *src, size_t n, lt_err *err)
+{
+    lt_cuda *st = lt_cuda_of(be);
+    if (!n)
+        return LT_OK;
+    LT_CUDA_CHECK(err, cudaMemcpyAsync(dst->data, src, n, cudaMemcpyHostToDevice, st->stream));
+    /* the host bytes may go as soon as we return */
+    LT_CUDA_CHECK(err, cudaStreamSynchronize(st->stream));
+    return LT_OK;
+}
+
+static lt_status cuda_download(const lt_backend *be, void *dst, const lt_buf *src, size_t n, lt_err *err)
+{
+    lt_cuda *st = lt_cuda_of(be);
+    if (!n)
+        return LT_OK;
+    LT_CUDA_CHECK(err, cudaMemcpyAsync(dst, src->data, n, cudaMemcpyDeviceToHost, st->stream));
+    LT_CUDA_CHECK(err, cudaStreamSynchronize(st->stream));
+    return LT_OK;
+}
+
+static lt_status cuda_sync(const lt_backend *be, lt_err *err)
+{
+    LT_CUDA_CHECK(err, cudaStreamSynchronize(lt_cuda_of(be)->stream));
+    return LT_OK;
+}
+
+static bool plain_type(const lt_ival *v, bool any)
+{
+    if (!v)
+        return true;
+    if (v->type.kind != LT_KIND_TENSOR)
+        return false;
+    return any || v->type.dtype == LT_F32 || v->type.dtype == LT_F64;
+}
+
+static lt_kernel_fn cuda_kernel(const lt_backend *be, const lt_node *n, uint64_t *host_inputs)
+{
+    (void)be;
+    *host_inputs = 0;
+    const lt_cu_op *op = &ops[n->op];
+    if (!op->fn || n->nregions > 0 || n->nin > 64)
+        return NULL;
+    for (int j = 0; j < n->nin; j++)
+        if (!plain_type(n->in[j], ((op->host_inputs | op->any_inputs) >> j) & 1))
+            return NULL;
+    /* outputs are float, or (comparisons) bool */
+    for (int j = 0; j < n->nout; j++)
+        if (n->out[j] && !plain_type(n->out[j], false) &&
+            !(n->out[j]->type.kind == LT_KIND_TENSOR && n->out[j]->type.dtype == LT_BOOL))
+            return NULL;
+    if (op->fits && !op->fits(n))
+        return NULL;
+    *host_inputs = op->host_inputs;
+    return op->fn;
+}
+
+static size_t cuda_in_use(const lt_backend *be) { return lt_cuda_of(be)->in_use; }
+static size_t cuda_peak(const lt_backend *be) { return lt_cuda_of(be)->peak; }
+
+static const lt_backend cuda_backend = {
+    .name = "cuda",
+    .host = false,
+    .alloc = lt_cuda_alloc,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .sync = cuda_sync,
+    .kernel = cuda_kernel,
+    .bytes_in_use = cuda_in_use,
+    .peak_bytes = cuda_peak,
+    .impl = &state,
+};
+
+static bool env_on(const char *name, bool dflt)
+{
+    const char *e = getenv(name);
+    if (!e || !*e)
+        return dflt;
+    return !(strcmp(e, "0") == 0 || strcmp(e, "off") == 0 || strcmp(e, "false") == 0);
+}
+
+static lt_status open_device(int device, lt_err *err)
+{
+    lt_cuda *st = &state;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "no CUDA device is usable: %s", cudaGetErrorString(e));
+    }
+    if (count == 0)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "no CUDA device is present");
+    if (device >= count)
+        return lt_errf(err, LT_ERR_INVALID, "there is no CUDA device %d (%d present)", device, count);
+    st->device = device;
+    LT_CUDA_CHECK(err, cudaSetDevice(device));
+    LT_CUDA_CHECK(err, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    LT_CUBLAS_CHECK(err, cublasCreate(&st->blas));
+    LT_CUBLAS_CHECK(err, cublasSetStream(st->blas, st->stream));
+    st->tf32 = env_on("LANTERN_TF32", false);
+    st->benchmark = env_on("LANTERN_CUDNN_BENCHMARK", true);
+    guard_mode = env_on("LANTERN_CUDA_GUARD", false);
+    LT_CUBLAS_CHECK(err, cublasSetMathMode(st->blas, st->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+    LT_CUDNN_CHECK(err, cudnnCreate(&st->dnn));
+    LT_CUDNN_CHECK(err, cudnnSetStream(st->dnn, st->stream));
+    return LT_OK;
+}
+
+const lt_backend *lt_cuda_backend_open(int device, lt_err *err)
+{
+    pthread_mutex_lock(&open_mu);
+    if (!opened) {
+        opened = true;
+        lt_err why;
+        why.msg[0] = 0;
+        if (open_device(device, &why) == LT_OK) {
+            lt_cuda_register_kernels(ops);
+            lt_cuda_register_blas(ops);
+            lt_cuda_register_dnn(ops);
+            state.ready = true;
+        } else {
+            snprintf(state.why, sizeof state.why, "%s", why.msg);
+        }
+    }
+    pthread_mutex_unlock(&open_mu);
+    if (!state.ready) {
+        lt_errf(err, LT_ERR_UNSUPPORTED, "the cuda backend cannot run here: %s", state.why);
+        return NULL;
+    }
+    if (device != state.device) {
+        lt_errf(err, LT_ERR_UNSUPPORTED, "the cuda backend runs on device %d in this process; cuda:%d cannot be opened too",
+                state.device, device);
+        return NULL;
+    }
+    return &cuda_backend;
+}

@@ -1,0 +1,358 @@
+/* Convolution on cuDNN: Conv (forward, with the bias added by our own
+ * kernel), ConvGradData (backward data) and ConvGradFilter (backward
+ * filter), for 1-D, 2-D and 3-D convolutions with groups, strides,
+ * dilations and symmetric pads (auto_pad SAME_* and asymmetric pads run on
+ * the host). 1-D convolutions go to cuDNN as 2-D ones of height 1.
+ *
+ * cuDNN 9 still has the convolution functions of its legacy API
+ * (cudnnConvolutionForward, cudnnConvolutionBackwardData/Filter and the
+ * cudnnFind*AlgorithmEx searches); cuDNN 9 marks them deprecated, nothing
+ * here uses what it removed.
+ *
+ * Algorithm selection: the first time a shape key (direction, type, input
+ * and filter dims, pads, strides, dilations, groups) is met, cudnnFind*Ex
+ * times the algorithms on the real buffers and the fastest is cached for
+ * the process; with LANTERN_CUDNN_BENCHMARK=0 the heuristics
+ * (cudnnGet*Algorithm_v7) choose instead. Float32 runs with CUDNN_FMA_MATH
+ * (no TF32) unless LANTERN_TF32=1. */
+#include "cuda_internal.h"
+#include "../ir/shape_nn.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define CONV_MAX_SP 3
+#define FIND_WORKSPACE ((size_t)256 << 20) /* what cudnnFind may use */
+
+enum { DIR_FWD, DIR_DATA, DIR_FILTER };
+
+typedef struct conv_key {
+    int dir, f64, nsp, groups;
+    int64_t x[2 + CONV_MAX_SP], w[2 + CONV_MAX_SP];
+    int pad[CONV_MAX_SP], stride[CONV_MAX_SP], dil[CONV_MAX_SP];
+} conv_key;
+
+struct lt_cu_algo {
+    conv_key key;
+    int algo;
+    size_t ws;
+    struct lt_cu_algo *next;
+};
+
+static pthread_mutex_t algo_mu = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct conv_job {
+    conv_key key;
+    int nd;                       /* dims given to cuDNN (4 or 5) */
+    int xd[5], wd[5], yd[5];      /* x, W and y dims as cuDNN sees them */
+    cudnnTensorDescriptor_t xdesc, ydesc;
+    cudnnFilterDescriptor_t wdesc;
+    cudnnConvolutionDescriptor_t cdesc;
+} conv_job;
+
+static bool fits_conv(const lt_node *n)
+{
+    if (!n->in[0] || n->in[0]->type.rank < 3 || n->in[0]->type.rank > 2 + CONV_MAX_SP)
+        return false;
+    const char *ap = lt_attr_str(n, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
+        return false;
+    int pl = 0;
+    const int64_t *p = lt_attr_ints(n, "pads", &pl);
+    for (int i = 0; i < pl / 2; i++)
+        if (p[i] != p[i + pl / 2])
+            return false;
+    return true;
+}
+
+static void job_free(conv_job *j)
+{
+    if (j->xdesc)
+        cudnnDestroyTensorDescriptor(j->xdesc);
+    if (j->ydesc)
+        cudnnDestroyTensorDescriptor(j->ydesc);
+    if (j->wdesc)
+        cudnnDestroyFilterDescriptor(j->wdesc);
+    if (j->cdesc)
+        cudnnDestroyConvolutionDescriptor(j->cdesc);
+}
+
+static void packed_strides(int nd, const int *d, int *st)
+{
+    st[nd - 1] = 1;
+    for (int i = nd - 2; i >= 0; i--)
+        st[i] = st[i + 1] * d[i + 1];
+}
+
+/* The geometry of x (N, C, spatial...) and W (M, C/group, kernel...) as the
+ * CPU works it out, and cuDNN's descriptors for it; ydims gets y's shape. */
+static lt_status job_setup(lt_kctx *k, int dir, const lt_tensor *x, const lt_tensor *w, conv_job *j, int64_t *ydims)
+{
+    memset(j, 0, sizeof *j);
+    int nsp = x->rank - 2;
+    if (nsp < 1 || nsp > CONV_MAX_SP || w->rank != x->rank || x->dtype != w->dtype)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d and weights of rank %d do not fit a cuda convolution",
+                         x->rank, w->rank);
+    int64_t groups = lt_attr_int(k->node, "group", 1);
+    if (groups < 1 || x->dims[1] != w->dims[1] * groups || w->dims[0] % groups)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input has %lld channels, weights [%lld, %lld, ...], group %lld",
+                         (long long)x->dims[1], (long long)w->dims[0], (long long)w->dims[1], (long long)groups);
+    lt_nn_geom g;
+    char why[256];
+    if (!lt_nn_window(k->node, nsp, x->dims + 2, w->dims + 2, false, &g, why, sizeof why))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "%s", why);
+    for (int i = 0; i < nsp; i++)
+        if (g.pb[i] != g.pe[i])
+            return lt_k_fail(k, LT_ERR_UNSUPPORTED, "asymmetric pads are not run by the cuda convolution");
+    for (int i = 0; i < x->rank; i++)
+        if (x->dims[i] > INT32_MAX || w->dims[i] > INT32_MAX)
+            return lt_k_fail(k, LT_ERR_UNSUPPORTED, "dims beyond cuDNN's int range");
+    j->key.dir = dir;
+    j->key.f64 = x->dtype == LT_F64;
+    j->key.nsp = nsp;
+    j->key.groups = (int)groups;
+    ydims[0] = x->dims[0];
+    ydims[1] = w->dims[0];
+    for (int i = 0; i < x->rank; i++) {
+        j->key.x[i] = x->dims[i];
+        j->key.w[i] = w->dims[i];
+    }
+    for (int i = 0; i < nsp; i++) {
+        j->key.pad[i] = (int)g.pb[i];
+        j->key.stride[i] = (int)g.s[i];
+        j->key.dil[i] = (int)g.d[i];
+        ydims[2 + i] = g.grid[i];
+    }
+    /* cuDNN takes 4-D and 5-D: a 1-D convolution is a 2-D one of height 1 */
+    int sp = nsp == 1 ? 2 : nsp, pad[3], str[3], dil[3];
+    j->nd = 2 + sp;
+    j->xd[0] = (int)x->dims[0];
+    j->xd[1] = (int)x->dims[1];
+    j->wd[0] = (int)w->dims[0];
+    j->wd[1] = (int)w->dims[1];
+    j->yd[0] = (int)ydims[0];
+    j->yd[1] = (int)ydims[1];
+    for (int i = 0; i < sp; i++) {
+        int s = nsp == 1 ? i - 1 : i; /* -1: the added axis */
+        j->xd[2 + i] = s < 0 ? 1 : (int)x->dims[2 + s];
+        j->wd[2 + i] = s < 0 ? 1 : (int)w->dims[2 + s];
+        j->yd[2 + i] = s < 0 ? 1 : (int)ydims[2 + s];
+        pad[i] = s < 0 ? 0 : (int)g.pb[s];
+        str[i] = s < 0 ? 1 : (int)g.s[s];
+        dil[i] = s < 0 ? 1 : (int)g.d[s];
+    }
+    lt_cuda *st = lt_cuda_of(k->be);
+    cudnnDataType_t dt = j->key.f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    int xs[5], ys[5];
+    packed_strides(j->nd, j->xd, xs);
+    packed_strides(j->nd, j->yd, ys);
+    LT_CUDNN_K(k, cudnnCreateTensorDescriptor(&j->xdesc));
+    LT_CUDNN_K(k, cudnnCreateTensorDescriptor(&j->ydesc));
+    LT_CUDNN_K(k, cudnnCreateFilterDescriptor(&j->wdesc));
+    LT_CUDNN_K(k, cudnnCreateConvolutionDescriptor(&j->cdesc));
+    LT_CUDNN_K(k, cudnnSetTensorNdDescriptor(j->xdesc, dt, j->nd, j->xd, xs));
+    LT_CUDNN_K(k, cudnnSetTensorNdDescriptor(j->ydesc, dt, j->nd, j->yd, ys));
+    LT_CUDNN_K(k, cudnnSetFilterNdDescriptor(j->wdesc, dt, CUDNN_TENSOR_NCHW, j->nd, j->wd));
+    LT_CUDNN_K(k, cudnnSetConvolutionNdDescriptor(j->cdesc, sp, pad, str, dil, CUDNN_CROSS_CORRELATION, dt));
+    LT_CUDNN_K(k, cudnnSetConvolutionGroupCount(j->cdesc, (int)groups));
+    LT_CUDNN_K(k, cudnnSetConvolutionMathType(j->cdesc, !j->key.f64 && !st->tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+    return LT_OK;
+}
+
+static bool algo_lookup(lt_cuda *st, const conv_key *key, int *algo, size_t *ws)
+{
+    bool found = false;
+    pthread_mutex_lock(&algo_mu);
+    for (lt_cu_algo *a = st->algos; a && !found; a = a->next)
+        if (memcmp(&a->key, key, sizeof *key) == 0) {
+            *algo = a->algo;
+            *ws = a->ws;
+            found = true;
+        }
+    pthread_mutex_unlock(&algo_mu);
+    return found;
+}
+
+static void algo_store(lt_cuda *st, const conv_key *key, int algo, size_t ws)
+{
+    lt_cu_algo *a = calloc(1, sizeof *a);
+    if (!a)
+        return; /* chosen again next time */
+    a->key = *key;
+    a->algo = algo;
+    a->ws = ws;
+    pthread_mutex_lock(&algo_mu);
+    a->next = st->algos;
+    st->algos = a;
+    pthread_mutex_unlock(&algo_mu);
+}
+
+/* The algorithm for the job: cached, else found (timed on a, b and the
+ * output out) or taken from the heuristics. */
+static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, void *out, int *algo, size_t *ws)
+{
+    lt_cuda *st = lt_cuda_of(k->be);
+    if (algo_lookup(st, &j->key, algo, ws))
+        return LT_OK;
+    enum { N = 16 };
+    int got = 0, best = -1;
+    size_t need = 0;
+    size_t room = FIND_WORKSPACE;
+    void *wsp = st->benchmark ? lt_cuda_workspace(k->be, room) : NULL;
+    if (st->benchmark && !wsp) { /* too little memory to search with a big workspace */
+        room = 0;
+    }
+    cudnnHandle_t h = st->dnn;
+    if (j->key.dir == DIR_FWD) {
+        cudnnConvolutionFwdAlgoPerf_t perf[N];
+        if (st->benchmark)
+            LT_CUDNN_K(k, cudnnFindConvolutionForwardAlgorithmEx(h, j->xdesc, a, j->wdesc, b, j->cdesc, j->ydesc, out,
+                                                                 N, &got, perf, wsp, room));
+        else
+            LT_CUDNN_K(k, cudnnGetConvolutionForwardAlgorithm_v7(h, j->xdesc, j->wdesc, j->cdesc, j->ydesc, N, &got,
+                                                                 perf));
+        for (int i = 0; i < got && best < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+                best = (int)perf[i].algo;
+                need = perf[i].memory;
+            }
+    } else if (j->key.dir == DIR_DATA) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[N];
+        if (st->benchmark)
+            LT_CUDNN_K(k, cudnnFindConvolutionBackwardDataAlgorithmEx(h, j->wdesc, a, j->ydesc, b, j->cdesc, j->xdesc,
+                                                                      out, N, &got, perf, wsp, room));
+        else
+            LT_CUDNN_K(k, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, j->wdesc, j->ydesc, j->cdesc, j->xdesc, N,
+                                                                      &got, perf));
+        for (int i = 0; i < got && best < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+                best = (int)perf[i].algo;
+                need = perf[i].memory;
+            }
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[N];
+        if (st->benchmark)
+            LT_CUDNN_K(k, cudnnFindConvolutionBackwardFilterAlgorithmEx(h, j->xdesc, a, j->ydesc, b, j->cdesc,
+                                                                        j->wdesc, out, N, &got, perf, wsp, room));
+        else
+            LT_CUDNN_K(k, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, j->xdesc, j->ydesc, j->cdesc, j->wdesc, N,
+                                                                        &got, perf));
+        for (int i = 0; i < got && best < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+                best = (int)perf[i].algo;
+                need = perf[i].memory;
+            }
+    }
+    if (best < 0)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "cuDNN has no algorithm for this convolution (%d tried)", got);
+    algo_store(st, &j->key, best, need);
+    *algo = best;
+    *ws = need;
+    return LT_OK;
+}
+
+/* Conv (x, W[, B]) -> y */
+static lt_status k_conv(lt_kctx *k)
+{
+    const lt_tensor *x = lt_k_in(k, 0), *w = lt_k_in(k, 1), *bias = lt_k_in(k, 2);
+    if (!x || !w)
+        return lt_k_fail(k, LT_ERR_INVALID, "inputs X and W are required");
+    if (x->dtype != LT_F32 && x->dtype != LT_F64)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "element type %s on cuda", lt_dtype_name(x->dtype));
+    conv_job j;
+    int64_t yd[LT_MAX_RANK];
+    lt_status s = job_setup(k, DIR_FWD, x, w, &j, yd);
+    lt_tensor *y = NULL;
+    if (s == LT_OK)
+        s = lt_k_out(k, 0, x->dtype, x->rank, yd, &y);
+    int algo = 0;
+    size_t wsz = 0;
+    if (s == LT_OK && y->numel > 0)
+        s = choose(k, &j, x->data, w->data, y->data, &algo, &wsz);
+    if (s == LT_OK && y->numel > 0) {
+        lt_cuda *st = lt_cuda_of(k->be);
+        void *ws = wsz ? lt_cuda_workspace(k->be, wsz) : NULL;
+        double one = 1, zero = 0;
+        float onef = 1, zerof = 0;
+        bool f64 = x->dtype == LT_F64;
+        cudnnStatus_t e = CUDNN_STATUS_ALLOC_FAILED;
+        if (!wsz || ws)
+            e = cudnnConvolutionForward(st->dnn, f64 ? (void *)&one : (void *)&onef, j.xdesc, x->data, j.wdesc,
+                                        w->data, j.cdesc, (cudnnConvolutionFwdAlgo_t)algo, ws, wsz,
+                                        f64 ? (void *)&zero : (void *)&zerof, j.ydesc, y->data);
+        if (e != CUDNN_STATUS_SUCCESS)
+            s = lt_cuda_kfail(k, __FILE__, __LINE__, "cudnnConvolutionForward", "cuDNN", cudnnGetErrorString(e));
+        else if (bias) {
+            if (bias->numel != yd[1] || bias->dtype != x->dtype) {
+                s = lt_k_fail(k, LT_ERR_RUNTIME, "B must hold %lld values of the input's type", (long long)yd[1]);
+            } else {
+                cudaError_t ce = lt_cu_add_bias(st->stream, f64, y->data, bias->data, yd[0], yd[1],
+                                                y->numel / (yd[0] * yd[1]));
+                if (ce != cudaSuccess)
+                    s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_add_bias", "CUDA", cudaGetErrorString(ce));
+            }
+        }
+    }
+    job_free(&j);
+    return s;
+}
+
+/* ConvGradData (dy, W, x) -> dx and ConvGradFilter (dy, x, W) -> dW */
+static lt_status k_conv_grad(lt_kctx *k)
+{
+    bool data = k->node->op == LT_OP_CONV_GRAD_DATA;
+    const lt_tensor *dy = lt_k_in(k, 0), *w = lt_k_in(k, data ? 1 : 2), *x = lt_k_in(k, data ? 2 : 1);
+    if (!dy || !w || !x)
+        return lt_k_fail(k, LT_ERR_INVALID, "inputs dy, W and x are required");
+    if (x->dtype != LT_F32 && x->dtype != LT_F64)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "element type %s on cuda", lt_dtype_name(x->dtype));
+    conv_job j;
+    int64_t yd[LT_MAX_RANK];
+    lt_status s = job_setup(k, data ? DIR_DATA : DIR_FILTER, x, w, &j, yd);
+    if (s == LT_OK) {
+        bool ok = dy->rank == x->rank && dy->dtype == x->dtype;
+        for (int i = 0; ok && i < x->rank; i++)
+            ok = dy->dims[i] == yd[i];
+        if (!ok)
+            s = lt_k_fail(k, LT_ERR_RUNTIME, "dy does not have the convolution's output shape");
+    }
+    const lt_tensor *like = data ? x : w;
+    lt_tensor *out = NULL;
+    if (s == LT_OK)
+        s = lt_k_out(k, 0, like->dtype, like->rank, like->dims, &out);
+    int algo = 0;
+    size_t wsz = 0;
+    bool f64 = x->dtype == LT_F64;
+    lt_cuda *st = lt_cuda_of(k->be);
+    if (s == LT_OK && out->numel > 0 && dy->numel == 0)
+        LT_CUDA_K(k, cudaMemsetAsync(out->data, 0, lt_tensor_nbytes(out), st->stream));
+    else if (s == LT_OK && out->numel > 0)
+        s = choose(k, &j, data ? w->data : x->data, dy->data, out->data, &algo, &wsz);
+    if (s == LT_OK && out->numel > 0 && dy->numel > 0) {
+        void *ws = wsz ? lt_cuda_workspace(k->be, wsz) : NULL;
+        double one = 1, zero = 0;
+        float onef = 1, zerof = 0;
+        void *pa = f64 ? (void *)&one : (void *)&onef, *pb = f64 ? (void *)&zero : (void *)&zerof;
+        cudnnStatus_t e = CUDNN_STATUS_ALLOC_FAILED;
+        if (!wsz || ws) {
+            if (data)
+                e = cudnnConvolutionBackwardData(st->dnn, pa, j.wdesc, w->data, j.ydesc, dy->data, j.cdesc,
+                                                 (cudnnConvolutionBwdDataAlgo_t)algo, ws, wsz, pb, j.xdesc, out->data);
+            else
+                e = cudnnConvolutionBackwardFilter(st->dnn, pa, j.xdesc, x->data, j.ydesc, dy->data, j.cdesc,
+                                                   (cudnnConvolutionBwdFilterAlgo_t)algo, ws, wsz, pb, j.wdesc,
+                                                   out->data);
+        }
+        if (e != CUDNN_STATUS_SUCCESS)
+            s = lt_cuda_kfail(k, __FILE__, __LINE__, data ? "cudnnConvolutionBackwardData" : "cudnnConvolutionBackwardFilter",
+                              "cuDNN", cudnnGetErrorString(e));
+    }
+    job_free(&j);
+    return s;
+}
+
+void lt_cuda_register_dnn(lt_cu_op *tab)
+{
+    tab[LT_OP_CONV] = (lt_cu_op){k_conv, 0, 0, fits_conv};
+    tab[LT_OP_CONV_GRAD_DATA] = (lt_cu_op){k_conv_grad, 0, 0, fits_conv};
+    tab[LT_OP_CONV_GRAD_FILTER] = (lt_cu_op){k_conv_grad, 0, 0, fits_conv};
+}

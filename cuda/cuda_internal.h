@@ -1,0 +1,116 @@
+/* The CUDA backend's insides: the backend state (device, stream, cuBLAS and
+ * cuDNN handles, the device caching pool, the workspace, the cuDNN
+ * algorithm cache), the LT_*_CHECK macros that turn CUDA, cuBLAS and cuDNN
+ * errors into statuses, and the launchers of our own kernels (kernels.cu). */
+#ifndef LT_CUDA_INTERNAL_H
+#define LT_CUDA_INTERNAL_H
+
+#include "../runtime/backend.h"
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <pthread.h>
+#include "kernels.h"
+
+/* ---- errors: "file:line: call: the library's message" ---- */
+lt_status lt_cuda_errf(lt_err *err, lt_status s, const char *file, int line, const char *call, const char *lib,
+                       const char *msg);
+/* In a kernel: the same message behind the node's label. */
+lt_status lt_cuda_kfail(lt_kctx *k, const char *file, int line, const char *call, const char *lib, const char *msg);
+
+#define LT_CUDA_CHECK(err, call)                                                                                 \
+    do {                                                                                                         \
+        cudaError_t e_ = (call);                                                                                 \
+        if (e_ != cudaSuccess)                                                                                   \
+            return lt_cuda_errf((err), e_ == cudaErrorMemoryAllocation ? LT_ERR_NOMEM : LT_ERR_RUNTIME,         \
+                                __FILE__, __LINE__, #call, "CUDA", cudaGetErrorString(e_));                      \
+    } while (0)
+#define LT_CUBLAS_CHECK(err, call)                                                                               \
+    do {                                                                                                         \
+        cublasStatus_t e_ = (call);                                                                              \
+        if (e_ != CUBLAS_STATUS_SUCCESS)                                                                         \
+            return lt_cuda_errf((err), LT_ERR_RUNTIME, __FILE__, __LINE__, #call, "cuBLAS",                      \
+                                cublasGetStatusString(e_));                                                      \
+    } while (0)
+#define LT_CUDNN_CHECK(err, call)                                                                                \
+    do {                                                                                                         \
+        cudnnStatus_t e_ = (call);                                                                               \
+        if (e_ != CUDNN_STATUS_SUCCESS)                                                                          \
+            return lt_cuda_errf((err), LT_ERR_RUNTIME, __FILE__, __LINE__, #call, "cuDNN",                       \
+                                cudnnGetErrorString(e_));                                                        \
+    } while (0)
+/* The kernel forms (k is the lt_kctx): the node's label comes first. */
+#define LT_CUDA_K(k, call)                                                                                       \
+    do {                                                                                                         \
+        cudaError_t e_ = (call);                                                                                 \
+        if (e_ != cudaSuccess)                                                                                   \
+            return lt_cuda_kfail((k), __FILE__, __LINE__, #call, "CUDA", cudaGetErrorString(e_));                \
+    } while (0)
+#define LT_CUBLAS_K(k, call)                                                                                     \
+    do {                                                                                                         \
+        cublasStatus_t e_ = (call);                                                                              \
+        if (e_ != CUBLAS_STATUS_SUCCESS)                                                                         \
+            return lt_cuda_kfail((k), __FILE__, __LINE__, #call, "cuBLAS", cublasGetStatusString(e_));           \
+    } while (0)
+#define LT_CUDNN_K(k, call)                                                                                      \
+    do {                                                                                                         \
+        cudnnStatus_t e_ = (call);                                                                               \
+        if (e_ != CUDNN_STATUS_SUCCESS)                                                                          \
+            return lt_cuda_kfail((k), __FILE__, __LINE__, #call, "cuDNN", cudnnGetErrorString(e_));              \
+    } while (0)
+
+/* ---- the backend state ---- */
+#define LT_CU_CLASSES 192 /* size classes: four per power of two from 512 B */
+
+typedef struct lt_cu_algo lt_cu_algo; /* conv.c */
+
+typedef struct lt_cuda {
+    int device;
+    bool ready;
+    char why[512]; /* why it is not ready */
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cudnnHandle_t dnn;
+    bool tf32;      /* LANTERN_TF32=1: TF32 tensor cores for float32 (off by default) */
+    bool benchmark; /* cuDNN algorithms by timing (cudnnFind*AlgorithmEx); LANTERN_CUDNN_BENCHMARK=0: heuristics */
+    /* the caching pool: per class a stack of free blocks */
+    pthread_mutex_t mu;
+    lt_buf **freel[LT_CU_CLASSES];
+    int nfree[LT_CU_CLASSES], capfree[LT_CU_CLASSES];
+    size_t in_use, peak, cached, mallocs;
+    /* one workspace, grown to the largest request */
+    lt_buf *ws;
+    /* cuDNN algorithms chosen per shape key */
+    lt_cu_algo *algos;
+} lt_cuda;
+
+lt_cuda *lt_cuda_of(const lt_backend *be);
+/* Device memory from the pool (NULL: out of memory, even after the cache
+ * was given back to the driver). Released with lt_buf_release. */
+lt_buf *lt_cuda_alloc(const lt_backend *be, size_t bytes);
+/* The workspace, at least bytes long (NULL: out of memory). Valid until the
+ * next call; kernels run in order on the one stream. */
+void *lt_cuda_workspace(const lt_backend *be, size_t bytes);
+/* cudaMalloc calls made so far (a steady-state step makes none). */
+size_t lt_cuda_mallocs(const lt_backend *be);
+/* Damaged guards seen so far (LANTERN_CUDA_GUARD=1; backend.c). */
+size_t lt_cuda_guard_breaks(void);
+/* Gives every cached block back to the driver. */
+void lt_cuda_trim(const lt_backend *be);
+
+/* The kernel table (kernels.c). */
+typedef struct lt_cu_op {
+    lt_kernel_fn fn;
+    uint64_t host_inputs; /* inputs read on the host */
+    uint64_t any_inputs;  /* inputs of any element type (indices, labels, conditions) */
+    bool (*fits)(const lt_node *n); /* NULL: every node of the op */
+} lt_cu_op;
+void lt_cuda_register_kernels(lt_cu_op *tab);
+void lt_cuda_register_blas(lt_cu_op *tab);
+void lt_cuda_register_dnn(lt_cu_op *tab);
+
+/* Device scratch for one kernel: a pool buffer the kernel releases. */
+lt_status lt_cuda_scratch(lt_kctx *k, size_t bytes, lt_buf **b);
+
+
+#endif

@@ -1,0 +1,85 @@
+/* Launchers of lantern's own CUDA kernels (kernels.cu), callable from C.
+ * Only CUDA's runtime header and the C standard's: kernels.cu includes it
+ * without the rest of lantern. */
+#ifndef LT_CUDA_KERNELS_H
+#define LT_CUDA_KERNELS_H
+
+#include <cuda_runtime.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- our kernels (kernels.cu); every launcher returns cudaGetLastError ---- */
+#define LT_CU_MAX_RANK 8
+
+typedef struct lt_cu_shape {
+    int rank;
+    int64_t n;                    /* output elements */
+    int64_t dims[LT_CU_MAX_RANK]; /* output dims */
+    int64_t st[3][LT_CU_MAX_RANK]; /* element strides of up to three inputs (0 where broadcast) */
+} lt_cu_shape;
+
+enum {
+    LT_CU_ADD, LT_CU_SUB, LT_CU_MUL, LT_CU_DIV, LT_CU_POW, LT_CU_MAX, LT_CU_MIN, LT_CU_COPY,
+    LT_CU_GREATER, LT_CU_LESS, LT_CU_EQUAL, LT_CU_GREATER_EQ, LT_CU_LESS_EQ /* bool outputs */
+};
+enum {
+    LT_CU_RELU, LT_CU_SIGMOID, LT_CU_TANH, LT_CU_EXP, LT_CU_LOG, LT_CU_NEG, LT_CU_SQRT, LT_CU_ERF, LT_CU_ABS,
+    LT_CU_RECIPROCAL, LT_CU_LEAKY_RELU, LT_CU_ELU, LT_CU_SOFTPLUS, LT_CU_GELU, LT_CU_GELU_TANH, LT_CU_IDENT,
+    LT_CU_SIN, LT_CU_COS, LT_CU_FLOOR, LT_CU_CEIL
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+cudaError_t lt_cu_binary(cudaStream_t s, int op, bool f64, const void *a, const void *b, void *y,
+                         const lt_cu_shape *sh);
+cudaError_t lt_cu_where(cudaStream_t s, bool f64, const void *c, const void *a, const void *b, void *y,
+                        const lt_cu_shape *sh);
+cudaError_t lt_cu_unary(cudaStream_t s, int op, bool f64, const void *x, void *y, int64_t n, double alpha);
+/* y[o] = scale * sum over the reduced index space; sh->dims/st[0] walk the
+ * outputs, red->dims/st[0] the reduced positions of one output. */
+cudaError_t lt_cu_reduce_sum(cudaStream_t s, bool f64, const void *x, void *y, const lt_cu_shape *sh,
+                             const lt_cu_shape *red, double scale);
+/* Softmax over c in an (outer, c, inner) layout: mode 0 softmax, 1 log. */
+cudaError_t lt_cu_softmax(cudaStream_t s, bool f64, const void *x, void *y, int64_t outer, int64_t c,
+                          int64_t inner, int mode);
+cudaError_t lt_cu_softmax_grad(cudaStream_t s, bool f64, const void *dy, const void *y, void *dx, int64_t outer,
+                               int64_t c, int64_t inner, int mode);
+/* Loss of log-probabilities lp (n, c, d) at classes cls (-1: ignored) with
+ * coefficients coef: per position (none) -coef*lp, else their sum into y[0]. */
+cudaError_t lt_cu_nll(cudaStream_t s, bool f64, const void *lp, const int64_t *cls, const double *coef, void *y,
+                      int64_t n, int64_t c, int64_t d, bool none);
+/* dx = coef * (softmax(x) - onehot(cls)) in place on p = softmax(x) (sce),
+ * or dx = -coef * onehot(cls) (nll, p zeroed first by the caller). */
+cudaError_t lt_cu_sce_grad(cudaStream_t s, bool f64, void *p, const int64_t *cls, const double *coef, int64_t n,
+                           int64_t c, int64_t d, bool sce);
+/* 2-D pooling on (N*C, H, W) planes. */
+typedef struct lt_cu_pool {
+    int64_t planes, h, w, oh, ow;
+    int kh, kw, sh, sw, ph, pw, dh, dw;
+    int peh, pew; /* end pads */
+    bool count_pad; /* AveragePool's count_include_pad */
+} lt_cu_pool;
+cudaError_t lt_cu_maxpool(cudaStream_t s, bool f64, const void *x, void *y, const lt_cu_pool *p);
+cudaError_t lt_cu_avgpool(cudaStream_t s, bool f64, const void *x, void *y, const lt_cu_pool *p);
+cudaError_t lt_cu_maxpool_grad(cudaStream_t s, bool f64, const void *dy, const void *x, void *dx,
+                               const lt_cu_pool *p);
+cudaError_t lt_cu_avgpool_grad(cudaStream_t s, bool f64, const void *dy, void *dx, const lt_cu_pool *p);
+/* y[i] = x[src(i)], src from sh: a permutation/slice walk (st[0] strides,
+ * base offset off). */
+cudaError_t lt_cu_gather_strided(cudaStream_t s, size_t es, const void *x, void *y, const lt_cu_shape *sh,
+                                 int64_t off);
+/* y += bias per channel: y is (n, c, inner). */
+cudaError_t lt_cu_add_bias(cudaStream_t s, bool f64, void *y, const void *bias, int64_t n, int64_t c,
+                           int64_t inner);
+/* Gather along an axis: x (outer, ax, inner), idx (m) already in range. */
+cudaError_t lt_cu_gather(cudaStream_t s, size_t es, const void *x, const int64_t *idx, void *y, int64_t outer,
+                         int64_t ax, int64_t inner, int64_t m);
+/* y[0..n) = v. */
+cudaError_t lt_cu_fill(cudaStream_t s, bool f64, void *y, int64_t n, double v);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,433 @@
+/* Every cuda kernel against the CPU backend: one node at a time, on seeded
+ * random inputs (never all zero), float32 with TF32 off (relative error at
+ * most 1e-4) and float64 where the kernel has it (1e-10). Each case checks
+ * that the node really ran on the device (no host fallback), that device
+ * memory is back at its baseline afterwards, and, with every buffer guarded
+ * (LANTERN_CUDA_GUARD=1), that no kernel wrote past its outputs.
+ * Without a CUDA device the whole suite is skipped (exit 77). */
+#include "testutil.h"
+#include "cuda/cuda_internal.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const lt_backend *cuda;
+
+/* Runs g on the CPU and on cuda and compares every output. */
+static void check(tu_graph *g, int nin, lt_value *const *in, double rtol, const char *what)
+{
+    lt_err err;
+    lt_value *want[4] = {NULL}, *got[4] = {NULL};
+    int nout = g->node->nout;
+    setenv("LANTERN_BACKEND", "cpu", 1);
+    if (tu_run(g, in, want, &err) != LT_OK)
+        fail_msg("%s on the CPU: %s", what, err.msg);
+    size_t base = cuda->bytes_in_use(cuda), breaks = lt_cuda_guard_breaks();
+    setenv("LANTERN_BACKEND", "cuda", 1);
+    if (tu_run(g, in, got, &err) != LT_OK)
+        fail_msg("%s on cuda: %s", what, err.msg);
+    setenv("LANTERN_BACKEND", "cpu", 1);
+    if (tu_last_copies.host_nodes != 0 || tu_last_copies.device_nodes != 1)
+        fail_msg("%s: %llu node(s) ran on the host, %llu on cuda", what,
+                 (unsigned long long)tu_last_copies.host_nodes, (unsigned long long)tu_last_copies.device_nodes);
+    if (lt_cuda_guard_breaks() != breaks)
+        fail_msg("%s: a kernel wrote past the end of a buffer", what);
+    if (cuda->bytes_in_use(cuda) > base + (lt_cuda_of(cuda)->ws ? lt_cuda_of(cuda)->ws->size : 0))
+        fail_msg("%s: %zu device bytes in use after the run, %zu before", what, cuda->bytes_in_use(cuda), base);
+    for (int i = 0; i < nout; i++) {
+        if (!want[i] && !got[i])
+            continue;
+        assert_non_null(want[i]);
+        assert_non_null(got[i]);
+        const lt_tensor *a = &want[i]->t, *b = &got[i]->t;
+        if (a->dtype != b->dtype || a->rank != b->rank || a->numel != b->numel)
+            fail_msg("%s output %d: %s rank %d (%lld) on cuda, %s rank %d (%lld) on the CPU", what, i,
+                     lt_dtype_name(b->dtype), b->rank, (long long)b->numel, lt_dtype_name(a->dtype), a->rank,
+                     (long long)a->numel);
+        for (int d = 0; d < a->rank; d++)
+            assert_int_equal(a->dims[d], b->dims[d]);
+        double worst = 0;
+        int64_t at = 0;
+        for (int64_t j = 0; j < a->numel; j++) {
+            double x = lt_tensor_get_f64(a, j), y = lt_tensor_get_f64(b, j);
+            double e = fabs(x - y) / (fabs(x) + (a->dtype == LT_F64 ? 1e-12 : 1e-3));
+            if (isnan(x) != isnan(y))
+                e = INFINITY;
+            if (!isnan(x) && e > worst) {
+                worst = e;
+                at = j;
+            }
+        }
+        if (worst > rtol)
+            fail_msg("%s output %d: element %lld is %.9g on cuda, %.9g on the CPU (rel %.3g)", what, i, (long long)at,
+                     lt_tensor_get_f64(b, at), lt_tensor_get_f64(a, at), worst);
+    }
+    for (int i = 0; i < nout; i++) {
+        lt_value_free(want[i]);
+        lt_value_free(got[i]);
+    }
+    (void)nin;
+}
+
+static double tol(lt_dtype t) { return t == LT_F64 ? 1e-10 : 1e-4; }
+
+static lt_value *ints(int rank, const int64_t *dims, const int64_t *v)
+{
+    double d[64];
+    int64_t n = lt_shape_numel(rank, dims);
+    for (int64_t i = 0; i < n; i++)
+        d[i] = (double)v[i];
+    return tu_from(LT_I64, rank, dims, d);
+}
+
+static void free_all(int n, lt_value **v)
+{
+    for (int i = 0; i < n; i++)
+        lt_value_free(v[i]);
+}
+
+/* ---- elementwise ---- */
+static void test_binary(void **state)
+{
+    (void)state;
+    static const lt_op ops[] = {LT_OP_ADD, LT_OP_SUB, LT_OP_MUL, LT_OP_DIV, LT_OP_POW, LT_OP_MAX, LT_OP_MIN,
+                                LT_OP_GREATER, LT_OP_LESS, LT_OP_EQUAL};
+    static const lt_dtype types[] = {LT_F32, LT_F64};
+    int64_t ad[3] = {2, 3, 5}, bd[2] = {3, 1};
+    for (size_t t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+            tu_graph g = tu_single(ops[i], 17, 2, 1);
+            lt_value *in[2] = {tu_rand(types[t], 3, ad, 0.5, 2.0, 11 + i), tu_rand(types[t], 2, bd, 0.5, 2.0, 12 + i)};
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", lt_op_names[ops[i]], lt_dtype_name(types[t]));
+            check(&g, 2, in, tol(types[t]), what);
+            free_all(2, in);
+            tu_free(&g);
+        }
+}
+
+static void test_unary(void **state)
+{
+    (void)state;
+    static const lt_op ops[] = {LT_OP_RELU, LT_OP_SIGMOID, LT_OP_TANH, LT_OP_EXP, LT_OP_LOG, LT_OP_NEG,
+                                LT_OP_SQRT, LT_OP_ERF,     LT_OP_ABS,  LT_OP_RECIPROCAL, LT_OP_LEAKY_RELU,
+                                LT_OP_ELU,  LT_OP_SOFTPLUS, LT_OP_GELU};
+    int64_t d[3] = {3, 7, 5};
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+            lt_dtype dt = t ? LT_F64 : LT_F32;
+            bool pos = ops[i] == LT_OP_LOG || ops[i] == LT_OP_SQRT || ops[i] == LT_OP_RECIPROCAL;
+            tu_graph g = tu_single(ops[i], 20, 1, 1);
+            lt_value *in[1] = {tu_rand(dt, 3, d, pos ? 0.1 : -3.0, 3.0, 40 + i)};
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", lt_op_names[ops[i]], lt_dtype_name(dt));
+            check(&g, 1, in, tol(dt), what);
+            free_all(1, in);
+            tu_free(&g);
+        }
+    /* Gelu's tanh form */
+    tu_graph g = tu_single(LT_OP_GELU, 20, 1, 1);
+    tu_attr_str(&g, "approximate", "tanh");
+    lt_value *in[1] = {tu_rand(LT_F32, 3, d, -3, 3, 77)};
+    check(&g, 1, in, 1e-4, "Gelu tanh");
+    free_all(1, in);
+    tu_free(&g);
+}
+
+static void test_where(void **state)
+{
+    (void)state;
+    int64_t d[2] = {4, 6}, cd[1] = {6};
+    tu_graph g1 = tu_single(LT_OP_GREATER, 13, 2, 1);
+    lt_value *a = tu_rand(LT_F32, 2, d, -1, 1, 3), *b = tu_rand(LT_F32, 1, cd, -1, 1, 4);
+    lt_value *in1[2] = {a, b};
+    check(&g1, 2, in1, 0, "Greater");
+    lt_err err;
+    lt_value *cond[1] = {NULL};
+    setenv("LANTERN_BACKEND", "cpu", 1);
+    assert_int_equal(tu_run(&g1, in1, cond, &err), LT_OK);
+    tu_graph g2 = tu_single(LT_OP_WHERE, 16, 3, 1);
+    lt_value *in2[3] = {cond[0], a, b};
+    check(&g2, 3, in2, 0, "Where");
+    lt_value_free(cond[0]);
+    free_all(2, in1);
+    tu_free(&g1);
+    tu_free(&g2);
+}
+
+/* ---- cuBLAS ---- */
+static void test_gemm(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 2; t++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                lt_dtype dt = t ? LT_F64 : LT_F32;
+                int64_t m = 5, n = 7, k = 33;
+                int64_t adims[2] = {ta ? k : m, ta ? m : k}, bdims[2] = {tb ? n : k, tb ? k : n}, cd[1] = {n};
+                tu_graph g = tu_single(LT_OP_GEMM, 13, 3, 1);
+                tu_attr_int(&g, "transA", ta);
+                tu_attr_int(&g, "transB", tb);
+                tu_attr_float(&g, "alpha", 0.75f);
+                tu_attr_float(&g, "beta", 1.5f);
+                lt_value *in[3] = {tu_rand(dt, 2, adims, -1, 1, 100 + ta), tu_rand(dt, 2, bdims, -1, 1, 200 + tb),
+                                   tu_rand(dt, 1, cd, -1, 1, 300)};
+                char what[64];
+                snprintf(what, sizeof what, "Gemm %s transA %d transB %d", lt_dtype_name(dt), ta, tb);
+                check(&g, 3, in, tol(dt), what);
+                free_all(3, in);
+                tu_free(&g);
+            }
+}
+
+static void test_matmul(void **state)
+{
+    (void)state;
+    static const struct {
+        int ar, br;
+        int64_t a[4], b[4];
+    } cases[] = {
+        {2, 2, {6, 9}, {9, 4}},          {3, 2, {3, 6, 9}, {9, 4}},       {3, 3, {3, 6, 9}, {3, 9, 4}},
+        {4, 3, {2, 1, 6, 9}, {3, 9, 4}}, {1, 2, {9}, {9, 4}},             {3, 1, {3, 6, 9}, {9}},
+        {2, 3, {6, 9}, {3, 9, 4}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int t = 0; t < 2; t++) {
+            lt_dtype dt = t ? LT_F64 : LT_F32;
+            tu_graph g = tu_single(LT_OP_MAT_MUL, 13, 2, 1);
+            lt_value *in[2] = {tu_rand(dt, cases[i].ar, cases[i].a, -1, 1, 500 + i),
+                               tu_rand(dt, cases[i].br, cases[i].b, -1, 1, 600 + i)};
+            char what[64];
+            snprintf(what, sizeof what, "MatMul case %zu %s", i, lt_dtype_name(dt));
+            check(&g, 2, in, tol(dt), what);
+            free_all(2, in);
+            tu_free(&g);
+        }
+}
+
+/* ---- reductions and softmax ---- */
+static void test_reduce(void **state)
+{
+    (void)state;
+    int64_t d[3] = {4, 5, 6}, one[1] = {1}, two[1] = {2};
+    int64_t axes1[1] = {1}, axes2[2] = {0, 2};
+    for (int op = 0; op < 2; op++)
+        for (int keep = 0; keep < 2; keep++) {
+            tu_graph g = tu_single(op ? LT_OP_REDUCE_MEAN : LT_OP_REDUCE_SUM, 18, 2, 1);
+            tu_attr_int(&g, "keepdims", keep);
+            lt_value *in[2] = {tu_rand(LT_F32, 3, d, -1, 1, 700), keep ? ints(1, two, axes2) : ints(1, one, axes1)};
+            check(&g, 2, in, 1e-4, op ? "ReduceMean" : "ReduceSum");
+            free_all(2, in);
+            tu_free(&g);
+        }
+    /* ReduceSumLike: (4, 5, 6) summed to (5, 1) */
+    int64_t ld[2] = {5, 1};
+    tu_graph g = tu_single(LT_OP_REDUCE_SUM_LIKE, 13, 2, 1);
+    lt_value *in[2] = {tu_rand(LT_F64, 3, d, -1, 1, 701), tu_rand(LT_F64, 2, ld, -1, 1, 702)};
+    check(&g, 2, in, 1e-10, "ReduceSumLike");
+    free_all(2, in);
+    tu_free(&g);
+}
+
+static void test_softmax(void **state)
+{
+    (void)state;
+    int64_t d[3] = {3, 10, 4};
+    static const lt_op ops[] = {LT_OP_SOFTMAX, LT_OP_LOG_SOFTMAX};
+    for (int i = 0; i < 2; i++)
+        for (int axis = -1; axis <= 1; axis += 2) {
+            tu_graph g = tu_single(ops[i], 13, 1, 1);
+            tu_attr_int(&g, "axis", axis);
+            lt_value *in[1] = {tu_rand(LT_F32, 3, d, -4, 4, 800 + i)};
+            check(&g, 1, in, 1e-4, lt_op_names[ops[i]]);
+            /* its gradient from y */
+            lt_err err;
+            lt_value *y[1] = {NULL};
+            setenv("LANTERN_BACKEND", "cpu", 1);
+            assert_int_equal(tu_run(&g, in, y, &err), LT_OK);
+            tu_graph gg = tu_single(i ? LT_OP_LOG_SOFTMAX_GRAD : LT_OP_SOFTMAX_GRAD, 13, 2, 1);
+            tu_attr_int(&gg, "axis", axis);
+            lt_value *gin[2] = {tu_rand(LT_F32, 3, d, -1, 1, 810 + i), y[0]};
+            check(&gg, 2, gin, 1e-4, i ? "LogSoftmaxGrad" : "SoftmaxGrad");
+            free_all(2, gin);
+            free_all(1, in);
+            tu_free(&g);
+            tu_free(&gg);
+        }
+}
+
+static void test_losses(void **state)
+{
+    (void)state;
+    int64_t xd[2] = {8, 10}, td[1] = {8}, one = 1;
+    int64_t labels[8] = {1, 0, 9, 3, 3, 7, -100, 2};
+    static const char *const reds[] = {"mean", "sum", "none"};
+    for (int r = 0; r < 3; r++)
+        for (int sce = 0; sce < 2; sce++) {
+            lt_op op = sce ? LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS : LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS;
+            tu_graph g = tu_single(op, 13, 2, 1);
+            tu_attr_str(&g, "reduction", reds[r]);
+            tu_attr_int(&g, "ignore_index", -100);
+            lt_value *in[2] = {tu_rand(LT_F32, 2, xd, -3, 3, 900 + r), ints(1, td, labels)};
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", lt_op_names[op], reds[r]);
+            check(&g, 2, in, 1e-4, what);
+            /* the gradient */
+            tu_graph gg = tu_single(sce ? LT_OP_SCE_LOSS_GRAD : LT_OP_NLL_LOSS_GRAD, 13, 3, 1);
+            tu_attr_str(&gg, "reduction", reds[r]);
+            tu_attr_int(&gg, "ignore_index", -100);
+            lt_value *dl = r == 2 ? tu_rand(LT_F32, 1, td, 0.5, 1.5, 950) : tu_rand(LT_F32, 0, &one, 0.5, 1.5, 951);
+            lt_value *gin[3] = {dl, in[0], in[1]};
+            snprintf(what, sizeof what, "%s %s", lt_op_names[gg.node->op], reds[r]);
+            check(&gg, 3, gin, 1e-4, what);
+            lt_value_free(dl);
+            free_all(2, in);
+            tu_free(&g);
+            tu_free(&gg);
+        }
+}
+
+/* ---- pooling ---- */
+static void test_pool(void **state)
+{
+    (void)state;
+    int64_t xd[4] = {2, 3, 9, 8}, k2[2] = {2, 2}, k3[2] = {3, 3}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+    for (int avg = 0; avg < 2; avg++)
+        for (int c = 0; c < 3; c++) {
+            lt_op op = avg ? LT_OP_AVERAGE_POOL : LT_OP_MAX_POOL;
+            tu_graph g = tu_single(op, 19, 1, 1);
+            tu_attr_ints(&g, "kernel_shape", 2, c ? k3 : k2);
+            tu_attr_ints(&g, "strides", 2, s2);
+            if (c >= 1)
+                tu_attr_ints(&g, "pads", 4, p1);
+            if (c == 2) {
+                tu_attr_int(&g, "ceil_mode", 1);
+                if (avg)
+                    tu_attr_int(&g, "count_include_pad", 1);
+            }
+            lt_value *in[1] = {tu_rand(LT_F32, 4, xd, -2, 2, 1000 + c)};
+            char what[64];
+            snprintf(what, sizeof what, "%s case %d", lt_op_names[op], c);
+            check(&g, 1, in, 1e-4, what);
+            lt_err err;
+            lt_value *y[1] = {NULL};
+            setenv("LANTERN_BACKEND", "cpu", 1);
+            assert_int_equal(tu_run(&g, in, y, &err), LT_OK);
+            tu_graph gg = tu_single(avg ? LT_OP_AVERAGE_POOL_GRAD : LT_OP_MAX_POOL_GRAD, 19, 2, 1);
+            tu_attr_ints(&gg, "kernel_shape", 2, c ? k3 : k2);
+            tu_attr_ints(&gg, "strides", 2, s2);
+            if (c >= 1)
+                tu_attr_ints(&gg, "pads", 4, p1);
+            if (c == 2) {
+                tu_attr_int(&gg, "ceil_mode", 1);
+                if (avg)
+                    tu_attr_int(&gg, "count_include_pad", 1);
+            }
+            lt_value *gin[2] = {tu_rand(LT_F32, 4, y[0]->t.dims, -1, 1, 1100 + c), in[0]};
+            snprintf(what, sizeof what, "%s case %d", lt_op_names[gg.node->op], c);
+            check(&gg, 2, gin, 1e-4, what);
+            lt_value_free(gin[0]);
+            lt_value_free(y[0]);
+            free_all(1, in);
+            tu_free(&g);
+            tu_free(&gg);
+        }
+}
+
+/* ---- cuDNN convolution ---- */
+static void conv_attrs(tu_graph *g, int nsp, int group, int stride, int pad, int dil)
+{
+    int64_t s[3] = {stride, stride, stride}, d[3] = {dil, dil, dil}, p[6] = {pad, pad, pad, pad, pad, pad};
+    tu_attr_int(g, "group", group);
+    tu_attr_ints(g, "strides", nsp, s);
+    tu_attr_ints(g, "dilations", nsp, d);
+    tu_attr_ints(g, "pads", 2 * nsp, p);
+}
+
+static void test_conv(void **state)
+{
+    (void)state;
+    static const struct {
+        int nsp, group, stride, pad, dil;
+    } cases[] = {{2, 1, 1, 1, 1}, {2, 2, 2, 0, 1}, {2, 1, 1, 2, 2}, {1, 1, 1, 1, 1}, {3, 1, 1, 1, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int t = 0; t < 2; t++) {
+            lt_dtype dt = t ? LT_F64 : LT_F32;
+            int nsp = cases[i].nsp, r = nsp + 2;
+            int64_t xd[5] = {2, 4, 9, 8, 7}, wd[5] = {6, 4 / cases[i].group, 3, 3, 3}, bd[1] = {6};
+            tu_graph g = tu_single(LT_OP_CONV, 11, 3, 1);
+            conv_attrs(&g, nsp, cases[i].group, cases[i].stride, cases[i].pad, cases[i].dil);
+            lt_value *in[3] = {tu_rand(dt, r, xd, -1, 1, 1200 + i), tu_rand(dt, r, wd, -1, 1, 1300 + i),
+                               tu_rand(dt, 1, bd, -1, 1, 1400 + i)};
+            char what[96];
+            snprintf(what, sizeof what, "Conv case %zu %s", i, lt_dtype_name(dt));
+            check(&g, 3, in, tol(dt), what);
+            lt_err err;
+            lt_value *y[1] = {NULL};
+            setenv("LANTERN_BACKEND", "cpu", 1);
+            assert_int_equal(tu_run(&g, in, y, &err), LT_OK);
+            lt_value *dy = tu_rand(dt, r, y[0]->t.dims, -1, 1, 1500 + i);
+            tu_graph gd = tu_single(LT_OP_CONV_GRAD_DATA, 11, 3, 1);
+            conv_attrs(&gd, nsp, cases[i].group, cases[i].stride, cases[i].pad, cases[i].dil);
+            lt_value *din[3] = {dy, in[1], in[0]};
+            snprintf(what, sizeof what, "ConvGradData case %zu %s", i, lt_dtype_name(dt));
+            check(&gd, 3, din, tol(dt), what);
+            tu_graph gf = tu_single(LT_OP_CONV_GRAD_FILTER, 11, 3, 1);
+            conv_attrs(&gf, nsp, cases[i].group, cases[i].stride, cases[i].pad, cases[i].dil);
+            lt_value *fin[3] = {dy, in[0], in[1]};
+            snprintf(what, sizeof what, "ConvGradFilter case %zu %s", i, lt_dtype_name(dt));
+            check(&gf, 3, fin, tol(dt) * 10, what); /* sums over N x grid */
+            lt_value_free(dy);
+            lt_value_free(y[0]);
+            free_all(3, in);
+            tu_free(&g);
+            tu_free(&gd);
+            tu_free(&gf);
+        }
+}
+
+/* ---- data movement ---- */
+static void test_movement(void **state)
+{
+    (void)state;
+    int64_t d[3] = {3, 4, 5}, perm[3] = {2, 0, 1}, id[2] = {2, 3}, idx[6] = {0, 3, -1, 2, 2, 1};
+    tu_graph g = tu_single(LT_OP_TRANSPOSE, 13, 1, 1);
+    tu_attr_ints(&g, "perm", 3, perm);
+    lt_value *in[1] = {tu_rand(LT_F32, 3, d, -1, 1, 1600)};
+    check(&g, 1, in, 0, "Transpose");
+    tu_free(&g);
+    int64_t d2[3] = {3, 2, 5};
+    tu_graph gc = tu_single(LT_OP_CONCAT, 13, 2, 1);
+    tu_attr_int(&gc, "axis", 1);
+    lt_value *cin[2] = {in[0], tu_rand(LT_F32, 3, d2, -1, 1, 1601)};
+    check(&gc, 2, cin, 0, "Concat");
+    lt_value_free(cin[1]);
+    tu_free(&gc);
+    tu_graph gg = tu_single(LT_OP_GATHER, 13, 2, 1);
+    tu_attr_int(&gg, "axis", 1);
+    lt_value *gin[2] = {in[0], ints(2, id, idx)};
+    check(&gg, 2, gin, 0, "Gather");
+    lt_value_free(gin[1]);
+    tu_free(&gg);
+    free_all(1, in);
+}
+
+int main(void)
+{
+    lt_err err;
+    setenv("LANTERN_CUDA_GUARD", "1", 1);
+    setenv("LANTERN_TF32", "0", 1);
+    cuda = lt_backend_open("cuda", &err);
+    if (!cuda) {
+        printf("skipped: %s\n", err.msg);
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_binary), cmocka_unit_test(test_unary),  cmocka_unit_test(test_where),
+        cmocka_unit_test(test_gemm),   cmocka_unit_test(test_matmul), cmocka_unit_test(test_reduce),
+        cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_conv),   cmocka_unit_test(test_movement),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
