@@ -307,6 +307,9 @@ static bool env_on(const char *name, bool dflt)
 static lt_status open_device(int device, lt_err *err)
 {
     lt_cuda *st = &state;
+    /* checked mode digests every value's bytes on the host */
+    if (lt_checked_memory())
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "checked memory mode (LANTERN_CHECKED_MEMORY) runs on the host only");
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
