@@ -1,8 +1,10 @@
 /* Shape inference rules: BitCast (opset 26), AffineGrid (opset 20) with
  * its gradient op, the string ops of opset 20 (StringConcat, StringSplit,
- * RegexFullMatch), DeformConv (opset 19) and ai.onnx.ml's Binarizer,
+ * RegexFullMatch), DeformConv (opset 19), ImageDecoder (opset 20) and
+ * ai.onnx.ml's Binarizer,
  * ArrayFeatureExtractor, LabelEncoder and TreeEnsemble. */
 #include "infer.h"
+#include <string.h>
 
 static const lt_type *in_type(const lt_node *n, int i)
 {
@@ -218,8 +220,23 @@ static lt_status infer_tree_ensemble(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* ImageDecoder: (height, width, 3 or 1 for Grayscale) uint8, the size
+ * known only from the stream */
+static lt_status infer_image_decoder(lt_infer_ctx *c, lt_node *n)
+{
+    if (!in_type(n, 0))
+        return lt_infer_fail(c, n, "needs encoded_stream");
+    if (n->nout > 0 && n->out[0]) {
+        lt_type_unknown(&n->out[0]->type, LT_U8, 3);
+        const char *f = lt_attr_str(n, "pixel_format", "RGB");
+        n->out[0]->type.dims[2] = (lt_dim){.v = strcmp(f, "Grayscale") ? 3 : 1, .sym = -1};
+    }
+    return LT_OK;
+}
+
 void lt_infer_register_onnx26(lt_infer_fn *tab)
 {
+    tab[LT_OP_IMAGE_DECODER] = infer_image_decoder;
     tab[LT_OP_TREE_ENSEMBLE] = infer_tree_ensemble;
     tab[LT_OP_BINARIZER] = infer_binarizer;
     tab[LT_OP_ARRAY_FEATURE_EXTRACTOR] = infer_array_feature_extractor;

@@ -6,8 +6,8 @@ lt_kernel_fn lt_cpu_kernels[LT_OP_COUNT];
 
 /* ops of onnx 1.15-1.23: Attention, RotaryEmbedding, TensorScatter
  * (attention.c), CumProd, BitCast, AffineGrid, CausalConvWithState,
- * LinearAttention, DeformConv, FlexAttention, the ai.onnx.ml ops (their own
- * files), the string ops and Equal on strings
+ * LinearAttention, DeformConv, FlexAttention, ImageDecoder, the ai.onnx.ml
+ * ops (their own files), the string ops and Equal on strings
  * (string_ops.c, after the elementwise family, whose Equal it wraps) */
 void lt_cpu_register_attention(lt_kernel_fn *tab);
 void lt_cpu_register_cumprod(lt_kernel_fn *tab);
@@ -19,6 +19,7 @@ void lt_cpu_register_string_ops(lt_kernel_fn *tab);
 void lt_cpu_register_deform_conv(lt_kernel_fn *tab);
 void lt_cpu_register_flex_attention(lt_kernel_fn *tab);
 void lt_cpu_register_ml_ops(lt_kernel_fn *tab);
+void lt_cpu_register_image_decoder(lt_kernel_fn *tab);
 
 static void fill(void)
 {
@@ -47,6 +48,7 @@ static void fill(void)
     lt_cpu_register_deform_conv(lt_cpu_kernels);
     lt_cpu_register_flex_attention(lt_cpu_kernels);
     lt_cpu_register_ml_ops(lt_cpu_kernels);
+    lt_cpu_register_image_decoder(lt_cpu_kernels);
 }
 
 void lt_cpu_kernels_init(void)

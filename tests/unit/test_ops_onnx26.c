@@ -4,8 +4,8 @@
  * theta, the string ops against Python's str.split and hand-made cases,
  * DeformConv against Conv (zero offsets) and a bilinear sample written out,
  * block (De)QuantizeLinear against the per-block formula, ai.onnx.ml's
- * Binarizer, ArrayFeatureExtractor, LabelEncoder and TreeEnsemble on
- * hand-made cases;
+ * Binarizer, ArrayFeatureExtractor, LabelEncoder and TreeEnsemble and
+ * ImageDecoder on hand-made cases;
  * the gradients of CumProd and AffineGrid against central finite
  * differences in float64. */
 #include "rule_fd.h"
@@ -464,6 +464,61 @@ static void tree_ensemble(void **state)
     tu_free(&g);
 }
 
+/* ImageDecoder: a 2x2 grey PNM in RGB and BGR, a 2x1 bottom-up BMP, and
+ * truncated or foreign streams refused with one line */
+static void image_decoder(void **state)
+{
+    (void)state;
+    const uint8_t pgm[] = {'P', '5', '\n', '#', ' ', 'c', '\n', '2', ' ', '2', '\n', '2', '5', '5', '\n', 10, 20, 30, 40};
+    uint8_t bmp[62] = {'B', 'M'};
+    bmp[10] = 54;               /* pixels at 54 */
+    bmp[14] = 40;               /* BITMAPINFOHEADER */
+    bmp[18] = 1;                /* width 1 */
+    bmp[22] = 2;                /* height 2: bottom-up */
+    bmp[26] = 1;
+    bmp[28] = 24;               /* 24 bits, rows padded to 4 bytes */
+    const uint8_t rows[8] = {1, 2, 3, 0, 4, 5, 6, 0}; /* bottom row BGR (1,2,3), top row (4,5,6) */
+    memcpy(bmp + 54, rows, 8);
+    struct {
+        const uint8_t *d;
+        int64_t n;
+        const char *fmt;
+        int64_t h, w, c;
+        uint8_t want[12];
+    } cases[] = {
+        {pgm, sizeof pgm, "RGB", 2, 2, 3, {10, 10, 10, 20, 20, 20, 30, 30, 30, 40, 40, 40}},
+        {bmp, sizeof bmp, "RGB", 2, 1, 3, {6, 5, 4, 3, 2, 1}},
+        {bmp, sizeof bmp, "BGR", 2, 1, 3, {4, 5, 6, 1, 2, 3}},
+        {bmp, sizeof bmp - 4, "RGB", 0, 0, 0, {0}},
+        {pgm, 12, "RGB", 0, 0, 0, {0}},
+        {bmp + 40, 8, "RGB", 0, 0, 0, {0}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int64_t d[1] = {cases[c].n};
+        double v[64];
+        for (int64_t i = 0; i < cases[c].n; i++)
+            v[i] = cases[c].d[i];
+        lt_value *in[1] = {tu_from(LT_U8, 1, d, v)}, *out[1] = {NULL};
+        tu_graph g = tu_single(LT_OP_IMAGE_DECODER, 20, 1, 1);
+        tu_attr_str(&g, "pixel_format", cases[c].fmt);
+        lt_err err;
+        lt_status s = tu_run(&g, in, out, &err);
+        if (!cases[c].h) {
+            if (s == LT_OK || !strstr(err.msg, "ImageDecoder"))
+                fail_msg("case %zu: expected a refusal, got %s", c, s == LT_OK ? "success" : err.msg);
+        } else {
+            if (s != LT_OK)
+                fail_msg("case %zu: %s", c, err.msg);
+            assert_int_equal(out[0]->t.dims[0], cases[c].h);
+            assert_int_equal(out[0]->t.dims[1], cases[c].w);
+            assert_memory_equal(out[0]->t.data, cases[c].want, (size_t)(cases[c].h * cases[c].w * cases[c].c));
+            lt_value_free(out[0]);
+        }
+        lt_value_free(in[0]);
+        tu_free(&g);
+    }
+}
+
 /* ---- gradients by finite differences ---- */
 /* fixed values with zeros, two to some lines, so the division-free
  * gradient is exercised where x / y would divide by zero */
@@ -534,6 +589,7 @@ int main(void)
         cmocka_unit_test(block_quantization),
         cmocka_unit_test(ml_ops),
         cmocka_unit_test(tree_ensemble),
+        cmocka_unit_test(image_decoder),
         cmocka_unit_test(gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
