@@ -569,7 +569,7 @@ static void gradients(void **state)
                           .in = gc->in,
                           .attrs = gc->attrs,
                           .seed = 8300 + k * 11};
-        tu_fd_check(&fm, &(tu_fd_expect){0}, &t);
+        tu_fd_check(&fm, &(tu_fd_expect){.verbose = true}, &t);
     }
     printf("opset 20-26 op gradients: %d (case, input) pairs checked by finite differences in float64, worst "
            "relative error %.3g (%s)\n",
