@@ -259,10 +259,20 @@ static bool plain_type(const lt_ival *v, bool any)
     return any || v->type.dtype == LT_F32 || v->type.dtype == LT_F64;
 }
 
+static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
+
+static void ops_fill(void)
+{
+    lt_cuda_register_kernels(ops);
+    lt_cuda_register_blas(ops);
+    lt_cuda_register_dnn(ops);
+}
+
 static lt_kernel_fn cuda_kernel(const lt_backend *be, const lt_node *n, uint64_t *host_inputs)
 {
     (void)be;
     *host_inputs = 0;
+    pthread_once(&ops_once, ops_fill);
     const lt_cu_op *op = &ops[n->op];
     if (!op->fn || n->nregions > 0 || n->nin > 64)
         return NULL;
@@ -279,6 +289,8 @@ static lt_kernel_fn cuda_kernel(const lt_backend *be, const lt_node *n, uint64_t
     *host_inputs = op->host_inputs;
     return op->fn;
 }
+
+lt_kernel_fn lt_cuda_kernel_for(const lt_node *n, uint64_t *host_inputs) { return cuda_kernel(NULL, n, host_inputs); }
 
 static size_t cuda_in_use(const lt_backend *be) { return lt_cuda_of(be)->in_use; }
 static size_t cuda_peak(const lt_backend *be) { return lt_cuda_of(be)->peak; }
@@ -342,9 +354,7 @@ const lt_backend *lt_cuda_backend_open(int device, lt_err *err)
         lt_err why;
         why.msg[0] = 0;
         if (open_device(device, &why) == LT_OK) {
-            lt_cuda_register_kernels(ops);
-            lt_cuda_register_blas(ops);
-            lt_cuda_register_dnn(ops);
+            pthread_once(&ops_once, ops_fill);
             state.ready = true;
         } else {
             snprintf(state.why, sizeof state.why, "%s", why.msg);

@@ -109,6 +109,10 @@ void lt_cuda_register_kernels(lt_cu_op *tab);
 void lt_cuda_register_blas(lt_cu_op *tab);
 void lt_cuda_register_dnn(lt_cu_op *tab);
 
+/* The kernel the cuda backend would run node n with (NULL: the host runs
+ * it), as at plan time; needs no device (tests of the kernel table). */
+lt_kernel_fn lt_cuda_kernel_for(const lt_node *n, uint64_t *host_inputs);
+
 /* Device scratch for one kernel: a pool buffer the kernel releases. */
 lt_status lt_cuda_scratch(lt_kctx *k, size_t bytes, lt_buf **b);
 

@@ -295,6 +295,57 @@ static lt_status k_reduce_sum_like(lt_kctx *k)
     return sum_axes(k, g, red, 1.0, y);
 }
 
+/* GlobalAveragePool: the mean over every spatial axis, kept as 1s. */
+static lt_status k_global_avg_pool(lt_kctx *k)
+{
+    const lt_tensor *x;
+    lt_status s;
+    if ((s = need(k, 0, &x)) != LT_OK || (s = need_float(k, x, 0)) != LT_OK)
+        return s;
+    if (x->rank < 3)
+        return lt_k_fail(k, LT_ERR_INVALID, "input must be (N, C, spatial...), got rank %d", x->rank);
+    bool red[LT_MAX_RANK] = {false};
+    int64_t od[LT_MAX_RANK], cnt = 1;
+    for (int d = 0; d < x->rank; d++) {
+        red[d] = d >= 2;
+        od[d] = d >= 2 ? 1 : x->dims[d];
+        if (d >= 2)
+            cnt *= x->dims[d];
+    }
+    lt_tensor *y;
+    if ((s = lt_k_out(k, 0, x->dtype, x->rank, od, &y)) != LT_OK)
+        return s;
+    return sum_axes(k, x, red, cnt > 0 ? 1.0 / (double)cnt : NAN, y);
+}
+
+/* Expand (x, shape): x broadcast with shape (read on the host). */
+static lt_status k_expand(lt_kctx *k)
+{
+    const lt_tensor *x, *shp;
+    lt_status s;
+    if ((s = need(k, 0, &x)) != LT_OK || (s = need(k, 1, &shp)) != LT_OK)
+        return s;
+    if (!lt_dtype_is_int(shp->dtype) || shp->rank != 1 || shp->numel > LT_MAX_RANK)
+        return lt_k_fail(k, LT_ERR_INVALID, "shape must be a 1-D integer tensor of at most %d values", LT_MAX_RANK);
+    lt_tensor want;
+    memset(&want, 0, sizeof want);
+    want.rank = (int)shp->numel;
+    for (int i = 0; i < want.rank; i++) {
+        want.dims[i] = lt_tensor_get_i64(shp, i);
+        if (want.dims[i] < 0)
+            return lt_k_fail(k, LT_ERR_INVALID, "shape value %lld is negative", (long long)want.dims[i]);
+    }
+    const lt_tensor *ts[2] = {x, &want};
+    lt_cu_shape sh;
+    if ((s = broadcast(k, 2, ts, &sh)) != LT_OK)
+        return s;
+    lt_tensor *y;
+    if ((s = lt_k_out(k, 0, x->dtype, sh.rank, sh.dims, &y)) != LT_OK)
+        return s;
+    LT_CUDA_K(k, lt_cu_binary(stream_of(k), LT_CU_COPY, F64(x), x->data, NULL, y->data, &sh));
+    return LT_OK;
+}
+
 /* ---- softmax ---- */
 /* The (outer, c, inner) split of the op's axis (opset-dependent as on the
  * CPU: before 13 the input is coerced to 2-D around axis). */
@@ -782,6 +833,8 @@ void lt_cuda_register_kernels(lt_cu_op *tab)
     tab[LT_OP_REDUCE_SUM] = (lt_cu_op){k_reduce, 1u << 1, 0, NULL};
     tab[LT_OP_REDUCE_MEAN] = (lt_cu_op){k_reduce, 1u << 1, 0, NULL};
     tab[LT_OP_REDUCE_SUM_LIKE] = (lt_cu_op){k_reduce_sum_like, 0, 1u << 1, NULL};
+    tab[LT_OP_GLOBAL_AVERAGE_POOL] = (lt_cu_op){k_global_avg_pool, 0, 0, NULL};
+    tab[LT_OP_EXPAND] = (lt_cu_op){k_expand, 1u << 1, 0, NULL};
     tab[LT_OP_SOFTMAX] = (lt_cu_op){k_softmax, 0, 0, NULL};
     tab[LT_OP_LOG_SOFTMAX] = (lt_cu_op){k_softmax, 0, 0, NULL};
     tab[LT_OP_SOFTMAX_GRAD] = (lt_cu_op){k_softmax_grad, 0, 0, NULL};

@@ -238,6 +238,20 @@ static void test_reduce(void **state)
     check(&g, 2, in, 1e-10, "ReduceSumLike");
     free_all(2, in);
     tu_free(&g);
+    /* GlobalAveragePool over (2, 3, 5, 4) */
+    int64_t pd[4] = {2, 3, 5, 4};
+    tu_graph gp = tu_single(LT_OP_GLOBAL_AVERAGE_POOL, 13, 1, 1);
+    lt_value *pin[1] = {tu_rand(LT_F32, 4, pd, -1, 1, 703)};
+    check(&gp, 1, pin, 1e-4, "GlobalAveragePool");
+    free_all(1, pin);
+    tu_free(&gp);
+    /* Expand (3, 1) to (2, 3, 4) */
+    int64_t xd[2] = {3, 1}, sd[1] = {3}, sv[3] = {2, 3, 4};
+    tu_graph ge = tu_single(LT_OP_EXPAND, 13, 2, 1);
+    lt_value *ein[2] = {tu_rand(LT_F64, 2, xd, -1, 1, 704), ints(1, sd, sv)};
+    check(&ge, 2, ein, 0, "Expand");
+    free_all(2, ein);
+    tu_free(&ge);
 }
 
 static void test_softmax(void **state)
