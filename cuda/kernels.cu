@@ -361,6 +361,88 @@ __global__ void k_gather(const U *x, const int64_t *idx, U *y, int64_t outer, in
     }
 }
 
+// Block reduction of one double per thread into part[0].
+__device__ inline double block_sum(double v, double *part)
+{
+    part[threadIdx.x] = v;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if (threadIdx.x < w)
+            part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    double r = part[0];
+    __syncthreads();
+    return r;
+}
+
+// One block per channel.
+template <typename T>
+__global__ void k_chan_stats(const T *x, int64_t n, int64_t c, int64_t sp, double *mean, double *var)
+{
+    __shared__ double part[THREADS];
+    for (int64_t j = blockIdx.x; j < c; j += gridDim.x) {
+        int64_t m = n * sp;
+        double acc = 0;
+        for (int64_t q = threadIdx.x; q < m; q += blockDim.x)
+            acc += (double)x[((q / sp) * c + j) * sp + q % sp];
+        double mu = block_sum(acc, part) / (double)(m ? m : 1);
+        acc = 0;
+        for (int64_t q = threadIdx.x; q < m; q += blockDim.x) {
+            double d = (double)x[((q / sp) * c + j) * sp + q % sp] - mu;
+            acc += d * d;
+        }
+        double v = block_sum(acc, part) / (double)(m ? m : 1);
+        if (threadIdx.x == 0) {
+            mean[j] = mu;
+            var[j] = v;
+        }
+    }
+}
+
+template <typename T>
+__global__ void k_chan_sums(const T *x, const T *dy, const double *mu, int64_t n, int64_t c, int64_t sp, double *sdy,
+                            double *sdyx)
+{
+    __shared__ double part[THREADS];
+    for (int64_t j = blockIdx.x; j < c; j += gridDim.x) {
+        int64_t m = n * sp;
+        double a = 0, b = 0;
+        for (int64_t q = threadIdx.x; q < m; q += blockDim.x) {
+            int64_t at = ((q / sp) * c + j) * sp + q % sp;
+            double g = (double)dy[at];
+            a += g;
+            b += g * ((double)x[at] - mu[j]);
+        }
+        double ra = block_sum(a, part), rb = block_sum(b, part);
+        if (threadIdx.x == 0) {
+            sdy[j] = ra;
+            sdyx[j] = rb;
+        }
+    }
+}
+
+template <typename T>
+__global__ void k_chan_affine(const T *x, T *y, int64_t n, int64_t c, int64_t sp, const double *a, const double *off)
+{
+    int64_t total = n * c * sp;
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < total; q += (int64_t)gridDim.x * blockDim.x) {
+        int64_t j = (q / sp) % c;
+        y[q] = (T)((double)x[q] * a[j] + off[j]);
+    }
+}
+
+template <typename T>
+__global__ void k_bn_dx(const T *dy, const T *x, T *dx, int64_t n, int64_t c, int64_t sp, const double *mu,
+                        const double *A, const double *B, const double *C)
+{
+    int64_t total = n * c * sp;
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < total; q += (int64_t)gridDim.x * blockDim.x) {
+        int64_t j = (q / sp) % c;
+        dx[q] = (T)(A[j] * (double)dy[q] + B[j] * ((double)x[q] - mu[j]) + C[j]);
+    }
+}
+
 template <typename T> __global__ void k_fill(T *y, int64_t n, T v)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
@@ -567,6 +649,62 @@ cudaError_t lt_cu_gather(cudaStream_t s, size_t es, const void *x, const int64_t
         break;
     default: return cudaErrorInvalidValue;
     }
+    return cudaGetLastError();
+}
+
+static unsigned chan_blocks(int64_t c) { return (unsigned)(c < 1 ? 1 : c > 65535 * 16 ? 65535 * 16 : c); }
+
+cudaError_t lt_cu_chan_stats(cudaStream_t s, bool f64, const void *x, int64_t n, int64_t c, int64_t sp, double *mean,
+                             double *var)
+{
+    if (c == 0)
+        return cudaSuccess;
+    if (f64)
+        k_chan_stats<double><<<chan_blocks(c), THREADS, 0, s>>>((const double *)x, n, c, sp, mean, var);
+    else
+        k_chan_stats<float><<<chan_blocks(c), THREADS, 0, s>>>((const float *)x, n, c, sp, mean, var);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_chan_sums(cudaStream_t s, bool f64, const void *x, const void *dy, const double *mu, int64_t n,
+                            int64_t c, int64_t sp, double *sdy, double *sdyx)
+{
+    if (c == 0)
+        return cudaSuccess;
+    if (f64)
+        k_chan_sums<double><<<chan_blocks(c), THREADS, 0, s>>>((const double *)x, (const double *)dy, mu, n, c, sp,
+                                                                sdy, sdyx);
+    else
+        k_chan_sums<float><<<chan_blocks(c), THREADS, 0, s>>>((const float *)x, (const float *)dy, mu, n, c, sp, sdy,
+                                                               sdyx);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_chan_affine(cudaStream_t s, bool f64, const void *x, void *y, int64_t n, int64_t c, int64_t sp,
+                              const double *a, const double *off)
+{
+    int64_t total = n * c * sp;
+    if (total == 0)
+        return cudaSuccess;
+    if (f64)
+        k_chan_affine<double><<<blocks_for(total), THREADS, 0, s>>>((const double *)x, (double *)y, n, c, sp, a, off);
+    else
+        k_chan_affine<float><<<blocks_for(total), THREADS, 0, s>>>((const float *)x, (float *)y, n, c, sp, a, off);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_bn_dx(cudaStream_t s, bool f64, const void *dy, const void *x, void *dx, int64_t n, int64_t c,
+                        int64_t sp, const double *mu, const double *A, const double *B, const double *C)
+{
+    int64_t total = n * c * sp;
+    if (total == 0)
+        return cudaSuccess;
+    if (f64)
+        k_bn_dx<double><<<blocks_for(total), THREADS, 0, s>>>((const double *)dy, (const double *)x, (double *)dx, n,
+                                                              c, sp, mu, A, B, C);
+    else
+        k_bn_dx<float><<<blocks_for(total), THREADS, 0, s>>>((const float *)dy, (const float *)x, (float *)dx, n, c,
+                                                             sp, mu, A, B, C);
     return cudaGetLastError();
 }
 

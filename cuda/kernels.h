@@ -76,6 +76,19 @@ cudaError_t lt_cu_add_bias(cudaStream_t s, bool f64, void *y, const void *bias, 
 /* Gather along an axis: x (outer, ax, inner), idx (m) already in range. */
 cudaError_t lt_cu_gather(cudaStream_t s, size_t es, const void *x, const int64_t *idx, void *y, int64_t outer,
                          int64_t ax, int64_t inner, int64_t m);
+/* Batch normalization over x (n, c, s): per channel j, mean[j] and the
+ * biased variance var[j] (two passes, in double); sdy[j] = sum dy and
+ * sdyx[j] = sum dy (x - mu[j]); y = x a[j] + off[j]; and
+ * dx = A[j] dy + B[j] (x - mu[j]) + C[j]. The per-channel arrays are
+ * doubles on the device. */
+cudaError_t lt_cu_chan_stats(cudaStream_t s, bool f64, const void *x, int64_t n, int64_t c, int64_t sp, double *mean,
+                             double *var);
+cudaError_t lt_cu_chan_sums(cudaStream_t s, bool f64, const void *x, const void *dy, const double *mu, int64_t n,
+                            int64_t c, int64_t sp, double *sdy, double *sdyx);
+cudaError_t lt_cu_chan_affine(cudaStream_t s, bool f64, const void *x, void *y, int64_t n, int64_t c, int64_t sp,
+                              const double *a, const double *off);
+cudaError_t lt_cu_bn_dx(cudaStream_t s, bool f64, const void *dy, const void *x, void *dx, int64_t n, int64_t c,
+                        int64_t sp, const double *mu, const double *A, const double *B, const double *C);
 /* y[0..n) = v. */
 cudaError_t lt_cu_fill(cudaStream_t s, bool f64, void *y, int64_t n, double v);
 #ifdef __cplusplus

@@ -411,6 +411,35 @@ static void test_conv(void **state)
         }
 }
 
+/* ---- batch normalization ---- */
+static void test_batch_norm(void **state)
+{
+    (void)state;
+    int64_t xd[4] = {4, 3, 5, 6}, cd[1] = {3};
+    for (int t = 0; t < 2; t++)
+        for (int train = 0; train < 2; train++) {
+            lt_dtype dt = t ? LT_F64 : LT_F32;
+            tu_graph g = tu_single(LT_OP_BATCH_NORMALIZATION, 15, 5, train ? 3 : 1);
+            tu_attr_int(&g, "training_mode", train);
+            tu_attr_float(&g, "momentum", 0.8f);
+            lt_value *in[5] = {tu_rand(dt, 4, xd, -2, 3, 1700 + t), tu_rand(dt, 1, cd, 0.5, 1.5, 1701),
+                               tu_rand(dt, 1, cd, -1, 1, 1702), tu_rand(dt, 1, cd, -1, 1, 1703),
+                               tu_rand(dt, 1, cd, 0.5, 2, 1704)};
+            char what[80];
+            snprintf(what, sizeof what, "BatchNormalization %s training_mode %d", lt_dtype_name(dt), train);
+            check(&g, 5, in, dt == LT_F64 ? 1e-9 : 1e-4, what);
+            tu_graph gg = tu_single(LT_OP_BATCH_NORM_GRAD, 15, 6, 3);
+            tu_attr_int(&gg, "training_mode", train);
+            lt_value *gin[6] = {tu_rand(dt, 4, xd, -1, 1, 1710 + t), in[0], in[1], in[2], in[3], in[4]};
+            snprintf(what, sizeof what, "BatchNormalizationGrad %s training_mode %d", lt_dtype_name(dt), train);
+            check(&gg, 6, gin, dt == LT_F64 ? 1e-9 : 1e-4, what);
+            lt_value_free(gin[0]);
+            free_all(5, in);
+            tu_free(&g);
+            tu_free(&gg);
+        }
+}
+
 /* ---- data movement ---- */
 static void test_movement(void **state)
 {
@@ -451,7 +480,7 @@ int main(void)
         cmocka_unit_test(test_binary), cmocka_unit_test(test_unary),  cmocka_unit_test(test_where),
         cmocka_unit_test(test_gemm),   cmocka_unit_test(test_matmul), cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
-        cmocka_unit_test(test_conv),   cmocka_unit_test(test_movement),
+        cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_movement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

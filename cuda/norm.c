@@ -1,0 +1,266 @@
+/* BatchNormalization (training and inference) and BatchNormalizationGrad
+ * on the device, per channel over (N, C, spatial...) with spatial = 1.
+ *
+ * The large sums (batch statistics, the gradient's sums of dy and
+ * dy (x - mean)) run on the device in double; the per-channel arithmetic
+ * on the C values (scale, bias and running statistics, read on the host as
+ * the CPU kernel reads them) runs on the host in double exactly as the CPU
+ * does it, and its coefficients go back to the device for one elementwise
+ * pass. A node thus waits for the device once or twice. */
+#include "cuda_internal.h"
+#include <math.h>
+#include <string.h>
+
+#define F64(t) ((t)->dtype == LT_F64)
+
+static bool float_in(const lt_node *n, int i)
+{
+    return i < n->nin && n->in[i] && (n->in[i]->type.dtype == LT_F32 || n->in[i]->type.dtype == LT_F64);
+}
+
+static bool fits_bn(const lt_node *n)
+{
+    if (n->op == LT_OP_BATCH_NORMALIZATION) {
+        for (int i = 1; i < 5; i++)
+            if (!float_in(n, i))
+                return false;
+    } else {
+        for (int i = 2; i < n->nin; i++)
+            if (n->in[i] && !float_in(n, i))
+                return false;
+    }
+    return !(n->opset < 9 && lt_attr_int(n, "spatial", 1) == 0);
+}
+
+/* (N, C, s): s the product of the spatial dims */
+static lt_status chan_split(lt_kctx *k, const lt_tensor *x, int64_t *n, int64_t *c, int64_t *s)
+{
+    if (x->rank < 2)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d (needs N and C)", x->rank);
+    if (x->dtype != LT_F32 && x->dtype != LT_F64)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "element type %s on cuda", lt_dtype_name(x->dtype));
+    *n = x->dims[0];
+    *c = x->dims[1];
+    *s = 1;
+    for (int i = 2; i < x->rank; i++)
+        *s *= x->dims[i];
+    return LT_OK;
+}
+
+/* c values of a per-channel host tensor as double (NULL: failed). */
+static double *vec(lt_kctx *k, const lt_tensor *t, int64_t c, const char *what)
+{
+    if (!t || t->numel != c) {
+        lt_k_fail(k, LT_ERR_RUNTIME, "%s must hold %lld values", what, (long long)c);
+        return NULL;
+    }
+    double *v = lt_k_scratch(k, sizeof(double) * (size_t)(c ? c : 1));
+    if (!v) {
+        lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
+        return NULL;
+    }
+    for (int64_t j = 0; j < c; j++)
+        v[j] = lt_tensor_get_f64(t, j);
+    return v;
+}
+
+static lt_status copy(lt_kctx *k, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
+{
+    cudaStream_t st = lt_cuda_of(k->be)->stream;
+    if (bytes)
+        LT_CUDA_K(k, cudaMemcpyAsync(dst, src, bytes, kind, st));
+    LT_CUDA_K(k, cudaStreamSynchronize(st));
+    return LT_OK;
+}
+
+/* Output i shaped and typed like the host tensor `like`, holding vals. */
+static lt_status out_vec(lt_kctx *k, int i, const lt_tensor *like, const double *vals)
+{
+    if (!lt_k_want(k, i))
+        return LT_OK;
+    lt_tensor *t;
+    lt_status s = lt_k_out(k, i, like->dtype, like->rank, like->dims, &t);
+    if (s != LT_OK || t->numel == 0)
+        return s;
+    size_t n = (size_t)t->numel;
+    if (like->dtype == LT_F64)
+        return copy(k, t->data, vals, n * sizeof(double), cudaMemcpyHostToDevice);
+    float *f = lt_k_scratch(k, n * sizeof *f);
+    if (!f)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
+    for (size_t j = 0; j < n; j++)
+        f[j] = (float)vals[j];
+    return copy(k, t->data, f, n * sizeof *f, cudaMemcpyHostToDevice);
+}
+
+/* The batch's mean and biased variance per channel, onto the host. */
+static lt_status batch_stats(lt_kctx *k, const lt_tensor *x, int64_t n, int64_t c, int64_t sp, lt_buf *dev,
+                             double *mean, double *var)
+{
+    double *dm = dev->data, *dv = dm + c;
+    LT_CUDA_K(k, lt_cu_chan_stats(lt_cuda_of(k->be)->stream, F64(x), x->data, n, c, sp, dm, dv));
+    lt_status s = copy(k, mean, dm, sizeof(double) * (size_t)c, cudaMemcpyDeviceToHost);
+    if (s == LT_OK)
+        s = copy(k, var, dv, sizeof(double) * (size_t)c, cudaMemcpyDeviceToHost);
+    return s;
+}
+
+/* As the CPU decides: training_mode from opset 14, else whether the node
+ * wants the statistics outputs (and, before opset 7, is_test is 0). */
+static bool bn_training(const lt_kctx *k)
+{
+    const lt_node *n = k->node;
+    if (n->opset >= 14)
+        return lt_attr_int(n, "training_mode", 0) != 0;
+    bool stats = false;
+    for (int i = 1; i < 5; i++)
+        stats = stats || lt_k_want(k, i);
+    if (n->opset < 7)
+        return stats && lt_attr_int(n, "is_test", 0) == 0;
+    return stats;
+}
+
+/* BatchNormalization (X, scale, B, mean, var) -> Y[, running_mean,
+ * running_var, batch mean, batch var] */
+static lt_status k_batch_norm(lt_kctx *k)
+{
+    const lt_tensor *x = lt_k_in(k, 0), *scale = lt_k_in(k, 1), *bias = lt_k_in(k, 2);
+    const lt_tensor *mean_in = lt_k_in(k, 3), *var_in = lt_k_in(k, 4);
+    if (!x || !scale || !bias || !mean_in || !var_in)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "needs X, scale, B, mean and var");
+    int64_t n, c, sp;
+    lt_status s = chan_split(k, x, &n, &c, &sp);
+    if (s != LT_OK)
+        return s;
+    double eps = lt_attr_float(k->node, "epsilon", 1e-5f), mom = lt_attr_float(k->node, "momentum", 0.9f);
+    const double *g = vec(k, scale, c, "scale"), *b = g ? vec(k, bias, c, "B") : NULL;
+    const double *m = b ? vec(k, mean_in, c, "mean") : NULL, *v = m ? vec(k, var_in, c, "var") : NULL;
+    double *h = v ? lt_k_scratch(k, sizeof(double) * 6 * (size_t)(c ? c : 1)) : NULL;
+    if (!h)
+        return v ? lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory") : LT_ERR_RUNTIME;
+    double *a = h, *off = h + c, *bm = h + 2 * c, *bv = h + 3 * c, *rm = h + 4 * c, *rv = h + 5 * c;
+    bool training = bn_training(k);
+    lt_buf *dev;
+    if ((s = lt_cuda_scratch(k, sizeof(double) * 2 * (size_t)(c ? c : 1), &dev)) != LT_OK)
+        return s;
+    if (training) {
+        s = batch_stats(k, x, n, c, sp, dev, bm, bv);
+    } else {
+        memcpy(bm, m, sizeof(double) * (size_t)c);
+        memcpy(bv, v, sizeof(double) * (size_t)c);
+    }
+    for (int64_t j = 0; j < c; j++) {
+        a[j] = g[j] / sqrt(bv[j] + eps);
+        off[j] = b[j] - bm[j] * a[j];
+        rm[j] = training ? m[j] * mom + bm[j] * (1 - mom) : m[j];
+        rv[j] = training ? v[j] * mom + bv[j] * (1 - mom) : v[j];
+    }
+    lt_tensor *y = NULL;
+    if (s == LT_OK)
+        s = copy(k, dev->data, a, sizeof(double) * 2 * (size_t)c, cudaMemcpyHostToDevice); /* a, off */
+    if (s == LT_OK)
+        s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &y);
+    if (s == LT_OK) {
+        cudaError_t e = lt_cu_chan_affine(lt_cuda_of(k->be)->stream, F64(x), x->data, y->data, n, c, sp, dev->data,
+                                          (const double *)dev->data + c);
+        if (e != cudaSuccess)
+            s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_chan_affine", "CUDA", cudaGetErrorString(e));
+    }
+    /* training: running statistics, then the batch's; inference: the
+     * running values passed through */
+    if (s == LT_OK)
+        s = out_vec(k, 1, mean_in, rm);
+    if (s == LT_OK)
+        s = out_vec(k, 2, var_in, rv);
+    if (s == LT_OK)
+        s = out_vec(k, 3, mean_in, training ? bm : m);
+    if (s == LT_OK)
+        s = out_vec(k, 4, var_in, training ? bv : v);
+    if (s == LT_OK) /* dev may go back to the pool only once the affine pass has read it */
+        s = copy(k, NULL, NULL, 0, cudaMemcpyDeviceToDevice);
+    lt_buf_release(dev);
+    return s;
+}
+
+/* BatchNormalizationGrad (dy, x, scale, bias, mean, var) -> dx, dscale, dbias */
+static lt_status k_batch_norm_grad(lt_kctx *k)
+{
+    const lt_tensor *dy = lt_k_in(k, 0), *x = lt_k_in(k, 1), *scale = lt_k_in(k, 2), *bias = lt_k_in(k, 3);
+    if (!dy || !x || !scale)
+        return lt_k_fail(k, LT_ERR_INVALID, "inputs dy, x and scale are required");
+    int64_t n, c, sp;
+    lt_status s = chan_split(k, x, &n, &c, &sp);
+    if (s != LT_OK)
+        return s;
+    if (dy->dtype != x->dtype || dy->numel != x->numel)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "dy and x differ in type or size");
+    if (bias && bias->numel != c)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "B has %lld elements, expected %lld", (long long)bias->numel,
+                         (long long)c);
+    double eps = lt_attr_float(k->node, "epsilon", 1e-5f);
+    bool training = lt_attr_int(k->node, "training_mode", 0) != 0;
+    const double *g = vec(k, scale, c, "scale");
+    double *h = g ? lt_k_scratch(k, sizeof(double) * 8 * (size_t)(c ? c : 1)) : NULL;
+    if (!h)
+        return g ? lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory") : LT_ERR_RUNTIME;
+    double *mu = h, *A = h + c, *B = h + 2 * c, *C = h + 3 * c, *var = h + 4 * c, *sdy = h + 5 * c, *sdyx = h + 6 * c,
+           *ds = h + 7 * c;
+    lt_buf *dev;
+    if ((s = lt_cuda_scratch(k, sizeof(double) * 4 * (size_t)(c ? c : 1), &dev)) != LT_OK)
+        return s;
+    double *d = dev->data;
+    if (training) {
+        s = batch_stats(k, x, n, c, sp, dev, mu, var);
+    } else {
+        const double *m = vec(k, lt_k_in(k, 4), c, "mean"), *v = m ? vec(k, lt_k_in(k, 5), c, "var") : NULL;
+        if (!v)
+            s = LT_ERR_RUNTIME;
+        else {
+            memcpy(mu, m, sizeof(double) * (size_t)c);
+            memcpy(var, v, sizeof(double) * (size_t)c);
+        }
+    }
+    /* sums of dy and dy (x - mu) per channel */
+    if (s == LT_OK)
+        s = copy(k, d, mu, sizeof(double) * (size_t)c, cudaMemcpyHostToDevice);
+    if (s == LT_OK) {
+        cudaError_t e = lt_cu_chan_sums(lt_cuda_of(k->be)->stream, F64(x), x->data, dy->data, d, n, c, sp, d + c,
+                                        d + 2 * c);
+        if (e != cudaSuccess)
+            s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_chan_sums", "CUDA", cudaGetErrorString(e));
+    }
+    if (s == LT_OK)
+        s = copy(k, sdy, d + c, sizeof(double) * 2 * (size_t)c, cudaMemcpyDeviceToHost); /* sdy, sdyx */
+    if (s == LT_OK) {
+        double M = (double)n * (double)sp;
+        for (int64_t j = 0; j < c; j++) {
+            double istd = 1 / sqrt(var[j] + eps);
+            ds[j] = sdyx[j] * istd;
+            A[j] = g[j] * istd;
+            B[j] = training ? -g[j] * istd * istd * istd * sdyx[j] / M : 0;
+            C[j] = training ? -g[j] * istd * sdy[j] / M : 0;
+        }
+        s = copy(k, d, mu, sizeof(double) * 4 * (size_t)c, cudaMemcpyHostToDevice); /* mu, A, B, C */
+    }
+    lt_tensor *dx;
+    if (s == LT_OK && lt_k_want(k, 0) && (s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &dx)) == LT_OK) {
+        cudaError_t e = lt_cu_bn_dx(lt_cuda_of(k->be)->stream, F64(x), dy->data, x->data, dx->data, n, c, sp, d, d + c,
+                                    d + 2 * c, d + 3 * c);
+        if (e != cudaSuccess)
+            s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_bn_dx", "CUDA", cudaGetErrorString(e));
+    }
+    if (s == LT_OK)
+        s = out_vec(k, 1, scale, ds);
+    if (s == LT_OK)
+        s = out_vec(k, 2, bias ? bias : scale, sdy);
+    if (s == LT_OK) /* dx's pass reads dev */
+        s = copy(k, NULL, NULL, 0, cudaMemcpyDeviceToDevice);
+    lt_buf_release(dev);
+    return s;
+}
+
+void lt_cuda_register_norm(lt_cu_op *tab)
+{
+    tab[LT_OP_BATCH_NORMALIZATION] = (lt_cu_op){k_batch_norm, 0x1Eu, 0, fits_bn};
+    tab[LT_OP_BATCH_NORM_GRAD] = (lt_cu_op){k_batch_norm_grad, 0x3Cu, 0, fits_bn};
+}
