@@ -743,6 +743,92 @@ static lt_status k_concat(lt_kctx *k)
     return LT_OK;
 }
 
+/* Slice (data, starts, ends[, axes[, steps]]), or the attributes before
+ * opset 10: ONNX's clamping per axis, then one strided copy. */
+static lt_status k_slice(lt_kctx *k)
+{
+    const lt_tensor *x;
+    lt_status s;
+    if ((s = need(k, 0, &x)) != LT_OK)
+        return s;
+    int r = x->rank;
+    if (r > LT_CU_MAX_RANK)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "rank %d is beyond the cuda kernels' %d", r, LT_CU_MAX_RANK);
+    const lt_tensor *ts = lt_k_in(k, 1), *te = lt_k_in(k, 2), *ta = lt_k_in(k, 3), *tp = lt_k_in(k, 4);
+    int ns = 0, ne = 0, na = 0;
+    const int64_t *as = NULL, *ae = NULL, *aa = NULL;
+    bool attrs = k->node->opset < 10;
+    if (attrs) {
+        as = lt_attr_ints(k->node, "starts", &ns);
+        ae = lt_attr_ints(k->node, "ends", &ne);
+        aa = lt_attr_ints(k->node, "axes", &na);
+    } else {
+        if (!ts || !te)
+            return lt_k_fail(k, LT_ERR_INVALID, "starts and ends are required");
+        ns = (int)ts->numel;
+        ne = (int)te->numel;
+        na = ta ? (int)ta->numel : ns;
+        if (tp && tp->numel != ns)
+            return lt_k_fail(k, LT_ERR_INVALID, "steps has %lld values for %d starts", (long long)tp->numel, ns);
+    }
+    if (ns != ne || (attrs ? (aa && na != ns) : na != ns) || ns > r)
+        return lt_k_fail(k, LT_ERR_INVALID, "starts, ends and axes differ in length");
+    int64_t start[LT_MAX_RANK], step[LT_MAX_RANK], cnt[LT_MAX_RANK];
+    bool seen[LT_MAX_RANK] = {false};
+    for (int d = 0; d < r; d++) {
+        start[d] = 0;
+        step[d] = 1;
+        cnt[d] = x->dims[d];
+    }
+    for (int i = 0; i < ns; i++) {
+        int64_t ax = attrs ? (aa ? aa[i] : i) : (ta ? lt_tensor_get_i64(ta, i) : i);
+        if (ax < 0)
+            ax += r;
+        if (ax < 0 || ax >= r || seen[ax])
+            return lt_k_fail(k, LT_ERR_INVALID, "axis %lld is out of range or repeated", (long long)ax);
+        seen[ax] = true;
+        int64_t dim = x->dims[ax], st = attrs ? as[i] : lt_tensor_get_i64(ts, i);
+        int64_t en = attrs ? ae[i] : lt_tensor_get_i64(te, i), sp = tp ? lt_tensor_get_i64(tp, i) : 1;
+        if (sp == 0)
+            return lt_k_fail(k, LT_ERR_INVALID, "a step of 0");
+        if (st < 0)
+            st += dim;
+        if (en < 0)
+            en += dim;
+        int64_t n;
+        if (sp > 0) {
+            st = st < 0 ? 0 : st > dim ? dim : st;
+            en = en < 0 ? 0 : en > dim ? dim : en;
+            n = en > st ? (en - st + sp - 1) / sp : 0;
+        } else {
+            st = st < 0 ? 0 : st > dim - 1 ? dim - 1 : st;
+            en = en < -1 ? -1 : en > dim - 1 ? dim - 1 : en;
+            n = st > en ? (st - en + (-sp) - 1) / (-sp) : 0;
+        }
+        start[ax] = st;
+        step[ax] = sp;
+        cnt[ax] = n;
+    }
+    lt_cu_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.rank = r;
+    sh.n = 1;
+    int64_t stride = 1, off = 0;
+    for (int d = r - 1; d >= 0; d--) {
+        sh.dims[d] = cnt[d];
+        sh.st[0][d] = step[d] * stride;
+        off += start[d] * stride;
+        stride *= x->dims[d];
+    }
+    for (int d = 0; d < r; d++)
+        sh.n *= cnt[d];
+    lt_tensor *y;
+    if ((s = lt_k_out(k, 0, x->dtype, r, cnt, &y)) != LT_OK || y->numel == 0)
+        return s;
+    LT_CUDA_K(k, lt_cu_gather_strided(stream_of(k), lt_dtype_size(x->dtype), x->data, y->data, &sh, off));
+    return LT_OK;
+}
+
 /* Gather (data, indices): indices read on the host, checked, and uploaded. */
 static lt_status k_gather(lt_kctx *k)
 {
@@ -850,4 +936,5 @@ void lt_cuda_register_kernels(lt_cu_op *tab)
     tab[LT_OP_TRANSPOSE] = (lt_cu_op){k_transpose, 0, 1u, fits_any_data};
     tab[LT_OP_CONCAT] = (lt_cu_op){k_concat, 0, ~(uint64_t)0, fits_any_data};
     tab[LT_OP_GATHER] = (lt_cu_op){k_gather, 1u << 1, 1u, fits_any_data};
+    tab[LT_OP_SLICE] = (lt_cu_op){k_slice, 0x1Eu, 1u, fits_any_data};
 }

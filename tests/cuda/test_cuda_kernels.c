@@ -463,6 +463,13 @@ static void test_movement(void **state)
     check(&gg, 2, gin, 0, "Gather");
     lt_value_free(gin[1]);
     tu_free(&gg);
+    /* Slice: a negative step, a clamped end, a negative axis */
+    int64_t three[1] = {3}, st[3] = {3, 1, 0}, en[3] = {-100, 100, 4}, ax[3] = {1, -1, 0}, sp[3] = {-2, 2, 1};
+    tu_graph gs = tu_single(LT_OP_SLICE, 13, 5, 1);
+    lt_value *sin[5] = {in[0], ints(1, three, st), ints(1, three, en), ints(1, three, ax), ints(1, three, sp)};
+    check(&gs, 5, sin, 0, "Slice");
+    free_all(4, sin + 1);
+    tu_free(&gs);
     free_all(1, in);
 }
 
