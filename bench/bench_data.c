@@ -6,8 +6,8 @@
  *   bench_data [SPEC [BATCH [ITERS]]]     default: fashion-mnist 128 2000
  *
  * Output: "open SPEC ms X" then "gather MODE batch B median_us X min_us Y". */
-#include "runtime/dataset_impl.h"
-#include "runtime/prefetch.h"
+#include "train/dataset_impl.h"
+#include "train/prefetch.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>

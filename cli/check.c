@@ -4,7 +4,7 @@
  * --expect FILE, the result is compared with a list of expected failures:
  * an unexpected failure and an unexpected pass both fail the run. */
 #include "options.h"
-#include "runtime/open_read.h"
+#include "importer/open_read.h"
 #include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
  * test split. */
 #include "options.h"
 #include "json.h"
-#include "runtime/checkpoint.h"
-#include "runtime/plot.h"
+#include "train/checkpoint.h"
+#include "train/plot.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>

@@ -4,7 +4,7 @@
  * the same name and scope, and the message is packed and written atomically.
  * Nothing else in the file changes. */
 #include "importer.h"
-#include "../runtime/atomic_file.h"
+#include "atomic_file.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>

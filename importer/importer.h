@@ -24,4 +24,10 @@ lt_status lt_read_file(const char *path, size_t max, uint8_t **data, size_t *len
 #define LT_MAX_MODEL_BYTES ((size_t)2 << 30)
 #define LT_MAX_TENSOR_BYTES ((size_t)16 << 30)
 
+/* The .npy header (importer/npy_header.c) */
+/* Parses the .npy header at b[0..n) (what names it in messages): *t gets
+ * dtype and shape (data left NULL), *off where the data starts; the data
+ * size is checked against the shape. */
+lt_status lt_npy_header(const char *what, const uint8_t *b, size_t n, lt_tensor *t, size_t *off, lt_err *err);
+
 #endif

@@ -3,7 +3,7 @@
  * overflow-safe arithmetic before any copy; external data must stay inside
  * the model's folder and inside its file. */
 #include "importer.h"
-#include "../runtime/open_read.h"
+#include "open_read.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * corrupted or truncated one, gets one line and exit 2 and no output; a
  * mismatch found by lt_ckpt_read_params leaves the model untouched. */
 #include "testutil.h"
-#include "runtime/checkpoint.h"
+#include "train/checkpoint.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * export and --resume, which says its writer did not record a version. A
  * writer record that is too long or cut short is refused. */
 #include "testutil.h"
-#include "runtime/checkpoint.h"
+#include "train/checkpoint.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

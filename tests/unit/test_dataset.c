@@ -3,7 +3,7 @@
  * lt_dataset_batch's contract, one clear line for every kind of broken file,
  * and the prefetch worker against plain gathers. */
 #include "test_dataset.h"
-#include "runtime/prefetch.h"
+#include "train/prefetch.h"
 
 #define FASHION "/usr/share/datasets/fashion-mnist"
 

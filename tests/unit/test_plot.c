@@ -4,7 +4,7 @@
  * data, escapes the title, skips NaN/inf losses, stays small for 100k steps,
  * and an unwritable path gives LT_ERR_IO without leaving a temp file. */
 #include "testutil.h"
-#include "runtime/plot.h"
+#include "train/plot.h"
 #include <ctype.h>
 #include <dirent.h>
 #include <math.h>

@@ -11,8 +11,8 @@
  *   each taken alone through the step API;
  * - every bad file or option gives one line naming the array, exit 2. */
 #include "test_dataset.h"
-#include "runtime/dataset_arrays.h"
-#include "runtime/train_arrays.h"
+#include "train/dataset_arrays.h"
+#include "train/train_arrays.h"
 #include <signal.h>
 #include <sys/wait.h>
 

@@ -9,7 +9,7 @@
  *   softmax cross-entropy on the logits, and a model whose output is its own
  *   SoftmaxCrossEntropyLoss (--loss model) trains to the same weights. */
 #include "testutil.h"
-#include "runtime/train_feed.h"
+#include "train/train_feed.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #ifndef LT_CHECKPOINT_H
 #define LT_CHECKPOINT_H
 
-#include "runtime.h"
+#include "../runtime/runtime.h"
 
 #define LT_CKPT_FILE "checkpoint.ltck"
 

@@ -4,7 +4,7 @@
  * parsed strictly (the three known keys once each, in any order, with any
  * whitespace; nothing else, nothing after the '}'), with the data size
  * checked against the shape. */
-#include "dataset_impl.h"
+#include "importer.h"
 #include <string.h>
 
 typedef struct cursor {

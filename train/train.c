@@ -4,7 +4,7 @@
  * prefetch thread, optimizer steps with a learning-rate schedule and
  * gradient clipping, per-epoch test loss and accuracy. Also evaluation on
  * its own (lantern eval). How data feeds the model: train_feed.c. */
-#include "runtime.h"
+#include "../runtime/runtime.h"
 #include "checkpoint.h"
 #include "prefetch.h"
 #include "train_arrays.h"

@@ -5,7 +5,7 @@
 #ifndef LT_DATASET_ARRAYS_H
 #define LT_DATASET_ARRAYS_H
 
-#include "runtime.h"
+#include "../runtime/runtime.h"
 
 typedef struct lt_ds_array {
     char *name;      /* as a model input would be named ("x", also in the test split) */

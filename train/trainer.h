@@ -5,7 +5,7 @@
 #ifndef LT_TRAINER_H
 #define LT_TRAINER_H
 
-#include "runtime.h"
+#include "../runtime/runtime.h"
 #include "checkpoint.h"
 
 struct lt_trainer {

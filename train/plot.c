@@ -5,7 +5,7 @@
  * and highest point of each pixel column, so the file stays small however
  * many steps there are. */
 #include "plot.h"
-#include "atomic_file.h"
+#include "../importer/atomic_file.h"
 #include "../ir/ir.h"
 #include <errno.h>
 #include <fcntl.h>

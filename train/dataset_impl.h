@@ -4,7 +4,8 @@
 #ifndef LT_DATASET_IMPL_H
 #define LT_DATASET_IMPL_H
 
-#include "runtime.h"
+#include "../runtime/runtime.h"
+#include "../importer/importer.h"
 
 #define LT_DS_MAX_CH 16 /* as lt_dataset_opts' mean[] / std[] */
 
@@ -49,10 +50,6 @@ int lt_ds_has_pb(const char *dir, int split);
 lt_status lt_ds_from_arrays(lt_dataset *d, const lt_tensor *x, const lt_tensor *y, void **x_owned,
                             const char *xname, const char *yname, lt_err *err);
 
-/* Parses the .npy header at b[0..n) (what names it in messages): *t gets
- * dtype and shape (data left NULL), *off where the data starts; the data
- * size is checked against the shape. */
-lt_status lt_npy_header(const char *what, const uint8_t *b, size_t n, lt_tensor *t, size_t *off, lt_err *err);
 
 /* lt_dataset_gather with OpenMP allowed (parallel=1) or not: a thread other
  * than the one running the kernels must not start an OpenMP team. */

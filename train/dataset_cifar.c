@@ -3,7 +3,7 @@
  * training and test_batch.bin for testing, in DIR or in the
  * cifar-10-batches-bin/ folder the official archive unpacks to. */
 #include "dataset_impl.h"
-#include "open_read.h"
+#include "../importer/open_read.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

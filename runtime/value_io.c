@@ -2,10 +2,9 @@
  * TensorProto, SequenceProto or OptionalProto (the ONNX test-data layout).
  * SequenceProto and OptionalProto live in onnx-data.proto, which Debian does
  * not ship, so their few fields are decoded here from the wire format. */
-#include "importer.h"
-#include "../runtime/atomic_file.h"
-#include "../runtime/runtime.h"
-#include "../runtime/dataset_impl.h"
+#include "../importer/importer.h"
+#include "../importer/atomic_file.h"
+#include "runtime.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -6,7 +6,7 @@
  * placeholders); every offset and size is checked against the file before
  * it is used, and every member's CRC-32 against its data. */
 #include "dataset_impl.h"
-#include "open_read.h"
+#include "../importer/open_read.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

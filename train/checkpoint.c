@@ -11,8 +11,8 @@
  * that wrote the file ("lantern 0.7.0": a uint64 length, then the text),
  * shown where a run resumes. Versions 2 and 3 are still read. */
 #include "checkpoint.h"
-#include "atomic_file.h"
-#include "open_read.h"
+#include "../importer/atomic_file.h"
+#include "../importer/open_read.h"
 #include "optim.h"
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
 #ifndef LT_OPTIM_H
 #define LT_OPTIM_H
 
-#include "runtime.h"
+#include "../runtime/runtime.h"
 
 struct lt_optim {
     lt_optim_opts o;

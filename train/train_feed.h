@@ -5,7 +5,7 @@
 #ifndef LT_TRAIN_FEED_H
 #define LT_TRAIN_FEED_H
 
-#include "runtime.h"
+#include "../runtime/runtime.h"
 
 typedef enum lt_target_kind {
     LT_TARGET_NONE = 0, /* nothing fed besides the samples */

@@ -3,7 +3,7 @@
  * once at its exact size, and every header field is checked against the
  * data that follows it. */
 #include "dataset_impl.h"
-#include "open_read.h"
+#include "../importer/open_read.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #ifndef LT_PREFETCH_H
 #define LT_PREFETCH_H
 
-#include "runtime.h"
+#include "../runtime/runtime.h"
 
 typedef struct lt_prefetch lt_prefetch;
 

@@ -9,7 +9,7 @@
 #define LT_TRAIN_ARRAYS_H
 
 #include "dataset_arrays.h"
-#include "runtime.h"
+#include "../runtime/runtime.h"
 
 #define LT_AFEED_MAX 16
 
