@@ -443,6 +443,12 @@ __global__ void k_bn_dx(const T *dy, const T *x, T *dx, int64_t n, int64_t c, in
     }
 }
 
+template <typename T> __global__ void k_dropout(const T *x, const uint8_t *keep, T *y, int64_t n, T sc)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = keep[i] ? x[i] * sc : T(0);
+}
+
 template <typename T> __global__ void k_fill(T *y, int64_t n, T v)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
@@ -705,6 +711,17 @@ cudaError_t lt_cu_bn_dx(cudaStream_t s, bool f64, const void *dy, const void *x,
     else
         k_bn_dx<float><<<blocks_for(total), THREADS, 0, s>>>((const float *)dy, (const float *)x, (float *)dx, n, c,
                                                              sp, mu, A, B, C);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_dropout(cudaStream_t s, bool f64, const void *x, const uint8_t *keep, void *y, int64_t n, double sc)
+{
+    if (n == 0)
+        return cudaSuccess;
+    if (f64)
+        k_dropout<double><<<blocks_for(n), THREADS, 0, s>>>((const double *)x, keep, (double *)y, n, sc);
+    else
+        k_dropout<float><<<blocks_for(n), THREADS, 0, s>>>((const float *)x, keep, (float *)y, n, (float)sc);
     return cudaGetLastError();
 }
 

@@ -89,6 +89,8 @@ cudaError_t lt_cu_chan_affine(cudaStream_t s, bool f64, const void *x, void *y, 
                               const double *a, const double *off);
 cudaError_t lt_cu_bn_dx(cudaStream_t s, bool f64, const void *dy, const void *x, void *dx, int64_t n, int64_t c,
                         int64_t sp, const double *mu, const double *A, const double *B, const double *C);
+/* Dropout: y = keep ? x sc : 0 (keep one byte per element). */
+cudaError_t lt_cu_dropout(cudaStream_t s, bool f64, const void *x, const uint8_t *keep, void *y, int64_t n, double sc);
 /* y[0..n) = v. */
 cudaError_t lt_cu_fill(cudaStream_t s, bool f64, void *y, int64_t n, double v);
 #ifdef __cplusplus

@@ -8,6 +8,7 @@
  * does it, and its coefficients go back to the device for one elementwise
  * pass. A node thus waits for the device once or twice. */
 #include "cuda_internal.h"
+#include "../runtime/cpu/norm_util.h"
 #include <math.h>
 #include <string.h>
 
@@ -259,8 +260,83 @@ static lt_status k_batch_norm_grad(lt_kctx *k)
     return s;
 }
 
+/* Dropout (data[, ratio, training_mode]): the mask is drawn on the host
+ * from the same generator and in the same order as the CPU kernel draws it
+ * (the executor's stream, or mt19937 from a seed attribute), so both
+ * backends drop the same elements; the device scales. The mask output is
+ * bool (float before opset 10, which the fits rule leaves to the host). */
+static bool fits_dropout(const lt_node *n)
+{
+    return n->opset >= 10 && (n->nin < 2 || !n->in[1] || float_in(n, 1));
+}
+
+static lt_status k_dropout(lt_kctx *k)
+{
+    const lt_node *node = k->node;
+    const lt_tensor *x = lt_k_in(k, 0), *tr = lt_k_in(k, 1), *tm = lt_k_in(k, 2);
+    if (!x)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "needs data");
+    if (x->dtype != LT_F32 && x->dtype != LT_F64)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "element type %s on cuda", lt_dtype_name(x->dtype));
+    double ratio = lt_attr_float(node, "ratio", 0.5f);
+    bool training = false;
+    if (node->opset >= 12) {
+        if ((tr && tr->numel != 1) || (tm && tm->numel != 1))
+            return lt_k_fail(k, LT_ERR_RUNTIME, "ratio and training_mode must be scalars");
+        ratio = tr ? lt_tensor_get_f64(tr, 0) : 0.5;
+        training = tm && lt_tensor_get_f64(tm, 0) != 0;
+    }
+    if (!(ratio >= 0 && ratio <= 1))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "ratio %g is outside [0, 1]", ratio);
+    cudaStream_t st = lt_cuda_of(k->be)->stream;
+    lt_status s;
+    lt_tensor *m = NULL;
+    if (!training || ratio == 0) {
+        if ((s = lt_k_out_view(k, 0, x, x->rank, x->dims)) != LT_OK)
+            return s;
+        if (lt_k_want(k, 1) && (s = lt_k_out(k, 1, LT_BOOL, x->rank, x->dims, &m)) == LT_OK)
+            LT_CUDA_K(k, cudaMemsetAsync(m->data, 1, (size_t)x->numel, st));
+        return s;
+    }
+    size_t n = (size_t)x->numel;
+    uint8_t *keep = lt_k_scratch(k, n ? n : 1);
+    if (!keep)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
+    if (lt_attr_find(node, "seed")) {
+        lt_mt19937 *g = lt_k_scratch(k, sizeof *g);
+        if (!g)
+            return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
+        lt_mt19937_seed(g, (uint32_t)lt_attr_int(node, "seed", 0));
+        for (size_t i = 0; i < n; i++)
+            keep[i] = lt_mt19937_double(g) >= ratio;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            keep[i] = (double)(lt_k_rand_u64(k) >> 11) * 0x1.0p-53 >= ratio;
+    }
+    lt_tensor *y;
+    lt_buf *tmp = NULL;
+    if ((s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &y)) != LT_OK)
+        return s;
+    if (lt_k_want(k, 1))
+        s = lt_k_out(k, 1, LT_BOOL, x->rank, x->dims, &m);
+    else
+        s = lt_cuda_scratch(k, n, &tmp);
+    if (s != LT_OK)
+        return s;
+    void *dk = m ? m->data : tmp->data;
+    s = copy(k, dk, keep, n, cudaMemcpyHostToDevice);
+    if (s == LT_OK) {
+        cudaError_t e = lt_cu_dropout(st, F64(x), x->data, dk, y->data, x->numel, ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0);
+        if (e != cudaSuccess)
+            s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_dropout", "CUDA", cudaGetErrorString(e));
+    }
+    lt_buf_release(tmp); /* the pass is queued before any later use of the block */
+    return s;
+}
+
 void lt_cuda_register_norm(lt_cu_op *tab)
 {
     tab[LT_OP_BATCH_NORMALIZATION] = (lt_cu_op){k_batch_norm, 0x1Eu, 0, fits_bn};
     tab[LT_OP_BATCH_NORM_GRAD] = (lt_cu_op){k_batch_norm_grad, 0x3Cu, 0, fits_bn};
+    tab[LT_OP_DROPOUT] = (lt_cu_op){k_dropout, 0x6u, 0, fits_dropout};
 }

@@ -440,6 +440,20 @@ static void test_batch_norm(void **state)
         }
 }
 
+/* Dropout in training: the same mask on both sides (drawn on the host from
+ * the executor's stream), and its mask output */
+static void test_dropout(void **state)
+{
+    (void)state;
+    int64_t d[2] = {16, 33};
+    double r = 0.3, on = 1;
+    tu_graph g = tu_single(LT_OP_DROPOUT, 13, 3, 2);
+    lt_value *in[3] = {tu_rand(LT_F32, 2, d, -1, 1, 1800), tu_from(LT_F32, 0, NULL, &r), tu_from(LT_BOOL, 0, NULL, &on)};
+    check(&g, 3, in, 0, "Dropout");
+    free_all(3, in);
+    tu_free(&g);
+}
+
 /* ---- data movement ---- */
 static void test_movement(void **state)
 {
@@ -487,7 +501,8 @@ int main(void)
         cmocka_unit_test(test_binary), cmocka_unit_test(test_unary),  cmocka_unit_test(test_where),
         cmocka_unit_test(test_gemm),   cmocka_unit_test(test_matmul), cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
-        cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_movement),
+        cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_movement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
