@@ -33,6 +33,7 @@ typedef struct progress {
     int log_errno; /* the first failed write of the log; training stops there */
     lt_plot *plot;
     lt_eval_result test; /* the last epoch's */
+    int stats;           /* --stats */
 } progress;
 
 /* A write or flush of the log that failed (a full disk) stops training: it
@@ -132,6 +133,16 @@ static void on_epoch(const lt_epoch_result *r, void *user)
     if (r->test.count > 0)
         printf(" (%lld test samples)", (long long)r->test.count);
     printf(", %.1f s\n", r->seconds);
+    if (pr->stats) {
+        const lt_run_stats *s = &r->stats;
+        printf("  stats: peak pool %.1f MB", (double)s->peak_bytes / 1048576.0);
+        if (s->peak_backend_bytes)
+            printf(" (backend pool %.1f MB)", (double)s->peak_backend_bytes / 1048576.0);
+        printf("; per run (%lld runs): %.1f nodes on the backend, %.1f on the host, %.1f uploads (%.1f KB), "
+               "%.1f downloads (%.1f KB)\n",
+               (long long)s->runs, s->device_nodes, s->host_nodes, s->uploads, s->upload_bytes / 1024.0, s->downloads,
+               s->download_bytes / 1024.0);
+    }
     fflush(stdout);
     if (pr->plot)
         lt_plot_epoch(pr->plot, r->global_step, r->epoch, r->train_loss, r->test.count > 0 ? r->test.loss : NAN,
@@ -240,6 +251,7 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     X(T_INIT, "--init", "keep|random", "start from the model's weights or from a fresh random init", "keep", 0)      \
     X(T_SEED, "--seed", "S", "seed of the shuffling (and --init random)", "1", 0)                                    \
     X(T_SHUFFLE, "--shuffle", "on|off", "shuffle the training samples every epoch", "on", 0)                         \
+    X(T_STATS, "--stats", NULL, "after each epoch, print peak pool memory and per-step backend copies", NULL, 0)      \
     X(T_LIMIT, "--limit", "N", "train on the first N samples only", "all", 0)                                        \
     X(T_TEST_LIMIT, "--test-limit", "N", "evaluate on the first N test samples only", "all", 0)                      \
     X(T_LOG, "--log", "FILE.csv", "a CSV row per step and per epoch (a FIFO or device is written in place)",         \
@@ -337,6 +349,7 @@ static int cmd_train(const lt_cli_args *a)
             o.set_ignore_index = 1;
             break;
         case T_INIT: ok = lt_cli_pick(opt, val, inits, 2, &init); break;
+        case T_STATS: pr.stats = 1; break;
         case T_SHUFFLE:
             ok = lt_cli_pick(opt, val, onoff, 2, &shuffle);
             o.no_shuffle = shuffle == 1;

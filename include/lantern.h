@@ -368,6 +368,19 @@ typedef struct lt_eval_result {
     int64_t count;    /* samples evaluated */
 } lt_eval_result;
 
+/* Memory and backend traffic of a training run so far (lantern train
+ * --stats): per program run (a step, or a sample where samples run one at a
+ * time), averaged over the runs made. */
+typedef struct lt_run_stats {
+    int64_t runs;               /* program runs counted */
+    size_t peak_bytes;          /* most host pool memory in use at once since the trainer was made
+                                   (activations, gradients, batches; parameters are not pooled) */
+    size_t peak_backend_bytes;  /* the same in the backend's own pool (0 on the host) */
+    double uploads, downloads;  /* tensors copied to / from the backend per run */
+    double upload_bytes, download_bytes;
+    double device_nodes, host_nodes; /* nodes run on the backend / the host per run */
+} lt_run_stats;
+
 typedef struct lt_epoch_result {
     int epoch, epochs;
     double train_loss; /* mean over the epoch's batches, weighted by size */
@@ -375,6 +388,7 @@ typedef struct lt_epoch_result {
     double lr;        /* at the epoch's last step */
     double seconds;   /* the epoch's training time, evaluation excluded */
     int64_t global_step; /* steps done at the epoch's end */
+    lt_run_stats stats;  /* since training began */
 } lt_epoch_result;
 
 typedef struct lt_train_opts {
@@ -474,6 +488,8 @@ lt_status lt_trainer_accumulate(lt_trainer *t, int n, const char *const *names, 
 lt_status lt_trainer_apply(lt_trainer *t, double lr, lt_err *err);
 /* Steps taken (a loaded checkpoint sets it). */
 int64_t lt_trainer_num_steps(const lt_trainer *t);
+/* Memory and backend traffic of the trainer's steps so far. */
+void lt_trainer_stats(const lt_trainer *t, lt_run_stats *out);
 /* The forward model (inference mode) holding the trainer's current
  * parameters; owned by the trainer, valid until the next step. Read its
  * parameters with lt_model_param, run it with lt_trainer_forward, evaluate

@@ -421,6 +421,7 @@ static lt_status run_epochs(trainer *tr)
         train_time += secs;
         lt_trainer_sync(&tr->t);
         lt_epoch_result r = {e, o->epochs, loss_sum / (double)seen, {NAN, NAN, 0, 0}, lr, secs, global};
+        lt_trainer_stats(&tr->t, &r.stats);
         if (tr->atest)
             st = lt_afeed_evaluate(&tr->atest_feed, tr->t.es, tr->t.em, o->test_limit, &r.test, tr->err);
         else if (tr->test)

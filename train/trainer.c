@@ -176,6 +176,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
 {
     t->o = o;
     t->path = path;
+    lt_pool_reset_peak(); /* --stats reports this trainer's peak */
     lt_status st = check_opts(o, err);
     if (st == LT_OK)
         st = lt_model_load(path, &t->tm, err);
@@ -239,6 +240,37 @@ void lt_trainer_fini(lt_trainer *t)
 
 /* ---- a step ---- */
 
+/* Adds the training program's last run to the trainer's traffic counts. */
+static void count_run(lt_trainer *t)
+{
+    lt_copy_stats c;
+    lt_session_copy_stats(t->ts, &c);
+    t->copies.uploads += c.uploads;
+    t->copies.downloads += c.downloads;
+    t->copies.upload_bytes += c.upload_bytes;
+    t->copies.download_bytes += c.download_bytes;
+    t->copies.device_nodes += c.device_nodes;
+    t->copies.host_nodes += c.host_nodes;
+    t->runs++;
+}
+
+void lt_trainer_stats(const lt_trainer *t, lt_run_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->runs = t->runs;
+    out->peak_bytes = lt_pool_peak_bytes();
+    const lt_backend *be = lt_session_backend(t->ts);
+    if (be && !be->host)
+        out->peak_backend_bytes = be->peak_bytes(be);
+    double n = t->runs > 0 ? (double)t->runs : 1.0;
+    out->uploads = (double)t->copies.uploads / n;
+    out->downloads = (double)t->copies.downloads / n;
+    out->upload_bytes = (double)t->copies.upload_bytes / n;
+    out->download_bytes = (double)t->copies.download_bytes / n;
+    out->device_nodes = (double)t->copies.device_nodes / n;
+    out->host_nodes = (double)t->copies.host_nodes / n;
+}
+
 lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const *names, lt_value *const *inputs,
                              double *loss, lt_err *err)
 {
@@ -247,6 +279,7 @@ lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const 
     if (!out)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
     lt_status st = lt_session_run(t->ts, n, names, inputs, out, err);
+    count_run(t);
     if (st == LT_OK)
         st = lt_ir_store_running_stats(t->tm, nout, out, err);
     for (int g = 0; g < t->ngrad && st == LT_OK; g++) {
@@ -295,8 +328,10 @@ lt_status lt_trainer_accum_in(lt_trainer *t, int n, const char *const *names, lt
         }
         t->nacc = 0;
     }
-    if (st == LT_OK)
+    if (st == LT_OK) {
         st = lt_session_run(t->ts, n, names, inputs, out, err);
+        count_run(t);
+    }
     if (st == LT_OK)
         st = lt_ir_store_running_stats(t->tm, nout, out, err);
     if (st == LT_OK) {

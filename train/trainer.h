@@ -5,6 +5,7 @@
 #ifndef LT_TRAINER_H
 #define LT_TRAINER_H
 
+#include "../runtime/backend.h"
 #include "../runtime/runtime.h"
 #include "checkpoint.h"
 
@@ -23,6 +24,8 @@ struct lt_trainer {
     int64_t steps;      /* steps taken (for checkpoints of the step API) */
     lt_tensor *acc;     /* ngrad gradient sums of lt_trainer_accum_in, or NULL */
     int64_t nacc;       /* runs summed in acc since the last step */
+    lt_copy_stats copies; /* summed over the training program's runs */
+    int64_t runs;
 };
 
 /* splitmix64: the trainer's seeded generator (shuffling, initialization). */
