@@ -885,6 +885,64 @@ static lt_status k_gather(lt_kctx *k)
     return LT_OK;
 }
 
+/* GatherGrad (dy, indices, data) -> ddata: zeros shaped like data, dy's
+ * rows added at the indices (read on the host, checked, uploaded); data is
+ * read on the host for its shape only. */
+static lt_status k_gather_grad(lt_kctx *k)
+{
+    const lt_tensor *dy, *ix, *x;
+    lt_status s;
+    if ((s = need(k, 0, &dy)) != LT_OK || (s = need(k, 1, &ix)) != LT_OK || (s = need(k, 2, &x)) != LT_OK ||
+        (s = need_float(k, dy, 0)) != LT_OK)
+        return s;
+    if (!lt_dtype_is_int(ix->dtype))
+        return lt_k_fail(k, LT_ERR_INVALID, "indices must be integers, got %s", lt_dtype_name(ix->dtype));
+    int64_t axis = lt_attr_int(k->node, "axis", 0);
+    int r = x->rank;
+    if (axis < 0)
+        axis += r;
+    if (axis < 0 || axis >= r)
+        return lt_k_fail(k, LT_ERR_INVALID, "axis is out of range for rank %d", r);
+    int64_t ax = x->dims[axis], m = ix->numel, outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= x->dims[d];
+    for (int d = (int)axis + 1; d < r; d++)
+        inner *= x->dims[d];
+    if (dy->numel != outer * m * inner)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "dy has %lld values, the gather gave %lld", (long long)dy->numel,
+                         (long long)(outer * m * inner));
+    int64_t *idx = lt_k_scratch(k, sizeof(int64_t) * (size_t)(m ? m : 1));
+    if (!idx)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
+    for (int64_t i = 0; i < m; i++) {
+        int64_t v = lt_tensor_get_i64(ix, i);
+        if (v < -ax || v >= ax)
+            return lt_k_fail(k, LT_ERR_RUNTIME,
+                             "index %lld (at position %lld of indices) is out of range for axis %lld of size %lld",
+                             (long long)v, (long long)i, (long long)axis, (long long)ax);
+        idx[i] = v < 0 ? v + ax : v;
+    }
+    lt_tensor *dx;
+    if ((s = lt_k_out(k, 0, dy->dtype, x->rank, x->dims, &dx)) != LT_OK || dx->numel == 0)
+        return s;
+    cudaStream_t st = stream_of(k);
+    LT_CUDA_K(k, cudaMemsetAsync(dx->data, 0, lt_tensor_nbytes(dx), st));
+    if (dy->numel == 0)
+        return LT_OK;
+    lt_buf *dix;
+    if ((s = lt_cuda_scratch(k, sizeof(int64_t) * (size_t)m, &dix)) != LT_OK)
+        return s;
+    cudaError_t e = cudaMemcpyAsync(dix->data, idx, sizeof(int64_t) * (size_t)m, cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(st);
+    if (e == cudaSuccess)
+        e = lt_cu_scatter_add(st, dy->dtype == LT_F64, dy->data, dix->data, dx->data, outer, ax, inner, m);
+    lt_buf_release(dix);
+    if (e != cudaSuccess)
+        return lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_scatter_add", "CUDA", cudaGetErrorString(e));
+    return LT_OK;
+}
+
 /* Inputs of float type or, for Gather and Transpose, any fixed-size type. */
 static bool fits_any_data(const lt_node *n)
 {
@@ -937,4 +995,5 @@ void lt_cuda_register_kernels(lt_cu_op *tab)
     tab[LT_OP_CONCAT] = (lt_cu_op){k_concat, 0, ~(uint64_t)0, fits_any_data};
     tab[LT_OP_GATHER] = (lt_cu_op){k_gather, 1u << 1, 1u, fits_any_data};
     tab[LT_OP_SLICE] = (lt_cu_op){k_slice, 0x1Eu, 1u, fits_any_data};
+    tab[LT_OP_GATHER_GRAD] = (lt_cu_op){k_gather_grad, (1u << 1) | (1u << 2), 0, NULL};
 }

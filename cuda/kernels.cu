@@ -443,6 +443,17 @@ __global__ void k_bn_dx(const T *dy, const T *x, T *dx, int64_t n, int64_t c, in
     }
 }
 
+template <typename T>
+__global__ void k_scatter_add(const T *dy, const int64_t *idx, T *dx, int64_t outer, int64_t ax, int64_t inner,
+                              int64_t m)
+{
+    int64_t total = outer * m * inner;
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < total; q += (int64_t)gridDim.x * blockDim.x) {
+        int64_t in = q % inner, j = (q / inner) % m, o = q / (inner * m);
+        atomicAdd(dx + (o * ax + idx[j]) * inner + in, dy[q]);
+    }
+}
+
 template <typename T> __global__ void k_dropout(const T *x, const uint8_t *keep, T *y, int64_t n, T sc)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
@@ -711,6 +722,21 @@ cudaError_t lt_cu_bn_dx(cudaStream_t s, bool f64, const void *dy, const void *x,
     else
         k_bn_dx<float><<<blocks_for(total), THREADS, 0, s>>>((const float *)dy, (const float *)x, (float *)dx, n, c,
                                                              sp, mu, A, B, C);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_scatter_add(cudaStream_t s, bool f64, const void *dy, const int64_t *idx, void *dx, int64_t outer,
+                              int64_t ax, int64_t inner, int64_t m)
+{
+    int64_t total = outer * m * inner;
+    if (total == 0)
+        return cudaSuccess;
+    if (f64)
+        k_scatter_add<double><<<blocks_for(total), THREADS, 0, s>>>((const double *)dy, idx, (double *)dx, outer, ax,
+                                                                    inner, m);
+    else
+        k_scatter_add<float><<<blocks_for(total), THREADS, 0, s>>>((const float *)dy, idx, (float *)dx, outer, ax,
+                                                                   inner, m);
     return cudaGetLastError();
 }
 

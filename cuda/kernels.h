@@ -89,6 +89,10 @@ cudaError_t lt_cu_chan_affine(cudaStream_t s, bool f64, const void *x, void *y, 
                               const double *a, const double *off);
 cudaError_t lt_cu_bn_dx(cudaStream_t s, bool f64, const void *dy, const void *x, void *dx, int64_t n, int64_t c,
                         int64_t sp, const double *mu, const double *A, const double *B, const double *C);
+/* GatherGrad: dx (outer, ax, inner) += dy (outer, m, inner) at rows idx
+ * (in range; dx zeroed by the caller). */
+cudaError_t lt_cu_scatter_add(cudaStream_t s, bool f64, const void *dy, const int64_t *idx, void *dx, int64_t outer,
+                              int64_t ax, int64_t inner, int64_t m);
 /* Dropout: y = keep ? x sc : 0 (keep one byte per element). */
 cudaError_t lt_cu_dropout(cudaStream_t s, bool f64, const void *x, const uint8_t *keep, void *y, int64_t n, double sc);
 /* y[0..n) = v. */

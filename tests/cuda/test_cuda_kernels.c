@@ -475,6 +475,18 @@ static void test_movement(void **state)
     tu_attr_int(&gg, "axis", 1);
     lt_value *gin[2] = {in[0], ints(2, id, idx)};
     check(&gg, 2, gin, 0, "Gather");
+    /* its gradient: rows added back, a repeated index twice */
+    lt_err err;
+    lt_value *y[1] = {NULL};
+    setenv("LANTERN_BACKEND", "cpu", 1);
+    assert_int_equal(tu_run(&gg, gin, y, &err), LT_OK);
+    tu_graph ggr = tu_single(LT_OP_GATHER_GRAD, 13, 3, 1);
+    tu_attr_int(&ggr, "axis", 1);
+    lt_value *grin[3] = {tu_rand(LT_F32, y[0]->t.rank, y[0]->t.dims, -1, 1, 1602), gin[1], in[0]};
+    check(&ggr, 3, grin, 1e-4, "GatherGrad");
+    lt_value_free(grin[0]);
+    lt_value_free(y[0]);
+    tu_free(&ggr);
     lt_value_free(gin[1]);
     tu_free(&gg);
     /* Slice: a negative step, a clamped end, a negative axis */
