@@ -235,6 +235,18 @@ lt_status lt_ad_accum(lt_ad *c, const lt_node *n, int i, lt_ival *v)
     return LT_OK;
 }
 
+lt_status lt_ad_accum_wanted(lt_ad *c, const lt_node *n, lt_node *k, const bool *want, int m)
+{
+    lt_status s = LT_OK;
+    for (int i = 0; i < m; i++) {
+        if (!want[i])
+            k->out[i] = NULL;
+        else if (s == LT_OK)
+            s = lt_ad_accum(c, n, i, k->out[i]);
+    }
+    return s;
+}
+
 /* The backward of a straight-line node. */
 static lt_status backward(lt_ad *c, const lt_node *n)
 {

@@ -63,6 +63,9 @@ bool lt_ad_wants(lt_ad *c, const lt_node *n, int i);
 /* Adds v to the adjoint of the forward node's input i (no-op when that input
  * needs no gradient). v must have the input's shape (use lt_ad_unbroadcast). */
 lt_status lt_ad_accum(lt_ad *c, const lt_node *n, int i, lt_ival *v);
+/* For a gradient node k whose output i is the gradient of n's input i
+ * (i < m): drops the outputs want[i] declines and accumulates the rest. */
+lt_status lt_ad_accum_wanted(lt_ad *c, const lt_node *n, lt_node *k, const bool *want, int m);
 lt_status lt_ad_fail(lt_ad *c, const lt_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- builder: emits into the block being written ---- */
@@ -77,6 +80,11 @@ void lt_ad_attr_float(lt_ad *c, lt_node *n, const char *name, float v);
 void lt_ad_attr_ints(lt_ad *c, lt_node *n, const char *name, int k, const int64_t *v);
 /* copies every attribute of src (and its opset) onto n */
 void lt_ad_copy_attrs(lt_ad *c, lt_node *n, const lt_node *src);
+/* The gradient op of forward node n: inputs the ndy adjoints dy, then n's
+ * first nfwd inputs (those n lacks omitted), with n's attributes and its
+ * output types inferred. NULL when out of memory. */
+lt_node *lt_ad_grad_node(lt_ad *c, const lt_node *n, lt_op op, int ndy, lt_ival *const *dy, int nfwd,
+                         lt_ival *const *in, int nout);
 /* scalar constant of the given dtype */
 lt_ival *lt_ad_scalar(lt_ad *c, lt_dtype dt, double v);
 /* zeros shaped and typed like v */

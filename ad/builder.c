@@ -24,6 +24,21 @@ lt_node *lt_ad_node(lt_ad *c, lt_op op, int nin, int nout)
     return n;
 }
 
+lt_node *lt_ad_grad_node(lt_ad *c, const lt_node *n, lt_op op, int ndy, lt_ival *const *dy, int nfwd,
+                         lt_ival *const *in, int nout)
+{
+    lt_node *k = lt_ad_node(c, op, ndy + nfwd, nout);
+    if (!k)
+        return NULL;
+    for (int i = 0; i < ndy; i++)
+        k->in[i] = dy[i];
+    for (int i = 0; i < nfwd; i++)
+        k->in[ndy + i] = i < n->nin ? in[i] : NULL;
+    lt_ad_copy_attrs(c, k, n);
+    lt_ad_infer(c, k);
+    return k;
+}
+
 lt_ival *lt_ad_out(lt_ad *c, lt_node *n, int i)
 {
     (void)c;

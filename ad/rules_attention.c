@@ -34,14 +34,7 @@ static lt_status r_attention(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_
     k->in[9] = dpv;
     lt_ad_copy_attrs(c, k, n);
     lt_ad_infer(c, k);
-    for (int i = 0; i < 6; i++)
-        if (!want[i])
-            k->out[i] = NULL;
-    lt_status s = LT_OK;
-    for (int i = 0; i < 6 && s == LT_OK; i++)
-        if (want[i])
-            s = lt_ad_accum(c, n, i, k->out[i]);
-    return s;
+    return lt_ad_accum_wanted(c, n, k, want, 6);
 }
 
 static lt_status r_rotary(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
@@ -53,47 +46,23 @@ static lt_status r_rotary(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iva
         want[i] = in[i] && lt_ad_wants(c, n, i);
     if (!dout[0] || (!want[0] && !want[1] && !want[2]))
         return LT_OK;
-    lt_node *k = lt_ad_node(c, LT_OP_ROTARY_EMBEDDING_GRAD, 5, 3);
+    lt_node *k = lt_ad_grad_node(c, n, LT_OP_ROTARY_EMBEDDING_GRAD, 1, dout, 4, in, 3);
     if (!k)
         return LT_ERR_NOMEM;
-    k->in[0] = dout[0];
-    for (int i = 0; i < 4; i++)
-        k->in[1 + i] = i < n->nin ? in[i] : NULL;
-    lt_ad_copy_attrs(c, k, n);
-    lt_ad_infer(c, k);
-    lt_status s = LT_OK;
-    for (int i = 0; i < 3; i++) {
-        if (!want[i])
-            k->out[i] = NULL;
-        else if (s == LT_OK)
-            s = lt_ad_accum(c, n, i, k->out[i]);
-    }
-    return s;
+    return lt_ad_accum_wanted(c, n, k, want, 3);
 }
 
 static lt_status r_tensor_scatter(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
                                   lt_ival *const *dout)
 {
     (void)out;
-    bool wp = lt_ad_wants(c, n, 0), wu = lt_ad_wants(c, n, 1);
-    if (!dout[0] || (!wp && !wu))
+    bool want[2] = {lt_ad_wants(c, n, 0), lt_ad_wants(c, n, 1)};
+    if (!dout[0] || (!want[0] && !want[1]))
         return LT_OK;
-    lt_node *k = lt_ad_node(c, LT_OP_TENSOR_SCATTER_GRAD, 4, 2);
+    lt_node *k = lt_ad_grad_node(c, n, LT_OP_TENSOR_SCATTER_GRAD, 1, dout, 3, in, 2);
     if (!k)
         return LT_ERR_NOMEM;
-    k->in[0] = dout[0];
-    for (int i = 0; i < 3; i++)
-        k->in[1 + i] = i < n->nin ? in[i] : NULL;
-    lt_ad_copy_attrs(c, k, n);
-    lt_ad_infer(c, k);
-    if (!wp)
-        k->out[0] = NULL;
-    if (!wu)
-        k->out[1] = NULL;
-    lt_status s = wp ? lt_ad_accum(c, n, 0, k->out[0]) : LT_OK;
-    if (s == LT_OK && wu)
-        s = lt_ad_accum(c, n, 1, k->out[1]);
-    return s;
+    return lt_ad_accum_wanted(c, n, k, want, 2);
 }
 
 static lt_status r_causal_conv(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
@@ -108,23 +77,11 @@ static lt_status r_causal_conv(lt_ad *c, const lt_node *n, lt_ival *const *in, l
     lt_ival *dst = n->nout > 1 ? dout[1] : NULL;
     if (!any || (!dout[0] && !dst))
         return LT_OK;
-    lt_node *k = lt_ad_node(c, LT_OP_CAUSAL_CONV_WITH_STATE_GRAD, 6, 4);
+    lt_ival *dy[2] = {dout[0], dst};
+    lt_node *k = lt_ad_grad_node(c, n, LT_OP_CAUSAL_CONV_WITH_STATE_GRAD, 2, dy, 4, in, 4);
     if (!k)
         return LT_ERR_NOMEM;
-    k->in[0] = dout[0];
-    k->in[1] = dst;
-    for (int i = 0; i < 4; i++)
-        k->in[2 + i] = i < n->nin ? in[i] : NULL;
-    lt_ad_copy_attrs(c, k, n);
-    lt_ad_infer(c, k);
-    lt_status s = LT_OK;
-    for (int i = 0; i < 4; i++) {
-        if (!want[i])
-            k->out[i] = NULL;
-        else if (s == LT_OK)
-            s = lt_ad_accum(c, n, i, k->out[i]);
-    }
-    return s;
+    return lt_ad_accum_wanted(c, n, k, want, 4);
 }
 
 static lt_status r_linear_attention(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
@@ -139,23 +96,11 @@ static lt_status r_linear_attention(lt_ad *c, const lt_node *n, lt_ival *const *
     lt_ival *dst = n->nout > 1 ? dout[1] : NULL;
     if (!any || (!dout[0] && !dst))
         return LT_OK;
-    lt_node *k = lt_ad_node(c, LT_OP_LINEAR_ATTENTION_GRAD, 8, 6);
+    lt_ival *dy[2] = {dout[0], dst};
+    lt_node *k = lt_ad_grad_node(c, n, LT_OP_LINEAR_ATTENTION_GRAD, 2, dy, 6, in, 6);
     if (!k)
         return LT_ERR_NOMEM;
-    k->in[0] = dout[0];
-    k->in[1] = dst;
-    for (int i = 0; i < 6; i++)
-        k->in[2 + i] = i < n->nin ? in[i] : NULL;
-    lt_ad_copy_attrs(c, k, n);
-    lt_ad_infer(c, k);
-    lt_status s = LT_OK;
-    for (int i = 0; i < 6; i++) {
-        if (!want[i])
-            k->out[i] = NULL;
-        else if (s == LT_OK)
-            s = lt_ad_accum(c, n, i, k->out[i]);
-    }
-    return s;
+    return lt_ad_accum_wanted(c, n, k, want, 6);
 }
 
 void lt_ad_register_attention(lt_ad_rule *t, uint32_t *nd)

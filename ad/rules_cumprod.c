@@ -8,14 +8,9 @@ static lt_status r_cumprod(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iv
     (void)out;
     if (!dout[0] || !lt_ad_wants(c, n, 0))
         return LT_OK;
-    lt_node *k = lt_ad_node(c, LT_OP_CUM_PROD_GRAD, 3, 1);
+    lt_node *k = lt_ad_grad_node(c, n, LT_OP_CUM_PROD_GRAD, 1, dout, 2, in, 1);
     if (!k)
         return LT_ERR_NOMEM;
-    k->in[0] = dout[0];
-    k->in[1] = in[0];
-    k->in[2] = in[1];
-    lt_ad_copy_attrs(c, k, n);
-    lt_ad_infer(c, k);
     return lt_ad_accum(c, n, 0, k->out[0]);
 }
 

@@ -110,14 +110,8 @@ static lt_status r_split(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival
 /* grad ops taking (dy, forward inputs...) with the forward node's attributes */
 static lt_ival *grad_op(lt_ad *c, const lt_node *n, lt_op op, int nin, lt_ival *const *ins, int nout, int which)
 {
-    lt_node *k = lt_ad_node(c, op, nin, nout);
-    if (!k)
-        return NULL;
-    for (int i = 0; i < nin; i++)
-        k->in[i] = ins[i];
-    lt_ad_copy_attrs(c, k, n);
-    lt_ad_infer(c, k);
-    return k->out[which];
+    lt_node *k = lt_ad_grad_node(c, n, op, nin, ins, 0, NULL, nout);
+    return k ? k->out[which] : NULL;
 }
 
 static lt_status r_slice(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
