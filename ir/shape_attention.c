@@ -100,21 +100,28 @@ static lt_status infer_attention(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
-/* (dY, Q, K, V, attn_mask, past_key, past_value, ...) -> dQ, dK, dV,
- * dattn_mask, dpast_key, dpast_value: each like its input */
-static lt_status infer_attention_grad(lt_infer_ctx *c, lt_node *n)
+/* A gradient op's outputs 0..m-1 typed like its inputs k..k+m-1 (the
+ * forward inputs after its k adjoints); an absent input leaves it unknown. */
+static lt_status outputs_like_inputs(lt_node *n, int m, int k)
 {
-    (void)c;
-    for (int o = 0; o < 6 && o < n->nout; o++) {
+    for (int o = 0; o < m && o < n->nout; o++) {
         if (!n->out[o])
             continue;
-        const lt_type *t = in_type(n, o + 1);
+        const lt_type *t = in_type(n, o + k);
         if (t)
             n->out[o]->type = *t;
         else
             lt_type_unknown(&n->out[o]->type, LT_UNDEFINED, -1);
     }
     return LT_OK;
+}
+
+/* (dY, Q, K, V, attn_mask, past_key, past_value, ...) -> dQ, dK, dV,
+ * dattn_mask, dpast_key, dpast_value: each like its input */
+static lt_status infer_attention_grad(lt_infer_ctx *c, lt_node *n)
+{
+    (void)c;
+    return outputs_like_inputs(n, 6, 1);
 }
 
 /* RotaryEmbedding: Y like X, which is 3-D (with num_heads) or 4-D */
@@ -148,15 +155,7 @@ static lt_status infer_tensor_scatter(lt_infer_ctx *c, lt_node *n)
 static lt_status infer_rotary_grad(lt_infer_ctx *c, lt_node *n)
 {
     (void)c;
-    for (int o = 0; o < 3 && o < n->nout; o++)
-        if (n->out[o]) {
-            const lt_type *t = in_type(n, o + 1);
-            if (t)
-                n->out[o]->type = *t;
-            else
-                lt_type_unknown(&n->out[o]->type, LT_UNDEFINED, -1);
-        }
-    return LT_OK;
+    return outputs_like_inputs(n, 3, 1);
 }
 
 /* CausalConvWithState: Y like X, present_state (batch, channels, k - 1) */
@@ -186,15 +185,7 @@ static lt_status infer_causal_conv(lt_infer_ctx *c, lt_node *n)
 static lt_status infer_causal_conv_grad(lt_infer_ctx *c, lt_node *n)
 {
     (void)c;
-    for (int o = 0; o < 4 && o < n->nout; o++)
-        if (n->out[o]) {
-            const lt_type *t = in_type(n, o + 2);
-            if (t)
-                n->out[o]->type = *t;
-            else
-                lt_type_unknown(&n->out[o]->type, LT_UNDEFINED, -1);
-        }
-    return LT_OK;
+    return outputs_like_inputs(n, 4, 2);
 }
 
 /* LinearAttention: output (B, T, q_num_heads * d_v), present_state
@@ -226,15 +217,7 @@ static lt_status infer_linear_attention(lt_infer_ctx *c, lt_node *n)
 static lt_status infer_linear_attention_grad(lt_infer_ctx *c, lt_node *n)
 {
     (void)c;
-    for (int o = 0; o < 6 && o < n->nout; o++)
-        if (n->out[o]) {
-            const lt_type *t = in_type(n, o + 2);
-            if (t)
-                n->out[o]->type = *t;
-            else
-                lt_type_unknown(&n->out[o]->type, LT_UNDEFINED, -1);
-        }
-    return LT_OK;
+    return outputs_like_inputs(n, 6, 2);
 }
 
 /* FlexAttention: (B, Hq, L, V's head size) in V's type; an untyped

@@ -54,49 +54,28 @@ static int use_avx2(void)
 #endif
 }
 
-void lt_vsigmoidf(const float *x, float *y, int64_t n)
-{
+/* the public array function: the AVX2 loop where the CPU has it */
 #if LT_VACT_X86
-    if (use_avx2()) {
-        sigmoid_avx2(x, y, n);
-        return;
+#define DISPATCH(FN, NAME)                              \
+    void FN(const float *x, float *y, int64_t n)        \
+    {                                                   \
+        if (use_avx2())                                 \
+            NAME##_avx2(x, y, n);                       \
+        else                                            \
+            NAME##_base(x, y, n);                       \
     }
+#else
+#define DISPATCH(FN, NAME)                              \
+    void FN(const float *x, float *y, int64_t n) { NAME##_base(x, y, n); }
 #endif
-    sigmoid_base(x, y, n);
-}
 
-void lt_vtanhf(const float *x, float *y, int64_t n)
-{
-#if LT_VACT_X86
-    if (use_avx2()) {
-        tanh_avx2(x, y, n);
-        return;
-    }
-#endif
-    tanh_base(x, y, n);
-}
+DISPATCH(lt_vsigmoidf, sigmoid)
 
-void lt_verff(const float *x, float *y, int64_t n)
-{
-#if LT_VACT_X86
-    if (use_avx2()) {
-        erf_avx2(x, y, n);
-        return;
-    }
-#endif
-    erf_base(x, y, n);
-}
+DISPATCH(lt_vtanhf, tanh)
 
-void lt_vexpf(const float *x, float *y, int64_t n)
-{
-#if LT_VACT_X86
-    if (use_avx2()) {
-        exp_avx2(x, y, n);
-        return;
-    }
-#endif
-    exp_base(x, y, n);
-}
+DISPATCH(lt_verff, erf)
+
+DISPATCH(lt_vexpf, exp)
 
 void lt_vtanh_f64(const double *x, double *y, int64_t n)
 {
