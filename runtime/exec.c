@@ -342,9 +342,16 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
         memset(outv, 0, sizeof *outv * n->nout);
         lt_kctx k = {.ex = ex, .node = n, .nin = n->nin, .nout = n->nout, .in = in, .out = outv, .err = ex->err};
         lt_kernel_fn kern = p->kernels[i];
-        lt_value *tmpbuf[128] = {0};
-        lt_value **tmp = n->nin <= 64 ? tmpbuf : calloc(2 * (size_t)n->nin, sizeof *tmp);
-        lt_status s = tmp ? place_inputs(ex, p, i, &k, &kern, tmp)
+        /* copies at a backend's edges wait in tmp until the node has run;
+         * on the host alone nothing moves and tmp stays NULL */
+        lt_value *tmpbuf[128], **tmp = NULL;
+        if (ex->be && !ex->be->host) {
+            tmp = n->nin <= 64 ? tmpbuf : malloc(2 * sizeof *tmp * (size_t)n->nin);
+            if (tmp)
+                memset(tmp, 0, 2 * sizeof *tmp * (size_t)n->nin);
+        }
+        lt_status s = tmp || !ex->be || ex->be->host
+                          ? place_inputs(ex, p, i, &k, &kern, tmp)
                           : lt_errf(ex->err, LT_ERR_NOMEM, "%s: %s: out of memory", ex->m->path,
                                     lt_node_label(n, lb, sizeof lb));
         scratch_mark mk = scratch_mark_get(ex);
