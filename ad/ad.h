@@ -54,8 +54,14 @@ void lt_ad_rules_init(void);
 void lt_ad_register_elementwise(lt_ad_rule *tab, uint32_t *nondiff);
 void lt_ad_register_tensor(lt_ad_rule *tab, uint32_t *nondiff);
 void lt_ad_register_nn(lt_ad_rule *tab, uint32_t *nondiff);
-void lt_ad_register_more(lt_ad_rule *tab, uint32_t *nondiff);
-void lt_ad_register_extra(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_unary(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_movement(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_norm(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_linalg(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_sampling(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_signal(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_quant(lt_ad_rule *tab, uint32_t *nondiff);
+void lt_ad_register_generate(lt_ad_rule *tab, uint32_t *nondiff);
 
 /* Whether input i of the forward node needs a gradient (active and
  * differentiable): rules skip work for inputs that do not. */

@@ -11,8 +11,14 @@ static void fill(void)
     lt_ad_register_elementwise(lt_ad_rules, lt_ad_nondiff);
     lt_ad_register_tensor(lt_ad_rules, lt_ad_nondiff);
     lt_ad_register_nn(lt_ad_rules, lt_ad_nondiff);
-    lt_ad_register_more(lt_ad_rules, lt_ad_nondiff);
-    lt_ad_register_extra(lt_ad_rules, lt_ad_nondiff);
+    lt_ad_register_unary(lt_ad_rules, lt_ad_nondiff);
+    lt_ad_register_movement(lt_ad_rules, lt_ad_nondiff);
+    lt_ad_register_norm(lt_ad_rules, lt_ad_nondiff);
+    lt_ad_register_linalg(lt_ad_rules, lt_ad_nondiff);
+    lt_ad_register_sampling(lt_ad_rules, lt_ad_nondiff);
+    lt_ad_register_signal(lt_ad_rules, lt_ad_nondiff);
+    lt_ad_register_quant(lt_ad_rules, lt_ad_nondiff);
+    lt_ad_register_generate(lt_ad_rules, lt_ad_nondiff);
     lt_ad_register_attention(lt_ad_rules, lt_ad_nondiff);
     lt_ad_register_cumprod(lt_ad_rules, lt_ad_nondiff);
     lt_ad_register_affine_grid(lt_ad_rules, lt_ad_nondiff);

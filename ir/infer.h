@@ -47,7 +47,7 @@ void lt_infer_register_misc(lt_infer_fn *tab);
 void lt_infer_register_grad_nn(lt_infer_fn *tab);
 void lt_infer_register_grad_misc(lt_infer_fn *tab);
 void lt_infer_register_grad_rnn(lt_infer_fn *tab);
-void lt_infer_register_grad_extra(lt_infer_fn *tab);
+void lt_infer_register_grad_sampling(lt_infer_fn *tab);
 void lt_infer_register_attention(lt_infer_fn *tab);
 void lt_infer_register_onnx26(lt_infer_fn *tab);
 

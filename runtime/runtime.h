@@ -142,7 +142,7 @@ void lt_cpu_register_misc(lt_kernel_fn *tab);
 void lt_cpu_register_grad_nn(lt_kernel_fn *tab);
 void lt_cpu_register_grad_misc(lt_kernel_fn *tab);
 void lt_cpu_register_grad_rnn(lt_kernel_fn *tab);
-void lt_cpu_register_grad_extra(lt_kernel_fn *tab);
+void lt_cpu_register_grad_sampling(lt_kernel_fn *tab);
 
 /* ---- sessions and backends (backend.h) ---- */
 struct lt_copy_stats;

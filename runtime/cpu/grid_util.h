@@ -1,5 +1,5 @@
 /* GridSample's sampling, shared by the forward (image_grid.c) and
- * GridSampleGrad (grad_extra_grid.c): each output point is a small list of
+ * GridSampleGrad (grad_grid_sample.c): each output point is a small list of
  * (input offset, weight) taps, the tensor product of per-axis taps that
  * follow the ONNX reference, and for the gradient each weight's
  * derivative by the grid coordinates. */

@@ -1,6 +1,6 @@
 /* CPU kernels: MaxUnpool, MaxRoiPool, RoiAlign. The roi layout and
  * sampling (roi_util.h) are exported for the gradients in
- * grad_extra_roi.c. */
+ * grad_roi.c. */
 #include "nn_util.h"
 #include "roi_util.h"
 #include <math.h>

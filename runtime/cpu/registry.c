@@ -37,7 +37,7 @@ static void fill(void)
     lt_cpu_register_grad_nn(lt_cpu_kernels);
     lt_cpu_register_grad_misc(lt_cpu_kernels);
     lt_cpu_register_grad_rnn(lt_cpu_kernels);
-    lt_cpu_register_grad_extra(lt_cpu_kernels);
+    lt_cpu_register_grad_sampling(lt_cpu_kernels);
     lt_cpu_register_attention(lt_cpu_kernels);
     lt_cpu_register_cumprod(lt_cpu_kernels);
     lt_cpu_register_bitcast(lt_cpu_kernels);

@@ -1,5 +1,5 @@
 /* Private interface of the roi kernels: what RoiAlign and MaxRoiPool
- * (nn_roi.c) share with their gradients (grad_extra_roi.c), so that a bin
+ * (nn_roi.c) share with their gradients (grad_roi.c), so that a bin
  * is laid out and sampled in one place. */
 #ifndef LT_CPU_ROI_UTIL_H
 #define LT_CPU_ROI_UTIL_H

@@ -1,5 +1,5 @@
-/* The model the gradient-rule suites (test_lead_rules.c,
- * test_ad_rules_more.c, test_ad_rules_extra.c) check by finite
+/* The model the gradient-rule suites (test_ad_rules_fd.c,
+ * test_ad_rules_math_movement.c, test_ad_rules_sampling_signal.c) check by finite
  * differences, and the check: one node whose inputs are parameters filled
  * from a seed, the loss sum(op(x) * R) with a fixed random R. */
 #ifndef LT_RULE_FD_H

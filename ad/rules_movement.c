@@ -2,7 +2,7 @@
  * TopK, the scatters, DepthToSpace/SpaceToDepth, Upsample, ReverseSequence,
  * Trilu, CenterCropPad, Compress). Most are the same or the inverse movement applied
  * to dy. */
-#include "rules_more.h"
+#include "rules_util.h"
 #include <string.h>
 
 #define G dout[0]
@@ -48,8 +48,8 @@ RULE(r_tile)
         else
             reps = OP2(DIV, OP1(SHAPE, out[0]), OP2(MAX, sx, lt_ad_scalar(c, LT_I64, 1)));
         int64_t one = 1, flat = -1;
-        lt_ival *parts[2] = {lt_ad_more_unsqueeze(c, reps, 1, &one), lt_ad_more_unsqueeze(c, sx, 1, &one)};
-        lt_node *cat = lt_ad_more_node(c, LT_OP_CONCAT, 2, parts);
+        lt_ival *parts[2] = {lt_ad_unsqueeze(c, reps, 1, &one), lt_ad_unsqueeze(c, sx, 1, &one)};
+        lt_node *cat = lt_ad_node_of(c, LT_OP_CONCAT, 2, parts);
         if (!cat)
             return LT_ERR_NOMEM;
         lt_ad_attr_int(c, cat, "axis", 1);
@@ -59,7 +59,7 @@ RULE(r_tile)
     for (int i = 0; i < r; i++)
         axes[i] = 2 * i;
     lt_ival *ins[2] = {OP2(RESHAPE, G, shape), lt_ad_ints(c, r, axes)};
-    lt_node *k = lt_ad_more_node(c, LT_OP_REDUCE_SUM, 2, ins);
+    lt_node *k = lt_ad_node_of(c, LT_OP_REDUCE_SUM, 2, ins);
     if (!k)
         return LT_ERR_NOMEM;
     lt_ad_attr_int(c, k, "keepdims", 0);
@@ -72,7 +72,7 @@ RULE(r_tile)
 RULE(r_cumsum)
 {
     lt_ival *ins[2] = {G, in[1]};
-    lt_node *k = lt_ad_more_node(c, LT_OP_CUM_SUM, 2, ins);
+    lt_node *k = lt_ad_node_of(c, LT_OP_CUM_SUM, 2, ins);
     if (!k)
         return LT_ERR_NOMEM;
     lt_ad_attr_int(c, k, "exclusive", lt_attr_int(n, "exclusive", 0) != 0);
@@ -89,7 +89,7 @@ RULE(r_topk)
     if (n->nout < 2 || !out[1])
         return lt_ad_fail(c, n, "TopK needs its indices output to be differentiated");
     lt_ival *ins[3] = {G, out[1], in[0]};
-    lt_node *k = lt_ad_more_node(c, LT_OP_GATHER_ELEMENTS_GRAD, 3, ins);
+    lt_node *k = lt_ad_node_of(c, LT_OP_GATHER_ELEMENTS_GRAD, 3, ins);
     if (!k)
         return LT_ERR_NOMEM;
     lt_ad_attr_int(c, k, "axis", lt_attr_int(n, "axis", -1));
@@ -119,7 +119,7 @@ RULE(r_scatter_elements)
             s = ACC(0, G);
         } else {
             lt_ival *ins[3] = {G, in[1], lt_ad_zeros_like(c, in[2])};
-            lt_node *k = lt_ad_more_node(c, LT_OP_SCATTER_ELEMENTS, 3, ins);
+            lt_node *k = lt_ad_node_of(c, LT_OP_SCATTER_ELEMENTS, 3, ins);
             if (!k)
                 return LT_ERR_NOMEM;
             lt_ad_attr_int(c, k, "axis", axis);
@@ -129,7 +129,7 @@ RULE(r_scatter_elements)
     }
     if (s == LT_OK && lt_ad_wants(c, n, 2)) {
         lt_ival *ins[2] = {G, in[1]};
-        lt_node *k = lt_ad_more_node(c, LT_OP_GATHER_ELEMENTS, 2, ins);
+        lt_node *k = lt_ad_node_of(c, LT_OP_GATHER_ELEMENTS, 2, ins);
         if (!k)
             return LT_ERR_NOMEM;
         lt_ad_attr_int(c, k, "axis", axis);
@@ -154,12 +154,12 @@ RULE(r_scatter_nd)
  * (else DCR, the default) */
 static lt_ival *block_op(lt_ad *c, lt_op op, lt_ival *g, int64_t b, bool crd)
 {
-    lt_node *k = lt_ad_more_node(c, op, 1, &g);
+    lt_node *k = lt_ad_node_of(c, op, 1, &g);
     if (!k)
         return NULL;
     lt_ad_attr_int(c, k, "blocksize", b);
     if (crd)
-        lt_ad_more_attr_str(c, k, "mode", "CRD");
+        lt_ad_attr_str(c, k, "mode", "CRD");
     lt_ad_infer(c, k);
     return k->out[0];
 }
@@ -175,13 +175,13 @@ RULE(r_depth_to_space)
     int64_t two = 2, three = 3, keep[2] = {0, 0};
     lt_ival *parts[5] = {lt_ad_ints(c, 2, keep), OP2(GATHER, sx, lt_ad_ints(c, 1, &two)), lt_ad_ints(c, 1, &b),
                          OP2(GATHER, sx, lt_ad_ints(c, 1, &three)), lt_ad_ints(c, 1, &b)};
-    lt_node *cat = lt_ad_more_node(c, LT_OP_CONCAT, 5, parts);
+    lt_node *cat = lt_ad_node_of(c, LT_OP_CONCAT, 5, parts);
     if (!cat)
         return LT_ERR_NOMEM;
     lt_ad_attr_int(c, cat, "axis", 0);
     lt_ad_infer(c, cat);
     lt_ival *g6 = OP2(RESHAPE, G, cat->out[0]);
-    lt_node *t = lt_ad_more_node(c, LT_OP_TRANSPOSE, 1, &g6);
+    lt_node *t = lt_ad_node_of(c, LT_OP_TRANSPOSE, 1, &g6);
     if (!t)
         return LT_ERR_NOMEM;
     lt_ad_attr_ints(c, t, "perm", 6, (int64_t[]){0, 1, 3, 5, 2, 4});
@@ -203,7 +203,7 @@ RULE(r_upsample)
 {
     lt_ival *ins[3] = {G, in[0], n->nin > 1 ? in[1] : NULL};
     int nin = ins[2] ? 3 : 2;
-    lt_node *k = lt_ad_more_node(c, LT_OP_RESIZE_GRAD, nin, ins);
+    lt_node *k = lt_ad_node_of(c, LT_OP_RESIZE_GRAD, nin, ins);
     if (!k)
         return LT_ERR_NOMEM;
     lt_ad_copy_attrs(c, k, n);
@@ -218,7 +218,7 @@ RULE(r_self_adjoint)
 {
     lt_ival *ins[2] = {G, n->nin > 1 ? in[1] : NULL};
     int nin = ins[1] ? 2 : 1;
-    lt_node *k = lt_ad_more_node(c, n->op, nin, ins);
+    lt_node *k = lt_ad_node_of(c, n->op, nin, ins);
     if (!k)
         return LT_ERR_NOMEM;
     lt_ad_copy_attrs(c, k, n);
@@ -231,7 +231,7 @@ RULE(r_self_adjoint)
 RULE(r_center_crop_pad)
 {
     lt_ival *ins[2] = {G, OP1(SHAPE, in[0])};
-    lt_node *k = lt_ad_more_node(c, LT_OP_CENTER_CROP_PAD, 2, ins);
+    lt_node *k = lt_ad_node_of(c, LT_OP_CENTER_CROP_PAD, 2, ins);
     if (!k)
         return LT_ERR_NOMEM;
     lt_ad_infer(c, k);
@@ -248,7 +248,7 @@ RULE(r_compress)
     const lt_attr *axis = lt_attr_find(n, "axis");
     lt_ival *data = axis ? in[0] : OP2(RESHAPE, in[0], lt_ad_ints(c, 1, &flat));
     lt_ival *ins[3] = {G, idx, data};
-    lt_node *k = lt_ad_more_node(c, LT_OP_GATHER_GRAD, 3, ins);
+    lt_node *k = lt_ad_node_of(c, LT_OP_GATHER_GRAD, 3, ins);
     if (!k)
         return LT_ERR_NOMEM;
     lt_ad_attr_int(c, k, "axis", axis ? axis->i : 0);
@@ -256,7 +256,7 @@ RULE(r_compress)
     return ACC(0, axis ? k->out[0] : OP2(RESHAPE, k->out[0], OP1(SHAPE, in[0])));
 }
 
-void lt_ad_register_more_tensor(lt_ad_rule *t, uint32_t *nd)
+void lt_ad_register_movement(lt_ad_rule *t, uint32_t *nd)
 {
     t[LT_OP_TILE] = r_tile;
     t[LT_OP_CUM_SUM] = r_cumsum;

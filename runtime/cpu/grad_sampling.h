@@ -1,7 +1,8 @@
-/* Private interface of the grad_extra kernels (runtime/cpu/grad_extra*.c):
+/* Private interface of the sampling-op gradient kernels
+ * (runtime/cpu/grad_col2im_stft.c, grad_grid_sample.c, grad_roi.c):
  * the backward ops of GridSample, RoiAlign, MaxRoiPool, Col2Im and STFT. */
-#ifndef LT_CPU_GRAD_EXTRA_H
-#define LT_CPU_GRAD_EXTRA_H
+#ifndef LT_CPU_GRAD_SAMPLING_H
+#define LT_CPU_GRAD_SAMPLING_H
 
 #include "../runtime.h"
 

@@ -1,4 +1,4 @@
-/* Shape inference rules: the grad_extra gradient ops (GridSample, RoiAlign,
+/* Shape inference rules: the gradient ops of the sampling ops (GridSample, RoiAlign,
  * MaxRoiPool, Col2Im, STFT). Each gradient has the type of the forward input
  * it belongs to. */
 #include "infer.h"
@@ -66,7 +66,7 @@ static lt_status infer_stft(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
-void lt_infer_register_grad_extra(lt_infer_fn *tab)
+void lt_infer_register_grad_sampling(lt_infer_fn *tab)
 {
     tab[LT_OP_GRID_SAMPLE_GRAD] = infer_grid_sample;
     tab[LT_OP_ROI_ALIGN_GRAD] = infer_roi;

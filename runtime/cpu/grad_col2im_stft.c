@@ -1,5 +1,5 @@
 /* CPU kernels: Col2ImGrad and STFTGrad, and the registrar of every
- * grad_extra*.c file.
+ * grad_*.c file of the sampling ops.
  *
  * Col2Im adds the columns of each image's blocks into the image, so its
  * adjoint reads each block back out: im2col of dy, one (image, channel)
@@ -9,7 +9,7 @@
  * with an inverse DFT) and undoes the framing: each signal sample collects
  * the frames that read it, times the window; the window collects every
  * frame's adjoint times the samples it multiplied. */
-#include "grad_extra.h"
+#include "grad_sampling.h"
 #include "nn_util.h"
 #include "norm_util.h"
 #include <string.h>
@@ -148,7 +148,7 @@ static lt_status stft_grad(lt_kctx *k)
     return LT_OK;
 }
 
-void lt_cpu_register_grad_extra(lt_kernel_fn *tab)
+void lt_cpu_register_grad_sampling(lt_kernel_fn *tab)
 {
     tab[LT_OP_GRID_SAMPLE_GRAD] = lt_gx_grid_sample_grad;
     tab[LT_OP_ROI_ALIGN_GRAD] = lt_gx_roi_align_grad;

@@ -1,5 +1,5 @@
-/* The gradient rules of ad/rules_extra.c (GridSample, RoiAlign, MaxRoiPool,
- * MaxUnpool, Col2Im, DFT, STFT, DequantizeLinear, Range, OneHot, and the
+/* The gradient rules of ad/rules_sampling.c, rules_signal.c, rules_quant.c
+ * and rules_generate.c (GridSample, RoiAlign, MaxRoiPool, MaxUnpool, Col2Im, DFT, STFT, DequantizeLinear, Range, OneHot, and the
  * ops registered as carrying no gradient) and the gradient kernels
  * behind them, against central finite differences in float64: a one-node
  * model whose inputs are parameters, the loss sum(op(x) * R) with a fixed

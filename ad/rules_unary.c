@@ -1,7 +1,7 @@
 /* Gradient rules: the remaining activations and unary math (each reads like
  * its derivative), Mod and CastLike, the piecewise-constant ops whose
- * gradient is zero, and the registrar of every rules_more*.c file. */
-#include "rules_more.h"
+ * gradient is zero. */
+#include "rules_util.h"
 #include <math.h>
 #include <string.h>
 
@@ -11,57 +11,10 @@
 #define OP1(op, a) lt_ad_op1(c, LT_OP_##op, (a))
 #define OP2(op, a, b) lt_ad_op2(c, LT_OP_##op, (a), (b))
 #define OP3(op, a, b, d) lt_ad_op3(c, LT_OP_##op, (a), (b), (d))
-#define K(v) lt_ad_scalar(c, lt_ad_more_fdt(in[0]), (v))
+#define K(v) lt_ad_scalar(c, lt_ad_float_dtype(in[0]), (v))
 #define RULE(name)                                                                                                 \
     static lt_status name(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,                    \
                           lt_ival *const *dout)
-
-/* ---- helpers shared with the other rules_more files ---- */
-void lt_ad_more_attr_str(lt_ad *c, lt_node *n, const char *name, const char *s)
-{
-    lt_attr *a = lt_ir_alloc(c->m, sizeof *a * (n->nattr + 1));
-    if (!a)
-        return;
-    if (n->nattr)
-        memcpy(a, n->attrs, sizeof *a * n->nattr);
-    lt_attr *x = &a[n->nattr];
-    x->name = lt_ir_strdup(c->m, name);
-    x->kind = LT_ATTR_STRING;
-    x->s = lt_ir_strdup(c->m, s);
-    x->slen = strlen(s);
-    n->attrs = a; /* a fresh array: attributes shared with a forward node stay as they were */
-    n->nattr++;
-}
-
-lt_dtype lt_ad_more_fdt(const lt_ival *v) { return v->type.dtype == LT_F64 ? LT_F64 : LT_F32; }
-
-lt_node *lt_ad_more_node(lt_ad *c, lt_op op, int nin, lt_ival *const *ins)
-{
-    for (int i = 0; i < nin; i++)
-        if (!ins[i])
-            return NULL; /* an input failed to be emitted (out of memory) */
-    lt_node *k = lt_ad_node(c, op, nin, 1);
-    if (!k)
-        return NULL;
-    for (int i = 0; i < nin; i++)
-        k->in[i] = ins[i];
-    return k;
-}
-
-lt_ival *lt_ad_more_unsqueeze(lt_ad *c, lt_ival *v, int k, const int64_t *axes)
-{
-    return k ? lt_ad_op2(c, LT_OP_UNSQUEEZE, v, lt_ad_ints(c, k, axes)) : v;
-}
-
-lt_ival *lt_ad_more_cast(lt_ad *c, lt_ival *v, lt_dtype to)
-{
-    lt_node *k = lt_ad_more_node(c, LT_OP_CAST, 1, &v);
-    if (!k)
-        return NULL;
-    lt_ad_attr_int(c, k, "to", to);
-    lt_ad_infer(c, k);
-    return k->out[0];
-}
 
 /* ---- activations ---- */
 RULE(r_selu)
@@ -202,14 +155,14 @@ RULE(r_mod)
 }
 
 /* CastLike: dy cast back to the input's type */
-RULE(r_cast_like) { return ACC(0, lt_ad_more_cast(c, G, in[0]->type.dtype)); }
+RULE(r_cast_like) { return ACC(0, lt_ad_cast(c, G, in[0]->type.dtype)); }
 
 /* Piecewise-constant outputs (Round, Floor, Ceil, Sign, Hardmax): the
  * gradient is zero almost everywhere, so nothing is accumulated; the rule
  * exists so that the transform does not refuse them. */
 RULE(r_zero) { return LT_OK; }
 
-void lt_ad_register_more(lt_ad_rule *t, uint32_t *nd)
+void lt_ad_register_unary(lt_ad_rule *t, uint32_t *nd)
 {
     t[LT_OP_SELU] = r_selu;
     t[LT_OP_CELU] = r_celu;
@@ -236,7 +189,4 @@ void lt_ad_register_more(lt_ad_rule *t, uint32_t *nd)
     static const lt_op zero[] = {LT_OP_ROUND, LT_OP_FLOOR, LT_OP_CEIL, LT_OP_SIGN, LT_OP_HARDMAX};
     for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
         t[zero[i]] = r_zero;
-    lt_ad_register_more_tensor(t, nd);
-    lt_ad_register_more_norm(t, nd);
-    lt_ad_register_more_linalg(t, nd);
 }

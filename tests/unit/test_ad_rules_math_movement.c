@@ -1,4 +1,5 @@
-/* The gradient rules of ad/rules_more*.c (and BatchNormalization's training
+/* The gradient rules of ad/rules_unary.c, rules_movement.c, rules_norm.c
+ * and rules_linalg.c (and BatchNormalization's training
  * at opsets 6-13) against central finite differences in float64: a one-node
  * model whose inputs are parameters, the loss sum(op(x) * R) with a fixed
  * random R, random inputs from fixed seeds kept off the kinks, each

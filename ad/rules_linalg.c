@@ -12,7 +12,7 @@
  * Det: d det(A) / dA is the cofactor matrix. With no inverse op it is built
  * from the minors themselves: every (n-1)x(n-1) minor gathered at once and
  * passed to a batched Det, which also holds for singular A. */
-#include "rules_more.h"
+#include "rules_util.h"
 #include <string.h>
 
 #define G dout[0]
@@ -108,7 +108,7 @@ static lt_ival *identity_like_axis(lt_ad *c, lt_ival *x, int64_t ax)
 {
     int64_t two[2] = {ax, ax};
     lt_ival *shape = OP2(GATHER, OP1(SHAPE, x), lt_ad_ints(c, 2, two));
-    lt_ival *zeros = OP2(EXPAND, lt_ad_scalar(c, lt_ad_more_fdt(x), 0), shape);
+    lt_ival *zeros = OP2(EXPAND, lt_ad_scalar(c, lt_ad_float_dtype(x), 0), shape);
     return OP1(EYE_LIKE, zeros);
 }
 
@@ -215,16 +215,16 @@ static lt_status einsum_grad(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_
     ok = ok && append(eq, sizeof eq, &len, "->") && append_term(eq, sizeof eq, &len, &res);
     if (!ok)
         return lt_ad_fail(c, n, "equation too long to differentiate");
-    lt_node *e = lt_ad_more_node(c, LT_OP_EINSUM, ni, ins);
+    lt_node *e = lt_ad_node_of(c, LT_OP_EINSUM, ni, ins);
     if (!e)
         return LT_ERR_NOMEM;
-    lt_ad_more_attr_str(c, e, "equation", eq);
+    lt_ad_attr_str(c, e, "equation", eq);
     lt_ad_infer(c, e);
     lt_ival *r = e->out[0];
     /* labels summed by k alone: every element got the same dy, as did
      * those where the others have size 1 */
     if (nd || expand)
-        r = OP2(EXPAND, lt_ad_more_unsqueeze(c, r, nd, drop), OP1(SHAPE, in[k]));
+        r = OP2(EXPAND, lt_ad_unsqueeze(c, r, nd, drop), OP1(SHAPE, in[k]));
     return ACC(k, lt_ad_unbroadcast(c, r, in[k])); /* and where k has size 1, summed */
 }
 
@@ -321,7 +321,7 @@ RULE(r_einsum)
 static lt_ival *gather_axis(lt_ad *c, lt_ival *x, lt_ival *idx, int64_t axis)
 {
     lt_ival *ins[2] = {x, idx};
-    lt_node *k = lt_ad_more_node(c, LT_OP_GATHER, 2, ins);
+    lt_node *k = lt_ad_node_of(c, LT_OP_GATHER, 2, ins);
     if (!k)
         return NULL;
     lt_ad_attr_int(c, k, "axis", axis);
@@ -363,19 +363,19 @@ RULE(r_det)
     perm[r] = r - 1;
     if (!minors)
         return LT_ERR_NOMEM;
-    lt_node *t = lt_ad_more_node(c, LT_OP_TRANSPOSE, 1, &minors);
+    lt_node *t = lt_ad_node_of(c, LT_OP_TRANSPOSE, 1, &minors);
     if (!t)
         return LT_ERR_NOMEM;
     lt_ad_attr_ints(c, t, "perm", r + 2, perm);
     lt_ad_infer(c, t);
-    lt_ival *sgn = lt_ad_more_cast(c, OP2(RESHAPE, lt_ad_ints(c, (int)(m * m), sign), lt_ad_ints(c, 2, sq)),
-                                   lt_ad_more_fdt(a));
+    lt_ival *sgn = lt_ad_cast(c, OP2(RESHAPE, lt_ad_ints(c, (int)(m * m), sign), lt_ad_ints(c, 2, sq)),
+                                   lt_ad_float_dtype(a));
     lt_ival *cof = OP2(MUL, OP1(DET, t->out[0]), sgn);
     int64_t ax[2] = {r - 2, r - 1};
-    return ACC(0, OP2(MUL, cof, lt_ad_more_unsqueeze(c, G, 2, ax)));
+    return ACC(0, OP2(MUL, cof, lt_ad_unsqueeze(c, G, 2, ax)));
 }
 
-void lt_ad_register_more_linalg(lt_ad_rule *t, uint32_t *nd)
+void lt_ad_register_linalg(lt_ad_rule *t, uint32_t *nd)
 {
     (void)nd;
     t[LT_OP_EINSUM] = r_einsum;

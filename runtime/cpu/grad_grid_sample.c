@@ -6,7 +6,7 @@
  * coordinate (the chain through denormalization, border clamping or
  * reflection, and the linear or cubic kernel). Nearest sampling is
  * piecewise constant in the grid: its dgrid is zero. */
-#include "grad_extra.h"
+#include "grad_sampling.h"
 #include "grid_util.h"
 #include "norm_util.h"
 #include <omp.h>

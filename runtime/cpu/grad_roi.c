@@ -4,7 +4,7 @@
  * bilinear samples' corners with their weights (avg), or the one weighted
  * corner (RoiAlign max) or pixel (MaxRoiPool) the maximum came from. Rois
  * may overlap, so the channels run in parallel, the rois in order. */
-#include "grad_extra.h"
+#include "grad_sampling.h"
 #include "nn_util.h"
 #include "roi_util.h"
 #include <string.h>

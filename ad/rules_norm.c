@@ -2,14 +2,14 @@
  * and RMSNormalization,
  * written out with reductions (keepdims, so the statistics broadcast back
  * over x). */
-#include "rules_more.h"
+#include "rules_util.h"
 
 #define G dout[0]
 #define ACC(i, v) lt_ad_accum(c, n, (i), (v))
 #define OP1(op, a) lt_ad_op1(c, LT_OP_##op, (a))
 #define OP2(op, a, b) lt_ad_op2(c, LT_OP_##op, (a), (b))
 #define OP3(op, a, b, d) lt_ad_op3(c, LT_OP_##op, (a), (b), (d))
-#define K(v) lt_ad_scalar(c, lt_ad_more_fdt(in[0]), (v))
+#define K(v) lt_ad_scalar(c, lt_ad_float_dtype(in[0]), (v))
 #define RULE(name)                                                                                                 \
     static lt_status name(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,                    \
                           lt_ival *const *dout)
@@ -102,7 +102,7 @@ RULE(r_rms_norm)
     return s;
 }
 
-void lt_ad_register_more_norm(lt_ad_rule *t, uint32_t *nd)
+void lt_ad_register_norm(lt_ad_rule *t, uint32_t *nd)
 {
     (void)nd;
     t[LT_OP_GLOBAL_LP_POOL] = r_global_lp_pool;
