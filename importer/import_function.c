@@ -1,0 +1,173 @@
+/* Model-local functions: finding the one a node calls (domain, name and
+ * IR 10's overload), bounding what inlining would create, and inlining. */
+#include "import_impl.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A string field the schema lantern is built with (Debian's onnx.proto, IR 8)
+ * does not name, read from protobuf-c's unknown fields: the overload of
+ * IR 10's functions and calls (NodeProto 8, FunctionProto 13). A
+ * length-delimited unknown field keeps its length prefix. Absent is "". */
+static void unknown_string(const ProtobufCMessage *msg, uint32_t tag, const uint8_t **p, size_t *len)
+{
+    *p = (const uint8_t *)"";
+    *len = 0;
+    for (unsigned i = 0; i < msg->n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *u = &msg->unknown_fields[i];
+        if (u->tag != tag || u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
+            continue;
+        uint64_t n = 0;
+        size_t k = 0;
+        for (int shift = 0; k < u->len && shift < 64; shift += 7) {
+            uint8_t b = u->data[k++];
+            n |= (uint64_t)(b & 0x7f) << shift;
+            if (!(b & 0x80))
+                break;
+        }
+        if (k <= u->len && n == u->len - k) {
+            *p = u->data + k;
+            *len = (size_t)n; /* the last occurrence wins, as protobuf's own parsers do */
+        }
+    }
+}
+
+/* The model-local function (domain, name, overload) names. */
+const Onnx__FunctionProto *lt_imp_find_function(imp *im, const char *domain, const Onnx__NodeProto *np)
+{
+    const uint8_t *want, *have;
+    size_t nwant, nhave;
+    unknown_string(&np->base, 8, &want, &nwant);
+    for (size_t i = 0; i < im->mp->n_functions; i++) {
+        const Onnx__FunctionProto *f = im->mp->functions[i];
+        if (!f->name || strcmp(f->name, np->op_type) != 0 || strcmp(f->domain ? f->domain : "", domain) != 0)
+            continue;
+        unknown_string(&f->base, 13, &have, &nhave);
+        if (nhave == nwant && memcmp(have, want, nwant) == 0)
+            return f;
+    }
+    return NULL;
+}
+
+/* The model-local function a node calls: only a name that is not an op of
+ * the node's domain can be one. */
+static const Onnx__FunctionProto *callee(imp *im, const Onnx__NodeProto *np)
+{
+    const char *domain = np->domain ? np->domain : "";
+    if (!np->op_type || !*np->op_type)
+        return NULL;
+    if ((!*domain || strcmp(domain, "ai.onnx") == 0) && lt_op_lookup(np->op_type, LT_DOMAIN_ONNX) != LT_OP_COUNT)
+        return NULL;
+    if (strcmp(domain, "ai.onnx.preview.training") == 0 &&
+        lt_op_lookup(np->op_type, LT_DOMAIN_TRAINING) != LT_OP_COUNT)
+        return NULL;
+    if (strcmp(domain, "ai.onnx.preview") == 0 && lt_op_lookup(np->op_type, LT_DOMAIN_PREVIEW) != LT_OP_COUNT)
+        return NULL;
+    if (strcmp(domain, "ai.onnx.ml") == 0 && lt_op_lookup(np->op_type, LT_DOMAIN_ML) != LT_OP_COUNT)
+        return NULL;
+    return lt_imp_find_function(im, domain, np);
+}
+
+static int64_t function_size(imp *im, const Onnx__FunctionProto *f, int depth);
+
+/* Nodes these nodes become once calls are inlined, subgraphs included; stops
+ * counting soon after LT_MAX_INLINED_NODES. */
+static int64_t nodes_size(imp *im, Onnx__NodeProto *const *nodes, size_t n, int depth)
+{
+    int64_t total = 0;
+    if (depth > LT_MAX_NESTING)
+        return 0; /* too deep to import anyway: the importer says so */
+    for (size_t i = 0; i < n && total <= LT_MAX_INLINED_NODES; i++) {
+        const Onnx__FunctionProto *f = nodes[i] ? callee(im, nodes[i]) : NULL;
+        total += f ? function_size(im, f, depth + 1) : 1;
+        for (size_t a = 0; nodes[i] && a < nodes[i]->n_attribute; a++)
+            if (nodes[i]->attribute[a] && nodes[i]->attribute[a]->g)
+                total += nodes_size(im, nodes[i]->attribute[a]->g->node, nodes[i]->attribute[a]->g->n_node,
+                                    depth + 1);
+    }
+    return total;
+}
+
+/* Counted once per function, so that a call tree that doubles at each of
+ * forty levels is refused without being expanded. A function that calls
+ * itself counts 0 for the recursive call: inlining reports the recursion. */
+static int64_t function_size(imp *im, const Onnx__FunctionProto *f, int depth)
+{
+    size_t k = 0;
+    while (im->mp->functions[k] != f)
+        k++;
+    if (im->fn_size[k] < 0)
+        return 0;
+    if (im->fn_size[k] == 0) {
+        im->fn_size[k] = -1;
+        im->fn_size[k] = nodes_size(im, f->node, f->n_node, depth) + 1;
+    }
+    return im->fn_size[k] - 1;
+}
+
+/* Inlines a model-local function: its body sees only its own inputs. */
+lt_status lt_imp_inline_function(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np,
+                                 const Onnx__FunctionProto *f, const opsets *caller_ops)
+{
+    if (im->depth >= LT_MAX_NESTING)
+        return lt_imp_node_err(im, np, LT_ERR_INVALID, "functions call each other deeper than %s levels", "64");
+    opsets fops = *caller_ops;
+    for (size_t i = 0; i < f->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = f->opset_import[i];
+        const char *d = o->domain ? o->domain : "";
+        if (!*d || strcmp(d, "ai.onnx") == 0)
+            fops.onnx = o->version;
+        else if (strcmp(d, "ai.onnx.preview.training") == 0)
+            fops.training = o->version;
+        else if (strcmp(d, "ai.onnx.preview") == 0)
+            fops.preview = o->version;
+        else if (strcmp(d, "ai.onnx.ml") == 0)
+            fops.ml = o->version;
+    }
+    scope fs = {0};
+    lt_status st = LT_OK;
+    if (np->n_input > f->n_input)
+        st = lt_imp_node_err(im, np, LT_ERR_INVALID, "more inputs than function '%s' takes", f->name);
+    for (size_t i = 0; i < f->n_input && st == LT_OK; i++) {
+        if (!f->input[i] || !*f->input[i])
+            continue;
+        lt_ival *v = NULL;
+        if (i < np->n_input && np->input[i] && *np->input[i]) {
+            v = lt_imp_scope_lookup(s, np->input[i]);
+            if (!v)
+                st = lt_imp_node_err(im, np, LT_ERR_INVALID, "input '%s' is not defined", np->input[i]);
+        }
+        if (v && !lt_imp_map_put(&fs.names, f->input[i], v))
+            st = lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
+    }
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "%s/", str_or(np->name, f->name));
+    fnctx fc = {np, prefix};
+    if (st == LT_OK && !im->in_function) { /* calls inside are counted with this one */
+        im->inlined += function_size(im, f, 0);
+        if (im->inlined > LT_MAX_INLINED_NODES)
+            st = lt_imp_node_err(im, np, LT_ERR_INVALID, "functions expand to more than %s nodes", "1048576");
+    }
+    im->depth++;
+    im->in_function++;
+    for (size_t i = 0; i < f->n_node && st == LT_OK; i++) {
+        if (!f->node[i])
+            st = lt_errf(im->err, LT_ERR_INVALID, "%s: function '%s' has an empty node", im->path, f->name);
+        else
+            st = lt_imp_node(im, &fs, b, f->node[i], &fops, &fc);
+    }
+    im->in_function--;
+    im->depth--;
+    for (size_t i = 0; i < np->n_output && st == LT_OK; i++) {
+        if (!np->output[i] || !*np->output[i])
+            continue;
+        lt_ival *v = i < f->n_output && f->output[i] ? lt_imp_map_get(&fs.names, f->output[i]) : NULL;
+        if (!v) {
+            st = lt_imp_node_err(im, np, LT_ERR_INVALID, "function output %s is never defined", f->name);
+            break;
+        }
+        st = lt_imp_define_value(im, s, b, np->output[i], v, np);
+    }
+    lt_imp_map_free(&fs.names);
+    return st;
+}
