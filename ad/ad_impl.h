@@ -47,4 +47,15 @@ void lt_ad_register_affine_grid(lt_ad_rule *tab, uint32_t *nondiff);
 /* drops adjoints nobody reads and values nobody uses */
 lt_status lt_ad_dce(lt_module *m, lt_err *err);
 
+/* activity.c: mark v (a float tensor of the source) active, true when it
+ * was not yet; one pass over b that marks what depends on an active value,
+ * true when anything changed */
+bool lt_ad_mark(lt_ad *c, const lt_ival *v);
+bool lt_ad_activity_pass(lt_ad *c, const lt_block *b);
+/* loss.c: the loss appended to the source program (seeded, or from the
+ * spec over an output): its scalar in *loss, the extra inputs it needs in
+ * extra */
+lt_status lt_ad_append_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **loss, int *nextra, lt_ival **extra,
+                            lt_err *err);
+
 #endif

@@ -1,0 +1,205 @@
+/* The loss the transform seeds: a named output, or one appended from a
+ * loss spec (softmax cross-entropy, NLL, MSE, ...) over an output and the
+ * targets, reduced to a scalar. */
+#include "ad_impl.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* A node appended to the source program's main block; its one output is
+ * returned (NULL when out of memory). */
+static lt_ival *loss_node(lt_module *m, lt_op op, const char *name, int nin, lt_ival *a, lt_ival *b)
+{
+    if (!a || (nin == 2 && !b))
+        return NULL; /* an earlier node could not be made */
+    lt_node *n = lt_node_new(m, m->main, op, nin, 1);
+    if (!n)
+        return NULL;
+    n->opset = LT_AD_OPSET;
+    n->name = name;
+    n->in[0] = a;
+    if (nin == 2)
+        n->in[1] = b;
+    if (op == LT_OP_REDUCE_SUM || op == LT_OP_REDUCE_MEAN) {
+        lt_node_set_attrs(m, n, 1);
+        n->attrs[0] = (lt_attr){.name = "keepdims", .kind = LT_ATTR_INT, .i = 0};
+    }
+    n->out[0] = lt_ival_new(m, m->main, name);
+    if (!n->out[0])
+        return NULL;
+    n->out[0]->def = n;
+    return n->out[0];
+}
+
+/* y reshaped to a scalar: the run fails with a clear message unless y has
+ * exactly one element. */
+static lt_ival *as_scalar(lt_module *m, lt_ival *y)
+{
+    lt_node *c = lt_node_new(m, m->main, LT_OP_CONSTANT, 0, 1);
+    lt_tensor *t = c ? lt_ir_alloc(m, sizeof *t) : NULL;
+    if (!t)
+        return NULL;
+    memset(t, 0, sizeof *t);
+    t->dtype = LT_I64;
+    t->rank = 1;
+    t->data = lt_ir_alloc(m, 1);
+    c->opset = LT_AD_OPSET;
+    lt_node_set_attrs(m, c, 1);
+    c->attrs[0] = (lt_attr){.name = "value", .kind = LT_ATTR_TENSOR, .t = t};
+    c->out[0] = lt_ival_new(m, m->main, "loss_shape");
+    if (!c->out[0] || !t->data)
+        return NULL;
+    c->out[0]->def = c;
+    return loss_node(m, LT_OP_RESHAPE, "loss_scalar", 2, y, c->out[0]);
+}
+
+/* A new program input typed like y (targets) or int64 class indices of y
+ * without its class dim (labels). */
+static lt_ival *loss_input(lt_module *m, const char *name, const lt_ival *y, bool classes)
+{
+    lt_ival *v = lt_ival_new(m, m->main, name);
+    if (!v)
+        return NULL;
+    if (!classes) {
+        v->type = y->type;
+        return v;
+    }
+    lt_type_unknown(&v->type, LT_I64, y->type.rank >= 1 ? y->type.rank - 1 : -1);
+    for (int d = 0; d + 1 < y->type.rank; d++)
+        v->type.dims[d] = y->type.dims[d];
+    return v;
+}
+
+/* Class scores [d0, ..., C] (classes last, as per-token outputs have them)
+ * as the loss ops read them, [d0, C, d1, ...]; rank 2 stays as it is. */
+static lt_ival *classes_to_axis1(lt_module *m, lt_ival *y)
+{
+    int r = y->type.rank;
+    if (r <= 2)
+        return y;
+    lt_ival *t = loss_node(m, LT_OP_TRANSPOSE, "loss_classes_axis1", 1, y, NULL);
+    if (!t || lt_node_set_attrs(m, t->def, 1) != LT_OK)
+        return NULL;
+    int64_t *perm = lt_ir_alloc(m, sizeof *perm * (size_t)r);
+    if (!perm)
+        return NULL;
+    perm[0] = 0;
+    perm[1] = r - 1;
+    for (int d = 2; d < r; d++)
+        perm[d] = d - 1;
+    t->def->attrs[0] = (lt_attr){.name = "perm", .kind = LT_ATTR_INTS, .n = r, .ints = perm};
+    return t;
+}
+
+/* The sum of output * seed over the seeded outputs. */
+static lt_status seeded_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **loss, int *nextra, lt_ival **extra,
+                             lt_err *err)
+{
+    lt_block *b = m->main;
+    lt_ival *acc = NULL;
+    for (int s = 0; s < spec->nseeds; s++) {
+        lt_ival *out = NULL;
+        for (int r = 0; r < b->nresults; r++)
+            if (strcmp(b->results[r]->name, spec->seed_outputs[s]) == 0)
+                out = b->results[r];
+        if (!out)
+            return lt_errf(err, LT_ERR_INVALID, "%s: --seed names '%s', which is not an output", m->path,
+                           spec->seed_outputs[s]);
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s_seed", out->name);
+        lt_ival *seed = loss_input(m, nm, out, false);
+        lt_ival *sum = loss_node(m, LT_OP_REDUCE_SUM, "seeded_sum", 1, loss_node(m, LT_OP_MUL, "seeded", 2, out, seed), NULL);
+        if (acc)
+            sum = loss_node(m, LT_OP_ADD, "seeded_total", 2, acc, sum);
+        if (!sum)
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        extra[(*nextra)++] = seed;
+        acc = sum;
+    }
+    if (!acc)
+        return lt_errf(err, LT_ERR_INVALID, "%s: no --seed given", m->path);
+    *loss = acc;
+    return LT_OK;
+}
+
+/* Appends the loss to the source program: the transform then differentiates
+ * it like any other node. */
+lt_status lt_ad_append_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **loss, int *nextra, lt_ival **extra,
+                             lt_err *err)
+{
+    lt_block *b = m->main;
+    *nextra = 0;
+    if (b->nresults < 1)
+        return lt_errf(err, LT_ERR_INVALID, "%s: the model has no output to differentiate", m->path);
+    if (spec->loss == LT_AD_LOSS_SEEDS)
+        return seeded_loss(m, spec, loss, nextra, extra, err);
+    lt_ival *y = b->results[0];
+    if (spec->output) {
+        y = NULL;
+        for (int r = 0; r < b->nresults && !y; r++)
+            if (strcmp(b->results[r]->name, spec->output) == 0)
+                y = b->results[r];
+        if (!y)
+            return lt_errf(err, LT_ERR_INVALID, "%s: the model has no output named '%s'", m->path, spec->output);
+    }
+    if (y->type.kind != LT_KIND_TENSOR || (y->type.dtype != LT_UNDEFINED && y->type.dtype != LT_F32 && y->type.dtype != LT_F64 &&
+                                            y->type.dtype != LT_F16 && y->type.dtype != LT_BF16))
+        return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' is not a float tensor; a loss needs one", m->path, y->name);
+    lt_ival *L = NULL, *in = NULL;
+    switch (spec->loss) {
+    case LT_AD_LOSS_SUM:
+    case LT_AD_LOSS_MODEL:
+        if (spec->loss == LT_AD_LOSS_MODEL) {
+            bool known = y->type.rank >= 0;
+            int64_t numel = 1;
+            for (int d = 0; d < y->type.rank; d++) {
+                known = known && y->type.dims[d].sym < 0 && y->type.dims[d].v >= 0;
+                numel *= known ? y->type.dims[d].v : 1;
+            }
+            if (known && numel != 1)
+                return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' has %lld elements; --loss model needs the output "
+                               "to be the scalar loss", m->path, y->name, (long long)numel);
+        }
+        L = loss_node(m, LT_OP_REDUCE_SUM, "loss", 1, spec->loss == LT_AD_LOSS_MODEL ? as_scalar(m, y) : y, NULL);
+        break;
+    case LT_AD_LOSS_MEAN:
+        L = loss_node(m, LT_OP_REDUCE_MEAN, "loss", 1, y, NULL);
+        break;
+    case LT_AD_LOSS_SCE:
+    case LT_AD_LOSS_NLL:
+        /* scores with extra axes ([N, T, C]: per token, per node) against
+         * labels of those axes ([N, T]); the mean runs over the labels that
+         * are not ignore_index, as PyTorch's */
+        in = loss_input(m, "labels", y, true);
+        L = loss_node(m, spec->loss == LT_AD_LOSS_SCE ? LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS : LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS,
+                      "loss", 2, classes_to_axis1(m, y), in);
+        if (L && lt_node_set_attrs(m, L->def, 1) == LT_OK)
+            L->def->attrs[0] = (lt_attr){.name = "ignore_index", .kind = LT_ATTR_INT, .i = spec->ignore_index};
+        else
+            L = NULL;
+        break;
+    case LT_AD_LOSS_MSE: {
+        in = loss_input(m, "targets", y, false);
+        lt_ival *d = loss_node(m, LT_OP_SUB, "mse_diff", 2, y, in);
+        L = loss_node(m, LT_OP_REDUCE_MEAN, "loss", 1, loss_node(m, LT_OP_MUL, "mse_sq", 2, d, d), NULL);
+        break;
+    }
+    case LT_AD_LOSS_BCE_LOGITS: {
+        /* max(z, 0) - z t + log(1 + exp(-|z|)): no overflow for any z */
+        in = loss_input(m, "targets", y, false);
+        lt_ival *z_abs = loss_node(m, LT_OP_ABS, "bce_abs", 1, y, NULL);
+        lt_ival *sp = loss_node(m, LT_OP_SOFTPLUS, "bce_softplus", 1, loss_node(m, LT_OP_NEG, "bce_neg", 1, z_abs, NULL), NULL);
+        lt_ival *lin = loss_node(m, LT_OP_SUB, "bce_lin", 2, loss_node(m, LT_OP_RELU, "bce_relu", 1, y, NULL),
+                                 loss_node(m, LT_OP_MUL, "bce_zt", 2, y, in));
+        L = loss_node(m, LT_OP_REDUCE_MEAN, "loss", 1, loss_node(m, LT_OP_ADD, "bce_terms", 2, lin, sp), NULL);
+        break;
+    }
+    case LT_AD_LOSS_SEEDS:
+        break;
+    }
+    if (!L)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    if (in)
+        extra[(*nextra)++] = in;
+    *loss = L;
+    return LT_OK;
+}
