@@ -184,8 +184,10 @@ static int norm_arg(const char *opt, const char *s, int *n, double *v, int max)
  * set of rows for both tables; P is the command's enum prefix. */
 #define DATA_OPTIONS(X, P, DATA_DEF)                                                                                 \
     X(P##_DATA, "--data", "SPEC",                                                                                    \
-      "the dataset: fashion-mnist[=DIR] | mnist=DIR | cifar10=DIR | npz=FILE | onnx-pb=DIR (SPEC "                   \
-      "in lantern help train)", DATA_DEF, 0)                                                                         \
+      "the dataset: fashion-mnist[=DIR] | mnist=DIR | cifar10=DIR | npz=FILE | onnx-pb=DIR | csv=FILE[,TEST] | "     \
+      "npy=X,Y[,X_TEST,Y_TEST] (SPEC in lantern help train)", DATA_DEF, 0)                                           \
+    X(P##_LABEL_COLUMN, "--label-column", "NAME|K",                                                                  \
+      "csv: the label's column, by header name or number (1 the first, -1 the last)", "the last column", 0)        \
     X(P##_LOSS, "--loss", "L", "softmax-cross-entropy | nll | mse | bce-logits | model",                             \
       "softmax-cross-entropy", 0)                                                                                    \
     X(P##_OUTPUT, "--output", "NAME", "the model output the loss is attached to", "the first output", 0)             \
@@ -199,6 +201,8 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
 {
     if (!strcmp(a, "--data"))
         e->data = val;
+    else if (!strcmp(a, "--label-column"))
+        e->norm.label_column = val;
     else if (!strcmp(a, "--output"))
         e->output = val;
     else if (!strcmp(a, "--loss")) {
@@ -313,6 +317,7 @@ static int cmd_train(const lt_cli_args *a)
         int ok = 1;
         switch ((train_opt)a->items[i].id) {
         case T_DATA:
+        case T_LABEL_COLUMN:
         case T_LOSS:
         case T_OUTPUT:
         case T_MEAN:
@@ -520,6 +525,7 @@ static int cmd_eval(const lt_cli_args *a)
         int ok = 1;
         switch ((eval_opt)a->items[i].id) {
         case V_DATA:
+        case V_LABEL_COLUMN:
         case V_LOSS:
         case V_OUTPUT:
         case V_MEAN:
@@ -583,9 +589,14 @@ const lt_cli_cmd lt_cli_train = {
     "train a model on a dataset and write its trained weights into a copy of it", "MODEL", 1, 1,
     "SPEC: fashion-mnist[=DIR] (IDX, gzip; default DIR: Debian's dataset-fashion-mnist) | mnist=DIR |\n"
     "      cifar10=DIR (binary batches) | npz=FILE (x, y, optionally x_test, y_test) |\n"
-    "      onnx-pb=DIR (TensorProto x.pb, y.pb, optionally x_test.pb, y_test.pb)\n"
-    "8-bit pixels are scaled to [0,1], then (x - mean) / std. Integer y are class labels, float y\n"
-    "targets. Ctrl-C with --checkpoint-dir writes a checkpoint and exits 130.\n",
+    "      onnx-pb=DIR (TensorProto x.pb, y.pb, optionally x_test.pb, y_test.pb) |\n"
+    "      csv=TRAIN.csv[,TEST.csv] (rows of numbers; a first row of names is a header; the label is\n"
+    "      the last column or --label-column; labels written as integers are classes, others targets) |\n"
+    "      npy=X.npy,Y.npy[,X_TEST.npy,Y_TEST.npy] (samples and labels as .npy files)\n"
+    "8-bit pixels are scaled to [0,1], then (x - mean) / std. Float samples may be float16, bfloat16\n"
+    "(ml_dtypes' .npy), float32 or float64. Integer y are class labels, float y targets. An npz (or npy\n"
+    "pair) whose arrays are named like the model's inputs feeds each input its array, in the type it\n"
+    "declares. Ctrl-C with --checkpoint-dir writes a checkpoint and exits 130.\n",
     train_opts, cmd_train};
 
 const lt_cli_cmd lt_cli_eval = {

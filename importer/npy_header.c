@@ -80,7 +80,8 @@ static int shape_tuple(cursor *c, int64_t *dims)
     }
 }
 
-/* '<f4', '|u1', ... (little-endian or byte-sized); UNDEFINED otherwise. */
+/* '<f4', '|u1', ... (little-endian or byte-sized; '<V2' is bfloat16);
+ * UNDEFINED otherwise. */
 static lt_dtype descr_type(const char *s, bool *big_endian)
 {
     *big_endian = false;
@@ -100,6 +101,8 @@ static lt_dtype descr_type(const char *s, bool *big_endian)
         {'u', 1, LT_U8},  {'u', 2, LT_U16}, {'u', 4, LT_U32}, {'u', 8, LT_U64}, {'i', 1, LT_I8},
         {'i', 2, LT_I16}, {'i', 4, LT_I32}, {'i', 8, LT_I64}, {'f', 2, LT_F16}, {'f', 4, LT_F32},
         {'f', 8, LT_F64}, {'b', 1, LT_BOOL}, {'c', 8, LT_C64}, {'c', 16, LT_C128},
+        /* numpy has no bfloat16: ml_dtypes' arrays save as two-byte voids */
+        {'V', 2, LT_BF16},
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (tab[i].kind == s[1] && tab[i].size == size) {

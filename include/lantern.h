@@ -224,13 +224,21 @@ typedef struct lt_dataset lt_dataset;
  *   cifar10=DIR          CIFAR-10 binary batches (data_batch_1..5.bin, test_batch.bin)
  *   npz=FILE             arrays x, y and optionally x_test, y_test (stored or deflated)
  *   onnx-pb=DIR          TensorProto files x.pb, y.pb and optionally x_test.pb, y_test.pb
+ *   csv=FILE[,TEST]      rows of numbers, an optional header row; the label is the last
+ *                        column or opts->label_column (integer text: class labels; else
+ *                        float targets); the other columns are the features
+ *   npy=X,Y[,XT,YT]      .npy files: samples and labels (and the test split's)
  * split 0 = train, 1 = test. Samples are float32: 8-bit pixels are scaled to
- * [0,1], float data are taken as they are; then (x - mean) / std when set.
+ * [0,1], float data (float16, bfloat16 as ml_dtypes saves it: descr '<V2',
+ * float32, float64) are taken as they are; then (x - mean) / std when set.
  * Labels are class indices (integer y of shape [N]) or float targets (float
  * y of shape [N, ...]). */
 typedef struct lt_dataset_opts {
     int nmean, nstd;       /* 0: none; 1: every value; C: per channel (first sample dim) */
     double mean[16], std[16];
+    /* csv: the label's column, a header name or a column number (1 the
+     * first, -1 the last); NULL: the last column */
+    const char *label_column;
 } lt_dataset_opts;
 
 /* opts may be NULL; *out is the caller's: lt_dataset_free (NULL does

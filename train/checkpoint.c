@@ -772,6 +772,9 @@ char *lt_ckpt_run_text(const char *model_path, const lt_train_opts *o)
         fprintf(f, "%c%s", i ? ',' : ' ', o->freeze[i]);
     fprintf(f, "\n--seed %llu\n--shuffle %s\n--init %s\n", (unsigned long long)o->seed, o->no_shuffle ? "no" : "yes",
             o->init_random ? "random" : "keep");
+    /* options added since: a line only when set, so older checkpoints still match */
+    if (o->norm.label_column)
+        fprintf(f, "--label-column %s\n", o->norm.label_column);
     if (fclose(f) != 0) {
         free(text);
         return NULL;

@@ -12,14 +12,26 @@
  * waking the OpenMP team costs more than it saves */
 #define LT_DS_PARALLEL_MIN ((int64_t)1 << 18)
 
-typedef enum ds_kind { DS_FASHION, DS_MNIST, DS_CIFAR, DS_NPZ, DS_PB } ds_kind;
+typedef enum ds_kind { DS_FASHION, DS_MNIST, DS_CIFAR, DS_NPZ, DS_PB, DS_CSV, DS_NPY } ds_kind;
 
 static const struct {
     const char *name;
     ds_kind kind;
 } ds_names[] = {
     {"fashion-mnist", DS_FASHION}, {"mnist", DS_MNIST}, {"cifar10", DS_CIFAR}, {"npz", DS_NPZ}, {"onnx-pb", DS_PB},
+    {"csv", DS_CSV},         {"npy", DS_NPY},
 };
+
+/* what follows NAME= in messages */
+static const char *spec_arg(ds_kind k)
+{
+    switch (k) {
+    case DS_NPZ: return "FILE";
+    case DS_CSV: return "TRAIN.csv[,TEST.csv]";
+    case DS_NPY: return "X.npy,Y.npy[,X_TEST.npy,Y_TEST.npy]";
+    default: return "DIR";
+    }
+}
 
 /* Splits "NAME[=ARG]"; *arg points into spec, or at the default folder. */
 static lt_status parse_spec(const char *spec, ds_kind *kind, const char **arg, lt_err *err)
@@ -38,11 +50,12 @@ static lt_status parse_spec(const char *spec, ds_kind *kind, const char **arg, l
             *arg = LT_DEFAULT_FASHION_DIR;
             return LT_OK;
         }
-        return lt_errf(err, LT_ERR_INVALID, "dataset '%s' needs a %s: %s=%s", ds_names[i].name,
-                       *kind == DS_NPZ ? "file" : "folder", ds_names[i].name, *kind == DS_NPZ ? "FILE" : "DIR");
+        return lt_errf(err, LT_ERR_INVALID, "dataset '%s' needs its data: %s=%s", ds_names[i].name, ds_names[i].name,
+                       spec_arg(*kind));
     }
     return lt_errf(err, LT_ERR_INVALID,
-                   "unknown dataset '%.*s' (known: fashion-mnist[=DIR], mnist=DIR, cifar10=DIR, npz=FILE, onnx-pb=DIR)",
+                   "unknown dataset '%.*s' (known: fashion-mnist[=DIR], mnist=DIR, cifar10=DIR, npz=FILE, onnx-pb=DIR, "
+                   "csv=FILE[,TEST], npy=X,Y[,X_TEST,Y_TEST])",
                    (int)(nl > 200 ? 200 : nl), spec);
 }
 
@@ -139,6 +152,12 @@ lt_status lt_dataset_open_opts(const char *spec, int split, const lt_dataset_opt
     case DS_PB:
         s = lt_ds_open_pb(d, arg, split, err);
         break;
+    case DS_CSV:
+        s = lt_ds_open_csv(d, arg, split, opts, err);
+        break;
+    case DS_NPY:
+        s = lt_ds_open_npy(d, arg, split, err);
+        break;
     }
     if (d->classes) { /* one class index per sample */
         d->trank = 0;
@@ -200,6 +219,10 @@ int lt_dataset_has_split(const char *spec, int split)
         return lt_ds_has_npz(arg, split);
     case DS_PB:
         return lt_ds_has_pb(arg, split);
+    case DS_CSV:
+        return lt_ds_has_csv(arg, split);
+    case DS_NPY:
+        return lt_ds_has_npy(arg, split);
     }
     return 0;
 }
@@ -241,14 +264,15 @@ lt_status lt_ds_from_arrays(lt_dataset *d, const lt_tensor *x, const lt_tensor *
     if (y->rank < 1 || y->dims[0] != x->dims[0])
         return lt_errf(err, LT_ERR_INVALID, "%s has %lld samples but %s has %lld", xname, (long long)x->dims[0], yname,
                        (long long)(y->rank ? y->dims[0] : 0));
-    if (x->dtype != LT_U8 && x->dtype != LT_F32 && x->dtype != LT_F64)
-        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s has element type %s; samples must be uint8, float32 or float64",
-                       xname, lt_dtype_name(x->dtype));
-    bool ycls = lt_dtype_is_int(y->dtype);
-    if (!ycls && y->dtype != LT_F32 && y->dtype != LT_F64)
+    if (x->dtype != LT_U8 && !lt_dtype_is_float(x->dtype))
         return lt_errf(err, LT_ERR_UNSUPPORTED,
-                       "%s has element type %s; labels must be integers (classes) or float32/float64 (targets)", yname,
-                       lt_dtype_name(y->dtype));
+                       "%s has element type %s; samples must be uint8, float16, bfloat16, float32 or float64", xname,
+                       lt_dtype_name(x->dtype));
+    bool ycls = lt_dtype_is_int(y->dtype);
+    if (!ycls && !lt_dtype_is_float(y->dtype))
+        return lt_errf(err, LT_ERR_UNSUPPORTED,
+                       "%s has element type %s; labels must be integers (classes) or float16, bfloat16, float32 or "
+                       "float64 (targets)", yname, lt_dtype_name(y->dtype));
     if (ycls && y->rank != 1)
         return lt_errf(err, LT_ERR_INVALID, "%s: integer labels (classes) must have shape [N], this has rank %d", yname,
                        y->rank);
@@ -263,17 +287,17 @@ lt_status lt_ds_from_arrays(lt_dataset *d, const lt_tensor *x, const lt_tensor *
     d->tnumel = ycls ? 1 : y->numel / n;
 
     size_t bytes = (size_t)x->numel * (x->dtype == LT_U8 ? 1 : sizeof(float));
-    bool adopt = x_owned && *x_owned == x->data && x->dtype != LT_F64;
+    bool adopt = x_owned && *x_owned == x->data && (x->dtype == LT_U8 || x->dtype == LT_F32);
     void *xs = adopt ? x->data : malloc(bytes ? bytes : 1);
     if (!xs)
         return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory for %zu bytes", xname, bytes);
     if (adopt)
         *x_owned = NULL;
-    else if (x->dtype == LT_F64)
-        for (int64_t i = 0; i < x->numel; i++)
-            ((float *)xs)[i] = (float)((const double *)x->data)[i];
-    else
+    else if (x->dtype == LT_U8 || x->dtype == LT_F32)
         memcpy(xs, x->data, bytes);
+    else /* float64, float16, bfloat16: to float32 */
+        for (int64_t i = 0; i < x->numel; i++)
+            ((float *)xs)[i] = (float)lt_tensor_get_f64(x, i);
     if (x->dtype == LT_U8)
         d->xu8 = xs;
     else
@@ -298,7 +322,7 @@ lt_status lt_ds_from_arrays(lt_dataset *d, const lt_tensor *x, const lt_tensor *
         if (!d->tgt)
             return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", yname);
         for (int64_t i = 0; i < y->numel; i++)
-            d->tgt[i] = y->dtype == LT_F32 ? ((const float *)y->data)[i] : (float)((const double *)y->data)[i];
+            d->tgt[i] = (float)lt_tensor_get_f64(y, i);
     }
     return LT_OK;
 }

@@ -235,3 +235,22 @@ done:
     *out = set;
     return LT_OK;
 }
+
+lt_status lt_arrays_open_spec(const char *spec, int split, lt_arrays **out, lt_err *err)
+{
+    *out = NULL;
+    if (!strncmp(spec, "npz=", 4) && spec[4])
+        return lt_arrays_open(spec + 4, split, out, err);
+    if (!strncmp(spec, "npy=", 4) && spec[4])
+        return lt_arrays_open_npy(spec + 4, split, out, err);
+    return LT_OK;
+}
+
+int lt_arrays_spec_has_split(const char *spec, int split)
+{
+    if (!strncmp(spec, "npz=", 4) && spec[4])
+        return lt_arrays_has_split(spec + 4, split);
+    if (!strncmp(spec, "npy=", 4) && spec[4])
+        return lt_ds_has_npy(spec + 4, split);
+    return 0;
+}

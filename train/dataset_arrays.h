@@ -29,6 +29,13 @@ typedef struct lt_arrays {
  * the same number of samples. */
 lt_status lt_arrays_open(const char *path, int split, lt_arrays **out, lt_err *err);
 void lt_arrays_free(lt_arrays *s);
+/* The arrays of a dataset spec: npz=FILE (lt_arrays_open) or an npy pair
+ * npy=X.npy,Y.npy[,X_TEST.npy,Y_TEST.npy] (arrays x and y, dataset_npy.c);
+ * *out NULL (and LT_OK) for other kinds of data. */
+lt_status lt_arrays_open_spec(const char *spec, int split, lt_arrays **out, lt_err *err);
+lt_status lt_arrays_open_npy(const char *arg, int split, lt_arrays **out, lt_err *err);
+/* 1 when spec is npz or npy data with arrays of that split. */
+int lt_arrays_spec_has_split(const char *spec, int split);
 /* 1 when the archive has arrays of that split (NAME_test members for 1). */
 int lt_arrays_has_split(const char *path, int split);
 const lt_ds_array *lt_arrays_find(const lt_arrays *s, const char *name);

@@ -38,6 +38,12 @@ lt_status lt_ds_open_idx(lt_dataset *d, const char *dir, int split, lt_err *err)
 lt_status lt_ds_open_cifar(lt_dataset *d, const char *dir, int split, lt_err *err);
 lt_status lt_ds_open_npz(lt_dataset *d, const char *path, int split, lt_err *err);
 lt_status lt_ds_open_pb(lt_dataset *d, const char *dir, int split, lt_err *err);
+lt_status lt_ds_open_csv(lt_dataset *d, const char *arg, int split, const lt_dataset_opts *o, lt_err *err);
+lt_status lt_ds_open_npy(lt_dataset *d, const char *arg, int split, lt_err *err);
+lt_status lt_ds_open_images(lt_dataset *d, const char *arg, int split, const lt_dataset_opts *o, lt_err *err);
+int lt_ds_has_csv(const char *arg, int split);
+int lt_ds_has_npy(const char *arg, int split);
+int lt_ds_has_images(const char *arg, int split);
 int lt_ds_has_idx(const char *dir, int split);
 int lt_ds_has_cifar(const char *dir, int split);
 int lt_ds_has_npz(const char *path, int split);
@@ -66,6 +72,11 @@ int lt_npz_count(const lt_npz *z);
 const char *lt_npz_name(const lt_npz *z, int i);
 const char *lt_npz_listing(const lt_npz *z); /* "x.npy, y.npy" for messages */
 lt_status lt_npz_read(lt_npz *z, int i, lt_tensor *t, void **block, lt_err *err);
+
+/* npy=X.npy,Y.npy[,X_TEST.npy,Y_TEST.npy]: the 2 or 4 paths of arg. */
+lt_status lt_npy_pair_paths(const char *arg, char paths[4][4096], int *n, lt_err *err);
+/* A whole .npy file: t's data at the front of *block (the caller frees). */
+lt_status lt_npy_load(const char *path, lt_tensor *t, void **block, lt_err *err);
 
 /* "3x32x32", "784" or "scalars" into buf. */
 void lt_ds_shape_str(int rank, const int64_t *dims, char *buf, size_t len);

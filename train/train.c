@@ -9,6 +9,7 @@
 #include "prefetch.h"
 #include "train_arrays.h"
 #include "train_feed.h"
+#include "dataset_impl.h"
 #include "trainer.h"
 #include <math.h>
 #include <stdlib.h>
@@ -27,11 +28,11 @@ static lt_status evaluate_arrays(lt_model *m, const lt_eval_opts *o, lt_loss_kin
                                  lt_err *err)
 {
     *done = false;
-    if (strncmp(o->data, "npz=", 4) != 0 || !o->data[4] || !lt_arrays_has_split(o->data + 4, 1))
+    if (!lt_arrays_spec_has_split(o->data, 1))
         return LT_OK;
     lt_arrays *a = NULL;
-    lt_status st = lt_arrays_open(o->data + 4, 1, &a, err);
-    if (st != LT_OK)
+    lt_status st = lt_arrays_open_spec(o->data, 1, &a, err);
+    if (st != LT_OK || !a)
         return st;
     lt_train_opts to;
     lt_train_defaults(&to);
@@ -127,11 +128,11 @@ static lt_status setup_arrays(trainer *tr, bool *taken)
 {
     const lt_train_opts *o = tr->o;
     *taken = false;
-    if (o->train_set || strncmp(o->data, "npz=", 4) != 0 || !o->data[4])
+    if (o->train_set)
         return LT_OK;
     const char *file = o->data + 4;
-    lt_status st = lt_arrays_open(file, 0, &tr->atrain, tr->err);
-    if (st != LT_OK)
+    lt_status st = lt_arrays_open_spec(o->data, 0, &tr->atrain, tr->err);
+    if (st != LT_OK || !tr->atrain)
         return st;
     if (!lt_afeed_wanted(tr->t.em, tr->atrain, o)) {
         lt_arrays_free(tr->atrain);
@@ -144,8 +145,8 @@ static lt_status setup_arrays(trainer *tr, bool *taken)
         return lt_errf(tr->err, LT_ERR_INVALID, "%s: --mean / --std apply to x / y data; the named-input feed takes "
                        "the arrays as they are", file);
     st = lt_afeed_plan(tr->t.em, tr->atrain, o, &tr->afeed, tr->err);
-    if (st == LT_OK && lt_arrays_has_split(file, 1)) {
-        st = lt_arrays_open(file, 1, &tr->atest, tr->err);
+    if (st == LT_OK && lt_arrays_spec_has_split(o->data, 1)) {
+        st = lt_arrays_open_spec(o->data, 1, &tr->atest, tr->err);
         if (st == LT_OK)
             st = lt_afeed_plan(tr->t.em, tr->atest, o, &tr->atest_feed, tr->err);
     }
@@ -164,6 +165,29 @@ static lt_status setup_arrays(trainer *tr, bool *taken)
                      tr->path, tr->afeed.slot[0].name, (long long)tr->afeed.fixed_batch,
                      (long long)tr->afeed.fixed_batch);
     return st;
+}
+
+/* The test split must hold samples and labels of the training split's kind. */
+static lt_status check_splits(const char *spec, const lt_dataset *a, const lt_dataset *b, lt_err *err)
+{
+    int ra, rb, ta, tb;
+    int64_t da[LT_MAX_RANK], db[LT_MAX_RANK], ea[LT_MAX_RANK], eb[LT_MAX_RANK];
+    lt_dataset_sample_shape(a, &ra, da);
+    lt_dataset_sample_shape(b, &rb, db);
+    lt_dataset_target_shape(a, &ta, ea);
+    lt_dataset_target_shape(b, &tb, eb);
+    char sa[128], sb[128];
+    lt_ds_shape_str(ra, da, sa, sizeof sa);
+    lt_ds_shape_str(rb, db, sb, sizeof sb);
+    if (ra != rb || memcmp(da, db, sizeof *da * (size_t)ra) != 0)
+        return lt_errf(err, LT_ERR_INVALID, "%s: the test split's samples are %s, the training split's %s", spec, sb,
+                       sa);
+    if (lt_dataset_has_classes(a) != lt_dataset_has_classes(b) || ta != tb ||
+        memcmp(ea, eb, sizeof *ea * (size_t)ta) != 0)
+        return lt_errf(err, LT_ERR_INVALID, "%s: the test split has %s, the training split %s", spec,
+                       lt_dataset_has_classes(b) ? "class labels" : "float targets",
+                       lt_dataset_has_classes(a) ? "class labels" : "float targets of another shape");
+    return LT_OK;
 }
 
 static lt_status setup(trainer *tr, const char *path)
@@ -186,6 +210,8 @@ static lt_status setup(trainer *tr, const char *path)
             st = lt_dataset_open_opts(o->data, 1, &o->norm, &tr->own_test, tr->err);
         tr->train = tr->own_train;
         tr->test = tr->own_test;
+        if (st == LT_OK && tr->test)
+            st = check_splits(o->data, tr->train, tr->test, tr->err);
     }
     if (st == LT_OK)
         st = lt_feed_plan(tr->t.em, tr->train, o->loss, o->output, &tr->feed, tr->err);

@@ -576,9 +576,9 @@ int lt_afeed_wanted(const lt_model *m, const lt_arrays *a, const lt_train_opts *
     const lt_ds_array *x = lt_arrays_find(a, "x"), *y = lt_arrays_find(a, "y");
     if (!x || !y)
         return 1;
-    if (x->t.dtype != LT_U8 && x->t.dtype != LT_F32 && x->t.dtype != LT_F64)
+    if (x->t.dtype != LT_U8 && !lt_dtype_is_float(x->t.dtype))
         return 1;
-    if (lt_dtype_is_int(y->t.dtype) ? y->t.rank != 1 : y->t.dtype != LT_F32 && y->t.dtype != LT_F64)
+    if (lt_dtype_is_int(y->t.dtype) ? y->t.rank != 1 : !lt_dtype_is_float(y->t.dtype))
         return 1;
     const lt_block *b = m->main;
     int nfree = 0;
