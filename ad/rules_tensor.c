@@ -253,8 +253,20 @@ static lt_status r_matmul(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iva
     }
     if (lt_ad_wants(c, n, 0))
         s = ACC(0, lt_ad_unbroadcast(c, OP2(MAT_MUL, G, swap_last(c, b)), a));
-    if (s == LT_OK && lt_ad_wants(c, n, 1))
+    int64_t K = a->type.dims[a->type.rank - 1].sym < 0 ? a->type.dims[a->type.rank - 1].v : -1;
+    int64_t N = b->type.dims[1].sym < 0 ? b->type.dims[1].v : -1;
+    if (s == LT_OK && lt_ad_wants(c, n, 1) && b->type.rank == 2 && (dt == LT_F32 || dt == LT_F64) &&
+        b->type.dtype == dt && K > 0 && N > 0) {
+        /* a batch of rows against one weight matrix (a Linear layer on
+         * [..., K]): dB = A^T G over all rows at once, one GEMM on the
+         * flattened operands, not a transposed copy of A, a product per
+         * batch and a sum over the batch */
+        lt_ival *a2 = OP2(RESHAPE, a, lt_ad_ints(c, 2, (int64_t[]){-1, K}));
+        lt_ival *g2 = OP2(RESHAPE, G, lt_ad_ints(c, 2, (int64_t[]){-1, N}));
+        s = ACC(1, gemm(c, a2, g2, 1, 0, 1.0f));
+    } else if (s == LT_OK && lt_ad_wants(c, n, 1)) {
         s = ACC(1, lt_ad_unbroadcast(c, OP2(MAT_MUL, swap_last(c, a), G), b));
+    }
     return s;
 }
 

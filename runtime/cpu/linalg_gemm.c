@@ -36,6 +36,9 @@ static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
             }
         return;
     }
+    /* fewer columns than the AVX-512 tile is wide: the small-product kernel */
+    if (dt == LT_F32 && N < 32 && lt_sgemm_small(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
+        return;
     if (dt == LT_F32 && lt_sgemm_avx512(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
         return;
     if (dt == LT_F32 && N < M && M * N <= 65536) {

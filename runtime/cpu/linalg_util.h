@@ -21,6 +21,12 @@ void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t
 bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* The float form for products of at most 64 columns with K * N <= 16384
+ * (sgemm_small.c); false, with C untouched, when the CPU lacks AVX-512 or
+ * the shape is outside those bounds. */
+bool lt_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
 /* nb independent products; A, B, C of product i start at element offsets
  * offa[i], offb[i], offc[i]. Parallel over the batch when there are many. */
 void lt_linalg_gemm_batched(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,

@@ -123,6 +123,9 @@ void lt_red_run(const void *x, bool is_f64, int64_t outer, int64_t r, int64_t in
 enum { LT_RED_SOFTMAX, LT_RED_LOGSOFTMAX, LT_RED_HARDMAX };
 void lt_red_softmax_f32(const float *x, float *y, int64_t outer, int64_t c, int64_t inner, int mode);
 void lt_red_softmax_f64(const double *x, double *y, int64_t outer, int64_t c, int64_t inner, int mode);
+/* Softmax (log-softmax when logsm) of `rows` contiguous rows of c floats
+ * with AVX-512 (softmax_avx512.c); false, with y untouched, without it. */
+bool lt_softmax_rows_avx512(const float *x, float *y, int64_t rows, int64_t c, bool logsm);
 
 /* ---- registrars of the family's files ---- */
 void lt_cpu_register_reduce_arg(lt_kernel_fn *tab);     /* ArgMax, ArgMin, TopK, CumSum */

@@ -114,6 +114,10 @@ static void matmul_large(void **state)
     check_matmul(LT_F32, 2, (int64_t[]){3, 400}, 2, (int64_t[]){400, 2000}, 22, 1e-4);
     check_matmul(LT_F32, 3, (int64_t[]){16, 64, 96}, 3, (int64_t[]){16, 96, 48}, 23, 1e-4);
     check_matmul(LT_F64, 3, (int64_t[]){8, 64, 96}, 2, (int64_t[]){96, 200}, 24, 1e-10);
+    /* attention's per-head products: batches of small matrices */
+    check_matmul(LT_F32, 4, (int64_t[]){4, 4, 28, 8}, 4, (int64_t[]){4, 4, 8, 28}, 25, 1e-5);
+    check_matmul(LT_F32, 4, (int64_t[]){4, 4, 28, 28}, 4, (int64_t[]){4, 4, 28, 8}, 26, 1e-5);
+    check_matmul(LT_F32, 4, (int64_t[]){4, 4, 8, 28}, 4, (int64_t[]){4, 4, 28, 28}, 27, 1e-5);
 }
 
 static void matmul_errors(void **state)
@@ -131,9 +135,9 @@ static void matmul_errors(void **state)
     tu_free(&g);
 }
 
-static void check_gemm(int ta, int tb, float alpha, float beta, int crank, const int64_t *cd, uint64_t seed)
+static void check_gemm_mnk(int64_t M, int64_t N, int64_t K, int ta, int tb, float alpha, float beta, int crank,
+                           const int64_t *cd, uint64_t seed)
 {
-    int64_t M = 5, N = 4, K = 3;
     tu_graph g = tu_single(LT_OP_GEMM, 13, 3, 1);
     if (ta)
         tu_attr_int(&g, "transA", 1);
@@ -145,7 +149,8 @@ static void check_gemm(int ta, int tb, float alpha, float beta, int crank, const
     lt_value *in[3] = {tu_rand(LT_F32, 2, da, -1, 1, seed), tu_rand(LT_F32, 2, db, -1, 1, seed + 1),
                        crank >= 0 ? tu_rand(LT_F32, crank, cd, -1, 1, seed + 2) : NULL};
     lt_value *y = run1(&g, 3, in);
-    double want[20];
+    double *want = malloc(sizeof *want * (size_t)(M * N));
+    assert_non_null(want);
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             double acc = 0;
@@ -160,11 +165,18 @@ static void check_gemm(int ta, int tb, float alpha, float beta, int crank, const
                 c = tu_get(in[2], (cd[0] == 1 ? 0 : i) * cd[1] + (cd[1] == 1 ? 0 : j));
             want[i * N + j] = alpha * acc + beta * c;
         }
-    tu_assert_close(y, want, M * N, 1e-5, 1e-5, seed);
+    double tol = 1e-6 * (double)(K + 8);
+    tu_assert_close(y, want, M * N, tol, tol, seed);
+    free(want);
     lt_value_free(y);
     for (int i = 0; i < 3; i++)
         lt_value_free(in[i]);
     tu_free(&g);
+}
+
+static void check_gemm(int ta, int tb, float alpha, float beta, int crank, const int64_t *cd, uint64_t seed)
+{
+    check_gemm_mnk(5, 4, 3, ta, tb, alpha, beta, crank, cd, seed);
 }
 
 static void gemm_variants(void **state)
@@ -177,6 +189,25 @@ static void gemm_variants(void **state)
     check_gemm(0, 0, 1.0f, 1.0f, 0, NULL, 5);
     check_gemm(1, 0, 2.0f, 1.0f, -1, NULL, 6);
     check_gemm(0, 0, 1.0f, 1.0f, 1, (int64_t[]){1}, 7);
+}
+
+/* products of few columns (the small-product kernel's 1 to 4 vectors per
+ * row, partial row blocks, K * N at its bound, and just past its limits),
+ * every transpose, alpha and beta */
+static void gemm_small(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][3] = {{1, 1, 1},   {3, 8, 28},   {28, 8, 28}, {28, 28, 8},  {8, 28, 28},
+                                        {37, 17, 5}, {9, 33, 70},  {13, 48, 2}, {21, 64, 256}, {6, 10, 784},
+                                        {5, 31, 529}, {7, 65, 3},  {4, 64, 300}};
+    uint64_t seed = 40;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int t = 0; t < 4; t++) {
+            int64_t M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
+            float alpha = t == 1 ? 0.5f : 1.0f, beta = t >= 2 ? 0.75f : 0.0f;
+            check_gemm_mnk(M, N, K, t & 1, t >> 1, alpha, beta, beta != 0 ? 2 : -1, (int64_t[]){M, N}, seed++);
+            check_gemm_mnk(M, N, K, t >> 1, t & 1, 1.0f, 1.0f, 1, (int64_t[]){N}, seed++);
+        }
 }
 
 static double ref_det(const double *a, int n)
@@ -223,7 +254,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matmul_shapes), cmocka_unit_test(matmul_large), cmocka_unit_test(matmul_errors),
-        cmocka_unit_test(gemm_variants), cmocka_unit_test(det_batched),
+        cmocka_unit_test(gemm_variants), cmocka_unit_test(gemm_small), cmocka_unit_test(det_batched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,6 +108,34 @@ static void softmax_types_and_sizes(void **state)
     int64_t wide[3] = {3, 6, 700}, rows[2] = {400, 129};
     check_smx(LT_F32, 3, wide, 13, true, 1, 130);
     check_smx(LT_F32, 2, rows, 13, false, 0, 140);
+    /* rows of 1 to 65: whole and partial 16-lane pieces of the vector
+     * row loop, attention's 28 keys */
+    static const int64_t lens[] = {1, 15, 16, 17, 28, 33, 48, 64, 65};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        int64_t d[4] = {2, 3, 5, lens[i]};
+        check_smx(LT_F32, 4, d, 13, false, 0, 150 + 10 * i);
+    }
+}
+
+/* a NaN anywhere in a row makes the whole row NaN; other rows are untouched */
+static void softmax_nan_row(void **state)
+{
+    (void)state;
+    int64_t d[2] = {2, 20};
+    double v[40];
+    for (int i = 0; i < 40; i++)
+        v[i] = 0.1 * i;
+    v[7] = NAN;
+    for (int op = 0; op < 2; op++) {
+        lt_value *x = tu_from(LT_F32, 2, d, v);
+        lt_value *y = run1(smx_ops[op], 13, x, NULL, 0, NULL, 0);
+        for (int i = 0; i < 20; i++)
+            assert_true(isnan(tu_get(y, i)));
+        for (int i = 20; i < 40; i++)
+            assert_false(isnan(tu_get(y, i)));
+        lt_value_free(y);
+        lt_value_free(x);
+    }
 }
 
 static void softmax_large_values(void **state)
@@ -293,7 +321,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(softmax_axis_forms), cmocka_unit_test(softmax_types_and_sizes),
-        cmocka_unit_test(softmax_large_values), cmocka_unit_test(lp_normalization),
+        cmocka_unit_test(softmax_large_values), cmocka_unit_test(softmax_nan_row), cmocka_unit_test(lp_normalization),
         cmocka_unit_test(mvn), cmocka_unit_test(fast_exp), cmocka_unit_test(bad_axis),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
