@@ -1,5 +1,5 @@
-/* Gradient rules: GridSample, RoiAlign, MaxRoiPool and Col2Im through their
- * gradient ops; MaxUnpool as a gather of dy at the indices. */
+/* Gradient rules: GridSample, RoiAlign, MaxRoiPool, Col2Im and DeformConv
+ * through their gradient ops; MaxUnpool as a gather of dy at the indices. */
 #include "rules_util.h"
 #include <string.h>
 
@@ -106,6 +106,22 @@ RULE(r_max_unpool)
     return ACC(0, OP2(RESHAPE, v, OP1(SHAPE, x)));
 }
 
+/* DeformConv through DeformConvGrad, to every input it has: X, W, the
+ * offsets (through the bilinear weights' slopes), B and the mask */
+RULE(r_deform_conv)
+{
+    (void)out;
+    bool want[5], any = false;
+    for (int i = 0; i < 5; i++) {
+        want[i] = i < n->nin && in[i] && lt_ad_wants(c, n, i);
+        any |= want[i];
+    }
+    if (!G || !any)
+        return LT_OK;
+    lt_node *k = lt_ad_grad_node(c, n, LT_OP_DEFORM_CONV_GRAD, 1, dout, 5, in, 5);
+    return k ? lt_ad_accum_wanted(c, n, k, want, 5) : LT_ERR_NOMEM;
+}
+
 void lt_ad_register_sampling(lt_ad_rule *t, uint32_t *nd)
 {
     t[LT_OP_GRID_SAMPLE] = r_grid_sample;
@@ -113,6 +129,7 @@ void lt_ad_register_sampling(lt_ad_rule *t, uint32_t *nd)
     t[LT_OP_MAX_ROI_POOL] = r_max_roi_pool;
     t[LT_OP_MAX_UNPOOL] = r_max_unpool;
     t[LT_OP_COL2_IM] = r_col2im;
+    t[LT_OP_DEFORM_CONV] = r_deform_conv;
     /* The boxes are constants, as detection training treats its proposals
      * (torchvision and Detectron2 give them no gradient); MaxRoiPool rounds
      * them to pixels, so its gradient there is zero anyway. */

@@ -51,4 +51,8 @@ void lt_infer_register_grad_sampling(lt_infer_fn *tab);
 void lt_infer_register_attention(lt_infer_fn *tab);
 void lt_infer_register_onnx26(lt_infer_fn *tab);
 
+/* A gradient op's outputs 0..m-1 typed like its inputs k..k+m-1 (the
+ * forward inputs after its k adjoints); an absent input leaves it unknown. */
+lt_status lt_infer_outputs_like_inputs(lt_node *n, int m, int k);
+
 #endif

@@ -102,7 +102,7 @@ static lt_status infer_attention(lt_infer_ctx *c, lt_node *n)
 
 /* A gradient op's outputs 0..m-1 typed like its inputs k..k+m-1 (the
  * forward inputs after its k adjoints); an absent input leaves it unknown. */
-static lt_status outputs_like_inputs(lt_node *n, int m, int k)
+lt_status lt_infer_outputs_like_inputs(lt_node *n, int m, int k)
 {
     for (int o = 0; o < m && o < n->nout; o++) {
         if (!n->out[o])
@@ -121,7 +121,7 @@ static lt_status outputs_like_inputs(lt_node *n, int m, int k)
 static lt_status infer_attention_grad(lt_infer_ctx *c, lt_node *n)
 {
     (void)c;
-    return outputs_like_inputs(n, 6, 1);
+    return lt_infer_outputs_like_inputs(n, 6, 1);
 }
 
 /* RotaryEmbedding: Y like X, which is 3-D (with num_heads) or 4-D */
@@ -155,7 +155,7 @@ static lt_status infer_tensor_scatter(lt_infer_ctx *c, lt_node *n)
 static lt_status infer_rotary_grad(lt_infer_ctx *c, lt_node *n)
 {
     (void)c;
-    return outputs_like_inputs(n, 3, 1);
+    return lt_infer_outputs_like_inputs(n, 3, 1);
 }
 
 /* CausalConvWithState: Y like X, present_state (batch, channels, k - 1) */
@@ -185,7 +185,7 @@ static lt_status infer_causal_conv(lt_infer_ctx *c, lt_node *n)
 static lt_status infer_causal_conv_grad(lt_infer_ctx *c, lt_node *n)
 {
     (void)c;
-    return outputs_like_inputs(n, 4, 2);
+    return lt_infer_outputs_like_inputs(n, 4, 2);
 }
 
 /* LinearAttention: output (B, T, q_num_heads * d_v), present_state
@@ -217,7 +217,7 @@ static lt_status infer_linear_attention(lt_infer_ctx *c, lt_node *n)
 static lt_status infer_linear_attention_grad(lt_infer_ctx *c, lt_node *n)
 {
     (void)c;
-    return outputs_like_inputs(n, 6, 2);
+    return lt_infer_outputs_like_inputs(n, 6, 2);
 }
 
 /* FlexAttention: (B, Hq, L, V's head size) in V's type; an untyped

@@ -234,6 +234,13 @@ static lt_status infer_image_decoder(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* (dY, X, W, offset, B, mask) -> dX, dW, doffset, dB, dmask: each like its input */
+static lt_status infer_deform_conv_grad(lt_infer_ctx *c, lt_node *n)
+{
+    (void)c;
+    return lt_infer_outputs_like_inputs(n, 5, 1);
+}
+
 void lt_infer_register_onnx26(lt_infer_fn *tab)
 {
     tab[LT_OP_IMAGE_DECODER] = infer_image_decoder;
@@ -242,6 +249,7 @@ void lt_infer_register_onnx26(lt_infer_fn *tab)
     tab[LT_OP_ARRAY_FEATURE_EXTRACTOR] = infer_array_feature_extractor;
     tab[LT_OP_LABEL_ENCODER] = infer_label_encoder;
     tab[LT_OP_DEFORM_CONV] = infer_deform_conv;
+    tab[LT_OP_DEFORM_CONV_GRAD] = infer_deform_conv_grad;
     tab[LT_OP_STRING_CONCAT] = infer_string_concat;
     tab[LT_OP_STRING_SPLIT] = infer_string_split;
     tab[LT_OP_REGEX_FULL_MATCH] = infer_regex;

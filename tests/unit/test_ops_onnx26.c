@@ -6,8 +6,8 @@
  * block (De)QuantizeLinear against the per-block formula, ai.onnx.ml's
  * Binarizer, ArrayFeatureExtractor, LabelEncoder and TreeEnsemble and
  * ImageDecoder on hand-made cases;
- * the gradients of CumProd and AffineGrid against central finite
- * differences in float64. */
+ * the gradients of CumProd, AffineGrid and DeformConv (every input:
+ * X, W, offsets, B, mask) against central finite differences in float64. */
 #include "rule_fd.h"
 #include <math.h>
 #include <stdlib.h>
@@ -539,11 +539,30 @@ static void a_align(tu_graph *g) { tu_attr_int(g, "align_corners", 1); }
 #define SIZE4(...) {.rank = 1, .dims = {4}, .dt = LT_I64, .frozen = true, .nvals = 4, .vals = {__VA_ARGS__}}
 #define SIZE5(...) {.rank = 1, .dims = {5}, .dt = LT_I64, .frozen = true, .nvals = 5, .vals = {__VA_ARGS__}}
 
+/* DeformConv with groups, offset groups, strides, uneven pads and a mask;
+ * and a plain 3x3 one without B and mask */
+static void a_deform(tu_graph *g)
+{
+    const int64_t pads[4] = {1, 0, 0, 1}, strides[2] = {1, 2};
+    tu_attr_ints(g, "pads", 4, pads);
+    tu_attr_ints(g, "strides", 2, strides);
+    tu_attr_int(g, "group", 2);
+    tu_attr_int(g, "offset_group", 2);
+}
+static void a_deform_plain(tu_graph *g)
+{
+    const int64_t pads[4] = {1, 1, 1, 1}, dil[2] = {1, 2};
+    tu_attr_ints(g, "pads", 4, pads);
+    tu_attr_ints(g, "dilations", 2, dil);
+}
+#define RND(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = -1, .hi = 1}
+#define OFFS(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = -1.4, .hi = 1.4}
+
 static const struct gcase {
     const char *name;
     lt_op op;
     int opset, nin;
-    tu_fd_in in[3];
+    tu_fd_in in[5];
     void (*attrs)(tu_graph *g);
 } gcases[] = {
     {"CumProd", LT_OP_CUM_PROD, 26, 2, {ZX(2, 3, 6), AXIS(1)}},
@@ -553,6 +572,11 @@ static const struct gcase {
     {"AffineGrid.2d", LT_OP_AFFINE_GRID, 20, 2, {{.rank = 3, .dims = {2, 2, 3}, .lo = -1, .hi = 1}, SIZE4(2, 1, 3, 4)}},
     {"AffineGrid.3d_align", LT_OP_AFFINE_GRID, 20, 2, {{.rank = 3, .dims = {2, 3, 4}, .lo = -1, .hi = 1},
      SIZE5(2, 2, 2, 3, 2)}, a_align},
+    {"DeformConv.groups_mask", LT_OP_DEFORM_CONV, 19, 5,
+     {RND(4, 2, 4, 5, 6), RND(4, 4, 2, 2, 3), OFFS(4, 2, 24, 5, 3), RND(1, 4), {.rank = 4, .dims = {2, 12, 5, 3}, .lo = 0.2, .hi = 1.2}},
+     a_deform},
+    {"DeformConv.plain", LT_OP_DEFORM_CONV, 19, 3, {RND(4, 1, 2, 4, 4), RND(4, 3, 2, 3, 3), OFFS(4, 1, 18, 4, 2)},
+     a_deform_plain},
 };
 
 static void gradients(void **state)
@@ -574,7 +598,7 @@ static void gradients(void **state)
     printf("opset 20-26 op gradients: %d (case, input) pairs checked by finite differences in float64, worst "
            "relative error %.3g (%s)\n",
            t.pairs, t.worst, t.worst_at);
-    assert_int_equal(t.pairs, 6);
+    assert_int_equal(t.pairs, 14);
     assert_int_equal(t.failures, 0);
 }
 
