@@ -179,6 +179,13 @@ lt_status lt_ad_block(lt_ad *c, const lt_block *b, int i, lt_ad_kont k)
 
 /* What the whole program's continuation does once the loss is computed:
  * seed its adjoint with 1 and record its value. */
+/* the loss's own float type (float32 where it is not known to be a float) */
+static lt_dtype loss_dtype(const lt_ival *loss)
+{
+    lt_dtype dt = loss->type.dtype;
+    return dt == LT_F64 || dt == LT_F16 || dt == LT_BF16 ? dt : LT_F32;
+}
+
 static lt_status top_kont(lt_ad *c, void *env)
 {
     (void)env;
@@ -189,7 +196,7 @@ static lt_status top_kont(lt_ad *c, void *env)
     a->in[0] = c->loss_cell;
     a->in[1] = L;
     if (c->cell[c->loss_src->id]) {
-        lt_ival *one = lt_ad_scalar(c, c->loss_src->type.dtype == LT_F64 ? LT_F64 : LT_F32, 1.0);
+        lt_ival *one = lt_ad_scalar(c, loss_dtype(c->loss_src), 1.0);
         lt_node *s = lt_ad_node(c, LT_OP_ACC_ADD, 2, 0);
         if (!one || !s)
             return lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
@@ -207,7 +214,9 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
     lt_ival *loss = NULL;
     if (spec->loss == LT_AD_LOSS_SEEDS && spec->nseeds > 64)
         return lt_errf(err, LT_ERR_INVALID, "too many seeds");
-    lt_status s = lt_ad_append_loss(m, spec, &loss, &nextra, extra, err);
+    lt_status s = lt_ad_expand_flex_attention(m, err);
+    if (s == LT_OK)
+        s = lt_ad_append_loss(m, spec, &loss, &nextra, extra, err);
     if (s == LT_OK)
         s = lt_infer_module(m, err);
     if (s != LT_OK)
@@ -255,7 +264,7 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
     for (int p = 0; p < src->nparams; p++)
         if (c.active[src->params[p]->id])
             c.cell[src->params[p]->id] = lt_ad_new_cell(&c, nb->params[p]);
-    lt_ival *zero = lt_ad_scalar(&c, loss->type.dtype == LT_F64 ? LT_F64 : LT_F32, 0.0);
+    lt_ival *zero = lt_ad_scalar(&c, loss_dtype(loss), 0.0);
     c.loss_cell = lt_ad_new_cell(&c, zero);
     if (!c.loss_cell) {
         s = lt_errf(err, LT_ERR_NOMEM, "out of memory");

@@ -58,4 +58,9 @@ bool lt_ad_activity_pass(lt_ad *c, const lt_block *b);
 lt_status lt_ad_append_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **loss, int *nextra, lt_ival **extra,
                             lt_err *err);
 
+/* flex_expand.c: every FlexAttention node written out as ordinary ops, its
+ * score_mod and prob_mod graphs moved inline, so the transform
+ * differentiates through them */
+lt_status lt_ad_expand_flex_attention(lt_module *m, lt_err *err);
+
 #endif

@@ -145,6 +145,8 @@ lt_ival *lt_ad_scalar(lt_ad *c, lt_dtype dt, double v)
     case LT_I64: *(int64_t *)buf = (int64_t)v; break;
     case LT_I32: *(int32_t *)buf = (int32_t)v; break;
     case LT_BOOL: buf[0] = v != 0; break;
+    case LT_F16: *(uint16_t *)buf = lt_f32_to_f16((float)v); break;
+    case LT_BF16: *(uint16_t *)buf = lt_f32_to_bf16((float)v); break;
     default: *(float *)buf = (float)v; t.dtype = LT_F32; break;
     }
     return const_tensor(c, t.dtype, 0, NULL, buf);

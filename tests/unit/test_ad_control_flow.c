@@ -2,7 +2,10 @@
  * same model in float64: If (each branch, outer captures, an initializer in
  * a branch), Loop (trip count, condition, both, carried values, scan
  * outputs, captured parameters, Loop in Loop, If in Loop), Scan (forward,
- * reverse, non-zero axes). */
+ * reverse, non-zero axes), and FlexAttention's score_mod and prob_mod graphs
+ * (their own initializers, an outer capture, GQA; tests/data/make_flex_models.py):
+ * the AD writes FlexAttention out as ordinary ops while the finite
+ * differences run its kernel, so the two must agree on the values too. */
 #include "testutil.h"
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +60,24 @@ static void loop_rnn_model(void **state)
     check_model(LT_SOURCE_DIR "/models/rnn_loop.onnx", 3, d, 0, 1, 10, "U");
 }
 
+static const int64_t flex_gqa[4] = {2, 4, 3, 4}, flex_mha[4] = {2, 2, 3, 4};
+
+static void flex_attention_mods(void **s)
+{
+    (void)s;
+    check_model(DATA "flex_mods.onnx", 4, flex_gqa, -1, 1, 11, "relbias");
+    check_model(DATA "flex_mods.onnx", 4, flex_gqa, -1, 1, 12, "kw");
+    check_model(DATA "flex_mods.onnx", 4, flex_gqa, -1, 1, 13, "cap");
+}
+static void flex_attention_plain(void **s) { (void)s; check_model(DATA "flex_plain.onnx", 4, flex_mha, -1, 1, 14, "Kp"); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(if_then_branch),  cmocka_unit_test(if_else_branch), cmocka_unit_test(loop_trip_count),
         cmocka_unit_test(loop_condition),  cmocka_unit_test(loop_both),      cmocka_unit_test(loop_in_loop),
         cmocka_unit_test(if_in_loop),      cmocka_unit_test(scan_forward),   cmocka_unit_test(scan_reverse_axis1),
-        cmocka_unit_test(loop_rnn_model),
+        cmocka_unit_test(loop_rnn_model),  cmocka_unit_test(flex_attention_mods), cmocka_unit_test(flex_attention_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
