@@ -15,14 +15,6 @@
 #include "rules_util.h"
 #include <string.h>
 
-#define G dout[0]
-#define ACC(i, v) lt_ad_accum(c, n, (i), (v))
-#define OP1(op, a) lt_ad_op1(c, LT_OP_##op, (a))
-#define OP2(op, a, b) lt_ad_op2(c, LT_OP_##op, (a), (b))
-#define RULE(name)                                                                                                 \
-    static lt_status name(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,                    \
-                          lt_ival *const *dout)
-
 #define NLAB 52      /* a-z then A-Z */
 #define MAX_TERMS 32 /* operands of an Einsum this rule takes */
 

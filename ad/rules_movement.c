@@ -5,14 +5,6 @@
 #include "rules_util.h"
 #include <string.h>
 
-#define G dout[0]
-#define ACC(i, v) lt_ad_accum(c, n, (i), (v))
-#define OP1(op, a) lt_ad_op1(c, LT_OP_##op, (a))
-#define OP2(op, a, b) lt_ad_op2(c, LT_OP_##op, (a), (b))
-#define RULE(name)                                                                                                 \
-    static lt_status name(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,                    \
-                          lt_ival *const *dout)
-
 static bool static_dim(const lt_type *t, int i) { return t->dims[i].sym < 0 && t->dims[i].v >= 0; }
 
 /* dy summed over the copies: y viewed as [rep0, d0, rep1, d1, ...] and the

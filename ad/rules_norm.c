@@ -4,16 +4,6 @@
  * over x). */
 #include "rules_util.h"
 
-#define G dout[0]
-#define ACC(i, v) lt_ad_accum(c, n, (i), (v))
-#define OP1(op, a) lt_ad_op1(c, LT_OP_##op, (a))
-#define OP2(op, a, b) lt_ad_op2(c, LT_OP_##op, (a), (b))
-#define OP3(op, a, b, d) lt_ad_op3(c, LT_OP_##op, (a), (b), (d))
-#define K(v) lt_ad_scalar(c, lt_ad_float_dtype(in[0]), (v))
-#define RULE(name)                                                                                                 \
-    static lt_status name(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,                    \
-                          lt_ival *const *dout)
-
 /* v, with 1 where it is 0: a denominator for a statistic that is 0 only
  * where its numerator is too (a zero vector, a constant slice) */
 static lt_ival *nonzero(lt_ad *c, lt_ival *const *in, lt_ival *v)

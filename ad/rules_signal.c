@@ -3,17 +3,6 @@
 #include "rules_util.h"
 #include <string.h>
 
-#define G dout[0]
-#define ACC(i, v) lt_ad_accum(c, n, (i), (v))
-#define OP1(op, a) lt_ad_op1(c, LT_OP_##op, (a))
-#define OP2(op, a, b) lt_ad_op2(c, LT_OP_##op, (a), (b))
-#define OP3(op, a, b, d) lt_ad_op3(c, LT_OP_##op, (a), (b), (d))
-#define K(v) lt_ad_scalar(c, lt_ad_float_dtype(in[0]), (v))
-#define INTS(...) lt_ad_ints(c, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})
-#define RULE(name)                                                                                                 \
-    static lt_status name(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,                    \
-                          lt_ival *const *dout)
-
 /* ---- DFT and STFT ---- */
 
 /* The DFT of g along axis (the attribute, or the opset-20 input axis_in)

@@ -33,4 +33,18 @@ lt_ival *lt_ad_as_i64(lt_ad *c, lt_ival *v);
 /* v summed over axes (every axis when all), keepdims 0 */
 lt_ival *lt_ad_sum_over(lt_ad *c, lt_ival *v, bool all, int na, const int64_t *axes);
 
+/* Shorthands the rule files write their rules in: a rule's signature, dy of
+ * the first output, accumulation into input i's adjoint, emitted ops, a
+ * scalar of input 0's float type and a 1-D int64 constant. */
+#define G dout[0]
+#define ACC(i, v) lt_ad_accum(c, n, (i), (v))
+#define OP1(op, a) lt_ad_op1(c, LT_OP_##op, (a))
+#define OP2(op, a, b) lt_ad_op2(c, LT_OP_##op, (a), (b))
+#define OP3(op, a, b, d) lt_ad_op3(c, LT_OP_##op, (a), (b), (d))
+#define K(v) lt_ad_scalar(c, lt_ad_float_dtype(in[0]), (v))
+#define INTS(...) lt_ad_ints(c, sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__})
+#define RULE(name)                                                                                                 \
+    static lt_status name(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,                    \
+                          lt_ival *const *dout)
+
 #endif
