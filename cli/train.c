@@ -235,6 +235,9 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
       "from the model", LT_OPT_REPEAT)                                                                               \
     X(T_IGNORE_INDEX, "--ignore-index", "I", "softmax-cross-entropy, nll: labels equal to I count for nothing",       \
       "-100", 0)                                                                                                     \
+    X(T_AUGMENT, "--augment", "LIST",                                                                                \
+      "training images: flip (random horizontal flip), crop:P (random crop after zero padding by P), or both "      \
+      "comma-separated; drawn from --seed, the epoch and the sample", "none", 0)                                    \
     X(T_EPOCHS, "--epochs", "E", "passes over the training data", "1", 0)                                            \
     X(T_BATCH, "--batch", "B", "samples per step", "64", 0)                                                          \
     X(T_OPTIMIZER, "--optimizer", "NAME", "sgd | momentum | nesterov | adagrad | adam | adamw", "sgd", 0)            \
@@ -253,7 +256,7 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
       "no clipping", 0)                                                                                              \
     X(T_FREEZE, "--freeze", "NAME", "keep parameter NAME as it is", NULL, LT_OPT_REPEAT)                             \
     X(T_INIT, "--init", "keep|random", "start from the model's weights or from a fresh random init", "keep", 0)      \
-    X(T_SEED, "--seed", "S", "seed of the shuffling (and --init random)", "1", 0)                                    \
+    X(T_SEED, "--seed", "S", "seed of the shuffling, --augment and --init random", "1", 0)                           \
     X(T_SHUFFLE, "--shuffle", "on|off", "shuffle the training samples every epoch", "on", 0)                         \
     X(T_STATS, "--stats", NULL, "after each epoch, print peak pool memory and per-step backend copies", NULL, 0)      \
     X(T_LIMIT, "--limit", "N", "train on the first N samples only", "all", 0)                                        \
@@ -348,6 +351,7 @@ static int cmd_train(const lt_cli_args *a)
         case T_CLIP_NORM: ok = lt_cli_num(opt, val, 0, 1e12, &o.clip_norm); break;
         case T_FREEZE: freeze[nfreeze++] = val; break;
         case T_LABELS: o.labels = val; break;
+        case T_AUGMENT: o.augment = val; break;
         case T_BATCH_AXIS: axes[o.nbatch_axes++] = val; break;
         case T_IGNORE_INDEX:
             ok = lt_cli_int(opt, val, -9007199254740992.0, 9007199254740992.0, &o.ignore_index);

@@ -442,6 +442,12 @@ typedef struct lt_train_opts {
     const char *const *batch_axes;
     int set_ignore_index;
     int64_t ignore_index;
+    /* image augmentation of the training split, "flip", "crop:P" or
+     * "flip,crop:P" (NULL: none): a random horizontal flip and a random crop
+     * after zero padding by P pixels, drawn per sample from (seed, epoch,
+     * sample index), so reruns and resumed runs see the same images; for
+     * samples [H,W] or [C,H,W] of the x / y feed (README: lantern train) */
+    const char *augment;
 } lt_train_opts;
 
 void lt_train_defaults(lt_train_opts *o);

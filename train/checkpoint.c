@@ -775,6 +775,8 @@ char *lt_ckpt_run_text(const char *model_path, const lt_train_opts *o)
     /* options added since: a line only when set, so older checkpoints still match */
     if (o->norm.label_column)
         fprintf(f, "--label-column %s\n", o->norm.label_column);
+    if (o->augment && *o->augment && strcmp(o->augment, "none") != 0)
+        fprintf(f, "--augment %s\n", o->augment);
     if (fclose(f) != 0) {
         free(text);
         return NULL;

@@ -107,6 +107,7 @@ static lt_status set_norm(lt_dataset *d, const lt_dataset_opts *o, const char *s
                            spec, c, mean[c], sd[c]);
         d->mul[c] = d->xu8 ? (float)(1.0 / (255.0 * sd[c])) : 1.0f;
         d->add[c] = d->xu8 ? (float)(-mean[c] / sd[c]) : 0.0f;
+        d->zero[c] = d->xu8 ? d->add[c] : (float)-mean[c] / (float)sd[c];
     }
     if (d->xu8 && !nm && !ns)
         d->mul[0] = 1.0f / 255.0f; /* exactly the plain scale */
@@ -347,6 +348,64 @@ static void fill_sample(const lt_dataset *d, int64_t s, float *dst)
     }
 }
 
+/* The image geometry augmentation sees: [H,W] is one channel. */
+static void image_dims(const lt_dataset *d, int64_t *C, int64_t *H, int64_t *W)
+{
+    *C = d->rank == 3 ? d->dims[0] : 1;
+    *H = d->dims[d->rank - 2];
+    *W = d->dims[d->rank - 1];
+}
+
+lt_status lt_ds_aug_check(const lt_dataset *d, const lt_augment *a, const char *spec, lt_err *err)
+{
+    if (!lt_augment_on(a))
+        return LT_OK;
+    char shp[128];
+    lt_ds_shape_str(d->rank, d->dims, shp, sizeof shp);
+    if (d->rank != 2 && d->rank != 3)
+        return lt_errf(err, LT_ERR_INVALID, "%s: --augment moves pixels of images [H,W] or [C,H,W]; the samples are %s",
+                       spec, shp);
+    if (d->nch > 1 && d->rank == 2)
+        return lt_errf(err, LT_ERR_INVALID, "%s: --augment with per-channel --mean/--std needs [C,H,W] samples; the "
+                       "samples are %s", spec, shp);
+    if (d->rank == 3 && d->dims[0] > 4)
+        return lt_errf(err, LT_ERR_INVALID, "%s: --augment takes images channels first, [C,H,W] with C <= 4; the "
+                       "samples are %s%s", spec, shp, d->dims[2] <= 4 ? " (channels last? store them as [C,H,W])" : "");
+    return LT_OK;
+}
+
+/* Sample s into dst, cropped and mirrored as draw says (augment.h). */
+static void fill_sample_aug(const lt_dataset *d, int64_t s, float *dst, const lt_augment *a, const lt_aug_draw *dr)
+{
+    int64_t C, H, W;
+    image_dims(d, &C, &H, &W);
+    int64_t P = a->crop, plane = H * W;
+    for (int64_t c = 0; c < C; c++) {
+        /* the channel's normalisation: per channel, or one for all */
+        int64_t cn = d->nch > 1 ? (c * plane) / d->ch_len : 0;
+        float m = d->mul[cn], ad = d->add[cn], z = d->zero[cn];
+        for (int64_t y = 0; y < H; y++) {
+            float *q = dst + c * plane + y * W;
+            int64_t sy = y + dr->dy - P;
+            if (sy < 0 || sy >= H) {
+                for (int64_t x = 0; x < W; x++)
+                    q[x] = z;
+                continue;
+            }
+            int64_t row = s * d->numel + c * plane + sy * W;
+            for (int64_t x = 0; x < W; x++) {
+                int64_t sx = (dr->flip ? W - 1 - x : x) + dr->dx - P;
+                if (sx < 0 || sx >= W)
+                    q[x] = z;
+                else if (d->xf)
+                    q[x] = d->xf[row + sx];
+                else
+                    q[x] = (float)d->xu8[row + sx] * m + ad;
+            }
+        }
+    }
+}
+
 static void fill_label(const lt_dataset *d, int64_t s, int64_t i, lt_tensor *y)
 {
     if (d->classes)
@@ -355,30 +414,49 @@ static void fill_label(const lt_dataset *d, int64_t s, int64_t i, lt_tensor *y)
         memcpy((float *)y->data + i * d->tnumel, d->tgt + s * d->tnumel, sizeof(float) * (size_t)d->tnumel);
 }
 
+static void fill_one(const lt_dataset *d, int64_t s, int64_t i, float *xp, lt_tensor *y, const lt_ds_aug *aug)
+{
+    if (aug) {
+        lt_aug_draw dr;
+        lt_augment_draw(&aug->a, aug->seed, aug->epoch, s, &dr);
+        fill_sample_aug(d, s, xp + i * d->numel, &aug->a, &dr);
+    } else {
+        fill_sample(d, s, xp + i * d->numel);
+    }
+    fill_label(d, s, i, y);
+}
+
 /* Samples idx[i] (or start + i when idx is NULL) for i in [0, n). */
 static void fill(const lt_dataset *d, const int64_t *idx, int64_t start, int64_t n, lt_tensor *x, lt_tensor *y,
-                 int parallel)
+                 int parallel, const lt_ds_aug *aug)
 {
     float *xp = x->data;
     if (parallel && n > 1 && n * d->numel >= LT_DS_PARALLEL_MIN) {
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; i++) {
-            int64_t s = idx ? idx[i] : start + i;
-            fill_sample(d, s, xp + i * d->numel);
-            fill_label(d, s, i, y);
-        }
+        for (int64_t i = 0; i < n; i++)
+            fill_one(d, idx ? idx[i] : start + i, i, xp, y, aug);
         return;
     }
-    for (int64_t i = 0; i < n; i++) {
-        int64_t s = idx ? idx[i] : start + i;
-        fill_sample(d, s, xp + i * d->numel);
-        fill_label(d, s, i, y);
-    }
+    for (int64_t i = 0; i < n; i++)
+        fill_one(d, idx ? idx[i] : start + i, i, xp, y, aug);
 }
 
 lt_status lt_ds_gather(const lt_dataset *d, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y, int parallel,
                        lt_err *err)
 {
+    return lt_ds_gather_aug(d, idx, n, x, y, parallel, NULL, err);
+}
+
+lt_status lt_ds_gather_aug(const lt_dataset *d, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y,
+                           int parallel, const lt_ds_aug *aug, lt_err *err)
+{
+    if (aug && !lt_augment_on(&aug->a))
+        aug = NULL;
+    if (aug) {
+        lt_status st = lt_ds_aug_check(d, &aug->a, "gather", err);
+        if (st != LT_OK)
+            return st;
+    }
     int64_t want;
     if (n < 0 || __builtin_mul_overflow(n, d->numel, &want))
         return lt_errf(err, LT_ERR_INVALID, "gather of %lld samples", (long long)n);
@@ -399,7 +477,7 @@ lt_status lt_ds_gather(const lt_dataset *d, const int64_t *idx, int64_t n, lt_te
             return lt_errf(err, LT_ERR_INVALID,
                            "gather: sample index %lld (entry %lld) is outside the dataset's %lld samples",
                            (long long)idx[i], (long long)i, (long long)d->n);
-    fill(d, idx, 0, n, x, y, parallel);
+    fill(d, idx, 0, n, x, y, parallel, aug);
     return LT_OK;
 }
 
@@ -444,7 +522,7 @@ lt_status lt_dataset_batch(const lt_dataset *d, int64_t start, int64_t n, int ra
         lt_value_free(yv);
         return s;
     }
-    fill(d, NULL, start, n, &xv->t, &yv->t, 1);
+    fill(d, NULL, start, n, &xv->t, &yv->t, 1, NULL);
     *x = xv;
     *y = yv;
     return LT_OK;

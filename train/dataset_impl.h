@@ -6,6 +6,7 @@
 
 #include "../runtime/runtime.h"
 #include "../importer/importer.h"
+#include "augment.h"
 
 #define LT_DS_MAX_CH 16 /* as lt_dataset_opts' mean[] / std[] */
 
@@ -23,6 +24,7 @@ struct lt_dataset {
     int nch;      /* channels mul/add cover (1 when not per-channel) */
     int64_t ch_len;
     float mul[LT_DS_MAX_CH], add[LT_DS_MAX_CH];
+    float zero[LT_DS_MAX_CH]; /* a raw 0 (padding) after normalisation */
     int classes;          /* 1: cls holds class indices; 0: tgt holds float targets */
     int64_t num_classes;
     int64_t *cls;         /* n */
@@ -61,6 +63,20 @@ lt_status lt_ds_from_arrays(lt_dataset *d, const lt_tensor *x, const lt_tensor *
  * than the one running the kernels must not start an OpenMP team. */
 lt_status lt_ds_gather(const lt_dataset *d, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y, int parallel,
                        lt_err *err);
+
+/* Augmentation of gathered samples (augment.h): the options, the run's
+ * seed and the epoch the draws are for. */
+typedef struct lt_ds_aug {
+    lt_augment a;
+    uint64_t seed;
+    int64_t epoch;
+} lt_ds_aug;
+/* lt_ds_gather with each sample augmented (aug NULL: as lt_ds_gather). */
+lt_status lt_ds_gather_aug(const lt_dataset *d, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y,
+                           int parallel, const lt_ds_aug *aug, lt_err *err);
+/* Whether d's samples are images augmentation can move: [H,W] or [C,H,W]
+ * with C <= 4 (channels first); spec names the data in the message. */
+lt_status lt_ds_aug_check(const lt_dataset *d, const lt_augment *a, const char *spec, lt_err *err);
 
 /* An .npz archive read member by member: names in directory order; read
  * gives member i's array (header parsed, data checked against the shape)

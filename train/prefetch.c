@@ -19,6 +19,8 @@ struct lt_prefetch {
     const int64_t *idx;
     int64_t n;
     lt_tensor *x, *y;
+    lt_ds_aug aug;
+    bool has_aug;
     lt_status st;
     lt_err err;
 };
@@ -33,7 +35,7 @@ static void *worker(void *arg)
         if (!p->running)
             break;
         pthread_mutex_unlock(&p->mu);
-        lt_status st = lt_ds_gather(p->d, p->idx, p->n, p->x, p->y, 0, &p->err);
+        lt_status st = lt_ds_gather_aug(p->d, p->idx, p->n, p->x, p->y, 0, p->has_aug ? &p->aug : NULL, &p->err);
         pthread_mutex_lock(&p->mu);
         p->st = st;
         p->running = false;
@@ -71,6 +73,12 @@ lt_status lt_prefetch_new(const lt_dataset *d, lt_prefetch **out, lt_err *err)
 lt_status lt_prefetch_submit(lt_prefetch *p, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y,
                              lt_err *err)
 {
+    return lt_prefetch_submit_aug(p, idx, n, x, y, NULL, err);
+}
+
+lt_status lt_prefetch_submit_aug(lt_prefetch *p, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y,
+                                 const lt_ds_aug *aug, lt_err *err)
+{
     pthread_mutex_lock(&p->mu);
     if (p->pending) {
         pthread_mutex_unlock(&p->mu);
@@ -80,6 +88,9 @@ lt_status lt_prefetch_submit(lt_prefetch *p, const int64_t *idx, int64_t n, lt_t
     p->n = n;
     p->x = x;
     p->y = y;
+    p->has_aug = aug != NULL;
+    if (aug)
+        p->aug = *aug;
     p->pending = p->running = true;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);

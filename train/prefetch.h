@@ -14,6 +14,11 @@ lt_status lt_prefetch_new(const lt_dataset *d, lt_prefetch **out, lt_err *err);
  * time: submitting again before lt_prefetch_wait is an error. */
 lt_status lt_prefetch_submit(lt_prefetch *p, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y,
                              lt_err *err);
+/* lt_prefetch_submit with each sample augmented as aug says (copied; NULL:
+ * none): dataset_impl.h's lt_ds_aug. */
+struct lt_ds_aug;
+lt_status lt_prefetch_submit_aug(lt_prefetch *p, const int64_t *idx, int64_t n, lt_tensor *x, lt_tensor *y,
+                                 const struct lt_ds_aug *aug, lt_err *err);
 /* Waits for the last submit and returns its status (its message into err);
  * LT_OK at once when nothing is outstanding. */
 lt_status lt_prefetch_wait(lt_prefetch *p, lt_err *err);

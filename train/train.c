@@ -104,6 +104,8 @@ typedef struct trainer {
     lt_afeed afeed, atest_feed;
     int64_t *order;
     uint64_t rng;
+    lt_ds_aug aug; /* --augment; aug.epoch is the epoch being gathered */
+    bool augment;
     lt_err *err;
 } trainer;
 
@@ -141,6 +143,9 @@ static lt_status setup_arrays(trainer *tr, bool *taken)
     }
     *taken = true;
     tr->use_arrays = true;
+    if (tr->augment)
+        return lt_errf(tr->err, LT_ERR_INVALID, "%s: --augment moves the pixels of x / y image data; arrays fed to the "
+                       "model's inputs by name are fed as they are", o->data);
     if (o->norm.nmean || o->norm.nstd)
         return lt_errf(tr->err, LT_ERR_INVALID, "%s: --mean / --std apply to x / y data; the named-input feed takes "
                        "the arrays as they are", file);
@@ -198,6 +203,10 @@ static lt_status setup(trainer *tr, const char *path)
     if (st == LT_OK)
         st = lt_trainer_init(&tr->t, path, o, tr->err);
     if (st == LT_OK)
+        st = lt_augment_parse(o->augment, &tr->aug.a, tr->err);
+    tr->augment = lt_augment_on(&tr->aug.a);
+    tr->aug.seed = o->seed;
+    if (st == LT_OK)
         st = setup_arrays(tr, &arrays);
     if (st != LT_OK || arrays)
         return st;
@@ -213,6 +222,8 @@ static lt_status setup(trainer *tr, const char *path)
         if (st == LT_OK && tr->test)
             st = check_splits(o->data, tr->train, tr->test, tr->err);
     }
+    if (st == LT_OK && tr->augment)
+        st = lt_ds_aug_check(tr->train, &tr->aug.a, o->train_set ? "the training set" : o->data, tr->err);
     if (st == LT_OK)
         st = lt_feed_plan(tr->t.em, tr->train, o->loss, o->output, &tr->feed, tr->err);
     if (st == LT_OK && tr->feed.fixed_batch && tr->feed.fixed_batch != o->batch)
@@ -303,7 +314,8 @@ static lt_feed_batch *batch_of(batches *bs, int64_t s)
 static lt_status submit(trainer *tr, batches *bs, int64_t s)
 {
     lt_feed_batch *b = batch_of(bs, s);
-    return lt_prefetch_submit(bs->pf, tr->order + s * bs->B, b->n, &b->x->t, &b->raw->t, tr->err);
+    return lt_prefetch_submit_aug(bs->pf, tr->order + s * bs->B, b->n, &b->x->t, &b->raw->t,
+                                  tr->augment ? &tr->aug : NULL, tr->err);
 }
 
 static lt_status batches_new(trainer *tr, batches *bs, int64_t n, int64_t B)
@@ -395,6 +407,7 @@ static lt_status run_epochs(trainer *tr)
         int mid = o->resume && e == e0 && ck.step > 0; /* resumed inside this epoch: already shuffled */
         if (!mid && !o->no_shuffle)
             shuffle(tr, n);
+        tr->aug.epoch = e;
         double te = now_s(), loss_sum = mid ? ck.loss_sum : 0, lr = 0;
         int64_t seen = mid ? ck.seen : 0, s0 = mid ? ck.step : 0;
         if (!tr->use_arrays)
