@@ -177,6 +177,8 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
     t->o = o;
     t->path = path;
     lt_pool_reset_peak(); /* --stats reports this trainer's peak */
+    const char *gov = getenv("LANTERN_THREAD_GOV");
+    lt_thread_gov_init(&t->gov, gov && !strcmp(gov, "0") ? 1 : 0);
     lt_status st = check_opts(o, err);
     if (st == LT_OK)
         st = lt_model_load(path, &t->tm, err);
@@ -224,6 +226,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
 
 void lt_trainer_fini(lt_trainer *t)
 {
+    lt_thread_gov_fini(&t->gov);
     lt_session_free(t->ts);
     lt_session_free(t->es);
     lt_optim_free(t->opt);
@@ -239,6 +242,24 @@ void lt_trainer_fini(lt_trainer *t)
 }
 
 /* ---- a step ---- */
+
+/* One run of the training program, its thread count set and its time
+ * reported to the governor (per input element). */
+static lt_status run_program(lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
+                             lt_value **out, lt_err *err)
+{
+    double work = 0;
+    for (int i = 0; i < n; i++) {
+        const lt_tensor *x = inputs[i] ? lt_value_tensor(inputs[i]) : NULL;
+        work += x ? (double)x->numel : 0;
+    }
+    lt_thread_gov_before(&t->gov);
+    double t0 = lt_thread_gov_now();
+    lt_status st = lt_session_run(t->ts, n, names, inputs, out, err);
+    if (st == LT_OK)
+        lt_thread_gov_after(&t->gov, lt_thread_gov_now() - t0, work);
+    return st;
+}
 
 /* Adds the training program's last run to the trainer's traffic counts. */
 static void count_run(lt_trainer *t)
@@ -278,7 +299,7 @@ lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const 
     lt_value **out = calloc(nout, sizeof *out);
     if (!out)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
-    lt_status st = lt_session_run(t->ts, n, names, inputs, out, err);
+    lt_status st = run_program(t, n, names, inputs, out, err);
     count_run(t);
     if (st == LT_OK)
         st = lt_ir_store_running_stats(t->tm, nout, out, err);
@@ -329,7 +350,7 @@ lt_status lt_trainer_accum_in(lt_trainer *t, int n, const char *const *names, lt
         t->nacc = 0;
     }
     if (st == LT_OK) {
-        st = lt_session_run(t->ts, n, names, inputs, out, err);
+        st = run_program(t, n, names, inputs, out, err);
         count_run(t);
     }
     if (st == LT_OK)

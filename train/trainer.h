@@ -8,6 +8,7 @@
 #include "../runtime/backend.h"
 #include "../runtime/runtime.h"
 #include "checkpoint.h"
+#include "thread_gov.h"
 
 struct lt_trainer {
     const lt_train_opts *o;
@@ -26,6 +27,7 @@ struct lt_trainer {
     int64_t nacc;       /* runs summed in acc since the last step */
     lt_copy_stats copies; /* summed over the training program's runs */
     int64_t runs;
+    lt_thread_gov gov; /* threads per run (LANTERN_THREAD_GOV=0: always all) */
 };
 
 /* splitmix64: the trainer's seeded generator (shuffling, initialization). */

@@ -1,0 +1,105 @@
+/* The trainer's thread governor (thread_gov.h). The cost of a run is its
+ * time per input element, so runs over samples of different sizes (trees,
+ * sentences) compare. A probe alternates all threads and one thread,
+ * LT_GOV_PROBE runs each, so a change of load during it falls on both, and
+ * takes each setting's least cost; one thread is kept only when it was
+ * clearly faster (LT_GOV_MARGIN), so an idle machine keeps every thread.
+ * The first probe waits out the first runs (planning, first allocations,
+ * the pool's threads starting) and the second comes soon after it. */
+#include "thread_gov.h"
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+void lt_set_num_threads(int n);
+
+enum { GOV_WARM, GOV_PROBE, GOV_SETTLED };
+
+#define LT_GOV_WARM 3      /* runs before the first probe */
+#define LT_GOV_PROBE 3     /* runs timed per setting in a probe */
+#define LT_GOV_FIRST 20    /* settled runs before the second probe */
+#define LT_GOV_EVERY 100   /* settled runs between later probes */
+#define LT_GOV_MARGIN 0.95 /* one thread is kept when it costs less than this times all of them */
+#define LT_GOV_SLOW 1.5    /* a settled run this much costlier than base counts as slow */
+#define LT_GOV_SLOW_RUNS 3 /* slow runs in a row that start a probe early */
+
+double lt_thread_gov_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int pool_size(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static void use(lt_thread_gov *g, int threads)
+{
+    if (threads != pool_size())
+        lt_set_num_threads(threads);
+    g->cur = threads;
+}
+
+void lt_thread_gov_init(lt_thread_gov *g, int max)
+{
+    *g = (lt_thread_gov){.max = max > 0 ? max : pool_size(), .phase = GOV_WARM};
+    g->cur = g->max;
+}
+
+void lt_thread_gov_before(lt_thread_gov *g)
+{
+    if (g->max > 1 && pool_size() != g->cur)
+        lt_set_num_threads(g->cur);
+}
+
+static void start_probe(lt_thread_gov *g)
+{
+    g->phase = GOV_PROBE;
+    g->n = 0;
+    g->best[0] = g->best[1] = -1;
+    g->probes++;
+    use(g, g->max);
+}
+
+void lt_thread_gov_after(lt_thread_gov *g, double seconds, double work)
+{
+    if (g->max <= 1)
+        return;
+    double cost = seconds / (work > 0 ? work : 1);
+    if (g->phase == GOV_WARM) {
+        if (++g->n >= LT_GOV_WARM)
+            start_probe(g);
+    } else if (g->phase == GOV_PROBE) {
+        int k = g->cur == 1; /* runs alternate: all threads, one, all, one, ... */
+        if (g->best[k] < 0 || cost < g->best[k])
+            g->best[k] = cost;
+        if (++g->n < 2 * LT_GOV_PROBE) {
+            use(g, k ? g->max : 1);
+            return;
+        }
+        int one = g->best[1] < LT_GOV_MARGIN * g->best[0];
+        g->one += one;
+        use(g, one ? 1 : g->max);
+        g->base = g->best[one];
+        g->phase = GOV_SETTLED;
+        g->settled = 0;
+        g->slow = 0;
+    } else {
+        g->slow = cost > LT_GOV_SLOW * g->base ? g->slow + 1 : 0;
+        if (++g->settled >= (g->probes == 1 ? LT_GOV_FIRST : LT_GOV_EVERY) || g->slow >= LT_GOV_SLOW_RUNS)
+            start_probe(g);
+    }
+}
+
+void lt_thread_gov_fini(lt_thread_gov *g)
+{
+    if (g->max > 1 && pool_size() != g->max)
+        lt_set_num_threads(g->max);
+}
