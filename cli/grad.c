@@ -226,4 +226,4 @@ done:
 const lt_cli_cmd lt_cli_grad = {
     "grad", "MODEL --input NAME=FILE ... [options]",
     "gradients of a loss with respect to the parameters (reverse-mode AD through If, Loop and Scan)", "MODEL", 1,
-    1, NULL, grad_opts, cmd_grad};
+    1, NULL, grad_opts, cmd_grad, true};

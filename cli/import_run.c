@@ -202,4 +202,4 @@ done:
 
 const lt_cli_cmd lt_cli_run = {
     "run", "MODEL --input NAME=FILE ... [--output-dir DIR]", "run a model on .npy/.pb inputs and print its outputs",
-    "MODEL", 1, 1, NULL, run_opts, cmd_run};
+    "MODEL", 1, 1, NULL, run_opts, cmd_run, true};

@@ -16,7 +16,9 @@ static void usage(FILE *f)
         fprintf(f, "  %-9s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(f, "\n`lantern help COMMAND` (or `lantern COMMAND --help`) lists a command's options with their\n"
                "meanings and defaults; --threads N goes with every command. `lantern --version` prints the "
-               "version.\n");
+               "version.\n"
+               "run, grad, train, eval and predict take --device cpu|cuda[:N] (the GPU, with a lantern built\n"
+               "with the cuda backend), --tf32 and --cudnn-benchmark on|off.\n");
 }
 
 int lt_exit_code(lt_status s)

@@ -81,6 +81,8 @@ static const char **all_names(const lt_cli_cmd *cmd, int *n)
     for (const lt_cli_opt *o = global_opts; o->name; o++)
         if (o->help)
             v[k++] = o->name;
+    for (const lt_cli_opt *o = lt_cli_device_opts; cmd->device && o->name; o++)
+        v[k++] = o->name;
     *n = k;
     return v;
 }
@@ -167,6 +169,8 @@ void lt_cli_help(const lt_cli_cmd *cmd, FILE *f)
 {
     fprintf(f, "usage: lantern %s %s\n  %s\n\noptions:\n", cmd->name, cmd->synopsis, cmd->summary);
     print_rows(cmd->opts, f);
+    if (cmd->device)
+        print_rows(lt_cli_device_opts, f);
     print_rows(global_opts, f);
     if (cmd->notes)
         fprintf(f, "\n%s", cmd->notes);
@@ -176,8 +180,9 @@ void lt_cli_help(const lt_cli_cmd *cmd, FILE *f)
  * value, one per line. */
 static void list_options(const lt_cli_cmd *cmd)
 {
-    for (int g = 0; g < 2; g++)
-        for (const lt_cli_opt *o = g ? global_opts : cmd->opts; o->name; o++)
+    const lt_cli_opt *tables[3] = {cmd->opts, global_opts, cmd->device ? lt_cli_device_opts : NULL};
+    for (int g = 0; g < 3 && tables[g]; g++)
+        for (const lt_cli_opt *o = tables[g]; o->name; o++)
             if (o->help)
                 printf("%s%s%s\n", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
 }
@@ -188,6 +193,7 @@ int lt_cli_dispatch(const lt_cli_cmd *cmd, int argc, char **argv)
     a.items = calloc((size_t)argc + 1, sizeof *a.items);
     a.ops = calloc((size_t)argc + 1, sizeof *a.ops);
     int rc = -1, threads = 0, only_ops = 0;
+    lt_cli_device dev = {NULL, 0, -1};
     if (!a.items || !a.ops) {
         fprintf(stderr, "lantern: out of memory\n");
         rc = 1;
@@ -208,6 +214,8 @@ int lt_cli_dispatch(const lt_cli_cmd *cmd, int argc, char **argv)
         const lt_cli_opt *o = find(cmd->opts, arg, len);
         if (!o)
             o = find(global_opts, arg, len);
+        if (!o && cmd->device)
+            o = find(lt_cli_device_opts, arg, len);
         if (!o) {
             unknown_option(cmd, arg, len);
             rc = 2;
@@ -245,6 +253,11 @@ int lt_cli_dispatch(const lt_cli_cmd *cmd, int argc, char **argv)
             threads = (int)n;
             break;
         default:
+            if (o->id <= LT_CLI_DEVICE_IDS) {
+                if (!lt_cli_device_opt(cmd, o->id, val, &dev))
+                    rc = 2;
+                break;
+            }
             a.items[a.nitems++] = (lt_cli_item){o->id, o->name, val};
         }
     }
@@ -258,6 +271,8 @@ int lt_cli_dispatch(const lt_cli_cmd *cmd, int argc, char **argv)
                 lt_str_printable(a.ops[cmd->max_ops], shown, sizeof shown), cmd->operand);
         rc = 2;
     }
+    if (rc < 0 && cmd->device && !lt_cli_device_apply(cmd, &dev))
+        rc = 2;
     if (rc < 0) {
         if (threads)
             lt_set_num_threads(threads);

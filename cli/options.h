@@ -21,6 +21,7 @@
 #define LT_CLI_OPTIONS_H
 
 #include "cli.h"
+#include <stdbool.h>
 
 enum {
     LT_OPT_REPEAT = 1, /* may be given more than once (each one is kept) */
@@ -62,6 +63,7 @@ typedef struct lt_cli_cmd {
     const char *notes;    /* printed after the options (NULL: none) */
     const lt_cli_opt *opts; /* ends with a row whose name is NULL */
     int (*run)(const lt_cli_args *a);
+    bool device; /* takes --device, --tf32 and --cudnn-benchmark (cli/device.c) */
 } lt_cli_cmd;
 
 /* Every command, in the order `lantern help` lists them (cli/main.c). */
@@ -75,6 +77,23 @@ int lt_cli_dispatch(const lt_cli_cmd *cmd, int argc, char **argv);
 
 /* The help of one command (every option with its meaning and default). */
 void lt_cli_help(const lt_cli_cmd *cmd, FILE *f);
+
+/* The device options (--device, --tf32, --cudnn-benchmark), taken by the
+ * commands whose `device` is set; their ids lie below any command's. */
+enum { LT_CLI_DEVICE_IDS = -200 }; /* the device options' ids: this and below */
+extern const lt_cli_opt lt_cli_device_opts[];
+typedef struct lt_cli_device {
+    const char *device; /* --device's value; NULL: not given */
+    int tf32;           /* --tf32 given */
+    int benchmark;      /* --cudnn-benchmark: -1 not given, 0 off, 1 on */
+} lt_cli_device;
+/* Takes one device option (id, value) into d; 0 (after one line on stderr)
+ * for a bad value. */
+int lt_cli_device_opt(const lt_cli_cmd *cmd, int id, const char *val, lt_cli_device *d);
+/* Makes the sessions the command opens run on d's backend (LANTERN_BACKEND,
+ * LANTERN_TF32, LANTERN_CUDNN_BENCHMARK); 0 (after one line on stderr)
+ * when that backend cannot run here. */
+int lt_cli_device_apply(const lt_cli_cmd *cmd, const lt_cli_device *d);
 
 /* Edit distance of a and b (Levenshtein, bytes), capped at 99. */
 int lt_cli_edit_distance(const char *a, const char *b);

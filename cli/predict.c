@@ -134,4 +134,4 @@ done:
 const lt_cli_cmd lt_cli_predict = {
     "predict", "MODEL [--data SPEC] [--count N]",
     "classify the first test samples and print predicted and true classes", "MODEL", 1, 1,
-    "Classes are named for Fashion-MNIST and CIFAR-10, numbered otherwise.\n", predict_opts, cmd_predict};
+    "Classes are named for Fashion-MNIST and CIFAR-10, numbered otherwise.\n", predict_opts, cmd_predict, true};

@@ -192,8 +192,7 @@ static int norm_arg(const char *opt, const char *s, int *n, double *v, int max)
       "softmax-cross-entropy", 0)                                                                                    \
     X(P##_OUTPUT, "--output", "NAME", "the model output the loss is attached to", "the first output", 0)             \
     X(P##_MEAN, "--mean", "M[,M...]", "subtract from the samples (one value, or one per channel)", "0", 0)           \
-    X(P##_STD, "--std", "S[,S...]", "then divide by (one value, or one per channel)", "1", 0)                        \
-    X(P##_DEVICE, "--device", "cpu", "where to run (this build: the CPU only)", "cpu", 0)
+    X(P##_STD, "--std", "S[,S...]", "then divide by (one value, or one per channel)", "1", 0)
 
 /* Takes one of DATA_OPTIONS by its name; 1 when val is good, 0 after a
  * line saying why not. */
@@ -217,12 +216,6 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
         return norm_arg(a, val, &e->norm.nmean, e->norm.mean, 16);
     else if (!strcmp(a, "--std"))
         return norm_arg(a, val, &e->norm.nstd, e->norm.std, 16);
-    else if (!strcmp(a, "--device") && strcmp(val, "cpu") != 0) {
-        char shown[256];
-        fprintf(stderr, "lantern: --device %s: this build runs on the CPU only (--device cpu)\n",
-                lt_str_printable(val, shown, sizeof shown));
-        return 0;
-    }
     return 1;
 }
 
@@ -324,8 +317,7 @@ static int cmd_train(const lt_cli_args *a)
         case T_LOSS:
         case T_OUTPUT:
         case T_MEAN:
-        case T_STD:
-        case T_DEVICE: ok = data_option(opt, val, &eo); break;
+        case T_STD: ok = data_option(opt, val, &eo); break;
         case T_OUT: out = val; break;
         case T_LOG: lt_str_printable(log_path = val, log_shown, sizeof log_shown); break;
         case T_PLOT: plot_path = val; break;
@@ -533,8 +525,7 @@ static int cmd_eval(const lt_cli_args *a)
         case V_LOSS:
         case V_OUTPUT:
         case V_MEAN:
-        case V_STD:
-        case V_DEVICE: ok = data_option(opt, val, &eo); break;
+        case V_STD: ok = data_option(opt, val, &eo); break;
         case V_LIMIT: ok = lt_cli_int(opt, val, 1, 1e12, &eo.limit); break;
         case V_JSON: json = 1; break;
         }
@@ -601,9 +592,9 @@ const lt_cli_cmd lt_cli_train = {
     "(ml_dtypes' .npy), float32 or float64. Integer y are class labels, float y targets. An npz (or npy\n"
     "pair) whose arrays are named like the model's inputs feeds each input its array, in the type it\n"
     "declares. Ctrl-C with --checkpoint-dir writes a checkpoint and exits 130.\n",
-    train_opts, cmd_train};
+    train_opts, cmd_train, true};
 
 const lt_cli_cmd lt_cli_eval = {
     "eval", "MODEL [--data SPEC] [options]",
     "test-split loss (the training loss's definition) and accuracy for class labels", "MODEL", 1, 1, NULL,
-    eval_opts, cmd_eval};
+    eval_opts, cmd_eval, true};
