@@ -306,6 +306,9 @@ static const lt_backend cuda_backend = {
     .kernel = cuda_kernel,
     .bytes_in_use = cuda_in_use,
     .peak_bytes = cuda_peak,
+    .optim_update = lt_cuda_optim_update,
+    .sum_squares = lt_cuda_sum_squares,
+    .accumulate = lt_cuda_accumulate,
     .impl = &state,
 };
 

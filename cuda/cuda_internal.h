@@ -114,6 +114,11 @@ void lt_cuda_register_norm(lt_cu_op *tab);
  * it), as at plan time; needs no device (tests of the kernel table). */
 lt_kernel_fn lt_cuda_kernel_for(const lt_node *n, uint64_t *host_inputs);
 
+/* The training hooks (train.c). */
+lt_status lt_cuda_optim_update(const lt_backend *be, const lt_optim_update *u, lt_err *err);
+lt_status lt_cuda_sum_squares(const lt_backend *be, const lt_tensor *t, double *out, lt_err *err);
+lt_status lt_cuda_accumulate(const lt_backend *be, lt_tensor *dst, const lt_tensor *src, lt_err *err);
+
 /* Device scratch for one kernel: a pool buffer the kernel releases. */
 lt_status lt_cuda_scratch(lt_kctx *k, size_t bytes, lt_buf **b);
 

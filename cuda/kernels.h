@@ -97,6 +97,27 @@ cudaError_t lt_cu_scatter_add(cudaStream_t s, bool f64, const void *dy, const in
 cudaError_t lt_cu_dropout(cudaStream_t s, bool f64, const void *x, const uint8_t *keep, void *y, int64_t n, double sc);
 /* y[0..n) = v. */
 cudaError_t lt_cu_fill(cudaStream_t s, bool f64, void *y, int64_t n, double v);
+
+/* ---- training (optim.cu) ---- */
+/* the optimizers, numbered as lantern.h's lt_optim_kind */
+enum { LT_CU_OPT_SGD, LT_CU_OPT_MOMENTUM, LT_CU_OPT_NESTEROV, LT_CU_OPT_ADAGRAD, LT_CU_OPT_ADAM, LT_CU_OPT_ADAMW };
+/* One step over n elements of p (device pointers; s1, s2 NULL when the
+ * optimizer has no such state), the scalars as backend.h's lt_optim_update
+ * has them (wd 0 for AdamW, whose decay is 1 - lr wd; 1 for the others). */
+typedef struct lt_cu_optim {
+    int kind;
+    bool f64;
+    int64_t n;
+    void *p;
+    const void *g;
+    void *s1, *s2;
+    double lr, scale, wd, mu, b1, b2, eps, adam_step, inv_sqrt_bc2, decay;
+} lt_cu_optim;
+cudaError_t lt_cu_optim_step(cudaStream_t s, const lt_cu_optim *o);
+/* out[0] (device) = sum of x[i]^2 in double. */
+cudaError_t lt_cu_sum_squares(cudaStream_t s, bool f64, const void *x, int64_t n, double *out);
+/* dst[i] += src[i]. */
+cudaError_t lt_cu_add_into(cudaStream_t s, bool f64, void *dst, const void *src, int64_t n);
 #ifdef __cplusplus
 }
 #endif

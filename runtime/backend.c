@@ -154,6 +154,58 @@ static size_t device_peak(const lt_backend *be)
     return device_pool ? lt_pool_peak_of(device_pool) : 0;
 }
 
+/* Training on the device path: the host's loops over its (host-addressable) memory. */
+static lt_status device_optim_update(const lt_backend *be, const lt_optim_update *u, lt_err *err)
+{
+    (void)be;
+    (void)err;
+    lt_cpu_optim_update(u);
+    return LT_OK;
+}
+
+static lt_status device_sum_squares(const lt_backend *be, const lt_tensor *t, double *out, lt_err *err)
+{
+    (void)be;
+    double s = 0;
+    if (t->dtype == LT_F32) {
+        const float *d = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            s += (double)d[i] * d[i];
+    } else if (t->dtype == LT_F64) {
+        const double *d = t->data;
+        for (int64_t i = 0; i < t->numel; i++)
+            s += d[i] * d[i];
+    } else {
+        return lt_errf(err, LT_ERR_INTERNAL, "sum of squares of a %s tensor", lt_dtype_name(t->dtype));
+    }
+    *out = s;
+    return LT_OK;
+}
+
+static lt_status device_accumulate(const lt_backend *be, lt_tensor *dst, const lt_tensor *src, lt_err *err)
+{
+    (void)be;
+    if (!src) {
+        memset(dst->data, 0, lt_tensor_nbytes(dst));
+        return LT_OK;
+    }
+    if (src->dtype != dst->dtype || src->numel != dst->numel || (dst->dtype != LT_F32 && dst->dtype != LT_F64))
+        return lt_errf(err, LT_ERR_INTERNAL, "accumulating a %s[%lld] into a %s[%lld]", lt_dtype_name(src->dtype),
+                       (long long)src->numel, lt_dtype_name(dst->dtype), (long long)dst->numel);
+    if (dst->dtype == LT_F32) {
+        float *d = dst->data;
+        const float *a = src->data;
+        for (int64_t i = 0; i < dst->numel; i++)
+            d[i] += a[i];
+    } else {
+        double *d = dst->data;
+        const double *a = src->data;
+        for (int64_t i = 0; i < dst->numel; i++)
+            d[i] += a[i];
+    }
+    return LT_OK;
+}
+
 static const lt_backend cpu_device_backend = {
     .name = "cpu-device",
     .host = false,
@@ -164,6 +216,9 @@ static const lt_backend cpu_device_backend = {
     .kernel = device_kernel,
     .bytes_in_use = device_in_use,
     .peak_bytes = device_peak,
+    .optim_update = device_optim_update,
+    .sum_squares = device_sum_squares,
+    .accumulate = device_accumulate,
 };
 
 const lt_backend *lt_backend_cpu_device(void) { return &cpu_device_backend; }

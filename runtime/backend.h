@@ -22,6 +22,7 @@
 #include "runtime.h"
 
 typedef struct lt_backend lt_backend;
+typedef struct lt_optim_update lt_optim_update;
 
 struct lt_backend {
     const char *name;
@@ -39,8 +40,38 @@ struct lt_backend {
     /* bytes of its memory in use now and at most since it was made */
     size_t (*bytes_in_use)(const lt_backend *be);
     size_t (*peak_bytes)(const lt_backend *be);
+    /* Training in its memory (all three NULL where it has none: the trainer
+     * then keeps parameters and the optimizer on the host). One fused
+     * optimizer step over one tensor (lt_optim_update); the sum of the
+     * squares of a float tensor's elements, in float64 (gradient clipping);
+     * dst += src over float tensors of one type and size, or dst = 0 when
+     * src is NULL (gradient accumulation). */
+    lt_status (*optim_update)(const lt_backend *be, const lt_optim_update *u, lt_err *err);
+    lt_status (*sum_squares)(const lt_backend *be, const lt_tensor *t, double *out, lt_err *err);
+    lt_status (*accumulate)(const lt_backend *be, lt_tensor *dst, const lt_tensor *src, lt_err *err);
     void *impl;
 };
+
+/* One optimizer step over one tensor of n elements (float32 or float64),
+ * every pointer in the memory of the backend running it: the formulas of
+ * train/optim.c, with the step's scalars computed once on the host. The
+ * gradient used is g * scale (+ wd * p for L2 weight decay, all but AdamW). */
+struct lt_optim_update {
+    lt_optim_kind kind;
+    lt_dtype dtype;
+    int64_t n;
+    void *p;
+    const void *g;
+    void *s1, *s2; /* momentum / sum of squares / first moment; second moment (NULL when unused) */
+    double lr, scale, wd, mu, b1, b2, eps;
+    double adam_step;    /* lr / (1 - b1^t) */
+    double inv_sqrt_bc2; /* 1 / sqrt(1 - b2^t) */
+    double decay;        /* AdamW: 1 - lr * wd; else 1 */
+};
+
+/* The host's loop for one update (runtime/cpu/optim_update.c): what
+ * train/optim.c runs on the host and the cpu-device backend's hook runs. */
+void lt_cpu_optim_update(const lt_optim_update *u);
 
 /* The host CPU backend, and the CPU device-path backend. */
 const lt_backend *lt_backend_cpu(void);

@@ -290,7 +290,9 @@ static lt_status place_inputs(lt_exec *ex, const lt_plan *p, int i, lt_kctx *k, 
         for (int jj = j; jj < n->nin; jj++)
             if (k->in[jj] == old)
                 k->in[jj] = moved;
-        bool borrowed = old->kind == LT_VAL_TENSOR && !old->t.buf;
+        /* a module parameter stays where it lives (the host's borrowed
+         * data, or backend memory it is bound to) for the next runs */
+        bool borrowed = (old->kind == LT_VAL_TENSOR && !old->t.buf) || n->in[j]->param >= 0;
         if (borrowed) {
             tmp[j] = moved;
         } else {
@@ -601,6 +603,31 @@ lt_status lt_exec_init(lt_exec *ex, lt_module *m, lt_err *err)
         v->t.buf = NULL;
         ex->env[m->params[i].value->id] = v;
     }
+    return LT_OK;
+}
+
+lt_status lt_exec_bind_param(lt_exec *ex, int p, const lt_tensor *t)
+{
+    lt_module *m = ex->m;
+    if (p < 0 || p >= m->nparams)
+        return lt_errf(ex->err, LT_ERR_INVALID, "%s: no parameter %d", m->path, p);
+    const lt_tensor *h = &m->params[p].data;
+    if (t && (t->dtype != h->dtype || t->numel != h->numel || !t->buf))
+        return lt_errf(ex->err, LT_ERR_INVALID, "%s: parameter '%s' bound to a tensor of another type or size",
+                       m->path, m->params[p].name);
+    lt_value *v = lt_value_new_tensor();
+    if (!v)
+        return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory");
+    v->t = *h;
+    v->t.buf = NULL;
+    if (t) {
+        v->t.data = t->data;
+        v->t.buf = t->buf;
+        lt_buf_retain(t->buf);
+    }
+    int id = m->params[p].value->id;
+    lt_value_free(ex->env[id]);
+    ex->env[id] = v;
     return LT_OK;
 }
 

@@ -37,11 +37,16 @@ typedef struct lt_exec {
     int depth, max_depth;
     const struct lt_backend *be; /* the session's backend; NULL: the host only */
     lt_copy_stats stats;         /* copies at its edges since the last reset */
+    bool keep_results;           /* lt_session_keep_results: results stay in the backend's memory */
 } lt_exec;
 
 lt_status lt_exec_init(lt_exec *ex, lt_module *m, lt_err *err);
 void lt_exec_fini(lt_exec *ex);
 lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, lt_value **results);
+/* Runs read module parameter p from t (memory of the session's backend,
+ * retained) instead of the module's host data; t NULL: from the host data
+ * again. */
+lt_status lt_exec_bind_param(lt_exec *ex, int p, const lt_tensor *t);
 /* Brings n values to the host (in place: a moved value replaces vals[i]). */
 lt_status lt_exec_to_host(lt_exec *ex, int n, lt_value **vals);
 void lt_plan_free(lt_plan *p);

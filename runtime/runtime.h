@@ -150,6 +150,14 @@ struct lt_copy_stats;
  * again; the default comes from LANTERN_BACKEND, "cpu" when unset). */
 lt_status lt_session_set_backend(lt_session *s, const struct lt_backend *be, lt_err *err);
 const struct lt_backend *lt_session_backend(const lt_session *s);
+/* Runs read module parameter p from t, a tensor in the memory of the
+ * session's backend (retained), instead of the module's host data, until
+ * bound again (t NULL: the host data). The trainer keeps its parameters on
+ * a device this way. */
+lt_status lt_session_bind_param(lt_session *s, int p, const lt_tensor *t, lt_err *err);
+/* keep: lt_session_run leaves its results where they were made (backend
+ * memory) instead of bringing them to the host. */
+void lt_session_keep_results(lt_session *s, bool keep);
 /* Copies and nodes on each side during the last lt_session_run. */
 void lt_session_copy_stats(const lt_session *s, struct lt_copy_stats *out);
 

@@ -110,6 +110,14 @@ lt_status lt_session_set_backend(lt_session *s, const lt_backend *be, lt_err *er
 
 const lt_backend *lt_session_backend(const lt_session *s) { return s->ex.be; }
 
+lt_status lt_session_bind_param(lt_session *s, int p, const lt_tensor *t, lt_err *err)
+{
+    s->ex.err = err;
+    return lt_exec_bind_param(&s->ex, p, t);
+}
+
+void lt_session_keep_results(lt_session *s, bool keep) { s->ex.keep_results = keep; }
+
 void lt_session_copy_stats(const lt_session *s, lt_copy_stats *out) { *out = s->ex.stats; }
 
 static void runner_stop(runner *r)
@@ -289,14 +297,21 @@ lt_status lt_session_run(lt_session *s, int n, const char *const *names, lt_valu
             st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
             break;
         }
-        args[k]->t = m->params[d].data;
-        args[k]->t.buf = NULL;
+        /* the parameter's data, or the backend's copy it is bound to */
+        const lt_value *pv = s->ex.env[m->params[d].value->id];
+        if (pv && pv->kind == LT_VAL_TENSOR && pv->t.buf) {
+            args[k]->t = pv->t;
+            lt_buf_retain(pv->t.buf); /* released with owned[k] */
+        } else {
+            args[k]->t = m->params[d].data;
+            args[k]->t.buf = NULL;
+        }
     }
     if (st == LT_OK) {
         memset(&s->ex.stats, 0, sizeof s->ex.stats);
         st = run_main(s, args, outputs, err);
         /* what the caller gets back is on the host */
-        if (st == LT_OK && s->ex.be && !s->ex.be->host) {
+        if (st == LT_OK && s->ex.be && !s->ex.be->host && !s->ex.keep_results) {
             st = lt_exec_to_host(&s->ex, b->nresults, outputs);
             if (st != LT_OK)
                 for (int i = 0; i < b->nresults; i++) {

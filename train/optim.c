@@ -1,7 +1,11 @@
 /* Optimizers (SGD, momentum, Nesterov, Adagrad, Adam, AdamW with weight
  * decay), learning-rate schedules and the global gradient norm. Updates run
  * in place on the parameter tensors the sessions read; the state has the
- * parameter's element type. The formulas are PyTorch's. */
+ * parameter's element type. The formulas are PyTorch's (the per-tensor
+ * loop: runtime/cpu/optim_update.c). When the trainer runs on a device
+ * backend, the state lives in its memory too and each step is the
+ * backend's fused update (lt_optim_to_backend); the host copy of the state
+ * is brought up to date only for checkpoints (lt_optim_pull). */
 #include "optim.h"
 #include <math.h>
 #include <stdlib.h>
@@ -36,6 +40,7 @@ void lt_optim_free(lt_optim *o)
 {
     if (!o)
         return;
+    lt_optim_drop_backend(o);
     for (int i = 0; i < o->n; i++) {
         if (o->s1)
             free(o->s1[i]);
@@ -96,71 +101,9 @@ lt_status lt_optim_new(const lt_optim_opts *opts, int n, const lt_tensor *const 
     return LT_OK;
 }
 
-/* The scalars one step needs, computed once per step. */
-typedef struct step_consts {
-    double lr, scale, wd, mu, b1, b2, eps;
-    double adam_step; /* lr / (1 - b1^t) */
-    double inv_sqrt_bc2; /* 1 / sqrt(1 - b2^t) */
-    double decay;     /* adamw: 1 - lr * wd */
-} step_consts;
-
-/* One tensor's update, written once for float and once for double. The
- * gradient used is g * scale, plus wd * p where weight decay is L2. */
-#define LT_DEFINE_UPDATE(T, SQRT, NAME)                                                                        \
-    static void NAME(lt_optim_kind kind, const step_consts *c, int64_t n, T *restrict p, const T *restrict gr,   \
-                     T *restrict s1, T *restrict s2)                                                             \
-    {                                                                                                           \
-        const T lr = (T)c->lr, scale = (T)c->scale, mu = (T)c->mu, b1 = (T)c->b1, b2 = (T)c->b2,                \
-                eps = (T)c->eps, step = (T)c->adam_step, ibc2 = (T)c->inv_sqrt_bc2, decay = (T)c->decay;       \
-        const T wd = kind == LT_OPTIM_ADAMW ? (T)0 : (T)c->wd;                                                  \
-        switch (kind) {                                                                                         \
-        case LT_OPTIM_SGD:                                                                                      \
-            _Pragma("omp parallel for if (n > LT_OPTIM_PAR_MIN)") for (int64_t i = 0; i < n; i++)               \
-                p[i] -= lr * (gr[i] * scale + wd * p[i]);                                                       \
-            break;                                                                                              \
-        case LT_OPTIM_MOMENTUM:                                                                                 \
-            _Pragma("omp parallel for if (n > LT_OPTIM_PAR_MIN)") for (int64_t i = 0; i < n; i++)               \
-            {                                                                                                   \
-                T g = gr[i] * scale + wd * p[i];                                                                \
-                s1[i] = mu * s1[i] + g;                                                                         \
-                p[i] -= lr * s1[i];                                                                             \
-            }                                                                                                   \
-            break;                                                                                              \
-        case LT_OPTIM_NESTEROV:                                                                                 \
-            _Pragma("omp parallel for if (n > LT_OPTIM_PAR_MIN)") for (int64_t i = 0; i < n; i++)               \
-            {                                                                                                   \
-                T g = gr[i] * scale + wd * p[i];                                                                \
-                s1[i] = mu * s1[i] + g;                                                                         \
-                p[i] -= lr * (g + mu * s1[i]);                                                                  \
-            }                                                                                                   \
-            break;                                                                                              \
-        case LT_OPTIM_ADAGRAD:                                                                                  \
-            _Pragma("omp parallel for if (n > LT_OPTIM_PAR_MIN)") for (int64_t i = 0; i < n; i++)               \
-            {                                                                                                   \
-                T g = gr[i] * scale + wd * p[i];                                                                \
-                s1[i] += g * g;                                                                                 \
-                p[i] -= lr * g / (SQRT(s1[i]) + eps);                                                           \
-            }                                                                                                   \
-            break;                                                                                              \
-        case LT_OPTIM_ADAM:                                                                                     \
-        case LT_OPTIM_ADAMW:                                                                                    \
-            _Pragma("omp parallel for if (n > LT_OPTIM_PAR_MIN)") for (int64_t i = 0; i < n; i++)               \
-            {                                                                                                   \
-                p[i] *= decay;                                                                                  \
-                T g = gr[i] * scale + wd * p[i];                                                                \
-                s1[i] = b1 * s1[i] + (1 - b1) * g;                                                              \
-                s2[i] = b2 * s2[i] + (1 - b2) * g * g;                                                          \
-                p[i] -= step * s1[i] / (SQRT(s2[i]) * ibc2 + eps);                                              \
-            }                                                                                                   \
-            break;                                                                                              \
-        }                                                                                                       \
-    }
-
-LT_DEFINE_UPDATE(float, sqrtf, update_f32)
-LT_DEFINE_UPDATE(double, sqrt, update_f64)
-
-lt_status lt_optim_step(lt_optim *o, double lr, double grad_scale, lt_tensor *const *params,
-                        const lt_tensor *const *grads, lt_err *err)
+/* The step's scalars, the same for every tensor. */
+static lt_status step_consts(lt_optim *o, double lr, double grad_scale, lt_tensor *const *params,
+                             const lt_tensor *const *grads, lt_optim_update *c, lt_err *err)
 {
     if (!(lr >= 0) || !isfinite(lr) || !isfinite(grad_scale))
         return lt_errf(err, LT_ERR_INVALID, "learning rate %g / gradient scale %g is not a finite, >= 0 number", lr,
@@ -172,17 +115,139 @@ lt_status lt_optim_step(lt_optim *o, double lr, double grad_scale, lt_tensor *co
                            "optimizer step: parameter %d or its gradient is not the %s[%lld] the optimizer was made for",
                            i, lt_dtype_name(o->dtype[i]), (long long)o->numel[i]);
     o->t++;
-    step_consts c = {lr, grad_scale, o->o.weight_decay, o->o.momentum, o->o.beta1, o->o.beta2, o->o.eps, 0, 0, 1};
-    c.adam_step = lr / (1 - pow(o->o.beta1, (double)o->t));
-    c.inv_sqrt_bc2 = 1 / sqrt(1 - pow(o->o.beta2, (double)o->t));
-    if (o->o.kind == LT_OPTIM_ADAMW)
-        c.decay = 1 - lr * o->o.weight_decay;
-    for (int i = 0; i < o->n; i++) {
-        if (o->dtype[i] == LT_F32)
-            update_f32(o->o.kind, &c, o->numel[i], params[i]->data, grads[i]->data, o->s1[i], o->s2[i]);
-        else
-            update_f64(o->o.kind, &c, o->numel[i], params[i]->data, grads[i]->data, o->s1[i], o->s2[i]);
+    memset(c, 0, sizeof *c);
+    c->kind = o->o.kind;
+    c->lr = lr;
+    c->scale = grad_scale;
+    c->wd = o->o.weight_decay;
+    c->mu = o->o.momentum;
+    c->b1 = o->o.beta1;
+    c->b2 = o->o.beta2;
+    c->eps = o->o.eps;
+    c->adam_step = lr / (1 - pow(o->o.beta1, (double)o->t));
+    c->inv_sqrt_bc2 = 1 / sqrt(1 - pow(o->o.beta2, (double)o->t));
+    c->decay = o->o.kind == LT_OPTIM_ADAMW ? 1 - lr * o->o.weight_decay : 1;
+    return LT_OK;
+}
+
+/* a tensor in the memory of backend be */
+static bool held_by(const lt_tensor *t, const lt_backend *be) { return t->buf && t->buf->be == be; }
+
+lt_status lt_optim_step(lt_optim *o, double lr, double grad_scale, lt_tensor *const *params,
+                        const lt_tensor *const *grads, lt_err *err)
+{
+    lt_optim_update c;
+    if (o->be)
+        for (int i = 0; i < o->n; i++)
+            if (!held_by(params[i], o->be) || !held_by(grads[i], o->be))
+                return lt_errf(err, LT_ERR_INTERNAL, "optimizer step: parameter %d or its gradient is not in %s memory",
+                               i, o->be->name);
+    lt_status st = step_consts(o, lr, grad_scale, params, grads, &c, err);
+    for (int i = 0; i < o->n && st == LT_OK; i++) {
+        c.dtype = o->dtype[i];
+        c.n = o->numel[i];
+        c.p = params[i]->data;
+        c.g = grads[i]->data;
+        if (o->be) {
+            c.s1 = o->d1[i] ? o->d1[i]->data : NULL;
+            c.s2 = o->d2[i] ? o->d2[i]->data : NULL;
+            st = o->be->optim_update(o->be, &c, err);
+        } else {
+            c.s1 = o->s1[i];
+            c.s2 = o->s2[i];
+            lt_cpu_optim_update(&c);
+        }
     }
+    return st;
+}
+
+/* ---- the state in a backend's memory ---- */
+
+lt_status lt_optim_to_backend(lt_optim *o, const lt_backend *be, lt_err *err)
+{
+    if (o->be || !be || be->host)
+        return LT_OK;
+    if (!be->optim_update)
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "the %s backend has no optimizer step", be->name);
+    o->d1 = calloc((size_t)o->n + 1, sizeof *o->d1);
+    o->d2 = calloc((size_t)o->n + 1, sizeof *o->d2);
+    if (!o->d1 || !o->d2) {
+        free(o->d1);
+        free(o->d2);
+        o->d1 = o->d2 = NULL;
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    }
+    o->be = be;
+    int k = nstate(o->o.kind);
+    for (int i = 0; i < o->n; i++) {
+        size_t bytes = (size_t)o->numel[i] * lt_dtype_size(o->dtype[i]);
+        for (int j = 0; j < k; j++) {
+            lt_buf **slot = j ? &o->d2[i] : &o->d1[i];
+            if (!(*slot = be->alloc(be, bytes ? bytes : 1))) {
+                lt_optim_drop_backend(o);
+                return lt_errf(err, LT_ERR_NOMEM, "out of %s memory for %zu bytes of optimizer state", be->name,
+                               bytes);
+            }
+        }
+    }
+    lt_status st = lt_optim_push(o, err);
+    if (st != LT_OK)
+        lt_optim_drop_backend(o);
+    return st;
+}
+
+void lt_optim_drop_backend(lt_optim *o)
+{
+    for (int i = 0; o->d1 && i < o->n; i++) {
+        if (o->d1[i])
+            lt_buf_release(o->d1[i]);
+        if (o->d2[i])
+            lt_buf_release(o->d2[i]);
+    }
+    free(o->d1);
+    free(o->d2);
+    o->d1 = o->d2 = NULL;
+    o->be = NULL;
+}
+
+/* copies the state one way: to the backend (up) or back to the host */
+static lt_status state_copy(lt_optim *o, bool up, lt_err *err)
+{
+    if (!o->be)
+        return LT_OK;
+    int k = nstate(o->o.kind);
+    for (int i = 0; i < o->n; i++) {
+        size_t bytes = (size_t)o->numel[i] * lt_dtype_size(o->dtype[i]);
+        for (int j = 0; j < k && bytes; j++) {
+            lt_buf *d = j ? o->d2[i] : o->d1[i];
+            void *h = j ? o->s2[i] : o->s1[i];
+            lt_status st = up ? o->be->upload(o->be, d, h, bytes, err) : o->be->download(o->be, h, d, bytes, err);
+            if (st != LT_OK)
+                return st;
+        }
+    }
+    return LT_OK;
+}
+
+lt_status lt_optim_pull(lt_optim *o, lt_err *err) { return state_copy(o, false, err); }
+lt_status lt_optim_push(lt_optim *o, lt_err *err) { return state_copy(o, true, err); }
+
+lt_status lt_grad_global_norm_on(const lt_backend *be, int n, const lt_tensor *const *grads, double *norm,
+                                 lt_err *err)
+{
+    if (!be || be->host) {
+        *norm = lt_grad_global_norm(n, grads);
+        return LT_OK;
+    }
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        lt_status st = be->sum_squares(be, grads[i], &s, err);
+        if (st != LT_OK)
+            return st;
+        total += s;
+    }
+    *norm = sqrt(total);
     return LT_OK;
 }
 

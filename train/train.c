@@ -292,7 +292,8 @@ static lt_status save_checkpoint(trainer *tr, lt_ckpt_state *c, int e, int64_t s
     c->rng = tr->rng;
     c->loss_sum = loss_sum;
     c->seen = seen;
-    return lt_ckpt_save(tr->o->checkpoint_dir, c, tr->err);
+    lt_status st = lt_trainer_pull(&tr->t, tr->err); /* parameters and state kept on a device */
+    return st == LT_OK ? lt_ckpt_save(tr->o->checkpoint_dir, c, tr->err) : st;
 }
 
 static int stop_requested(const lt_train_opts *o) { return o->stop && *o->stop; }
@@ -396,7 +397,9 @@ static lt_status run_epochs(trainer *tr)
                 ck.step = 0;
             global = ck.global;
             tr->rng = ck.rng;
-            lt_trainer_sync(&tr->t); /* the evaluation copy, in case no epoch is left */
+            st = lt_trainer_push(&tr->t, tr->err); /* to a device, where the run keeps them */
+            if (st == LT_OK)
+                st = lt_trainer_sync(&tr->t, tr->err); /* the evaluation copy, in case no epoch is left */
         }
     }
     int *stopped = o->stopped, stop_dummy = 0;
@@ -458,7 +461,9 @@ static lt_status run_epochs(trainer *tr)
             break;
         double secs = now_s() - te;
         train_time += secs;
-        lt_trainer_sync(&tr->t);
+        st = lt_trainer_sync(&tr->t, tr->err);
+        if (st != LT_OK)
+            break;
         lt_epoch_result r = {e, o->epochs, loss_sum / (double)seen, {NAN, NAN, 0, 0}, lr, secs, global};
         lt_trainer_stats(&tr->t, &r.stats);
         if (tr->atest)

@@ -5,6 +5,7 @@
  * (train.c) drives one, and programs drive one through lt_trainer_*. */
 #include "trainer.h"
 #include "ir/train_mode.h"
+#include "optim.h"
 #include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
@@ -162,14 +163,163 @@ static lt_status check_copies(lt_trainer *t, lt_err *err)
     return LT_OK;
 }
 
-void lt_trainer_sync(lt_trainer *t)
+lt_status lt_trainer_sync(lt_trainer *t, lt_err *err)
 {
+    lt_status st = lt_trainer_pull(t, err);
+    if (st != LT_OK)
+        return st;
     for (int p = 0; p < t->tm->nparams; p++) {
         const lt_tensor *src = &t->tm->params[p].data;
         if (src->dtype != LT_STRING && src->numel > 0)
             memcpy(t->em->params[p].data.data, src->data, (size_t)src->numel * lt_dtype_size(src->dtype));
     }
     t->em_stale = false;
+    return LT_OK;
+}
+
+/* ---- parameters on a device ---- */
+
+static bool trains_on(const lt_backend *be)
+{
+    return be && !be->host && be->optim_update && be->sum_squares && be->accumulate;
+}
+
+static size_t param_bytes(const lt_tensor *t) { return (size_t)t->numel * lt_dtype_size(t->dtype); }
+
+/* The results that carry running statistics, and the parameters they set. */
+static lt_status find_stats(lt_trainer *t, lt_err *err)
+{
+    const lt_block *b = t->tm->main;
+    t->stat_result = calloc((size_t)b->nresults + 1, sizeof *t->stat_result);
+    t->stat_param = calloc((size_t)b->nresults + 1, sizeof *t->stat_param);
+    if (!t->stat_result || !t->stat_param)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    static const char *const sfx[2] = {LT_RUNNING_SUM, LT_RUNNING_COUNT};
+    for (int r = 0; r < b->nresults; r++) {
+        const char *on = b->results[r]->name;
+        size_t l = on ? strlen(on) : 0;
+        for (int k = 0; k < 2; k++) {
+            size_t sl = strlen(sfx[k]);
+            if (l <= sl || strcmp(on + l - sl, sfx[k]) != 0)
+                continue;
+            t->stat_result[r] = true;
+            for (int p = 0; k == 0 && p < t->tm->nparams; p++)
+                if (strlen(t->tm->params[p].name) == l - sl && !strncmp(t->tm->params[p].name, on, l - sl))
+                    t->stat_param[t->nstat++] = p;
+        }
+    }
+    return LT_OK;
+}
+
+/* Moves the trainer's parameters, gradients and optimizer to the training
+ * session's backend, where it has the hooks for that. */
+static lt_status to_device(lt_trainer *t, lt_err *err)
+{
+    const lt_backend *be = lt_session_backend(t->ts);
+    if (!trains_on(be))
+        return LT_OK;
+    lt_module *m = t->tm;
+    t->dparam = calloc((size_t)m->nparams + 1, sizeof *t->dparam);
+    t->dparams = calloc((size_t)t->ngrad + 1, sizeof *t->dparams);
+    if (!t->dparam || !t->dparams)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    t->dev = be;
+    for (int p = 0; p < m->nparams; p++) {
+        const lt_tensor *h = &m->params[p].data;
+        if ((h->dtype != LT_F32 && h->dtype != LT_F64) || h->numel == 0)
+            continue;
+        lt_status st = lt_tensor_alloc_on(&t->dparam[p], be, h->dtype, h->rank, h->dims, err);
+        if (st == LT_OK)
+            st = be->upload(be, t->dparam[p].buf, h->data, param_bytes(h), err);
+        if (st == LT_OK)
+            st = lt_session_bind_param(t->ts, p, &t->dparam[p], err);
+        if (st != LT_OK)
+            return st;
+    }
+    for (int g = 0; g < t->ngrad; g++) {
+        t->dparams[g] = &t->dparam[t->grad_param[g]];
+        if (!t->dparams[g]->buf)
+            return lt_errf(err, LT_ERR_INTERNAL, "%s: trained parameter %d is not on the device", t->path, g);
+    }
+    lt_status st = find_stats(t, err);
+    if (st == LT_OK)
+        st = lt_optim_to_backend(t->opt, be, err);
+    if (st == LT_OK)
+        lt_session_keep_results(t->ts, true);
+    return st;
+}
+
+lt_status lt_trainer_pull(lt_trainer *t, lt_err *err)
+{
+    if (!t->dev || !t->host_stale)
+        return LT_OK;
+    lt_module *m = t->tm;
+    for (int p = 0; p < m->nparams; p++)
+        if (t->dparam[p].buf) {
+            lt_status st = t->dev->download(t->dev, m->params[p].data.data, t->dparam[p].buf,
+                                            param_bytes(&m->params[p].data), err);
+            if (st != LT_OK)
+                return st;
+        }
+    lt_status st = lt_optim_pull(t->opt, err);
+    if (st == LT_OK)
+        t->host_stale = false;
+    return st;
+}
+
+/* Parameter p's host data to its device copy. */
+static lt_status push_param(lt_trainer *t, int p, lt_err *err)
+{
+    if (!t->dev || !t->dparam[p].buf)
+        return LT_OK;
+    const lt_tensor *h = &t->tm->params[p].data;
+    return t->dev->upload(t->dev, t->dparam[p].buf, h->data, param_bytes(h), err);
+}
+
+lt_status lt_trainer_push(lt_trainer *t, lt_err *err)
+{
+    if (!t->dev)
+        return LT_OK;
+    for (int p = 0; p < t->tm->nparams; p++) {
+        lt_status st = push_param(t, p, err);
+        if (st != LT_OK)
+            return st;
+    }
+    lt_status st = lt_optim_push(t->opt, err);
+    if (st == LT_OK)
+        t->host_stale = false;
+    return st;
+}
+
+/* On a device, after a run: the loss and the running statistics come to the
+ * host (the statistics are stored into their parameters there and sent
+ * back, small per-channel vectors), the gradients go to the device where a
+ * host kernel made them. Counted with the run's copies. */
+static lt_status dev_results(lt_trainer *t, int nout, lt_value **out, lt_err *err)
+{
+    lt_copy_stats *c = &t->copies;
+    for (int r = 0; r < nout; r++) {
+        bool grad = r >= 1 && r <= t->ngrad;
+        if (!(r == 0 || grad || (r < t->tm->main->nresults && t->stat_result[r])))
+            continue;
+        lt_value *moved = NULL;
+        lt_status st = lt_value_move(out[r], grad ? t->dev : NULL, &moved, c, err);
+        if (st != LT_OK)
+            return st;
+        if (moved) {
+            lt_value_free(out[r]);
+            out[r] = moved;
+        }
+    }
+    if (t->nstat == 0)
+        return LT_OK;
+    /* only this store and lt_trainer_push write the statistics' device
+     * copies, so their host data is current: the store keeps what it does
+     * not write (a branch not taken) */
+    lt_status st = lt_ir_store_running_stats(t->tm, nout, out, err);
+    for (int i = 0; i < t->nstat && st == LT_OK; i++)
+        st = push_param(t, t->stat_param[i], err);
+    return st;
 }
 
 lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *o, lt_err *err)
@@ -221,6 +371,8 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         st = lt_session_new(t->tm, &t->ts, err);
     if (st == LT_OK)
         st = lt_session_new(t->em, &t->es, err);
+    if (st == LT_OK)
+        st = to_device(t, err);
     return st;
 }
 
@@ -230,6 +382,8 @@ void lt_trainer_fini(lt_trainer *t)
     lt_session_free(t->ts);
     lt_session_free(t->es);
     lt_optim_free(t->opt);
+    for (int p = 0; t->dparam && p < t->tm->nparams; p++)
+        lt_tensor_release(&t->dparam[p]);
     lt_model_free(t->tm);
     lt_model_free(t->em);
     free(t->grad_param);
@@ -238,6 +392,10 @@ void lt_trainer_fini(lt_trainer *t)
     for (int g = 0; t->acc && g < t->ngrad; g++)
         lt_tensor_release(&t->acc[g]);
     free(t->acc);
+    free(t->dparam);
+    free(t->dparams);
+    free(t->stat_param);
+    free(t->stat_result);
     memset(t, 0, sizeof *t);
 }
 
@@ -302,7 +460,7 @@ lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const 
     lt_status st = run_program(t, n, names, inputs, out, err);
     count_run(t);
     if (st == LT_OK)
-        st = lt_ir_store_running_stats(t->tm, nout, out, err);
+        st = t->dev ? dev_results(t, nout, out, err) : lt_ir_store_running_stats(t->tm, nout, out, err);
     for (int g = 0; g < t->ngrad && st == LT_OK; g++) {
         t->grads[g] = lt_value_tensor(out[g + 1]);
         if (!t->grads[g])
@@ -315,19 +473,20 @@ lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const 
             st = lt_errf(err, LT_ERR_RUNTIME, "%s: the loss is %g (diverged: try a lower --lr or --clip-norm)", t->path,
                          *loss);
     }
-    double scale = 1;
+    double scale = 1, norm = 0;
     if (st == LT_OK && t->o->clip_norm > 0) {
-        double norm = lt_grad_global_norm(t->ngrad, t->grads);
-        if (norm > t->o->clip_norm)
+        st = lt_grad_global_norm_on(t->dev, t->ngrad, t->grads, &norm, err);
+        if (st == LT_OK && norm > t->o->clip_norm)
             scale = t->o->clip_norm / norm;
     }
     if (st == LT_OK)
-        st = lt_optim_step(t->opt, lr, scale, t->params, t->grads, err);
+        st = lt_optim_step(t->opt, lr, scale, t->dev ? t->dparams : t->params, t->grads, err);
     for (int i = 0; i < nout; i++)
         lt_value_free(out[i]);
     free(out);
     if (st == LT_OK) {
         t->em_stale = true;
+        t->host_stale = t->dev != NULL;
         t->steps++;
     }
     return st;
@@ -343,8 +502,11 @@ lt_status lt_trainer_accum_in(lt_trainer *t, int n, const char *const *names, lt
         if (!(t->acc = calloc((size_t)t->ngrad, sizeof *t->acc)))
             st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
         for (int g = 0; g < t->ngrad && st == LT_OK; g++) {
-            st = lt_tensor_alloc(&t->acc[g], t->params[g]->dtype, t->params[g]->rank, t->params[g]->dims, err);
-            if (st == LT_OK)
+            st = lt_tensor_alloc_on(&t->acc[g], t->dev, t->params[g]->dtype, t->params[g]->rank, t->params[g]->dims,
+                                    err);
+            if (st == LT_OK && t->dev)
+                st = t->dev->accumulate(t->dev, &t->acc[g], NULL, err);
+            else if (st == LT_OK)
                 memset(t->acc[g].data, 0, lt_tensor_nbytes(&t->acc[g]));
         }
         t->nacc = 0;
@@ -354,7 +516,7 @@ lt_status lt_trainer_accum_in(lt_trainer *t, int n, const char *const *names, lt
         count_run(t);
     }
     if (st == LT_OK)
-        st = lt_ir_store_running_stats(t->tm, nout, out, err);
+        st = t->dev ? dev_results(t, nout, out, err) : lt_ir_store_running_stats(t->tm, nout, out, err);
     if (st == LT_OK) {
         const lt_tensor *L = lt_value_tensor(out[0]);
         *loss = L && L->numel == 1 ? lt_tensor_get_f64(L, 0) : NAN;
@@ -367,6 +529,8 @@ lt_status lt_trainer_accum_in(lt_trainer *t, int n, const char *const *names, lt
         lt_tensor *a = &t->acc[g];
         if (!gr || gr->dtype != a->dtype || gr->numel != a->numel) {
             st = lt_errf(err, LT_ERR_INTERNAL, "%s: gradient %d does not match its parameter", t->path, g);
+        } else if (t->dev) {
+            st = t->dev->accumulate(t->dev, a, gr, err);
         } else if (a->dtype == LT_F64) {
             double *d = a->data;
             const double *src = gr->data;
@@ -394,17 +558,29 @@ lt_status lt_trainer_apply_in(lt_trainer *t, double lr, lt_err *err)
     double scale = 1.0 / (double)t->nacc;
     for (int g = 0; g < t->ngrad; g++)
         t->grads[g] = &t->acc[g];
+    lt_status st = LT_OK;
     if (t->o->clip_norm > 0) {
-        double norm = lt_grad_global_norm(t->ngrad, t->grads) * scale;
-        if (norm > t->o->clip_norm)
+        double norm = 0;
+        st = lt_grad_global_norm_on(t->dev, t->ngrad, t->grads, &norm, err);
+        norm *= scale;
+        if (st == LT_OK && norm > t->o->clip_norm)
             scale *= t->o->clip_norm / norm;
     }
-    lt_status st = lt_optim_step(t->opt, lr, scale, t->params, t->grads, err);
-    for (int g = 0; g < t->ngrad; g++)
-        memset(t->acc[g].data, 0, lt_tensor_nbytes(&t->acc[g]));
+    if (st == LT_OK)
+        st = lt_optim_step(t->opt, lr, scale, t->dev ? t->dparams : t->params, t->grads, err);
+    for (int g = 0; g < t->ngrad; g++) {
+        if (t->dev) {
+            lt_status zs = t->dev->accumulate(t->dev, &t->acc[g], NULL, err);
+            if (st == LT_OK)
+                st = zs;
+        } else {
+            memset(t->acc[g].data, 0, lt_tensor_nbytes(&t->acc[g]));
+        }
+    }
     t->nacc = 0;
     if (st == LT_OK) {
         t->em_stale = true;
+        t->host_stale = t->dev != NULL;
         t->steps++;
     }
     return st;
@@ -413,6 +589,9 @@ lt_status lt_trainer_apply_in(lt_trainer *t, double lr, lt_err *err)
 lt_status lt_trainer_ckpt_state(lt_trainer *t, int64_t n, int64_t B, int64_t steps, lt_ckpt_state *c, lt_err *err)
 {
     lt_module *m = t->tm;
+    lt_status pst = lt_trainer_pull(t, err); /* what a save writes is the device's */
+    if (pst != LT_OK)
+        return pst;
     int nv = 0;
     size_t np = (size_t)m->nparams + 1;
     /* the values and their names share one block, so that freeing c->values frees both */
@@ -512,15 +691,20 @@ lt_status lt_trainer_apply(lt_trainer *t, double lr, lt_err *err)
 
 lt_model *lt_trainer_model(lt_trainer *t)
 {
+    lt_err ignored;
     if (t->em_stale)
-        lt_trainer_sync(t);
+        lt_trainer_sync(t, &ignored); /* a device that fails here fails the next step too */
     return t->em;
 }
 
 lt_status lt_trainer_forward(lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
                              lt_value **outputs, lt_err *err)
 {
-    lt_trainer_model(t);
+    if (t->em_stale) {
+        lt_status st = lt_trainer_sync(t, err);
+        if (st != LT_OK)
+            return st;
+    }
     return lt_session_run(t->es, n, names, inputs, outputs, err);
 }
 
@@ -530,7 +714,12 @@ lt_status lt_trainer_set_param(lt_trainer *t, const char *name, const lt_tensor 
 {
     for (int p = 0; p < t->tm->nparams; p++)
         if (!strcmp(t->tm->params[p].name, name)) {
-            lt_status st = lt_model_set_param(t->tm, p, v, err);
+            /* the other parameters' host data must not go stale behind it */
+            lt_status st = lt_trainer_pull(t, err);
+            if (st == LT_OK)
+                st = lt_model_set_param(t->tm, p, v, err);
+            if (st == LT_OK)
+                st = push_param(t, p, err);
             if (st == LT_OK)
                 t->em_stale = true;
             return st;
@@ -540,7 +729,12 @@ lt_status lt_trainer_set_param(lt_trainer *t, const char *name, const lt_tensor 
 
 lt_status lt_trainer_export(lt_trainer *t, const char *original_onnx, const char *out_path, lt_err *err)
 {
-    return lt_model_export(lt_trainer_model(t), original_onnx, out_path, err);
+    if (t->em_stale) {
+        lt_status st = lt_trainer_sync(t, err);
+        if (st != LT_OK)
+            return st;
+    }
+    return lt_model_export(t->em, original_onnx, out_path, err);
 }
 
 lt_status lt_trainer_save_checkpoint(lt_trainer *t, const char *dir, lt_err *err)
@@ -566,6 +760,8 @@ lt_status lt_trainer_load_checkpoint(lt_trainer *t, const char *dir, lt_err *err
     if (st != LT_OK)
         return st;
     st = lt_ckpt_load(dir, &c, err);
+    if (st == LT_OK)
+        st = lt_trainer_push(t, err);
     if (st == LT_OK) {
         t->steps = c.global;
         t->em_stale = true;

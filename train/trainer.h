@@ -28,6 +28,18 @@ struct lt_trainer {
     lt_copy_stats copies; /* summed over the training program's runs */
     int64_t runs;
     lt_thread_gov gov; /* threads per run (LANTERN_THREAD_GOV=0: always all) */
+    /* On a device backend (the training session's, when it has the
+     * training hooks of backend.h): every float parameter of tm lives in
+     * its memory (dparam[p], bound to the session), gradients stay there
+     * and the optimizer's state and step too; tm's host data is a mirror
+     * brought up to date by lt_trainer_pull (checkpoints, the forward copy,
+     * export) and sent back by lt_trainer_push. */
+    const lt_backend *dev;
+    lt_tensor *dparam;     /* tm->nparams; buf NULL: not bound (strings, integers, empty) */
+    lt_tensor **dparams;   /* ngrad: the trained ones, as params is */
+    bool host_stale;       /* tm's host data lags dparam */
+    int nstat, *stat_param; /* running statistics: parameters the program's stat results update */
+    bool *stat_result;      /* per result: a running-statistic sum or count (brought to the host) */
 };
 
 /* splitmix64: the trainer's seeded generator (shuffling, initialization). */
@@ -49,7 +61,12 @@ lt_status lt_trainer_accum_in(struct lt_trainer *t, int n, const char *const *na
                               double *loss, lt_err *err);
 lt_status lt_trainer_apply_in(struct lt_trainer *t, double lr, lt_err *err);
 /* Copies the training program's parameters into the forward copy. */
-void lt_trainer_sync(struct lt_trainer *t);
+lt_status lt_trainer_sync(struct lt_trainer *t, lt_err *err);
+/* On a device: the parameters and optimizer state to tm's host data and
+ * the optimizer's host state (before they are read or saved), and back
+ * (after they were loaded or set). No-ops on the host. */
+lt_status lt_trainer_pull(struct lt_trainer *t, lt_err *err);
+lt_status lt_trainer_push(struct lt_trainer *t, lt_err *err);
 /* The checkpoint's view of the trainer (position fields left to the caller):
  * every parameter's values and the optimizer of the trained ones; c->values
  * (which holds c->names too) is the caller's to free. */
