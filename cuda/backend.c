@@ -267,6 +267,7 @@ static void ops_fill(void)
     lt_cuda_register_blas(ops);
     lt_cuda_register_dnn(ops);
     lt_cuda_register_norm(ops);
+    lt_cuda_register_index(ops);
 }
 
 static lt_kernel_fn cuda_kernel(const lt_backend *be, const lt_node *n, uint64_t *host_inputs)

@@ -109,6 +109,7 @@ void lt_cuda_register_kernels(lt_cu_op *tab);
 void lt_cuda_register_blas(lt_cu_op *tab);
 void lt_cuda_register_dnn(lt_cu_op *tab);
 void lt_cuda_register_norm(lt_cu_op *tab);
+void lt_cuda_register_index(lt_cu_op *tab);
 
 /* The kernel the cuda backend would run node n with (NULL: the host runs
  * it), as at plan time; needs no device (tests of the kernel table). */

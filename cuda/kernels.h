@@ -98,6 +98,35 @@ cudaError_t lt_cu_dropout(cudaStream_t s, bool f64, const void *x, const uint8_t
 /* y[0..n) = v. */
 cudaError_t lt_cu_fill(cudaStream_t s, bool f64, void *y, int64_t n, double v);
 
+/* ---- indexing and padding (index.cu); offsets and indices checked and
+ * normalized on the host ---- */
+/* GatherElements: y[i] = x[walk(i) + idx[i] axstride], sh walking the
+ * indices' shape with data's strides in st[0] (0 on the axis); the
+ * gradient adds dy[i] there into dx (zeroed by the caller). */
+cudaError_t lt_cu_gather_elements(cudaStream_t s, size_t es, const void *x, const int64_t *idx, void *y,
+                                  const lt_cu_shape *sh, int64_t axstride);
+cudaError_t lt_cu_gather_elements_grad(cudaStream_t s, bool f64, const void *dy, const int64_t *idx, void *dx,
+                                       const lt_cu_shape *sh, int64_t axstride);
+/* GatherND: y[j slice + e] = x[off[j] + e] for j < nt. */
+cudaError_t lt_cu_gather_slices(cudaStream_t s, size_t es, const void *x, const int64_t *off, void *y, int64_t nt,
+                                int64_t slice);
+/* ScatterND onto y (a copy of data already): y[off[j] + e] (red)=
+ * u[src[j] slice + e] for j < nt. */
+enum { LT_CU_RED_NONE, LT_CU_RED_ADD, LT_CU_RED_MUL, LT_CU_RED_MAX, LT_CU_RED_MIN };
+cudaError_t lt_cu_scatter_slices(cudaStream_t s, bool f64, void *y, const int64_t *off, const int64_t *src,
+                                 const void *u, int64_t nt, int64_t slice, int red);
+/* Pad through per-axis maps (map + off[a]: the input index of each output
+ * index along axis a, -1 for the constant); sh walks the output (dims) with
+ * the input's strides (st[0]). The gradient adds dy into dx (zeroed by the
+ * caller) through the same maps. */
+typedef struct lt_cu_pad_maps {
+    int64_t off[LT_CU_MAX_RANK];
+} lt_cu_pad_maps;
+cudaError_t lt_cu_pad(cudaStream_t s, bool f64, const void *x, void *y, const int64_t *map, const lt_cu_shape *sh,
+                      const lt_cu_pad_maps *mp, double cval);
+cudaError_t lt_cu_pad_grad(cudaStream_t s, bool f64, const void *dy, void *dx, const int64_t *map,
+                           const lt_cu_shape *sh, const lt_cu_pad_maps *mp);
+
 /* ---- training (optim.cu) ---- */
 /* the optimizers, numbered as lantern.h's lt_optim_kind */
 enum { LT_CU_OPT_SGD, LT_CU_OPT_MOMENTUM, LT_CU_OPT_NESTEROV, LT_CU_OPT_ADAGRAD, LT_CU_OPT_ADAM, LT_CU_OPT_ADAMW };

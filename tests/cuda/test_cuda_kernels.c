@@ -499,6 +499,95 @@ static void test_movement(void **state)
     free_all(1, in);
 }
 
+/* ---- indexing and padding ---- */
+static void test_index(void **state)
+{
+    (void)state;
+    /* GatherElements on axis 1, indices narrower than data on axis 2, a
+     * negative index and repeats; its gradient adds the repeats up */
+    int64_t d[3] = {3, 4, 5}, id[3] = {3, 6, 4}, ge[72];
+    for (int i = 0; i < 72; i++)
+        ge[i] = (i * 7) % 8 - 4; /* -4..3 */
+    lt_value *x = tu_rand(LT_F32, 3, d, -1, 1, 1700);
+    lt_value *gin[2] = {x, NULL};
+    {
+        double v[72];
+        for (int i = 0; i < 72; i++)
+            v[i] = (double)ge[i];
+        gin[1] = tu_from(LT_I64, 3, id, v);
+    }
+    tu_graph g = tu_single(LT_OP_GATHER_ELEMENTS, 13, 2, 1);
+    tu_attr_int(&g, "axis", 1);
+    check(&g, 2, gin, 0, "GatherElements");
+    tu_free(&g);
+    tu_graph gg = tu_single(LT_OP_GATHER_ELEMENTS_GRAD, 13, 3, 1);
+    tu_attr_int(&gg, "axis", 1);
+    lt_value *ggin[3] = {tu_rand(LT_F32, 3, id, -1, 1, 1701), gin[1], x};
+    check(&gg, 3, ggin, 1e-5, "GatherElementsGrad");
+    lt_value_free(ggin[0]);
+    tu_free(&gg);
+    lt_value_free(gin[1]);
+    /* GatherND: tuples of 2 into (3, 4, 5), then batch_dims 1 */
+    int64_t nd[3] = {2, 3, 2}, ndv[12] = {0, 1, 2, -1, 1, 3, 2, 0, -3, 2, 0, 0};
+    lt_value *nin[2] = {x, ints(3, nd, ndv)};
+    tu_graph gn = tu_single(LT_OP_GATHER_ND, 13, 2, 1);
+    check(&gn, 2, nin, 0, "GatherND");
+    tu_free(&gn);
+    int64_t nb[2] = {3, 1}, nbv[3] = {3, -1, 0};
+    lt_value *nbin[2] = {x, ints(2, nb, nbv)};
+    tu_graph gb = tu_single(LT_OP_GATHER_ND, 13, 2, 1);
+    tu_attr_int(&gb, "batch_dims", 1);
+    check(&gb, 2, nbin, 0, "GatherND batch_dims 1");
+    tu_free(&gb);
+    lt_value_free(nbin[1]);
+    /* ScatterND: rows of (3, 4, 5) at tuples of 2 with a repeated tuple
+     * (none: the last wins; the reductions combine both) */
+    int64_t sd[2] = {4, 2}, sdv[8] = {0, 1, 2, 3, 0, 1, -1, 0}, ud[2] = {4, 5};
+    lt_value *sin[3] = {x, ints(2, sd, sdv), tu_rand(LT_F32, 2, ud, 0.5, 2, 1702)};
+    static const char *const reds[] = {"none", "add", "mul", "max", "min"};
+    for (int i = 0; i < 5; i++) {
+        tu_graph gs = tu_single(LT_OP_SCATTER_ND, 18, 3, 1);
+        tu_attr_str(&gs, "reduction", reds[i]);
+        char what[64];
+        snprintf(what, sizeof what, "ScatterND reduction %s", reds[i]);
+        check(&gs, 3, sin, 1e-6, what);
+        tu_free(&gs);
+    }
+    lt_value_free(sin[1]);
+    lt_value_free(sin[2]);
+    lt_value_free(nin[1]);
+    /* Pad in every mode: pads larger than an axis (reflect and wrap go
+     * around), a negative pad (a crop), axes given; then PadGrad */
+    static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+    int64_t two[1] = {2}, four[1] = {4}, axv[2] = {-1, 0}, pv[4] = {6, -1, 2, 3}, pcv[1] = {0};
+    (void)pcv;
+    for (int m = 0; m < 4; m++) {
+        lt_value *pin[4] = {x, ints(1, four, pv), tu_from(LT_F32, 0, NULL, (const double[]){0.75}),
+                            ints(1, two, axv)};
+        tu_graph gp = tu_single(LT_OP_PAD, 19, 4, 1);
+        tu_attr_str(&gp, "mode", modes[m]);
+        char what[64];
+        snprintf(what, sizeof what, "Pad %s", modes[m]);
+        check(&gp, 4, pin, 0, what);
+        lt_value *y[1] = {NULL};
+        lt_err err;
+        setenv("LANTERN_BACKEND", "cpu", 1);
+        assert_int_equal(tu_run(&gp, pin, y, &err), LT_OK);
+        tu_free(&gp);
+        tu_graph gpg = tu_single(LT_OP_PAD_GRAD, 19, 5, 1);
+        tu_attr_str(&gpg, "mode", modes[m]);
+        lt_value *pgin[5] = {tu_rand(LT_F32, y[0]->t.rank, y[0]->t.dims, -1, 1, 1710 + (uint64_t)m), x, pin[1],
+                             pin[2], pin[3]};
+        snprintf(what, sizeof what, "PadGrad %s", modes[m]);
+        check(&gpg, 5, pgin, 1e-5, what);
+        tu_free(&gpg);
+        lt_value_free(pgin[0]);
+        lt_value_free(y[0]);
+        free_all(3, pin + 1);
+    }
+    lt_value_free(x);
+}
+
 int main(void)
 {
     lt_err err;
@@ -514,7 +603,7 @@ int main(void)
         cmocka_unit_test(test_gemm),   cmocka_unit_test(test_matmul), cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
-        cmocka_unit_test(test_movement),
+        cmocka_unit_test(test_movement), cmocka_unit_test(test_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
