@@ -279,7 +279,10 @@ static lt_status k_conv(lt_kctx *k)
             e = cudnnConvolutionForward(st->dnn, f64 ? (void *)&one : (void *)&onef, j.xdesc, x->data, j.wdesc,
                                         w->data, j.cdesc, (cudnnConvolutionFwdAlgo_t)algo, ws, wsz,
                                         f64 ? (void *)&zero : (void *)&zerof, j.ydesc, y->data);
-        if (e != CUDNN_STATUS_SUCCESS)
+        if (wsz && !ws)
+            s = lt_k_fail(k, LT_ERR_NOMEM, "out of device memory: %zu bytes of convolution workspace asked, %zu in use",
+                          wsz, st->in_use);
+        else if (e != CUDNN_STATUS_SUCCESS)
             s = lt_cuda_kfail(k, __FILE__, __LINE__, "cudnnConvolutionForward", "cuDNN", cudnnGetErrorString(e));
         else if (bias) {
             if (bias->numel != yd[1] || bias->dtype != x->dtype) {
@@ -342,7 +345,10 @@ static lt_status k_conv_grad(lt_kctx *k)
                                                    (cudnnConvolutionBwdFilterAlgo_t)algo, ws, wsz, pb, j.wdesc,
                                                    out->data);
         }
-        if (e != CUDNN_STATUS_SUCCESS)
+        if (wsz && !ws)
+            s = lt_k_fail(k, LT_ERR_NOMEM, "out of device memory: %zu bytes of convolution workspace asked, %zu in use",
+                          wsz, st->in_use);
+        else if (e != CUDNN_STATUS_SUCCESS)
             s = lt_cuda_kfail(k, __FILE__, __LINE__, data ? "cudnnConvolutionBackwardData" : "cudnnConvolutionBackwardFilter",
                               "cuDNN", cudnnGetErrorString(e));
     }

@@ -305,8 +305,12 @@ static lt_status move_tensor(lt_tensor *dst, const lt_tensor *src, const lt_back
     const lt_backend *from = tensor_backend(src);
     size_t n = lt_tensor_nbytes(src);
     lt_buf *b = to ? to->alloc(to, n ? n : 1) : lt_buf_alloc(n ? n : 1);
-    if (!b)
-        return lt_errf(err, LT_ERR_NOMEM, "out of memory copying %zu bytes to %s", n, to ? to->name : "the host");
+    if (!b) {
+        if (to)
+            return lt_errf(err, LT_ERR_NOMEM, "out of %s memory copying %zu bytes there (%zu bytes of it in use)",
+                           to->name, n, to->bytes_in_use(to));
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory copying %zu bytes to the host", n);
+    }
     lt_status s;
     if (to) { /* host -> device (a device -> device move goes through the host) */
         s = to->upload(to, b, src->data, n, err);

@@ -348,9 +348,12 @@ lt_status lt_tensor_alloc_on(lt_tensor *t, const lt_backend *be, lt_dtype dtype,
     if (dtype == LT_STRING)
         be = NULL; /* strings are the host's */
     lt_buf *b = be && !be->host ? be->alloc(be, bytes) : lt_buf_alloc(bytes);
-    if (!b)
-        return lt_errf(err, LT_ERR_NOMEM, "out of memory allocating %zu bytes%s%s", bytes, be ? " on " : "",
-                       be ? be->name : "");
+    if (!b) {
+        if (be && !be->host)
+            return lt_errf(err, LT_ERR_NOMEM, "out of %s memory allocating %zu bytes (%zu bytes of it in use)",
+                           be->name, bytes, be->bytes_in_use(be));
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
+    }
     t->dtype = dtype;
     t->rank = rank;
     for (int i = 0; i < rank; i++)
