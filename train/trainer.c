@@ -211,8 +211,28 @@ static lt_status find_stats(lt_trainer *t, lt_err *err)
     return LT_OK;
 }
 
+/* Whether a node of b (or of its regions) that the backend runs reads
+ * parameter p there (not as an input it reads on the host). */
+static bool read_on(const lt_backend *be, const lt_block *b, int p)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int j = 0; j < n->nin; j++) {
+            uint64_t host_in = 0;
+            if (n->in[j] && n->in[j]->param == p && be->kernel(be, n, &host_in) && j < 64 && !((host_in >> j) & 1))
+                return true;
+        }
+        for (int r = 0; r < n->nregions; r++)
+            if (read_on(be, n->regions[r], p))
+                return true;
+    }
+    return false;
+}
+
 /* Moves the trainer's parameters, gradients and optimizer to the training
- * session's backend, where it has the hooks for that. */
+ * session's backend, where it has the hooks for that: the trained
+ * parameters, and the others that a node on the backend reads (a parameter
+ * only host kernels read stays on the host, with no copy per step). */
 static lt_status to_device(lt_trainer *t, lt_err *err)
 {
     const lt_backend *be = lt_session_backend(t->ts);
@@ -224,18 +244,26 @@ static lt_status to_device(lt_trainer *t, lt_err *err)
     if (!t->dparam || !t->dparams)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
     t->dev = be;
+    bool *trained = calloc((size_t)m->nparams + 1, sizeof *trained);
+    if (!trained)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    for (int g = 0; g < t->ngrad; g++)
+        trained[t->grad_param[g]] = true;
     for (int p = 0; p < m->nparams; p++) {
         const lt_tensor *h = &m->params[p].data;
-        if ((h->dtype != LT_F32 && h->dtype != LT_F64) || h->numel == 0)
+        if ((h->dtype != LT_F32 && h->dtype != LT_F64) || h->numel == 0 || (!trained[p] && !read_on(be, m->main, p)))
             continue;
         lt_status st = lt_tensor_alloc_on(&t->dparam[p], be, h->dtype, h->rank, h->dims, err);
         if (st == LT_OK)
             st = be->upload(be, t->dparam[p].buf, h->data, param_bytes(h), err);
         if (st == LT_OK)
             st = lt_session_bind_param(t->ts, p, &t->dparam[p], err);
-        if (st != LT_OK)
+        if (st != LT_OK) {
+            free(trained);
             return st;
+        }
     }
+    free(trained);
     for (int g = 0; g < t->ngrad; g++) {
         t->dparams[g] = &t->dparam[t->grad_param[g]];
         if (!t->dparams[g]->buf)
