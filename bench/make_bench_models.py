@@ -16,6 +16,8 @@ test; nothing here is committed) into OUT (default build/bench_models):
   squeezenet   3x32x32         64     SGD momentum     torchvision squeezenet1_1(num_classes=10)
   resnet18     3x32x32         64     SGD momentum     torchvision resnet18(num_classes=10), BatchNorm
                                                        on batch statistics (lantern's train mode)
+  resnet50     3x32x32         64     SGD momentum     bench/make_resnet50.py's ResNet-50 with a 10-class
+                                                       head (the GPU benchmark's; written only when named)
   transformer  28x28           128    Adam             pre-LN encoder: 28 tokens (image rows) of 28
                                                        features -> d 32, 2 blocks, 4 heads, GELU MLP
                                                        128, final LayerNorm, mean over tokens, fc 10
@@ -37,6 +39,7 @@ Run it with Debian's python3 (torch 1.13, torchvision, onnx 1.12)."""
 import argparse
 import copy
 import gzip
+import inspect
 import os
 import shutil
 import sys
@@ -58,10 +61,12 @@ CASES = [
     ("lstm", 128, "momentum", 0.01, (28, 28)),
     ("squeezenet", 64, "momentum", 0.01, (3, 32, 32)),
     ("resnet18", 64, "momentum", 0.01, (3, 32, 32)),
+    ("resnet50", 64, "momentum", 0.01, (3, 32, 32)),
     ("transformer", 128, "adam", 0.001, (28, 28)),
     ("treelstm", 1, "adagrad", 0.05, None),
 ]
 SHIPPED = ("mlp", "cnn", "rnn_loop", "lstm", "treelstm")
+ON_REQUEST = ("resnet50",)  # big: written (and listed in bench.txt) only when named
 TREE_LEN = (10, 30)  # words per benchmark sentence (SST's sentences average about 19)
 
 
@@ -109,12 +114,18 @@ class TinyTransformer(torch.nn.Module):
 def build(name):
     """The torch module of a benchmark model, default-initialised under a
     fixed seed (torch_bench.py then loads NAME.pt into it where there is one)."""
-    import torchvision
     torch.manual_seed(1234)
+    if name in ("squeezenet", "resnet18"):
+        import torchvision
     if name == "squeezenet":
         return torchvision.models.squeezenet1_1(num_classes=10)
     if name == "resnet18":
         return torchvision.models.resnet18(num_classes=10)
+    if name == "resnet50":
+        import make_resnet50
+        m = make_resnet50.ResNet50()
+        m.fc = torch.nn.Linear(2048, 10)
+        return m
     if name == "transformer":
         return TinyTransformer()
     import make_models as mm  # the shipped models' classes
@@ -133,6 +144,11 @@ def build(name):
 
 
 def idx_images(n):
+    """n Fashion-MNIST training images and labels; seeded uniform images and
+    random labels where the dataset is not installed (a GPU machine)."""
+    if not os.path.exists(os.path.join(FASHION, "train-images-idx3-ubyte.gz")):
+        rng = np.random.default_rng(7)
+        return (rng.random((n, 28, 28), dtype=np.float32), rng.integers(0, 10, n).astype(np.int64))
     with gzip.open(os.path.join(FASHION, "train-images-idx3-ubyte.gz")) as f:
         raw = f.read()
     x = np.frombuffer(raw, dtype=np.uint8, offset=16).reshape(-1, 28, 28)[:n].astype(np.float32) / 255.0
@@ -146,9 +162,11 @@ def export(model, shape, path, opset, train_mode=False):
     m = copy.deepcopy(model)
     m.train(train_mode)
     # PRESERVE: the default (EVAL) folds each BatchNormalization into its Conv
+    # torch 2.x: the TorchScript exporter, which takes these arguments
+    kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(m, torch.zeros((2,) + shape), path, input_names=["x"], output_names=["logits"],
                       dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}}, opset_version=opset,
-                      do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE, **kw)
     onnx.checker.check_model(onnx.load(path))
 
 
@@ -163,6 +181,8 @@ def main():
     torch.set_num_threads(2)
     lines = ["# NAME BATCH OPTIM LR (written by bench/make_bench_models.py)"]
     for name, batch, optim, lr, shape in CASES:
+        if name in ON_REQUEST and name not in a.names and not os.path.exists(os.path.join(a.out, name + ".onnx")):
+            continue
         lines.append("%s %d %s %g" % (name, batch, optim, lr))
         if name not in names:
             continue

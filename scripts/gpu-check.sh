@@ -4,15 +4,22 @@
 #   1. the machine: nvidia-smi, nvcc and cuDNN found (OUTDIR/env.txt)
 #   2. a CUDA build for this GPU's arch only, in build-gpu (OUTDIR/build.log)
 #   3. the CUDA suites: every kernel against the CPU (test_cuda_kernels), the
-#      CNN's loss curve on cuda against the CPU's (test_cuda_train), and
-#      test_backend_open (OUTDIR/cuda-tests.log)
-#   4. the training-step benchmark (bench_train) on cuda and on the CPU for
-#      the bench models, when bench/make_bench_models.py can write them with
-#      this machine's python3 (OUTDIR/bench-cuda.txt, bench-cpu.txt)
+#      optimizer kernels against the host's (test_cuda_optim), the CNN's loss
+#      curve on cuda against the CPU's (test_cuda_train, also in
+#      OUTDIR/cnn-loss-curve.txt), and test_backend_open and test_cli_device
+#      (OUTDIR/cuda-tests.log)
+#   4. the GPU benchmark: the CNN, SqueezeNet 1.1 and ResNet-50 on 3x32x32
+#      (batch 64), the LSTM, the Loop-RNN and the TreeLSTM, one training step
+#      on lantern's cuda backend and in this machine's PyTorch on the same GPU
+#      (bench/torch_gpu_bench.py: CUDA events, medians after warm-up), with
+#      the ratios (OUTDIR/bench-gpu.txt); the models come from
+#      bench/make_bench_models.py run with this machine's python3
 # and a summary in OUTDIR/summary.txt. Each step has a time limit and the
 # script goes on after a failure; its exit status is that of step 3.
 # BUILD=dir changes the build folder; CUDNN_ROOT=dir points at a cuDNN 9
-# outside the toolkit (else a Python environment's nvidia/cudnn is tried).
+# outside the toolkit; else, where the toolkit has no cuDNN, the nvidia/cudnn
+# package of python3's environment (PyTorch's) is used, for the build (CMake
+# hint) and at run time (LD_LIBRARY_PATH). PYTHON=... picks that python.
 set -u
 OUT=${1:?usage: scripts/gpu-check.sh OUTDIR}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
@@ -33,15 +40,17 @@ elapsed() { echo $(($(date +%s) - START)); }
 } >"$OUT/env.txt"
 CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
 ARCH=${CAP:-90}
+PY=${PYTHON:-python3}
 CUDNN_ARG=""
+if [ -z "${CUDNN_ROOT:-}" ] &&
+    ! { [ -e /usr/local/cuda/include/cudnn.h ] && ls /usr/local/cuda/lib64/libcudnn.so* >/dev/null 2>&1; }; then
+    # a namespace package: its folder is in __path__ (__file__ is None)
+    CUDNN_ROOT=$("$PY" -c 'import nvidia.cudnn as c; print(list(c.__path__)[0])' 2>/dev/null)
+fi
 if [ -n "${CUDNN_ROOT:-}" ]; then
     CUDNN_ARG="-DLANTERN_CUDNN_ROOT=$CUDNN_ROOT"
-elif [ ! -e /usr/local/cuda/include/cudnn.h ]; then
-    PYCUDNN=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.dirname(c.__file__) if c.__file__ else list(c.__path__)[0])' 2>/dev/null)
-    if [ -n "$PYCUDNN" ]; then
-        CUDNN_ARG="-DLANTERN_CUDNN_ROOT=$PYCUDNN"
-        export LD_LIBRARY_PATH="$PYCUDNN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    fi
+    export LD_LIBRARY_PATH="$CUDNN_ROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "cuDNN: $CUDNN_ROOT ($(ls "$CUDNN_ROOT"/lib 2>/dev/null | tr '\n' ' '))" >>"$OUT/env.txt"
 fi
 note "gpu-check: arch sm_$ARCH, cuDNN ${CUDNN_ARG:-from the CUDA toolkit}, build $BUILD, $JOBS jobs"
 
@@ -49,7 +58,7 @@ note "gpu-check: arch sm_$ARCH, cuDNN ${CUDNN_ARG:-from the CUDA toolkit}, build
 if timeout 300 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLANTERN_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES="$ARCH" $CUDNN_ARG >"$OUT/build.log" 2>&1 &&
     timeout 300 cmake --build "$BUILD" -j"$JOBS" --target lantern test_cuda_kernels test_cuda_train test_cuda_plan \
-        test_backend_open bench_train >>"$OUT/build.log" 2>&1; then
+        test_cuda_optim test_backend_open test_cli_device bench_train >>"$OUT/build.log" 2>&1; then
     note "build: ok ($(elapsed) s)"
 else
     note "build: FAILED (see build.log, $(elapsed) s)"
@@ -61,32 +70,31 @@ fi
 (cd "$BUILD" && timeout 300 ctest -L cuda --output-on-failure -V) \
     >"$OUT/cuda-tests.log" 2>&1
 TESTS=$?
-(cd "$BUILD" && timeout 60 ctest -R '^test_backend_open$' --output-on-failure) >>"$OUT/cuda-tests.log" 2>&1 ||
-    TESTS=1
+(cd "$BUILD" && timeout 120 ctest -R '^(test_backend_open|test_cli_device)$' --output-on-failure) \
+    >>"$OUT/cuda-tests.log" 2>&1 || TESTS=1
 grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*" "$OUT/cuda-tests.log" | tail -12 >>"$SUMMARY"
 grep -E "step +[0-9]+: cpu " "$OUT/cuda-tests.log" >"$OUT/cnn-loss-curve.txt" 2>/dev/null
 note "cuda suites: exit $TESTS ($(elapsed) s); the CNN's loss curves side by side in cnn-loss-curve.txt"
 
-# ---- 4. the benchmark ----
+# ---- 4. the GPU benchmark: lantern's cuda backend against PyTorch ----
 MODELS=$BUILD/bench_models
-if [ ! -e "$MODELS/bench.txt" ]; then
-    mkdir -p "$MODELS"
-    (cd "$SRC" && timeout 180 python3 bench/make_bench_models.py --out "$MODELS") >"$OUT/bench-models.log" 2>&1 ||
-        note "bench models: make_bench_models.py failed (see bench-models.log)"
-fi
+GPU_MODELS="cnn squeezenet resnet50 lstm rnn_loop treelstm"
+mkdir -p "$MODELS"
+(cd "$SRC" && timeout 200 "$PY" bench/make_bench_models.py --out "$MODELS" $GPU_MODELS) >"$OUT/bench-models.log" 2>&1 ||
+    note "bench models: make_bench_models.py failed (see bench-models.log)"
 if [ -e "$MODELS/bench.txt" ]; then
-    for be in cuda cpu; do
-        LEFT=$((460 - $(elapsed)))
-        if [ "$LEFT" -lt 30 ]; then
-            note "bench $be: skipped, the 8-minute budget is spent"
-            continue
-        fi
-        LANTERN_BACKEND=$be OMP_NUM_THREADS=$JOBS OMP_WAIT_POLICY=passive timeout "$LEFT" \
-            "$BUILD/bench/bench_train" --warmup 3 --iters 10 "$MODELS" >"$OUT/bench-$be.txt" 2>&1 ||
-            note "bench $be: exit $? (see bench-$be.txt)"
-        note "bench $be: ($(elapsed) s)"
-        cat "$OUT/bench-$be.txt" >>"$SUMMARY"
-    done
+    LEFT=$((470 - $(elapsed)))
+    if [ "$LEFT" -lt 40 ]; then
+        note "bench: skipped, the 8-minute budget is spent"
+    else
+        # the rows so far are printed when the budget runs out
+        OMP_NUM_THREADS=$JOBS OMP_WAIT_POLICY=passive timeout "$LEFT" "$PY" "$SRC/bench/torch_gpu_bench.py" \
+            --lantern "$BUILD/bench/bench_train" --models "$MODELS" --warmup 5 --iters 20 \
+            --budget $((LEFT - 40)) $GPU_MODELS >"$OUT/bench-gpu.txt" 2>&1 ||
+            note "bench: exit $? (see bench-gpu.txt)"
+        note "bench ($(elapsed) s):"
+        cat "$OUT/bench-gpu.txt" >>"$SUMMARY"
+    fi
 fi
 note "gpu-check: done in $(elapsed) s"
 exit $TESTS
