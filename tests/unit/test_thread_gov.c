@@ -112,7 +112,7 @@ static void training_unchanged(void **state)
     float *p[2] = {NULL, NULL};
     int64_t np = 0;
     for (int run = 0; run < 2; run++) {
-        setenv("LANTERN_THREAD_GOV", run ? "0" : "1", 1);
+        setenv("LANTERN_THREAD_GOV", run ? "0" : "1", 1); /* on, then off */
         lt_train_opts o;
         lt_train_defaults(&o);
         o.seed = 7;
