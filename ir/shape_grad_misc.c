@@ -1,7 +1,8 @@
 /* Shape inference rules: grad_misc family. Each gradient has the type of
  * the forward value it belongs to: ReduceSumLike g's element type in like's
  * shape, the softmax grads dy's type, the loss grads the scores' type, and
- * the gather / Slice / Pad grads dy's element type in the data's shape. */
+ * the gather / Slice / Pad grads dy's element type in the data's shape;
+ * FusedElementwise's outputs input 0's type. */
 #include "infer.h"
 
 /* Output 0: element type of input `dt_from`, shape of input `shape_from`
@@ -96,8 +97,23 @@ static lt_status infer_slice_pad_grad(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* FusedElementwise: every output has input 0's type (a full operand) */
+static lt_status infer_fused_elementwise(lt_infer_ctx *c, lt_node *n)
+{
+    lt_status s = LT_OK;
+    if (!needs(c, n, 1, &s))
+        return s;
+    for (int j = 0; j < n->nout; j++)
+        if (n->out[j]) {
+            n->out[j]->type = n->in[0]->type;
+            n->out[j]->type.kind = LT_KIND_TENSOR;
+        }
+    return LT_OK;
+}
+
 void lt_infer_register_grad_misc(lt_infer_fn *tab)
 {
+    tab[LT_OP_FUSED_ELEMENTWISE] = infer_fused_elementwise;
     tab[LT_OP_REDUCE_SUM_LIKE] = infer_reduce_sum_like;
     tab[LT_OP_SOFTMAX_GRAD] = infer_same_as_dy;
     tab[LT_OP_LOG_SOFTMAX_GRAD] = infer_same_as_dy;

@@ -4,6 +4,7 @@
  * the running statistics it returns, clips and updates. lt_train's loop
  * (train.c) drives one, and programs drive one through lt_trainer_*. */
 #include "trainer.h"
+#include "ir/fuse_elementwise.h"
 #include "ir/train_mode.h"
 #include "optim.h"
 #include <fnmatch.h>
@@ -350,6 +351,16 @@ static lt_status dev_results(lt_trainer *t, int nout, lt_value **out, lt_err *er
     return st;
 }
 
+/* Whether the training program runs on a CPU backend (LANTERN_BACKEND):
+ * fused elementwise chains are a CPU kernel, a GPU backend has its own
+ * kernels for the ops themselves. */
+static bool on_cpu(void)
+{
+    lt_err e;
+    const lt_backend *be = lt_backend_from_env(&e);
+    return !be || strncmp(be->name, "cpu", 3) == 0;
+}
+
 lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *o, lt_err *err)
 {
     t->o = o;
@@ -393,6 +404,8 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
                  path, all_stats - nstats, all_stats);
         o->on_note(note, o->user);
     }
+    if (st == LT_OK && on_cpu())
+        st = lt_ir_fuse_elementwise(t->tm, err);
     if (st == LT_OK)
         st = lt_optim_new(&o->optim, t->ngrad, (const lt_tensor *const *)t->params, &t->opt, err);
     if (st == LT_OK)

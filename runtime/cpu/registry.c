@@ -20,6 +20,7 @@ void lt_cpu_register_deform_conv(lt_kernel_fn *tab);
 void lt_cpu_register_flex_attention(lt_kernel_fn *tab);
 void lt_cpu_register_ml_ops(lt_kernel_fn *tab);
 void lt_cpu_register_image_decoder(lt_kernel_fn *tab);
+void lt_cpu_register_fused_elementwise(lt_kernel_fn *tab);
 
 static void fill(void)
 {
@@ -49,6 +50,7 @@ static void fill(void)
     lt_cpu_register_flex_attention(lt_cpu_kernels);
     lt_cpu_register_ml_ops(lt_cpu_kernels);
     lt_cpu_register_image_decoder(lt_cpu_kernels);
+    lt_cpu_register_fused_elementwise(lt_cpu_kernels);
 }
 
 void lt_cpu_kernels_init(void)
