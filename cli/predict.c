@@ -10,9 +10,11 @@ static const char *const fashion_names[10] = {"T-shirt/top", "Trouser", "Pullove
 static const char *const cifar_names[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
                                             "dog",      "frog",       "horse", "ship", "truck"};
 
-/* class c's name for the data named by spec, in buf */
-static const char *class_name(const char *spec, int64_t c, char *buf, size_t len)
+/* class c's name for the data named by spec (d), in buf */
+static const char *class_name(const char *spec, const lt_dataset *d, int64_t c, char *buf, size_t len)
 {
+    if (lt_dataset_class_name(d, c))
+        return lt_str_printable(lt_dataset_class_name(d, c), buf, len);
     if (c >= 0 && c < 10 && !strncmp(spec, "fashion-mnist", 13))
         return fashion_names[c];
     if (c >= 0 && c < 10 && !strncmp(spec, "cifar10", 7))
@@ -24,7 +26,7 @@ static const char *class_name(const char *spec, int64_t c, char *buf, size_t len
 #define PREDICT_OPTIONS(X)                                                                                           \
     X(P_DATA, "--data", "SPEC",                                                                                      \
       "the dataset whose test split is classified (fashion-mnist[=DIR] | mnist=DIR | cifar10=DIR | npz=FILE "        \
-      "| onnx-pb=DIR)", "fashion-mnist", 0)                                                                          \
+      "| onnx-pb=DIR | csv=FILE,TEST | npy=X,Y,X_TEST,Y_TEST | images=DIR[,TEST_DIR])", "fashion-mnist", 0)                                                                          \
     X(P_COUNT, "--count", "N", "how many test samples, from the first", "10", 0)
 typedef enum { PREDICT_OPTIONS(LT_OPT_ENUM) } predict_opt;
 static const lt_cli_opt predict_opts[] = {PREDICT_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
@@ -113,7 +115,7 @@ static int cmd_predict(const lt_cli_args *a)
         int64_t truth = ((const int64_t *)lt_value_tensor(y)->data)[i];
         correct += best == truth;
         char pb[32], tb[32];
-        printf("%-6ld %-14s %-14s%s\n", i, class_name(spec, best, pb, sizeof pb), class_name(spec, truth, tb, sizeof tb),
+        printf("%-6ld %-14s %-14s%s\n", i, class_name(spec, d, best, pb, sizeof pb), class_name(spec, d, truth, tb, sizeof tb),
                best == truth ? "" : "  (wrong)");
     }
     printf("accuracy on %ld test samples: %.4f\n", count, (double)correct / (double)count);

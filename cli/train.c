@@ -185,7 +185,7 @@ static int norm_arg(const char *opt, const char *s, int *n, double *v, int max)
 #define DATA_OPTIONS(X, P, DATA_DEF)                                                                                 \
     X(P##_DATA, "--data", "SPEC",                                                                                    \
       "the dataset: fashion-mnist[=DIR] | mnist=DIR | cifar10=DIR | npz=FILE | onnx-pb=DIR | csv=FILE[,TEST] | "     \
-      "npy=X,Y[,X_TEST,Y_TEST] (SPEC in lantern help train)", DATA_DEF, 0)                                           \
+      "npy=X,Y[,X_TEST,Y_TEST] | images=DIR[,TEST_DIR] (SPEC in lantern help train)", DATA_DEF, 0)                   \
     X(P##_LABEL_COLUMN, "--label-column", "NAME|K",                                                                  \
       "csv: the label's column, by header name or number (1 the first, -1 the last)", "the last column", 0)        \
     X(P##_LOSS, "--loss", "L", "softmax-cross-entropy | nll | mse | bce-logits | model",                             \
@@ -587,7 +587,9 @@ const lt_cli_cmd lt_cli_train = {
     "      onnx-pb=DIR (TensorProto x.pb, y.pb, optionally x_test.pb, y_test.pb) |\n"
     "      csv=TRAIN.csv[,TEST.csv] (rows of numbers; a first row of names is a header; the label is\n"
     "      the last column or --label-column; labels written as integers are classes, others targets) |\n"
-    "      npy=X.npy,Y.npy[,X_TEST.npy,Y_TEST.npy] (samples and labels as .npy files)\n"
+    "      npy=X.npy,Y.npy[,X_TEST.npy,Y_TEST.npy] (samples and labels as .npy files) |\n"
+    "      images=DIR[,TEST_DIR] (DIR/<class>/<image>: PNG, JPEG, BMP, PNM, TIFF, WebP, JPEG 2000, one size;\n"
+    "      sorted class folders are the labels; DIR/train and DIR/test are the splits when both exist)\n"
     "8-bit pixels are scaled to [0,1], then (x - mean) / std. Float samples may be float16, bfloat16\n"
     "(ml_dtypes' .npy), float32 or float64. Integer y are class labels, float y targets. An npz (or npy\n"
     "pair) whose arrays are named like the model's inputs feeds each input its array, in the type it\n"

@@ -228,6 +228,9 @@ typedef struct lt_dataset lt_dataset;
  *                        column or opts->label_column (integer text: class labels; else
  *                        float targets); the other columns are the features
  *   npy=X,Y[,XT,YT]      .npy files: samples and labels (and the test split's)
+ *   images=DIR[,TEST]    one folder of images per class (sorted names: labels 0, 1, ...;
+ *                        DIR/train and DIR/test as the splits when both exist), PNG, JPEG,
+ *                        BMP, PNM, TIFF, WebP, JPEG 2000, all of one size: bytes [C,H,W]
  * split 0 = train, 1 = test. Samples are float32: 8-bit pixels are scaled to
  * [0,1], float data (float16, bfloat16 as ml_dtypes saves it: descr '<V2',
  * float32, float64) are taken as they are; then (x - mean) / std when set.
@@ -239,6 +242,10 @@ typedef struct lt_dataset_opts {
     /* csv: the label's column, a header name or a column number (1 the
      * first, -1 the last); NULL: the last column */
     const char *label_column;
+    /* images: 1 (grey) or 3 (RGB) channels; 0: 3 when any image has colour,
+     * else 1 (lt_train and lt_model_evaluate take it from the model's input
+     * [N,C,H,W] when the model says) */
+    int channels;
 } lt_dataset_opts;
 
 /* opts may be NULL; *out is the caller's: lt_dataset_free (NULL does
@@ -266,6 +273,9 @@ int64_t lt_dataset_sample_numel(const lt_dataset *d);
  * per-sample shape (float32 [n, ...]). */
 int lt_dataset_has_classes(const lt_dataset *d);
 int64_t lt_dataset_num_classes(const lt_dataset *d); /* max label + 1 (10 for the image sets) */
+/* Class c's name where the data names its classes (an image folder's class
+ * folders), else NULL. */
+const char *lt_dataset_class_name(const lt_dataset *d, int64_t c);
 void lt_dataset_target_shape(const lt_dataset *d, int *rank, int64_t *dims);
 /* Samples idx[0..n) into x (float32, numel n * sample numel, any shape) and
  * y (int64 [n] or float32 of n targets), both allocated by the caller. */

@@ -12,14 +12,14 @@
  * waking the OpenMP team costs more than it saves */
 #define LT_DS_PARALLEL_MIN ((int64_t)1 << 18)
 
-typedef enum ds_kind { DS_FASHION, DS_MNIST, DS_CIFAR, DS_NPZ, DS_PB, DS_CSV, DS_NPY } ds_kind;
+typedef enum ds_kind { DS_FASHION, DS_MNIST, DS_CIFAR, DS_NPZ, DS_PB, DS_CSV, DS_NPY, DS_IMAGES } ds_kind;
 
 static const struct {
     const char *name;
     ds_kind kind;
 } ds_names[] = {
     {"fashion-mnist", DS_FASHION}, {"mnist", DS_MNIST}, {"cifar10", DS_CIFAR}, {"npz", DS_NPZ}, {"onnx-pb", DS_PB},
-    {"csv", DS_CSV},         {"npy", DS_NPY},
+    {"csv", DS_CSV},         {"npy", DS_NPY},     {"images", DS_IMAGES},
 };
 
 /* what follows NAME= in messages */
@@ -29,6 +29,7 @@ static const char *spec_arg(ds_kind k)
     case DS_NPZ: return "FILE";
     case DS_CSV: return "TRAIN.csv[,TEST.csv]";
     case DS_NPY: return "X.npy,Y.npy[,X_TEST.npy,Y_TEST.npy]";
+    case DS_IMAGES: return "DIR[,TEST_DIR]";
     default: return "DIR";
     }
 }
@@ -55,7 +56,7 @@ static lt_status parse_spec(const char *spec, ds_kind *kind, const char **arg, l
     }
     return lt_errf(err, LT_ERR_INVALID,
                    "unknown dataset '%.*s' (known: fashion-mnist[=DIR], mnist=DIR, cifar10=DIR, npz=FILE, onnx-pb=DIR, "
-                   "csv=FILE[,TEST], npy=X,Y[,X_TEST,Y_TEST])",
+                   "csv=FILE[,TEST], npy=X,Y[,X_TEST,Y_TEST], images=DIR[,TEST_DIR])",
                    (int)(nl > 200 ? 200 : nl), spec);
 }
 
@@ -159,6 +160,9 @@ lt_status lt_dataset_open_opts(const char *spec, int split, const lt_dataset_opt
     case DS_NPY:
         s = lt_ds_open_npy(d, arg, split, err);
         break;
+    case DS_IMAGES:
+        s = lt_ds_open_images(d, arg, split, opts, err);
+        break;
     }
     if (d->classes) { /* one class index per sample */
         d->trank = 0;
@@ -224,6 +228,8 @@ int lt_dataset_has_split(const char *spec, int split)
         return lt_ds_has_csv(arg, split);
     case DS_NPY:
         return lt_ds_has_npy(arg, split);
+    case DS_IMAGES:
+        return lt_ds_has_images(arg, split);
     }
     return 0;
 }
@@ -236,6 +242,9 @@ void lt_dataset_free(lt_dataset *d)
     free(d->xf);
     free(d->cls);
     free(d->tgt);
+    for (int64_t c = 0; d->class_names && c < d->num_classes; c++)
+        free(d->class_names[c]);
+    free(d->class_names);
     free(d);
 }
 
@@ -243,6 +252,10 @@ int64_t lt_dataset_size(const lt_dataset *d) { return d->n; }
 int64_t lt_dataset_sample_numel(const lt_dataset *d) { return d->numel; }
 int lt_dataset_has_classes(const lt_dataset *d) { return d->classes; }
 int64_t lt_dataset_num_classes(const lt_dataset *d) { return d->classes ? d->num_classes : 0; }
+const char *lt_dataset_class_name(const lt_dataset *d, int64_t c)
+{
+    return d->class_names && c >= 0 && c < d->num_classes ? d->class_names[c] : NULL;
+}
 
 void lt_dataset_sample_shape(const lt_dataset *d, int *rank, int64_t *dims)
 {

@@ -32,6 +32,7 @@ struct lt_dataset {
     int64_t tdims[LT_MAX_RANK];
     int64_t tnumel;
     float *tgt;           /* n * tnumel */
+    char **class_names;   /* num_classes names (image folders), or NULL */
 };
 
 /* Openers fill a zeroed dataset: n, sample shape, xu8 or xf, labels. They

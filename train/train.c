@@ -63,7 +63,10 @@ lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *
     lt_status st = evaluate_arrays(m, o, loss, r, &done, err);
     if (st != LT_OK || done)
         return st;
-    st = lt_dataset_open_opts(o->data, 1, &o->norm, &d, err);
+    lt_dataset_opts dopt = o->norm;
+    if (!dopt.channels)
+        dopt.channels = lt_feed_image_channels(m);
+    st = lt_dataset_open_opts(o->data, 1, &dopt, &d, err);
     if (st == LT_OK)
         st = lt_feed_plan(m, d, loss, o->output, &f, err);
     if (st == LT_OK)
@@ -214,9 +217,15 @@ static lt_status setup(trainer *tr, const char *path)
         tr->train = o->train_set;
         tr->test = o->test_set;
     } else if (st == LT_OK) {
-        st = lt_dataset_open_opts(o->data, 0, &o->norm, &tr->own_train, tr->err);
+        /* image folders: the model's channel count, the test split the training split's */
+        lt_dataset_opts dopt = o->norm;
+        if (!dopt.channels)
+            dopt.channels = lt_feed_image_channels(tr->t.em);
+        st = lt_dataset_open_opts(o->data, 0, &dopt, &tr->own_train, tr->err);
+        if (st == LT_OK && !dopt.channels && !strncmp(o->data, "images=", 7))
+            dopt.channels = (int)tr->own_train->dims[0];
         if (st == LT_OK && lt_dataset_has_split(o->data, 1))
-            st = lt_dataset_open_opts(o->data, 1, &o->norm, &tr->own_test, tr->err);
+            st = lt_dataset_open_opts(o->data, 1, &dopt, &tr->own_test, tr->err);
         tr->train = tr->own_train;
         tr->test = tr->own_test;
         if (st == LT_OK && tr->test)

@@ -159,6 +159,22 @@ static lt_status float_targets(const lt_model *m, const lt_ival *v, const lt_dat
     return LT_OK; /* checked against the output when it is computed */
 }
 
+int lt_feed_image_channels(const lt_model *m)
+{
+    const lt_block *b = m->main;
+    for (int i = 0; i < b->nparams; i++) {
+        if (m->input_default && m->input_default[i] >= 0)
+            continue;
+        const lt_type *t = &b->params[i]->type;
+        if (t->kind != LT_KIND_TENSOR)
+            return 0;
+        if (t->rank == 4 && dim_known(t, 1) && (t->dims[1].v == 1 || t->dims[1].v == 3))
+            return (int)t->dims[1].v;
+        return t->rank == 3 ? 1 : 0;
+    }
+    return 0;
+}
+
 lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss, const char *output, lt_feed *f,
                        lt_err *err)
 {

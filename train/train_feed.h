@@ -37,6 +37,11 @@ typedef struct lt_feed {
 /* "float32[N,784]": t as messages show it. */
 void lt_feed_type_text(const lt_model *m, const lt_type *t, char *buf, size_t len);
 
+/* The channels an image folder should give the model's sample input (its
+ * first input without a default): C of [N,C,H,W] when C is 1 or 3, 1 for
+ * [N,H,W]; 0 when the model does not say. */
+int lt_feed_image_channels(const lt_model *m);
+
 /* Plans the feed of dataset d into forward model m (not yet differentiated). */
 lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss, const char *output, lt_feed *f,
                        lt_err *err);
