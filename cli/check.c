@@ -364,6 +364,7 @@ static int cmd_check(const lt_cli_args *a)
 const lt_cli_cmd lt_cli_check = {
     "check", "[--expect FILE] PATH...",
     "run ONNX backend test cases (model.onnx + test_data_set_*) or every case in a folder", "PATH", 1, -1,
-    "Tolerances: rtol 1e-3, atol 1e-7; bfloat16 and float16 outputs at least two ULPs (2^-6, 2^-9).\n"
+    "Tolerances: rtol 1e-3, atol 1e-7; bfloat16 and float16 outputs at least two ULPs (2^-6, 2^-9);\n"
+    "float8 and float4 outputs by value (the default rtol, far below their spacing, makes that exact).\n"
     "One line per case, then `N passed, M failed`.\n",
     check_opts, cmd_check};

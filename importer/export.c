@@ -139,6 +139,22 @@ static lt_status set_raw(exporter *x, Onnx__TensorProto *tp, const void *src, si
     return LT_OK;
 }
 
+/* raw_data of t's values: 4- and 2-bit elements packed as ONNX stores them */
+static lt_status set_raw_tensor(exporter *x, Onnx__TensorProto *tp, const lt_tensor *t)
+{
+    if (lt_dtype_bits(t->dtype) >= 8)
+        return set_raw(x, tp, t->data, tensor_bytes(t));
+    size_t n = lt_dtype_packed_bytes(t->dtype, t->numel);
+    uint8_t *packed = malloc(n ? n : 1);
+    if (!packed)
+        return lt_errf(x->err, LT_ERR_NOMEM, "out of memory (%zu bytes for initializer '%s')", n,
+                       str_or(tp->name, "?"));
+    lt_narrow_pack(t->dtype, t->data, t->numel, packed);
+    lt_status s = set_raw(x, tp, packed, n);
+    free(packed);
+    return s;
+}
+
 static lt_status write_initializer(exporter *x, Onnx__TensorProto *tp, const scope_link *l)
 {
     if (!tp || !tp->name || !*tp->name)
@@ -154,7 +170,7 @@ static lt_status write_initializer(exporter *x, Onnx__TensorProto *tp, const sco
         return s;
     if (t->dtype == LT_STRING)
         return LT_OK; /* strings are never trained; raw_data cannot hold them */
-    return set_raw(x, tp, t->data, tensor_bytes(t));
+    return set_raw_tensor(x, tp, t);
 }
 
 /* Appends a dense initializer named name holding t's values (raw_data) to g. */
@@ -177,7 +193,7 @@ static lt_status append_initializer(exporter *x, Onnx__GraphProto *g, const char
     g->initializer[g->n_initializer++] = tp; /* owned by the graph from here on */
     if (!tp->name || !tp->dims)
         return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
-    return set_raw(x, tp, t->data, tensor_bytes(t));
+    return set_raw_tensor(x, tp, t);
 }
 
 /* A sparse initializer stays as it is unless training changed its values;

@@ -38,8 +38,9 @@ lt_status lt_read_file(const char *path, size_t max, uint8_t **data, size_t *len
     return LT_OK;
 }
 
-/* ONNX element types lantern cannot hold yet, by their TensorProto.DataType
- * names (IR versions 9-14 added them), so a refusal says which it is. */
+/* ONNX element types by their TensorProto.DataType names (IR versions 9-14
+ * added those from 17 on), so a refusal of one lantern cannot hold yet
+ * (float6e2m3, float6e3m2) says which it is. */
 static const char *onnx_elem_name(int64_t t, char *buf, size_t len)
 {
     static const char *const later[] = {
@@ -186,6 +187,13 @@ static size_t typed_count(const Onnx__TensorProto *tp, lt_dtype dt)
     }
 }
 
+/* how many typed values n elements take: one int32 holds two 4-bit or four
+ * 2-bit elements */
+static size_t typed_need(lt_dtype dt, int64_t n)
+{
+    return lt_dtype_bits(dt) < 8 ? lt_dtype_packed_bytes(dt, n) : (size_t)n;
+}
+
 /* Copies the typed field into t->data; typed_count() was checked. */
 static lt_status from_typed(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_tensor *t, lt_err *err)
 {
@@ -207,6 +215,9 @@ static lt_status from_typed(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_
         case LT_U8: ((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i]; break;
         case LT_BOOL: ((uint8_t *)t->data)[i] = tp->int32_data[i] != 0; break;
         case LT_I32: ((int32_t *)t->data)[i] = tp->int32_data[i]; break;
+        case LT_F8E4M3FN: case LT_F8E4M3FNUZ: case LT_F8E5M2: case LT_F8E5M2FNUZ: case LT_F8E8M0:
+            ((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i]; /* the 8-bit code */
+            break;
         case LT_STRING:
             /* lantern's strings end at their first NUL */
             if (tp->string_data[i].len && memchr(tp->string_data[i].data, 0, tp->string_data[i].len))
@@ -220,6 +231,32 @@ static lt_status from_typed(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_
                                 lt_dtype_name(t->dtype));
         }
     }
+    return LT_OK;
+}
+
+/* 4- and 2-bit elements from their packed bytes (int32_data holds one
+ * packed byte in each value's low bits) to one per byte */
+static lt_status unpack_narrow(const lt_tp_ctx *c, const Onnx__TensorProto *tp, lt_tensor *t, const uint8_t *packed,
+                               lt_err *err)
+{
+    size_t np = lt_dtype_packed_bytes(t->dtype, t->numel);
+    uint8_t *from_typed = NULL, *out = malloc(t->numel ? (size_t)t->numel : 1);
+    if (!packed) {
+        if ((from_typed = malloc(np ? np : 1)))
+            for (size_t i = 0; i < np; i++)
+                from_typed[i] = (uint8_t)tp->int32_data[i];
+        packed = from_typed;
+    }
+    if (!out || !packed) {
+        free(out);
+        free(from_typed);
+        return lt_errf(err, LT_ERR_NOMEM, "%s: %s: out of memory for %lld elements", c->path, c->what,
+                       (long long)t->numel);
+    }
+    lt_narrow_unpack(t->dtype, packed, t->numel, out);
+    free(from_typed);
+    free(t->data);
+    t->data = out;
     return LT_OK;
 }
 
@@ -237,19 +274,25 @@ lt_status lt_tensor_from_proto(const lt_tp_ctx *c, const Onnx__TensorProto *tp, 
     lt_status s = shape_from_dims(c, tp->n_dims, tp->dims, t, &bytes, err);
     if (s != LT_OK)
         return s;
+    bool packed = lt_dtype_bits(t->dtype) < 8;
+    size_t fbytes = packed ? lt_dtype_packed_bytes(t->dtype, t->numel) : bytes; /* as stored in the file */
     /* the data must be there before anything is allocated: a few bytes of
      * file can declare a tensor of gigabytes */
     bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     if (t->dtype == LT_STRING && (external || (tp->has_raw_data && tp->raw_data.len)))
         s = lt_errf(err, LT_ERR_INVALID, "%s: %s: string tensors keep their data in string_data", c->path, c->what);
-    else if (external)
-        s = read_external(c, tp, t, bytes, err);
-    else if (tp->has_raw_data && tp->raw_data.len != bytes)
+    else if (external) {
+        s = read_external(c, tp, t, fbytes, err);
+        if (s == LT_OK && packed)
+            s = unpack_narrow(c, tp, t, t->data, err);
+    } else if (tp->has_raw_data && tp->raw_data.len != fbytes)
         s = lt_errf(err, LT_ERR_INVALID, "%s: %s: raw_data has %zu bytes, its dims need %zu", c->path, c->what,
-                    tp->raw_data.len, bytes);
-    else if (!tp->has_raw_data && (int64_t)typed_count(tp, t->dtype) != t->numel)
-        s = lt_errf(err, LT_ERR_INVALID, "%s: %s holds %zu values but its dims need %lld", c->path, c->what,
-                    typed_count(tp, t->dtype), (long long)t->numel);
+                    tp->raw_data.len, fbytes);
+    else if (!tp->has_raw_data && typed_count(tp, t->dtype) != typed_need(t->dtype, t->numel))
+        s = lt_errf(err, LT_ERR_INVALID, "%s: %s holds %zu values but its dims need %zu", c->path, c->what,
+                    typed_count(tp, t->dtype), typed_need(t->dtype, t->numel));
+    else if (packed)
+        s = unpack_narrow(c, tp, t, tp->has_raw_data ? tp->raw_data.data : NULL, err);
     else if (!(t->data = malloc(bytes ? bytes : 1)))
         s = lt_errf(err, LT_ERR_NOMEM, "%s: %s: out of memory for %zu bytes", c->path, c->what, bytes);
     else if (tp->has_raw_data) {
@@ -284,6 +327,12 @@ lt_status lt_tensor_from_sparse(const lt_tp_ctx *c, const Onnx__SparseTensorProt
     }
     t->dtype = vals.dtype;
     size_t bytes;
+    if (t->dtype == LT_F8E8M0) { /* it has no zero for the implicit values */
+        free(vals.data);
+        free(idx.data);
+        return lt_errf(err, LT_ERR_INVALID, "%s: %s: a sparse float8e8m0 tensor (the type has no zero)", c->path,
+                       c->what);
+    }
     if (t->dtype == LT_STRING) { /* the implicit zeros would be NULL strings */
         free(vals.data);
         free(idx.data);

@@ -47,7 +47,12 @@ typedef struct lt_err {
 void lt_fputs_printable(const char *s, FILE *f);
 const char *lt_str_printable(const char *s, char *buf, size_t len);
 
-/* Element types use ONNX TensorProto.DataType numbering. */
+/* Element types use ONNX TensorProto.DataType numbering. The types narrower
+ * than a byte (int4, uint4, int2, uint2, float4e2m1) are held one element
+ * per byte in memory: int4/int2 as a sign-extended int8, uint4/uint2 as a
+ * uint8, float4e2m1 as its 4-bit code in the low bits. Files pack them
+ * (two or four to a byte, first element in the low bits) as ONNX does. The
+ * float8 types are their 8-bit codes. */
 typedef enum lt_dtype {
     LT_UNDEFINED = 0,
     LT_F32 = 1,
@@ -66,6 +71,16 @@ typedef enum lt_dtype {
     LT_C64 = 14,
     LT_C128 = 15,
     LT_BF16 = 16,
+    LT_F8E4M3FN = 17,
+    LT_F8E4M3FNUZ = 18,
+    LT_F8E5M2 = 19,
+    LT_F8E5M2FNUZ = 20,
+    LT_U4 = 21,
+    LT_I4 = 22,
+    LT_F4E2M1 = 23,
+    LT_F8E8M0 = 24,
+    LT_U2 = 25,
+    LT_I2 = 26,
     LT_DTYPE_COUNT
 } lt_dtype;
 

@@ -17,6 +17,12 @@ static const struct {
     [LT_BOOL] = {"bool", 1},           [LT_F16] = {"float16", 2},  [LT_F64] = {"float64", 8},
     [LT_U32] = {"uint32", 4},          [LT_U64] = {"uint64", 8},   [LT_C64] = {"complex64", 8},
     [LT_C128] = {"complex128", 16},    [LT_BF16] = {"bfloat16", 2},
+    /* one byte each in memory; 4- and 2-bit types are packed in files */
+    [LT_F8E4M3FN] = {"float8e4m3fn", 1},     [LT_F8E4M3FNUZ] = {"float8e4m3fnuz", 1},
+    [LT_F8E5M2] = {"float8e5m2", 1},         [LT_F8E5M2FNUZ] = {"float8e5m2fnuz", 1},
+    [LT_U4] = {"uint4", 1},                  [LT_I4] = {"int4", 1},
+    [LT_F4E2M1] = {"float4e2m1", 1},         [LT_F8E8M0] = {"float8e8m0", 1},
+    [LT_U2] = {"uint2", 1},                  [LT_I2] = {"int2", 1},
 };
 
 const char *lt_dtype_name(lt_dtype t)
@@ -49,6 +55,7 @@ bool lt_dtype_is_signed(lt_dtype t)
 {
     return t == LT_I8 || t == LT_I16 || t == LT_I32 || t == LT_I64 || lt_dtype_is_float(t);
 }
+
 
 int64_t lt_shape_numel(int rank, const int64_t *dims)
 {
@@ -154,7 +161,10 @@ double lt_tensor_get_f64(const lt_tensor *t, int64_t i)
     case LT_I64: return (double)((const int64_t *)p)[i];
     case LT_U64: return (double)((const uint64_t *)p)[i];
     case LT_BOOL: return ((const uint8_t *)p)[i] != 0;
-    default: return NAN;
+    default:
+        if (lt_dtype_is_narrow_float(t->dtype) || lt_dtype_is_narrow_int(t->dtype))
+            return lt_narrow_to_f64(t->dtype, ((const uint8_t *)p)[i]);
+        return NAN;
     }
 }
 
@@ -202,7 +212,10 @@ void lt_tensor_set_f64(lt_tensor *t, int64_t i, double v)
     case LT_I64: ((int64_t *)p)[i] = sat_signed(v, 64); break;
     case LT_U64: ((uint64_t *)p)[i] = sat_unsigned(v, 64); break;
     case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    default: break;
+    default:
+        if (lt_dtype_is_narrow_float(t->dtype) || lt_dtype_is_narrow_int(t->dtype))
+            ((uint8_t *)p)[i] = lt_f64_to_narrow(t->dtype, v, true, LT_ROUND_UP);
+        break;
     }
 }
 
@@ -219,6 +232,8 @@ int64_t lt_tensor_get_i64(const lt_tensor *t, int64_t i)
     case LT_U16: return ((const uint16_t *)p)[i];
     case LT_U32: return ((const uint32_t *)p)[i];
     case LT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case LT_I4: case LT_I2: return ((const int8_t *)p)[i];
+    case LT_U4: case LT_U2: return ((const uint8_t *)p)[i];
     default: return (int64_t)lt_tensor_get_f64(t, i);
     }
 }
@@ -236,6 +251,7 @@ void lt_tensor_set_i64(lt_tensor *t, int64_t i, int64_t v)
     case LT_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
     case LT_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
     case LT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case LT_I4: case LT_U4: case LT_I2: case LT_U2: ((uint8_t *)p)[i] = lt_narrow_from_i64(t->dtype, v); break;
     default: lt_tensor_set_f64(t, i, (double)v); break;
     }
 }

@@ -251,7 +251,8 @@ int64_t lt_shape_numel(int rank, const int64_t *dims); /* -1 on overflow/negativ
 size_t lt_tensor_nbytes(const lt_tensor *t);
 /* Generic element access through double / int64 (slow paths, any dtype).
  * Setting an integer element from a double truncates toward zero and
- * saturates at the type's range; NaN gives 0 (never undefined). */
+ * saturates at the type's range; NaN gives 0 (never undefined). The narrow
+ * types convert as Cast does by default (lt_f64_to_narrow, saturating). */
 double lt_tensor_get_f64(const lt_tensor *t, int64_t i);
 void lt_tensor_set_f64(lt_tensor *t, int64_t i, double v);
 int64_t lt_tensor_get_i64(const lt_tensor *t, int64_t i);
@@ -260,8 +261,32 @@ float lt_f16_to_f32(uint16_t h);
 uint16_t lt_f32_to_f16(float f);
 float lt_bf16_to_f32(uint16_t h);
 uint16_t lt_f32_to_bf16(float f);
-bool lt_dtype_is_float(lt_dtype t); /* f16, bf16, f32, f64 */
+bool lt_dtype_is_float(lt_dtype t); /* f16, bf16, f32, f64 (not the narrow floats) */
 bool lt_dtype_is_int(lt_dtype t);   /* signed or unsigned integers (not bool) */
 bool lt_dtype_is_signed(lt_dtype t);
+
+/* ---- narrow element types (ir/dtype_narrow.c) ---- */
+/* Cast's round_mode for float8e8m0: up (away from zero, the default), down
+ * (toward zero), nearest (ties up). */
+typedef enum lt_round_mode { LT_ROUND_UP, LT_ROUND_DOWN, LT_ROUND_NEAREST } lt_round_mode;
+bool lt_dtype_is_narrow_float(lt_dtype t); /* float8 types and float4e2m1 */
+bool lt_dtype_is_narrow_int(lt_dtype t);   /* int4, uint4, int2, uint2 */
+int lt_dtype_bits(lt_dtype t);             /* bits per element in a file */
+size_t lt_dtype_packed_bytes(lt_dtype t, int64_t n); /* bytes n elements take in a file */
+/* Files pack 4-bit types two to a byte and 2-bit types four to a byte, the
+ * first element in the lowest bits, an odd tail's padding zero; memory holds
+ * one per byte (include/lantern.h). Other types are copied. */
+void lt_narrow_unpack(lt_dtype t, const uint8_t *packed, int64_t n, uint8_t *out);
+void lt_narrow_pack(lt_dtype t, const uint8_t *in, int64_t n, uint8_t *packed);
+/* The value of a narrow element as held in memory (NaN and infinities as
+ * the type has them). */
+double lt_narrow_to_f64(lt_dtype t, uint8_t code);
+/* A double to a narrow type. Float types: round to nearest even (float8e8m0:
+ * by rm); beyond the largest value, saturate gives it, else infinity
+ * (e5m2), NaN (the other float8 types); float4e2m1 always saturates. The
+ * fnuz types have no negative zero. Integer types: truncated toward zero,
+ * the low bits kept (two's complement), NaN 0. */
+uint8_t lt_f64_to_narrow(lt_dtype t, double v, bool saturate, lt_round_mode rm);
+uint8_t lt_narrow_from_i64(lt_dtype t, int64_t v); /* integers wrap; floats round and saturate */
 
 #endif

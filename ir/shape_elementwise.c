@@ -11,6 +11,9 @@ lt_dtype lt_cast_to_dtype(const lt_node *n)
         [LT_I16] = "INT16",   [LT_I32] = "INT32",    [LT_I64] = "INT64",       [LT_STRING] = "STRING",
         [LT_BOOL] = "BOOL",   [LT_F16] = "FLOAT16",  [LT_F64] = "DOUBLE",      [LT_U32] = "UINT32",
         [LT_U64] = "UINT64",  [LT_C64] = "COMPLEX64", [LT_C128] = "COMPLEX128", [LT_BF16] = "BFLOAT16",
+        [LT_F8E4M3FN] = "FLOAT8E4M3FN", [LT_F8E4M3FNUZ] = "FLOAT8E4M3FNUZ", [LT_F8E5M2] = "FLOAT8E5M2",
+        [LT_F8E5M2FNUZ] = "FLOAT8E5M2FNUZ", [LT_U4] = "UINT4", [LT_I4] = "INT4", [LT_F4E2M1] = "FLOAT4E2M1",
+        [LT_F8E8M0] = "FLOAT8E8M0", [LT_U2] = "UINT2", [LT_I2] = "INT2",
     };
     const lt_attr *a = lt_attr_find(n, "to");
     if (!a)

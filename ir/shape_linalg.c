@@ -250,7 +250,9 @@ static lt_status dequantize_linear(lt_infer_ctx *c, lt_node *n)
 {
     (void)c;
     const lt_type *x = in_type(n, 0), *sc = in_type(n, 1);
-    lt_dtype dt = sc && sc->dtype != LT_UNDEFINED ? sc->dtype : LT_F32;
+    int64_t odt = lt_attr_int(n, "output_dtype", 0); /* opset 23: else the scale's type */
+    lt_dtype dt = odt > 0 && odt < LT_DTYPE_COUNT ? (lt_dtype)odt
+                  : sc && sc->dtype != LT_UNDEFINED ? sc->dtype : LT_F32;
     lt_type t;
     lt_type_unknown(&t, dt, -1);
     if (x) {

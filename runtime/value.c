@@ -174,8 +174,12 @@ static int tensor_close(const lt_tensor *a, const lt_tensor *b, double rtol, dou
         }
         return 1;
     }
+    /* the narrow floats (float8, float4) by their values: the default rtol
+     * is far below their spacing, so they compare exactly unless a case's
+     * tolerance says otherwise; +0 and -0 are equal, NaN matches NaN */
+    bool as_float = lt_dtype_is_float(a->dtype) || lt_dtype_is_narrow_float(a->dtype);
     for (int64_t i = 0; i < a->numel; i++) {
-        if (lt_dtype_is_float(a->dtype)) {
+        if (as_float) {
             double x = lt_tensor_get_f64(a, i), y = lt_tensor_get_f64(b, i);
             if (isnan(y) ? isnan(x) : (isinf(y) ? x == y : fabs(x - y) <= atol + rtol * fabs(y)))
                 continue;

@@ -45,11 +45,37 @@ static lt_status npy_parse(const char *path, const uint8_t *d, size_t n, lt_valu
     return LT_OK;
 }
 
+static lt_status save_npy(const lt_tensor *t, const char *path, lt_err *err);
+
+/* NumPy has no 4- or 2-bit integers and no float8/float4: int4 and int2
+ * are written as int8, uint4 and uint2 as uint8 (their bytes in memory
+ * already are), the narrow floats as float32 values (each one exact). */
 lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err)
 {
     const lt_tensor *t = lt_value_tensor(v);
     if (!t)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: only tensors can be written as .npy", path);
+    if (lt_dtype_is_narrow_int(t->dtype)) {
+        lt_tensor w = *t;
+        w.dtype = t->dtype == LT_I4 || t->dtype == LT_I2 ? LT_I8 : LT_U8;
+        return save_npy(&w, path, err);
+    }
+    if (!lt_dtype_is_narrow_float(t->dtype))
+        return save_npy(t, path, err);
+    lt_tensor w = *t;
+    w.dtype = LT_F32;
+    w.data = malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1));
+    if (!w.data)
+        return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", path);
+    for (int64_t i = 0; i < t->numel; i++)
+        ((float *)w.data)[i] = (float)lt_narrow_to_f64(t->dtype, ((const uint8_t *)t->data)[i]);
+    lt_status s = save_npy(&w, path, err);
+    free(w.data);
+    return s;
+}
+
+static lt_status save_npy(const lt_tensor *t, const char *path, lt_err *err)
+{
     const char *descr = NULL;
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
         if (npy_types[i].t == t->dtype)

@@ -231,8 +231,51 @@ static lt_status cast_bf16_truncating(lt_kctx *k, const lt_tensor *x, lt_tensor 
     return LT_OK;
 }
 
+static bool narrow(lt_dtype t) { return lt_dtype_is_narrow_float(t) || lt_dtype_is_narrow_int(t); }
+
+/* Casts to or from a narrow type, element by element through double (every
+ * float8/float4 value and every float16/float32 one is a double exactly)
+ * or int64 (integers, so int64 -> int4 keeps its low bits). */
+static void cast_narrow(lt_tensor *y, const lt_tensor *x, bool saturate, lt_round_mode rm)
+{
+    lt_dtype xt = x->dtype, yt = y->dtype;
+    bool via_f64 = lt_dtype_is_float(xt) || lt_dtype_is_narrow_float(xt) ||
+                   (xt == LT_U64 && lt_dtype_is_narrow_float(yt)); /* beyond int64 */
+    int64_t n = x->numel;
+    uint8_t *d = y->data;
+#pragma omp parallel for if (n >= LT_EW_PAR_LIGHT) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        if (narrow(yt)) {
+            if (via_f64)
+                d[i] = lt_f64_to_narrow(yt, lt_tensor_get_f64(x, i), saturate, rm);
+            else
+                d[i] = lt_narrow_from_i64(yt, lt_tensor_get_i64(x, i));
+        } else if (via_f64) {
+            lt_tensor_set_f64(y, i, lt_tensor_get_f64(x, i));
+        } else {
+            lt_tensor_set_i64(y, i, lt_tensor_get_i64(x, i));
+        }
+    }
+}
+
 static lt_status cast_to(lt_kctx *k, const lt_tensor *x, lt_dtype to)
 {
+    if (to == x->dtype && narrow(to))
+        return lt_k_out_view(k, 0, x, x->rank, x->dims);
+    if ((narrow(x->dtype) || narrow(to)) && x->dtype != LT_STRING && to != LT_STRING && x->dtype != LT_C64 &&
+        x->dtype != LT_C128 && to != LT_C64 && to != LT_C128) {
+        const char *rm = lt_attr_str(k->node, "round_mode", "up");
+        lt_round_mode mode = !strcmp(rm, "up") ? LT_ROUND_UP : !strcmp(rm, "down") ? LT_ROUND_DOWN
+                             : !strcmp(rm, "nearest") ? LT_ROUND_NEAREST : (lt_round_mode)-1;
+        if ((int)mode < 0)
+            return lt_k_fail(k, LT_ERR_INVALID, "round_mode '%s' (expected up, down or nearest)", rm);
+        lt_tensor *y;
+        lt_status s = lt_k_out(k, 0, to, x->rank, x->dims, &y);
+        if (s != LT_OK)
+            return s;
+        cast_narrow(y, x, lt_attr_int(k->node, "saturate", 1) != 0, mode);
+        return LT_OK;
+    }
     if (x->dtype == LT_STRING && to == LT_STRING)
         return lt_k_out_view(k, 0, x, x->rank, x->dims);
     if (x->dtype == LT_STRING || to == LT_STRING) {

@@ -115,17 +115,40 @@ LT_EW_FLOATS(ROW, isnan, LT_EW_BOOL, x != x)
 static const lt_ew_row isinf_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(isinf)};
 static const lt_ew_row isnan_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(isnan)};
 
+/* IsInf / IsNaN of a float8 (or float4) tensor by its codes' values: the
+ * fnuz types, e4m3fn and float4 have no infinities, e5m2 does */
+static lt_status narrow_test(lt_kctx *k, const lt_tensor *x, bool nan, bool pos, bool neg)
+{
+    lt_tensor *y;
+    lt_status s = lt_k_out(k, 0, LT_BOOL, x->rank, x->dims, &y);
+    if (s != LT_OK)
+        return s;
+    const uint8_t *c = x->data;
+    uint8_t *o = y->data;
+    for (int64_t i = 0; i < x->numel; i++) {
+        double v = lt_narrow_to_f64(x->dtype, c[i]);
+        o[i] = nan ? v != v : isinf(v) && (v > 0 ? pos : neg);
+    }
+    return LT_OK;
+}
+
 static lt_status k_isinf(lt_kctx *k)
 {
     static const lt_ew_op o = {isinf_rows, LT_EW_OUT_BOOL, false, L};
     lt_ew_par p = {.flag_a = lt_attr_int(k->node, "detect_positive", 1) != 0,
                    .flag_b = lt_attr_int(k->node, "detect_negative", 1) != 0};
+    const lt_tensor *x = lt_k_in(k, 0);
+    if (x && lt_dtype_is_narrow_float(x->dtype))
+        return narrow_test(k, x, false, p.flag_a, p.flag_b);
     return lt_ew_unary(k, &o, &p);
 }
 
 static lt_status k_isnan(lt_kctx *k)
 {
     static const lt_ew_op o = {isnan_rows, LT_EW_OUT_BOOL, false, L};
+    const lt_tensor *x = lt_k_in(k, 0);
+    if (x && lt_dtype_is_narrow_float(x->dtype))
+        return narrow_test(k, x, true, false, false);
     return lt_ew_unary(k, &o, NULL);
 }
 

@@ -5,13 +5,17 @@
 #include "linalg_util.h"
 #include <math.h>
 
-static bool qrange(lt_dtype t, float *lo, float *hi)
+static bool qrange(lt_dtype t, double *lo, double *hi)
 {
     switch (t) {
     case LT_U8: *lo = 0; *hi = 255; return true;
     case LT_I8: *lo = -128; *hi = 127; return true;
     case LT_U16: *lo = 0; *hi = 65535; return true;
     case LT_I16: *lo = -32768; *hi = 32767; return true;
+    case LT_U4: *lo = 0; *hi = 15; return true;
+    case LT_I4: *lo = -8; *hi = 7; return true;
+    case LT_U2: *lo = 0; *hi = 3; return true;
+    case LT_I2: *lo = -2; *hi = 1; return true;
     default: return false;
     }
 }
@@ -22,6 +26,24 @@ static float quantize1(float x, float scale, float zp, float lo, float hi)
     if (v != v)
         return zp < lo ? lo : zp > hi ? hi : zp;
     return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* the float types QuantizeLinear rounds to through Cast's rules (e8m0 is a
+ * scale type only) */
+static bool qfloat(lt_dtype t) { return lt_dtype_is_narrow_float(t) && t != LT_F8E8M0; }
+
+/* v rounded to the precision the division is done in. The quotient of two
+ * values of at most 24 significant bits, rounded to double and then to
+ * float32, float16 or bfloat16, equals the quotient rounded there directly
+ * (53 >= 2*24+2): no double rounding. */
+static double to_precision(lt_dtype p, double v)
+{
+    switch (p) {
+    case LT_F32: return (float)v;
+    case LT_F16: return lt_f16_to_f32(lt_f32_to_f16((float)v));
+    case LT_BF16: return lt_bf16_to_f32(lt_f32_to_bf16((float)v));
+    default: return v; /* float64, and integer scales as the reference divides them */
+    }
 }
 
 /* Where element i of x finds its scale and zero point in (De)QuantizeLinear:
@@ -98,9 +120,16 @@ static lt_status quantize_linear(lt_kctx *k)
     if (zp && odt > 0 && odt != zp->dtype)
         return lt_k_fail(k, LT_ERR_RUNTIME, "output_dtype %lld differs from the zero point's %s", (long long)odt,
                          lt_dtype_name(zp->dtype));
-    float lo, hi;
-    if (!qrange(ot, &lo, &hi))
+    double lo = 0, hi = 0;
+    bool to_int = qrange(ot, &lo, &hi);
+    if (!to_int && !qfloat(ot))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "quantizing to %s is not supported", lt_dtype_name(ot));
+    /* opset 25: the division's precision, else the scale's type */
+    int64_t prec = lt_attr_int(k->node, "precision", 0);
+    lt_dtype pt = prec > 0 && prec < LT_DTYPE_COUNT ? (lt_dtype)prec : scale->dtype;
+    if (prec && pt != LT_F32 && pt != LT_F16 && pt != LT_BF16 && pt != LT_F64)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "precision %lld is not a float type", (long long)prec);
+    bool saturate = lt_attr_int(k->node, "saturate", 1) != 0;
     qmap qm;
     lt_status s = qaxis(k, x, scale, zp, &qm);
     int64_t nch = scale->numel;
@@ -110,19 +139,27 @@ static lt_status quantize_linear(lt_kctx *k)
     s = lt_k_out(k, 0, ot, x->rank, x->dims, &y);
     if (s != LT_OK)
         return s;
-    float *sc = lt_k_scratch(k, sizeof *sc * (size_t)nch), *z = lt_k_scratch(k, sizeof *z * (size_t)nch);
+    double *sc = lt_k_scratch(k, sizeof *sc * (size_t)nch), *z = lt_k_scratch(k, sizeof *z * (size_t)nch);
     if (!sc || !z)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     for (int64_t c = 0; c < nch; c++) {
-        sc[c] = (float)lt_tensor_get_f64(scale, c);
-        z[c] = zp ? (float)lt_tensor_get_i64(zp, c) : 0.0f;
+        sc[c] = to_precision(pt, lt_tensor_get_f64(scale, c));
+        z[c] = zp ? lt_tensor_get_f64(zp, c) : 0.0;
     }
     const float *xf = x->dtype == LT_F32 ? x->data : NULL;
 #pragma omp parallel for if (x->numel > 32768)
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t c = qidx(&qm, i);
-        float v = xf ? xf[i] : (float)lt_tensor_get_f64(x, i);
-        float q = quantize1(v, sc[c], z[c], lo, hi);
+        double v = to_precision(pt, xf ? xf[i] : lt_tensor_get_f64(x, i));
+        double q = to_precision(pt, v / sc[c]);
+        if (!to_int) { /* Cast's rules: round to nearest even, saturate or not */
+            ((uint8_t *)y->data)[i] = lt_f64_to_narrow(ot, q + z[c], saturate, LT_ROUND_UP);
+            continue;
+        }
+        q = rint(q) + z[c];
+        if (q != q) /* x/0 of 0, or a NaN x: the zero point */
+            q = z[c];
+        q = q < lo ? lo : q > hi ? hi : q;
         if (ot == LT_U8)
             ((uint8_t *)y->data)[i] = (uint8_t)q;
         else if (ot == LT_I8)
@@ -138,32 +175,43 @@ static lt_status dequantize_linear(lt_kctx *k)
     const lt_tensor *x = lt_k_in(k, 0), *scale = lt_k_in(k, 1), *zp = lt_k_in(k, 2);
     if (!x || !scale)
         return lt_k_fail(k, LT_ERR_INVALID, "DequantizeLinear needs x and x_scale");
-    if (!lt_dtype_is_int(x->dtype))
+    bool xfloat = qfloat(x->dtype);
+    if (!lt_dtype_is_int(x->dtype) && !lt_dtype_is_narrow_int(x->dtype) && !xfloat)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "dequantizing %s is not supported", lt_dtype_name(x->dtype));
-    if (!lt_dtype_is_float(scale->dtype))
+    if (!lt_dtype_is_float(scale->dtype) && scale->dtype != LT_F8E8M0)
         return lt_k_fail(k, LT_ERR_INVALID, "x_scale must be a float tensor");
+    if (zp && zp->dtype != x->dtype)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "x_zero_point is %s but x is %s", lt_dtype_name(zp->dtype),
+                         lt_dtype_name(x->dtype));
+    /* opset 23: output_dtype, else the scale's type */
+    int64_t odt = lt_attr_int(k->node, "output_dtype", 0);
+    lt_dtype ot = odt > 0 && odt < LT_DTYPE_COUNT ? (lt_dtype)odt : scale->dtype;
+    if (!lt_dtype_is_float(ot))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "the output would be %s (a float8e8m0 scale needs output_dtype)",
+                         lt_dtype_name(ot));
     qmap qm;
     lt_status s = qaxis(k, x, scale, zp, &qm);
     int64_t nch = scale->numel;
     if (s != LT_OK)
         return s;
     lt_tensor *y;
-    s = lt_k_out(k, 0, scale->dtype, x->rank, x->dims, &y);
+    s = lt_k_out(k, 0, ot, x->rank, x->dims, &y);
     if (s != LT_OK)
         return s;
     float *sc = lt_k_scratch(k, sizeof *sc * (size_t)nch);
-    int64_t *z = lt_k_scratch(k, sizeof *z * (size_t)nch);
+    double *z = lt_k_scratch(k, sizeof *z * (size_t)nch);
     if (!sc || !z)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     for (int64_t c = 0; c < nch; c++) {
-        sc[c] = (float)lt_tensor_get_f64(scale, c);
-        z[c] = zp ? lt_tensor_get_i64(zp, c) : 0;
+        sc[c] = (float)lt_tensor_get_f64(scale, c); /* e8m0 2^-127 .. 2^127: float holds every one */
+        z[c] = zp ? lt_tensor_get_f64(zp, c) : 0;
     }
     float *yf = y->dtype == LT_F32 ? y->data : NULL;
 #pragma omp parallel for if (x->numel > 32768)
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t c = qidx(&qm, i);
-        float v = (float)(lt_tensor_get_i64(x, i) - z[c]) * sc[c];
+        double d = xfloat ? lt_tensor_get_f64(x, i) - z[c] : (double)(lt_tensor_get_i64(x, i) - (int64_t)z[c]);
+        float v = (float)d * sc[c];
         if (yf)
             yf[i] = v;
         else
@@ -231,7 +279,14 @@ static double qparam(const lt_tensor *p, int mode, int64_t mat, int64_t idx, int
     if (!p)
         return as_int ? 0.0 : 1.0;
     int64_t i = mode == 0 ? 0 : mode == 1 ? idx : mat * per + idx;
-    return as_int ? (double)lt_tensor_get_i64(p, i) : lt_tensor_get_f64(p, i);
+    return as_int && !qfloat(p->dtype) ? (double)lt_tensor_get_i64(p, i) : lt_tensor_get_f64(p, i);
+}
+
+/* an operand's element: integers exactly, float8 (QLinearMatMul, opset 21)
+ * by value */
+static double qvalue(const lt_tensor *t, int64_t i)
+{
+    return qfloat(t->dtype) ? lt_tensor_get_f64(t, i) : (double)lt_tensor_get_i64(t, i);
 }
 
 /* acc = (A - za) x (B - zb) in double (exact for 8-bit operands), written
@@ -243,8 +298,10 @@ static lt_status int_matmul(lt_kctx *k, const lt_tensor *A, const lt_tensor *za,
     char why[256];
     if (!lt_mm_shape_of(A, B, s, why, sizeof why))
         return lt_k_fail(k, LT_ERR_RUNTIME, "%s", why);
-    if (!lt_dtype_is_int(A->dtype) || !lt_dtype_is_int(B->dtype))
-        return lt_k_fail(k, LT_ERR_INVALID, "operands must be integer tensors");
+    bool f8 = sa != NULL; /* QLinearMatMul takes float8 operands too */
+    if (!(lt_dtype_is_int(A->dtype) || (f8 && qfloat(A->dtype))) ||
+        !(lt_dtype_is_int(B->dtype) || (f8 && qfloat(B->dtype))))
+        return lt_k_fail(k, LT_ERR_INVALID, "operands must be integer%s tensors", f8 ? " or float8" : "");
     int64_t M = s->M, N = s->N, K = s->K;
     int64_t na = M * K != 0 ? A->numel / (M * K) : 0, nbm = K * N != 0 ? B->numel / (K * N) : 0;
     int mza = 0, mzb = 0;
@@ -267,11 +324,11 @@ static lt_status int_matmul(lt_kctx *k, const lt_tensor *A, const lt_tensor *za,
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < A->numel; i++) {
         int64_t mat = i / (M * K), row = (i / K) % M;
-        a[i] = (double)lt_tensor_get_i64(A, i) - qparam(za, mza, mat, row, M, true);
+        a[i] = qvalue(A, i) - qparam(za, mza, mat, row, M, true);
     }
     for (int64_t i = 0; i < B->numel; i++) {
         int64_t mat = i / (K * N), col = i % N;
-        b[i] = (double)lt_tensor_get_i64(B, i) - qparam(zb, mzb, mat, col, N, true);
+        b[i] = qvalue(B, i) - qparam(zb, mzb, mat, col, N, true);
     }
     for (int64_t i = 0; i < s->nb; i++) {
         int64_t ia, ib;
@@ -311,9 +368,10 @@ static lt_status qlinear_matmul(lt_kctx *k)
                     *sb = lt_k_in(k, 4), *zb = lt_k_in(k, 5), *sy = lt_k_in(k, 6), *zy = lt_k_in(k, 7);
     if (!A || !sa || !B || !sb || !sy)
         return lt_k_fail(k, LT_ERR_INVALID, "QLinearMatMul needs a, a_scale, b, b_scale and y_scale");
-    lt_dtype ot = zy ? zy->dtype : LT_U8;
-    float lo, hi;
-    if (!qrange(ot, &lo, &hi))
+    lt_dtype ot = zy ? zy->dtype : A->dtype; /* the reference's rule without a zero point */
+    double lo = 0, hi = 0;
+    bool to_float = qfloat(ot) && ot != LT_F4E2M1 && (lt_dtype_size(ot) == 1);
+    if ((ot != LT_U8 && ot != LT_I8 && !to_float) || (!to_float && !qrange(ot, &lo, &hi)))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "output type %s is not supported", lt_dtype_name(ot));
     if (sy->numel != 1 || (zy && zy->numel != 1))
         return lt_k_fail(k, LT_ERR_RUNTIME, "y_scale and y_zero_point must be scalars");
@@ -327,7 +385,7 @@ static lt_status qlinear_matmul(lt_kctx *k)
     st = lt_k_out(k, 0, ot, s.out_rank, s.out_dims, &Y);
     if (st != LT_OK)
         return st;
-    float ys = (float)lt_tensor_get_f64(sy, 0), yz = zy ? (float)lt_tensor_get_i64(zy, 0) : 0.0f;
+    float ys = (float)lt_tensor_get_f64(sy, 0), yz = zy ? (float)qvalue(zy, 0) : 0.0f;
     int64_t M = s.M, N = s.N, K = s.K;
     int64_t na = M * K != 0 ? A->numel / (M * K) : 1, nbm = K * N != 0 ? B->numel / (K * N) : 1;
     for (int64_t bi = 0; bi < s.nb; bi++) {
@@ -339,7 +397,12 @@ static lt_status qlinear_matmul(lt_kctx *k)
                 float bs = (float)qparam(sb, msb, ib < nbm ? ib : 0, j, N, false);
                 float mult = as * bs / ys;
                 int64_t o = (bi * M + i) * N + j;
-                float q = quantize1((float)acc[o] * mult, 1.0f, yz, lo, hi);
+                if (to_float) { /* Cast's rules, saturating */
+                    ((uint8_t *)Y->data)[o] = lt_f64_to_narrow(ot, (double)((float)acc[o] * mult) + yz, true,
+                                                               LT_ROUND_UP);
+                    continue;
+                }
+                float q = quantize1((float)acc[o] * mult, 1.0f, yz, (float)lo, (float)hi);
                 lt_tensor_set_i64(Y, o, (int64_t)q);
             }
     }
