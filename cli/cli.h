@@ -22,6 +22,12 @@ void lt_cli_sanitize(const char *name, char *out, size_t len);
 int lt_cli_out_file(const char *path, const char *opt, int stream_ok);
 /* A writable folder, created first when create is set. */
 int lt_cli_out_dir(const char *dir, const char *opt, int create);
+/* --mean / --std: one number or up to max comma-separated ones into v (*n
+ * of them); 0 after a line saying why not. */
+int lt_cli_norm_arg(const char *opt, const char *s, int *n, double *v, int max);
+/* "normalisation: (x - mean) / std with mean M, std S" (saying when the
+ * model stored them); nothing when there is none. */
+void lt_cli_print_norm(const lt_dataset_opts *n, int stored, const char *model);
 /* No two of names map to the same DIR/<sanitized>.npy (`what`: "parameters"). */
 int lt_cli_npy_names_distinct(const char *const *names, int n, const char *what, const char *dir);
 /* name is not among names[0..n) already (a repeated --input NAME=...). */

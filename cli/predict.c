@@ -2,6 +2,7 @@
  * test split and prints predicted and true classes (by name for the image
  * sets lantern knows, by number otherwise). */
 #include "options.h"
+#include "train/norm_meta.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +27,13 @@ static const char *class_name(const char *spec, const lt_dataset *d, int64_t c, 
 #define PREDICT_OPTIONS(X)                                                                                           \
     X(P_DATA, "--data", "SPEC",                                                                                      \
       "the dataset whose test split is classified (fashion-mnist[=DIR] | mnist=DIR | cifar10=DIR | npz=FILE "        \
-      "| onnx-pb=DIR | csv=FILE,TEST | npy=X,Y,X_TEST,Y_TEST | images=DIR[,TEST_DIR])", "fashion-mnist", 0)                                                                          \
-    X(P_COUNT, "--count", "N", "how many test samples, from the first", "10", 0)
+      "| onnx-pb=DIR | csv=FILE,TEST | npy=X,Y,X_TEST,Y_TEST | images=DIR[,TEST_DIR])", "fashion-mnist", 0) \
+    X(P_COUNT, "--count", "N", "how many test samples, from the first", "10", 0)                                     \
+    X(P_MEAN, "--mean", "M[,M...]", "subtract from the samples (one value, or one per channel)",                     \
+      "the model's stored lantern.mean, else 0", 0)                                                                  \
+    X(P_STD, "--std", "S[,S...]", "then divide by (one value, or one per channel)",                                  \
+      "the model's stored lantern.std, else 1", 0)                                                                   \
+    X(P_NO_MODEL_NORM, "--no-model-norm", NULL, "ignore the --mean/--std stored in MODEL by lantern train", NULL, 0)
 typedef enum { PREDICT_OPTIONS(LT_OPT_ENUM) } predict_opt;
 static const lt_cli_opt predict_opts[] = {PREDICT_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
 
@@ -35,10 +41,21 @@ static int cmd_predict(const lt_cli_args *a)
 {
     const char *path = a->ops[0], *spec = "fashion-mnist";
     long count = 10;
+    lt_dataset_opts norm = {0};
+    int no_model_norm = 0;
     for (int i = 0; i < a->nitems; i++) {
         int64_t v;
         switch ((predict_opt)a->items[i].id) {
         case P_DATA: spec = a->items[i].val; break;
+        case P_MEAN:
+            if (!lt_cli_norm_arg(a->items[i].name, a->items[i].val, &norm.nmean, norm.mean, 16))
+                return 2;
+            break;
+        case P_STD:
+            if (!lt_cli_norm_arg(a->items[i].name, a->items[i].val, &norm.nstd, norm.std, 16))
+                return 2;
+            break;
+        case P_NO_MODEL_NORM: no_model_norm = 1; break;
         case P_COUNT:
             if (!lt_cli_int("--count", a->items[i].val, 1, 1e9, &v))
                 return 2;
@@ -53,10 +70,15 @@ static int cmd_predict(const lt_cli_args *a)
     lt_value *x = NULL, *y = NULL, *out = NULL;
     int rc = 0;
     lt_status st = lt_model_load(path, &m, &err);
+    /* the normalisation: the options', else what the model stored */
+    lt_dataset_opts given = norm;
+    if (st == LT_OK && !no_model_norm)
+        st = lt_norm_fill_from_model(m, &norm, &err);
     if (st == LT_OK)
-        st = lt_dataset_open(spec, 1, &d, &err);
+        st = lt_dataset_open_opts(spec, 1, &norm, &d, &err);
     if (st != LT_OK)
         goto fail;
+    lt_cli_print_norm(&norm, norm.nmean != given.nmean || norm.nstd != given.nstd, path);
     if (count > lt_dataset_size(d))
         count = (long)lt_dataset_size(d);
     const char *name = lt_model_input_name(m, 0);
@@ -134,6 +156,8 @@ done:
 }
 
 const lt_cli_cmd lt_cli_predict = {
-    "predict", "MODEL [--data SPEC] [--count N]",
+    "predict", "MODEL [--data SPEC] [--count N] [--mean M] [--std S] [--no-model-norm]",
     "classify the first test samples and print predicted and true classes", "MODEL", 1, 1,
-    "Classes are named for Fashion-MNIST and CIFAR-10, numbered otherwise.\n", predict_opts, cmd_predict, true};
+    "Classes are named for Fashion-MNIST and CIFAR-10, numbered otherwise. 8-bit pixels are scaled to [0,1],\n"
+    "then (x - mean) / std with the normalisation lantern train stored in MODEL (--mean / --std replace it).\n",
+    predict_opts, cmd_predict, true};

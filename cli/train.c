@@ -5,6 +5,7 @@
 #include "options.h"
 #include "json.h"
 #include "train/checkpoint.h"
+#include "train/norm_meta.h"
 #include "train/plot.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +35,11 @@ typedef struct progress {
     lt_plot *plot;
     lt_eval_result test; /* the last epoch's */
     int stats;           /* --stats */
+    int val;             /* --val-split: validation columns in the log */
+    /* the best validation epoch so far, its figure and its test figures */
+    int best_epoch, last_epoch, stopped_early;
+    double best_value;
+    lt_eval_result best_test, best_val;
 } progress;
 
 /* A write or flush of the log that failed (a full disk) stops training: it
@@ -87,8 +93,8 @@ static void on_step(const lt_train_progress *p, void *user)
         lt_plot_step(pr->plot, p->global_step, p->batch_loss);
     if (pr->log) {
         errno = 0;
-        fprintf(pr->log, "%d,%lld,%lld,%.9g,%.9g,,,\n", p->epoch, (long long)p->step, (long long)p->global_step,
-                p->lr, p->batch_loss);
+        fprintf(pr->log, "%d,%lld,%lld,%.9g,%.9g,,,%s\n", p->epoch, (long long)p->step, (long long)p->global_step,
+                p->lr, p->batch_loss, pr->val ? ",," : "");
         log_check(pr, 0);
     }
     double now = mono_s();
@@ -123,9 +129,23 @@ static void on_epoch(const lt_epoch_result *r, void *user)
 {
     progress *pr = user;
     pr->test = r->test;
+    pr->last_epoch = r->epoch;
+    int best = r->val.count > 0 && r->best_epoch == r->epoch;
+    if (best) {
+        pr->best_epoch = r->best_epoch;
+        pr->best_value = r->best_value;
+        pr->best_test = r->test;
+        pr->best_val = r->val;
+    }
     if (pr->tty)
         printf("\r\033[K");
     printf("epoch %d/%d: train loss %.4f", r->epoch, r->epochs, r->train_loss);
+    if (r->val.count > 0)
+        printf(", val loss %.4f", r->val.loss);
+    if (r->val.has_accuracy)
+        printf(", val accuracy %.4f", r->val.accuracy);
+    if (r->val.count > 0)
+        printf(" (%lld val samples%s)", (long long)r->val.count, best ? ", best so far" : "");
     if (r->test.count > 0)
         printf(", test loss %.4f", r->test.loss);
     if (r->test.has_accuracy)
@@ -133,6 +153,12 @@ static void on_epoch(const lt_epoch_result *r, void *user)
     if (r->test.count > 0)
         printf(" (%lld test samples)", (long long)r->test.count);
     printf(", %.1f s\n", r->seconds);
+    if (r->stop_early) {
+        pr->stopped_early = 1;
+        printf("early stop: no better validation %s for %d epoch%s (best %.4f at epoch %d)\n",
+               r->val.has_accuracy ? "accuracy" : "loss", r->epoch - r->best_epoch,
+               r->epoch - r->best_epoch == 1 ? "" : "s", r->best_value, r->best_epoch);
+    }
     if (pr->stats) {
         const lt_run_stats *s = &r->stats;
         printf("  stats: peak pool %.1f MB", (double)s->peak_bytes / 1048576.0);
@@ -144,39 +170,43 @@ static void on_epoch(const lt_epoch_result *r, void *user)
                s->download_bytes / 1024.0);
     }
     fflush(stdout);
-    if (pr->plot)
+    if (pr->plot) {
         lt_plot_epoch(pr->plot, r->global_step, r->epoch, r->train_loss, r->test.count > 0 ? r->test.loss : NAN,
                       r->test.has_accuracy ? r->test.accuracy : NAN);
+        if (r->val.count > 0)
+            lt_plot_validation(pr->plot, r->val.loss, r->val.has_accuracy ? r->val.accuracy : NAN);
+    }
     if (pr->log) {
         errno = 0;
         fprintf(pr->log, "%d,,,%.9g,%.9g,", r->epoch, r->lr, r->train_loss);
         csv_num(pr->log, r->test.count > 0 ? r->test.loss : NAN);
         fputc(',', pr->log);
         csv_num(pr->log, r->test.has_accuracy ? r->test.accuracy : NAN);
-        fprintf(pr->log, ",%.3f\n", r->seconds);
+        fprintf(pr->log, ",%.3f", r->seconds);
+        if (pr->val) {
+            fputc(',', pr->log);
+            csv_num(pr->log, r->val.count > 0 ? r->val.loss : NAN);
+            fputc(',', pr->log);
+            csv_num(pr->log, r->val.has_accuracy ? r->val.accuracy : NAN);
+        }
+        fputc('\n', pr->log);
         log_check(pr, 1);
     }
 }
 
-/* --mean / --std: one number or one per channel, comma-separated. */
-static int norm_arg(const char *opt, const char *s, int *n, double *v, int max)
+/* --val-split F: a fraction strictly between 0 and 1. */
+static int val_fraction(const char *opt, const char *s, double *out)
 {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", s);
-    *n = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (*n == max) {
-            fprintf(stderr, "lantern: %s takes at most %d values\n", opt, max);
-            return 0;
-        }
-        if (!lt_cli_num(opt, tok, -1e30, 1e30, &v[*n]))
-            return 0;
-        (*n)++;
-    }
-    if (!*n) {
-        fprintf(stderr, "lantern: %s wants a number or a comma-separated list\n", opt);
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !(v > 0 && v < 1)) {
+        char shown[256];
+        fprintf(stderr, "lantern: %s wants a fraction between 0 and 1 (exclusive), got '%s'\n", opt,
+                lt_str_printable(s, shown, sizeof shown));
         return 0;
     }
+    *out = v;
     return 1;
 }
 
@@ -191,8 +221,10 @@ static int norm_arg(const char *opt, const char *s, int *n, double *v, int max)
     X(P##_LOSS, "--loss", "L", "softmax-cross-entropy | nll | mse | bce-logits | model",                             \
       "softmax-cross-entropy", 0)                                                                                    \
     X(P##_OUTPUT, "--output", "NAME", "the model output the loss is attached to", "the first output", 0)             \
-    X(P##_MEAN, "--mean", "M[,M...]", "subtract from the samples (one value, or one per channel)", "0", 0)           \
-    X(P##_STD, "--std", "S[,S...]", "then divide by (one value, or one per channel)", "1", 0)
+    X(P##_MEAN, "--mean", "M[,M...]", "subtract from the samples (one value, or one per channel)",                   \
+      "the model's stored lantern.mean, else 0", 0)                                                                  \
+    X(P##_STD, "--std", "S[,S...]", "then divide by (one value, or one per channel)",                                \
+      "the model's stored lantern.std, else 1", 0)
 
 /* Takes one of DATA_OPTIONS by its name; 1 when val is good, 0 after a
  * line saying why not. */
@@ -213,9 +245,9 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
             return 0;
         }
     } else if (!strcmp(a, "--mean"))
-        return norm_arg(a, val, &e->norm.nmean, e->norm.mean, 16);
+        return lt_cli_norm_arg(a, val, &e->norm.nmean, e->norm.mean, 16);
     else if (!strcmp(a, "--std"))
-        return norm_arg(a, val, &e->norm.nstd, e->norm.std, 16);
+        return lt_cli_norm_arg(a, val, &e->norm.nstd, e->norm.std, 16);
     return 1;
 }
 
@@ -248,17 +280,24 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     X(T_CLIP_NORM, "--clip-norm", "X", "scale the gradients down to a global L2 norm of at most X",                  \
       "no clipping", 0)                                                                                              \
     X(T_FREEZE, "--freeze", "NAME", "keep parameter NAME as it is", NULL, LT_OPT_REPEAT)                             \
-    X(T_INIT, "--init", "keep|random", "start from the model's weights or from a fresh random init", "keep", 0)      \
-    X(T_SEED, "--seed", "S", "seed of the shuffling, --augment and --init random", "1", 0)                           \
+    X(T_INIT, "--init", "keep|random",                                                                               \
+      "keep: train the weights in MODEL; random: from scratch, fresh seeded weights (below)", "keep", 0)              \
+    X(T_SEED, "--seed", "S", "seed of the shuffling, --augment, --init random and --val-split", "1", 0)              \
     X(T_SHUFFLE, "--shuffle", "on|off", "shuffle the training samples every epoch", "on", 0)                         \
     X(T_STATS, "--stats", NULL, "after each epoch, print peak pool memory and per-step backend copies", NULL, 0)      \
     X(T_LIMIT, "--limit", "N", "train on the first N samples only", "all", 0)                                        \
+    X(T_VAL_SPLIT, "--val-split", "F", "hold out the fraction F of the training samples (seeded by --seed) and score " \
+      "them after every epoch", "none", 0)                                                                           \
+    X(T_SAVE_BEST, "--save-best", NULL, "write the weights of the epoch with the best validation figure (accuracy for " \
+      "class labels, else loss) instead of the last epoch's; needs --val-split", NULL, 0)                           \
+    X(T_EARLY_STOP, "--early-stop", "N", "end the run after N epochs without a better validation figure; needs "     \
+      "--val-split", "off", 0)                                                                                       \
     X(T_TEST_LIMIT, "--test-limit", "N", "evaluate on the first N test samples only", "all", 0)                      \
     X(T_LOG, "--log", "FILE.csv", "a CSV row per step and per epoch (a FIFO or device is written in place)",         \
       NULL, 0)                                                                                                       \
     X(T_PLOT, "--plot", "FILE.svg", "an SVG of the loss and accuracy curves", NULL, 0)                               \
     X(T_CHECKPOINT_DIR, "--checkpoint-dir", "DIR", "write DIR/checkpoint.ltck (every epoch and on Ctrl-C)",          \
-      NULL, 0)                                                                                                       \
+      "none; Ctrl-C writes OUT.checkpoint/ beside -o", 0)                                                            \
     X(T_CHECKPOINT_EVERY, "--checkpoint-every", "STEPS", "also every STEPS steps", "epoch ends only", 0)             \
     X(T_RESUME, "--resume", NULL, "continue the run in --checkpoint-dir bit-exactly (same options)", NULL, 0)
 typedef enum { TRAIN_OPTIONS(LT_OPT_ENUM) } train_opt;
@@ -278,9 +317,10 @@ static void say_resume(const char *dir)
     printf("resuming at step %lld (epoch %lld, step %lld of %lld) from %s/%s ", (long long)ci.global,
            (long long)ci.epoch, (long long)ci.step, (long long)ci.steps, dir_s, LT_CKPT_FILE);
     if (*ci.writer)
-        printf("(checkpoint written by %s)\n", lt_str_printable(ci.writer, writer_s, sizeof writer_s));
+        printf("(checkpoint written by %s)", lt_str_printable(ci.writer, writer_s, sizeof writer_s));
     else
-        printf("(checkpoint format %u, whose writer did not record its version)\n", ci.version);
+        printf("(checkpoint format %u, whose writer did not record its version)", ci.version);
+    printf("; samples/s and ETA count the steps from here\n");
 }
 
 static int cmd_train(const lt_cli_args *a)
@@ -293,8 +333,9 @@ static int cmd_train(const lt_cli_args *a)
     int resume = 0, stopped = 0;
     lt_train_opts o;
     lt_train_defaults(&o);
-    lt_eval_opts eo = {NULL, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}};
-    progress pr = {isatty(STDOUT_FILENO), 0, NULL, 0, NULL, {NAN, NAN, 0, 0}};
+    lt_eval_opts eo = {NULL, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}, 0};
+    progress pr = {isatty(STDOUT_FILENO), 0, NULL, 0, NULL, {NAN, NAN, 0, 0}, 0, 0, 0, 0, 0, NAN,
+                   {NAN, NAN, 0, 0}, {NAN, NAN, 0, 0}};
     int kind = LT_OPTIM_SGD, sched = LT_SCHEDULE_CONSTANT, init = 0, nfreeze = 0, shuffle = 0;
     double lr = -1, mom = -1, wd = -1, b1 = -1, b2 = -1, eps = -1;
     int64_t iv = 0;
@@ -360,6 +401,12 @@ static int cmd_train(const lt_cli_args *a)
             o.seed = (uint64_t)iv;
             break;
         case T_LIMIT: ok = lt_cli_int(opt, val, 1, 1e12, &o.limit); break;
+        case T_VAL_SPLIT: ok = val_fraction(opt, val, &o.val_split); break;
+        case T_SAVE_BEST: o.save_best = 1; break;
+        case T_EARLY_STOP:
+            ok = lt_cli_int(opt, val, 1, 1e6, &iv);
+            o.early_stop = (int)iv;
+            break;
         case T_TEST_LIMIT: ok = lt_cli_int(opt, val, 1, 1e12, &o.test_limit); break;
         }
         if (!ok)
@@ -381,6 +428,20 @@ static int cmd_train(const lt_cli_args *a)
     if ((resume || o.checkpoint_every) && !o.checkpoint_dir) {
         fprintf(stderr, "lantern train: --resume and --checkpoint-every need --checkpoint-dir DIR\n");
         goto done;
+    }
+    if ((o.save_best || o.early_stop) && !(o.val_split > 0)) {
+        fprintf(stderr, "lantern train: %s needs validation data: --val-split F holds out a fraction F of the "
+                "training samples\n", o.save_best ? "--save-best" : "--early-stop");
+        goto done;
+    }
+    /* without --checkpoint-dir, Ctrl-C writes its checkpoint beside -o */
+    char stop_dir[PATH_MAX];
+    if (!o.checkpoint_dir) {
+        size_t l = strlen(out);
+        if (l > 5 && !strcmp(out + l - 5, ".onnx"))
+            l -= 5;
+        if (snprintf(stop_dir, sizeof stop_dir, "%.*s.checkpoint", (int)l, out) < (int)sizeof stop_dir)
+            o.stop_checkpoint_dir = stop_dir;
     }
     if (o.checkpoint_dir && !lt_cli_out_dir(o.checkpoint_dir, "--checkpoint-dir", 0))
         goto done;
@@ -407,6 +468,7 @@ static int cmd_train(const lt_cli_args *a)
         goto done;
     }
     interrupted = 0;
+    pr.val = o.val_split > 0;
     if (log_path) {
         /* a resumed run continues the log of the run it resumes; a link
          * planted at the name since the check is not followed */
@@ -420,37 +482,41 @@ static int cmd_train(const lt_cli_args *a)
         }
         errno = 0;
         if (ftell(pr.log) <= 0) /* new, emptied, or a stream */
-            fprintf(pr.log, "epoch,step,global_step,lr,train_loss,test_loss,test_accuracy,seconds\n");
+            fprintf(pr.log, "epoch,step,global_step,lr,train_loss,test_loss,test_accuracy,seconds%s\n",
+                    pr.val ? ",val_loss,val_accuracy" : "");
         log_check(&pr, 0);
     }
     o.on_step = on_step;
     o.on_epoch = on_epoch;
     o.on_note = on_note;
     o.user = &pr;
-    printf("training %s on %s: %d epoch(s), batch %lld, %s loss, %s, lr %g%s%s\n", path, o.data, o.epochs,
-           (long long)o.batch, lt_loss_name(o.loss), optims[kind], o.schedule.lr, o.schedule.kind != LT_SCHEDULE_CONSTANT ? ", " : "",
-           o.schedule.kind != LT_SCHEDULE_CONSTANT ? scheds[sched] : "");
+    printf("training %s on %s: %d epoch(s), batch %lld, %s loss, %s, lr %g%s%s, %s\n", path, o.data, o.epochs,
+           (long long)o.batch, lt_loss_name(o.loss), optims[kind], o.schedule.lr,
+           o.schedule.kind != LT_SCHEDULE_CONSTANT ? ", " : "", o.schedule.kind != LT_SCHEDULE_CONSTANT ? scheds[sched] : "",
+           init ? "from random weights (--init random)" : "from the model's weights (--init keep)");
+    if (o.val_split > 0)
+        printf("validation: %g of the training samples held out (seed %llu)%s%s\n", o.val_split,
+               (unsigned long long)o.seed, o.save_best ? "; -o gets the best epoch" : "",
+               o.early_stop ? "; early stop on" : "");
     if (resume)
         say_resume(o.checkpoint_dir);
     fflush(stdout);
     lt_err err;
     lt_model *m = NULL;
     struct sigaction sa, old_sa;
-    if (o.checkpoint_dir) {
-        /* Ctrl-C: finish the step, write a checkpoint, exit 130; a second
-         * Ctrl-C (the handler resets itself) ends the process at once */
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_sigint;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESETHAND;
-        sigaction(SIGINT, &sa, &old_sa);
-    }
+    /* Ctrl-C: finish the step, write a checkpoint (to --checkpoint-dir, else
+     * beside -o), exit 130; a second Ctrl-C (the handler resets itself) ends
+     * the process at once */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old_sa);
     /* set by Ctrl-C (with checkpoints) or by a failed write of the log */
     o.stop = &interrupted;
     o.stopped = &stopped;
     lt_status s = lt_train(path, &o, &m, &err);
-    if (o.checkpoint_dir)
-        sigaction(SIGINT, &old_sa, NULL);
+    sigaction(SIGINT, &old_sa, NULL);
     int log_err = log_close(&pr);
     if (s == LT_OK && log_err) {
         if (pr.tty)
@@ -465,8 +531,12 @@ static int cmd_train(const lt_cli_args *a)
         if (pr.tty)
             printf("\r\033[K");
         fflush(stdout);
-        fprintf(stderr, "lantern: interrupted; checkpoint written to %s/checkpoint.ltck (continue with --resume)\n",
-                o.checkpoint_dir);
+        const char *ckdir = o.checkpoint_dir ? o.checkpoint_dir : o.stop_checkpoint_dir;
+        char ck_s[PATH_MAX + 16], out_s[PATH_MAX + 16];
+        lt_str_printable(ckdir, ck_s, sizeof ck_s);
+        lt_str_printable(out, out_s, sizeof out_s);
+        fprintf(stderr, "lantern: interrupted; checkpoint written to %s/%s, %s not written (continue with the same "
+                "options and --checkpoint-dir %s --resume)\n", ck_s, LT_CKPT_FILE, out_s, ck_s);
         lt_model_free(m);
         rc = 130;
         goto done;
@@ -488,13 +558,22 @@ static int cmd_train(const lt_cli_args *a)
         goto done;
     }
     lt_model_free(m);
-    printf("wrote %s\n", out);
+    if (o.save_best && pr.best_epoch > 0)
+        printf("wrote %s: the weights of epoch %d of %d, the best validation %s (%.4f)\n", out, pr.best_epoch,
+               pr.last_epoch, pr.best_val.has_accuracy ? "accuracy" : "loss", pr.best_value);
+    else
+        printf("wrote %s\n", out);
+    if (o.norm.nmean || o.norm.nstd)
+        printf("normalisation stored in %s (metadata_props %s, %s): lantern eval and predict apply it\n", out,
+               LT_META_MEAN, LT_META_STD);
     if (plot_path)
         printf("wrote %s\n", plot_path);
-    if (pr.test.has_accuracy)
-        printf("test accuracy: %.4f\n", pr.test.accuracy);
-    else if (pr.test.count > 0)
-        printf("test loss: %.6f\n", pr.test.loss);
+    /* the test figures of the epoch whose weights were written */
+    const lt_eval_result *t = o.save_best && pr.best_epoch > 0 ? &pr.best_test : &pr.test;
+    if (t->has_accuracy)
+        printf("test accuracy: %.4f\n", t->accuracy);
+    else if (t->count > 0)
+        printf("test loss: %.6f\n", t->loss);
     rc = 0;
 done:
     log_close(&pr);
@@ -507,15 +586,29 @@ done:
 #define EVAL_OPTIONS(X)                                                                                              \
     DATA_OPTIONS(X, V, "fashion-mnist")                                                                              \
     X(V_LIMIT, "--limit", "N", "score the first N test samples only", "all", 0)                                      \
+    X(V_NO_MODEL_NORM, "--no-model-norm", NULL, "ignore the --mean/--std stored in MODEL by lantern train", NULL, 0)   \
     X(V_JSON, "--json", NULL, "write the result as one JSON object", NULL, 0)
 typedef enum { EVAL_OPTIONS(LT_OPT_ENUM) } eval_opt;
 static const lt_cli_opt eval_opts[] = {EVAL_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
+
+/* the list, or null when there is none */
+static void json_list(lt_json *j, int n, const double *v)
+{
+    if (!n) {
+        lt_json_null(j);
+        return;
+    }
+    lt_json_open(j, '[');
+    for (int i = 0; i < n; i++)
+        lt_json_num(j, v[i]);
+    lt_json_close(j, ']');
+}
 
 static int cmd_eval(const lt_cli_args *a)
 {
     const char *path = a->ops[0];
     int json = 0;
-    lt_eval_opts eo = {"fashion-mnist", 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}};
+    lt_eval_opts eo = {"fashion-mnist", 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}, 0};
     for (int i = 0; i < a->nitems; i++) {
         const char *opt = a->items[i].name, *val = a->items[i].val;
         int ok = 1;
@@ -527,6 +620,7 @@ static int cmd_eval(const lt_cli_args *a)
         case V_MEAN:
         case V_STD: ok = data_option(opt, val, &eo); break;
         case V_LIMIT: ok = lt_cli_int(opt, val, 1, 1e12, &eo.limit); break;
+        case V_NO_MODEL_NORM: eo.no_model_norm = 1; break;
         case V_JSON: json = 1; break;
         }
         if (!ok)
@@ -536,6 +630,11 @@ static int cmd_eval(const lt_cli_args *a)
     lt_model *m = NULL;
     lt_eval_result r;
     lt_status s = lt_model_load(path, &m, &err);
+    /* the normalisation used: the options', else what the model stored */
+    lt_dataset_opts given = eo.norm;
+    if (s == LT_OK && !eo.no_model_norm)
+        s = lt_norm_fill_from_model(m, &eo.norm, &err);
+    eo.no_model_norm = 1;
     if (s == LT_OK)
         s = lt_model_evaluate(m, &eo, &r, &err);
     lt_model_free(m);
@@ -543,6 +642,7 @@ static int cmd_eval(const lt_cli_args *a)
         fprintf(stderr, "lantern: %s\n", err.msg);
         return lt_exit_code(s);
     }
+    int stored = eo.norm.nmean != given.nmean || eo.norm.nstd != given.nstd;
     if (json) {
         lt_json j;
         lt_json_init(&j, stdout);
@@ -555,6 +655,12 @@ static int cmd_eval(const lt_cli_args *a)
         lt_json_str(&j, lt_loss_name(eo.loss ? eo.loss : LT_LOSS_SOFTMAX_CROSS_ENTROPY));
         lt_json_key(&j, "output");
         lt_json_str(&j, eo.output);
+        lt_json_key(&j, "mean");
+        json_list(&j, eo.norm.nmean, eo.norm.mean);
+        lt_json_key(&j, "std");
+        json_list(&j, eo.norm.nstd, eo.norm.std);
+        lt_json_key(&j, "normalisation_from_model");
+        lt_json_bool(&j, stored);
         lt_json_key(&j, "samples");
         lt_json_int(&j, r.count);
         lt_json_key(&j, "loss");
@@ -572,6 +678,7 @@ static int cmd_eval(const lt_cli_args *a)
         lt_json_close(&j, '}');
         return 0;
     }
+    lt_cli_print_norm(&eo.norm, stored, path);
     printf("test samples: %lld\n", (long long)r.count);
     printf("loss: %.6f\n", r.loss);
     if (r.has_accuracy)
@@ -593,7 +700,19 @@ const lt_cli_cmd lt_cli_train = {
     "8-bit pixels are scaled to [0,1], then (x - mean) / std. Float samples may be float16, bfloat16\n"
     "(ml_dtypes' .npy), float32 or float64. Integer y are class labels, float y targets. An npz (or npy\n"
     "pair) whose arrays are named like the model's inputs feeds each input its array, in the type it\n"
-    "declares. Ctrl-C with --checkpoint-dir writes a checkpoint and exits 130.\n",
+    "declares.\n"
+    "--mean/--std are stored in OUT.onnx (metadata_props lantern.mean, lantern.std) and\n"
+    "lantern eval and predict apply them; a MODEL that stores them trains with them unless given.\n"
+    "--init keep trains the weights MODEL holds (fine-tuning, or PyTorch's initialisation as\n"
+    "exported); --init random replaces every float weight first, seeded by --seed: He-uniform\n"
+    "(bound sqrt(6 / fan_in)) where a Conv, Gemm or MatMul tells the fan-in, Glorot-uniform\n"
+    "elsewhere, biases zero, normalization scales one: training from scratch.\n"
+    "--val-split F scores the held-out samples after every epoch (val loss and accuracy beside the\n"
+    "test figures, in --log and --plot); --save-best writes the best epoch's weights and says which;\n"
+    "--early-stop N ends the run after N epochs without a better validation figure.\n"
+    "Ctrl-C finishes the step, writes a checkpoint to --checkpoint-dir (without one, to\n"
+    "OUT.checkpoint/ beside -o; OUT.onnx is not written) and exits 130; continue with the same\n"
+    "options and --checkpoint-dir DIR --resume. A second Ctrl-C ends it at once.\n",
     train_opts, cmd_train, true};
 
 const lt_cli_cmd lt_cli_eval = {

@@ -2,7 +2,8 @@
  * ModelProto is unpacked, every initializer (main graph and the graphs of
  * If/Loop/Scan attributes, at any depth) takes the bytes of the parameter of
  * the same name and scope, and the message is packed and written atomically.
- * Nothing else in the file changes. */
+ * metadata_props entries the model set (the normalisation of a training run)
+ * are written or added. Nothing else in the file changes. */
 #include "importer.h"
 #include "atomic_file.h"
 #include <errno.h>
@@ -267,6 +268,46 @@ static lt_status write_untied(exporter *x, Onnx__GraphProto *g)
     return LT_OK;
 }
 
+/* The trained model's metadata_props entries whose value differs from the
+ * file's (or that the file lacks, appended); every other entry stays. */
+static lt_status write_metadata(exporter *x, Onnx__ModelProto *mp)
+{
+    for (int i = 0; i < x->m->nmeta; i++) {
+        const char *key = x->m->meta_key[i], *value = x->m->meta_value[i];
+        Onnx__StringStringEntryProto *e = NULL;
+        for (size_t j = 0; j < mp->n_metadata_props && !e; j++)
+            if (mp->metadata_props[j] && mp->metadata_props[j]->key && !strcmp(mp->metadata_props[j]->key, key))
+                e = mp->metadata_props[j];
+        if (e && e->value && !strcmp(e->value, value))
+            continue;
+        char *v = dup_bytes(value, strlen(value) + 1);
+        if (!v)
+            return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+        if (e) {
+            free(e->value);
+            e->value = v;
+            continue;
+        }
+        Onnx__StringStringEntryProto **grown =
+            realloc(mp->metadata_props, sizeof *grown * (mp->n_metadata_props + 1));
+        e = malloc(sizeof *e);
+        if (grown)
+            mp->metadata_props = grown;
+        char *k = dup_bytes(key, strlen(key) + 1);
+        if (!grown || !e || !k) {
+            free(v);
+            free(e);
+            free(k);
+            return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+        }
+        onnx__string_string_entry_proto__init(e);
+        e->key = k;
+        e->value = v;
+        mp->metadata_props[mp->n_metadata_props++] = e; /* the message's from here on */
+    }
+    return LT_OK;
+}
+
 static lt_status export_graph(exporter *x, Onnx__GraphProto *g, const scope_link *l, int depth)
 {
     if (!g)
@@ -316,6 +357,8 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
         s = export_graph(&x, mp->graph, NULL, 0);
     if (s == LT_OK)
         s = write_untied(&x, mp->graph);
+    if (s == LT_OK)
+        s = write_metadata(&x, mp);
     if (s == LT_OK) {
         size_t n = onnx__model_proto__get_packed_size(mp);
         packed = malloc(n ? n : 1);

@@ -434,6 +434,14 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
     m->producer_name = lt_ir_strdup(m, mp->producer_name);
     m->producer_version = lt_ir_strdup(m, mp->producer_version);
     m->graph_name = lt_ir_strdup(m, mp->graph->name);
+    for (size_t i = 0; i < mp->n_metadata_props; i++) {
+        const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
+        if (!e || !e->key)
+            continue;
+        lt_status ms = lt_model_set_metadata(m, e->key, e->value ? e->value : "", err);
+        if (ms != LT_OK)
+            return ms;
+    }
     if (mp->n_opset_import > 1024)
         return lt_errf(err, LT_ERR_INVALID, "%s: implausibly many opset imports", m->path);
     m->nopsets = (int)mp->n_opset_import;

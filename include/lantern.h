@@ -390,8 +390,10 @@ typedef struct lt_train_progress {
     double loss;                       /* mean training loss of the epoch so far */
     double batch_loss;                 /* this step's */
     double lr;                         /* learning rate of this step */
-    double samples_per_s;              /* this epoch's training throughput */
+    double samples_per_s;              /* this epoch's training throughput (of the steps this call ran) */
     double elapsed_s, eta_s;           /* since the start; estimate of what is left */
+    int64_t resumed_step;              /* the global step a resumed run picked up at (0: not resumed); the
+                                          rate and the ETA count only the steps run since then */
 } lt_train_progress;
 
 typedef struct lt_eval_result {
@@ -422,6 +424,11 @@ typedef struct lt_epoch_result {
     double seconds;   /* the epoch's training time, evaluation excluded */
     int64_t global_step; /* steps done at the epoch's end */
     lt_run_stats stats;  /* since training began */
+    /* validation (lt_train_opts.val_split): count 0 when there is none */
+    lt_eval_result val;
+    int best_epoch;    /* the epoch with the best validation figure so far (0: none) */
+    double best_value; /* that figure: accuracy where the data has class labels, else the loss */
+    int stop_early;    /* early_stop ends the run after this epoch */
 } lt_epoch_result;
 
 typedef struct lt_train_opts {
@@ -438,7 +445,8 @@ typedef struct lt_train_opts {
     const char *const *freeze;
     uint64_t seed;        /* shuffling and --init random */
     int no_shuffle;       /* keep the data's order in every epoch */
-    int init_random;      /* re-initialize float parameters first (He/Glorot uniform, zero biases) */
+    int init_random;      /* re-initialize float parameters first (He/Glorot uniform, zero biases,
+                             normalization scales and batch-norm running variances one) */
     int64_t limit;        /* train on the first `limit` training samples (0: all) */
     int64_t test_limit;   /* evaluate on the first `test_limit` test samples (0: all) */
     void (*on_step)(const lt_train_progress *p, void *user);
@@ -473,6 +481,20 @@ typedef struct lt_train_opts {
      * sample index), so reruns and resumed runs see the same images; for
      * samples [H,W] or [C,H,W] of the x / y feed (README: lantern train) */
     const char *augment;
+    /* Validation: val_split in (0, 1) holds out that fraction of the
+     * training samples (after limit; chosen by a generator seeded from
+     * seed, so the same for a seed) and scores them after every epoch
+     * (lt_epoch_result.val): by accuracy where the data has class labels,
+     * else by loss. save_best: *trained gets the parameters of the epoch
+     * with the best validation figure instead of the last one's. early_stop
+     * N > 0: the run ends after N epochs without a better figure. Both need
+     * val_split. */
+    double val_split;
+    int save_best;
+    int early_stop;
+    /* where a stop (*stop set) writes its checkpoint when checkpoint_dir is
+     * NULL (created if missing); NULL: nowhere */
+    const char *stop_checkpoint_dir;
 } lt_train_opts;
 
 void lt_train_defaults(lt_train_opts *o);
@@ -492,7 +514,11 @@ void lt_train_defaults(lt_train_opts *o);
  * datasets are read during the call only. An npz whose arrays are named like
  * the model's inputs (or hold other element types, NAME_splits row splits,
  * labels with extra axes) feeds each input its own array instead: see
- * labels, batch_axes and ignore_index above, and the README's train section. */
+ * labels, batch_axes and ignore_index above, and the README's train section.
+ * For dataset specs (not train_set), a model that stores a normalisation
+ * (lt_model_norm) is trained with it where o->norm gives none, and *trained
+ * stores the normalisation used (lt_model_set_norm), so that its export
+ * carries it. */
 lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **trained, lt_err *err);
 
 /* ---- training one step at a time, on tensors the caller holds ----
@@ -555,10 +581,30 @@ typedef struct lt_eval_opts {
     int64_t limit;
     lt_loss_kind loss; /* 0 (LT_LOSS_SUM) means softmax cross-entropy here */
     const char *output;
-    lt_dataset_opts norm;
+    lt_dataset_opts norm; /* where it gives no mean (or std), the model's stored one is used */
+    int no_model_norm;    /* 1: ignore the normalisation stored in the model (lt_model_norm) */
 } lt_eval_opts;
 
 lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *r, lt_err *err);
+
+/* ---- metadata ---- */
+
+/* The model's metadata_props value for key (NULL when it has none); owned
+ * by the model. */
+const char *lt_model_metadata(const lt_model *m, const char *key);
+/* Sets (or adds) a metadata_props entry; lt_model_export writes every entry
+ * whose value differs from the original file's. */
+lt_status lt_model_set_metadata(lt_model *m, const char *key, const char *value, lt_err *err);
+
+/* The normalisation a training run used travels with the exported model as
+ * metadata_props "lantern.mean" and "lantern.std" (comma-separated numbers,
+ * %.17g). lt_model_norm reads them into *out (nmean / nstd 0 where a key is
+ * absent); a value that does not parse is an error naming the model and the
+ * key. lt_model_set_norm stores n's (nothing for a count of 0). */
+#define LT_META_MEAN "lantern.mean"
+#define LT_META_STD "lantern.std"
+lt_status lt_model_norm(const lt_model *m, lt_dataset_opts *out, lt_err *err);
+lt_status lt_model_set_norm(lt_model *m, const lt_dataset_opts *n, lt_err *err);
 
 #ifdef __cplusplus
 }

@@ -155,6 +155,10 @@ struct lt_model {
     const char *base_dir; /* folder for external data */
     int64_t ir_version;
     const char *producer_name, *producer_version, *graph_name;
+    /* metadata_props, in the file's order (ir/metadata.c); keys unique, a
+     * repeated key in the file keeps its last value */
+    int nmeta, cap_meta;
+    const char **meta_key, **meta_value;
     int nopsets;
     lt_opset *opsets;
 

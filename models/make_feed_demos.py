@@ -1,9 +1,13 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Models and data for lantern train's named npz inputs, exported by PyTorch
-(Debian's /usr/bin/python3 with python3-torch and python3-onnx; torch 2.x
-works too). The models are written untrained (PyTorch's own initialisation,
+2.x from PyPI (the checked-in models: torch 2.15's TorchScript exporter,
+torch.onnx.export(..., dynamo=False); Debian's torch 1.13 writes the same
+graphs). The models are written untrained (PyTorch's own initialisation,
 seed 0) and committed; the data is written to the folder given (default:
-/tmp/lantern-feed-demos), nothing of it is committed.
+/tmp/lantern-feed-demos), nothing of it is committed. --dynamo exports the
+same two models with torch's dynamo exporter (needs onnxscript) into the data
+folder instead (tiny_bert_dynamo.onnx, tm_rnn_dynamo.onnx), leaving the
+checked-in ones alone.
 
   tiny_bert.onnx  a BERT-style token tagger: int64 input_ids and attention_mask
                   [batch, seq] -> token + position embeddings, one post-norm encoder
@@ -17,7 +21,7 @@ seed 0) and committed; the data is written to the folder given (default:
   tm_rnn.npz      x [n, 10, 3] (samples on axis 0, as every npz array) and y [n]:
                   1 when the first feature sums to more than 0 over time
 
-  /usr/bin/python3 models/make_feed_demos.py [DATA_DIR]
+  /tmp/venv-bench/bin/python models/make_feed_demos.py [--dynamo] [DATA_DIR]
   lantern train models/tiny_bert.onnx --data npz=DATA_DIR/tiny_bert.npz --optimizer adam \\
       --lr 0.003 --epochs 6 --batch 32 -o /tmp/tiny_bert_trained.onnx
   lantern train models/tm_rnn.onnx --data npz=DATA_DIR/tm_rnn.npz --optimizer adam \\
@@ -32,7 +36,15 @@ import torch
 from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = sys.argv[1] if len(sys.argv) > 1 else "/tmp/lantern-feed-demos"
+ARGS = [a for a in sys.argv[1:] if a != "--dynamo"]
+DYNAMO = "--dynamo" in sys.argv[1:]
+OUT = ARGS[0] if ARGS else "/tmp/lantern-feed-demos"
+# torch 2.x: the exporter is chosen explicitly (2.9 made dynamo the default)
+EXPORTER = {"dynamo": DYNAMO} if int(torch.__version__.split(".")[0]) >= 2 else {}
+if DYNAMO:
+    EXPORTER["external_data"] = False  # one file, as the TorchScript exporter writes
+MODELS = OUT if DYNAMO else HERE
+SUFFIX = "_dynamo" if DYNAMO else ""
 VOCAB, SEQ, D, HEADS = 24, 12, 32, 2
 torch.manual_seed(0)
 rng = np.random.default_rng(0)
@@ -107,14 +119,15 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     bert = TinyBert().eval()
     ids, mask, y = bert_data(4)
-    torch.onnx.export(bert, (torch.from_numpy(ids), torch.from_numpy(mask)), os.path.join(HERE, "tiny_bert.onnx"),
+    torch.onnx.export(bert, (torch.from_numpy(ids), torch.from_numpy(mask)), os.path.join(MODELS, "tiny_bert%s.onnx" % SUFFIX),
                       input_names=["input_ids", "attention_mask"], output_names=["logits"], opset_version=14,
                       dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
-                                    "logits": {0: "batch", 1: "seq"}})
+                                    "logits": {0: "batch", 1: "seq"}}, **EXPORTER)
     rnn = TimeMajorRNN().eval()
-    torch.onnx.export(rnn, (torch.zeros(10, 4, 3),), os.path.join(HERE, "tm_rnn.onnx"), input_names=["x"],
-                      output_names=["logits"], opset_version=14,
-                      dynamic_axes={"x": {0: "T", 1: "N"}, "logits": {0: "N"}})
+    torch.onnx.export(rnn, (torch.zeros(10, 4, 3),), os.path.join(MODELS, "tm_rnn%s.onnx" % SUFFIX),
+                      input_names=["x"], output_names=["logits"], opset_version=14,
+                      # dynamo specializes nn.RNN's time axis to the example's: T stays 10 there
+                      dynamic_axes={"x": {1: "N"} if DYNAMO else {0: "T", 1: "N"}, "logits": {0: "N"}}, **EXPORTER)
     ids, mask, y = bert_data(1200)
     np.savez(os.path.join(OUT, "tiny_bert.npz"), input_ids=ids[:1000], attention_mask=mask[:1000], y=y[:1000],
              input_ids_test=ids[1000:], attention_mask_test=mask[1000:], y_test=y[1000:])
@@ -124,7 +137,8 @@ def main():
     np.save(os.path.join(OUT, "bert_ids.npy"), ids[1000:1008])
     np.save(os.path.join(OUT, "bert_mask.npy"), mask[1000:1008])
     np.save(os.path.join(OUT, "rnn_x.npy"), np.ascontiguousarray(x[1000:1008].transpose(1, 0, 2)))
-    print("wrote", os.path.join(HERE, "tiny_bert.onnx"), os.path.join(HERE, "tm_rnn.onnx"), "and data in", OUT)
+    print("wrote", os.path.join(MODELS, "tiny_bert%s.onnx" % SUFFIX), os.path.join(MODELS, "tm_rnn%s.onnx" % SUFFIX),
+          "with torch", torch.__version__, "and data in", OUT)
 
 
 main()

@@ -9,7 +9,11 @@
  * uint64 length, then "name value" lines) so that --resume continues only
  * the run that wrote the checkpoint. Version 4 adds after those the lantern
  * that wrote the file ("lantern 0.7.0": a uint64 length, then the text),
- * shown where a run resumes. Versions 2 and 3 are still read. */
+ * shown where a run resumes. Version 5 adds after the writer the state of
+ * validation (a uint64 length, then "best_epoch E", "best_value V" (a hex
+ * float), "since_best K" and "best_values 0|1" lines) and, after the
+ * optimizer state, when best_values is 1, the values of the best epoch
+ * (--save-best) in the table's order. Versions 2 to 4 are still read. */
 #include "checkpoint.h"
 #include "../importer/atomic_file.h"
 #include "../importer/open_read.h"
@@ -24,10 +28,11 @@
 #include <unistd.h>
 
 #define CKPT_MAGIC "LTNCKPT\n"
-#define CKPT_VERSION 4u /* 2: the parameter table; 3: the run's options; 4: the writer */
+#define CKPT_VERSION 5u /* 2: the parameter table; 3: the run's options; 4: the writer; 5: validation */
 #define CKPT_OLDEST 2u
 #define CKPT_MAX_RUN_TEXT 65536
 #define CKPT_MAX_WRITER 255
+#define CKPT_MAX_STATE 1024
 
 /* The fields up to model_hash keep their offsets across versions (8 and 16:
  * the version check and the model check read them first). */
@@ -259,6 +264,13 @@ lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err)
     uint64_t writer_len = strlen(writer_text);
     put(&w, &writer_len, sizeof writer_len);
     put(&w, writer_text, (size_t)writer_len);
+    int has_best = s->best && s->best_epoch > 0;
+    char state[CKPT_MAX_STATE];
+    snprintf(state, sizeof state, "best_epoch %lld\nbest_value %a\nsince_best %lld\nbest_values %d\n",
+             (long long)s->best_epoch, s->best_value, (long long)s->since_best, has_best);
+    uint64_t state_len = strlen(state);
+    put(&w, &state_len, sizeof state_len);
+    put(&w, state, (size_t)state_len);
     put(&w, table, table_len);
     free(table);
     put(&w, s->order, sizeof *s->order * (size_t)s->nsamples);
@@ -271,6 +283,8 @@ lt_status lt_ckpt_save(const char *dir, const lt_ckpt_state *s, lt_err *err)
         if (k >= 2)
             put(&w, s->opt->s2[i], param_bytes(s->params[i]));
     }
+    for (int i = 0; has_best && i < s->nvalues; i++)
+        put(&w, s->best[i]->data, param_bytes(s->best[i]));
     uint64_t sum = w.h;
     put(&w, &sum, sizeof sum);
     if (w.bad) {
@@ -315,6 +329,10 @@ typedef struct ckpt_head {
     size_t run_len;
     const char *writer;
     size_t writer_len;
+    /* version 5: validation's state (zero before) */
+    int64_t best_epoch, since_best;
+    double best_value;
+    int has_best; /* the best epoch's values follow the optimizer state */
 } ckpt_head;
 
 /* A length-prefixed text at *at of buf[0..avail) (total: the file's size),
@@ -366,6 +384,25 @@ static lt_status parse_head(const char *file, const unsigned char *buf, size_t a
     if (st == LT_OK && version >= 4)
         st = text_field(file, buf, avail, total, &at, CKPT_MAX_WRITER, "the writer's name", &hd->writer,
                         &hd->writer_len, err);
+    const char *state = NULL;
+    size_t state_len = 0;
+    if (st == LT_OK && version >= 5)
+        st = text_field(file, buf, avail, total, &at, CKPT_MAX_STATE, "the validation state", &state, &state_len,
+                        err);
+    if (st == LT_OK && state) {
+        char text[CKPT_MAX_STATE + 1];
+        long long be, sb;
+        int hb, used = 0;
+        memcpy(text, state, state_len);
+        text[state_len] = 0;
+        if (sscanf(text, "best_epoch %lld\nbest_value %la\nsince_best %lld\nbest_values %d\n%n", &be,
+                   &hd->best_value, &sb, &hb, &used) != 4 || (size_t)used != state_len || be < 0 || sb < 0 ||
+            (hb != 0 && hb != 1) || (hb && be == 0))
+            return lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (the validation state)", file);
+        hd->best_epoch = be;
+        hd->since_best = sb;
+        hd->has_best = hb;
+    }
     if (st != LT_OK)
         return st;
     hd->bytes = at;
@@ -456,8 +493,8 @@ static lt_status check_run(const char *file, const ckpt_head *hd, const lt_ckpt_
 }
 
 /* len: the file's bytes after the header (and the run's options). */
-static lt_status check_header(const char *file, const ckpt_header *h, size_t len, size_t table_len,
-                              const lt_ckpt_state *s, lt_err *err)
+static lt_status check_header(const char *file, const ckpt_header *h, const ckpt_head *hd, size_t len,
+                              size_t table_len, const lt_ckpt_state *s, lt_err *err)
 {
     if (h->model_hash != s->model_hash || h->nparams != s->n || h->nvalues != s->nvalues ||
         h->table_bytes != (int64_t)table_len)
@@ -489,6 +526,8 @@ static lt_status check_header(const char *file, const ckpt_header *h, size_t len
         want += param_bytes(s->values[i]);
     for (int i = 0; i < s->n; i++)
         want += param_bytes(s->params[i]) * (size_t)k;
+    for (int i = 0; hd->has_best && i < s->nvalues; i++)
+        want += param_bytes(s->values[i]);
     return check_size(file, len, want, err);
 }
 
@@ -506,12 +545,14 @@ lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err)
     st = build_table(file, s, &table, &table_len, err);
     if (st == LT_OK)
         st = read_checked(file, &buf, &len, &h, &hd, err);
-    if (st == LT_OK)
-        st = check_header(file, &h, len - hd.bytes, table_len, s, err);
-    if (st == LT_OK)
-        st = check_sum(file, buf, len, err);
+    /* the options first: a run with others (--limit, --val-split) would
+     * also fail the shape checks below, less clearly */
     if (st == LT_OK)
         st = check_run(file, &hd, s, err);
+    if (st == LT_OK)
+        st = check_header(file, &h, &hd, len - hd.bytes, table_len, s, err);
+    if (st == LT_OK)
+        st = check_sum(file, buf, len, err);
     /* the hash already covers names and shapes; the table says it in words */
     if (st == LT_OK && memcmp(buf + hd.bytes, table, table_len) != 0)
         st = lt_errf(err, LT_ERR_INVALID, "%s: the checkpoint was written for a different model (its parameter "
@@ -525,7 +566,7 @@ lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err)
     for (int64_t i = 0; st == LT_OK && i < s->nsamples; i++) {
         int64_t v;
         memcpy(&v, p + sizeof v * (size_t)i, sizeof v);
-        if (v < 0 || v >= s->nsamples)
+        if (v < 0 || v >= (s->order_max > 0 ? s->order_max : s->nsamples))
             st = lt_errf(err, LT_ERR_INVALID, "%s: corrupted checkpoint (data order entry %lld)", file, (long long)v);
     }
     if (st != LT_OK) {
@@ -552,6 +593,15 @@ lt_status lt_ckpt_load(const char *dir, lt_ckpt_state *s, lt_err *err)
             p += b;
         }
     }
+    for (int i = 0; hd.has_best && i < s->nvalues; i++) {
+        if (s->best) /* a run without --save-best has no use for them */
+            memcpy(s->best[i]->data, p, param_bytes(s->values[i]));
+        p += param_bytes(s->values[i]);
+    }
+    s->best_epoch = hd.best_epoch;
+    s->best_value = hd.best_value;
+    s->since_best = hd.since_best;
+    s->has_best = hd.has_best;
     s->opt->t = h.optim_t;
     s->epoch = h.epoch;
     s->step = h.step;
@@ -660,7 +710,7 @@ lt_status lt_ckpt_read_params(const char *ckpt_path_or_dir, lt_model *m, lt_err 
         size_t want = hd.bytes + (size_t)h.table_bytes + sizeof(int64_t) * (size_t)h.nsamples, at = want;
         int k = nstate((lt_optim_kind)h.optim_kind), fits = 1;
         for (int64_t i = 0; i < h.nvalues && fits; i++) {
-            size_t copies = 1 + (size_t)(e[i].trained ? k : 0);
+            size_t copies = 1 + (size_t)(e[i].trained ? k : 0) + (size_t)hd.has_best;
             fits = want <= len && e[i].bytes <= len / copies;
             if (!fits)
                 break;
@@ -693,7 +743,7 @@ lt_status lt_ckpt_read_info(const char *path_or_dir, lt_ckpt_info *info, lt_err 
     if (!f)
         return LT_ERR_IO;
     /* the head is at most the header and the two texts with their lengths */
-    size_t want = sizeof(ckpt_header) + 2 * sizeof(uint64_t) + CKPT_MAX_RUN_TEXT + CKPT_MAX_WRITER;
+    size_t want = sizeof(ckpt_header) + 3 * sizeof(uint64_t) + CKPT_MAX_RUN_TEXT + CKPT_MAX_WRITER + CKPT_MAX_STATE;
     size_t total = (size_t)sb.st_size, n = total < want ? total : want;
     unsigned char *buf = malloc(n ? n : 1);
     lt_status st = LT_OK;
@@ -772,11 +822,30 @@ char *lt_ckpt_run_text(const char *model_path, const lt_train_opts *o)
         fprintf(f, "%c%s", i ? ',' : ' ', o->freeze[i]);
     fprintf(f, "\n--seed %llu\n--shuffle %s\n--init %s\n", (unsigned long long)o->seed, o->no_shuffle ? "no" : "yes",
             o->init_random ? "random" : "keep");
-    /* options added since: a line only when set, so older checkpoints still match */
+    /* options added since: a line only where one is set, so that the
+     * checkpoints of runs without them still match */
     if (o->norm.label_column)
         fprintf(f, "--label-column %s\n", o->norm.label_column);
     if (o->augment && *o->augment && strcmp(o->augment, "none") != 0)
         fprintf(f, "--augment %s\n", o->augment);
+    if (o->labels)
+        fprintf(f, "--labels %s\n", o->labels);
+    for (int i = 0; i < o->nbatch_axes; i++)
+        fprintf(f, "--batch-axis %s\n", o->batch_axes[i]);
+    if (o->set_ignore_index)
+        fprintf(f, "--ignore-index %lld\n", (long long)o->ignore_index);
+    if (o->val_split > 0) {
+        /* the shortest text that reads back as the same double */
+        int digits = 15;
+        char v[32];
+        while (snprintf(v, sizeof v, "%.*g", digits, o->val_split), strtod(v, NULL) != o->val_split && digits < 17)
+            digits++;
+        fprintf(f, "--val-split %s\n", v);
+    }
+    if (o->save_best)
+        fprintf(f, "--save-best yes\n");
+    if (o->early_stop > 0)
+        fprintf(f, "--early-stop %d\n", o->early_stop);
     if (fclose(f) != 0) {
         free(text);
         return NULL;

@@ -21,6 +21,8 @@ typedef struct lt_ckpt_state {
     const char *run;          /* the run's options ("name value" lines, lt_ckpt_run_text); a
                                  checkpoint that records others is refused by name; NULL: none */
     int64_t *order;           /* nsamples entries: the shuffled data order */
+    int64_t order_max;        /* the order's entries lie in [0, order_max) (0: nsamples; more where
+                                 validation samples are held out) */
     /* saved, and filled in by a load */
     int64_t epoch;            /* 1-based epoch the position lies in */
     int64_t step;             /* steps done in that epoch (steps: the epoch is over) */
@@ -28,6 +30,14 @@ typedef struct lt_ckpt_state {
     uint64_t rng;             /* the shuffling generator's state */
     double loss_sum;          /* the epoch's training loss so far (weighted by samples) */
     int64_t seen;             /* the epoch's samples so far */
+    /* validation (lt_train_opts.val_split; version 5): the best epoch so far
+     * (0: none), its figure, the epochs since it; best (NULL or nvalues
+     * tensors shaped like values): that epoch's values, saved when
+     * best_epoch > 0 and loaded in place when the file holds them */
+    int64_t best_epoch, since_best;
+    double best_value;
+    lt_tensor *const *best;
+    int has_best;             /* filled in by a load: the file held best values */
     /* filled in by a load: the lantern that wrote the checkpoint ("lantern
      * 0.7.0"); "" for a checkpoint from before version 4, which did not say */
     char writer[64];

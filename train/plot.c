@@ -27,6 +27,7 @@ typedef struct epoch_pt {
     int64_t step;
     int epoch;
     double train, test, acc;
+    double val, val_acc; /* validation loss and accuracy (NAN: none) */
 } epoch_pt;
 
 struct lt_plot {
@@ -34,6 +35,7 @@ struct lt_plot {
     size_t nsteps, cap_steps;
     epoch_pt *epochs;
     size_t nepochs, cap_epochs;
+    int has_val; /* some epoch has validation figures */
     int oom; /* an append failed; lt_plot_write reports it */
 };
 
@@ -53,6 +55,7 @@ struct lt_plot {
 #define C_TRAIN "#ff7f0e"
 #define C_TEST "#2ca02c"
 #define C_ACC "#9467bd"
+#define C_VAL "#d62728"
 
 lt_plot *lt_plot_new(void) { return calloc(1, sizeof(lt_plot)); }
 
@@ -102,7 +105,16 @@ void lt_plot_epoch(lt_plot *p, int64_t global_step, int epoch, double train_loss
         p->oom = 1;
         return;
     }
-    p->epochs[p->nepochs++] = (epoch_pt){global_step, epoch, train_loss, test_loss, test_accuracy};
+    p->epochs[p->nepochs++] = (epoch_pt){global_step, epoch, train_loss, test_loss, test_accuracy, NAN, NAN};
+}
+
+void lt_plot_validation(lt_plot *p, double val_loss, double val_accuracy)
+{
+    if (!p || !p->nepochs)
+        return;
+    p->epochs[p->nepochs - 1].val = val_loss;
+    p->epochs[p->nepochs - 1].val_acc = val_accuracy;
+    p->has_val = 1;
 }
 
 /* ---- text output ---- */
@@ -382,8 +394,8 @@ static int loss_range(const lt_plot *p, const series *s, double *lo, double *hi)
             mx = s->smooth[i] > mx ? s->smooth[i] : mx;
     }
     for (size_t e = 0; e < p->nepochs; e++) {
-        const double v[2] = {p->epochs[e].train, p->epochs[e].test};
-        for (int k = 0; k < 2; k++)
+        const double v[3] = {p->epochs[e].train, p->epochs[e].test, p->epochs[e].val};
+        for (int k = 0; k < 3; k++)
             if (isfinite(v[k])) {
                 mn = v[k] < mn ? v[k] : mn;
                 mx = v[k] > mx ? v[k] : mx;
@@ -420,6 +432,14 @@ static axis step_axis(const lt_plot *p)
     return nice_axis(lo, hi, 6, 1);
 }
 
+/* which: 0 train loss, 1 test loss, 2 test accuracy, 3 validation loss, 4
+ * validation accuracy */
+static double epoch_value(const epoch_pt *ep, int which)
+{
+    const double v[5] = {ep->train, ep->test, ep->acc, ep->val, ep->val_acc};
+    return v[which];
+}
+
 /* Markers (and a thin line through them) for one per-epoch value. */
 static void out_epoch_series(sbuf *b, const frame *f, const lt_plot *p, int which, const char *cls, const char *color,
                              int square)
@@ -428,7 +448,7 @@ static void out_epoch_series(sbuf *b, const frame *f, const lt_plot *p, int whic
            "points=\"", cls, color);
     for (size_t e = 0; e < p->nepochs; e++) {
         const epoch_pt *ep = &p->epochs[e];
-        double v = which == 0 ? ep->train : which == 1 ? ep->test : ep->acc;
+        double v = epoch_value(ep, which);
         if (isfinite(v))
             out(b, "%.1f,%.1f ", map_x(f, (double)ep->step), map_y(f, v));
     }
@@ -437,7 +457,7 @@ static void out_epoch_series(sbuf *b, const frame *f, const lt_plot *p, int whic
      * the file: the line alone shows the trend */
     for (size_t e = 0; p->nepochs <= PLOT_MAX_MARKERS && e < p->nepochs; e++) {
         const epoch_pt *ep = &p->epochs[e];
-        double v = which == 0 ? ep->train : which == 1 ? ep->test : ep->acc;
+        double v = epoch_value(ep, which);
         if (!isfinite(v))
             continue;
         double x = map_x(f, (double)ep->step), y = map_y(f, v);
@@ -452,14 +472,16 @@ static void out_epoch_series(sbuf *b, const frame *f, const lt_plot *p, int whic
     out(b, "</g>\n");
 }
 
-static void out_legend(sbuf *b, const series *s, double x, double y)
+static void out_legend(sbuf *b, const series *s, double x, double y, int val)
 {
     char smooth[64];
     snprintf(smooth, sizeof smooth, "running mean of %zu step%s", s->window, s->window == 1 ? "" : "s");
-    const char *labels[4] = {"training loss per step", smooth, "epoch training loss (mean)", "epoch test loss"};
+    const char *labels[5] = {"training loss per step", smooth, "epoch training loss (mean)", "epoch test loss",
+                             "epoch validation loss"};
+    int rows = val ? 5 : 4;
     out(b, "<g class=\"legend\" font-size=\"12\" fill=\"#222\">\n<rect x=\"%.1f\" y=\"%.1f\" width=\"230\" "
-           "height=\"86\" fill=\"#fff\" fill-opacity=\"0.9\" stroke=\"#bbb\"/>\n", x, y);
-    for (int i = 0; i < 4; i++) {
+           "height=\"%d\" fill=\"#fff\" fill-opacity=\"0.9\" stroke=\"#bbb\"/>\n", x, y, 10 + 19 * rows);
+    for (int i = 0; i < rows; i++) {
         double ly = y + 16 + 19 * i, lx = x + 10;
         if (i == 0)
             out(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"" C_LOSS
@@ -470,8 +492,10 @@ static void out_legend(sbuf *b, const series *s, double x, double y)
                 lx, ly, lx + 28, ly);
         else if (i == 2)
             out(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"" C_TRAIN "\"/>", lx + 14, ly);
-        else
+        else if (i == 3)
             out(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" fill=\"" C_TEST "\"/>", lx + 9.5, ly - 4.5);
+        else
+            out(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" fill=\"" C_VAL "\"/>", lx + 9.5, ly - 4.5);
         out(b, "<text x=\"%.1f\" y=\"%.1f\" dy=\"0.35em\">", lx + 36, ly);
         out_text(b, labels[i]);
         out(b, "</text>\n");
@@ -493,6 +517,10 @@ static void out_summary(sbuf *b, const lt_plot *p)
             out(b, ", test loss %.4f", e->test);
         if (isfinite(e->acc))
             out(b, ", test accuracy %.4f", e->acc);
+        if (isfinite(e->val))
+            out(b, ", val loss %.4f", e->val);
+        if (isfinite(e->val_acc))
+            out(b, ", val accuracy %.4f", e->val_acc);
     }
     out(b, "</text>\n");
 }
@@ -533,7 +561,9 @@ static int render(const lt_plot *p, const char *title, sbuf *b)
     out(b, "</g>\n");
     out_epoch_series(b, &lf, p, 0, "epoch-train", C_TRAIN, 0);
     out_epoch_series(b, &lf, p, 1, "epoch-test", C_TEST, 1);
-    out_legend(b, &s, lf.x1 - 240, lf.y0 + 10);
+    if (p->has_val)
+        out_epoch_series(b, &lf, p, 3, "epoch-val", C_VAL, 1);
+    out_legend(b, &s, lf.x1 - 240, lf.y0 + 10, p->has_val);
     if (!p->nsteps && !p->nepochs)
         out(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" fill=\"#888\" text-anchor=\"middle\">"
                "no steps recorded</text>\n",
@@ -544,9 +574,12 @@ static int render(const lt_plot *p, const char *title, sbuf *b)
     frame af = {PLOT_X0, PLOT_X1, ACC_Y0, ACC_Y1, lf.ax, {0, 1, 0.2, 1}};
     double amin = INFINITY, amax = -INFINITY;
     for (size_t e = 0; e < p->nepochs; e++)
-        if (isfinite(p->epochs[e].acc)) {
-            amin = fmin(amin, p->epochs[e].acc);
-            amax = fmax(amax, p->epochs[e].acc);
+        for (int k = 0; k < 2; k++) {
+            double v = k ? p->epochs[e].val_acc : p->epochs[e].acc;
+            if (isfinite(v)) {
+                amin = fmin(amin, v);
+                amax = fmax(amax, v);
+            }
         }
     if (amin <= amax) {
         double margin = fmax(0.02, 0.1 * (amax - amin)), a0 = amin - margin, a1 = amax + margin;
@@ -557,9 +590,14 @@ static int render(const lt_plot *p, const char *title, sbuf *b)
         af.ay = nice_axis(a0, a1, 4, 0);
     }
     out(b, "<g id=\"accuracy-panel\">\n");
-    out_frame(b, &af, "test accuracy");
+    out_frame(b, &af, p->has_val ? "accuracy: test (circles), validation (squares)" : "test accuracy");
     out_epoch_series(b, &af, p, 2, "epoch-accuracy", C_ACC, 0);
-    if (amin <= amax) {
+    if (p->has_val)
+        out_epoch_series(b, &af, p, 4, "epoch-val-accuracy", C_VAL, 1);
+    int any_test = 0;
+    for (size_t e = 0; e < p->nepochs; e++)
+        any_test |= isfinite(p->epochs[e].acc);
+    if (amin <= amax && any_test) {
         const epoch_pt *last = NULL;
         for (size_t e = 0; e < p->nepochs; e++)
             if (isfinite(p->epochs[e].acc))
@@ -567,7 +605,7 @@ static int render(const lt_plot *p, const char *title, sbuf *b)
         double x = map_x(&af, (double)last->step), y = map_y(&af, last->acc);
         out(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"" C_ACC "\" text-anchor=\"end\">%.4f</text>\n",
             x - 6, y < af.y0 + 24 ? y + 18 : y - 9, last->acc);
-    } else {
+    } else if (!(amin <= amax)) {
         out(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" fill=\"#888\" text-anchor=\"middle\">no test accuracy "
                "recorded</text>\n", (af.x0 + af.x1) / 2, (af.y0 + af.y1) / 2);
     }

@@ -6,14 +6,17 @@
  * its own (lantern eval). How data feeds the model: train_feed.c. */
 #include "../runtime/runtime.h"
 #include "checkpoint.h"
+#include "norm_meta.h"
 #include "prefetch.h"
 #include "train_arrays.h"
 #include "train_feed.h"
 #include "dataset_impl.h"
 #include "trainer.h"
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static double now_s(void)
@@ -64,9 +67,12 @@ lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *
     if (st != LT_OK || done)
         return st;
     lt_dataset_opts dopt = o->norm;
+    if (!o->no_model_norm)
+        st = lt_norm_fill_from_model(m, &dopt, err);
     if (!dopt.channels)
         dopt.channels = lt_feed_image_channels(m);
-    st = lt_dataset_open_opts(o->data, 1, &dopt, &d, err);
+    if (st == LT_OK)
+        st = lt_dataset_open_opts(o->data, 1, &dopt, &d, err);
     if (st == LT_OK)
         st = lt_feed_plan(m, d, loss, o->output, &f, err);
     if (st == LT_OK)
@@ -96,6 +102,7 @@ void lt_train_defaults(lt_train_opts *o)
 
 typedef struct trainer {
     const lt_train_opts *o;
+    lt_train_opts *own_opts; /* o, the caller's copied (the normalisation filled in from the model) */
     const char *path;
     lt_trainer t; /* the model, its training program, the optimizer */
     const lt_dataset *train, *test; /* the caller's, or opened here (owned) */
@@ -109,6 +116,11 @@ typedef struct trainer {
     uint64_t rng;
     lt_ds_aug aug; /* --augment; aug.epoch is the epoch being gathered */
     bool augment;
+    /* validation: nval samples held out of the training split (val, sorted),
+     * the others (train_idx, sorted) are what an epoch shuffles */
+    int64_t nval, *val, *train_idx;
+    lt_tensor *best; /* --save-best: the best epoch's values of the forward copy */
+    int nbest;
     lt_err *err;
 } trainer;
 
@@ -124,6 +136,13 @@ static lt_status check_opts(const lt_train_opts *o, lt_err *err)
         return lt_errf(err, LT_ERR_INVALID, "warmup and limits must be >= 0");
     if (o->schedule.kind == LT_SCHEDULE_STEP && !(o->schedule.gamma > 0 && o->schedule.gamma <= 1))
         return lt_errf(err, LT_ERR_INVALID, "the step schedule's gamma must be in (0, 1], got %g", o->schedule.gamma);
+    if (o->val_split != 0 && !(o->val_split > 0 && o->val_split < 1))
+        return lt_errf(err, LT_ERR_INVALID, "the validation split must be a fraction in (0, 1), got %g", o->val_split);
+    if ((o->save_best || o->early_stop) && !(o->val_split > 0))
+        return lt_errf(err, LT_ERR_INVALID, "saving the best epoch and stopping early need validation data (a "
+                       "validation split)");
+    if (o->early_stop < 0)
+        return lt_errf(err, LT_ERR_INVALID, "early stop must be >= 0 epochs, got %d", o->early_stop);
     return LT_OK;
 }
 
@@ -217,11 +236,27 @@ static lt_status setup(trainer *tr, const char *path)
         tr->train = o->train_set;
         tr->test = o->test_set;
     } else if (st == LT_OK) {
+        /* a model that carries the normalisation it was trained with keeps
+         * it, where --mean / --std do not say otherwise */
+        lt_train_opts *own = tr->own_opts;
+        lt_dataset_opts given = own->norm;
+        st = lt_norm_fill_from_model(tr->t.em, &own->norm, tr->err);
+        if (st == LT_OK && o->on_note && (own->norm.nmean != given.nmean || own->norm.nstd != given.nstd)) {
+            char note[512];
+            snprintf(note, sizeof note, "%s: the samples are normalised with the %s%s%s stored in the model (%s%s%s); "
+                     "--mean / --std replace them", path, own->norm.nmean != given.nmean ? "mean" : "",
+                     own->norm.nmean != given.nmean && own->norm.nstd != given.nstd ? " and " : "",
+                     own->norm.nstd != given.nstd ? "std" : "", own->norm.nmean != given.nmean ? LT_META_MEAN : "",
+                     own->norm.nmean != given.nmean && own->norm.nstd != given.nstd ? ", " : "",
+                     own->norm.nstd != given.nstd ? LT_META_STD : "");
+            o->on_note(note, o->user);
+        }
         /* image folders: the model's channel count, the test split the training split's */
         lt_dataset_opts dopt = o->norm;
         if (!dopt.channels)
             dopt.channels = lt_feed_image_channels(tr->t.em);
-        st = lt_dataset_open_opts(o->data, 0, &dopt, &tr->own_train, tr->err);
+        if (st == LT_OK)
+            st = lt_dataset_open_opts(o->data, 0, &dopt, &tr->own_train, tr->err);
         if (st == LT_OK && !dopt.channels && !strncmp(o->data, "images=", 7))
             dopt.channels = (int)tr->own_train->dims[0];
         if (st == LT_OK && lt_dataset_has_split(o->data, 1))
@@ -292,7 +327,10 @@ static lt_status train_step(trainer *tr, lt_feed_batch *b, double lr, double *lo
     return lt_trainer_step_in(&tr->t, lr, 2, names, in, loss, tr->err);
 }
 
-static lt_status save_checkpoint(trainer *tr, lt_ckpt_state *c, int e, int64_t step, int64_t global,
+/* Writes the checkpoint to dir: --checkpoint-dir (locked for the whole run)
+ * or, for a stop without one, the stop folder, made here and locked for the
+ * write. */
+static lt_status save_checkpoint(trainer *tr, const char *dir, lt_ckpt_state *c, int e, int64_t step, int64_t global,
                                  double loss_sum, int64_t seen)
 {
     c->epoch = e;
@@ -302,7 +340,116 @@ static lt_status save_checkpoint(trainer *tr, lt_ckpt_state *c, int e, int64_t s
     c->loss_sum = loss_sum;
     c->seen = seen;
     lt_status st = lt_trainer_pull(&tr->t, tr->err); /* parameters and state kept on a device */
-    return st == LT_OK ? lt_ckpt_save(tr->o->checkpoint_dir, c, tr->err) : st;
+    if (st != LT_OK)
+        return st;
+    if (dir == tr->o->checkpoint_dir)
+        return lt_ckpt_save(dir, c, tr->err);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return lt_errf(tr->err, LT_ERR_IO, "%s: cannot create the checkpoint folder: %s", dir, strerror(errno));
+    int lock = -1;
+    st = lt_ckpt_lock(dir, &lock, tr->err);
+    if (st == LT_OK)
+        st = lt_ckpt_save(dir, c, tr->err);
+    lt_ckpt_unlock(lock);
+    return st;
+}
+
+/* Holds out the validation samples among the first n: a seeded partial
+ * shuffle picks round(val_split * n) of them; tr->val gets those and
+ * tr->train_idx the others, each in ascending order. */
+static lt_status split_validation(trainer *tr, int64_t n, int64_t *ntrain)
+{
+    const lt_train_opts *o = tr->o;
+    *ntrain = n;
+    if (!(o->val_split > 0))
+        return LT_OK;
+    int64_t nval = (int64_t)llround(o->val_split * (double)n);
+    if (nval < 1 || nval >= n)
+        return lt_errf(tr->err, LT_ERR_INVALID, "%s: a validation split of %g of %lld training samples holds out %lld; "
+                       "it must leave at least one sample on each side", tr->path, o->val_split, (long long)n,
+                       (long long)nval);
+    int64_t *perm = malloc(sizeof *perm * (size_t)n);
+    unsigned char *held = calloc((size_t)n, 1);
+    tr->val = malloc(sizeof *tr->val * (size_t)nval);
+    tr->train_idx = malloc(sizeof *tr->train_idx * (size_t)(n - nval));
+    if (!perm || !held || !tr->val || !tr->train_idx) {
+        free(perm);
+        free(held);
+        return lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t i = 0; i < n; i++)
+        perm[i] = i;
+    /* its own generator: the shuffling and --init random stay as without a split */
+    uint64_t rng = o->seed ^ 0x76616c6964617465ull;
+    for (int64_t i = 0; i < nval; i++) {
+        int64_t j = i + (int64_t)(lt_train_rand(&rng) % (uint64_t)(n - i));
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+        held[perm[i]] = 1;
+    }
+    int64_t a = 0, b = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (held[i])
+            tr->val[a++] = i;
+        else
+            tr->train_idx[b++] = i;
+    }
+    free(perm);
+    free(held);
+    tr->nval = nval;
+    *ntrain = n - nval;
+    return LT_OK;
+}
+
+/* The epoch's validation figures into r->val; keeps the best epoch (its
+ * values too for save_best) and counts the epochs since. */
+static lt_status validate(trainer *tr, lt_ckpt_state *ck, lt_epoch_result *r)
+{
+    const lt_train_opts *o = tr->o;
+    lt_status st = tr->use_arrays
+                       ? lt_afeed_evaluate_sel(&tr->afeed, tr->t.es, tr->t.em, tr->val, tr->nval, &r->val, tr->err)
+                       : lt_feed_evaluate_sel(&tr->feed, tr->t.es, tr->t.em, tr->train, tr->val, tr->nval, &r->val,
+                                              tr->err);
+    if (st != LT_OK)
+        return st;
+    double v = r->val.has_accuracy ? r->val.accuracy : r->val.loss;
+    int better = ck->best_epoch == 0 || (r->val.has_accuracy ? v > ck->best_value : v < ck->best_value);
+    if (better && isfinite(v)) {
+        ck->best_epoch = r->epoch;
+        ck->best_value = v;
+        ck->since_best = 0;
+        for (int i = 0; tr->best && i < ck->nvalues; i++)
+            memcpy(tr->best[i].data, ck->values[i]->data, lt_tensor_nbytes(ck->values[i]));
+    } else {
+        ck->since_best++;
+    }
+    r->best_epoch = (int)ck->best_epoch;
+    r->best_value = ck->best_value;
+    r->stop_early = o->early_stop > 0 && ck->since_best >= o->early_stop;
+    return LT_OK;
+}
+
+/* save_best: room for the best epoch's values, shaped like ck's. */
+static lt_status best_alloc(trainer *tr, lt_ckpt_state *ck, lt_tensor ***views)
+{
+    *views = NULL;
+    if (!tr->o->save_best)
+        return LT_OK;
+    tr->best = calloc((size_t)ck->nvalues + 1, sizeof *tr->best);
+    *views = calloc((size_t)ck->nvalues + 1, sizeof **views);
+    if (!tr->best || !*views)
+        return lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
+    lt_status st = LT_OK;
+    for (int i = 0; i < ck->nvalues && st == LT_OK; i++) {
+        const lt_tensor *v = ck->values[i];
+        st = lt_tensor_alloc(&tr->best[i], v->dtype, v->rank, v->dims, tr->err);
+        if (st == LT_OK)
+            tr->nbest = i + 1;
+        (*views)[i] = &tr->best[i];
+    }
+    ck->best = *views;
+    return st;
 }
 
 static int stop_requested(const lt_train_opts *o) { return o->stop && *o->stop; }
@@ -361,17 +508,18 @@ static lt_status run_epochs(trainer *tr)
     int64_t n = tr->use_arrays ? tr->atrain->samples : lt_dataset_size(tr->train);
     if (o->limit > 0 && o->limit < n)
         n = o->limit;
+    int64_t total = n; /* samples the order's entries index: training and validation */
+    lt_status st = split_validation(tr, total, &n);
     int64_t B = o->batch < n ? o->batch : n;
     batches bs = {0};
-    lt_status st = LT_OK;
-    if (tr->use_arrays) {
+    if (st == LT_OK && tr->use_arrays) {
         bs.n = n;
         bs.B = B;
         bs.steps = tr->afeed.fixed_batch ? n / B : (n + B - 1) / B;
         if (bs.steps < 1)
             st = lt_errf(tr->err, LT_ERR_INVALID, "%s: %lld training samples do not fill one batch of %lld", tr->path,
                          (long long)n, (long long)B);
-    } else {
+    } else if (st == LT_OK) {
         st = batches_new(tr, &bs, n, B);
     }
     int64_t steps = bs.steps;
@@ -379,19 +527,26 @@ static lt_status run_epochs(trainer *tr)
     if (st == LT_OK && !tr->order)
         st = lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; st == LT_OK && i < n; i++)
-        tr->order[i] = i;
+        tr->order[i] = tr->train_idx ? tr->train_idx[i] : i;
     tr->rng = o->seed ^ 0x73687566666c6521ull;
     lt_schedule sched = o->schedule;
     sched.total = steps * o->epochs;
     double t0 = now_s(), train_time = 0;
     int64_t global = 0;
+    /* where checkpoints go: every epoch to --checkpoint-dir; on a stop to it
+     * or, without one, to the stop folder */
+    const char *ckdir = o->checkpoint_dir ? o->checkpoint_dir : o->stop_checkpoint_dir;
     lt_ckpt_state ck = {0};
-    if (st == LT_OK && o->checkpoint_dir)
+    lt_tensor **best_views = NULL;
+    if (st == LT_OK)
         st = lt_trainer_ckpt_state(&tr->t, n, B, steps, &ck, tr->err);
     ck.order = tr->order;
+    ck.order_max = total;
+    if (st == LT_OK)
+        st = best_alloc(tr, &ck, &best_views);
     /* the checkpoint records the run's options; --resume refuses others */
     char *run_text = NULL;
-    if (st == LT_OK && o->checkpoint_dir && !(run_text = lt_ckpt_run_text(tr->path, o)))
+    if (st == LT_OK && ckdir && !(run_text = lt_ckpt_run_text(tr->path, o)))
         st = lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");
     ck.run = run_text;
     int e0 = 1;
@@ -409,8 +564,12 @@ static lt_status run_epochs(trainer *tr)
             st = lt_trainer_push(&tr->t, tr->err); /* to a device, where the run keeps them */
             if (st == LT_OK)
                 st = lt_trainer_sync(&tr->t, tr->err); /* the evaluation copy, in case no epoch is left */
+            if (o->early_stop > 0 && ck.since_best >= o->early_stop)
+                e0 = o->epochs + 1; /* the run had stopped early */
         }
     }
+    /* the rate and the ETA count the steps this call runs */
+    const int64_t global0 = global;
     int *stopped = o->stopped, stop_dummy = 0;
     if (!stopped)
         stopped = &stop_dummy;
@@ -421,7 +580,7 @@ static lt_status run_epochs(trainer *tr)
             shuffle(tr, n);
         tr->aug.epoch = e;
         double te = now_s(), loss_sum = mid ? ck.loss_sum : 0, lr = 0;
-        int64_t seen = mid ? ck.seen : 0, s0 = mid ? ck.step : 0;
+        int64_t seen = mid ? ck.seen : 0, s0 = mid ? ck.step : 0, seen0 = seen;
         if (!tr->use_arrays)
             st = submit(tr, &bs, s0);
         for (int64_t s = s0; s < steps && st == LT_OK; s++) {
@@ -448,15 +607,16 @@ static lt_status run_epochs(trainer *tr)
             if (o->on_step) {
                 double now = now_s(), ep = now - te, run = train_time + ep;
                 lt_train_progress p = {e, o->epochs, s + 1, steps, global, sched.total, loss_sum / (double)seen, loss, lr,
-                                       ep > 0 ? (double)seen / ep : 0, now - t0,
-                                       run / (double)global * (double)(sched.total - global)};
+                                       ep > 0 ? (double)(seen - seen0) / ep : 0, now - t0,
+                                       run / (double)(global - global0) * (double)(sched.total - global),
+                                       o->resume ? global0 : 0};
                 o->on_step(&p, o->user);
             }
             /* the epoch's last step is followed by the epoch-end checkpoint */
             int stop = stop_requested(o);
-            if (s + 1 < steps && o->checkpoint_dir &&
-                (stop || (o->checkpoint_every > 0 && global % o->checkpoint_every == 0)))
-                st = save_checkpoint(tr, &ck, e, s + 1, global, loss_sum, seen);
+            if (s + 1 < steps && ckdir &&
+                (stop || (o->checkpoint_dir && o->checkpoint_every > 0 && global % o->checkpoint_every == 0)))
+                st = save_checkpoint(tr, stop ? ckdir : o->checkpoint_dir, &ck, e, s + 1, global, loss_sum, seen);
             if (st == LT_OK && stop && s + 1 < steps) {
                 *stopped = 1;
                 break;
@@ -474,19 +634,36 @@ static lt_status run_epochs(trainer *tr)
         if (st != LT_OK)
             break;
         lt_epoch_result r = {e, o->epochs, loss_sum / (double)seen, {NAN, NAN, 0, 0}, lr, secs, global};
+        r.val = (lt_eval_result){NAN, NAN, 0, 0};
         lt_trainer_stats(&tr->t, &r.stats);
-        if (tr->atest)
+        if (tr->nval > 0)
+            st = validate(tr, &ck, &r);
+        if (st == LT_OK && tr->atest)
             st = lt_afeed_evaluate(&tr->atest_feed, tr->t.es, tr->t.em, o->test_limit, &r.test, tr->err);
-        else if (tr->test)
+        else if (st == LT_OK && tr->test)
             st = lt_feed_evaluate(&tr->feed, tr->t.es, tr->t.em, tr->test, o->test_limit, &r.test, tr->err);
         if (st == LT_OK && o->on_epoch)
             o->on_epoch(&r, o->user);
         if (st == LT_OK && o->checkpoint_dir)
-            st = save_checkpoint(tr, &ck, e, steps, global, loss_sum, seen);
-        if (st == LT_OK && stop_requested(o) && e < o->epochs)
+            st = save_checkpoint(tr, o->checkpoint_dir, &ck, e, steps, global, loss_sum, seen);
+        if (st == LT_OK && r.stop_early)
+            break;
+        if (st == LT_OK && stop_requested(o) && e < o->epochs) {
+            if (!o->checkpoint_dir && ckdir)
+                st = save_checkpoint(tr, ckdir, &ck, e, steps, global, loss_sum, seen);
             *stopped = 1;
+        }
+    }
+    /* save_best: the forward copy takes the best epoch's values */
+    if (st == LT_OK && !*stopped && tr->best && ck.best_epoch > 0)
+        st = lt_trainer_pull(&tr->t, tr->err); /* the host copy is current: nothing to overwrite it */
+    if (st == LT_OK && !*stopped && tr->best && ck.best_epoch > 0) {
+        for (int i = 0; i < ck.nvalues; i++)
+            memcpy(ck.values[i]->data, tr->best[i].data, lt_tensor_nbytes(&tr->best[i]));
+        st = lt_trainer_sync(&tr->t, tr->err);
     }
     free((void *)ck.values);
+    free(best_views);
     free(run_text);
     batches_free(&bs);
     return st;
@@ -495,7 +672,9 @@ static lt_status run_epochs(trainer *tr)
 lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **trained, lt_err *err)
 {
     *trained = NULL;
-    trainer tr = {.o = o, .path = model_path, .err = err};
+    lt_train_opts own = *o;
+    o = &own;
+    trainer tr = {.o = o, .own_opts = &own, .path = model_path, .err = err};
     /* one run at a time per checkpoint folder, held for the whole run */
     int lock = -1;
     lt_status st = o->checkpoint_dir ? lt_ckpt_lock(o->checkpoint_dir, &lock, err) : LT_OK;
@@ -509,6 +688,14 @@ lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **tr
     lt_arrays_free(tr.atrain);
     lt_arrays_free(tr.atest);
     free(tr.order);
+    free(tr.val);
+    free(tr.train_idx);
+    for (int i = 0; i < tr.nbest; i++)
+        lt_tensor_release(&tr.best[i]);
+    free(tr.best);
+    /* the normalisation the samples had travels with the model */
+    if (st == LT_OK && !o->train_set && !tr.use_arrays)
+        st = lt_model_set_norm(tr.t.em, &o->norm, err);
     if (st == LT_OK) {
         /* the forward copy holds the parameters of the last finished epoch */
         *trained = tr.t.em;

@@ -521,13 +521,17 @@ lt_status lt_afeed_evaluate(const lt_afeed *f, lt_session *s, lt_model *m, int64
                             lt_err *err)
 {
     int64_t n = f->data->samples;
+    return lt_afeed_evaluate_sel(f, s, m, NULL, limit > 0 && limit < n ? limit : n, r, err);
+}
+
+lt_status lt_afeed_evaluate_sel(const lt_afeed *f, lt_session *s, lt_model *m, const int64_t *sel, int64_t n,
+                                lt_eval_result *r, lt_err *err)
+{
     int64_t run = lt_afeed_run_size(f, f->fixed_batch ? f->fixed_batch : LT_AFEED_EVAL_BATCH);
-    if (limit > 0 && limit < n)
-        n = limit;
     if (f->fixed_batch)
         n -= n % run;
     if (n <= 0)
-        return lt_errf(err, LT_ERR_INVALID, "%s: no test samples to evaluate", f->path);
+        return lt_errf(err, LT_ERR_INVALID, "%s: no samples to evaluate", f->path);
     int nout = lt_model_num_outputs(m);
     lt_value **out = calloc((size_t)nout, sizeof *out);
     int64_t *idx = malloc(sizeof *idx * (size_t)run);
@@ -539,7 +543,7 @@ lt_status lt_afeed_evaluate(const lt_afeed *f, lt_session *s, lt_model *m, int64
     for (int64_t at = 0; at < n && st == LT_OK; at += run) {
         int64_t k = n - at < run ? n - at : run;
         for (int64_t i = 0; i < k; i++)
-            idx[i] = at + i;
+            idx[i] = sel ? sel[at + i] : at + i;
         st = lt_afeed_make(f, idx, k, names, in, err);
         if (st != LT_OK)
             break;

@@ -55,5 +55,8 @@ void lt_afeed_free_values(const lt_afeed *f, lt_value **values);
  * target values for mse / bce-logits, over samples for --loss model. */
 lt_status lt_afeed_evaluate(const lt_afeed *f, lt_session *s, lt_model *m, int64_t limit, lt_eval_result *r,
                             lt_err *err);
+/* The same on samples sel[0..n) of f's data (sel NULL: the first n). */
+lt_status lt_afeed_evaluate_sel(const lt_afeed *f, lt_session *s, lt_model *m, const int64_t *sel, int64_t n,
+                                lt_eval_result *r, lt_err *err);
 
 #endif

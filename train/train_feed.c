@@ -445,13 +445,18 @@ lt_status lt_feed_score(const lt_feed *f, const lt_value *out, const lt_feed_bat
 lt_status lt_feed_evaluate(const lt_feed *f, lt_session *s, lt_model *m, const lt_dataset *d, int64_t limit,
                            lt_eval_result *r, lt_err *err)
 {
-    int64_t n = lt_dataset_size(d), batch = f->fixed_batch ? f->fixed_batch : LT_EVAL_BATCH;
-    if (limit > 0 && limit < n)
-        n = limit;
+    int64_t n = lt_dataset_size(d);
+    return lt_feed_evaluate_sel(f, s, m, d, NULL, limit > 0 && limit < n ? limit : n, r, err);
+}
+
+lt_status lt_feed_evaluate_sel(const lt_feed *f, lt_session *s, lt_model *m, const lt_dataset *d, const int64_t *sel,
+                               int64_t n, lt_eval_result *r, lt_err *err)
+{
+    int64_t batch = f->fixed_batch ? f->fixed_batch : LT_EVAL_BATCH;
     if (f->fixed_batch)
         n -= n % batch; /* the rest does not fill the model's batch */
     if (n <= 0)
-        return lt_errf(err, LT_ERR_INVALID, "%s: no test samples to evaluate (the model's batch is %lld)", f->path,
+        return lt_errf(err, LT_ERR_INVALID, "%s: no samples to evaluate (the model's batch is %lld)", f->path,
                        (long long)batch);
     int nout = lt_model_num_outputs(m);
     lt_value **out = calloc((size_t)nout, sizeof *out);
@@ -466,7 +471,7 @@ lt_status lt_feed_evaluate(const lt_feed *f, lt_session *s, lt_model *m, const l
     for (int64_t at = 0; at < n && st == LT_OK; at += batch) {
         lt_feed_batch *b = n - at >= full.n ? &full : &last;
         for (int64_t i = 0; i < b->n; i++)
-            idx[i] = at + i;
+            idx[i] = sel ? sel[at + i] : at + i;
         st = lt_dataset_gather(d, idx, b->n, &b->x->t, &b->raw->t, err);
         if (st == LT_OK)
             st = lt_feed_targets(f, b, err);

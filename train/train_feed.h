@@ -69,5 +69,9 @@ lt_status lt_feed_score(const lt_feed *f, const lt_value *out, const lt_feed_bat
 /* Evaluates forward model m (session s) on d. */
 lt_status lt_feed_evaluate(const lt_feed *f, lt_session *s, lt_model *m, const lt_dataset *d, int64_t limit,
                            lt_eval_result *r, lt_err *err);
+/* The same on samples sel[0..n) of d (sel NULL: the first n), e.g. the
+ * validation samples held out of the training split. */
+lt_status lt_feed_evaluate_sel(const lt_feed *f, lt_session *s, lt_model *m, const lt_dataset *d, const int64_t *sel,
+                               int64_t n, lt_eval_result *r, lt_err *err);
 
 #endif

@@ -54,9 +54,35 @@ static int64_t fan_in_in(const lt_block *b, const lt_ival *v, const lt_tensor *t
     return 0;
 }
 
+/* Whether parameter value v is the scale (input 1) of a normalization op,
+ * or the running variance (input 4) of a BatchNormalization: those start at
+ * 1 (the running mean at 0, as a new nn.BatchNorm's). */
+static bool starts_at_one(const lt_block *b, const lt_ival *v)
+{
+    for (int k = 0; k < b->nnodes; k++) {
+        const lt_node *n = b->nodes[k];
+        for (int i = 0; i < n->nin; i++) {
+            if (n->in[i] != v)
+                continue;
+            if (i == 1 && (n->op == LT_OP_BATCH_NORMALIZATION || n->op == LT_OP_LAYER_NORMALIZATION ||
+                           n->op == LT_OP_INSTANCE_NORMALIZATION || n->op == LT_OP_GROUP_NORMALIZATION ||
+                           n->op == LT_OP_RMS_NORMALIZATION))
+                return true;
+            if (i == 4 && n->op == LT_OP_BATCH_NORMALIZATION)
+                return true;
+        }
+        for (int r = 0; r < n->nregions; r++)
+            if (starts_at_one(n->regions[r], v))
+                return true;
+    }
+    return false;
+}
+
 /* He-uniform (bound sqrt(6 / fan_in)) where a Conv, Gemm or MatMul tells the
  * fan-in, Glorot-uniform (sqrt(6 / (fan_in + fan_out)), PyTorch's fan
- * convention) elsewhere; rank 0 and 1 (biases) become zero. */
+ * convention) elsewhere; rank 0 and 1 tensors (biases) become zero, but the
+ * scales of normalization ops (and a batch norm's variance) one, as
+ * PyTorch initializes them. */
 static void init_random(lt_module *m, uint64_t seed)
 {
     uint64_t rng = seed ^ 0x696e69745f72616eull;
@@ -66,6 +92,11 @@ static void init_random(lt_module *m, uint64_t seed)
         if (!pp->trainable || (t->dtype != LT_F32 && t->dtype != LT_F64) || t->numel == 0)
             continue;
         double bound = 0;
+        if (t->rank < 2 && starts_at_one(m->main, pp->value)) {
+            for (int64_t i = 0; i < t->numel; i++)
+                lt_tensor_set_f64(t, i, 1.0);
+            continue;
+        }
         if (t->rank >= 2) {
             int64_t fan_in = fan_in_in(m->main, pp->value, t);
             if (fan_in > 0) {

@@ -1,8 +1,10 @@
-/* Checkpoints record the lantern that wrote them (format version 4): the
- * record reads back, `lantern train --resume` names the writer, and a
- * version 3 checkpoint (the same file without the record) is still read by
- * export and --resume, which says its writer did not record a version. A
- * writer record that is too long or cut short is refused. */
+/* Checkpoints record the lantern that wrote them (format version 4) and,
+ * since version 5, the validation state after it: the record reads back,
+ * `lantern train --resume` names the writer, and version 4 (without the
+ * state) and version 3 checkpoints (without the record either) are still
+ * read by export and --resume, which says when the writer did not record a
+ * version. A writer record that is too long or cut short, and a validation
+ * state that does not parse, are refused. */
 #include "testutil.h"
 #include "train/checkpoint.h"
 #include <stdio.h>
@@ -94,7 +96,7 @@ static void version_record(void **state)
     lt_err err;
     snprintf(writer, sizeof writer, "lantern %s", lt_version());
     assert_int_equal(lt_ckpt_read_info(c4, &ci, &err), LT_OK);
-    assert_int_equal(ci.version, 4);
+    assert_int_equal(ci.version, 5);
     assert_string_equal(ci.writer, writer);
     assert_true(ci.global == 4 && ci.epoch == 1 && ci.step == 4 && ci.steps == 4);
 
@@ -105,7 +107,7 @@ static void version_record(void **state)
     unsigned char *b = slurp(path, &len);
     uint32_t version;
     memcpy(&version, b + 8, 4);
-    assert_int_equal(version, 4);
+    assert_int_equal(version, 5);
     size_t wl = strlen(writer), at = 0;
     for (size_t i = 8; i + wl < len && !at; i++)
         if (!memcmp(b + i, writer, wl)) {
@@ -115,13 +117,35 @@ static void version_record(void **state)
                 at = i - 8;
         }
     assert_true(at > 0);
+    /* version 5: the validation state follows, a length and the text (no
+     * validation in this run: no best epoch, no best values) */
+    size_t st_at = at + 8 + wl;
+    uint64_t sl;
+    memcpy(&sl, b + st_at, 8);
+    const char *state_text = "best_epoch 0\nbest_value 0x0p+0\nsince_best 0\nbest_values 0\n";
+    assert_int_equal(sl, strlen(state_text));
+    assert_memory_equal(b + st_at + 8, state_text, sl);
 
-    /* the same checkpoint as version 3 wrote it: no record */
+    /* the same checkpoint as version 4 wrote it: no validation state */
     unsigned char *o = malloc(len);
     assert_non_null(o);
+    char c4b[700], out4b[700];
+    snprintf(c4b, sizeof c4b, "%s/v4b", tmp);
+    snprintf(out4b, sizeof out4b, "%s/out4b.onnx", tmp);
+    memcpy(o, b, st_at);
+    memcpy(o + st_at, b + st_at + 8 + sl, len - st_at - 8 - sl);
+    version = 4;
+    memcpy(o + 8, &version, 4);
+    reseal(o, len - 8 - sl);
+    spit(c4b, o, len - 8 - sl);
+    assert_int_equal(lt_ckpt_read_info(c4b, &ci, &err), LT_OK);
+    assert_int_equal(ci.version, 4);
+    assert_string_equal(ci.writer, writer);
+
+    /* the same checkpoint as version 3 wrote it: no record, no state */
     memcpy(o, b, at);
-    memcpy(o + at, b + at + 8 + wl, len - at - 8 - wl);
-    size_t olen = len - 8 - wl;
+    memcpy(o + at, b + st_at + 8 + sl, len - st_at - 8 - sl);
+    size_t olen = len - 8 - wl - 8 - sl;
     version = 3;
     memcpy(o + 8, &version, 4);
     reseal(o, olen);
@@ -130,15 +154,20 @@ static void version_record(void **state)
     assert_int_equal(ci.version, 3);
     assert_string_equal(ci.writer, "");
 
-    /* export reads both, to the same weights */
+    /* export reads all three, to the same weights */
     snprintf(args, sizeof args, "%s export %s --model %smlp.onnx -o %s", LANTERN, c3, MODELS, out3);
     assert_int_equal(sh(args, log, sizeof log), 0);
-    size_t l3, l4;
-    unsigned char *e3 = slurp(out3, &l3), *e4 = slurp(out, &l4);
+    snprintf(args, sizeof args, "%s export %s --model %smlp.onnx -o %s", LANTERN, c4b, MODELS, out4b);
+    assert_int_equal(sh(args, log, sizeof log), 0);
+    size_t l3, l4, l4b;
+    unsigned char *e3 = slurp(out3, &l3), *e4 = slurp(out, &l4), *e4b = slurp(out4b, &l4b);
     assert_int_equal(l3, l4);
     assert_memory_equal(e3, e4, l3);
+    assert_int_equal(l4b, l4);
+    assert_memory_equal(e4b, e4, l4);
     free(e3);
     free(e4);
+    free(e4b);
 
     /* --resume names the writer, or says there is none */
     train(c4, out, 1, log, sizeof log, 0);
@@ -149,6 +178,9 @@ static void version_record(void **state)
     train(c3, out3, 1, log, sizeof log, 0);
     if (!strstr(log, want) || !strstr(log, "checkpoint format 3"))
         fail_msg("resume from version 3: %s", log);
+    train(c4b, out4b, 1, log, sizeof log, 0);
+    if (!strstr(log, want) || !strstr(log, writer))
+        fail_msg("resume from version 4: %s", log);
 
     /* a writer record longer than the format allows, or past the end */
     char bad[700];
@@ -161,12 +193,24 @@ static void version_record(void **state)
     assert_non_null(strstr(err.msg, "corrupted"));
     train(bad, out, 1, log, sizeof log, 2);
     assert_non_null(strstr(log, "corrupted"));
+    /* a validation state that does not parse */
+    unsigned char *v = malloc(len);
+    assert_non_null(v);
+    memcpy(v, b, len);
+    memcpy(v + at, &(uint64_t){wl}, 8); /* undo the bad writer length above */
+    v[st_at + 8] = 'X';
+    reseal(v, len);
+    spit(bad, v, len);
+    train(bad, out, 1, log, sizeof log, 2);
+    if (!strstr(log, "corrupted checkpoint (the validation state)"))
+        fail_msg("bad validation state: %s", log);
+    free(v);
     /* a version from the future is refused by number */
-    version = 5;
+    version = 6;
     memcpy(o + 8, &version, 4);
     spit(bad, o, olen);
     assert_int_equal(lt_ckpt_read_info(bad, &ci, &err), LT_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "version 5"));
+    assert_non_null(strstr(err.msg, "version 6"));
     free(o);
     free(b);
 }

@@ -818,11 +818,25 @@ static void float16_input(void **state)
 
 /* tiny_bert.onnx: int64 ids and mask, per-token labels (1 when the token's
  * id occurs elsewhere in its sequence, -100 on padding); tm_rnn.onnx: a
- * time-major nn.RNN. Both train from data written here. */
+ * time-major nn.RNN. Both exported by torch 2.x; both train from data
+ * written here. */
 static void torch_exports_train(void **state)
 {
     (void)state;
     char dir[64], path[128], spec[160];
+    /* the checked-in models come from torch 2.x (models/make_feed_demos.py),
+     * with int64 input_ids and attention_mask */
+    const char *exported[2] = {LT_SOURCE_DIR "/models/tiny_bert.onnx", LT_SOURCE_DIR "/models/tm_rnn.onnx"};
+    for (int k = 0; k < 2; k++) {
+        lt_model *m = NULL;
+        lt_err err;
+        assert_int_equal(lt_model_load(exported[k], &m, &err), LT_OK);
+        if (strcmp(m->producer_name, "pytorch") != 0 || m->producer_version[0] < '2' || m->producer_version[1] != '.')
+            fail_msg("%s: made by %s %s, not torch 2.x", exported[k], m->producer_name, m->producer_version);
+        for (int i = 0; k == 0 && i < 2; i++)
+            assert_int_equal(m->main->params[i]->type.dtype, LT_I64);
+        lt_model_free(m);
+    }
     td_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/bert.npz", dir);
     snprintf(spec, sizeof spec, "npz=%s", path);
