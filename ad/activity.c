@@ -77,6 +77,8 @@ bool lt_ad_activity_pass(lt_ad *c, const lt_block *b)
         bool in_active = false;
         for (int j = 0; j < n->nin; j++)
             in_active |= n->in[j] && c->active[n->in[j]->id];
+        const lt_node *split = lt_ad_seq_split(n);
+        in_active |= split && c->active[split->in[0]->id];
         for (int r = 0; r < n->nregions && !in_active; r++)
             in_active = any_active_in_block(c, n->regions[r]);
         if (n->op == LT_OP_LOOP || n->op == LT_OP_SCAN) {
@@ -99,6 +101,46 @@ bool lt_ad_activity_pass(lt_ad *c, const lt_block *b)
         if (in_active)
             for (int j = 0; j < n->nout; j++)
                 changed |= lt_ad_mark(c, n->out[j]);
+    }
+    return changed;
+}
+
+/* Flow the transform cannot follow: an active value that enters a sequence
+ * or optional (other than through SplitToSequence read by SequenceAt,
+ * rules_sequence.c) has no adjoint there; what is computed from it
+ * downstream is marked, so that a loss so marked is refused rather than
+ * given gradients that silently miss that path. */
+bool lt_ad_taint_pass(lt_ad *c, const lt_block *b, bool *taint, const lt_node **why)
+{
+    bool changed = false;
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        bool active_in = false, tainted_in = false;
+        for (int r = 0; r < n->nregions; r++) {
+            changed |= lt_ad_taint_pass(c, n->regions[r], taint, why);
+            for (int j = 0; j < n->regions[r]->nresults; j++)
+                tainted_in |= n->regions[r]->results[j] && taint[n->regions[r]->results[j]->id];
+        }
+        if (lt_ad_seq_split(n))
+            continue;
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] && n->in[j]->id < c->nsrc) {
+                active_in |= c->active[n->in[j]->id];
+                tainted_in |= taint[n->in[j]->id];
+            }
+        for (int j = 0; j < n->nout; j++) {
+            const lt_ival *o = n->out[j];
+            if (!o || o->id >= c->nsrc || taint[o->id])
+                continue;
+            bool seq = o->type.kind == LT_KIND_SEQUENCE || o->type.kind == LT_KIND_OPTIONAL;
+            bool flt = o->type.kind == LT_KIND_TENSOR && (o->type.dtype == LT_UNDEFINED || is_float(o->type.dtype));
+            if ((active_in && seq) || (tainted_in && (seq || flt))) {
+                taint[o->id] = true;
+                if (!*why)
+                    *why = n;
+                changed = true;
+            }
+        }
     }
     return changed;
 }

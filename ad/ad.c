@@ -216,6 +216,8 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
         return lt_errf(err, LT_ERR_INVALID, "too many seeds");
     lt_status s = lt_ad_expand_flex_attention(m, err);
     if (s == LT_OK)
+        s = lt_ir_loop_lists_to_scans(m, err);
+    if (s == LT_OK)
         s = lt_ad_append_loss(m, spec, &loss, &nextra, extra, err);
     if (s == LT_OK)
         s = lt_infer_module(m, err);
@@ -242,6 +244,22 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
             lt_ad_mark(&c, src->params[p]);
     while (lt_ad_activity_pass(&c, src))
         ;
+    bool *taint = calloc(c.nsrc + 1, sizeof *taint);
+    const lt_node *cut = NULL;
+    if (!taint) {
+        s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    while (lt_ad_taint_pass(&c, src, taint, &cut))
+        ;
+    bool cut_loss = taint[loss->id];
+    free(taint);
+    if (cut_loss) {
+        s = lt_ad_fail(&c, cut, "the loss depends on the %s this node makes of a differentiated value, and "
+                                "gradients are followed through sequences only from SplitToSequence to SequenceAt",
+                       cut->out[0] && cut->out[0]->type.kind == LT_KIND_OPTIONAL ? "optional" : "sequence");
+        goto done;
+    }
 
     lt_block *nb = lt_block_new(m, NULL, "main");
     if (!nb || (s = lt_block_set_params(m, nb, src->nparams + nextra)) != LT_OK) {

@@ -44,6 +44,10 @@ void lt_ad_infer(lt_ad *c, lt_node *n);
 void lt_ad_register_attention(lt_ad_rule *tab, uint32_t *nondiff);
 void lt_ad_register_cumprod(lt_ad_rule *tab, uint32_t *nondiff);
 void lt_ad_register_affine_grid(lt_ad_rule *tab, uint32_t *nondiff);
+/* SequenceAt of a SplitToSequence (rules_sequence.c): the adjoint goes to
+ * the split tensor; lt_ad_seq_split gives that SplitToSequence, or NULL */
+void lt_ad_register_sequence(lt_ad_rule *tab, uint32_t *nondiff);
+const lt_node *lt_ad_seq_split(const lt_node *n);
 /* drops adjoints nobody reads and values nobody uses */
 lt_status lt_ad_dce(lt_module *m, lt_err *err);
 
@@ -52,6 +56,10 @@ lt_status lt_ad_dce(lt_module *m, lt_err *err);
  * true when anything changed */
 bool lt_ad_mark(lt_ad *c, const lt_ival *v);
 bool lt_ad_activity_pass(lt_ad *c, const lt_block *b);
+/* activity.c: marks in taint[] the values computed from a differentiated
+ * value through a sequence the AD cannot follow; *why gets the first node
+ * that made one. True when something new was marked. */
+bool lt_ad_taint_pass(lt_ad *c, const lt_block *b, bool *taint, const lt_node **why);
 /* loss.c: the loss appended to the source program (seeded, or from the
  * spec over an output): its scalar in *loss, the extra inputs it needs in
  * extra */

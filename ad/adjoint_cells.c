@@ -41,6 +41,9 @@ lt_status lt_ad_make_cells(lt_ad *c, lt_ival *const *src, int n)
 bool lt_ad_wants(lt_ad *c, const lt_node *n, int i)
 {
     const lt_ival *v = i < n->nin ? n->in[i] : NULL;
+    const lt_node *split = i == 0 ? lt_ad_seq_split(n) : NULL;
+    if (split) /* the sequence's adjoint is the split tensor's */
+        v = split->in[0];
     if (!v || v->id >= c->nsrc || !c->active[v->id] || !c->cell[v->id])
         return false;
     return i >= 32 || !(lt_ad_nondiff[n->op] >> i & 1);

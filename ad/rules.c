@@ -22,6 +22,7 @@ static void fill(void)
     lt_ad_register_attention(lt_ad_rules, lt_ad_nondiff);
     lt_ad_register_cumprod(lt_ad_rules, lt_ad_nondiff);
     lt_ad_register_affine_grid(lt_ad_rules, lt_ad_nondiff);
+    lt_ad_register_sequence(lt_ad_rules, lt_ad_nondiff);
 }
 
 void lt_ad_rules_init(void)

@@ -236,6 +236,9 @@ lt_status lt_ir_to_f64(lt_module *m, lt_err *err);
 /* Main-graph Identity nodes reading an initializer become parameters of
  * their own, named after the Identity's output (see ir/untie.c). */
 lt_status lt_ir_untie_identity_params(lt_module *m, lt_err *err);
+/* Loops that append to a carried list stacked after the loop (TorchScript's
+ * list.append and torch.stack) get a scan output instead (loop_lists.c) */
+lt_status lt_ir_loop_lists_to_scans(lt_module *m, lt_err *err);
 lt_status lt_ir_set_training(lt_module *m, lt_err *err); /* BatchNorm, Dropout to training mode; before the AD */
 
 /* Shape inference over the whole module (runs at import). */

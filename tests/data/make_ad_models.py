@@ -127,3 +127,56 @@ def scan_model(name, x_shape, in_axis, in_dir, out_axis, out_dir, out_shape):
 
 scan_model("ad_scan_fwd", [3, 2, 4], 0, 0, 0, 0, [3, 2, 4])
 scan_model("ad_scan_rev_axis1", [2, 3, 4], 1, 1, 2, 1, [2, 4, 3])
+
+
+# Sequences: SplitToSequence read by SequenceAt (torch.split / chunk / unbind
+# as the dynamo exporter writes them): equal chunks with a shorter last one,
+# listed sizes, chunks of one without keepdims; negative and int32 positions
+def seq_at(seq, pos, out):
+    return h.make_node("SequenceAt", [seq, pos], [out])
+
+
+def rsum(x, out):
+    return h.make_node("ReduceSum", [x], [out], keepdims=0)
+
+
+save("ad_seq_split",
+     [h.make_node("Mul", ["x", "P"], ["y0"]),
+      h.make_node("SplitToSequence", ["y0", "three"], ["s1"], axis=1),
+      seq_at("s1", "i0", "a"), seq_at("s1", "im1", "b"), seq_at("s1", "i1", "c"),
+      h.make_node("SplitToSequence", ["y0", "sizes"], ["s2"], axis=0),
+      seq_at("s2", "i1", "d"), seq_at("s2", "im2", "e"),
+      h.make_node("SplitToSequence", ["y0"], ["s3"], axis=-1, keepdims=0),
+      seq_at("s3", "i4", "f"), seq_at("s3", "im7_32", "g"),
+      h.make_node("Mul", ["a", "c"], ["ac"]), h.make_node("Tanh", ["b"], ["tb"]), h.make_node("Mul", ["d", "d"], ["dd"]),
+      h.make_node("Sin", ["e"], ["se"]), h.make_node("Mul", ["f", "g"], ["fg"]),
+      rsum("ac", "r1"), rsum("tb", "r2"), rsum("dd", "r3"), rsum("se", "r4"), rsum("fg", "r5"),
+      h.make_node("Sum", ["r1", "r2", "r3", "r4", "r5"], ["y"])],
+     [vi("x", [3, 7])], [vi("y", [])],
+     [w("P", 3, 7, scale=1.0), i64("three", 3), i64("sizes", [1, 2]), i64("i0", 0), i64("i1", 1), i64("im1", -1),
+      i64("im2", -2), i64("i4", 4), nh.from_array(np.array(-7, np.int32), "im7_32")])
+
+# A list a Loop appends to, stacked after it on the first and on the last
+# axis (TorchScript's list.append and torch.stack in a scripted loop)
+list_body = h.make_graph(
+    rnn_step("h_in", "h_out", "W", "x", prefix="l") +
+    [h.make_node("Mul", ["h_out", "V"], ["hv"]), h.make_node("SequenceInsert", ["l_in", "hv"], ["l_out"]),
+     h.make_node("Identity", ["cond_in"], ["cond_out"])],
+    "list_body", [vi("it", [], TP.INT64), vi("cond_in", [], TP.BOOL), vi("h_in", [2, 4]),
+                  h.make_tensor_sequence_value_info("l_in", F, [2, 4])],
+    [vi("cond_out", [], TP.BOOL), vi("h_out", [2, 4]), h.make_tensor_sequence_value_info("l_out", F, [2, 4])])
+save("ad_loop_list",
+     [h.make_node("SequenceEmpty", [], ["l0"], dtype=F),
+      h.make_node("Loop", ["M", "", "h0", "l0"], ["hT", "lT"], body=list_body),
+      h.make_node("ConcatFromSequence", ["lT"], ["st0"], axis=0, new_axis=1),
+      h.make_node("ConcatFromSequence", ["lT"], ["st2"], axis=-1, new_axis=1),
+      h.make_node("Mul", ["st0", "st0"], ["q0"]), h.make_node("Mul", ["st2", "R"], ["q2"]),
+      rsum("q0", "r0"), rsum("q2", "r2"), rsum("hT", "rh"), h.make_node("Sum", ["r0", "r2", "rh"], ["y"])],
+     [vi("x", [2, 4])], [vi("y", [])], [w("W", 4, 4), w("V", 2, 4), w("h0", 2, 4), w("R", 2, 4, 3), i64("M", 3)])
+
+# A sequence the AD cannot follow (SequenceConstruct to ConcatFromSequence):
+# its gradient is refused, not silently left out
+save("ad_seq_refused",
+     [h.make_node("Mul", ["x", "P"], ["xp"]), h.make_node("SequenceConstruct", ["xp", "x"], ["sq"]),
+      h.make_node("ConcatFromSequence", ["sq"], ["cat"], axis=0), h.make_node("Add", ["cat", "Q"], ["y"])],
+     [vi("x", [2, 4])], [vi("y", [4, 4])], [w("P", 2, 4), w("Q", 4, 4)])

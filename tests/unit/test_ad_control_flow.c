@@ -2,10 +2,13 @@
  * same model in float64: If (each branch, outer captures, an initializer in
  * a branch), Loop (trip count, condition, both, carried values, scan
  * outputs, captured parameters, Loop in Loop, If in Loop), Scan (forward,
- * reverse, non-zero axes), and FlexAttention's score_mod and prob_mod graphs
- * (their own initializers, an outer capture, GQA; tests/data/make_flex_models.py):
- * the AD writes FlexAttention out as ordinary ops while the finite
- * differences run its kernel, so the two must agree on the values too. */
+ * reverse, non-zero axes), sequences (SplitToSequence read by SequenceAt in
+ * its three forms; a list a Loop appends to, stacked after it; a sequence
+ * the AD cannot follow is refused), and FlexAttention's score_mod and
+ * prob_mod graphs (their own initializers, an outer capture, GQA;
+ * tests/data/make_flex_models.py): the AD writes FlexAttention out as
+ * ordinary ops while the finite differences run its kernel, so the two must
+ * agree on the values too. */
 #include "testutil.h"
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +54,25 @@ static void if_in_loop(void **s) { (void)s; check_model(DATA "ad_if_in_loop.onnx
 static void scan_forward(void **s) { (void)s; check_model(DATA "ad_scan_fwd.onnx", 3, d324, -1, 1, 8, "W"); }
 static void scan_reverse_axis1(void **s) { (void)s; check_model(DATA "ad_scan_rev_axis1.onnx", 3, d234, -1, 1, 9, "s0"); }
 
+static const int64_t d37[2] = {3, 7};
+static void seq_split_at(void **s) { (void)s; check_model(DATA "ad_seq_split.onnx", 2, d37, -1, 1, 11, "P"); }
+static void loop_list_stacked(void **s) { (void)s; check_model(DATA "ad_loop_list.onnx", 2, d24, -1, 1, 12, "V"); }
+
+/* a gradient that would have to pass through SequenceConstruct and
+ * ConcatFromSequence: one clear refusal naming the node */
+static void seq_refused(void **state)
+{
+    (void)state;
+    lt_model *m;
+    lt_err err;
+    assert_int_equal(lt_model_load(DATA "ad_seq_refused.onnx", &m, &err), LT_OK);
+    lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
+    assert_int_not_equal(lt_model_grad(m, &o, &err), LT_OK);
+    assert_non_null(strstr(err.msg, "SequenceConstruct"));
+    assert_non_null(strstr(err.msg, "only from SplitToSequence to SequenceAt"));
+    lt_model_free(m);
+}
+
 /* the shipped Loop-written RNN: parameters captured from outside the loop
  * (W, b) and one inside its body (U) */
 static void loop_rnn_model(void **state)
@@ -78,6 +100,7 @@ int main(void)
         cmocka_unit_test(loop_condition),  cmocka_unit_test(loop_both),      cmocka_unit_test(loop_in_loop),
         cmocka_unit_test(if_in_loop),      cmocka_unit_test(scan_forward),   cmocka_unit_test(scan_reverse_axis1),
         cmocka_unit_test(loop_rnn_model),  cmocka_unit_test(flex_attention_mods), cmocka_unit_test(flex_attention_plain),
+        cmocka_unit_test(seq_split_at),    cmocka_unit_test(loop_list_stacked), cmocka_unit_test(seq_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
