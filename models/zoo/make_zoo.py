@@ -15,10 +15,13 @@ Next to each model.onnx it writes torch's references:
   case.txt      which graph input, output and gradient each file belongs to
 
 tests/unit/test_zoo.c runs every case with lantern (no Python needed).
-The TorchScript exports use do_constant_folding=False: with folding on, the
-exporter fuses BatchNormalization into Conv and transposes Linear weights,
-so the ONNX initializers are no longer the torch parameters whose gradients
-are compared.
+<model>_ts and <model>_dynamo keep every torch parameter an initializer of
+its own, so that every parameter's gradient is compared: TorchScript with
+do_constant_folding=False, and the dynamo exporter unoptimized where its
+default optimizer would fold BatchNormalization into Conv (case.txt says
+so). <model>_ts_default and <model>_dynamo_default are the exporters'
+defaults (folded BatchNormalization, transposed weights), compared on
+outputs, input gradients and the parameters that stay initializers.
 
 Run with a PyPI venv holding torch 2.x, torchvision, transformers,
 onnxscript and onnx:  python models/zoo/make_zoo.py [NAME...]
@@ -317,7 +320,9 @@ def flow_cases():
 # ---------------------------------------------------------------- export and references
 def onnx_name_map(proto, named_params):
     """torch parameter name -> (initializer name, transposed) for each
-    parameter the exported graph holds as an initializer"""
+    parameter the exported graph holds as one initializer (a tied one that
+    folding copied into several, such as GPT-2's embedding and its
+    transposed head, has no per-initializer gradient in torch)"""
     inits = {i.name: i for i in proto.graph.initializer}
     arrays = {}
     out = {}
@@ -326,6 +331,10 @@ def onnx_name_map(proto, named_params):
         v = p.detach().numpy()
         if not arrays:
             arrays = {n: numpy_helper.to_array(i) for n, i in inits.items()}
+        copies = [n for n, a in arrays.items() if (a.shape == v.shape and np.array_equal(a, v)) or
+                  (v.ndim == 2 and a.shape == v.T.shape and np.array_equal(a, v.T))]
+        if len(copies) > 1:
+            continue
         hit = next((c for c in cands if c in inits and np.array_equal(arrays[c], v)), None)
         if hit is not None:
             out[pname] = (hit, False)
@@ -363,7 +372,7 @@ def strip_metadata(path):
     onnx.save(m, path)
 
 
-def export(model, args, path, dynamo, in_names, nout, optimize=True):
+def export(model, args, path, dynamo, in_names, nout, optimize=True, fold=False):
     out_names = ["out%d" % k for k in range(nout)]
     if dynamo:
         prog = torch.onnx.export(model, tuple(args), dynamo=True, opset_version=OPSET_DYNAMO,
@@ -374,11 +383,12 @@ def export(model, args, path, dynamo, in_names, nout, optimize=True):
     else:
         target = torch.jit.script(model) if type(model) in (IfNet, LoopNet, ScanLoopNet) else model
         torch.onnx.export(target, tuple(args), path, dynamo=False, opset_version=OPSET_TS,
-                          input_names=in_names, output_names=out_names, do_constant_folding=False)
+                          input_names=in_names, output_names=out_names, do_constant_folding=fold)
 
 
 def make_case(name, exporter, build, inputs, seed):
-    dyn = exporter == "dynamo"
+    dyn = exporter.startswith("dynamo")
+    default = exporter.endswith("_default")
     d = os.path.join(HERE, "%s_%s" % (name, exporter))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
@@ -408,7 +418,7 @@ def make_case(name, exporter, build, inputs, seed):
                                 allow_unused=True)
     path = os.path.join(d, "model.onnx")
     try:
-        export(model, targs, path, dyn, in_names, len(outs))
+        export(model, targs, path, dyn, in_names, len(outs), fold=default)
     except Exception as e:  # noqa: BLE001 (the exporter's own limits are reported, not hidden)
         shutil.rmtree(d)
         msg = [l for l in str(e).splitlines() if "Error" in l or "error" in l] or str(e).splitlines()[:1]
@@ -418,7 +428,16 @@ def make_case(name, exporter, build, inputs, seed):
     names = onnx_name_map(proto, params)
     note = ""
     names0 = names
-    if dyn and len(names) < len(params):
+    if default:
+        if len(names) == len(params) and dyn:
+            shutil.rmtree(d)
+            print("%-22s the same as %s_dynamo" % (name + "_" + exporter, name))
+            return
+        if len(names) < len(params):
+            note = "# the exporter's defaults fold %d of the %d torch parameters into constants or other " \
+                "initializers; their gradients are not compared: %s\n" % \
+                (len(params) - len(names), len(params), ", ".join(p for p, _ in params if p not in names)[:300])
+    elif dyn and len(names) < len(params):
         # the default optimizer folds BatchNormalization into Conv weights
         # (keeping the Conv weight's name): export unoptimized so that the
         # initializers are the parameters whose gradients torch gives
@@ -457,12 +476,15 @@ def make_case(name, exporter, build, inputs, seed):
         np.save(os.path.join(d, "g_%d.npy" % gi), g.detach().numpy())
         lines.append("grad %s g_%d.npy" % (in_names[k], gi))
         gi += 1
-    if missing:
+    if missing and not default:
         raise SystemExit("%s_%s: parameters with no initializer in the export: %s" % (name, exporter, missing))
     with open(os.path.join(d, "case.txt"), "w") as f:
         f.write(note + "\n".join(lines) + "\n")
     size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
     print("%-22s %3d gradients, %6.1f KB" % (name + "_" + exporter, gi, size / 1024))
+
+
+DEFAULTS = ("resnet", "mobilenet_v3", "efficientnet", "densenet", "bert", "gpt2", "lstm")
 
 
 def all_cases():
@@ -471,6 +493,14 @@ def all_cases():
             yield name, ex, build, inputs
     for name, ex, build, inputs in flow_cases():
         yield name, ex, build, inputs
+    # the exporters' defaults (TorchScript's constant folding, the dynamo
+    # optimizer), which fold BatchNormalization into Conv and transpose
+    # weights: outputs, input gradients and the gradients of the parameters
+    # that are still initializers of their own
+    for name, build, inputs in list(cnn_cases()) + list(hf_cases()) + list(rnn_cases()):
+        if name in DEFAULTS:
+            for ex in ("ts_default", "dynamo_default"):
+                yield name, ex, build, inputs
 
 
 def main():

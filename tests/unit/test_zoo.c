@@ -13,6 +13,10 @@
  *              the model: a gradient that is zero in exact arithmetic (the
  *              key bias of an attention, which softmax cancels) is float32
  *              rounding in both, and only its size is compared
+ * The <model>_ts / _dynamo exports keep every parameter an initializer of
+ * its own (every parameter's gradient compared); the *_default ones are the
+ * exporters' defaults, compared on outputs, input gradients and the
+ * parameters left as initializers (models/zoo/make_zoo.py).
  * A case listed with a reason is an expected failure: it must still fail
  * (so a fix shows up), and its reason is printed. */
 #include "testutil.h"
@@ -45,6 +49,12 @@ static const zoo_case cases[] = {
     BOTH("shufflenet"), BOTH("squeezenet"),   BOTH("vit"),          BOTH("bert"),         BOTH("gpt2"),
     BOTH("distilbert"), BOTH("t5_encoder"),   BOTH("whisper_encoder"), BOTH("lstm"),      BOTH("gru"),
     BOTH("if"),         BOTH("loop"),         BOTH("scan"),
+    /* the exporters' defaults: BatchNormalization folded into Conv,
+     * weights transposed or concatenated into constants */
+#define DEFAULTS(n) {n "_ts_default", NULL}, {n "_dynamo_default", NULL}
+    DEFAULTS("resnet"),   DEFAULTS("mobilenet_v3"), DEFAULTS("efficientnet"), DEFAULTS("densenet"),
+    DEFAULTS("bert"),     DEFAULTS("gpt2"),         DEFAULTS("lstm"),
+#undef DEFAULTS
 #undef BOTH
 };
 
