@@ -18,11 +18,15 @@
  * --optim / --lr override every model's. Threads follow OMP_NUM_THREADS.
  *
  * Output, one line per model:
- *   train NAME batch B optim O median_ms X min_ms Y loss0 L minflt_per_step F maxrss_kb R
+ *   train NAME batch B optim O median_ms X min_ms Y loss0 L minflt_per_step F maxrss_kb R peak_kb P
+ *         arena_kb A layouts N layouts_timed T
  * loss0 is the first step's loss (before its update), F the minor page faults
  * per timed step (getrusage; a step that takes no new memory from the system
  * makes 0), R the process's max RSS (run one model per process to get one
- * model's; bench/torch_bench.py does). */
+ * model's; bench/torch_bench.py does), P the most activation memory held at
+ * once (pool and planned arenas), A the arenas' part, N the memory layouts
+ * planned (one per block and input shapes) and T those planned during the
+ * timed steps (0: the warm-up saw every shape). */
 #include "lantern.h"
 #include "npz_read.h"
 #include <stdlib.h>
@@ -261,9 +265,12 @@ static int bench_one(const char *dir, const entry *e, const char *optim_override
         warmup = f.nunits;
     double loss0 = 0;
     struct rusage r0 = usage();
+    lt_run_stats s0 = {0}, s1;
     for (int it = 0; it < warmup + iters; it++) {
-        if (it == warmup)
+        if (it == warmup) {
             r0 = usage();
+            lt_trainer_stats(t, &s0);
+        }
         lt_value *const *in = f.v + (size_t)(it % f.nunits) * f.nin;
         double loss, t0 = now();
         if (lt_trainer_step(t, lr, f.nin, f.names, in, &loss, &err) != LT_OK) {
@@ -277,12 +284,14 @@ static int bench_one(const char *dir, const entry *e, const char *optim_override
             times[it - warmup] = (t1 - t0) * 1e3;
     }
     struct rusage r1 = usage();
+    lt_trainer_stats(t, &s1);
     double flt = (double)(r1.ru_minflt - r0.ru_minflt) / iters;
     qsort(times, (size_t)iters, sizeof *times, cmp_double);
     double med = iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2]);
-    printf("train %s batch %lld optim %s median_ms %.3f min_ms %.3f loss0 %.6f minflt_per_step %.1f maxrss_kb %ld\n",
-           e->name, f.ragged ? 1LL : e->batch, optim, med, times[0], loss0,
-           flt, r1.ru_maxrss);
+    printf("train %s batch %lld optim %s median_ms %.3f min_ms %.3f loss0 %.6f minflt_per_step %.1f maxrss_kb %ld "
+           "peak_kb %zu arena_kb %zu layouts %lld layouts_timed %lld\n",
+           e->name, f.ragged ? 1LL : e->batch, optim, med, times[0], loss0, flt, r1.ru_maxrss, s1.peak_bytes / 1024,
+           s1.arena_peak_bytes / 1024, (long long)s1.layouts, (long long)(s1.layouts - s0.layouts));
     fflush(stdout);
     rc = 0;
 out:

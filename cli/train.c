@@ -161,13 +161,15 @@ static void on_epoch(const lt_epoch_result *r, void *user)
     }
     if (pr->stats) {
         const lt_run_stats *s = &r->stats;
-        printf("  stats: peak pool %.1f MB", (double)s->peak_bytes / 1048576.0);
+        printf("  stats: peak activation memory %.1f MB (planned arenas %.1f MB, %lld layouts)",
+               (double)s->peak_bytes / 1048576.0, (double)s->arena_peak_bytes / 1048576.0, (long long)s->layouts);
         if (s->peak_backend_bytes)
-            printf(" (backend pool %.1f MB)", (double)s->peak_backend_bytes / 1048576.0);
-        printf("; per run (%lld runs): %.1f nodes on the backend, %.1f on the host, %.1f uploads (%.1f KB), "
+            printf(", on the backend %.1f MB", (double)s->peak_backend_bytes / 1048576.0);
+        printf("\n  per run (%lld runs): %.1f outputs from arenas (%.1f written over their input), %.1f from the "
+               "pool; %.1f nodes on the backend, %.1f on the host; copies: %.1f uploads (%.1f KB), "
                "%.1f downloads (%.1f KB)\n",
-               (long long)s->runs, s->device_nodes, s->host_nodes, s->uploads, s->upload_bytes / 1024.0, s->downloads,
-               s->download_bytes / 1024.0);
+               (long long)s->runs, s->planned, s->inplace, s->pooled, s->device_nodes, s->host_nodes, s->uploads,
+               s->upload_bytes / 1024.0, s->downloads, s->download_bytes / 1024.0);
     }
     fflush(stdout);
     if (pr->plot) {
@@ -284,7 +286,10 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
       "keep: train the weights in MODEL; random: from scratch, fresh seeded weights (below)", "keep", 0)              \
     X(T_SEED, "--seed", "S", "seed of the shuffling, --augment, --init random and --val-split", "1", 0)              \
     X(T_SHUFFLE, "--shuffle", "on|off", "shuffle the training samples every epoch", "on", 0)                         \
-    X(T_STATS, "--stats", NULL, "after each epoch, print peak pool memory and per-step backend copies", NULL, 0)      \
+    X(T_STATS, "--stats", NULL,                                                                                  \
+      "after each epoch, print peak activation memory (pool and planned arenas) and, per step, outputs served "   \
+      "from the arenas, in place and from the pool, and backend copies",                                           \
+      NULL, 0)                                                                                                     \
     X(T_LIMIT, "--limit", "N", "train on the first N samples only", "all", 0)                                        \
     X(T_VAL_SPLIT, "--val-split", "F", "hold out the fraction F of the training samples (seeded by --seed) and score " \
       "them after every epoch", "none", 0)                                                                           \

@@ -414,6 +414,14 @@ typedef struct lt_run_stats {
     double uploads, downloads;  /* tensors copied to / from the backend per run */
     double upload_bytes, download_bytes;
     double device_nodes, host_nodes; /* nodes run on the backend / the host per run */
+    /* planned memory (the README's "How it works"): arena bytes held now and
+     * at most (they are part of peak_bytes / peak_backend_bytes), layouts
+     * made (one per block and input shapes seen), and per run the outputs
+     * served from an arena, written over their dying input, and left to the
+     * pool in planned frames */
+    size_t arena_bytes, arena_peak_bytes;
+    int64_t layouts;
+    double planned, inplace, pooled;
 } lt_run_stats;
 
 typedef struct lt_epoch_result {

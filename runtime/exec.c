@@ -40,17 +40,20 @@ static void *scratch_alloc(lt_exec *ex, size_t bytes)
     }
     void *p = c->data + c->used;
     c->used += bytes;
+    ex->scratch_in_use += bytes;
+    if (ex->scratch_in_use > ex->scratch_hw)
+        ex->scratch_hw = ex->scratch_in_use;
     return p;
 }
 
 typedef struct {
     lt_scratch_chunk *chunk;
-    size_t used;
+    size_t used, in_use;
 } scratch_mark;
 
 static scratch_mark scratch_mark_get(lt_exec *ex)
 {
-    return (scratch_mark){ex->scratch, ex->scratch ? ex->scratch->used : 0};
+    return (scratch_mark){ex->scratch, ex->scratch ? ex->scratch->used : 0, ex->scratch_in_use};
 }
 
 static void scratch_release(lt_exec *ex, scratch_mark mk)
@@ -63,6 +66,31 @@ static void scratch_release(lt_exec *ex, scratch_mark mk)
     }
     if (ex->scratch)
         ex->scratch->used = mk.used;
+    ex->scratch_in_use = mk.in_use;
+}
+
+/* One workspace for every kernel's scratch: when no scratch is taken, the
+ * cached chunks give way to a single one as large as the most scratch a
+ * run has held at once. */
+static void scratch_reserve(lt_exec *ex)
+{
+    if (ex->scratch || !ex->scratch_hw)
+        return;
+    size_t want = ex->scratch_hw > ((size_t)1 << 20) ? ex->scratch_hw : ((size_t)1 << 20);
+    if (ex->scratch_free && !ex->scratch_free->next && ex->scratch_free->cap >= want)
+        return;
+    lt_scratch_chunk *f = aligned_alloc(64, (sizeof *f + want + 63) & ~(size_t)63);
+    if (!f)
+        return;
+    f->cap = want;
+    f->used = 0;
+    while (ex->scratch_free) {
+        lt_scratch_chunk *c = ex->scratch_free;
+        ex->scratch_free = c->next;
+        free(c);
+    }
+    f->next = NULL;
+    ex->scratch_free = f;
 }
 
 /* ---- planning ---- */
@@ -152,6 +180,18 @@ static lt_status plan_block(lt_exec *ex, const lt_block *b, lt_plan **out)
             }
     }
     p->free_start[b->nnodes] = k;
+    p->dies_in = calloc(b->nnodes ? b->nnodes : 1, sizeof *p->dies_in);
+    if (!p->dies_in) {
+        free(last);
+        lt_plan_free(p);
+        return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory planning block");
+    }
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int j = 0; j < n->nin && j < 64; j++)
+            if (n->in[j] && n->in[j]->block == b && n->in[j]->def && last[n->in[j]->id] == i)
+                p->dies_in[i] |= (uint64_t)1 << j;
+    }
     free(last);
     p->nids = collect_ids(b, NULL);
     p->ids = malloc(sizeof *p->ids * (p->nids + 1));
@@ -199,7 +239,13 @@ void lt_plan_free(lt_plan *p)
     free(p->host_in);
     free(p->free_start);
     free(p->free_ids);
+    free(p->dies_in);
     free(p->ids);
+    for (int i = 0; i < p->nmem; i++) {
+        lt_mplan_free(p->mem[i]);
+        free(p->mem[i]);
+    }
+    free(p->mem);
     free(p);
 }
 
@@ -320,7 +366,7 @@ lt_status lt_exec_to_host(lt_exec *ex, int n, lt_value **vals)
     return LT_OK;
 }
 
-static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
+static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p, lt_mlayout *lay)
 {
     lt_value *inbuf[64], *outbuf[64];
     for (int i = 0; i < b->nnodes; i++) {
@@ -363,6 +409,7 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
         bool checked = lt_checked_memory();
         if (s == LT_OK && checked)
             s = check_inputs(&k, false);
+        lt_mplan_node(lay, i);
         if (s == LT_OK)
             s = kern(&k);
         if (s == LT_OK && checked)
@@ -398,8 +445,30 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p)
             return s;
         for (int f = p->free_start[i]; f < p->free_start[i + 1]; f++)
             env_drop(ex, p->free_ids[f]);
+        lt_mplan_after_node(lay, i);
     }
     return LT_OK;
+}
+
+/* The planned memory of level `level` of a block's recursion, made when
+ * first needed; NULL past LT_EXEC_MEM_LEVELS or out of memory (the pool). */
+#define LT_EXEC_MEM_LEVELS 256
+static lt_mplan *plan_mem(lt_plan *p, int level)
+{
+    if (level < 0 || level >= LT_EXEC_MEM_LEVELS)
+        return NULL;
+    if (level >= p->nmem) {
+        int n = level + 1 > 2 * p->nmem ? level + 1 : 2 * p->nmem;
+        lt_mplan **m = realloc(p->mem, sizeof *m * n);
+        if (!m)
+            return NULL;
+        memset(m + p->nmem, 0, sizeof *m * (n - p->nmem));
+        p->mem = m;
+        p->nmem = n;
+    }
+    if (!p->mem[level])
+        p->mem[level] = calloc(1, sizeof *p->mem[level]);
+    return p->mem[level];
 }
 
 lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, lt_value **results)
@@ -442,8 +511,17 @@ lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, l
         if (args[i] && !ex->env[id])
             s = lt_errf(ex->err, LT_ERR_NOMEM, "out of memory");
     }
+    /* the frame takes the planned memory of its level of recursion */
+    lt_mlayout *lay = NULL, *outer = ex->mem;
+    lt_mplan *mp = s == LT_OK && ex->memplan ? plan_mem(plan, plan->active - 1) : NULL;
+    if (mp) {
+        if (ex->depth == 1)
+            scratch_reserve(ex);
+        s = lt_mplan_begin(ex, mp, b, args, plan->dies_in, &lay);
+    }
+    ex->mem = lay;
     if (s == LT_OK)
-        s = run_nodes(ex, b, mb->plan);
+        s = run_nodes(ex, b, mb->plan, lay);
     for (int i = 0; i < b->nresults; i++)
         results[i] = NULL;
     for (int i = 0; i < b->nresults && s == LT_OK; i++) {
@@ -458,6 +536,7 @@ lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, l
             s = lt_errf(ex->err, LT_ERR_NOMEM, "out of memory");
     }
     /* the frame ends: everything it defined goes */
+    lt_mplan_node(lay, b->nnodes);
     for (int i = 0; i < b->nparams; i++)
         if (ex->env[b->params[i]->id])
             env_drop(ex, b->params[i]->id);
@@ -465,6 +544,10 @@ lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, l
         for (int j = 0; j < b->nodes[i]->nout; j++)
             if (b->nodes[i]->out[j] && ex->env[b->nodes[i]->out[j]->id])
                 env_drop(ex, b->nodes[i]->out[j]->id);
+    lt_status ms = lt_mplan_end(ex, mp, lay, s == LT_OK);
+    if (s == LT_OK)
+        s = ms;
+    ex->mem = outer;
     if (s != LT_OK)
         for (int i = 0; i < b->nresults; i++) {
             lt_value_free(results[i]);
@@ -495,14 +578,32 @@ bool lt_k_want(const lt_kctx *k, int i)
     return i >= 0 && i < k->nout && k->node->out[i] != NULL;
 }
 
-lt_status lt_k_out(lt_kctx *k, int i, lt_dtype dtype, int rank, const int64_t *dims, lt_tensor **t)
+static lt_status k_out(lt_kctx *k, int i, int over, lt_dtype dtype, int rank, const int64_t *dims, lt_tensor **t)
 {
     if (i < 0 || i >= k->nout)
         return lt_k_fail(k, LT_ERR_INTERNAL, "output %d out of range", i);
     lt_value *v = lt_value_new_tensor();
     if (!v)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    lt_status s = lt_tensor_alloc_on(&v->t, k->be, dtype, rank, dims, k->err);
+    lt_status s = LT_ERR_NOMEM;
+    /* a slice of the frame's arena when the plan has one for it */
+    size_t es = lt_dtype_size(dtype), bytes;
+    int64_t n = rank >= 0 && rank <= LT_MAX_RANK ? lt_shape_numel(rank, dims) : -1;
+    lt_buf *pb = k->ex->mem && es && n >= 0 && !__builtin_mul_overflow((size_t)n, es, &bytes)
+                     ? lt_mplan_alloc(k, i, over, dtype, bytes)
+                     : NULL;
+    if (pb) {
+        v->t.dtype = dtype;
+        v->t.rank = rank;
+        for (int d = 0; d < rank; d++)
+            v->t.dims[d] = dims[d];
+        v->t.numel = n;
+        v->t.buf = pb;
+        v->t.data = pb->data;
+        s = LT_OK;
+    } else {
+        s = lt_tensor_alloc_on(&v->t, k->be, dtype, rank, dims, k->err);
+    }
     if (s != LT_OK) {
         free(v);
         char msg[LT_ERR_MSG_MAX];
@@ -514,6 +615,16 @@ lt_status lt_k_out(lt_kctx *k, int i, lt_dtype dtype, int rank, const int64_t *d
     if (t)
         *t = &v->t;
     return LT_OK;
+}
+
+lt_status lt_k_out(lt_kctx *k, int i, lt_dtype dtype, int rank, const int64_t *dims, lt_tensor **t)
+{
+    return k_out(k, i, -1, dtype, rank, dims, t);
+}
+
+lt_status lt_k_out_over(lt_kctx *k, int i, int j, lt_dtype dtype, int rank, const int64_t *dims, lt_tensor **t)
+{
+    return k_out(k, i, j, dtype, rank, dims, t);
 }
 
 lt_status lt_k_out_view(lt_kctx *k, int i, const lt_tensor *src, int rank, const int64_t *dims)
@@ -587,6 +698,7 @@ lt_status lt_exec_init(lt_exec *ex, lt_module *m, lt_err *err)
     ex->m = m;
     ex->err = err;
     ex->rng = 0x6c616e7465726e00ull;
+    ex->memplan = lt_mplan_enabled();
     lt_cpu_kernels_init();
     ex->be = lt_backend_from_env(err);
     if (!ex->be)

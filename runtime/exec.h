@@ -4,6 +4,7 @@
 
 #include "runtime.h"
 #include "backend.h"
+#include "memplan.h"
 
 /* Frames nest on the C stack. Programs with functions (the AD's recursive
  * loops) run on a thread whose stack is reserved large and committed only as
@@ -20,7 +21,12 @@ typedef struct lt_plan {
     uint64_t *host_in;     /* its inputs read on the host (bit per input) */
     int *free_start;       /* values to release after node i: free_ids[free_start[i]..free_start[i+1]) */
     int *free_ids;
+    uint64_t *dies_in; /* bit j: node i's input j is released right after node i */
     int nids, *ids; /* every value the block defines, nested regions included */
+    /* its planned memory (memplan.h), one per level of recursion: the
+     * frame entered while k frames of the block run takes mem[k] */
+    lt_mplan **mem;
+    int nmem;
     int active;     /* frames of this block running now (recursion) */
     struct lt_plan *next_all;
 } lt_plan;
@@ -33,6 +39,9 @@ typedef struct lt_exec {
     lt_value **env; /* by SSA id */
     lt_plan *plans;
     struct lt_scratch_chunk *scratch, *scratch_free;
+    size_t scratch_in_use, scratch_hw; /* scratch bytes taken now, and at most */
+    bool memplan;                      /* planned memory is on (memplan.h) */
+    struct lt_mlayout *mem;            /* the layout of the innermost frame running */
     uint64_t rng;
     int depth, max_depth;
     const struct lt_backend *be; /* the session's backend; NULL: the host only */

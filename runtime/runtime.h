@@ -37,6 +37,9 @@ void lt_pool_trim(void); /* returns cached blocks to the system */
 size_t lt_pool_bytes_in_use(void);
 size_t lt_pool_peak_bytes(void);
 void lt_pool_reset_peak(void);
+/* Counts bytes held outside the pool's blocks (planned arenas) in its in
+ * use and peak figures: +n when taken, -n when given back. */
+void lt_pool_account(lt_pool *p, int64_t n);
 /* Checked memory mode (LANTERN_CHECKED_MEMORY=1 in the environment, read
  * once): released buffers are poisoned, never reused and made unreadable,
  * so a read of one faults with a message; the executor checks that no
@@ -103,6 +106,12 @@ const lt_tensor *lt_k_in(lt_kctx *k, int i);
 bool lt_k_want(const lt_kctx *k, int i);
 /* Allocates output i as a tensor; returns it in *t. */
 lt_status lt_k_out(lt_kctx *k, int i, lt_dtype dtype, int rank, const int64_t *dims, lt_tensor **t);
+/* The same for a kernel that can write output i over input j: it reads
+ * each element of input j before it writes the output element at the same
+ * index, and input j has output i's dtype and shape. The executor hands it
+ * input j's storage when its plan lets it (input j's buffer dies at this
+ * node, nothing else holds it), else fresh memory. */
+lt_status lt_k_out_over(lt_kctx *k, int i, int j, lt_dtype dtype, int rank, const int64_t *dims, lt_tensor **t);
 /* Output i views src's storage with a new shape (numel must match). */
 lt_status lt_k_out_view(lt_kctx *k, int i, const lt_tensor *src, int rank, const int64_t *dims);
 /* Output i takes any value (sequence, optional); the kernel gives up v. */

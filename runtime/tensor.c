@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define LT_POOL_CLASSES 40 /* 64 B .. 2^45 B */
-#define LT_POOL_KEEP 64    /* cached blocks kept per class */
+#define LT_POOL_KEEP 512   /* cached blocks kept per class */
 
 /* A caching pool: the host's, and one per device-path backend (backend.c). */
 struct lt_pool {
@@ -317,6 +317,16 @@ size_t lt_pool_peak_of(lt_pool *p)
 
 size_t lt_pool_bytes_in_use(void) { return lt_pool_in_use_of(&host_pool); }
 size_t lt_pool_peak_bytes(void) { return lt_pool_peak_of(&host_pool); }
+
+void lt_pool_account(lt_pool *p, int64_t n)
+{
+    pthread_mutex_lock(&p->mu);
+    if (n >= 0)
+        count_in(p, (size_t)n);
+    else
+        p->in_use -= (size_t)-n;
+    pthread_mutex_unlock(&p->mu);
+}
 
 void lt_pool_reset_peak(void)
 {

@@ -7,6 +7,7 @@
 #include "ir/fuse_elementwise.h"
 #include "ir/train_mode.h"
 #include "optim.h"
+#include "runtime/memplan.h"
 #include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
@@ -399,6 +400,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
     lt_pool_reset_peak(); /* --stats reports this trainer's peak */
     const char *gov = getenv("LANTERN_THREAD_GOV");
     lt_thread_gov_init(&t->gov, gov && !strcmp(gov, "1") ? 0 : 1); /* opt-in: see thread_gov.h */
+    lt_mplan_stats_reset();
     lt_status st = check_opts(o, err);
     if (st == LT_OK)
         st = lt_model_load(path, &t->tm, err);
@@ -520,6 +522,14 @@ void lt_trainer_stats(const lt_trainer *t, lt_run_stats *out)
     out->download_bytes = (double)t->copies.download_bytes / n;
     out->device_nodes = (double)t->copies.device_nodes / n;
     out->host_nodes = (double)t->copies.host_nodes / n;
+    lt_mplan_stats m;
+    lt_mplan_stats_get(&m);
+    out->arena_bytes = m.arena_bytes;
+    out->arena_peak_bytes = m.arena_peak;
+    out->layouts = (int64_t)m.layouts;
+    out->planned = (double)m.planned / n;
+    out->inplace = (double)m.inplace / n;
+    out->pooled = (double)m.pooled / n;
 }
 
 lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const *names, lt_value *const *inputs,

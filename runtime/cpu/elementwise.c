@@ -223,8 +223,20 @@ lt_status lt_ew_run(lt_kctx *k, const lt_ew_op *op, const void *par, int nin, co
         ptr[j] = use[j]->data;
         bc.es[j] = lt_dtype_size(use[j]->dtype);
     }
+    /* every row reads its inputs at the index it writes: the output can
+     * take the storage of a node input of its own type and shape (Pow's
+     * row copies, so it does not offer) */
+    int over = -1;
+    for (int j = 0; j < nin && over < 0 && k->node->op != LT_OP_POW; j++) {
+        if (use[j] != in[j] || in[j]->dtype != odt || in[j]->rank != bc.out_rank ||
+            memcmp(in[j]->dims, bc.out_dims, sizeof *in[j]->dims * (size_t)bc.out_rank) != 0)
+            continue;
+        for (int x = 0; x < k->nin && over < 0; x++)
+            if (lt_k_in(k, x) == in[j])
+                over = x;
+    }
     lt_tensor *y;
-    if ((s = lt_k_out(k, 0, odt, bc.out_rank, bc.out_dims, &y)) != LT_OK)
+    if ((s = lt_k_out_over(k, 0, over, odt, bc.out_rank, bc.out_dims, &y)) != LT_OK)
         return s;
     lt_dtype row_out = op->out == LT_EW_OUT_BOOL ? LT_BOOL : cd;
     void *obuf = y->data;
