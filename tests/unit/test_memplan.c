@@ -200,8 +200,10 @@ static void outlived_buffer_replans(void **st)
         lt_value_free(off[i]);
     }
     /* planned with the flag off, the first run with it on finds a's buffer
-     * alive after the If: the layout is planned again without it */
-    assert_true(ms.replans >= 1);
+     * alive after the If: the layout is planned again without it (behind
+     * the device path the host's If gets a copy of a, which lives apart) */
+    if (!tu_device_path())
+        assert_true(ms.replans >= 1);
     assert_true(ms.planned > 0);
     assert_int_equal(ms.check_failures, 0);
     lt_value_free(x);
