@@ -19,14 +19,15 @@
  *
  * Output, one line per model:
  *   train NAME batch B optim O median_ms X min_ms Y loss0 L minflt_per_step F maxrss_kb R peak_kb P
- *         arena_kb A layouts N layouts_timed T
+ *         arena_kb A layouts N layouts_timed T arenas_timed U
  * loss0 is the first step's loss (before its update), F the minor page faults
  * per timed step (getrusage; a step that takes no new memory from the system
  * makes 0), R the process's max RSS (run one model per process to get one
  * model's; bench/torch_bench.py does), P the most activation memory held at
  * once (pool and planned arenas), A the arenas' part, N the memory layouts
  * planned (one per block and input shapes) and T those planned during the
- * timed steps (0: the warm-up saw every shape). */
+ * timed steps (0: the warm-up saw every shape), U the arenas allocated
+ * during them. */
 #include "lantern.h"
 #include "npz_read.h"
 #include <stdlib.h>
@@ -289,9 +290,10 @@ static int bench_one(const char *dir, const entry *e, const char *optim_override
     qsort(times, (size_t)iters, sizeof *times, cmp_double);
     double med = iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2]);
     printf("train %s batch %lld optim %s median_ms %.3f min_ms %.3f loss0 %.6f minflt_per_step %.1f maxrss_kb %ld "
-           "peak_kb %zu arena_kb %zu layouts %lld layouts_timed %lld\n",
+           "peak_kb %zu arena_kb %zu layouts %lld layouts_timed %lld arenas_timed %lld\n",
            e->name, f.ragged ? 1LL : e->batch, optim, med, times[0], loss0, flt, r1.ru_maxrss, s1.peak_bytes / 1024,
-           s1.arena_peak_bytes / 1024, (long long)s1.layouts, (long long)(s1.layouts - s0.layouts));
+           s1.arena_peak_bytes / 1024, (long long)s1.layouts, (long long)(s1.layouts - s0.layouts),
+           (long long)(s1.arenas - s0.arenas));
     fflush(stdout);
     rc = 0;
 out:

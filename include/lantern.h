@@ -420,7 +420,7 @@ typedef struct lt_run_stats {
      * served from an arena, written over their dying input, and left to the
      * pool in planned frames */
     size_t arena_bytes, arena_peak_bytes;
-    int64_t layouts;
+    int64_t layouts, arenas; /* arenas: allocated (a layout needing more makes a new one) */
     double planned, inplace, pooled;
 } lt_run_stats;
 

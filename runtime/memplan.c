@@ -59,6 +59,7 @@ void lt_mplan_stats_get(lt_mplan_stats *out)
 {
     out->layouts = __atomic_load_n(&totals.layouts, __ATOMIC_RELAXED);
     out->replans = __atomic_load_n(&totals.replans, __ATOMIC_RELAXED);
+    out->arenas = __atomic_load_n(&totals.arenas, __ATOMIC_RELAXED);
     out->planned = __atomic_load_n(&totals.planned, __ATOMIC_RELAXED);
     out->pooled = __atomic_load_n(&totals.pooled, __ATOMIC_RELAXED);
     out->inplace = __atomic_load_n(&totals.inplace, __ATOMIC_RELAXED);
@@ -132,6 +133,7 @@ static lt_arena *arena_new(const lt_backend *be, int side, size_t bytes)
     }
     a->size = bytes;
     a->refs = 1;
+    ADD(arenas, 1);
     size_t held = ADD(arena_bytes, bytes);
     size_t peak = __atomic_load_n(&totals.arena_peak, __ATOMIC_RELAXED);
     while (held > peak && !__atomic_compare_exchange_n(&totals.arena_peak, &peak, held, true, __ATOMIC_RELAXED,

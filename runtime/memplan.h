@@ -67,6 +67,7 @@ void lt_mplan_free(lt_mplan *mp);
 /* Totals for lantern train --stats and tests. */
 typedef struct lt_mplan_stats {
     uint64_t layouts;       /* layouts made (one per block and signature seen) */
+    uint64_t arenas;        /* arenas allocated */
     uint64_t replans;       /* layouts planned again after a check failed */
     uint64_t planned, pooled; /* outputs served from an arena / the pool in planned frames */
     uint64_t inplace;       /* outputs written over their input */

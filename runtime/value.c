@@ -2,12 +2,35 @@
  * printing and comparison with tolerances. */
 #include "runtime.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Value records are kept for reuse (each still its own allocation, so a
+ * record given to free() directly stays valid): a step makes and drops
+ * thousands, and taking them from the system each time grows and shrinks
+ * the heap. */
+#define LT_VALUE_KEEP 8192
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static lt_value *kept[LT_VALUE_KEEP];
+static int nkept;
+
+static lt_value *value_record(void)
+{
+    lt_value *v = NULL;
+    pthread_mutex_lock(&kept_mu);
+    if (nkept > 0)
+        v = kept[--nkept];
+    pthread_mutex_unlock(&kept_mu);
+    if (!v)
+        return calloc(1, sizeof *v);
+    memset(v, 0, sizeof *v);
+    return v;
+}
+
 lt_value *lt_value_new_tensor(void)
 {
-    lt_value *v = calloc(1, sizeof *v);
+    lt_value *v = value_record();
     if (v)
         v->kind = LT_VAL_TENSOR;
     return v;
@@ -15,7 +38,7 @@ lt_value *lt_value_new_tensor(void)
 
 lt_value *lt_value_new_seq(lt_dtype dtype)
 {
-    lt_value *v = calloc(1, sizeof *v);
+    lt_value *v = value_record();
     if (v) {
         v->kind = LT_VAL_SEQUENCE;
         v->seq_dtype = dtype;
@@ -25,7 +48,7 @@ lt_value *lt_value_new_seq(lt_dtype dtype)
 
 lt_value *lt_value_new_none(void)
 {
-    lt_value *v = calloc(1, sizeof *v);
+    lt_value *v = value_record();
     if (v)
         v->kind = LT_VAL_NONE;
     return v;
@@ -39,6 +62,12 @@ void lt_value_free(lt_value *v)
     for (int i = 0; i < v->nseq; i++)
         lt_tensor_release(&v->seq[i]);
     free(v->seq);
+    pthread_mutex_lock(&kept_mu);
+    if (nkept < LT_VALUE_KEEP) {
+        kept[nkept++] = v;
+        v = NULL;
+    }
+    pthread_mutex_unlock(&kept_mu);
     free(v);
 }
 
@@ -60,7 +89,7 @@ lt_status lt_seq_append(lt_value *seq, const lt_tensor *t, lt_err *err)
 
 lt_value *lt_value_ref(const lt_value *src)
 {
-    lt_value *v = calloc(1, sizeof *v);
+    lt_value *v = value_record();
     if (!v)
         return NULL;
     v->kind = src->kind;

@@ -527,6 +527,7 @@ void lt_trainer_stats(const lt_trainer *t, lt_run_stats *out)
     out->arena_bytes = m.arena_bytes;
     out->arena_peak_bytes = m.arena_peak;
     out->layouts = (int64_t)m.layouts;
+    out->arenas = (int64_t)m.arenas;
     out->planned = (double)m.planned / n;
     out->inplace = (double)m.inplace / n;
     out->pooled = (double)m.pooled / n;
