@@ -324,27 +324,6 @@ static void splits_and_bad_folders(void **state)
     td_rmtree(dir);
 }
 
-static int run_cmd(const char *cmd, char *out, size_t olen, char *msg, size_t len)
-{
-    char full[4096], of[] = "/tmp/lt_img_outXXXXXX", ef[] = "/tmp/lt_img_errXXXXXX";
-    close(mkstemp(of));
-    close(mkstemp(ef));
-    snprintf(full, sizeof full, "%s >%s 2>%s", cmd, of, ef);
-    int st = system(full);
-    const char *files[2] = {of, ef};
-    char *bufs[2] = {out, msg};
-    size_t lens[2] = {olen, len};
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(files[i], "r");
-        size_t got = f ? fread(bufs[i], 1, lens[i] - 1, f) : 0;
-        bufs[i][got] = 0;
-        if (f)
-            fclose(f);
-        unlink(files[i]);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void cli_trains(void **state)
 {
     (void)state;
@@ -354,7 +333,7 @@ static void cli_trains(void **state)
     write_split(dir, "test", 10, 12, true);
     snprintf(cmd, sizeof cmd, "%s train %simg_rgb.onnx --data images=%s --epochs 6 --batch 8 --optimizer adam "
              "--lr 0.03 --augment flip,crop:2 -o %s/out.onnx", LANTERN, DATA, dir, dir);
-    int rc = run_cmd(cmd, out, sizeof out, msg, sizeof msg);
+    int rc = tu_sh(cmd, out, sizeof out, msg, sizeof msg);
     if (rc != 0)
         fail_msg("%s: exit %d: %s", cmd, rc, msg);
     const char *t = strstr(out, "test accuracy: ");
@@ -363,12 +342,12 @@ static void cli_trains(void **state)
         fail_msg("test accuracy %g on the colour classes:\n%s", acc, out);
     /* predict names the class folders */
     snprintf(cmd, sizeof cmd, "%s predict %s/out.onnx --data images=%s --count 3", LANTERN, dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out, msg, sizeof msg), 0);
+    assert_int_equal(tu_sh(cmd, out, sizeof out, msg, sizeof msg), 0);
     assert_non_null(strstr(out, "blue"));
     /* the grey model takes the colour images as luma */
     snprintf(cmd, sizeof cmd, "%s train %simg_gray.onnx --data images=%s --epochs 1 --batch 8 --loss nll "
              "--limit 16 -o %s/g.onnx", LANTERN, DATA, dir, dir);
-    rc = run_cmd(cmd, out, sizeof out, msg, sizeof msg);
+    rc = tu_sh(cmd, out, sizeof out, msg, sizeof msg);
     /* three classes for a two-class output: refused, naming both */
     if (rc != 2 || !strstr(msg, "2 classes") || !strstr(msg, "3"))
         fail_msg("%s: exit %d: %s", cmd, rc, msg);
@@ -379,13 +358,13 @@ static void cli_trains(void **state)
     td_rmtree(p);
     snprintf(cmd, sizeof cmd, "%s train %simg_gray.onnx --data images=%s --epochs 1 --batch 8 -o %s/g.onnx", LANTERN,
              DATA, dir, dir);
-    rc = run_cmd(cmd, out, sizeof out, msg, sizeof msg);
+    rc = tu_sh(cmd, out, sizeof out, msg, sizeof msg);
     if (rc != 0)
         fail_msg("%s: exit %d: %s", cmd, rc, msg);
     /* a damaged image stops training with one line naming it */
     snprintf(p, sizeof p, "%s/train/green/005.png", dir);
     td_write(p, "\x89PNG\r\n\x1a\nxx", 10);
-    rc = run_cmd(cmd, out, sizeof out, msg, sizeof msg);
+    rc = tu_sh(cmd, out, sizeof out, msg, sizeof msg);
     char *nl = strchr(msg, '\n');
     if (rc != 2 || !strstr(msg, "green/005.png") || !nl || nl[1])
         fail_msg("%s: exit %d: %s", cmd, rc, msg);

@@ -13,28 +13,6 @@
 #define LANTERN LT_BINARY_DIR "/lantern"
 #define MODELS LT_SOURCE_DIR "/models/"
 
-/* Runs cmd with stdout and stderr captured into out and err. */
-static int sh(const char *cmd, char *out, size_t olen, char *err, size_t elen)
-{
-    char full[4096], of[] = "/tmp/lt_train_outXXXXXX", ef[] = "/tmp/lt_train_errXXXXXX";
-    close(mkstemp(of));
-    close(mkstemp(ef));
-    snprintf(full, sizeof full, "%s >%s 2>%s", cmd, of, ef);
-    int st = system(full);
-    const char *files[2] = {of, ef};
-    char *bufs[2] = {out, err};
-    size_t lens[2] = {olen, elen};
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(files[i], "r");
-        size_t got = f ? fread(bufs[i], 1, lens[i] - 1, f) : 0;
-        bufs[i][got] = 0;
-        if (f)
-            fclose(f);
-        unlink(files[i]);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static int count_lines(const char *s)
 {
     int n = 0;
@@ -65,7 +43,7 @@ static void train_then_eval(void **state)
              "--schedule step --step-size 10 --gamma 0.5 --clip-norm 5 --limit 1280 --test-limit 500 --seed 3 "
              "--freeze fc1.bias --log %s -o %s",
              LANTERN, MODELS, log, model);
-    int rc = sh(cmd, out, sizeof out, err, sizeof err);
+    int rc = tu_sh(cmd, out, sizeof out, err, sizeof err);
     if (rc != 0)
         fail_msg("exit %d: %s", rc, err);
     /* not a terminal: plain lines, one per epoch with test figures, the accuracy last */
@@ -88,7 +66,7 @@ static void train_then_eval(void **state)
     assert_true(strncmp(csv, "epoch,step,global_step,lr,train_loss,test_loss,test_accuracy,seconds\n", 69) == 0);
     /* eval on the same test images agrees to the printed digits */
     snprintf(cmd, sizeof cmd, "%s eval %s --data fashion-mnist --limit 500", LANTERN, model);
-    assert_int_equal(sh(cmd, out, sizeof out, err, sizeof err), 0);
+    assert_int_equal(tu_sh(cmd, out, sizeof out, err, sizeof err), 0);
     char want[64];
     snprintf(want, sizeof want, "accuracy: %.4f\n", acc);
     assert_string_equal(last_line(out), want);
@@ -115,7 +93,7 @@ static void export_weights_from_npy(void **state)
     assert_int_equal(lt_value_save_npy(v, npy, &e), LT_OK);
     lt_value_free(v);
     snprintf(cmd, sizeof cmd, "%s export %smlp.onnx --weights %s -o %s", LANTERN, MODELS, dir, model);
-    if (sh(cmd, out, sizeof out, err, sizeof err) != 0)
+    if (tu_sh(cmd, out, sizeof out, err, sizeof err) != 0)
         fail_msg("%s", err);
     assert_non_null(strstr(out, "1 parameter(s)"));
     lt_model *m;
@@ -129,7 +107,7 @@ static void export_weights_from_npy(void **state)
     snprintf(wrong, sizeof wrong, "%s/fc2.bias.npy", dir);
     assert_int_equal(rename(npy, wrong), 0);
     unlink(model);
-    assert_int_equal(sh(cmd, out, sizeof out, err, sizeof err), 2);
+    assert_int_equal(tu_sh(cmd, out, sizeof out, err, sizeof err), 2);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "fc2.bias"));
     assert_int_not_equal(access(model, F_OK), 0);
@@ -167,14 +145,14 @@ static void bad_input(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char cmd[2048], out[8192], err[4096];
         snprintf(cmd, sizeof cmd, "%s %s", LANTERN, cases[i].args);
-        int rc = sh(cmd, out, sizeof out, err, sizeof err);
+        int rc = tu_sh(cmd, out, sizeof out, err, sizeof err);
         if (rc != 2 || count_lines(err) != 1 || !strstr(err, cases[i].want))
             fail_msg("'%s': exit %d, stderr '%s'", cases[i].args, rc, err);
     }
     /* usage without -o or --data: exit 2 */
     char out[8192], err[4096];
-    assert_int_equal(sh(LANTERN " train " MODELS "mlp.onnx --data fashion-mnist", out, sizeof out, err, sizeof err), 2);
-    assert_int_equal(sh(LANTERN " train " MODELS "mlp.onnx -o /tmp/x.onnx", out, sizeof out, err, sizeof err), 2);
+    assert_int_equal(tu_sh(LANTERN " train " MODELS "mlp.onnx --data fashion-mnist", out, sizeof out, err, sizeof err), 2);
+    assert_int_equal(tu_sh(LANTERN " train " MODELS "mlp.onnx -o /tmp/x.onnx", out, sizeof out, err, sizeof err), 2);
     assert_int_not_equal(access("/tmp/lt_never.onnx", F_OK), 0);
 }
 
@@ -237,7 +215,7 @@ static void bad_data(void **state)
         }
         snprintf(cmd, sizeof cmd, "%s train %smlp.onnx --data mnist=%s --batch 50 -o %s/out.onnx", LANTERN, MODELS, dir,
                  dir);
-        int rc = sh(cmd, out, sizeof out, err, sizeof err);
+        int rc = tu_sh(cmd, out, sizeof out, err, sizeof err);
         snprintf(path, sizeof path, "%s/out.onnx", dir);
         if (!cases[i].want) {
             /* the same files, intact, train */
@@ -264,7 +242,7 @@ static void plot_and_losses(void **state)
              "%s train " LT_SOURCE_DIR "/tests/data/loss_mlp_logsm.onnx --data fashion-mnist --loss nll --output logp "
              "--device cpu --batch 64 --epochs 2 --limit 640 --test-limit 300 --plot %s -o %s/m.onnx",
              LANTERN, svg, dir);
-    int rc = sh(cmd, out, sizeof out, err, sizeof err);
+    int rc = tu_sh(cmd, out, sizeof out, err, sizeof err);
     if (rc != 0)
         fail_msg("exit %d: %s", rc, err);
     assert_non_null(strstr(out, "nll loss"));
@@ -279,7 +257,7 @@ static void plot_and_losses(void **state)
     /* mse on class labels compares the logits with one-hot rows */
     snprintf(cmd, sizeof cmd,
              "%s eval %s/m.onnx --data fashion-mnist --loss mse --output logits --limit 200", LANTERN, dir);
-    rc = sh(cmd, out, sizeof out, err, sizeof err);
+    rc = tu_sh(cmd, out, sizeof out, err, sizeof err);
     if (rc != 0)
         fail_msg("exit %d: %s", rc, err);
     assert_non_null(strstr(out, "accuracy: "));
@@ -293,20 +271,20 @@ static void predict(void **state)
 {
     (void)state;
     char out[8192], err[4096];
-    int rc = sh(LANTERN " predict " MODELS "cnn.onnx --count 5", out, sizeof out, err, sizeof err);
+    int rc = tu_sh(LANTERN " predict " MODELS "cnn.onnx --count 5", out, sizeof out, err, sizeof err);
     if (rc != 0)
         fail_msg("exit %d: %s", rc, err);
     assert_int_equal(count_lines(out), 7);
     assert_non_null(strstr(out, "Ankle boot"));
     assert_true(strncmp(last_line(out), "accuracy on 5 test samples: ", 28) == 0);
-    rc = sh(LANTERN " predict " LT_SOURCE_DIR "/tests/data/linreg.onnx --data npz=" LT_SOURCE_DIR
+    rc = tu_sh(LANTERN " predict " LT_SOURCE_DIR "/tests/data/linreg.onnx --data npz=" LT_SOURCE_DIR
                    "/tests/data/predict16.npz",
             out, sizeof out, err, sizeof err);
     if (rc != 0)
         fail_msg("exit %d: %s", rc, err);
     assert_non_null(strstr(out, "15"));
     assert_non_null(strstr(out, "12"));
-    rc = sh(LANTERN " predict " LT_SOURCE_DIR "/tests/data/linreg.onnx --data npz=" LT_SOURCE_DIR
+    rc = tu_sh(LANTERN " predict " LT_SOURCE_DIR "/tests/data/linreg.onnx --data npz=" LT_SOURCE_DIR
                    "/tests/data/predict16.npz --count 0",
             out, sizeof out, err, sizeof err);
     assert_int_equal(rc, 2);

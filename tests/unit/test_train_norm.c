@@ -11,31 +11,10 @@
 #define LANTERN LT_BINARY_DIR "/lantern"
 #define MODELS LT_SOURCE_DIR "/models/"
 
-static int sh(const char *cmd, char *out, size_t olen, char *err, size_t elen)
-{
-    char full[4096], of[] = "/tmp/lt_norm_outXXXXXX", ef[] = "/tmp/lt_norm_errXXXXXX";
-    close(mkstemp(of));
-    close(mkstemp(ef));
-    snprintf(full, sizeof full, "%s >%s 2>%s", cmd, of, ef);
-    int st = system(full);
-    const char *files[2] = {of, ef};
-    char *bufs[2] = {out, err};
-    size_t lens[2] = {olen, elen};
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(files[i], "r");
-        size_t got = f ? fread(bufs[i], 1, lens[i] - 1, f) : 0;
-        bufs[i][got] = 0;
-        if (f)
-            fclose(f);
-        unlink(files[i]);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void ok(const char *cmd, char *out, size_t olen)
 {
     char err[4096];
-    int rc = sh(cmd, out, olen, err, sizeof err);
+    int rc = tu_sh(cmd, out, olen, err, sizeof err);
     if (rc != 0)
         fail_msg("%s: exit %d: %s", cmd, rc, err);
 }
@@ -153,7 +132,7 @@ static void only_metadata_changes(void **state)
              "assert a.SerializeToString() == b.SerializeToString(), 'models differ'\n"
              "print('same graph')\"",
              dir, dir);
-    int rc = sh(cmd, out, sizeof out, err, sizeof err);
+    int rc = tu_sh(cmd, out, sizeof out, err, sizeof err);
     if (rc != 0 || !strstr(out, "same graph"))
         fail_msg("exit %d: %s%s", rc, out, err);
 }
@@ -173,7 +152,7 @@ static void bad_metadata(void **state)
     const char *cmds[2] = {"eval", "predict"};
     for (int i = 0; i < 2; i++) {
         snprintf(cmd, sizeof cmd, "%s %s %s", LANTERN, cmds[i], path);
-        int rc = sh(cmd, out, sizeof out, e, sizeof e);
+        int rc = tu_sh(cmd, out, sizeof out, e, sizeof e);
         if (rc != 2 || !strstr(e, "metadata lantern.std is '0.5,x'") || !strstr(e, "bad.onnx"))
             fail_msg("%s: exit %d: %s", cmds[i], rc, e);
         int lines = 0;

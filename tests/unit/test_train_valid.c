@@ -298,27 +298,6 @@ static void early_stop_counts_epochs(void **state)
 
 /* ---- the command ---- */
 
-static int sh(const char *cmd, char *out, size_t olen, char *err, size_t elen)
-{
-    char full[4096], of[] = "/tmp/lt_valid_outXXXXXX", ef[] = "/tmp/lt_valid_errXXXXXX";
-    close(mkstemp(of));
-    close(mkstemp(ef));
-    snprintf(full, sizeof full, "%s >%s 2>%s", cmd, of, ef);
-    int st = system(full);
-    const char *files[2] = {of, ef};
-    char *bufs[2] = {out, err};
-    size_t lens[2] = {olen, elen};
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(files[i], "r");
-        size_t got = f ? fread(bufs[i], 1, lens[i] - 1, f) : 0;
-        bufs[i][got] = 0;
-        if (f)
-            fclose(f);
-        unlink(files[i]);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* a file's text, NUL-terminated */
 static char *text_of(const char *path)
 {
@@ -350,7 +329,7 @@ static void cli_prints_and_logs(void **state)
              "--lr 0.05 --seed 5 --val-split 0.2 --save-best --log %s/log.csv --plot %s/p.svg "
              "-o %s/best.onnx",
              LANTERN, MODELS, data_spec, dir, dir, dir);
-    int rc = sh(cmd, out, sizeof out, err, sizeof err);
+    int rc = tu_sh(cmd, out, sizeof out, err, sizeof err);
     if (rc != 0)
         fail_msg("exit %d: %s", rc, err);
     assert_non_null(strstr(out, "epoch 1/4: train loss "));
@@ -407,7 +386,7 @@ static void refused(const char *extra, const char *frag)
     td_tmpdir(dir, sizeof dir);
     snprintf(cmd, sizeof cmd, "%s train %smlp.onnx --data %s --limit 200 --test-limit 20 %s -o %s/m.onnx", LANTERN,
              MODELS, data_spec, extra, dir);
-    int rc = sh(cmd, out, sizeof out, err, sizeof err);
+    int rc = tu_sh(cmd, out, sizeof out, err, sizeof err);
     if (rc != 2 || count_lines(err) != 1 || !strstr(err, frag))
         fail_msg("%s: exit %d, want 2 and one line with '%s': %s", extra, rc, frag, err);
     snprintf(path, sizeof path, "%s/m.onnx", dir);

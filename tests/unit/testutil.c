@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 tu_graph tu_single(lt_op op, int opset, int nin, int nout)
 {
@@ -222,4 +224,25 @@ lt_value *tu_load(const char *path)
     if (lt_value_load(path, &v, &err) != LT_OK)
         fail_msg("%s", err.msg);
     return v;
+}
+
+int tu_sh(const char *cmd, char *out, size_t olen, char *err, size_t elen)
+{
+    char full[4096], of[] = "/tmp/lt_sh_outXXXXXX", ef[] = "/tmp/lt_sh_errXXXXXX";
+    close(mkstemp(of));
+    close(mkstemp(ef));
+    snprintf(full, sizeof full, "%s >%s 2>%s", cmd, of, ef);
+    int st = system(full);
+    const char *files[2] = {of, ef};
+    char *bufs[2] = {out, err};
+    size_t lens[2] = {olen, elen};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "r");
+        size_t got = f ? fread(bufs[i], 1, lens[i] - 1, f) : 0;
+        bufs[i][got] = 0;
+        if (f)
+            fclose(f);
+        unlink(files[i]);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

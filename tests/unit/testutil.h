@@ -53,4 +53,9 @@ void tu_assert_close(const lt_value *got, const double *want, int64_t n, double 
  * (--data mnist=DIR). Returns 0, or -1 when a file cannot be written. */
 int tu_write_idx_split(const char *dir, const char *prefix, uint32_t n, unsigned seed);
 
+/* Runs the shell command cmd with its stdout and stderr captured into out
+ * and err (NUL-terminated, cut at olen - 1 and elen - 1 bytes); returns its
+ * exit status, -1 when it did not exit. */
+int tu_sh(const char *cmd, char *out, size_t olen, char *err, size_t elen);
+
 #endif
