@@ -6,6 +6,7 @@
  * offsets or per-axis index maps, and uploaded; the data stays on the
  * device (index.cu). */
 #include "cuda_internal.h"
+#include "../runtime/cpu/index_util.h"
 #include "../runtime/cpu/tensor_util.h"
 #include <stdlib.h>
 #include <string.h>
@@ -190,30 +191,10 @@ static lt_status k_gather_nd(lt_kctx *k)
     lt_status s;
     if ((s = need(k, 0, &x)) != LT_OK || (s = need(k, 1, &ind)) != LT_OK || (s = need_index_type(k, ind)) != LT_OK)
         return s;
-    int r = x->rank, q = ind->rank;
-    int64_t b = lt_attr_int(k->node, "batch_dims", 0);
-    if (r < 1 || q < 1)
-        return lt_k_fail(k, LT_ERR_INVALID, "data and indices must have rank >= 1");
-    if (b < 0 || b >= q || b >= r)
-        return lt_k_fail(k, LT_ERR_INVALID, "batch_dims %lld must be in [0, min(rank(data), rank(indices)))",
-                         (long long)b);
-    int64_t kk = ind->dims[q - 1];
-    if (kk < 1 || kk > r - b)
-        return lt_k_fail(k, LT_ERR_INVALID, "indices' last dim %lld must be in [1, %lld]", (long long)kk,
-                         (long long)(r - b));
-    for (int d = 0; d < b; d++)
-        if (ind->dims[d] != x->dims[d])
-            return lt_k_fail(k, LT_ERR_RUNTIME, "batch dim %d differs: data %lld, indices %lld", d,
-                             (long long)x->dims[d], (long long)ind->dims[d]);
-    int orank = q - 1 + r - (int)b - (int)kk;
-    if (orank > LT_MAX_RANK)
-        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "output rank %d exceeds %d", orank, LT_MAX_RANK);
-    int64_t od[LT_MAX_RANK], strides[LT_MAX_RANK];
-    int o = 0;
-    for (int d = 0; d < q - 1; d++)
-        od[o++] = ind->dims[d];
-    for (int d = (int)(b + kk); d < r; d++)
-        od[o++] = x->dims[d];
+    int r = x->rank, q = ind->rank, orank = 0;
+    int64_t b = 0, kk = 0, od[LT_MAX_RANK], strides[LT_MAX_RANK];
+    if ((s = lt_ix_gather_nd_shape(k, x, ind, "output", &b, &kk, &orank, od)) != LT_OK)
+        return s;
     for (int j = 0; j < kk; j++)
         strides[j] = prod(x->dims, (int)b + j + 1, r);
     int64_t slice = prod(x->dims, (int)(b + kk), r), bstride = prod(x->dims, (int)b, r);
@@ -275,19 +256,9 @@ static lt_status k_scatter_nd(lt_kctx *k)
     if ((x->dtype != LT_F32 && x->dtype != LT_F64) || u->dtype != x->dtype)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "data and updates must be float32 or float64 of one type");
     int r = x->rank, q = ind->rank;
-    if (r < 1 || q < 1)
-        return lt_k_fail(k, LT_ERR_INVALID, "data and indices must have rank >= 1");
-    int64_t kk = ind->dims[q - 1];
-    if (kk < 1 || kk > r)
-        return lt_k_fail(k, LT_ERR_INVALID, "indices' last dim %lld must be in [1, %d]", (long long)kk, r);
-    bool ok = u->rank == q - 1 + r - kk;
-    for (int d = 0; ok && d < q - 1; d++)
-        ok = u->dims[d] == ind->dims[d];
-    for (int d = (int)kk; ok && d < r; d++)
-        ok = u->dims[q - 1 + d - kk] == x->dims[d];
-    if (!ok)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "updates must have shape indices.shape[:-1] + data.shape[%lld:]",
-                         (long long)kk);
+    int64_t kk = 0;
+    if ((s = lt_ix_scatter_nd_shape(k, x, ind, u, &kk)) != LT_OK)
+        return s;
     int64_t strides[LT_MAX_RANK];
     for (int j = 0; j < kk; j++)
         strides[j] = prod(x->dims, j + 1, r);

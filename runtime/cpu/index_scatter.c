@@ -181,20 +181,9 @@ static lt_status k_scatter_nd(lt_kctx *k)
     if (red != RED_NONE && !reducible(x->dtype))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "reduction on %s", lt_dtype_name(x->dtype));
     int r = x->rank, q = ind->rank;
-    if (r < 1 || q < 1)
-        return lt_k_fail(k, LT_ERR_INVALID, "data and indices must have rank >= 1");
-    int64_t kk = ind->dims[q - 1];
-    if (kk < 1 || kk > r)
-        return lt_k_fail(k, LT_ERR_INVALID, "indices' last dim %lld must be in [1, %d]", (long long)kk, r);
-    /* updates: indices.shape[:-1] + data.shape[kk:] */
-    bool ok = u->rank == q - 1 + r - kk;
-    for (int d = 0; ok && d < q - 1; d++)
-        ok = u->dims[d] == ind->dims[d];
-    for (int d = (int)kk; ok && d < r; d++)
-        ok = u->dims[q - 1 + d - kk] == x->dims[d];
-    if (!ok)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "updates must have shape indices.shape[:-1] + data.shape[%lld:]",
-                         (long long)kk);
+    int64_t kk = 0;
+    if ((s = lt_ix_scatter_nd_shape(k, x, ind, u, &kk)) != LT_OK)
+        return s;
     lt_tensor *y;
     if ((s = start_output(k, x, &y)) != LT_OK)
         return s;

@@ -165,6 +165,30 @@ static inline lt_status lt_ix_gather_nd_shape(lt_kctx *k, const lt_tensor *x, co
     return LT_OK;
 }
 
+/* ScatterND's shapes: data and indices of rank >= 1, indices' last dim kk
+ * in [1, rank(data)], updates shaped indices.shape[:-1] + data.shape[kk:]. */
+static inline lt_status lt_ix_scatter_nd_shape(lt_kctx *k, const lt_tensor *x, const lt_tensor *ind,
+                                               const lt_tensor *u, int64_t *kk_out)
+{
+    int r = x->rank, q = ind->rank;
+    if (r < 1 || q < 1)
+        return lt_k_fail(k, LT_ERR_INVALID, "data and indices must have rank >= 1");
+    int64_t kk = ind->dims[q - 1];
+    if (kk < 1 || kk > r)
+        return lt_k_fail(k, LT_ERR_INVALID, "indices' last dim %lld must be in [1, %d]", (long long)kk, r);
+    /* updates: indices.shape[:-1] + data.shape[kk:] */
+    bool ok = u->rank == q - 1 + r - kk;
+    for (int d = 0; ok && d < q - 1; d++)
+        ok = u->dims[d] == ind->dims[d];
+    for (int d = (int)kk; ok && d < r; d++)
+        ok = u->dims[q - 1 + d - kk] == x->dims[d];
+    if (!ok)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "updates must have shape indices.shape[:-1] + data.shape[%lld:]",
+                         (long long)kk);
+    *kk_out = kk;
+    return LT_OK;
+}
+
 void lt_cpu_register_index_scatter(lt_kernel_fn *tab);
 void lt_cpu_register_index_select(lt_kernel_fn *tab);
 void lt_cpu_register_index_unique(lt_kernel_fn *tab);
