@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- scratch arena: stack discipline, one frame per kernel call ---- */
 typedef struct lt_scratch_chunk {
@@ -410,8 +411,15 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p, lt_mlayou
         if (s == LT_OK && checked)
             s = check_inputs(&k, false);
         lt_mplan_node(lay, i);
-        if (s == LT_OK)
+        if (s == LT_OK && lt_profile_enabled()) {
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
             s = kern(&k);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            lt_profile_add((int)n->op, (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
+        } else if (s == LT_OK) {
+            s = kern(&k);
+        }
         if (s == LT_OK && checked)
             s = check_inputs(&k, true);
         scratch_release(ex, mk);

@@ -45,6 +45,9 @@ void lt_pool_account(lt_pool *p, int64_t n);
  * so a read of one faults with a message; the executor checks that no
  * value changes while it is alive (see exec.c). */
 bool lt_checked_memory(void);
+/* LANTERN_PROFILE=1: kernel time per op kind, printed at exit (profile.c) */
+bool lt_profile_enabled(void);
+void lt_profile_add(int op, double ns);
 /* A digest of n bytes (checked mode). */
 uint64_t lt_bytes_digest(const void *p, size_t n);
 

@@ -1,0 +1,56 @@
+/* Time per op kind, for finding where a step goes: with LANTERN_PROFILE=1
+ * in the environment the executor times every kernel it calls and the
+ * process prints, when it exits, a table of op kinds by total time on
+ * stderr. Control-flow ops (Loop, Scan, If, ...) include the time of the
+ * nodes their bodies ran, which are also counted under their own kinds. */
+#include "runtime.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int profile_on = -1;
+static double op_ns[LT_OP_COUNT];
+static long long op_calls[LT_OP_COUNT];
+
+static void profile_report(void)
+{
+    double total = 0;
+    int order[LT_OP_COUNT], n = 0;
+    for (int i = 0; i < LT_OP_COUNT; i++)
+        if (op_calls[i]) {
+            order[n++] = i;
+            total += op_ns[i];
+        }
+    /* insertion sort by time, largest first: a few dozen kinds at most */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && op_ns[order[j]] > op_ns[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    fprintf(stderr, "lantern profile: %-28s %12s %10s %7s\n", "op", "total ms", "calls", "share");
+    for (int i = 0; i < n; i++) {
+        int o = order[i];
+        fprintf(stderr, "lantern profile: %-28s %12.2f %10lld %6.1f%%\n", lt_op_names[o], op_ns[o] / 1e6, op_calls[o],
+                total > 0 ? 100.0 * op_ns[o] / total : 0.0);
+    }
+}
+
+bool lt_profile_enabled(void)
+{
+    if (profile_on < 0) {
+        const char *e = getenv("LANTERN_PROFILE");
+        profile_on = e && *e && strcmp(e, "0") != 0;
+        if (profile_on)
+            atexit(profile_report);
+    }
+    return profile_on == 1;
+}
+
+void lt_profile_add(int op, double ns)
+{
+    if (op >= 0 && op < LT_OP_COUNT) {
+        op_ns[op] += ns;
+        op_calls[op]++;
+    }
+}
