@@ -412,11 +412,12 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p, lt_mlayou
             s = check_inputs(&k, false);
         lt_mplan_node(lay, i);
         if (s == LT_OK && lt_profile_enabled()) {
+            double outer = lt_profile_enter();
             struct timespec t0, t1;
             clock_gettime(CLOCK_MONOTONIC, &t0);
             s = kern(&k);
             clock_gettime(CLOCK_MONOTONIC, &t1);
-            lt_profile_add((int)n->op, (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec));
+            lt_profile_leave((int)n->op, (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec), outer);
         } else if (s == LT_OK) {
             s = kern(&k);
         }

@@ -1,8 +1,9 @@
 /* Time per op kind, for finding where a step goes: with LANTERN_PROFILE=1
  * in the environment the executor times every kernel it calls and the
  * process prints, when it exits, a table of op kinds by total time on
- * stderr. Control-flow ops (Loop, Scan, If, ...) include the time of the
- * nodes their bodies ran, which are also counted under their own kinds. */
+ * stderr. Each kind gets its own time only: a control-flow op (Loop, If,
+ * Call, ...) is charged what its kernel spent outside the nodes its bodies
+ * ran, which are counted under their own kinds. */
 #include "runtime.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,10 +48,21 @@ bool lt_profile_enabled(void)
     return profile_on == 1;
 }
 
-void lt_profile_add(int op, double ns)
+/* time the kernels called inside the current one took (nested blocks) */
+static double child_ns;
+
+double lt_profile_enter(void)
+{
+    double outer = child_ns;
+    child_ns = 0;
+    return outer;
+}
+
+void lt_profile_leave(int op, double ns, double outer)
 {
     if (op >= 0 && op < LT_OP_COUNT) {
-        op_ns[op] += ns;
+        op_ns[op] += ns - child_ns;
         op_calls[op]++;
     }
+    child_ns = outer + ns;
 }

@@ -45,9 +45,12 @@ void lt_pool_account(lt_pool *p, int64_t n);
  * so a read of one faults with a message; the executor checks that no
  * value changes while it is alive (see exec.c). */
 bool lt_checked_memory(void);
-/* LANTERN_PROFILE=1: kernel time per op kind, printed at exit (profile.c) */
+/* LANTERN_PROFILE=1: kernel time per op kind, printed at exit (profile.c).
+ * Around a kernel call: outer = lt_profile_enter(), then
+ * lt_profile_leave(op, ns the call took, outer). */
 bool lt_profile_enabled(void);
-void lt_profile_add(int op, double ns);
+double lt_profile_enter(void);
+void lt_profile_leave(int op, double ns, double outer);
 /* A digest of n bytes (checked mode). */
 uint64_t lt_bytes_digest(const void *p, size_t n);
 
