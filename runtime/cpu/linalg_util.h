@@ -27,6 +27,12 @@ bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float al
 bool lt_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* The float form when M, N or K is 1 (gemv_avx512.c): a vector times a
+ * matrix read once, or a rank-1 update; false, with C untouched, for other
+ * shapes or without AVX-512. */
+bool lt_sgemv_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
 /* nb independent products; A, B, C of product i start at element offsets
  * offa[i], offb[i], offc[i]. Parallel over the batch when there are many. */
 void lt_linalg_gemm_batched(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
