@@ -93,7 +93,9 @@ static lt_status r_sigmoid(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iv
 
 static lt_status r_relu(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out, lt_ival *const *dout)
 {
-    return ACC(0, OP3(WHERE, OP2(GREATER, in[0], K(0)), G, K(0)));
+    /* one pass over dy and Relu's output (which is > 0 exactly where x is),
+     * so x itself need not outlive the forward */
+    return ACC(0, OP2(RELU_GRAD, G, out[0]));
 }
 
 static lt_status r_leaky_relu(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,

@@ -80,6 +80,7 @@ static int binary_code(lt_op op)
     case LT_OP_POW: return LT_CU_POW;
     case LT_OP_MAX: return LT_CU_MAX;
     case LT_OP_MIN: return LT_CU_MIN;
+    case LT_OP_RELU_GRAD: return LT_CU_RELU_GRAD;
     case LT_OP_GREATER: return LT_CU_GREATER;
     case LT_OP_LESS: return LT_CU_LESS;
     case LT_OP_EQUAL: return LT_CU_EQUAL;
@@ -952,7 +953,7 @@ static bool fits_any_data(const lt_node *n)
 void lt_cuda_register_kernels(lt_cu_op *tab)
 {
     lt_cpu_kernels_init(); /* the views below are the CPU's */
-    static const lt_op binary[] = {LT_OP_ADD, LT_OP_SUB, LT_OP_MUL, LT_OP_DIV, LT_OP_POW};
+    static const lt_op binary[] = {LT_OP_ADD, LT_OP_SUB, LT_OP_MUL, LT_OP_DIV, LT_OP_POW, LT_OP_RELU_GRAD};
     for (size_t i = 0; i < sizeof binary / sizeof *binary; i++)
         tab[binary[i]] = (lt_cu_op){k_binary, 0, 0, NULL};
     tab[LT_OP_MAX] = (lt_cu_op){k_binary, 0, 0, fits_two_inputs};

@@ -42,6 +42,7 @@ template <typename T> __device__ inline T bin(int op, T a, T b)
     case LT_CU_POW: return pow(a, b);
     case LT_CU_MAX: return a != a || a > b ? a : b;
     case LT_CU_MIN: return a != a || a < b ? a : b;
+    case LT_CU_RELU_GRAD: return b > T(0) ? a : T(0); /* a = dy, b = Relu's output */
     default: return a;
     }
 }

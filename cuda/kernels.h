@@ -20,7 +20,7 @@ typedef struct lt_cu_shape {
 } lt_cu_shape;
 
 enum {
-    LT_CU_ADD, LT_CU_SUB, LT_CU_MUL, LT_CU_DIV, LT_CU_POW, LT_CU_MAX, LT_CU_MIN, LT_CU_COPY,
+    LT_CU_ADD, LT_CU_SUB, LT_CU_MUL, LT_CU_DIV, LT_CU_POW, LT_CU_MAX, LT_CU_MIN, LT_CU_RELU_GRAD, LT_CU_COPY,
     LT_CU_GREATER, LT_CU_LESS, LT_CU_EQUAL, LT_CU_GREATER_EQ, LT_CU_LESS_EQ /* bool outputs */
 };
 enum {

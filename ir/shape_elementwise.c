@@ -164,7 +164,7 @@ void lt_infer_register_elementwise(lt_infer_fn *tab)
     };
     static const lt_op binary_ops[] = {
         LT_OP_ADD, LT_OP_SUB, LT_OP_MUL, LT_OP_DIV, LT_OP_POW, LT_OP_MOD, LT_OP_BIT_SHIFT,
-        LT_OP_BITWISE_AND, LT_OP_BITWISE_OR, LT_OP_BITWISE_XOR,
+        LT_OP_BITWISE_AND, LT_OP_BITWISE_OR, LT_OP_BITWISE_XOR, LT_OP_RELU_GRAD,
     };
     static const lt_op bool_ops[] = {
         LT_OP_AND, LT_OP_OR, LT_OP_XOR, LT_OP_EQUAL, LT_OP_GREATER, LT_OP_GREATER_OR_EQUAL,

@@ -103,6 +103,13 @@ LT_EW_FLOATS(ROW, relu, LT_EW_SAME, x < 0 ? 0 : x) /* keeps NaN */
 LT_EW_SINTS(ROW, relu, LT_EW_SAME, x < 0 ? 0 : x)
 static const lt_ew_row relu_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(relu) LT_EW_TAB_SINTS(relu)};
 static const lt_ew_op relu_op = {relu_rows, LT_EW_OUT_SAME, false, L};
+/* ReluGrad (dy, y): dy where Relu's output y > 0, else 0, in one pass. y > 0
+ * exactly where Relu's input x > 0 (a NaN x gives a NaN y: neither passes),
+ * so this is Where(Greater(x, 0), dy, 0) without the bool tensor. */
+LT_EW_FLOATS(LT_EW_BINARY_ROW, relu_grad, LT_EW_SAME, y > 0 ? x : 0)
+LT_EW_SINTS(LT_EW_BINARY_ROW, relu_grad, LT_EW_SAME, y > 0 ? x : 0)
+static const lt_ew_row relu_grad_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(relu_grad) LT_EW_TAB_SINTS(relu_grad)};
+static const lt_ew_op relu_grad_op = {relu_grad_rows, LT_EW_OUT_SAME, false, L};
 
 static lt_status run(lt_kctx *k, const lt_ew_op *op, const lt_ew_par *p) { return lt_ew_unary(k, op, p); }
 
@@ -110,6 +117,7 @@ static lt_status k_sigmoid(lt_kctx *k) { return run(k, &sigmoid_op, NULL); }
 static lt_status k_softplus(lt_kctx *k) { return run(k, &softplus_op, NULL); }
 static lt_status k_softsign(lt_kctx *k) { return run(k, &softsign_op, NULL); }
 static lt_status k_relu(lt_kctx *k) { return run(k, &relu_op, NULL); }
+static lt_status k_relu_grad(lt_kctx *k) { return lt_ew_binary(k, &relu_grad_op, NULL); }
 static lt_status k_hswish(lt_kctx *k) { return run(k, &hswish_op, NULL); }
 static lt_status k_mish(lt_kctx *k) { return run(k, &mish_op, NULL); }
 
@@ -224,6 +232,7 @@ void lt_cpu_register_elementwise_act(lt_kernel_fn *tab)
     tab[LT_OP_SOFTPLUS] = k_softplus;
     tab[LT_OP_SOFTSIGN] = k_softsign;
     tab[LT_OP_RELU] = k_relu;
+    tab[LT_OP_RELU_GRAD] = k_relu_grad;
     tab[LT_OP_ELU] = k_elu;
     tab[LT_OP_SELU] = k_selu;
     tab[LT_OP_CELU] = k_celu;
