@@ -20,4 +20,8 @@
 #define EXP expf
 #define LOG1P log1pf
 #define FABS fabsf
+#define SIGMOID lt_ew_sigmoidf
+#if defined(__x86_64__) && defined(__GNUC__)
+#define GRNN_WIDE __attribute__((target("avx512f")))
+#endif
 #include "grad_rnn_tmpl.h"

@@ -15,4 +15,7 @@
 #define EXP exp
 #define LOG1P log1p
 #define FABS fabs
+/* lt_vsigmoid_f64's form, for one value */
+static inline double sigmoid_f64(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
+#define SIGMOID sigmoid_f64
 #include "grad_rnn_tmpl.h"

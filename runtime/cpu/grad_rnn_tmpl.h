@@ -253,6 +253,103 @@ static void SFX(gru_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
  * i = f(.i + P_i*C), f = f(.f + P_f*C) (or 1-i with input_forget),
  * c~ = g(.c), C' = f*C + i*c~, o = f(.o + P_o*C'), h' = o*h(C') ---- */
 
+/* The fast LSTM's step for one batch entry, in one pass over its H
+ * columns: the same formulas as lstm_fwd's and lstm_bwd's fast branches,
+ * element for element. PEEP and COUPLE are constants where it is inlined. */
+static inline __attribute__((always_inline)) void SFX(lstm_row_fwd_body)(int64_t H, const bool peep,
+                                                                          const bool couple, const T *hp, T *a, T *hb,
+                                                                          T *cb, const T *pi, const T *po,
+                                                                          const T *pf, T *hx, T *cr, T *cw, T *hc)
+{
+#pragma omp simd
+    for (int64_t j = 0; j < H; j++) {
+        T hprev = hb[j], cprev = cb[j];
+        hx[j] = hprev;
+        cr[j] = cprev;
+        T gi = hp[j] + a[j], go = hp[H + j] + a[H + j], gf = hp[2 * H + j] + a[2 * H + j],
+          gc = hp[3 * H + j] + a[3 * H + j];
+        if (peep) {
+            gi += pi[j] * cprev;
+            gf += pf[j] * cprev;
+        }
+        T iv = SIGMOID(gi), fv = couple ? 1 - iv : SIGMOID(gf), cv = TANH(gc);
+        T c = fv * cprev + iv * cv;
+        if (peep)
+            go += po[j] * c;
+        T ov = SIGMOID(go), hv = TANH(c);
+        cb[j] = c;
+        cw[j] = c;
+        hb[j] = ov * hv;
+        hc[j] = hv;
+        a[j] = iv;
+        a[H + j] = ov;
+        a[2 * H + j] = fv;
+        a[3 * H + j] = cv;
+    }
+}
+
+static inline __attribute__((always_inline)) void SFX(lstm_row_bwd_body)(int64_t H, T own, const T *pa, const T *hc,
+                                                                          const T *qi, const T *qo, const T *qf,
+                                                                          const T *cprev, const T *dh, T *dc, T *a,
+                                                                          T *ds)
+{
+    /* sigmoid' = v (1 - v), tanh' = 1 - v^2; absent peepholes are zeros
+     * and the coupled forget gate (own = 0) has no derivative of its own,
+     * so the loop has no branches */
+#pragma omp simd
+    for (int64_t j = 0; j < H; j++) {
+        T ivj = pa[j], ovj = pa[H + j], fvj = pa[2 * H + j], cvj = pa[3 * H + j], hvj = hc[j];
+        T dcj = dc[j] + dh[j] * ovj * (1 - hvj * hvj);
+        T dao = dh[j] * hvj * (ovj * (1 - ovj));
+        dcj += dao * qo[j];
+        T dfv = dcj * cprev[j];
+        T di = dcj * cvj - (1 - own) * dfv, dac = dcj * ivj * (1 - cvj * cvj);
+        T daf = dfv * (own * (fvj * (1 - fvj))), dai = di * (ivj * (1 - ivj));
+        T dcp = dcj * fvj + (dai * qi[j] + daf * qf[j]);
+        ds[j] = a[j] = dai;
+        ds[H + j] = a[H + j] = dao;
+        ds[2 * H + j] = a[2 * H + j] = daf;
+        ds[3 * H + j] = a[3 * H + j] = dac;
+        dc[j] = dcp;
+    }
+}
+
+#define LSTM_ROW_FNS(NAME, ATTR)                                                                                   \
+    ATTR static void SFX(lstm_row_fwd_##NAME)(int64_t H, bool peep, bool couple, const T *hp, T *a, T *hb, T *cb,  \
+                                              const T *pi, const T *po, const T *pf, T *hx, T *cr, T *cw, T *hc)  \
+    {                                                                                                              \
+        if (peep && couple)                                                                                        \
+            SFX(lstm_row_fwd_body)(H, true, true, hp, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                      \
+        else if (peep)                                                                                             \
+            SFX(lstm_row_fwd_body)(H, true, false, hp, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                     \
+        else if (couple)                                                                                           \
+            SFX(lstm_row_fwd_body)(H, false, true, hp, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                     \
+        else                                                                                                       \
+            SFX(lstm_row_fwd_body)(H, false, false, hp, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                    \
+    }                                                                                                              \
+    ATTR static void SFX(lstm_row_bwd_##NAME)(int64_t H, T own, const T *pa, const T *hc, const T *qi, const T *qo, \
+                                              const T *qf, const T *cprev, const T *dh, T *dc, T *a, T *ds)        \
+    {                                                                                                              \
+        SFX(lstm_row_bwd_body)(H, own, pa, hc, qi, qo, qf, cprev, dh, dc, a, ds);                                  \
+    }
+
+LSTM_ROW_FNS(base, )
+#ifdef GRNN_WIDE
+/* the same compiled for AVX-512 (the build targets baseline x86-64) */
+LSTM_ROW_FNS(wide, GRNN_WIDE)
+static bool SFX(use_wide)(void)
+{
+    static int have = -1; /* benign race: every thread computes the same */
+    if (have < 0)
+        have = __builtin_cpu_supports("avx512f");
+    return have;
+}
+#define LSTM_ROW(dir) (SFX(use_wide)() ? SFX(lstm_row_##dir##_wide) : SFX(lstm_row_##dir##_base))
+#else
+#define LSTM_ROW(dir) SFX(lstm_row_##dir##_base)
+#endif
+#undef LSTM_ROW_FNS
+
 static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
 {
     const lt_rnn *r = w->r;
@@ -270,6 +367,13 @@ static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         int64_t row = lt_rnn_xrow(r, t, b);
         T *a = w->buf + row * G, *hb = w->h + b * H, *cb = w->c + b * H;
         T *gi = a, *go = a + H, *gf = a + 2 * H, *gc = a + 3 * H;
+        if (w->fast) {
+            LSTM_ROW(fwd)(H, pi != NULL, couple, w->hp + b * G, a, hb, cb, pi, po, pf, w->hx + row * H,
+                          w->ax + row * H, w->cx + row * H, w->hc + row * H);
+            if (r->Y)
+                memcpy((T *)r->Y + lt_rnn_yoff(r, t, w->d, b), hb, sizeof(T) * (size_t)H);
+            continue;
+        }
         T *iv = w->wk + b * WK * H, *fv = iv + H, *cv = iv + 2 * H, *ov = iv + 3 * H, *hv = iv + 4 * H;
         const T *hp = w->hp + b * G;
         memcpy(w->hx + row * H, hb, sizeof(T) * (size_t)H);
@@ -310,13 +414,6 @@ static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         for (int64_t j = 0; j < H; j++)
             hb[j] = ov[j] * hv[j];
         memcpy(w->cx + row * H, cb, sizeof(T) * (size_t)H);
-        if (w->fast) {
-            memcpy(gi, iv, sizeof(T) * (size_t)H);
-            memcpy(go, ov, sizeof(T) * (size_t)H);
-            memcpy(gf, fv, sizeof(T) * (size_t)H);
-            memcpy(gc, cv, sizeof(T) * (size_t)H);
-            memcpy(w->hc + row * H, hv, sizeof(T) * (size_t)H);
-        }
         if (r->Y)
             memcpy((T *)r->Y + lt_rnn_yoff(r, t, w->d, b), hb, sizeof(T) * (size_t)H);
     }
@@ -346,29 +443,9 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         const T *pa = w->pre + row * G;
         SFX(add_dy)(w, t, b, dh);
         if (w->fast) {
-            /* the formulas below with the values the forward kept:
-             * sigmoid' = v (1 - v), tanh' = 1 - v^2; absent peepholes are
-             * zeros and the coupled forget gate has no derivative of its
-             * own, so the loop has no branches */
-            const T *hc = w->hc + row * H, *qi = pi ? pi : w->zero, *qo = po ? po : w->zero,
-                    *qf = pf ? pf : w->zero;
-            T own = couple ? 0 : 1;
-#pragma omp simd
-            for (int64_t j = 0; j < H; j++) {
-                T ivj = pa[j], ovj = pa[H + j], fvj = pa[2 * H + j], cvj = pa[3 * H + j], hvj = hc[j];
-                T dcj = dc[j] + dh[j] * ovj * (1 - hvj * hvj);
-                T dao = dh[j] * hvj * (ovj * (1 - ovj));
-                dcj += dao * qo[j];
-                T dfv = dcj * cprev[j];
-                T di = dcj * cvj - (1 - own) * dfv, dac = dcj * ivj * (1 - cvj * cvj);
-                T daf = dfv * (own * (fvj * (1 - fvj))), dai = di * (ivj * (1 - ivj));
-                T dcp = dcj * fvj + (dai * qi[j] + daf * qf[j]);
-                ds[j] = a[j] = dai;
-                ds[H + j] = a[H + j] = dao;
-                ds[2 * H + j] = a[2 * H + j] = daf;
-                ds[3 * H + j] = a[3 * H + j] = dac;
-                dc[j] = dcp;
-            }
+            /* the values the forward kept (lstm_row_bwd_body) */
+            LSTM_ROW(bwd)(H, couple ? 0 : 1, pa, w->hc + row * H, pi ? pi : w->zero, po ? po : w->zero,
+                          pf ? pf : w->zero, cprev, dh, dc, a, ds);
             continue;
         }
         SFX(act_d)(f, r->clip_on, clip, pa, iv, id, H);

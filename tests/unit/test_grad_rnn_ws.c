@@ -190,6 +190,99 @@ static void lstm_ws(void **state)
     both(&c5);
 }
 
+/* The largest |a - b| over b's largest |value| (at least 1e-6) */
+static double rel_to_max(const lt_value *a, const lt_value *b)
+{
+    assert_int_equal(a->t.numel, b->t.numel);
+    double scale = 1e-6, m = 0;
+    for (int64_t j = 0; j < b->t.numel; j++)
+        scale = fmax(scale, fabs(tu_get(b, j)));
+    for (int64_t j = 0; j < a->t.numel; j++)
+        m = fmax(m, fabs(tu_get(a, j) - tu_get(b, j)));
+    return m / scale;
+}
+
+/* The float LSTM with default activations and no clip records activated
+ * gates and runs each step's gate arithmetic in one pass per batch entry
+ * (AVX-512 where the CPU has it, lstm_row_fwd/bwd in grad_rnn_tmpl.h):
+ * its recording forward and its gradient fed that workspace against the
+ * double kernels' forward and re-running gradient (finite-difference
+ * checked in test_grad_rnn_lstm). */
+static void fast_f32(const gcfg *c)
+{
+    gdata g;
+    gr_init(c, &g);
+    int nf = nfin(c), nc = ncot(c);
+    lt_err err;
+    tu_graph pf = gr_node(c, false);
+    lt_value *vals[12], *py[3] = {NULL};
+    gr_inputs(c, &g, &pf, LT_F64, false, vals);
+    if (tu_run(&pf, vals, py, &err) != LT_OK)
+        fail_msg("%s forward: %s", c->name, err.msg);
+    gr_free_vals(vals, 11);
+    tu_free(&pf);
+    lt_value *ref[7];
+    gr_run_grad(c, &g, LT_F64, ref);
+
+    tu_graph rf = ws_node(c, false, nf, nc + 1);
+    lt_value *ry[4] = {NULL};
+    gr_inputs(c, &g, &rf, LT_F32, false, vals);
+    if (tu_run(&rf, vals, ry, &err) != LT_OK)
+        fail_msg("%s recording forward: %s", c->name, err.msg);
+    gr_free_vals(vals, 11);
+    tu_free(&rf);
+    for (int i = 0; i < nc; i++) {
+        double e = rel_to_max(ry[i], py[i]);
+        if (e > 1e-5)
+            fail_msg("%s: float recording forward output %d off by %.3g of its largest", c->name, i, e);
+    }
+    tu_graph gw = ws_node(c, true, nf + nc + 1, 7);
+    lt_value *got[7] = {NULL};
+    gr_inputs(c, &g, &gw, LT_F32, true, vals);
+    vals[nf + nc] = ry[nc];
+    if (tu_run(&gw, vals, got, &err) != LT_OK)
+        fail_msg("%s gradient with workspace: %s", c->name, err.msg);
+    vals[nf + nc] = NULL;
+    gr_free_vals(vals, 11);
+    tu_free(&gw);
+    for (int o = 0; o < 7; o++) {
+        double e = rel_to_max(got[o], ref[o]);
+        if (e > 1e-4)
+            fail_msg("%s: float gradient output %d off by %.3g of its largest", c->name, o, e);
+    }
+    gr_free_vals(got, 7);
+    gr_free_vals(ref, 7);
+    gr_free_vals(ry, nc + 1);
+    gr_free_vals(py, nc);
+    gr_free(&g);
+}
+
+static void lstm_fast_rows(void **state)
+{
+    (void)state;
+    static int64_t lens[40];
+    for (int i = 0; i < 40; i++)
+        lens[i] = i % 7 == 3 ? 0 : 1 + (i * 3) % 5;
+    /* odd H past a 16-lane vector, batch >= 16; every direction, both layouts */
+    gcfg c1 = {.name = "LSTM fast forward", .gates = 4, .S = 6, .B = 19, .I = 11, .H = 37, .bias = true,
+               .h0 = true, .c0 = true, .seed = 101};
+    gcfg c2 = {.name = "LSTM fast reverse layout1 peepholes lens", .gates = 4, .S = 6, .B = 21, .I = 5, .H = 19,
+               .dir = 1, .layout = 1, .bias = true, .h0 = true, .c0 = true, .peep = true, .lens = lens, .seed = 102};
+    gcfg c3 = {.name = "LSTM fast bidirectional input_forget peepholes lens", .gates = 4, .S = 5, .B = 17, .I = 9,
+               .H = 33, .dir = 2, .bias = true, .h0 = true, .c0 = true, .peep = true, .couple = true, .lens = lens,
+               .seed = 103};
+    gcfg c4 = {.name = "LSTM fast bidirectional layout1 input_forget no bias/states", .gates = 4, .S = 4, .B = 16,
+               .I = 3, .H = 7, .dir = 2, .layout = 1, .couple = true, .seed = 104};
+    /* large enough for the steps to split the batch over threads */
+    gcfg c5 = {.name = "LSTM fast B=33 H=64", .gates = 4, .S = 4, .B = 33, .I = 13, .H = 64, .bias = true,
+               .h0 = true, .c0 = true, .peep = true, .seed = 105};
+    fast_f32(&c1);
+    fast_f32(&c2);
+    fast_f32(&c3);
+    fast_f32(&c4);
+    fast_f32(&c5);
+}
+
 int main(void)
 {
     (void)gr_check_fd; /* the shared header's finite-difference checks are the other suites' */
@@ -198,6 +291,7 @@ int main(void)
         cmocka_unit_test(rnn_ws),
         cmocka_unit_test(gru_ws),
         cmocka_unit_test(lstm_ws),
+        cmocka_unit_test(lstm_fast_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
