@@ -148,6 +148,17 @@ static lt_status k_batch_norm_grad(lt_kctx *k)
     bool training = lt_attr_int(node, "training_mode", 0) != 0;
     const double *g = lt_nu_vec(k, scale, c, "scale");
     double *mean = g ? lt_nu_scratch(k, 6 * c, sizeof(double)) : NULL;
+    if (mean && training && x->dtype == LT_F32 && lt_nu_bn_fits(n, c, s)) {
+        /* the blocked float32 kernel; dx may take dy's storage */
+        double *ds = mean + 2 * c, *db = ds + c;
+        lt_tensor *dx = NULL;
+        if (lt_k_want(k, 0) && (st = lt_k_out_over(k, 0, 0, x->dtype, x->rank, x->dims, &dx)) != LT_OK)
+            return st;
+        if ((st = lt_nu_bn_train_grad_f32(k, x->data, dy->data, dx ? dx->data : NULL, n, c, s, g, eps, ds, db)) !=
+            LT_OK)
+            return st;
+        return ng_params(k, scale, ds, bias ? bias : scale, db);
+    }
     double *mu = mean ? lt_nu_scratch(k, 4 * n * c, sizeof(double)) : NULL;
     if (!mu)
         return LT_ERR_RUNTIME;

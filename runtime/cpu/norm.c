@@ -62,6 +62,32 @@ static bool bn_training(const lt_kctx *k)
     return stats;
 }
 
+/* Training mode's outputs 1-4: the running statistics, moved towards the
+ * batch's bm, bv by 1 - momentum, and the batch's own. */
+static lt_status bn_stats_out(lt_kctx *k, const lt_tensor *mean_in, const lt_tensor *var_in, const double *m,
+                              const double *v, double mom, const double *bm, const double *bv)
+{
+    int64_t c = mean_in->numel;
+    lt_status st;
+    double *rm = lt_nu_scratch(k, 2 * c, sizeof *rm);
+    if (!rm)
+        return LT_ERR_NOMEM;
+    double *rv = rm + c;
+    for (int64_t j = 0; j < c; j++) {
+        rm[j] = m[j] * mom + bm[j] * (1 - mom);
+        rv[j] = v[j] * mom + bv[j] * (1 - mom);
+    }
+    if (lt_k_want(k, 1) && (st = lt_nu_out_like(k, 1, mean_in, rm)) != LT_OK)
+        return st;
+    if (lt_k_want(k, 2) && (st = lt_nu_out_like(k, 2, var_in, rv)) != LT_OK)
+        return st;
+    if (lt_k_want(k, 3) && (st = lt_nu_out_like(k, 3, mean_in, bm)) != LT_OK)
+        return st;
+    if (lt_k_want(k, 4) && (st = lt_nu_out_like(k, 4, var_in, bv)) != LT_OK)
+        return st;
+    return LT_OK;
+}
+
 static lt_status batch_norm(lt_kctx *k)
 {
     const lt_node *node = k->node;
@@ -89,6 +115,14 @@ static lt_status batch_norm(lt_kctx *k)
         return LT_ERR_RUNTIME;
     double *off = a + c, *bm = a + 2 * c, *bv = a + 3 * c;
     bool training = bn_training(k);
+    if (training && x->dtype == LT_F32 && lt_nu_bn_fits(n, c, s)) {
+        /* statistics and output in one blocked sweep; y may take x's storage */
+        lt_tensor *y;
+        if ((st = lt_k_out_over(k, 0, 0, x->dtype, x->rank, x->dims, &y)) != LT_OK ||
+            (st = lt_nu_bn_train_fwd_f32(k, x->data, y->data, n, c, s, g, b, eps, bm, bv)) != LT_OK)
+            return st;
+        return bn_stats_out(k, mean_in, var_in, m, v, mom, bm, bv);
+    }
     if (training) {
         bool f32 = x->dtype == LT_F32;
         const void *xw = lt_nu_work_in(k, x, f32);
@@ -110,26 +144,8 @@ static lt_status batch_norm(lt_kctx *k)
     }
     if ((st = affine_out(k, x, n, c, s, a, off, 0)) != LT_OK)
         return st;
-    if (training) {
-        /* running statistics move towards the batch's by 1 - momentum */
-        double *rm = lt_nu_scratch(k, 2 * c, sizeof *rm);
-        if (!rm)
-            return LT_ERR_NOMEM;
-        double *rv = rm + c;
-        for (int64_t j = 0; j < c; j++) {
-            rm[j] = m[j] * mom + bm[j] * (1 - mom);
-            rv[j] = v[j] * mom + bv[j] * (1 - mom);
-        }
-        if (lt_k_want(k, 1) && (st = lt_nu_out_like(k, 1, mean_in, rm)) != LT_OK)
-            return st;
-        if (lt_k_want(k, 2) && (st = lt_nu_out_like(k, 2, var_in, rv)) != LT_OK)
-            return st;
-        if (lt_k_want(k, 3) && (st = lt_nu_out_like(k, 3, mean_in, bm)) != LT_OK)
-            return st;
-        if (lt_k_want(k, 4) && (st = lt_nu_out_like(k, 4, var_in, bv)) != LT_OK)
-            return st;
-        return LT_OK;
-    }
+    if (training)
+        return bn_stats_out(k, mean_in, var_in, m, v, mom, bm, bv);
     /* inference: statistics outputs, where a model still lists them, pass
      * the running values through */
     for (int i = 1; i < k->nout && i < 5; i++)

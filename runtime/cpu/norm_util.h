@@ -77,4 +77,18 @@ LT_NU_DECLARE(float, f32)
 LT_NU_DECLARE(double, f64)
 #undef LT_NU_DECLARE
 
+/* ---- BatchNormalization in training mode on float32 (norm_batch.c) ---- */
+/* Whether x viewed as [n, c, s] (not empty) takes these kernels. */
+bool lt_nu_bn_fits(int64_t n, int64_t c, int64_t s);
+/* Batch mean and biased variance per channel into bm, bv (c each) and
+ * y = (x - bm) / sqrt(bv + eps) * g + b as y = x * a + (b - bm * a); y may
+ * be x itself. */
+lt_status lt_nu_bn_train_fwd_f32(lt_kctx *k, const float *x, float *y, int64_t n, int64_t c, int64_t s,
+                                 const double *g, const double *b, double eps, double *bm, double *bv);
+/* The gradient with the batch's statistics: ds = sum dy * xhat, db = sum dy
+ * per channel, and (dx not NULL) dx = istd * (g dy - mean(g dy) - xhat *
+ * mean(g dy xhat)); dx may be dy itself. */
+lt_status lt_nu_bn_train_grad_f32(lt_kctx *k, const float *x, const float *dy, float *dx, int64_t n, int64_t c,
+                                  int64_t s, const double *g, double eps, double *ds, double *db);
+
 #endif
