@@ -4,6 +4,7 @@
  * the running statistics it returns, clips and updates. lt_train's loop
  * (train.c) drives one, and programs drive one through lt_trainer_*. */
 #include "trainer.h"
+#include "ir/acc_to_add.h"
 #include "ir/fuse_elementwise.h"
 #include "ir/train_mode.h"
 #include "optim.h"
@@ -437,6 +438,10 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
                  path, all_stats - nstats, all_stats);
         o->on_note(note, o->user);
     }
+    /* post-AD rewrites for the CPU: cells into sums first, so that the
+     * sums join the elementwise chains around them */
+    if (st == LT_OK && on_cpu())
+        st = lt_ir_acc_to_add(t->tm, NULL, err);
     if (st == LT_OK && on_cpu())
         st = lt_ir_fuse_elementwise(t->tm, err);
     if (st == LT_OK)

@@ -1,0 +1,184 @@
+/* Accumulation cells turned into Add chains (ir/acc_to_add.c): on models
+ * whose gradient sums several contributions per value, the rewritten
+ * float64 program's parameter gradients match central finite differences
+ * of its own loss, and equal the cell program's; the cells qualifying go
+ * (on the chain model, all but the loss seed's cell, whose contribution
+ * has no static shape), the verifier accepts the result, and elementwise fusion
+ * still runs on it. Cells the rewrite must leave alone (passed into the
+ * AD's loop functions) stay cells, and those programs still agree with the
+ * cell program. */
+#include "testutil.h"
+#include "ir/acc_to_add.h"
+#include "ir/fuse_elementwise.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DATA LT_SOURCE_DIR "/tests/data/"
+
+static int count_ops(const lt_block *b, lt_op op)
+{
+    int c = 0;
+    for (int i = 0; i < b->nnodes; i++) {
+        c += b->nodes[i]->op == op;
+        for (int r = 0; r < b->nodes[i]->nregions; r++)
+            c += count_ops(b->nodes[i]->regions[r], op);
+    }
+    return c;
+}
+
+static int count_module(const lt_model *m, lt_op op)
+{
+    int c = count_ops(m->main, op);
+    for (int i = 0; i < m->nfuncs; i++)
+        c += count_ops(m->funcs[i]->body, op);
+    return c;
+}
+
+/* the float64 gradient program of file, cells folded or not (and fused) */
+static lt_model *program(const char *file, bool fold, bool fuse, int *nfolded)
+{
+    lt_err err;
+    lt_model *m;
+    if (lt_model_load(file, &m, &err) != LT_OK || lt_model_to_f64(m, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
+    if (lt_model_grad(m, &o, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    *nfolded = 0;
+    if (fold && lt_ir_acc_to_add(m, nfolded, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (fuse && lt_ir_fuse_elementwise(m, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_ir_verify(m, &err) != LT_OK)
+        fail_msg("verify: %s", err.msg);
+    return m;
+}
+
+static int run(lt_model *m, const lt_value *x, lt_value **outs)
+{
+    lt_err err;
+    const char *names[1] = {"x"};
+    lt_value *ins[1] = {lt_value_ref((lt_value *)x)};
+    lt_session *s;
+    if (lt_session_new(m, &s, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_session_run(s, 1, names, ins, outs, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_session_free(s);
+    lt_value_free(ins[0]);
+    return lt_model_num_outputs(m);
+}
+
+static double loss_of(lt_model *m, const lt_value *x)
+{
+    lt_value *o[64] = {0};
+    int n = run(m, x, o);
+    double l = tu_get(o[0], 0);
+    for (int i = 0; i < n; i++)
+        lt_value_free(o[i]);
+    return l;
+}
+
+static void check(const char *file, int rank, const int64_t *dims, uint64_t seed, bool expect_all)
+{
+    lt_value *x32 = tu_rand(LT_F32, rank, dims, -1.5, 1.5, seed);
+    lt_value *x = lt_value_to_f64(x32);
+    int nf_cells, nf;
+    lt_model *cells = program(file, false, false, &nf_cells);
+    lt_model *sums = program(file, true, false, &nf);
+    int before = count_module(cells, LT_OP_ACC_ZEROS_LIKE), after = count_module(sums, LT_OP_ACC_ZEROS_LIKE);
+    assert_true(before > 0);
+    assert_int_equal(after, before - nf);
+    if (expect_all) {
+        assert_true(nf > 0);
+        /* what stays is the loss seed's cell, whose one contribution (an
+         * Expand to a shape computed at run time) has no static shape */
+        for (int i = 0; i < sums->main->nnodes; i++) {
+            const lt_node *nd = sums->main->nodes[i];
+            if (nd->op != LT_OP_ACC_ADD)
+                continue;
+            const lt_type *t = &nd->in[1]->type;
+            bool unknown = t->rank < 0;
+            for (int d = 0; d < t->rank; d++)
+                unknown |= t->dims[d].sym < 0 && t->dims[d].v < 0;
+            assert_true(unknown);
+        }
+        assert_int_equal(count_ops(sums->main, LT_OP_ACC_ZEROS_LIKE), 1);
+        assert_true(count_ops(sums->main, LT_OP_ADD) > count_ops(cells->main, LT_OP_ADD));
+    } else {
+        assert_int_equal(nf, 0);
+    }
+    lt_value *a[64] = {0}, *b[64] = {0};
+    int n = run(cells, x, a);
+    assert_int_equal(run(sums, x, b), n);
+    /* the same additions in the same order: equal */
+    for (int i = 0; i < n; i++) {
+        const lt_tensor *ta = lt_value_tensor(a[i]), *tb = lt_value_tensor(b[i]);
+        assert_int_equal(ta->numel, tb->numel);
+        for (int64_t e = 0; e < ta->numel; e++)
+            if (lt_tensor_get_f64(ta, e) != lt_tensor_get_f64(tb, e))
+                fail_msg("%s: output %d element %lld differs", file, i, (long long)e);
+    }
+    /* gradients against central differences of the folded program's loss */
+    int checked = 0;
+    for (int i = 1; i < n; i++) {
+        const char *on = lt_model_output_name(sums, i);
+        size_t len = strlen(on);
+        assert_true(len > 5 && !strcmp(on + len - 5, "_grad"));
+        int p = 0;
+        while (p < sums->nparams && (strncmp(sums->params[p].name, on, len - 5) || sums->params[p].name[len - 5]))
+            p++;
+        assert_true(p < sums->nparams);
+        lt_tensor *pt = &sums->params[p].data;
+        assert_int_equal(pt->dtype, LT_F64);
+        const lt_tensor *g = lt_value_tensor(b[i]);
+        assert_int_equal(g->numel, pt->numel);
+        double *w = pt->data;
+        for (int64_t e = 0; e < pt->numel; e += 1 + pt->numel / 7) {
+            double h = 1e-6, keep = w[e];
+            w[e] = keep + h;
+            double up = loss_of(sums, x);
+            w[e] = keep - h;
+            double dn = loss_of(sums, x);
+            w[e] = keep;
+            double fd = (up - dn) / (2 * h), an = lt_tensor_get_f64(g, e);
+            if (fabs(fd - an) > 1e-5 * fmax(1, fabs(fd)))
+                fail_msg("%s: %s[%lld]: analytic %.9g, differences %.9g", file, on, (long long)e, an, fd);
+            checked++;
+        }
+    }
+    assert_true(checked > 0);
+    for (int i = 0; i < n; i++) {
+        lt_value_free(a[i]);
+        lt_value_free(b[i]);
+    }
+    lt_model_free(cells);
+    lt_model_free(sums);
+    /* the fused float32-shaped pipeline accepts the folded program too */
+    lt_model *fused = program(file, true, true, &nf);
+    lt_model_free(fused);
+    lt_value_free(x);
+    lt_value_free(x32);
+}
+
+static void chain_model_cells_fold(void **state)
+{
+    (void)state;
+    check(DATA "fuse_chain.onnx", 3, (int64_t[]){4, 5, 24}, 3, true);
+}
+
+static void loop_cells_stay(void **state)
+{
+    (void)state;
+    check(DATA "ad_loop_both.onnx", 2, (int64_t[]){2, 4}, 5, false);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(chain_model_cells_fold),
+        cmocka_unit_test(loop_cells_stay),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
