@@ -93,6 +93,21 @@ static inline int64_t lt_nn_block_images(int64_t L, int64_t n)
     return nb > n ? n : nb;
 }
 
+/* float32 2-D convolutions and their gradients with one group and a batch
+ * whose small grid (under 256 positions an image) is mostly padding where
+ * the windows reach it (less than half of its im2col read from the image),
+ * or is at most 4 positions of a 1x1 kernel with m >= 16 grid channels,
+ * run by regions, a block of images a product (nn_conv_regions.c): x [n,
+ * c, img], w [m, c, k], bias [m] or NULL, y and dy [n, m, grid]; dx and dw
+ * are written whole. */
+bool lt_nn_regions(size_t esz, const lt_nn_geom *g, int64_t groups, int64_t n, int64_t m);
+lt_status lt_nn_conv_regions(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
+                             const float *w, const float *bias, float *y);
+lt_status lt_nn_conv_regions_data(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
+                                  const float *w, float *dx);
+lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m,
+                                    const float *dy, const float *x, float *dw);
+
 /* Registrars of the family's files, called by lt_cpu_register_nn. */
 void lt_nn_register_conv(lt_kernel_fn *tab);
 void lt_nn_register_convt(lt_kernel_fn *tab);

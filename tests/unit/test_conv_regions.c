@@ -1,0 +1,204 @@
+/* Conv, ConvGradData and ConvGradFilter in float32 on batches whose small
+ * grids run by regions (runtime/cpu/nn_conv_regions.c: padding-dominated
+ * windows, a few positions of a 1x1 kernel, windows wholly in the padding)
+ * and on neighbours that must not (groups, one image, large grids), against
+ * the direct formulas in float64, on one thread and on two. */
+#include "testutil.h"
+#include "runtime/cpu/nn_util.h"
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct cfg {
+    const char *name;
+    int64_t n, c, m, group;
+    int64_t img[2], k[2], s[2], d[2], pads[4]; /* pads: y begin, x begin, y end, x end */
+    bool bias;
+    bool regions; /* whether the case must run by regions */
+} cfg;
+
+static void set_attrs(tu_graph *g, const cfg *f)
+{
+    tu_attr_ints(g, "strides", 2, f->s);
+    tu_attr_ints(g, "dilations", 2, f->d);
+    tu_attr_ints(g, "pads", 4, f->pads);
+    if (f->group != 1)
+        tu_attr_int(g, "group", f->group);
+}
+
+static int64_t out_size(const cfg *f, int ax)
+{
+    return (f->img[ax] + f->pads[ax] + f->pads[ax + 2] - ((f->k[ax] - 1) * f->d[ax] + 1)) / f->s[ax] + 1;
+}
+
+static lt_value *run1(tu_graph *g, lt_value **in)
+{
+    lt_value *out[1] = {NULL};
+    lt_err err;
+    if (tu_run(g, in, out, &err) != LT_OK)
+        fail_msg("%s: %s", lt_op_names[g->node->op], err.msg);
+    return out[0];
+}
+
+static void run_case(const cfg *f, uint64_t seed)
+{
+    int64_t H = f->img[0], W = f->img[1], KH = f->k[0], KW = f->k[1], OH = out_size(f, 0), OW = out_size(f, 1);
+    int64_t cg = f->c / f->group, mg = f->m / f->group, K = KH * KW;
+    print_message("%s: n %lld, %lld -> %lld channels, %lldx%lld -> %lldx%lld\n", f->name, (long long)f->n,
+                  (long long)f->c, (long long)f->m, (long long)H, (long long)W, (long long)OH, (long long)OW);
+
+    /* the selection itself */
+    lt_nn_geom geo = {.nsp = 2};
+    for (int a = 0; a < 2; a++) {
+        geo.img[a] = f->img[a];
+        geo.grid[a] = a ? OW : OH;
+        geo.k[a] = f->k[a];
+        geo.s[a] = f->s[a];
+        geo.d[a] = f->d[a];
+        geo.pb[a] = f->pads[a];
+        geo.pe[a] = f->pads[a + 2];
+    }
+    assert_int_equal(lt_nn_regions(4, &geo, f->group, f->n, f->m), f->regions);
+
+    int64_t xd[4] = {f->n, f->c, H, W}, wd[4] = {f->m, cg, KH, KW}, yd[4] = {f->n, f->m, OH, OW}, bd[1] = {f->m};
+    lt_value *x = tu_rand(LT_F32, 4, xd, -1, 1, seed), *w = tu_rand(LT_F32, 4, wd, -1, 1, seed + 1);
+    lt_value *dy = tu_rand(LT_F32, 4, yd, -1, 1, seed + 2), *b = tu_rand(LT_F32, 1, bd, -1, 1, seed + 3);
+    int64_t nx = f->n * f->c * H * W, nw = f->m * cg * K, ny = f->n * f->m * OH * OW;
+    double *xv = malloc(sizeof(double) * (size_t)nx), *wv = malloc(sizeof(double) * (size_t)nw);
+    double *dyv = malloc(sizeof(double) * (size_t)ny), *y = malloc(sizeof(double) * (size_t)ny);
+    double *dx = calloc((size_t)nx, sizeof(double)), *dw = calloc((size_t)nw, sizeof(double));
+    assert_non_null(xv);
+    assert_non_null(wv);
+    assert_non_null(dyv);
+    assert_non_null(y);
+    assert_non_null(dx);
+    assert_non_null(dw);
+    for (int64_t i = 0; i < nx; i++)
+        xv[i] = tu_get(x, i);
+    for (int64_t i = 0; i < nw; i++)
+        wv[i] = tu_get(w, i);
+    for (int64_t i = 0; i < ny; i++)
+        dyv[i] = tu_get(dy, i);
+
+    /* y = b + sum w x; dx = sum w dy; dW = sum dy x, over the taps inside */
+    for (int64_t i = 0; i < f->n; i++)
+        for (int64_t o = 0; o < f->m; o++)
+            for (int64_t oy = 0; oy < OH; oy++)
+                for (int64_t ox = 0; ox < OW; ox++) {
+                    int64_t yi = ((i * f->m + o) * OH + oy) * OW + ox;
+                    double acc = f->bias ? tu_get(b, o) : 0;
+                    for (int64_t q = 0; q < cg; q++) {
+                        int64_t ch = o / mg * cg + q;
+                        for (int64_t ky = 0; ky < KH; ky++)
+                            for (int64_t kx = 0; kx < KW; kx++) {
+                                int64_t iy = oy * f->s[0] + ky * f->d[0] - f->pads[0];
+                                int64_t ix = ox * f->s[1] + kx * f->d[1] - f->pads[1];
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                                    continue;
+                                int64_t xi = ((i * f->c + ch) * H + iy) * W + ix;
+                                int64_t wi = ((o * cg + q) * KH + ky) * KW + kx;
+                                acc += wv[wi] * xv[xi];
+                                dx[xi] += wv[wi] * dyv[yi];
+                                dw[wi] += dyv[yi] * xv[xi];
+                            }
+                    }
+                    y[yi] = acc;
+                }
+
+    tu_graph fwd = tu_single(LT_OP_CONV, 11, f->bias ? 3 : 2, 1);
+    tu_graph gd = tu_single(LT_OP_CONV_GRAD_DATA, 11, 3, 1), gf = tu_single(LT_OP_CONV_GRAD_FILTER, 11, 3, 1);
+    set_attrs(&fwd, f);
+    set_attrs(&gd, f);
+    set_attrs(&gf, f);
+    lt_value *fin[3] = {x, w, b}, *din[3] = {dy, w, x}, *fin2[3] = {dy, x, w};
+    /* float32 sums of up to c/group x taps products of values in [-1, 1] */
+    double atol = 2e-6 * sqrt((double)(cg * K)) + 1e-6, gtol = 2e-6 * sqrt((double)(mg * K * f->n * OH * OW)) + 1e-6;
+    int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        lt_value *gy = run1(&fwd, fin), *gdx = run1(&gd, din), *gdw = run1(&gf, fin2);
+        tu_assert_close(gy, y, ny, 1e-5, atol * 4, seed);
+        tu_assert_close(gdx, dx, nx, 1e-5, atol * sqrt((double)f->m) * 4, seed);
+        tu_assert_close(gdw, dw, nw, 1e-5, gtol * 4, seed);
+        lt_value_free(gy);
+        lt_value_free(gdx);
+        lt_value_free(gdw);
+    }
+    omp_set_num_threads(saved);
+    tu_free(&fwd);
+    tu_free(&gd);
+    tu_free(&gf);
+    lt_value_free(x);
+    lt_value_free(w);
+    lt_value_free(dy);
+    lt_value_free(b);
+    free(xv);
+    free(wv);
+    free(dyv);
+    free(y);
+    free(dx);
+    free(dw);
+}
+
+static void run_all(const cfg *cases, int n, uint64_t seed0)
+{
+    for (int i = 0; i < n; i++)
+        run_case(&cases[i], seed0 + 10 * (uint64_t)i);
+}
+
+/* cases that run by regions */
+static void regions(void **state)
+{
+    (void)state;
+    const cfg cases[] = {
+        {"3x3 pad 1 on 1x1 images: the centre tap alone", 16, 64, 48, 1, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
+         true, true},
+        {"3x3 pad 1 on 2x2 images", 20, 96, 128, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true},
+        {"3x3 stride 2 pad 1, 3x3 -> 2x2", 17, 32, 64, 1, {3, 3}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false, true},
+        {"3x3 pad 1 on odd 3x1 images", 16, 40, 36, 1, {3, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true},
+        {"dilation 2, pad 2, 5x3", 18, 33, 32, 1, {5, 3}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, true, true},
+        {"2x3 kernel, strides 1x2, uneven pads, 1x5", 16, 35, 40, 1, {1, 5}, {2, 3}, {1, 2}, {1, 1}, {1, 0, 0, 2},
+         true, true},
+        {"5x5 pad 2 on 3x3 images", 19, 32, 48, 1, {3, 3}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, true, true},
+        {"1x1 kernel on 2x1 images", 16, 96, 40, 1, {2, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true},
+        {"1x1 kernel stride 2, 3x3 -> 2x2", 16, 64, 128, 1, {3, 3}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}, false,
+         true},
+        {"windows wholly in the padding: 1x1 kernel, begin pads 1 on 1x1", 16, 48, 40, 1, {1, 1}, {1, 1}, {1, 1},
+         {1, 1}, {1, 1, 0, 0}, true, true},
+        {"windows wholly in the padding: 3x3 stride 2, pad 3 on 2x1", 16, 32, 33, 1, {2, 1}, {3, 3}, {2, 2}, {1, 1},
+         {3, 3, 3, 3}, true, true},
+        {"batch 64, 128 -> 128 on 1x1 (ResNet's last stage)", 64, 128, 128, 1, {1, 1}, {3, 3}, {1, 1}, {1, 1},
+         {1, 1, 1, 1}, false, true},
+    };
+    run_all(cases, sizeof cases / sizeof cases[0], 7100);
+}
+
+/* neighbours that must not: groups, one image, grids mostly inside, large
+ * grids, 1x1 kernels over more positions or to few channels */
+static void not_regions(void **state)
+{
+    (void)state;
+    const cfg cases[] = {
+        {"group 2 on 2x2", 16, 32, 32, 2, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
+        {"one image on 2x2", 1, 64, 64, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
+        {"3x3 pad 1 on 5x3 (two thirds inside)", 16, 40, 36, 1, {5, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true,
+         false},
+        {"3x3 pad 1 on 9x9 (mostly inside)", 16, 32, 32, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
+        {"3x3 no pad on 5x5", 16, 32, 40, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, false},
+        {"1x1 kernel on 3x3", 16, 32, 48, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, false},
+        {"1x1 kernel on 1x1 to 10 channels", 16, 64, 10, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, false},
+        {"3x3 pad 1 on 17x15 (grid of 255)", 16, 32, 32, 1, {17, 15}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true,
+         false},
+    };
+    run_all(cases, sizeof cases / sizeof cases[0], 7300);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(regions),
+        cmocka_unit_test(not_regions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
