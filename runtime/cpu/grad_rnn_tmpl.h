@@ -45,7 +45,51 @@ typedef struct SFX(ws) {
     T *ds;         /* [B, G] gradients of this step's gate inputs */
     T *tmp;        /* [B, H] */
     T *wk;         /* [B, WK*H] */
+    T *rpf, *rpb;  /* RNN, LSTM: op(R) packed for the steps' products (lt_rgemm), or NULL */
 } SFX(ws);
+
+/* C = A R_d^T (forward) or A R_d (backward) for a slice of the batch */
+static void SFX(rprod)(const SFX(ws) *w, bool fwd, int64_t M, int64_t N, int64_t K, const T *A, int64_t lda, T *C,
+                       int64_t ldc)
+{
+#ifdef GRNN_WIDE
+    const T *pk = fwd ? w->rpf : w->rpb;
+    if (pk) {
+        lt_rgemm_run(M, N, K, A, lda, pk, 0.0f, C, ldc);
+        return;
+    }
+#endif
+    lt_linalg_gemm(CT, false, fwd, M, N, K, 1.0, A, lda, w->Rd, w->H, 0.0, C, ldc);
+}
+
+/* w->rpf / w->rpb: direction d's R packed (f32 with AVX-512, RNN and
+ * LSTM), each into its buffer when given; untouched otherwise */
+static void SFX(pack_r)(SFX(ws) *w, T *fbuf, T *bbuf)
+{
+#ifdef GRNN_WIDE
+    if (fbuf) {
+        lt_rgemm_pack(true, w->G, w->H, w->Rd, w->H, fbuf);
+        w->rpf = fbuf;
+    }
+    if (bbuf) {
+        lt_rgemm_pack(false, w->H, w->G, w->Rd, w->H, bbuf);
+        w->rpb = bbuf;
+    }
+#else
+    (void)w, (void)fbuf, (void)bbuf;
+#endif
+}
+
+/* room for a packed R when the product kernel runs here, else NULL */
+static T *SFX(pack_buf)(lt_kctx *k, const lt_rnn *r, int64_t N, int64_t K)
+{
+#ifdef GRNN_WIDE
+    if ((r->gates == 1 || r->gates == 4) && lt_rgemm_have())
+        return lt_k_scratch(k, sizeof(T) * (size_t)lt_rgemm_packed_len(N, K));
+#endif
+    (void)k, (void)r, (void)N, (void)K;
+    return NULL;
+}
 
 /* dh += dY[t, d, b] */
 static void SFX(add_dy)(const SFX(ws) *w, int64_t t, int64_t b, T *dh)
@@ -74,7 +118,7 @@ static void SFX(rnn_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
     const lt_rnn *r = w->r;
     int64_t H = w->H, G = w->G;
     const rnn_act *f = &r->act[w->d][0];
-    lt_linalg_gemm(CT, false, true, b1 - b0, H, H, 1.0, w->h + b0 * H, H, w->Rd, H, 0.0, w->hp + b0 * H, H);
+    SFX(rprod)(w, true, b1 - b0, H, H, w->h + b0 * H, H, w->hp + b0 * H, H);
     for (int64_t b = b0; b < b1; b++) {
         int64_t t = lt_rnn_time(r, w->d, st, b);
         if (t < 0)
@@ -114,7 +158,7 @@ static void SFX(rnn_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         for (int64_t j = 0; j < H; j++)
             ds[j] = a[j] = dh[j] * dv[j];
     }
-    lt_linalg_gemm(CT, false, false, b1 - b0, H, G, 1.0, w->ds + b0 * G, G, w->Rd, H, 0.0, w->tmp + b0 * H, H);
+    SFX(rprod)(w, false, b1 - b0, H, G, w->ds + b0 * G, G, w->tmp + b0 * H, H);
     SFX(carry)(w, st, b0, b1);
 }
 
@@ -359,7 +403,7 @@ static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
     T clip = (T)r->clip;
     const T *pi = w->g->P ? (const T *)w->g->P + w->d * 3 * H : NULL, *po = pi ? pi + H : NULL,
             *pf = pi ? pi + 2 * H : NULL;
-    lt_linalg_gemm(CT, false, true, b1 - b0, G, H, 1.0, w->h + b0 * H, H, w->Rd, H, 0.0, w->hp + b0 * G, G);
+    SFX(rprod)(w, true, b1 - b0, G, H, w->h + b0 * H, H, w->hp + b0 * G, G);
     for (int64_t b = b0; b < b1; b++) {
         int64_t t = lt_rnn_time(r, w->d, st, b);
         if (t < 0)
@@ -481,7 +525,7 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
             dc[j] = dcp;
         }
     }
-    lt_linalg_gemm(CT, false, false, b1 - b0, H, G, 1.0, w->ds + b0 * G, G, w->Rd, H, 0.0, w->tmp + b0 * H, H);
+    SFX(rprod)(w, false, b1 - b0, H, G, w->ds + b0 * G, G, w->tmp + b0 * H, H);
     SFX(carry)(w, st, b0, b1);
 }
 
@@ -515,8 +559,8 @@ static void SFX(steps)(SFX(ws) *w, bool backward)
 }
 
 /* out[j] = sum over rows of x[row, j] * (y ? y[row, j] : 1), x with row stride ldx */
-static void SFX(colsum)(int64_t rows, int64_t n, const T *x, int64_t ldx, const T *y, int64_t ldy, double *acc,
-                        T *out)
+static inline __attribute__((always_inline)) void SFX(colsum_body)(int64_t rows, int64_t n, const T *x, int64_t ldx,
+                                                                    const T *y, int64_t ldy, double *acc, T *out)
 {
     memset(acc, 0, sizeof *acc * (size_t)n);
     for (int64_t i = 0; i < rows; i++) {
@@ -533,6 +577,41 @@ static void SFX(colsum)(int64_t rows, int64_t n, const T *x, int64_t ldx, const 
     }
     for (int64_t j = 0; j < n; j++)
         out[j] = (T)acc[j];
+}
+
+/* buf[i, :] += bias for rows r0 .. r1 - 1 */
+static inline __attribute__((always_inline)) void SFX(add_bias_body)(int64_t r0, int64_t r1, int64_t G, T *buf,
+                                                                      const T *bias)
+{
+    for (int64_t i = r0; i < r1; i++)
+#pragma omp simd
+        for (int64_t j = 0; j < G; j++)
+            buf[i * G + j] += bias[j];
+}
+
+#define SUM_FNS(NAME, ATTR)                                                                                        \
+    ATTR static void SFX(colsum_##NAME)(int64_t rows, int64_t n, const T *x, int64_t ldx, const T *y, int64_t ldy, \
+                                        double *acc, T *out)                                                       \
+    {                                                                                                              \
+        SFX(colsum_body)(rows, n, x, ldx, y, ldy, acc, out);                                                       \
+    }                                                                                                              \
+    ATTR static void SFX(add_bias_##NAME)(int64_t r0, int64_t r1, int64_t G, T *buf, const T *bias)                \
+    {                                                                                                              \
+        SFX(add_bias_body)(r0, r1, G, buf, bias);                                                                  \
+    }
+SUM_FNS(base, )
+#ifdef GRNN_WIDE
+SUM_FNS(wide, GRNN_WIDE)
+#define WIDE_OR_BASE(fn) (SFX(use_wide)() ? SFX(fn##_wide) : SFX(fn##_base))
+#else
+#define WIDE_OR_BASE(fn) SFX(fn##_base)
+#endif
+#undef SUM_FNS
+
+static void SFX(colsum)(int64_t rows, int64_t n, const T *x, int64_t ldx, const T *y, int64_t ldy, double *acc,
+                        T *out)
+{
+    WIDE_OR_BASE(colsum)(rows, n, x, ldx, y, ldy, acc, out);
 }
 
 static T *SFX(alloc)(lt_kctx *k, int64_t n, bool zero)
@@ -558,11 +637,11 @@ static void SFX(gproject)(const lt_grnn *g, int d, T *buf, T *bias)
     const T *wb = Bias + d * 2 * G, *rb = wb + G;
     for (int64_t j = 0; j < G; j++)
         bias[j] = wb[j] + (mask[j / H] ? rb[j] : 0);
-#pragma omp parallel for if (rows * G > PAR_MIN)
-    for (int64_t i = 0; i < rows; i++)
-#pragma omp simd
-        for (int64_t j = 0; j < G; j++)
-            buf[i * G + j] += bias[j];
+#pragma omp parallel if (rows * G > PAR_MIN)
+    {
+        int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        WIDE_OR_BASE(add_bias)(rows * id / nt, rows * (id + 1) / nt, G, buf, bias);
+    }
 }
 
 /* Direction d's part of a workspace: gate inputs (the fast LSTM: gates)
@@ -616,9 +695,11 @@ lt_status SFX(lt_grnn_forward)(lt_kctx *k, const lt_grnn *g, void *wsv)
     T *bias = SFX(alloc)(k, G, false);
     if (!w.h || !w.c || !w.hp || !w.tmp || !w.wk || !w.zero || !bias)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    T *pf = SFX(pack_buf)(k, r, G, H);
     for (int d = 0; d < r->D; d++) {
         w.d = d;
         w.Rd = (const T *)g->R + d * G * H;
+        SFX(pack_r)(&w, pf, NULL);
         SFX(ws_parts)(r, wsv, d, &w);
         w.buf = (T *)w.pre;
         /* rows no step visits must read as zero in the gradient's per-row products */
@@ -674,10 +755,12 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
     if (!bias || !w.buf || (gates == 3 && !w.gh) || !w.h || !w.c || !w.hp || !w.dh || !w.dc || !w.ds || !w.tmp ||
         !w.wk || !w.zero || !acc)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    T *pf = g->ws ? NULL : SFX(pack_buf)(k, r, G, H), *pb = SFX(pack_buf)(k, r, H, G);
     const T *X = g->X, *W = g->W;
     for (int d = 0; d < r->D; d++) {
         w.d = d;
         w.Rd = (const T *)g->R + d * G * H;
+        SFX(pack_r)(&w, pf, pb);
         const T *Wd = W + d * G * I;
         SFX(init_states)(&w, d);
         if (g->ws) {
@@ -733,5 +816,7 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
 }
 
 #undef WK
+#undef WIDE_OR_BASE
+#undef LSTM_ROW
 #undef PAR_MIN
 #undef STEP_PAR_WORK

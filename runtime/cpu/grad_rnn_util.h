@@ -43,6 +43,16 @@ static inline int64_t lt_grnn_ws_per_dir(const lt_rnn *r)
     return r->S * r->B * (r->gates + nst) * r->H;
 }
 
+/* Products with a recurrent weight packed once (rnn_gemm_avx512.c):
+ * lt_rgemm_have says whether the CPU runs them (AVX-512); op(B) [K, N]
+ * (B^T when tb) packs into lt_rgemm_packed_len(N, K) floats; then C [M, N]
+ * = A [M, K] op(B) + beta C (beta 0: C is not read) as often as wanted. */
+bool lt_rgemm_have(void);
+int64_t lt_rgemm_packed_len(int64_t N, int64_t K);
+void lt_rgemm_pack(bool tb, int64_t N, int64_t K, const float *B, int64_t ldb, float *packed);
+void lt_rgemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *packed, float beta,
+                  float *C, int64_t ldc);
+
 /* Back-propagates through time (re-running the forward pass of every
  * direction first unless g->ws holds it) and fills the wanted results. */
 lt_status lt_grnn_run_f32(lt_kctx *k, const lt_grnn *g);

@@ -1,0 +1,117 @@
+/* float32 products with a recurrent weight packed once (AVX-512): a
+ * recurrence multiplies the same R by a new state every step (h R^T
+ * forward, the gate gradients times R backward), and a general GEMM packs
+ * R again each time. Here op(R) is packed once per kernel call into panels
+ * of 32 columns (k-major, the last one zero-padded); each step's product
+ * reads the state rows in place, 8 rows by 32 columns of accumulators at
+ * a time, and every output's sum runs over k in order, so results do not
+ * depend on how the batch is split over threads. */
+#include "grad_rnn_util.h"
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f")))
+#define NR 32
+#define MR 8
+
+static inline __mmask16 mask_of(int64_t n)
+{
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+bool lt_rgemm_have(void)
+{
+    static int have = -1; /* benign race: every thread computes the same */
+    if (have < 0) {
+        /* LANTERN_GEMM=blas leaves every product to OpenBLAS, as the GEMM kernels do */
+        const char *g = getenv("LANTERN_GEMM");
+        have = __builtin_cpu_supports("avx512f") && !(g && !strcmp(g, "blas"));
+    }
+    return have;
+}
+
+int64_t lt_rgemm_packed_len(int64_t N, int64_t K)
+{
+    return (N + NR - 1) / NR * NR * K;
+}
+
+void lt_rgemm_pack(bool tb, int64_t N, int64_t K, const float *B, int64_t ldb, float *packed)
+{
+    for (int64_t p = 0; p * NR < N; p++) {
+        float *dst = packed + p * NR * K;
+        int64_t n0 = p * NR, nc = N - n0 < NR ? N - n0 : NR;
+        for (int64_t k = 0; k < K; k++) {
+            for (int64_t c = 0; c < nc; c++)
+                dst[k * NR + c] = tb ? B[(n0 + c) * ldb + k] : B[k * ldb + n0 + c];
+            for (int64_t c = nc; c < NR; c++)
+                dst[k * NR + c] = 0;
+        }
+    }
+}
+
+/* rows i0 .. i0 + R - 1 (R a constant where inlined) of C's columns n0 .. n0 + nc - 1 */
+AVX512 static inline __attribute__((always_inline)) void block(const int R, int64_t K, const float *A, int64_t lda,
+                                                         const float *pb, float beta, float *C, int64_t ldc,
+                                                         int64_t nc)
+{
+    __m512 acc[MR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        __m512 b0 = _mm512_loadu_ps(pb + k * NR), b1 = _mm512_loadu_ps(pb + k * NR + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m512 a = _mm512_set1_ps(A[r * lda + k]);
+            acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+        }
+    }
+    __mmask16 m0 = mask_of(nc), m1 = mask_of(nc - 16);
+    __m512 vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        float *c = C + r * ldc;
+        if (beta != 0) {
+            acc[r][0] = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, c), acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, c + 16), acc[r][1]);
+        }
+        _mm512_mask_storeu_ps(c, m0, acc[r][0]);
+        _mm512_mask_storeu_ps(c + 16, m1, acc[r][1]);
+    }
+}
+
+AVX512 void lt_rgemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *packed,
+                         float beta, float *C, int64_t ldc)
+{
+    for (int64_t p = 0; p * NR < N; p++) {
+        const float *pb = packed + p * NR * K;
+        int64_t n0 = p * NR, nc = N - n0 < NR ? N - n0 : NR;
+        int64_t i = 0;
+        for (; i + MR <= M; i += MR)
+            block(MR, K, A + i * lda, lda, pb, beta, C + i * ldc + n0, ldc, nc);
+        for (; i + 4 <= M; i += 4)
+            block(4, K, A + i * lda, lda, pb, beta, C + i * ldc + n0, ldc, nc);
+        for (; i < M; i++)
+            block(1, K, A + i * lda, lda, pb, beta, C + i * ldc + n0, ldc, nc);
+    }
+}
+
+#else
+
+bool lt_rgemm_have(void) { return false; }
+int64_t lt_rgemm_packed_len(int64_t N, int64_t K) { return (N + 31) / 32 * 32 * K; }
+void lt_rgemm_pack(bool tb, int64_t N, int64_t K, const float *B, int64_t ldb, float *packed)
+{
+    (void)tb, (void)N, (void)K, (void)B, (void)ldb, (void)packed;
+}
+void lt_rgemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *packed, float beta,
+                  float *C, int64_t ldc)
+{
+    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)packed, (void)beta, (void)C, (void)ldc;
+}
+
+#endif

@@ -1,0 +1,76 @@
+/* The recurrent products with R packed once (rnn_gemm_avx512.c, the RNN
+ * and LSTM steps' h R^T and gate-gradient R) against sums in double: both
+ * packings (R^T and R), widths that leave a short last 32-column panel,
+ * batches past and short of the 8- and 4-row blocks, leading dimensions
+ * past the matrices, beta 0 (C not read: NaNs there stay out) and 1. */
+#include "runtime/cpu/grad_rnn_util.h"
+#include "testutil.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void rgemm_case(bool tb, int64_t M, int64_t N, int64_t K, float beta, uint64_t seed)
+{
+    int64_t lda = K + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
+    int64_t ad[1] = {M * lda}, bd[1] = {(tb ? N : K) * ldb}, cd[1] = {M * ldc};
+    lt_value *a = tu_rand(LT_F32, 1, ad, -1, 1, seed), *b = tu_rand(LT_F32, 1, bd, -1, 1, seed + 1);
+    lt_value *c = tu_rand(LT_F32, 1, cd, -1, 1, seed + 2);
+    float *cf = c->t.data;
+    if (beta == 0)
+        for (int64_t i = 0; i < cd[0]; i += 7)
+            cf[i] = NAN;
+    double *want = malloc(sizeof(double) * (size_t)(M * N));
+    float *packed = malloc(sizeof(float) * (size_t)lt_rgemm_packed_len(N, K));
+    assert_non_null(want);
+    assert_non_null(packed);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t q = 0; q < K; q++)
+                s += tu_get(a, i * lda + q) * tu_get(b, tb ? j * ldb + q : q * ldb + j);
+            want[i * N + j] = s + (beta != 0 ? beta * (double)cf[i * ldc + j] : 0);
+        }
+    float pad[2];
+    memcpy(pad, &cf[N], sizeof pad);
+    lt_rgemm_pack(tb, N, K, b->t.data, ldb, packed);
+    lt_rgemm_run(M, N, K, a->t.data, lda, packed, beta, cf, ldc);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++)
+            if (!(fabs(cf[i * ldc + j] - want[i * N + j]) <= 2e-6 * (double)(K + 4)))
+                fail_msg("rgemm tb %d %lldx%lldx%lld beta %g: C[%lld,%lld] = %.9g, expected %.9g", tb, (long long)M,
+                         (long long)N, (long long)K, beta, (long long)i, (long long)j, cf[i * ldc + j],
+                         want[i * N + j]);
+    assert_true(memcmp(pad, &cf[N], sizeof pad) == 0); /* past N in a row: untouched */
+    free(packed);
+    free(want);
+    lt_value_free(a);
+    lt_value_free(b);
+    lt_value_free(c);
+}
+
+static void rgemm(void **state)
+{
+    (void)state;
+    if (!lt_rgemm_have()) {
+        print_message("  no AVX-512: the steps use lt_linalg_gemm\n");
+        return;
+    }
+    /* {M (batch slice), N, K}: an LSTM's forward (N = 4H, K = H) and
+     * backward (N = H, K = 4H) at odd H, a plain RNN's H x H, tiny ones */
+    static const int64_t shapes[][3] = {{19, 148, 37}, {19, 37, 148}, {64, 512, 128}, {64, 128, 512}, {33, 76, 19},
+                                        {33, 19, 76},  {1, 1, 1},     {3, 5, 7},      {12, 33, 33},  {16, 64, 16}};
+    uint64_t seed = 1300;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int t = 0; t < 4; t++) {
+            rgemm_case(t & 1, shapes[i][0], shapes[i][1], shapes[i][2], t >> 1 ? 1.0f : 0.0f, seed);
+            seed += 10;
+        }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(rgemm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
