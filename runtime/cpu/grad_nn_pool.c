@@ -226,17 +226,15 @@ static void max_grad_2x2_avx512(const float *x0, const float *x1, const float *g
 static bool have_avx512(void) { return false; }
 #endif
 
-/* MaxPoolGrad on float32 planes with lt_nn_plain2d windows: dy goes to the
- * first maximum of each window in scan order, found with gp_run's
- * comparisons, by straight loops (2x2 stride 2 unrolled). */
+/* MaxPoolGrad on float32 planes with lt_nn_plain2d 2x2 stride-2 windows:
+ * dy goes to the first maximum of each window in scan order, found with
+ * gp_run's comparisons, by straight loops. */
 static void max_grad2d_f32(const gp_job *j, const float *x, const float *dy, float *dx)
 {
     const lt_nn_geom *g = &j->g;
-    int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1], kh = g->k[0], kw = g->k[1], sh = g->s[0],
-            sw = g->s[1];
-    bool two = kh == 2 && kw == 2 && sh == 2 && sw == 2;
+    int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1];
     /* 2x2 windows that tile the plane write all of it: no zeroing first */
-    bool tiles = two && 2 * oh == g->img[0] && 2 * ow == iw, wide = tiles && have_avx512();
+    bool tiles = 2 * oh == g->img[0] && 2 * ow == iw, wide = tiles && have_avx512();
 #pragma omp parallel for schedule(static) if (j->planes > 1 && j->planes * j->in_plane >= 4 * LT_NN_PAR_MIN)
     for (int64_t pl = 0; pl < j->planes; pl++) {
         const float *xp = x + pl * j->in_plane, *dyp = dy + pl * j->out_plane;
@@ -271,38 +269,78 @@ static void max_grad2d_f32(const gp_job *j, const float *x, const float *dy, flo
         }
         memset(dxp, 0, sizeof(float) * (size_t)j->in_plane);
         for (int64_t oy = 0; oy < oh; oy++) {
-            const float *xr = xp + oy * sh * iw;
-            float *dr = dxp + oy * sh * iw;
+            const float *xr = xp + oy * 2 * iw;
+            float *dr = dxp + oy * 2 * iw;
             const float *gy = dyp + oy * ow;
-            if (two) {
-                for (int64_t ox = 0; ox < ow; ox++) {
-                    int64_t c = 2 * ox, at = c;
-                    float best = xr[c];
-                    if (xr[c + 1] > best) {
-                        best = xr[c + 1];
-                        at = c + 1;
-                    }
-                    if (xr[iw + c] > best) {
-                        best = xr[iw + c];
-                        at = iw + c;
-                    }
-                    if (xr[iw + c + 1] > best)
-                        at = iw + c + 1;
-                    dr[at] += gy[ox];
-                }
-                continue;
-            }
             for (int64_t ox = 0; ox < ow; ox++) {
-                const float *r = xr + ox * sw;
-                int64_t at = 0;
-                float best = r[0];
-                for (int64_t ty = 0; ty < kh; ty++)
-                    for (int64_t tx = 0; tx < kw; tx++)
-                        if (r[ty * iw + tx] > best) {
-                            best = r[ty * iw + tx];
-                            at = ty * iw + tx;
+                int64_t c = 2 * ox, at = c;
+                float best = xr[c];
+                if (xr[c + 1] > best) {
+                    best = xr[c + 1];
+                    at = c + 1;
+                }
+                if (xr[iw + c] > best) {
+                    best = xr[iw + c];
+                    at = iw + c;
+                }
+                if (xr[iw + c + 1] > best)
+                    at = iw + c + 1;
+                dr[at] += gy[ox];
+            }
+        }
+    }
+}
+
+/* MaxPoolGrad on float32 planes with 2 spatial axes and any pads, strides,
+ * dilations or ceil_mode: each window's first maximum in scan order (the
+ * forward's choice, with gp_run's comparisons) found by selects rather than
+ * branches from the per-axis tables, without listing its taps; windows
+ * wholly inside the image with 3x3 taps and dilation 1 are unrolled. */
+static void max_grad2d_any_f32(const gp_job *j, const float *x, const float *dy, float *dx)
+{
+    const lt_nn_geom *g = &j->g;
+    const gp_win *ty_tab = j->tab[0], *tx_tab = j->tab[1];
+    int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1], dh = g->d[0], dw = g->d[1];
+#pragma omp parallel for schedule(static) if (j->planes > 1 && j->planes * j->out_plane * j->taps >= LT_NN_PAR_MIN)
+    for (int64_t pl = 0; pl < j->planes; pl++) {
+        const float *xp = x + pl * j->in_plane, *dyp = dy + pl * j->out_plane;
+        float *dxp = dx + pl * j->in_plane;
+        memset(dxp, 0, sizeof(float) * (size_t)j->in_plane);
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const gp_win *wy = &ty_tab[oy];
+            const float *gy = dyp + oy * ow;
+            int64_t ny = wy->hi - wy->lo, r0 = (wy->start + wy->lo * dh) * iw;
+            if (ny <= 0)
+                continue;
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const gp_win *wx = &tx_tab[ox];
+                int64_t nx = wx->hi - wx->lo, c0 = wx->start + wx->lo * dw;
+                if (nx <= 0)
+                    continue; /* an empty window's output is a constant */
+                int64_t at = r0 + c0;
+                float best = xp[at];
+                if (ny == 3 && nx == 3 && dh == 1 && dw == 1) {
+                    const float *p = xp + at;
+                    int64_t o[9] = {0, 1, 2, iw, iw + 1, iw + 2, 2 * iw, 2 * iw + 1, 2 * iw + 2}, bo = 0;
+                    for (int q = 1; q < 9; q++) {
+                        float v = p[o[q]];
+                        bool gt = v > best;
+                        best = gt ? v : best;
+                        bo = gt ? o[q] : bo;
+                    }
+                    at += bo;
+                } else {
+                    for (int64_t ty = 0; ty < ny; ty++) {
+                        int64_t row = r0 + ty * dh * iw + c0;
+                        for (int64_t tx = 0; tx < nx; tx++) {
+                            float v = xp[row + tx * dw];
+                            bool gt = v > best;
+                            best = gt ? v : best;
+                            at = gt ? row + tx * dw : at;
                         }
-                dr[ox * sw + at] += gy[ox];
+                    }
+                }
+                dxp[at] += gy[ox];
             }
         }
     }
@@ -373,8 +411,13 @@ static lt_status pool_grad(lt_kctx *k, gp_kind kind)
         gp_run_f64(&j, x->data, dy->data, y ? y->data : NULL, dx->data, offs);
         return LT_OK;
     }
-    if (x->dtype == LT_F32 && kind == GP_MAX && lt_nn_plain2d(&j.g)) {
+    bool two = nsp == 2 && kernel[0] == 2 && kernel[1] == 2 && j.g.s[0] == 2 && j.g.s[1] == 2;
+    if (x->dtype == LT_F32 && kind == GP_MAX && two && lt_nn_plain2d(&j.g)) {
         max_grad2d_f32(&j, x->data, dy->data, dx->data);
+        return LT_OK;
+    }
+    if (x->dtype == LT_F32 && kind == GP_MAX && nsp == 2) {
+        max_grad2d_any_f32(&j, x->data, dy->data, dx->data);
         return LT_OK;
     }
     if (x->dtype == LT_F32) {

@@ -211,40 +211,72 @@ static void pool3_f32(const pool_job *j, axis_win *const *tab)
     }
 }
 
-/* MaxPool on float32 planes with lt_nn_plain2d windows and no Indices
- * (CNNs' pooling): straight loops over each window, 2x2 stride 2 unrolled.
- * The maximum is taken in scan order with the same comparisons as
- * pool3_f32, so NaNs fall out the same way. */
+/* MaxPool on float32 planes with lt_nn_plain2d 2x2 stride-2 windows and no
+ * Indices (CNNs' pooling): straight loops. The maximum is taken in scan
+ * order with the same comparisons as pool3_f32, so NaNs fall out the same
+ * way. */
 static void maxpool2d_f32(const pool_job *j)
 {
     const lt_nn_geom *g = &j->g;
-    int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1], kh = g->k[0], kw = g->k[1], sh = g->s[0],
-            sw = g->s[1];
+    int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1];
     int64_t rows = j->planes * oh;
-    bool two = kh == 2 && kw == 2 && sh == 2 && sw == 2;
 #pragma omp parallel for schedule(static) if (rows * ow * j->taps >= 4 * LT_NN_PAR_MIN)
     for (int64_t row = 0; row < rows; row++) {
         int64_t plane = row / oh, oy = row % oh;
-        const float *x = (const float *)j->x + plane * j->in_plane + oy * sh * iw;
+        const float *r0 = (const float *)j->x + plane * j->in_plane + oy * 2 * iw, *r1 = r0 + iw;
         float *y = (float *)j->y + row * ow;
-        if (two) {
-            const float *r0 = x, *r1 = x + iw;
-            for (int64_t ox = 0; ox < ow; ox++) {
-                float best = r0[2 * ox], v = r0[2 * ox + 1];
-                best = v > best ? v : best;
-                v = r1[2 * ox];
-                best = v > best ? v : best;
-                v = r1[2 * ox + 1];
-                y[ox] = v > best ? v : best;
-            }
-            continue;
-        }
         for (int64_t ox = 0; ox < ow; ox++) {
-            const float *r = x + ox * sw;
-            float best = r[0];
-            for (int64_t ty = 0; ty < kh; ty++)
-                for (int64_t tx = 0; tx < kw; tx++)
-                    best = r[ty * iw + tx] > best ? r[ty * iw + tx] : best;
+            float best = r0[2 * ox], v = r0[2 * ox + 1];
+            best = v > best ? v : best;
+            v = r1[2 * ox];
+            best = v > best ? v : best;
+            v = r1[2 * ox + 1];
+            y[ox] = v > best ? v : best;
+        }
+    }
+}
+
+/* MaxPool without Indices on float32 planes with 2 spatial axes and any
+ * pads, strides, dilations or ceil_mode: pool3_f32's comparisons in scan
+ * order from the per-axis tables, with windows wholly inside the image of
+ * 3x3 taps and dilation 1 unrolled. */
+static void maxpool2d_any_f32(const pool_job *j, axis_win *const *tab)
+{
+    const lt_nn_geom *g = &j->g;
+    int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1], dh = g->d[0], dw = g->d[1];
+    int64_t rows = j->planes * oh;
+#pragma omp parallel for schedule(static) if (rows * ow * j->taps >= LT_NN_PAR_MIN)
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t plane = row / oh;
+        const axis_win *wy = &tab[0][row % oh];
+        const float *x = (const float *)j->x + plane * j->in_plane;
+        float *y = (float *)j->y + row * ow;
+        int64_t ny = wy->hi - wy->lo, r0 = (wy->start + wy->lo * dh) * iw;
+        for (int64_t ox = 0; ox < ow; ox++) {
+            const axis_win *wx = &tab[1][ox];
+            int64_t nx = wx->hi - wx->lo;
+            if (ny <= 0 || nx <= 0) {
+                y[ox] = 0; /* an empty window gives 0 */
+                continue;
+            }
+            const float *p = x + r0 + wx->start + wx->lo * dw;
+            float best = p[0];
+            if (ny == 3 && nx == 3 && dh == 1 && dw == 1) {
+                best = p[1] > best ? p[1] : best;
+                best = p[2] > best ? p[2] : best;
+                for (int ty = 1; ty < 3; ty++) {
+                    const float *r = p + ty * iw;
+                    best = r[0] > best ? r[0] : best;
+                    best = r[1] > best ? r[1] : best;
+                    best = r[2] > best ? r[2] : best;
+                }
+            } else {
+                for (int64_t ty = 0; ty < ny; ty++) {
+                    const float *r = p + ty * dh * iw;
+                    for (int64_t tx = 0; tx < nx; tx++)
+                        best = r[tx * dw] > best ? r[tx * dw] : best;
+                }
+            }
             y[ox] = best;
         }
     }
@@ -333,8 +365,11 @@ static lt_status pool(lt_kctx *k, pool_kind kind, double p)
         j.esz = x->dtype == LT_F32 ? 4 : 8;
         j.x = x->data;
         j.y = y->data;
-        if (j.esz == 4 && kind == POOL_MAX && !ind && lt_nn_plain2d(&j.g))
+        bool two = nsp == 2 && kernel[0] == 2 && kernel[1] == 2 && j.g.s[0] == 2 && j.g.s[1] == 2;
+        if (j.esz == 4 && kind == POOL_MAX && !ind && two && lt_nn_plain2d(&j.g))
             maxpool2d_f32(&j);
+        else if (j.esz == 4 && kind == POOL_MAX && !ind && nsp == 2)
+            maxpool2d_any_f32(&j, tab);
         else if (j.esz == 4 && nsp <= 3)
             pool3_f32(&j, tab);
         else
