@@ -1,5 +1,7 @@
 /* Array sigmoid, tanh, erf and exp (vact.h): one loop body compiled twice, for
- * baseline x86-64 and for AVX2+FMA, picked once per process from cpuid. */
+ * baseline x86-64 and for AVX2+FMA, picked once per process from cpuid; erf
+ * and exp (Gelu's and softmax-like chains, over whole activations) a third
+ * time for AVX-512, whose lanes compute the same FMA formula as AVX2's. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math") /* lets the clamps if-convert */
 #endif
@@ -10,6 +12,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define LT_VACT_X86 1
 #define AVX2 __attribute__((target("avx2,fma")))
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
 #else
 #define LT_VACT_X86 0
 #define AVX2
@@ -40,6 +43,20 @@
 LOOPS(base, )
 #if LT_VACT_X86
 LOOPS(avx2, AVX2)
+
+AVX512 static void erf_avx512(const float *x, float *y, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        y[i] = lt_ew_erff(x[i]);
+}
+
+AVX512 static void exp_avx512(const float *x, float *y, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        y[i] = lt_ew_expf(x[i]);
+}
 #endif
 
 static int use_avx2(void)
@@ -48,6 +65,18 @@ static int use_avx2(void)
     static int have = -1; /* benign race: every thread computes the same */
     if (have < 0)
         have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return have;
+#else
+    return 0;
+#endif
+}
+
+static int use_avx512(void)
+{
+#if LT_VACT_X86
+    static int have = -1; /* benign race: every thread computes the same */
+    if (have < 0)
+        have = use_avx2() && __builtin_cpu_supports("avx512f");
     return have;
 #else
     return 0;
@@ -73,9 +102,25 @@ DISPATCH(lt_vsigmoidf, sigmoid)
 
 DISPATCH(lt_vtanhf, tanh)
 
-DISPATCH(lt_verff, erf)
+/* erf and exp: the AVX-512 loop first */
+#if LT_VACT_X86
+#define DISPATCH512(FN, NAME)                           \
+    void FN(const float *x, float *y, int64_t n)        \
+    {                                                   \
+        if (use_avx512())                               \
+            NAME##_avx512(x, y, n);                     \
+        else if (use_avx2())                            \
+            NAME##_avx2(x, y, n);                       \
+        else                                            \
+            NAME##_base(x, y, n);                       \
+    }
+#else
+#define DISPATCH512(FN, NAME) DISPATCH(FN, NAME)
+#endif
 
-DISPATCH(lt_vexpf, exp)
+DISPATCH512(lt_verff, erf)
+
+DISPATCH512(lt_vexpf, exp)
 
 void lt_vtanh_f64(const double *x, double *y, int64_t n)
 {

@@ -1,9 +1,11 @@
 /* The elementwise family's vectorizable float32 math (exp, expm1, tanh,
  * sigmoid, erf, softplus, mish) against libm in double, and its
  * float16/bfloat16 conversions against the runtime's reference converters,
- * bit for bit. */
+ * bit for bit; the array forms of exp and erf (the widest loop the CPU
+ * runs) against libm over every tail length. */
 #include "test_elementwise.h"
 #include "runtime/cpu/elementwise_vmath.h"
+#include "runtime/cpu/vact.h"
 
 /* |got - want| in units of float's spacing at want */
 static double ulps(float got, double want)
@@ -73,6 +75,45 @@ static void accuracy(void **state)
     assert_true(lt_ew_expf(-100) > 0 && lt_ew_expf(-100) < 1e-43f); /* subnormal, not flushed */
 }
 
+/* the array forms (vact.c: AVX-512, AVX2 or baseline loops by cpuid) over
+ * lengths that leave every kind of tail, in place and not */
+static void array_forms(void **state)
+{
+    (void)state;
+    int64_t lens[] = {1, 7, 16, 17, 255, 4099};
+    for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+        int64_t n = lens[l];
+        float *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
+        assert_non_null(x);
+        assert_non_null(y);
+        for (int f = 0; f < 2; f++) {
+            for (int64_t i = 0; i < n; i++)
+                x[i] = (float)(-6 + 12.0 * (double)((i * 7919) % n) / (double)n) * (f ? 15 : 1);
+            x[n - 1] = f ? -104.5f : 0.375f;
+            if (f)
+                lt_vexpf(x, y, n);
+            else
+                lt_verff(x, y, n);
+            for (int64_t i = 0; i < n; i++) {
+                double want = f ? exp((double)x[i]) : erf((double)x[i]);
+                double e = ulps(y[i], want);
+                if (e > 3)
+                    fail_msg("%s[%lld] of %lld: %.2f ulp at %.9g", f ? "exp" : "erf", (long long)i, (long long)n, e,
+                             x[i]);
+            }
+            memcpy(y, x, sizeof *x * (size_t)n);
+            if (f)
+                lt_vexpf(y, y, n);
+            else
+                lt_verff(y, y, n);
+            for (int64_t i = 0; i < n; i++)
+                assert_true(ulps(y[i], f ? exp((double)x[i]) : erf((double)x[i])) <= 3);
+        }
+        free(x);
+        free(y);
+    }
+}
+
 static void half_conversions(void **state)
 {
     (void)state;
@@ -105,6 +146,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(accuracy),
+        cmocka_unit_test(array_forms),
         cmocka_unit_test(half_conversions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -225,6 +225,11 @@ static void layer_norm_grad(void **state)
     layer_norm_case("layer norm, scale over more dims than axis", 3, x3, 2, 2, p35, true, 330);
     layer_norm_case("layer norm, axis 1, no bias", 4, x4, 1, 3, p345, false, 340);
     layer_norm_case("layer norm, parallel", 3, big, -1, 1, p64, true, 350);
+    /* float32 with the scale spanning exactly the normalized axis: the
+     * one-sweep rows (odd width, a batch of 17, serial and parallel) */
+    int64_t odd[3] = {17, 7, 33}, tf[3] = {16, 28, 32}, p33[1] = {33}, p32[1] = {32};
+    layer_norm_case("layer norm, float32 rows, odd width", 3, odd, -1, 1, p33, true, 360);
+    layer_norm_case("layer norm, float32 rows, transformer width, no bias", 3, tf, 2, 1, p32, false, 370);
 }
 
 /* ---- LRN ---- */
