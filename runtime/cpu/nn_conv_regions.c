@@ -136,9 +136,9 @@ static void taps_last(const float *src, float *dst, int64_t c, int64_t K, const 
     for (int64_t o = r0; o < r1; o++) {
         const float *s = src + o * c * K;
         float *d = dst + o * c * K;
-        for (int64_t ch = 0; ch < c; ch++)
-            for (int64_t t = 0; t < K; t++)
-                if (!used || used[t])
+        for (int64_t t = 0; t < K; t++)
+            if (!used || used[t])
+                for (int64_t ch = 0; ch < c; ch++)
                     d[t * c + ch] = s[ch * K + t];
     }
 }
@@ -553,9 +553,11 @@ lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, 
                 }
             }
             float *d = dw + o * c * K;
-            for (int64_t ch = 0; ch < c; ch++)
-                for (int64_t tp = 0; tp < K; tp++)
-                    d[ch * K + tp] = p.used[tp] ? dt[tp * c + ch] : 0.0f;
+            memset(d, 0, sizeof(float) * (size_t)(c * K));
+            for (int64_t tp = 0; tp < K; tp++)
+                if (p.used[tp])
+                    for (int64_t ch = 0; ch < c; ch++)
+                        d[ch * K + tp] = dt[tp * c + ch];
         }
     }
     return LT_OK;
