@@ -573,7 +573,7 @@ bool lt_nn_regions(size_t esz, const lt_nn_geom *g, int64_t groups, int64_t n, i
     /* a 1x1 kernel: the products of a few positions an image are thin (and
      * with few output channels the gathers cost more than they save) */
     if (K == 1)
-        return L <= 4 && m >= 16;
+        return L <= 16 && m >= 16;
     /* the share of the im2col matrix read from the image: per axis, the
      * taps inside the image over all the taps; from half on, the blocked
      * im2col's products spend less on zeros than the regions on gathers */
