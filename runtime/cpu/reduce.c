@@ -6,6 +6,7 @@
  * registrar. */
 #include "reduce_util.h"
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 typedef enum { RK_SUM, RK_MEAN, RK_MAX, RK_MIN, RK_PROD, RK_L1, RK_L2, RK_LOGSUM, RK_LSE, RK_SUMSQ } rkind;
@@ -145,11 +146,45 @@ static double finish(rkind kind, double a, double shift, int64_t r)
     }
 }
 
+/* acc[t] = the sum over o < outer of x[o * ld + t], t < len, in double:
+ * the columns of a block run side by side in vector lanes. */
+#define AROUND_COLS(SUF, ATTR)                                                                               \
+    ATTR static void around_cols_##SUF(const float *x, int64_t outer, int64_t ld, int64_t len, double *acc) \
+    {                                                                                                        \
+        for (int64_t t = 0; t < len; t++)                                                                    \
+            acc[t] = 0;                                                                                      \
+        for (int64_t o = 0; o < outer; o++) {                                                                \
+            const float *r = x + o * ld;                                                                     \
+            _Pragma("omp simd") for (int64_t t = 0; t < len; t++) acc[t] += r[t];                            \
+        }                                                                                                    \
+    }
+AROUND_COLS(generic, )
+#if defined(__x86_64__) && defined(__GNUC__)
+AROUND_COLS(avx512, __attribute__((target("avx512f,prefer-vector-width=512"))))
+static bool have_avx512(void)
+{
+    static int have = -1; /* benign race: every thread computes the same */
+    if (have < 0)
+        have = __builtin_cpu_supports("avx512f");
+    return have;
+}
+#else
+#define around_cols_avx512 around_cols_generic
+static bool have_avx512(void) { return false; }
+#endif
+
+/* Columns a block of sum_around_f32 at most (its double sums on the stack). */
+#define AROUND_BLOCK 2048
+
 /* Sum or mean of float32 over every axis but one run of kept axes, with
  * reduced axes on both sides (a bias's gradient: [N, C, H, W] summed over
  * N, H, W): the kept index's rows of the inner axes are contiguous, so no
- * permuted copy is needed. Double sums, as the general path. False when
- * the shape is not of that form. */
+ * permuted copy is needed. Double sums, as the general path. Blocks of
+ * whole kept indices are summed down the [outer, kept * inner] columns
+ * first, then each index's columns in order, so small inner sizes (a 3x3
+ * or 7x7 feature map) vectorise and the sums do not depend on the blocks
+ * (nor the thread count); an index of more than AROUND_BLOCK columns sums
+ * row by row. False when the shape is not of that form. */
 static bool sum_around_f32(const lt_tensor *x, const bool *mask, rkind kind, lt_tensor *y)
 {
     int first = -1, last = -1;
@@ -171,7 +206,31 @@ static bool sum_around_f32(const lt_tensor *x, const bool *mask, rkind kind, lt_
     const float *xf = x->data;
     float *yf = y->data;
     double n = (double)outer * (double)inner;
-#pragma omp parallel for schedule(static) if (x->numel >= LT_RED_PAR_MIN && kept > 1)
+    bool par = x->numel >= LT_RED_PAR_MIN;
+    if (inner <= AROUND_BLOCK) {
+        int nth = par ? omp_get_max_threads() : 1;
+        int64_t kb = AROUND_BLOCK / inner, share = (kept + nth - 1) / nth;
+        kb = kb < share ? kb : share;
+        int64_t nblk = (kept + kb - 1) / kb;
+        bool wide = have_avx512();
+#pragma omp parallel for schedule(static) if (par && nblk > 1)
+        for (int64_t q = 0; q < nblk; q++) {
+            double acc[AROUND_BLOCK];
+            int64_t c0 = q * kb, m = kept - c0 < kb ? kept - c0 : kb;
+            if (wide)
+                around_cols_avx512(xf + c0 * inner, outer, kept * inner, m * inner, acc);
+            else
+                around_cols_generic(xf + c0 * inner, outer, kept * inner, m * inner, acc);
+            for (int64_t c = 0; c < m; c++) {
+                double a = 0;
+                for (int64_t e = 0; e < inner; e++)
+                    a += acc[c * inner + e];
+                yf[c0 + c] = (float)(kind == RK_MEAN ? a / n : a);
+            }
+        }
+        return true;
+    }
+#pragma omp parallel for schedule(static) if (par && kept > 1)
     for (int64_t c = 0; c < kept; c++) {
         double a = 0;
         for (int64_t o = 0; o < outer; o++) {

@@ -186,6 +186,47 @@ static void large_shapes(void **state)
         }
 }
 
+/* float32 sums and means over every axis but a run of kept ones, reduced
+ * axes on both sides (a bias's gradient): blocks of kept indices summed
+ * down their columns, at batch >= 16 with odd sizes, many indices a block,
+ * blocks ending mid-way, enough work for threads, and an index too long
+ * for a block */
+static void sums_around_kept(void **state)
+{
+    (void)state;
+    static const struct {
+        int rank, na;
+        int64_t dims[5], axes[3];
+        int keepdims;
+    } cfg[] = {
+        {4, 3, {16, 67, 7, 7}, {0, 2, 3}, 0},   {4, 3, {17, 130, 3, 3}, {0, 2, 3}, 1},
+        {4, 3, {32, 64, 16, 16}, {0, 2, 3}, 0}, {4, 3, {16, 5, 47, 49}, {0, 2, 3}, 0},
+        {5, 3, {16, 6, 4, 9, 5}, {0, 3, 4}, 1}, {3, 2, {19, 16, 2}, {0, 2}, 0},
+    };
+    for (size_t c = 0; c < sizeof cfg / sizeof *cfg; c++)
+        for (int kind = SUM; kind <= MEAN; kind++) {
+            uint64_t seed = 1300 + 10 * c + (uint64_t)kind;
+            lt_value *x = tu_rand(LT_F32, cfg[c].rank, cfg[c].dims, -2, 2, seed);
+            bool mask[LT_MAX_RANK] = {false};
+            int64_t nout = x->t.numel;
+            for (int i = 0; i < cfg[c].na; i++) {
+                mask[cfg[c].axes[i]] = true;
+                nout /= cfg[c].dims[cfg[c].axes[i]];
+            }
+            double *want = malloc(sizeof(double) * (size_t)nout);
+            ref_reduce(kind, &x->t, mask, want, nout);
+            lt_value *y;
+            lt_err err;
+            if (run_reduce(ops[kind], 18, x, cfg[c].na, cfg[c].axes, true, cfg[c].keepdims, -1, &y, &err) != LT_OK)
+                fail_msg("%s", err.msg);
+            assert_int_equal(y->t.numel, nout);
+            tu_assert_close(y, want, nout, 1e-6, 1e-6, seed);
+            free(want);
+            lt_value_free(y);
+            lt_value_free(x);
+        }
+}
+
 static void noop_and_empty_axes(void **state)
 {
     (void)state;
@@ -359,7 +400,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kinds_contiguous), cmocka_unit_test(kinds_scattered),
-        cmocka_unit_test(large_shapes),     cmocka_unit_test(noop_and_empty_axes),
+        cmocka_unit_test(large_shapes), cmocka_unit_test(sums_around_kept), cmocka_unit_test(noop_and_empty_axes),
         cmocka_unit_test(empty_reductions), cmocka_unit_test(integers_exact),
         cmocka_unit_test(float16_and_double), cmocka_unit_test(bad_axes),
     };
