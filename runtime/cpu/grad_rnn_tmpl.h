@@ -18,6 +18,7 @@
 
 #define WK 10 /* per-batch-entry work arrays of H values (activations and derivatives) */
 #define PAR_MIN 32768
+#define COLSUM_PAR 1048576.0 /* elements summed worth two threads */
 #define STEP_PAR_WORK 2097152.0 /* multiply-adds of a direction's recurrent GEMMs worth two threads */
 
 #include <omp.h>
@@ -334,8 +335,8 @@ static inline __attribute__((always_inline)) void SFX(lstm_row_fwd_body)(int64_t
 
 static inline __attribute__((always_inline)) void SFX(lstm_row_bwd_body)(int64_t H, T own, const T *pa, const T *hc,
                                                                           const T *qi, const T *qo, const T *qf,
-                                                                          const T *cprev, const T *dh, T *dc, T *a,
-                                                                          T *ds)
+                                                                          const T *cprev, const T *dh, const bool has_dy,
+                                                                          const T *dy, T *dc, T *a, T *ds)
 {
     /* sigmoid' = v (1 - v), tanh' = 1 - v^2; absent peepholes are zeros
      * and the coupled forget gate (own = 0) has no derivative of its own,
@@ -343,8 +344,9 @@ static inline __attribute__((always_inline)) void SFX(lstm_row_bwd_body)(int64_t
 #pragma omp simd
     for (int64_t j = 0; j < H; j++) {
         T ivj = pa[j], ovj = pa[H + j], fvj = pa[2 * H + j], cvj = pa[3 * H + j], hvj = hc[j];
-        T dcj = dc[j] + dh[j] * ovj * (1 - hvj * hvj);
-        T dao = dh[j] * hvj * (ovj * (1 - ovj));
+        T dhj = has_dy ? dh[j] + dy[j] : dh[j]; /* the step's output's own gradient joins here */
+        T dcj = dc[j] + dhj * ovj * (1 - hvj * hvj);
+        T dao = dhj * hvj * (ovj * (1 - ovj));
         dcj += dao * qo[j];
         T dfv = dcj * cprev[j];
         T di = dcj * cvj - (1 - own) * dfv, dac = dcj * ivj * (1 - cvj * cvj);
@@ -372,9 +374,13 @@ static inline __attribute__((always_inline)) void SFX(lstm_row_bwd_body)(int64_t
             SFX(lstm_row_fwd_body)(H, false, false, hp, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                    \
     }                                                                                                              \
     ATTR static void SFX(lstm_row_bwd_##NAME)(int64_t H, T own, const T *pa, const T *hc, const T *qi, const T *qo, \
-                                              const T *qf, const T *cprev, const T *dh, T *dc, T *a, T *ds)        \
+                                              const T *qf, const T *cprev, const T *dh, const T *dy, T *dc, T *a,  \
+                                              T *ds)                                                               \
     {                                                                                                              \
-        SFX(lstm_row_bwd_body)(H, own, pa, hc, qi, qo, qf, cprev, dh, dc, a, ds);                                  \
+        if (dy)                                                                                                    \
+            SFX(lstm_row_bwd_body)(H, own, pa, hc, qi, qo, qf, cprev, dh, true, dy, dc, a, ds);                    \
+        else                                                                                                       \
+            SFX(lstm_row_bwd_body)(H, own, pa, hc, qi, qo, qf, cprev, dh, false, dy, dc, a, ds);                   \
     }
 
 LSTM_ROW_FNS(base, )
@@ -485,13 +491,16 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         T *iv = w->wk + b * WK * H, *id = iv + H, *ov = iv + 2 * H, *od = iv + 3 * H, *fv = iv + 4 * H,
           *fd = iv + 5 * H, *cv = iv + 6 * H, *cd = iv + 7 * H, *hv = iv + 8 * H, *hd = iv + 9 * H;
         const T *pa = w->pre + row * G;
-        SFX(add_dy)(w, t, b, dh);
         if (w->fast) {
-            /* the values the forward kept (lstm_row_bwd_body) */
+            /* the values the forward kept (lstm_row_bwd_body); dh of an
+             * active entry is replaced after the step (carry), so dY
+             * joins it inside the row */
+            const T *dy = w->g->dY ? (const T *)w->g->dY + lt_rnn_yoff(r, t, w->d, b) : NULL;
             LSTM_ROW(bwd)(H, couple ? 0 : 1, pa, w->hc + row * H, pi ? pi : w->zero, po ? po : w->zero,
-                          pf ? pf : w->zero, cprev, dh, dc, a, ds);
+                          pf ? pf : w->zero, cprev, dh, dy, dc, a, ds);
             continue;
         }
+        SFX(add_dy)(w, t, b, dh);
         SFX(act_d)(f, r->clip_on, clip, pa, iv, id, H);
         SFX(act_d)(f, r->clip_on, clip, pa + H, ov, od, H);
         if (couple) {
@@ -608,10 +617,19 @@ SUM_FNS(wide, GRNN_WIDE)
 #endif
 #undef SUM_FNS
 
+/* Split by columns over the threads when large: each column's sum runs in
+ * the same order whatever the split. */
 static void SFX(colsum)(int64_t rows, int64_t n, const T *x, int64_t ldx, const T *y, int64_t ldy, double *acc,
                         T *out)
 {
-    WIDE_OR_BASE(colsum)(rows, n, x, ldx, y, ldy, acc, out);
+    bool par = (double)rows * (double)n >= COLSUM_PAR && n >= 32 && !omp_in_parallel();
+#pragma omp parallel if (par)
+    {
+        int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        int64_t j0 = n * id / nt / 16 * 16, j1 = id == nt - 1 ? n : n * (id + 1) / nt / 16 * 16;
+        if (j1 > j0)
+            WIDE_OR_BASE(colsum)(rows, j1 - j0, x + j0, ldx, y ? y + j0 : NULL, ldy, acc + j0, out + j0);
+    }
 }
 
 static T *SFX(alloc)(lt_kctx *k, int64_t n, bool zero)
@@ -819,4 +837,5 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
 #undef WIDE_OR_BASE
 #undef LSTM_ROW
 #undef PAR_MIN
+#undef COLSUM_PAR
 #undef STEP_PAR_WORK

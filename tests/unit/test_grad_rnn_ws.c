@@ -280,7 +280,11 @@ static void lstm_fast_rows(void **state)
     fast_f32(&c2);
     fast_f32(&c3);
     fast_f32(&c4);
+    /* no dY: only Y_h and Y_c carry gradient in */
+    gcfg c6 = {.name = "LSTM fast bidirectional no dY", .gates = 4, .S = 5, .B = 18, .I = 6, .H = 21, .dir = 2,
+               .bias = true, .h0 = true, .c0 = true, .no_dy = true, .lens = lens, .seed = 106};
     fast_f32(&c5);
+    fast_f32(&c6);
 }
 
 int main(void)
