@@ -1,7 +1,8 @@
 /* Conv, ConvGradData and ConvGradFilter in float32 on batches whose small
  * grids run by regions (runtime/cpu/nn_conv_regions.c: padding-dominated
  * windows, a few positions of a 1x1 kernel, windows wholly in the padding)
- * and on neighbours that must not (groups, one image, large grids), against
+ * and on neighbours that must not (groups, one image, large grids), and
+ * ConvTranspose's gradients, which run through the same products, against
  * the direct formulas in float64, on one thread and on two. */
 #include "testutil.h"
 #include "runtime/cpu/nn_util.h"
@@ -197,11 +198,112 @@ static void not_regions(void **state)
     run_all(cases, sizeof cases / sizeof cases[0], 7300);
 }
 
+/* ConvTranspose's gradients are the same products seen from the other side
+ * (ConvTransposeGradData a convolution of dy, ConvTransposeGradFilter the
+ * filter product with x on the grid side): x [n, c, img], w [c, m, k], y
+ * [n, m, out] with out = (img - 1) s + (k - 1) d + 1 - pads */
+static void run_transpose(const cfg *f, uint64_t seed)
+{
+    int64_t H = f->img[0], W = f->img[1], KH = f->k[0], KW = f->k[1], K = KH * KW;
+    int64_t OH = (H - 1) * f->s[0] + (KH - 1) * f->d[0] + 1 - f->pads[0] - f->pads[2];
+    int64_t OW = (W - 1) * f->s[1] + (KW - 1) * f->d[1] + 1 - f->pads[1] - f->pads[3];
+    print_message("ConvTranspose %s: n %lld, %lld -> %lld channels, %lldx%lld -> %lldx%lld\n", f->name,
+                  (long long)f->n, (long long)f->c, (long long)f->m, (long long)H, (long long)W, (long long)OH,
+                  (long long)OW);
+    /* the gradient kernels' view: the image side is y, the grid side x */
+    lt_nn_geom geo = {.nsp = 2};
+    for (int a = 0; a < 2; a++) {
+        geo.img[a] = a ? OW : OH;
+        geo.grid[a] = f->img[a];
+        geo.k[a] = f->k[a];
+        geo.s[a] = f->s[a];
+        geo.d[a] = f->d[a];
+        geo.pb[a] = f->pads[a];
+        geo.pe[a] = f->pads[a + 2];
+    }
+    assert_int_equal(lt_nn_regions(4, &geo, 1, f->n, f->c), f->regions);
+
+    int64_t xd[4] = {f->n, f->c, H, W}, wd[4] = {f->c, f->m, KH, KW}, yd[4] = {f->n, f->m, OH, OW};
+    lt_value *x = tu_rand(LT_F32, 4, xd, -1, 1, seed), *w = tu_rand(LT_F32, 4, wd, -1, 1, seed + 1);
+    lt_value *dy = tu_rand(LT_F32, 4, yd, -1, 1, seed + 2);
+    int64_t nx = f->n * f->c * H * W, nw = f->c * f->m * K, ny = f->n * f->m * OH * OW;
+    double *y = calloc((size_t)ny, sizeof(double)), *dx = calloc((size_t)nx, sizeof(double));
+    double *dw = calloc((size_t)nw, sizeof(double));
+    assert_non_null(y);
+    assert_non_null(dx);
+    assert_non_null(dw);
+    for (int64_t i = 0; i < f->n; i++)
+        for (int64_t ch = 0; ch < f->c; ch++)
+            for (int64_t iy = 0; iy < H; iy++)
+                for (int64_t ix = 0; ix < W; ix++) {
+                    int64_t xi = ((i * f->c + ch) * H + iy) * W + ix;
+                    double xv = tu_get(x, xi);
+                    for (int64_t o = 0; o < f->m; o++)
+                        for (int64_t ky = 0; ky < KH; ky++)
+                            for (int64_t kx = 0; kx < KW; kx++) {
+                                int64_t oy = iy * f->s[0] + ky * f->d[0] - f->pads[0];
+                                int64_t ox = ix * f->s[1] + kx * f->d[1] - f->pads[1];
+                                if (oy < 0 || oy >= OH || ox < 0 || ox >= OW)
+                                    continue;
+                                int64_t yi = ((i * f->m + o) * OH + oy) * OW + ox;
+                                int64_t wi = ((ch * f->m + o) * KH + ky) * KW + kx;
+                                double wv = tu_get(w, wi), dyv = tu_get(dy, yi);
+                                y[yi] += xv * wv;
+                                dx[xi] += wv * dyv;
+                                dw[wi] += xv * dyv;
+                            }
+                }
+    tu_graph fwd = tu_single(LT_OP_CONV_TRANSPOSE, 11, 2, 1);
+    tu_graph gd = tu_single(LT_OP_CONV_TRANSPOSE_GRAD_DATA, 11, 3, 1);
+    tu_graph gf = tu_single(LT_OP_CONV_TRANSPOSE_GRAD_FILTER, 11, 3, 1);
+    set_attrs(&fwd, f);
+    set_attrs(&gd, f);
+    set_attrs(&gf, f);
+    lt_value *fin[2] = {x, w}, *din[3] = {dy, w, x}, *fin2[3] = {dy, x, w};
+    double atol = 8e-6 * sqrt((double)(f->m * K)) + 1e-6, gtol = 8e-6 * sqrt((double)(f->n * K * H * W)) + 1e-6;
+    int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        lt_value *gy = run1(&fwd, fin), *gdx = run1(&gd, din), *gdw = run1(&gf, fin2);
+        tu_assert_close(gy, y, ny, 1e-5, 8e-6 * sqrt((double)(f->c * K)) + 1e-6, seed);
+        tu_assert_close(gdx, dx, nx, 1e-5, atol, seed);
+        tu_assert_close(gdw, dw, nw, 1e-5, gtol, seed);
+        lt_value_free(gy);
+        lt_value_free(gdx);
+        lt_value_free(gdw);
+    }
+    omp_set_num_threads(saved);
+    tu_free(&fwd);
+    tu_free(&gd);
+    tu_free(&gf);
+    lt_value_free(x);
+    lt_value_free(w);
+    lt_value_free(dy);
+    free(y);
+    free(dx);
+    free(dw);
+}
+
+static void transpose_regions(void **state)
+{
+    (void)state;
+    const cfg cases[] = {
+        {"3x3 pad 1 on 2x2", 16, 64, 48, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, false, true},
+        {"3x3 pad 1 on 3x1", 17, 40, 33, 1, {3, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, false, true},
+        {"1x1 kernel on 3x3", 16, 48, 32, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false, true},
+        {"3x3 stride 2 pad 1 on 4x4 (output 7x7, mostly inside)", 16, 32, 32, 1, {4, 4}, {3, 3}, {2, 2}, {1, 1},
+         {1, 1, 1, 1}, false, false},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        run_transpose(&cases[i], 7500 + 10 * (uint64_t)i);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(regions),
         cmocka_unit_test(not_regions),
+        cmocka_unit_test(transpose_regions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
