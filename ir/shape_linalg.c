@@ -59,6 +59,34 @@ static lt_status matmul(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* MatMulTrans: MatMul's shapes on the operands with their last two axes
+ * swapped where transA / transB say */
+static lt_status matmul_trans(lt_infer_ctx *c, lt_node *n)
+{
+    const lt_type *a = in_type(n, 0), *b = in_type(n, 1);
+    lt_type sa, sb;
+    bool t[2] = {lt_attr_int(n, "transA", 0) != 0, lt_attr_int(n, "transB", 0) != 0};
+    const lt_type *src[2] = {a, b};
+    lt_type *dst[2] = {&sa, &sb};
+    for (int i = 0; i < 2; i++) {
+        if (!src[i])
+            continue;
+        *dst[i] = *src[i];
+        if (!t[i] || src[i]->rank < 0)
+            continue;
+        if (src[i]->rank < 2)
+            return lt_infer_fail(c, n, "a transposed operand must have rank 2 or more (rank %d)", src[i]->rank);
+        int r = src[i]->rank;
+        dst[i]->dims[r - 2] = src[i]->dims[r - 1];
+        dst[i]->dims[r - 1] = src[i]->dims[r - 2];
+    }
+    lt_type out;
+    if (!mm_type(a ? &sa : NULL, b ? &sb : NULL, a ? a->dtype : LT_UNDEFINED, &out))
+        return lt_infer_fail(c, n, "operand shapes do not multiply");
+    set_out(n, 0, &out);
+    return LT_OK;
+}
+
 static lt_status matmul_integer(lt_infer_ctx *c, lt_node *n)
 {
     lt_type t;
@@ -284,6 +312,7 @@ static lt_status dynamic_quantize_linear(lt_infer_ctx *c, lt_node *n)
 void lt_infer_register_linalg(lt_infer_fn *tab)
 {
     tab[LT_OP_MAT_MUL] = matmul;
+    tab[LT_OP_MAT_MUL_TRANS] = matmul_trans;
     tab[LT_OP_MAT_MUL_INTEGER] = matmul_integer;
     tab[LT_OP_Q_LINEAR_MAT_MUL] = qlinear_matmul;
     tab[LT_OP_GEMM] = gemm;

@@ -5,6 +5,7 @@
  * (train.c) drives one, and programs drive one through lt_trainer_*. */
 #include "trainer.h"
 #include "ir/acc_to_add.h"
+#include "ir/fold_transpose.h"
 #include "ir/fuse_elementwise.h"
 #include "ir/train_mode.h"
 #include "optim.h"
@@ -439,9 +440,12 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         o->on_note(note, o->user);
     }
     /* post-AD rewrites for the CPU: cells into sums first, so that the
-     * sums join the elementwise chains around them */
+     * sums join the elementwise chains around them; transposes of the
+     * last two axes into the matrix products that read them */
     if (st == LT_OK && on_cpu())
         st = lt_ir_acc_to_add(t->tm, NULL, err);
+    if (st == LT_OK && on_cpu())
+        st = lt_ir_fold_transpose(t->tm, NULL, err);
     if (st == LT_OK && on_cpu())
         st = lt_ir_fuse_elementwise(t->tm, err);
     if (st == LT_OK)

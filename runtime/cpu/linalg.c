@@ -1,4 +1,4 @@
-/* CPU kernels: linalg family. MatMul, Gemm and Det here; Einsum in
+/* CPU kernels: linalg family. MatMul (and MatMulTrans), Gemm and Det here; Einsum in
  * linalg_einsum.c, the quantized ops in linalg_quant.c. */
 #include "linalg_util.h"
 #include <math.h>
@@ -34,16 +34,18 @@ static lt_status mm_int(lt_kctx *k, const lt_mm_shape *s, const lt_tensor *A, co
     return LT_OK;
 }
 
-/* Float products through BLAS; dt is LT_F32 or LT_F64 and a, b, y hold it. */
-static lt_status mm_blas(lt_kctx *k, const lt_mm_shape *s, lt_dtype dt, const void *a, const void *b, void *y,
-                         int64_t nmat_a, int64_t nmat_b)
+/* Float products through BLAS; dt is LT_F32 or LT_F64 and a, b, y hold it.
+ * ta / tb: each matrix of A is stored [K, M] / of B [N, K] (MatMulTrans). */
+static lt_status mm_blas(lt_kctx *k, const lt_mm_shape *s, lt_dtype dt, bool ta, bool tb, const void *a,
+                         const void *b, void *y, int64_t nmat_a, int64_t nmat_b)
 {
     int64_t M = s->M, N = s->N, K = s->K;
     if (!lt_linalg_blas_ok(M, N, K))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "matrix sizes exceed BLAS's int range");
+    int64_t lda = ta ? M : K, ldb = tb ? K : N;
     /* B is one matrix and A holds every batch in order: one tall product */
-    if (nmat_b == 1 && nmat_a == s->nb && lt_linalg_blas_ok(s->nb * M, N, K)) {
-        lt_linalg_gemm(dt, false, false, s->nb * M, N, K, 1.0, a, K, b, N, 0.0, y, N);
+    if (!ta && nmat_b == 1 && nmat_a == s->nb && lt_linalg_blas_ok(s->nb * M, N, K)) {
+        lt_linalg_gemm(dt, false, tb, s->nb * M, N, K, 1.0, a, lda, b, ldb, 0.0, y, N);
         return LT_OK;
     }
     int64_t *off = lt_k_scratch(k, (size_t)s->nb * 3 * sizeof *off);
@@ -56,25 +58,42 @@ static lt_status mm_blas(lt_kctx *k, const lt_mm_shape *s, lt_dtype dt, const vo
         off[s->nb + i] = ib * K * N;
         off[2 * s->nb + i] = i * M * N;
     }
-    lt_linalg_gemm_batched(dt, false, false, M, N, K, 1.0, a, K, off, b, N, off + s->nb, 0.0, y, N,
-                           off + 2 * s->nb, s->nb);
+    lt_linalg_gemm_batched(dt, ta, tb, M, N, K, 1.0, a, lda, off, b, ldb, off + s->nb, 0.0, y, N, off + 2 * s->nb,
+                           s->nb);
     return LT_OK;
 }
 
-static lt_status matmul(lt_kctx *k)
+/* MatMul, and MatMulTrans (ta / tb: the last two axes of A / B swapped
+ * first; float32 and float64, operands of rank 2 or more) */
+static lt_status matmul_of(lt_kctx *k, bool ta, bool tb)
 {
     const lt_tensor *A = lt_k_in(k, 0), *B = lt_k_in(k, 1);
     if (!A || !B)
-        return lt_k_fail(k, LT_ERR_INVALID, "MatMul needs two tensor inputs");
+        return lt_k_fail(k, LT_ERR_INVALID, "needs two tensor inputs");
     if (A->dtype != B->dtype)
         return lt_k_fail(k, LT_ERR_INVALID, "operand types differ (%s and %s)", lt_dtype_name(A->dtype),
                          lt_dtype_name(B->dtype));
     lt_dtype dt = A->dtype;
     if (!lt_dtype_is_float(dt) && !lt_dtype_is_int(dt))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "MatMul of %s is not supported", lt_dtype_name(dt));
+    if ((ta || tb) && dt != LT_F32 && dt != LT_F64)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "transposed operands of %s are not supported", lt_dtype_name(dt));
+    if ((ta && A->rank < 2) || (tb && B->rank < 2))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "a transposed operand must have rank 2 or more (ranks %d and %d)",
+                         A->rank, B->rank);
+    /* the shapes the product sees: the stored ones with the swaps */
+    lt_tensor va = *A, vb = *B;
+    if (ta) {
+        va.dims[A->rank - 2] = A->dims[A->rank - 1];
+        va.dims[A->rank - 1] = A->dims[A->rank - 2];
+    }
+    if (tb) {
+        vb.dims[B->rank - 2] = B->dims[B->rank - 1];
+        vb.dims[B->rank - 1] = B->dims[B->rank - 2];
+    }
     lt_mm_shape s;
     char why[256];
-    if (!lt_mm_shape_of(A, B, &s, why, sizeof why))
+    if (!lt_mm_shape_of(&va, &vb, &s, why, sizeof why))
         return lt_k_fail(k, LT_ERR_RUNTIME, "%s", why);
     lt_tensor *Y;
     lt_status st = lt_k_out(k, 0, dt, s.out_rank, s.out_dims, &Y);
@@ -86,7 +105,7 @@ static lt_status matmul(lt_kctx *k)
         return LT_OK;
     }
     if (dt == LT_F32 || dt == LT_F64)
-        return mm_blas(k, &s, dt, A->data, B->data, Y->data, na, nbm);
+        return mm_blas(k, &s, dt, ta, tb, A->data, B->data, Y->data, na, nbm);
     if (lt_dtype_is_int(dt))
         return mm_int(k, &s, A, B, Y);
     /* half types: compute in float, round once at the end */
@@ -94,10 +113,17 @@ static lt_status matmul(lt_kctx *k)
     float *y = lt_k_scratch(k, (size_t)Y->numel * sizeof *y);
     if (!a || !b || !y)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    st = mm_blas(k, &s, LT_F32, a, b, y, na, nbm);
+    st = mm_blas(k, &s, LT_F32, false, false, a, b, y, na, nbm);
     for (int64_t i = 0; i < Y->numel && st == LT_OK; i++)
         lt_tensor_set_f64(Y, i, y[i]);
     return st;
+}
+
+static lt_status matmul(lt_kctx *k) { return matmul_of(k, false, false); }
+
+static lt_status matmul_trans(lt_kctx *k)
+{
+    return matmul_of(k, lt_attr_int(k->node, "transA", 0) != 0, lt_attr_int(k->node, "transB", 0) != 0);
 }
 
 static lt_status gemm(lt_kctx *k)
@@ -258,6 +284,7 @@ static lt_status det(lt_kctx *k)
 void lt_cpu_register_linalg(lt_kernel_fn *tab)
 {
     tab[LT_OP_MAT_MUL] = matmul;
+    tab[LT_OP_MAT_MUL_TRANS] = matmul_trans;
     tab[LT_OP_GEMM] = gemm;
     tab[LT_OP_DET] = det;
     lt_linalg_register_einsum(tab);

@@ -1,0 +1,242 @@
+/* Transposes of the last two axes folded into MatMulTrans (fold_transpose.h). */
+#include "fold_transpose.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fold {
+    lt_module *m;
+    int *uses;     /* per value id: node inputs (regions included) and block results reading it */
+    bool *unhooked; /* per value id: a Transpose output this pass took a reader from */
+    int nfolded;
+} fold;
+
+static void count_block(int *uses, const lt_block *b)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j])
+                uses[n->in[j]->id]++;
+        for (int r = 0; r < n->nregions; r++)
+            count_block(uses, n->regions[r]);
+    }
+    for (int r = 0; r < b->nresults; r++)
+        if (b->results[r])
+            uses[b->results[r]->id]++;
+}
+
+static bool float_tensor(const lt_ival *v)
+{
+    return v && v->type.kind == LT_KIND_TENSOR && (v->type.dtype == LT_F32 || v->type.dtype == LT_F64) &&
+           v->type.rank >= 2;
+}
+
+/* whether n is a Transpose of a float tensor of rank >= 2 that swaps only
+ * its last two axes */
+static bool swaps_last_two(const lt_node *n)
+{
+    if (n->op != LT_OP_TRANSPOSE || n->nin != 1 || n->nout != 1 || !n->out[0] || !float_tensor(n->in[0]) ||
+        n->nregions)
+        return false;
+    int r = n->in[0]->type.rank, len = 0;
+    const int64_t *perm = lt_attr_ints(n, "perm", &len);
+    if (!perm)
+        return r == 2; /* the default reverses the axes */
+    if (len != r)
+        return false;
+    for (int i = 0; i < r - 2; i++)
+        if (perm[i] != i)
+            return false;
+    return perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
+}
+
+static bool is_product(const lt_node *n)
+{
+    return (n->op == LT_OP_MAT_MUL || n->op == LT_OP_MAT_MUL_TRANS) && n->nin == 2 && n->nout == 1 && n->out[0] &&
+           float_tensor(n->in[0]) && float_tensor(n->in[1]) && !n->nregions;
+}
+
+static int64_t flag(const lt_node *n, const char *name)
+{
+    return n->op == LT_OP_MAT_MUL_TRANS ? lt_attr_int(n, name, 0) != 0 : 0;
+}
+
+/* n becomes MatMulTrans(a, b) {transA, transB} */
+static lt_status set_product(lt_module *m, lt_node *n, lt_ival *a, lt_ival *b, int64_t ta, int64_t tb)
+{
+    lt_attr *at = lt_ir_alloc(m, sizeof *at * 2);
+    lt_ival **in = n->nin >= 2 ? n->in : lt_ir_alloc(m, sizeof *in * 2);
+    if (!at || !in)
+        return LT_ERR_NOMEM;
+    at[0] = (lt_attr){.name = "transA", .kind = LT_ATTR_INT, .i = ta};
+    at[1] = (lt_attr){.name = "transB", .kind = LT_ATTR_INT, .i = tb};
+    n->op = LT_OP_MAT_MUL_TRANS;
+    n->domain_name = "";
+    n->in = in;
+    n->nin = 2;
+    n->in[0] = a;
+    n->in[1] = b;
+    n->nattr = 2;
+    n->attrs = at;
+    return LT_OK;
+}
+
+/* a float Gemm without C (the AD's weight gradients) */
+static bool is_plain_gemm(const lt_node *n)
+{
+    return n->op == LT_OP_GEMM && (n->nin == 2 || (n->nin == 3 && !n->in[2])) && n->nout == 1 && n->out[0] &&
+           float_tensor(n->in[0]) && float_tensor(n->in[1]) && n->in[0]->type.rank == 2 &&
+           n->in[1]->type.rank == 2 && !n->nregions;
+}
+
+/* t, a Transpose of Gemm g's output: Gemm(B, A) {transA = !transB, transB
+ * = !transA, alpha} in t's place, (alpha op(A) op(B))^T = alpha op(B)^T op(A)^T */
+static lt_status swap_gemm(lt_module *m, lt_node *t, const lt_node *g)
+{
+    lt_attr *at = lt_ir_alloc(m, sizeof *at * 3);
+    lt_ival **in = lt_ir_alloc(m, sizeof *in * 2);
+    if (!at || !in)
+        return LT_ERR_NOMEM;
+    at[0] = (lt_attr){.name = "transA", .kind = LT_ATTR_INT, .i = lt_attr_int(g, "transB", 0) == 0};
+    at[1] = (lt_attr){.name = "transB", .kind = LT_ATTR_INT, .i = lt_attr_int(g, "transA", 0) == 0};
+    at[2] = (lt_attr){.name = "alpha", .kind = LT_ATTR_FLOAT, .f = lt_attr_float(g, "alpha", 1.0f)};
+    in[0] = g->in[1];
+    in[1] = g->in[0];
+    t->op = LT_OP_GEMM;
+    t->opset = g->opset;
+    t->domain_name = g->domain_name;
+    t->in = in;
+    t->nin = 2;
+    t->nattr = 3;
+    t->attrs = at;
+    return LT_OK;
+}
+
+static lt_status fold_block(fold *f, lt_block *b)
+{
+    for (int i = 0; i < b->nnodes; i++)
+        for (int r = 0; r < b->nodes[i]->nregions; r++) {
+            lt_status s = fold_block(f, b->nodes[i]->regions[r]);
+            if (s != LT_OK)
+                return s;
+        }
+    lt_status s = LT_OK;
+    bool *dead = calloc((size_t)b->nnodes + 1, sizeof *dead);
+    if (!dead)
+        return LT_ERR_NOMEM;
+    /* Transpose(MatMul(a, b)) read by nothing else: MatMulTrans(b, a) with
+     * the flags swapped and flipped, at the Transpose's place */
+    for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
+        lt_node *t = b->nodes[i];
+        if (!swaps_last_two(t))
+            continue;
+        lt_node *p = t->in[0]->def;
+        if (p && p->block == b && !dead[p->index] && is_plain_gemm(p) && f->uses[p->out[0]->id] == 1) {
+            s = swap_gemm(f->m, t, p);
+            dead[p->index] = true;
+            f->uses[p->out[0]->id] = 0;
+            f->unhooked[p->out[0]->id] = true;
+            f->nfolded++;
+            continue;
+        }
+        if (!p || p->block != b || dead[p->index] || !is_product(p) || f->uses[p->out[0]->id] != 1 ||
+            p->out[0]->type.rank < 2)
+            continue;
+        int64_t ta = flag(p, "transA"), tb = flag(p, "transB");
+        lt_ival *a = p->in[0], *bb = p->in[1];
+        s = set_product(f->m, t, bb, a, !tb, !ta);
+        dead[p->index] = true;
+        f->uses[p->out[0]->id] = 0;
+        f->unhooked[p->out[0]->id] = true;
+        f->nfolded++;
+    }
+    /* operands that are swapping Transposes: read their input, flip the flag */
+    for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
+        lt_node *n = b->nodes[i];
+        if (dead[i] || !is_product(n))
+            continue;
+        lt_ival *op[2] = {n->in[0], n->in[1]};
+        int64_t tr[2] = {flag(n, "transA"), flag(n, "transB")};
+        bool changed = false;
+        for (int j = 0; j < 2; j++)
+            for (;;) {
+                lt_node *t = op[j]->def;
+                if (!t || !swaps_last_two(t) || (t->block == b && dead[t->index]))
+                    break;
+                f->uses[op[j]->id]--;
+                f->unhooked[op[j]->id] = true;
+                op[j] = t->in[0];
+                f->uses[op[j]->id]++;
+                tr[j] = !tr[j];
+                changed = true;
+                f->nfolded++;
+            }
+        if (changed)
+            s = set_product(f->m, n, op[0], op[1], tr[0], tr[1]);
+    }
+    /* Transposes of this block that nothing reads any more; a removed one
+     * may leave its own input's Transpose unread, so sweep back to front */
+    for (int i = b->nnodes - 1; i >= 0 && s == LT_OK; i--) {
+        lt_node *t = b->nodes[i];
+        if (dead[i] || t->op != LT_OP_TRANSPOSE || t->nout != 1 || !t->out[0] || t->nin != 1 || !t->in[0] ||
+            t->nregions || !f->unhooked[t->out[0]->id] || f->uses[t->out[0]->id] != 0)
+            continue;
+        dead[i] = true;
+        f->uses[t->in[0]->id]--;
+        f->unhooked[t->in[0]->id] = true;
+    }
+    if (s == LT_OK) {
+        int w = 0;
+        for (int i = 0; i < b->nnodes; i++) {
+            if (dead[i])
+                continue;
+            b->nodes[i]->index = w;
+            b->nodes[w++] = b->nodes[i];
+        }
+        b->nnodes = w;
+    }
+    free(dead);
+    return s;
+}
+
+/* ival->uses as the module reads them now */
+static void recount(lt_module *m, const int *uses)
+{
+    for (int i = 0; i < m->nvalues; i++)
+        if (m->values[i])
+            m->values[i]->uses = uses[i];
+}
+
+lt_status lt_ir_fold_transpose(lt_module *m, int *nfolded, lt_err *err)
+{
+    fold f = {.m = m};
+    f.uses = calloc((size_t)m->nvalues + 1, sizeof *f.uses);
+    f.unhooked = calloc((size_t)m->nvalues + 1, sizeof *f.unhooked);
+    lt_status s = f.uses && f.unhooked ? LT_OK : LT_ERR_NOMEM;
+    if (s == LT_OK) {
+        if (m->main)
+            count_block(f.uses, m->main);
+        for (int i = 0; i < m->nfuncs; i++)
+            count_block(f.uses, m->funcs[i]->body);
+        if (m->main)
+            s = fold_block(&f, m->main);
+        for (int i = 0; i < m->nfuncs && s == LT_OK; i++)
+            s = fold_block(&f, m->funcs[i]->body);
+    }
+    if (s == LT_OK) {
+        memset(f.uses, 0, sizeof *f.uses * ((size_t)m->nvalues + 1));
+        if (m->main)
+            count_block(f.uses, m->main);
+        for (int i = 0; i < m->nfuncs; i++)
+            count_block(f.uses, m->funcs[i]->body);
+        recount(m, f.uses);
+    }
+    free(f.uses);
+    free(f.unhooked);
+    if (nfolded)
+        *nfolded = f.nfolded;
+    if (s != LT_OK)
+        return lt_errf(err, s, "%s: out of memory folding transposes into matrix products",
+                       m->path ? m->path : "model");
+    return LT_OK;
+}
