@@ -166,6 +166,28 @@ static void test_where(void **state)
     tu_free(&g2);
 }
 
+/* ReluGrad (dy, y): dy where y > 0, y with zeros and negatives as Relu's
+ * output never has them both, dy broadcast as the binary ops allow */
+static void test_relu_grad(void **state)
+{
+    (void)state;
+    static const lt_dtype types[] = {LT_F32, LT_F64};
+    int64_t d[3] = {17, 3, 5}, gd[2] = {3, 5};
+    for (size_t t = 0; t < 2; t++)
+        for (int bc = 0; bc < 2; bc++) {
+            lt_value *y = tu_rand(types[t], 3, d, -1, 1, 21 + t), *dy = tu_rand(types[t], bc ? 2 : 3, bc ? gd : d, -2, 2, 23 + t);
+            for (int64_t i = 0; i < y->t.numel; i += 7)
+                lt_tensor_set_f64(&y->t, i, 0);
+            tu_graph g = tu_single(LT_OP_RELU_GRAD, 14, 2, 1);
+            lt_value *in[2] = {dy, y};
+            char what[64];
+            snprintf(what, sizeof what, "ReluGrad %s%s", lt_dtype_name(types[t]), bc ? " broadcast" : "");
+            check(&g, 2, in, 0, what);
+            free_all(2, in);
+            tu_free(&g);
+        }
+}
+
 /* ---- cuBLAS ---- */
 static void test_gemm(void **state)
 {
@@ -599,7 +621,7 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_binary), cmocka_unit_test(test_unary),  cmocka_unit_test(test_where),
+        cmocka_unit_test(test_binary), cmocka_unit_test(test_unary),  cmocka_unit_test(test_where), cmocka_unit_test(test_relu_grad),
         cmocka_unit_test(test_gemm),   cmocka_unit_test(test_matmul), cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
