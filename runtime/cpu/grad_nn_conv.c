@@ -82,7 +82,10 @@ static lt_status too_big(lt_kctx *k) { return lt_k_fail(k, LT_ERR_NOMEM, "out of
 static bool gc_blocked(const gc_job *j) { return lt_nn_blocked(j->esz, &j->g, j->groups, j->direct, j->L, j->n); }
 
 /* the jobs that run by regions (nn_conv_regions.c) */
-static bool gc_regions(const gc_job *j) { return lt_nn_regions(j->esz, &j->g, j->groups, j->n, j->gch); }
+static bool gc_regions(const gc_job *j, bool filter)
+{
+    return lt_nn_regions(j->esz, &j->g, j->groups, j->n, j->gch, filter);
+}
 
 static int64_t gc_block_images(const gc_job *j) { return lt_nn_block_images(j->L, j->n); }
 
@@ -174,7 +177,7 @@ static lt_status gc_forward(lt_kctx *k, const gc_job *j, const char *img, const 
         memset(out, 0, (size_t)(tasks * P * L) * esz);
         return LT_OK;
     }
-    if (gc_regions(j))
+    if (gc_regions(j, false))
         return lt_nn_conv_regions(k, &j->g, j->n, j->Q, P, (const float *)img, (const float *)w, NULL, (float *)out);
     int nth = omp_get_max_threads();
     bool parallel = nth > 1 && 2.0 * (double)tasks * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
@@ -213,7 +216,7 @@ static lt_status gc_backward(lt_kctx *k, const gc_job *j, const char *grid, cons
         memset(img, 0, (size_t)(tasks * Q * plane) * esz);
         return LT_OK;
     }
-    if (gc_regions(j))
+    if (gc_regions(j, false))
         return lt_nn_conv_regions_data(k, &j->g, j->n, Q, P, (const float *)grid, (const float *)w, (float *)img);
     if (gc_blocked(j))
         return gc_backward_blocked(k, j, (const float *)grid, (const float *)w, (float *)img);
@@ -294,7 +297,7 @@ static lt_status gc_filter(lt_kctx *k, const gc_job *j, const char *grid, const 
     memset(dw, 0, (size_t)wsize * esz);
     if (n == 0 || L == 0)
         return LT_OK;
-    if (gc_regions(j))
+    if (gc_regions(j, true))
         return lt_nn_conv_regions_filter(k, &j->g, n, Q, P, (const float *)grid, (const float *)img, (float *)dw);
     if (gc_blocked(j))
         return gc_filter_blocked(k, j, (const float *)grid, (const float *)img, (float *)dw);

@@ -53,7 +53,7 @@ static lt_status conv_run(lt_kctx *k, const conv_job *j)
                          (long long)mg, (long long)L, (long long)R);
     if (tasks == 0 || L == 0 || mg == 0)
         return LT_OK;
-    if (lt_nn_regions(esz, g, j->groups, j->n, j->m))
+    if (lt_nn_regions(esz, g, j->groups, j->n, j->m, false))
         return lt_nn_conv_regions(k, g, j->n, j->c, j->m, j->x, j->w, j->b, j->y);
     /* a 1x1 kernel with unit strides and no padding reads the image as is */
     bool direct = K == 1;
@@ -218,7 +218,8 @@ static lt_status k_conv(lt_kctx *k)
             bool direct = K == 1;
             for (int i = 0; i < j.g.nsp; i++)
                 direct = direct && j.g.s[i] == 1 && j.g.pb[i] == 0 && j.g.pe[i] == 0;
-            if (!lt_nn_regions(j.esz, &j.g, j.groups, j.n, j.m) && lt_nn_blocked(j.esz, &j.g, j.groups, direct, L, j.n))
+            if (!lt_nn_regions(j.esz, &j.g, j.groups, j.n, j.m, false) &&
+                lt_nn_blocked(j.esz, &j.g, j.groups, direct, L, j.n))
                 return conv_run_blocked(k, &j);
         }
         return conv_run(k, &j);

@@ -563,7 +563,7 @@ lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, 
     return LT_OK;
 }
 
-bool lt_nn_regions(size_t esz, const lt_nn_geom *g, int64_t groups, int64_t n, int64_t m)
+bool lt_nn_regions(size_t esz, const lt_nn_geom *g, int64_t groups, int64_t n, int64_t m, bool filter)
 {
     if (esz != 4 || g->nsp != 2 || groups != 1 || n < 2)
         return false;
@@ -571,9 +571,11 @@ bool lt_nn_regions(size_t esz, const lt_nn_geom *g, int64_t groups, int64_t n, i
     if (L <= 0 || L >= 256 || K <= 0)
         return false;
     /* a 1x1 kernel: the products of a few positions an image are thin (and
-     * with few output channels the gathers cost more than they save) */
+     * with few output channels the gathers cost more than they save); its
+     * filter gradient's per-image products (positions summed) need no
+     * gather, and beat the regions' beyond one position */
     if (K == 1)
-        return L <= 16 && m >= 16;
+        return L <= (filter ? 1 : 16) && m >= 16;
     /* the share of the im2col matrix read from the image: per axis, the
      * taps inside the image over all the taps; from half on, the blocked
      * im2col's products spend less on zeros than the regions on gathers */

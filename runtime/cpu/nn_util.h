@@ -96,11 +96,12 @@ static inline int64_t lt_nn_block_images(int64_t L, int64_t n)
 /* float32 2-D convolutions and their gradients with one group and a batch
  * whose small grid (under 256 positions an image) is mostly padding where
  * the windows reach it (less than half of its im2col read from the image),
- * or is at most 16 positions of a 1x1 kernel with m >= 16 grid channels,
+ * or is at most 16 positions (filter gradient: 1) of a 1x1 kernel with m
+ * >= 16 grid channels,
  * run by regions, a block of images a product (nn_conv_regions.c): x [n,
  * c, img], w [m, c, k], bias [m] or NULL, y and dy [n, m, grid]; dx and dw
  * are written whole. */
-bool lt_nn_regions(size_t esz, const lt_nn_geom *g, int64_t groups, int64_t n, int64_t m);
+bool lt_nn_regions(size_t esz, const lt_nn_geom *g, int64_t groups, int64_t n, int64_t m, bool filter);
 lt_status lt_nn_conv_regions(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
                              const float *w, const float *bias, float *y);
 lt_status lt_nn_conv_regions_data(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
