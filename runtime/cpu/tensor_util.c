@@ -103,18 +103,35 @@ static void copy_rows(const plan *p, unsigned char *dst, const unsigned char *sr
         soff += idx[a] * p->ss[a];
     }
     int64_t n = p->d[outer], dstep = p->ds[outer], sstep = p->ss[outer];
-    for (int64_t row = lo; row < hi; row++) {
-        run(dst + doff * (int64_t)es, dstep, src + soff * (int64_t)es, sstep, n, es);
-        for (int a = outer - 1; a >= 0; a--) {
-            doff += p->ds[a];
-            soff += p->ss[a];
-            if (++idx[a] < p->d[a])
-                break;
-            doff -= p->ds[a] * p->d[a];
-            soff -= p->ss[a] * p->d[a];
-            idx[a] = 0;
-        }
+#define ROWS(COPY)                                                                                              \
+    do {                                                                                                        \
+    for (int64_t row = lo; row < hi; row++) {                                                                   \
+        COPY;                                                                                                   \
+        for (int a = outer - 1; a >= 0; a--) {                                                                  \
+            doff += p->ds[a];                                                                                   \
+            soff += p->ss[a];                                                                                   \
+            if (++idx[a] < p->d[a])                                                                             \
+                break;                                                                                          \
+            doff -= p->ds[a] * p->d[a];                                                                         \
+            soff -= p->ss[a] * p->d[a];                                                                         \
+            idx[a] = 0;                                                                                         \
+        }                                                                                                       \
+    }                                                                                                           \
+    return;                                                                                                     \
+    } while (0)
+    /* short contiguous rows (attention's head split and merge move runs of
+     * one head's 8 or 16 floats): copies of a constant size, inlined as a
+     * few vector moves instead of a call per row */
+    size_t bytes = (size_t)n * es;
+    if (dstep == 1 && sstep == 1 && (bytes == 16 || bytes == 32 || bytes == 64)) {
+        if (bytes == 16)
+            ROWS(memcpy(dst + doff * (int64_t)es, src + soff * (int64_t)es, 16));
+        if (bytes == 32)
+            ROWS(memcpy(dst + doff * (int64_t)es, src + soff * (int64_t)es, 32));
+        ROWS(memcpy(dst + doff * (int64_t)es, src + soff * (int64_t)es, 64));
     }
+    ROWS(run(dst + doff * (int64_t)es, dstep, src + soff * (int64_t)es, sstep, n, es));
+#undef ROWS
 }
 
 #define TILE 16
