@@ -171,6 +171,9 @@ lt_status lt_rnn_setup(lt_kctx *k, int gates, int nact, const rnn_fn *defaults, 
         memcpy(yd, a, sizeof a);
         memcpy(hd, b, sizeof b);
     }
+    bool full = true;
+    for (int64_t b = 0; b < r->B; b++)
+        full &= r->len[b] == r->S;
     lt_tensor **outs[3] = {&r->oY, &r->oYh, &r->oYc};
     void **res[3] = {&r->Y, &r->Yh, &r->Yc};
     for (int i = 0; i < 3 && i < k->nout; i++) {
@@ -183,8 +186,10 @@ lt_status lt_rnn_setup(lt_kctx *k, int gates, int nact, const rnn_fn *defaults, 
         *res[i] = dt == r->ct ? t->data : lt_k_scratch(k, esz * (size_t)(t->numel ? t->numel : 1));
         if (!*res[i])
             return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-        /* steps past a sequence's length stay zero in Y */
-        memset(*res[i], 0, esz * (size_t)t->numel);
+        /* steps past a sequence's length stay zero in Y; the steps write
+         * every row of Y when no sequence is short, and all of Y_h, Y_c */
+        if (i > 0 || !full)
+            memset(*res[i], 0, esz * (size_t)t->numel);
     }
     return LT_OK;
 }
