@@ -290,10 +290,11 @@ static int bench_one(const char *dir, const entry *e, const char *optim_override
     qsort(times, (size_t)iters, sizeof *times, cmp_double);
     double med = iters % 2 ? times[iters / 2] : 0.5 * (times[iters / 2 - 1] + times[iters / 2]);
     printf("train %s batch %lld optim %s median_ms %.3f min_ms %.3f loss0 %.6f minflt_per_step %.1f maxrss_kb %ld "
-           "peak_kb %zu arena_kb %zu layouts %lld layouts_timed %lld arenas_timed %lld\n",
+           "peak_kb %zu arena_kb %zu layouts %lld layouts_timed %lld arenas_timed %lld device_nodes %.1f host_nodes %.1f "
+           "uploads %.1f downloads %.1f\n",
            e->name, f.ragged ? 1LL : e->batch, optim, med, times[0], loss0, flt, r1.ru_maxrss, s1.peak_bytes / 1024,
            s1.arena_peak_bytes / 1024, (long long)s1.layouts, (long long)(s1.layouts - s0.layouts),
-           (long long)(s1.arenas - s0.arenas));
+           (long long)(s1.arenas - s0.arenas), s1.device_nodes, s1.host_nodes, s1.uploads, s1.downloads);
     fflush(stdout);
     rc = 0;
 out:

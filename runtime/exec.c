@@ -417,7 +417,8 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p, lt_mlayou
             clock_gettime(CLOCK_MONOTONIC, &t0);
             s = kern(&k);
             clock_gettime(CLOCK_MONOTONIC, &t1);
-            lt_profile_leave((int)n->op, (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec), outer);
+            lt_profile_leave((int)n->op, (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec), outer,
+                             k.be && !k.be->host);
         } else if (s == LT_OK) {
             s = kern(&k);
         }

@@ -3,7 +3,10 @@
  * process prints, when it exits, a table of op kinds by total time on
  * stderr. Each kind gets its own time only: a control-flow op (Loop, If,
  * Call, ...) is charged what its kernel spent outside the nodes its bodies
- * ran, which are counted under their own kinds. */
+ * ran, which are counted under their own kinds. On a device backend a
+ * kernel's time is what the host spent queueing it (the device runs it
+ * later), so there the host column matters most: calls that ran on the
+ * host, with the copies that brought their inputs there. */
 #include "runtime.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +14,8 @@
 
 static int profile_on = -1;
 static double op_ns[LT_OP_COUNT];
-static long long op_calls[LT_OP_COUNT];
+static long long op_calls[LT_OP_COUNT], op_host[LT_OP_COUNT];
+static bool any_device;
 
 static void profile_report(void)
 {
@@ -29,11 +33,15 @@ static void profile_report(void)
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
-    fprintf(stderr, "lantern profile: %-28s %12s %10s %7s\n", "op", "total ms", "calls", "share");
+    fprintf(stderr, "lantern profile: %-28s %12s %10s %7s%s\n", "op", "total ms", "calls", "share",
+            any_device ? "  on host" : "");
     for (int i = 0; i < n; i++) {
         int o = order[i];
-        fprintf(stderr, "lantern profile: %-28s %12.2f %10lld %6.1f%%\n", lt_op_names[o], op_ns[o] / 1e6, op_calls[o],
+        fprintf(stderr, "lantern profile: %-28s %12.2f %10lld %6.1f%%", lt_op_names[o], op_ns[o] / 1e6, op_calls[o],
                 total > 0 ? 100.0 * op_ns[o] / total : 0.0);
+        if (any_device)
+            fprintf(stderr, " %9lld", op_host[o]);
+        fputc('\n', stderr);
     }
 }
 
@@ -58,11 +66,13 @@ double lt_profile_enter(void)
     return outer;
 }
 
-void lt_profile_leave(int op, double ns, double outer)
+void lt_profile_leave(int op, double ns, double outer, bool on_device)
 {
     if (op >= 0 && op < LT_OP_COUNT) {
         op_ns[op] += ns - child_ns;
         op_calls[op]++;
+        op_host[op] += !on_device;
+        any_device |= on_device;
     }
     child_ns = outer + ns;
 }

@@ -47,10 +47,11 @@ void lt_pool_account(lt_pool *p, int64_t n);
 bool lt_checked_memory(void);
 /* LANTERN_PROFILE=1: kernel time per op kind, printed at exit (profile.c).
  * Around a kernel call: outer = lt_profile_enter(), then
- * lt_profile_leave(op, ns the call took, outer). */
+ * lt_profile_leave(op, ns the call took, outer, whether it ran on a device
+ * backend). */
 bool lt_profile_enabled(void);
 double lt_profile_enter(void);
-void lt_profile_leave(int op, double ns, double outer);
+void lt_profile_leave(int op, double ns, double outer, bool on_device);
 /* A digest of n bytes (checked mode). */
 uint64_t lt_bytes_digest(const void *p, size_t n);
 
