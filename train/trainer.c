@@ -439,10 +439,13 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
                  path, all_stats - nstats, all_stats);
         o->on_note(note, o->user);
     }
-    /* post-AD rewrites for the CPU: cells into sums first, so that the
-     * sums join the elementwise chains around them; transposes of the
-     * last two axes into the matrix products that read them */
-    if (st == LT_OK && on_cpu())
+    /* post-AD rewrites: cells into sums first (on every backend: Add has
+     * a kernel everywhere, and on a GPU the cells' ops would run on the
+     * host, with a copy each way per contribution), so that on the CPU the
+     * sums join the elementwise chains around them; for the CPU only,
+     * transposes of the last two axes into the matrix products that read
+     * them, and the fused chains */
+    if (st == LT_OK)
         st = lt_ir_acc_to_add(t->tm, NULL, err);
     if (st == LT_OK && on_cpu())
         st = lt_ir_fold_transpose(t->tm, NULL, err);
