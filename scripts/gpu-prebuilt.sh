@@ -1,0 +1,74 @@
+#!/bin/bash
+# scripts/gpu-prebuilt.sh: run scripts/gpu-check.sh on a GPU machine that
+# cannot build lantern (no protobuf-c, OpenBLAS, cmocka or image libraries
+# there), from a CUDA build made on a machine that can.
+#
+#   bash scripts/gpu-prebuilt.sh pack [PACK]   (here) builds build-gpu with
+#       CUDA for ARCH (default 90: H100/H200) and writes PACK (default
+#       .gpu/pack.tar.xz): the stripped binaries gpu-check runs, the CTest
+#       files, and every shared library they need that is not the C or C++
+#       runtime or CUDA's (those come from the GPU machine)
+#   bash scripts/gpu-prebuilt.sh run OUTDIR [PACK]   (there, in a copy of
+#       the same checkout) unpacks PACK, puts the checkout where the build's
+#       paths point, finds CUDA, cuBLAS and cuDNN in python3's nvidia
+#       packages or /usr/local/cuda, and runs gpu-check.sh OUTDIR on the build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SRC=$PWD
+TARGETS="lantern test_cuda_kernels test_cuda_train test_cuda_plan test_cuda_optim test_cuda_steady
+ test_backend_open test_cli_device bench_train"
+case "${1:-}" in
+pack)
+    PACK=${2:-.gpu/pack.tar.xz}
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLANTERN_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" >/dev/null
+    # shellcheck disable=SC2086
+    cmake --build build-gpu -j"$(nproc)" --target $TARGETS >/dev/null
+    STAGE=$(mktemp -d)
+    mkdir -p "$STAGE/build/tests" "$STAGE/build/bench" "$STAGE/lib" "$(dirname "$PACK")"
+    cp build-gpu/lantern build-gpu/CTestTestfile.cmake "$STAGE/build/"
+    cp build-gpu/tests/CTestTestfile.cmake "$STAGE/build/tests/"
+    for t in $TARGETS; do
+        [ -x "build-gpu/tests/$t" ] && cp "build-gpu/tests/$t" "$STAGE/build/tests/"
+    done
+    cp build-gpu/bench/bench_train "$STAGE/build/bench/"
+    strip "$STAGE/build/lantern" "$STAGE"/build/tests/test_* "$STAGE/build/bench/bench_train"
+    # libraries beside the C/C++ runtime and CUDA's
+    for b in build-gpu/lantern build-gpu/tests/test_cuda_kernels; do ldd "$b"; done |
+        awk '$3 ~ /^\// {print $3}' | sort -u |
+        grep -v -E '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcud|libcublas|libnv)[.-]' |
+        while read -r l; do cp -L "$l" "$STAGE/lib/"; done
+    tar -C "$STAGE" -cf - . | xz -2 -T"$(nproc)" >"$PACK"
+    rm -rf "$STAGE"
+    echo "$PACK: $(du -h "$PACK" | cut -f1); on the GPU machine: bash scripts/gpu-prebuilt.sh run OUTDIR $PACK"
+    ;;
+run)
+    OUTDIR=${2:?usage: scripts/gpu-prebuilt.sh run OUTDIR [PACK]}
+    PACK=${3:-.gpu/pack.tar.xz}
+    DEST=/tmp/lantern-prebuilt
+    rm -rf "$DEST" && mkdir -p "$DEST"
+    python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$DEST"
+    # the build's tests name the source and build folders it was made in
+    WANT=$(sed -n 's/^# Source directory: \(.*\)$/\1/p' "$DEST/build/CTestTestfile.cmake")
+    if [ -n "$WANT" ] && [ "$WANT" != "$SRC" ]; then
+        mkdir -p "$(dirname "$WANT")"
+        rm -rf "$WANT"
+        ln -sfn "$SRC" "$WANT"
+    fi
+    ROOT=${WANT:-$SRC}
+    rm -rf "$SRC/build-gpu" && ln -sfn "$DEST/build" "$SRC/build-gpu"
+    NV=$(python3 -c 'import nvidia, os; print(":".join(os.path.join(p, d, "lib") for p in nvidia.__path__
+        for d in sorted(os.listdir(p)) if os.path.isdir(os.path.join(p, d, "lib"))))' 2>/dev/null || true)
+    export LD_LIBRARY_PATH="$DEST/lib${NV:+:$NV}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    if ldd "$DEST/build/lantern" | grep "not found"; then
+        echo "gpu-prebuilt: libraries missing (above)" >&2
+        exit 1
+    fi
+    cd "$ROOT"
+    SKIP_BUILD=1 BUILD="$ROOT/build-gpu" sh scripts/gpu-check.sh "$OUTDIR"
+    ;;
+*)
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac
