@@ -499,7 +499,10 @@ lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, 
     if (s != LT_OK)
         return s;
     int nt = p.parallel ? p.nth : 1;
-    int64_t ms = nt;
+    /* parts of dW's rows, taken as threads come free: two a thread where
+     * they keep 16 rows (a thread slowed by another process then takes
+     * fewer), else one, of at least 8 rows */
+    int64_t ms = m / (2 * nt) >= 16 ? 2 * nt : nt;
     if (ms > 1 && m / ms < 8)
         ms = m / 8 > 1 ? m / 8 : 1;
     int64_t K = g->k[0] * g->k[1], KW = g->k[1], per = p.max_rc + m * p.max_cols + K * c;
