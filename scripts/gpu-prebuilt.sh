@@ -36,7 +36,7 @@ pack)
     # libraries beside the C/C++ runtime and CUDA's
     for b in build-gpu/lantern build-gpu/tests/test_cuda_kernels; do ldd "$b"; done |
         awk '$3 ~ /^\// {print $3}' | sort -u |
-        grep -v -E '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcud|libcublas|libnv)[.-]' |
+        grep -v -E '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)[.-]|/lib(cuda|cudart|cudnn|cublas|nv)' |
         while read -r l; do cp -L "$l" "$STAGE/lib/"; done
     tar -C "$STAGE" -cf - . | xz -2 -T"$(nproc)" >"$PACK"
     rm -rf "$STAGE"
