@@ -726,6 +726,87 @@ cudaError_t lt_cu_bn_dx(cudaStream_t s, bool f64, const void *dy, const void *x,
     return cudaGetLastError();
 }
 
+__device__ inline double vec_at(lt_cu_vec v, int64_t j)
+{
+    return v.f64 ? ((const double *)v.p)[j] : (double)((const float *)v.p)[j];
+}
+
+__device__ inline void out_at(lt_cu_out o, int64_t j, double x)
+{
+    if (!o.p)
+        return;
+    if (o.f64)
+        ((double *)o.p)[j] = x;
+    else
+        ((float *)o.p)[j] = (float)x;
+}
+
+__global__ void k_vec_f64(lt_cu_vec v, double *out, int64_t c)
+{
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < c; j += (int64_t)gridDim.x * blockDim.x)
+        out[j] = vec_at(v, j);
+}
+
+__global__ void k_bn_coeffs(int64_t c, bool training, double eps, double mom, lt_cu_vec g, lt_cu_vec b, lt_cu_vec m,
+                            lt_cu_vec v, const double *bm, const double *bv, double *a, double *off, lt_cu_out rm,
+                            lt_cu_out rv, lt_cu_out om, lt_cu_out ov)
+{
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < c; j += (int64_t)gridDim.x * blockDim.x) {
+        double mj = vec_at(m, j), vj = vec_at(v, j);
+        double aj = __ddiv_rn(vec_at(g, j), __dsqrt_rn(__dadd_rn(bv[j], eps)));
+        a[j] = aj;
+        off[j] = __dsub_rn(vec_at(b, j), __dmul_rn(bm[j], aj));
+        out_at(rm, j, training ? __dadd_rn(__dmul_rn(mj, mom), __dmul_rn(bm[j], __dsub_rn(1.0, mom))) : mj);
+        out_at(rv, j, training ? __dadd_rn(__dmul_rn(vj, mom), __dmul_rn(bv[j], __dsub_rn(1.0, mom))) : vj);
+        out_at(om, j, training ? bm[j] : mj);
+        out_at(ov, j, training ? bv[j] : vj);
+    }
+}
+
+__global__ void k_bn_grad_coeffs(int64_t c, bool training, double eps, double cnt, lt_cu_vec g, const double *var,
+                                 const double *sdy, const double *sdyx, double *A, double *B, double *C, lt_cu_out ds,
+                                 lt_cu_out db)
+{
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < c; j += (int64_t)gridDim.x * blockDim.x) {
+        double gj = vec_at(g, j);
+        double istd = __ddiv_rn(1.0, __dsqrt_rn(__dadd_rn(var[j], eps)));
+        out_at(ds, j, __dmul_rn(sdyx[j], istd));
+        out_at(db, j, sdy[j]);
+        A[j] = __dmul_rn(gj, istd);
+        B[j] = training ? __ddiv_rn(__dmul_rn(__dmul_rn(__dmul_rn(__dmul_rn(-gj, istd), istd), istd), sdyx[j]), cnt)
+                        : 0.0;
+        C[j] = training ? __ddiv_rn(__dmul_rn(__dmul_rn(-gj, istd), sdy[j]), cnt) : 0.0;
+    }
+}
+
+cudaError_t lt_cu_vec_f64(cudaStream_t s, lt_cu_vec v, double *out, int64_t c)
+{
+    if (c == 0)
+        return cudaSuccess;
+    k_vec_f64<<<blocks_for(c), THREADS, 0, s>>>(v, out, c);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_bn_coeffs(cudaStream_t s, int64_t c, bool training, double eps, double mom, lt_cu_vec g, lt_cu_vec b,
+                            lt_cu_vec m, lt_cu_vec v, const double *bm, const double *bv, double *a, double *off,
+                            lt_cu_out rm, lt_cu_out rv, lt_cu_out om, lt_cu_out ov)
+{
+    if (c == 0)
+        return cudaSuccess;
+    k_bn_coeffs<<<blocks_for(c), THREADS, 0, s>>>(c, training, eps, mom, g, b, m, v, bm, bv, a, off, rm, rv, om, ov);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_bn_grad_coeffs(cudaStream_t s, int64_t c, bool training, double eps, double cnt, lt_cu_vec g,
+                                 const double *var, const double *sdy, const double *sdyx, double *A, double *B,
+                                 double *C, lt_cu_out ds, lt_cu_out db)
+{
+    if (c == 0)
+        return cudaSuccess;
+    k_bn_grad_coeffs<<<blocks_for(c), THREADS, 0, s>>>(c, training, eps, cnt, g, var, sdy, sdyx, A, B, C, ds, db);
+    return cudaGetLastError();
+}
+
 cudaError_t lt_cu_scatter_add(cudaStream_t s, bool f64, const void *dy, const int64_t *idx, void *dx, int64_t outer,
                               int64_t ax, int64_t inner, int64_t m)
 {

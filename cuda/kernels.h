@@ -89,6 +89,32 @@ cudaError_t lt_cu_chan_affine(cudaStream_t s, bool f64, const void *x, void *y, 
                               const double *a, const double *off);
 cudaError_t lt_cu_bn_dx(cudaStream_t s, bool f64, const void *dy, const void *x, void *dx, int64_t n, int64_t c,
                         int64_t sp, const double *mu, const double *A, const double *B, const double *C);
+/* The per-channel coefficients of BatchNormalization on the device, in
+ * double with the CPU kernel's operations in its order (no contraction):
+ * vectors are given as (pointer, whether float64, else float32). Forward:
+ * a = g / sqrt(bv + eps), off = b - bm a, and when training the running
+ * statistics m mom + bm (1 - mom) (likewise v, bv), else m and v passed
+ * on; rm, rv, om, ov (the outputs: running then saved statistics; NULL
+ * where not wanted) are written in their own types. Gradient: with
+ * istd = 1 / sqrt(var + eps): ds = sdyx istd, A = g istd, and when
+ * training B = -g istd istd istd sdyx / cnt and C = -g istd sdy / cnt
+ * (else 0); ds and db (= sdy) written in their own types (NULL: not
+ * wanted). lt_cu_vec_f64 widens a vector into doubles. */
+typedef struct lt_cu_vec {
+    const void *p;
+    bool f64;
+} lt_cu_vec;
+typedef struct lt_cu_out {
+    void *p;
+    bool f64;
+} lt_cu_out;
+cudaError_t lt_cu_vec_f64(cudaStream_t s, lt_cu_vec v, double *out, int64_t c);
+cudaError_t lt_cu_bn_coeffs(cudaStream_t s, int64_t c, bool training, double eps, double mom, lt_cu_vec g, lt_cu_vec b,
+                            lt_cu_vec m, lt_cu_vec v, const double *bm, const double *bv, double *a, double *off,
+                            lt_cu_out rm, lt_cu_out rv, lt_cu_out om, lt_cu_out ov);
+cudaError_t lt_cu_bn_grad_coeffs(cudaStream_t s, int64_t c, bool training, double eps, double cnt, lt_cu_vec g,
+                                 const double *var, const double *sdy, const double *sdyx, double *A, double *B,
+                                 double *C, lt_cu_out ds, lt_cu_out db);
 /* GatherGrad: dx (outer, ax, inner) += dy (outer, m, inner) at rows idx
  * (in range; dx zeroed by the caller). */
 cudaError_t lt_cu_scatter_add(cudaStream_t s, bool f64, const void *dy, const int64_t *idx, void *dx, int64_t outer,

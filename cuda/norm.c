@@ -3,10 +3,10 @@
  *
  * The large sums (batch statistics, the gradient's sums of dy and
  * dy (x - mean)) run on the device in double; the per-channel arithmetic
- * on the C values (scale, bias and running statistics, read on the host as
- * the CPU kernel reads them) runs on the host in double exactly as the CPU
- * does it, and its coefficients go back to the device for one elementwise
- * pass. A node thus waits for the device once or twice. */
+ * on the C values (scale, bias and running statistics) runs on the device
+ * too, in double with the CPU kernel's operations in its order, and one
+ * elementwise pass applies the coefficients. Everything is queued on the
+ * stream: the host never waits for the device in these nodes. */
 #include "cuda_internal.h"
 #include "../runtime/cpu/norm_util.h"
 #include <math.h>
@@ -48,23 +48,8 @@ static lt_status chan_split(lt_kctx *k, const lt_tensor *x, int64_t *n, int64_t 
     return LT_OK;
 }
 
-/* c values of a per-channel host tensor as double (NULL: failed). */
-static double *vec(lt_kctx *k, const lt_tensor *t, int64_t c, const char *what)
-{
-    if (!t || t->numel != c) {
-        lt_k_fail(k, LT_ERR_RUNTIME, "%s must hold %lld values", what, (long long)c);
-        return NULL;
-    }
-    double *v = lt_k_scratch(k, sizeof(double) * (size_t)(c ? c : 1));
-    if (!v) {
-        lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
-        return NULL;
-    }
-    for (int64_t j = 0; j < c; j++)
-        v[j] = lt_tensor_get_f64(t, j);
-    return v;
-}
-
+/* A copy on the stream, then a wait for it (the dropout mask: host scratch
+ * that goes back once the node returns). */
 static lt_status copy(lt_kctx *k, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
     cudaStream_t st = lt_cuda_of(k->be)->stream;
@@ -74,36 +59,31 @@ static lt_status copy(lt_kctx *k, void *dst, const void *src, size_t bytes, enum
     return LT_OK;
 }
 
-/* Output i shaped and typed like the host tensor `like`, holding vals. */
-static lt_status out_vec(lt_kctx *k, int i, const lt_tensor *like, const double *vals)
+/* A per-channel input of c values on the device. */
+static lt_status chan_vec(lt_kctx *k, const lt_tensor *t, int64_t c, const char *what, lt_cu_vec *v)
 {
+    if (!t || t->numel != c)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "%s must hold %lld values", what, (long long)c);
+    *v = (lt_cu_vec){t->data, F64(t)};
+    return LT_OK;
+}
+
+/* Output i shaped and typed like `like`, on the device ({NULL}: not wanted). */
+static lt_status chan_out(lt_kctx *k, int i, const lt_tensor *like, lt_cu_out *o)
+{
+    *o = (lt_cu_out){NULL, false};
     if (!lt_k_want(k, i))
         return LT_OK;
     lt_tensor *t;
     lt_status s = lt_k_out(k, i, like->dtype, like->rank, like->dims, &t);
-    if (s != LT_OK || t->numel == 0)
-        return s;
-    size_t n = (size_t)t->numel;
-    if (like->dtype == LT_F64)
-        return copy(k, t->data, vals, n * sizeof(double), cudaMemcpyHostToDevice);
-    float *f = lt_k_scratch(k, n * sizeof *f);
-    if (!f)
-        return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
-    for (size_t j = 0; j < n; j++)
-        f[j] = (float)vals[j];
-    return copy(k, t->data, f, n * sizeof *f, cudaMemcpyHostToDevice);
+    if (s == LT_OK && t->numel > 0)
+        *o = (lt_cu_out){t->data, F64(t)};
+    return s;
 }
 
-/* The batch's mean and biased variance per channel, onto the host. */
-static lt_status batch_stats(lt_kctx *k, const lt_tensor *x, int64_t n, int64_t c, int64_t sp, lt_buf *dev,
-                             double *mean, double *var)
+static lt_status launched(lt_kctx *k, cudaError_t e, const char *what, int line)
 {
-    double *dm = dev->data, *dv = dm + c;
-    LT_CUDA_K(k, lt_cu_chan_stats(lt_cuda_of(k->be)->stream, F64(x), x->data, n, c, sp, dm, dv));
-    lt_status s = copy(k, mean, dm, sizeof(double) * (size_t)c, cudaMemcpyDeviceToHost);
-    if (s == LT_OK)
-        s = copy(k, var, dv, sizeof(double) * (size_t)c, cudaMemcpyDeviceToHost);
-    return s;
+    return e == cudaSuccess ? LT_OK : lt_cuda_kfail(k, __FILE__, line, what, "CUDA", cudaGetErrorString(e));
 }
 
 /* As the CPU decides: training_mode from opset 14, else whether the node
@@ -122,68 +102,55 @@ static bool bn_training(const lt_kctx *k)
 }
 
 /* BatchNormalization (X, scale, B, mean, var) -> Y[, running_mean,
- * running_var, batch mean, batch var] */
+ * running_var, batch mean, batch var]: the batch's statistics, the
+ * per-channel coefficients and the affine pass all queued on the stream,
+ * nothing read back to the host. */
 static lt_status k_batch_norm(lt_kctx *k)
 {
-    const lt_tensor *x = lt_k_in(k, 0), *scale = lt_k_in(k, 1), *bias = lt_k_in(k, 2);
-    const lt_tensor *mean_in = lt_k_in(k, 3), *var_in = lt_k_in(k, 4);
-    if (!x || !scale || !bias || !mean_in || !var_in)
+    const lt_tensor *x = lt_k_in(k, 0), *mean_in = lt_k_in(k, 3), *var_in = lt_k_in(k, 4);
+    if (!x || !lt_k_in(k, 1) || !lt_k_in(k, 2) || !mean_in || !var_in)
         return lt_k_fail(k, LT_ERR_RUNTIME, "needs X, scale, B, mean and var");
     int64_t n, c, sp;
     lt_status s = chan_split(k, x, &n, &c, &sp);
     if (s != LT_OK)
         return s;
     double eps = lt_attr_float(k->node, "epsilon", 1e-5f), mom = lt_attr_float(k->node, "momentum", 0.9f);
-    const double *g = vec(k, scale, c, "scale"), *b = g ? vec(k, bias, c, "B") : NULL;
-    const double *m = b ? vec(k, mean_in, c, "mean") : NULL, *v = m ? vec(k, var_in, c, "var") : NULL;
-    double *h = v ? lt_k_scratch(k, sizeof(double) * 6 * (size_t)(c ? c : 1)) : NULL;
-    if (!h)
-        return v ? lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory") : LT_ERR_RUNTIME;
-    double *a = h, *off = h + c, *bm = h + 2 * c, *bv = h + 3 * c, *rm = h + 4 * c, *rv = h + 5 * c;
-    bool training = bn_training(k);
-    lt_buf *dev;
-    if ((s = lt_cuda_scratch(k, sizeof(double) * 2 * (size_t)(c ? c : 1), &dev)) != LT_OK)
+    lt_cu_vec g, b, m, v;
+    if ((s = chan_vec(k, lt_k_in(k, 1), c, "scale", &g)) != LT_OK || (s = chan_vec(k, lt_k_in(k, 2), c, "B", &b)) ||
+        (s = chan_vec(k, mean_in, c, "mean", &m)) || (s = chan_vec(k, var_in, c, "var", &v)))
         return s;
+    bool training = bn_training(k);
+    cudaStream_t st = lt_cuda_of(k->be)->stream;
+    lt_buf *dev;
+    if ((s = lt_cuda_scratch(k, sizeof(double) * 4 * (size_t)(c ? c : 1), &dev)) != LT_OK)
+        return s;
+    double *bm = dev->data, *bv = bm + c, *a = bm + 2 * c, *off = bm + 3 * c;
     if (training) {
-        s = batch_stats(k, x, n, c, sp, dev, bm, bv);
+        s = launched(k, lt_cu_chan_stats(st, F64(x), x->data, n, c, sp, bm, bv), "lt_cu_chan_stats", __LINE__);
     } else {
-        memcpy(bm, m, sizeof(double) * (size_t)c);
-        memcpy(bv, v, sizeof(double) * (size_t)c);
-    }
-    for (int64_t j = 0; j < c; j++) {
-        a[j] = g[j] / sqrt(bv[j] + eps);
-        off[j] = b[j] - bm[j] * a[j];
-        rm[j] = training ? m[j] * mom + bm[j] * (1 - mom) : m[j];
-        rv[j] = training ? v[j] * mom + bv[j] * (1 - mom) : v[j];
-    }
-    lt_tensor *y = NULL;
-    if (s == LT_OK)
-        s = copy(k, dev->data, a, sizeof(double) * 2 * (size_t)c, cudaMemcpyHostToDevice); /* a, off */
-    if (s == LT_OK)
-        s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &y);
-    if (s == LT_OK) {
-        cudaError_t e = lt_cu_chan_affine(lt_cuda_of(k->be)->stream, F64(x), x->data, y->data, n, c, sp, dev->data,
-                                          (const double *)dev->data + c);
-        if (e != cudaSuccess)
-            s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_chan_affine", "CUDA", cudaGetErrorString(e));
+        s = launched(k, lt_cu_vec_f64(st, m, bm, c), "lt_cu_vec_f64", __LINE__);
+        if (s == LT_OK)
+            s = launched(k, lt_cu_vec_f64(st, v, bv, c), "lt_cu_vec_f64", __LINE__);
     }
     /* training: running statistics, then the batch's; inference: the
      * running values passed through */
+    lt_cu_out rm, rv, om, ov;
+    if (s == LT_OK && (s = chan_out(k, 1, mean_in, &rm)) == LT_OK && (s = chan_out(k, 2, var_in, &rv)) == LT_OK &&
+        (s = chan_out(k, 3, mean_in, &om)) == LT_OK && (s = chan_out(k, 4, var_in, &ov)) == LT_OK)
+        s = launched(k, lt_cu_bn_coeffs(st, c, training, eps, mom, g, b, m, v, bm, bv, a, off, rm, rv, om, ov),
+                     "lt_cu_bn_coeffs", __LINE__);
+    lt_tensor *y = NULL;
     if (s == LT_OK)
-        s = out_vec(k, 1, mean_in, rm);
+        s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &y);
     if (s == LT_OK)
-        s = out_vec(k, 2, var_in, rv);
-    if (s == LT_OK)
-        s = out_vec(k, 3, mean_in, training ? bm : m);
-    if (s == LT_OK)
-        s = out_vec(k, 4, var_in, training ? bv : v);
-    if (s == LT_OK) /* dev may go back to the pool only once the affine pass has read it */
-        s = copy(k, NULL, NULL, 0, cudaMemcpyDeviceToDevice);
-    lt_buf_release(dev);
+        s = launched(k, lt_cu_chan_affine(st, F64(x), x->data, y->data, n, c, sp, a, off), "lt_cu_chan_affine",
+                     __LINE__);
+    lt_buf_release(dev); /* the stream's later work only: the pool hands it out to kernels queued after these */
     return s;
 }
 
-/* BatchNormalizationGrad (dy, x, scale, bias, mean, var) -> dx, dscale, dbias */
+/* BatchNormalizationGrad (dy, x, scale, bias, mean, var) -> dx, dscale,
+ * dbias, all on the stream like the forward */
 static lt_status k_batch_norm_grad(lt_kctx *k)
 {
     const lt_tensor *dy = lt_k_in(k, 0), *x = lt_k_in(k, 1), *scale = lt_k_in(k, 2), *bias = lt_k_in(k, 3);
@@ -200,63 +167,40 @@ static lt_status k_batch_norm_grad(lt_kctx *k)
                          (long long)c);
     double eps = lt_attr_float(k->node, "epsilon", 1e-5f);
     bool training = lt_attr_int(k->node, "training_mode", 0) != 0;
-    const double *g = vec(k, scale, c, "scale");
-    double *h = g ? lt_k_scratch(k, sizeof(double) * 8 * (size_t)(c ? c : 1)) : NULL;
-    if (!h)
-        return g ? lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory") : LT_ERR_RUNTIME;
-    double *mu = h, *A = h + c, *B = h + 2 * c, *C = h + 3 * c, *var = h + 4 * c, *sdy = h + 5 * c, *sdyx = h + 6 * c,
-           *ds = h + 7 * c;
-    lt_buf *dev;
-    if ((s = lt_cuda_scratch(k, sizeof(double) * 4 * (size_t)(c ? c : 1), &dev)) != LT_OK)
+    lt_cu_vec g, m = {0}, v = {0};
+    if ((s = chan_vec(k, scale, c, "scale", &g)) != LT_OK)
         return s;
-    double *d = dev->data;
+    if (!training && ((s = chan_vec(k, lt_k_in(k, 4), c, "mean", &m)) != LT_OK ||
+                      (s = chan_vec(k, lt_k_in(k, 5), c, "var", &v)) != LT_OK))
+        return s;
+    cudaStream_t st = lt_cuda_of(k->be)->stream;
+    lt_buf *dev;
+    if ((s = lt_cuda_scratch(k, sizeof(double) * 7 * (size_t)(c ? c : 1), &dev)) != LT_OK)
+        return s;
+    double *mu = dev->data, *var = mu + c, *sdy = mu + 2 * c, *sdyx = mu + 3 * c, *A = mu + 4 * c, *B = mu + 5 * c,
+           *C = mu + 6 * c;
     if (training) {
-        s = batch_stats(k, x, n, c, sp, dev, mu, var);
+        s = launched(k, lt_cu_chan_stats(st, F64(x), x->data, n, c, sp, mu, var), "lt_cu_chan_stats", __LINE__);
     } else {
-        const double *m = vec(k, lt_k_in(k, 4), c, "mean"), *v = m ? vec(k, lt_k_in(k, 5), c, "var") : NULL;
-        if (!v)
-            s = LT_ERR_RUNTIME;
-        else {
-            memcpy(mu, m, sizeof(double) * (size_t)c);
-            memcpy(var, v, sizeof(double) * (size_t)c);
-        }
+        s = launched(k, lt_cu_vec_f64(st, m, mu, c), "lt_cu_vec_f64", __LINE__);
+        if (s == LT_OK)
+            s = launched(k, lt_cu_vec_f64(st, v, var, c), "lt_cu_vec_f64", __LINE__);
     }
     /* sums of dy and dy (x - mu) per channel */
     if (s == LT_OK)
-        s = copy(k, d, mu, sizeof(double) * (size_t)c, cudaMemcpyHostToDevice);
-    if (s == LT_OK) {
-        cudaError_t e = lt_cu_chan_sums(lt_cuda_of(k->be)->stream, F64(x), x->data, dy->data, d, n, c, sp, d + c,
-                                        d + 2 * c);
-        if (e != cudaSuccess)
-            s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_chan_sums", "CUDA", cudaGetErrorString(e));
-    }
-    if (s == LT_OK)
-        s = copy(k, sdy, d + c, sizeof(double) * 2 * (size_t)c, cudaMemcpyDeviceToHost); /* sdy, sdyx */
-    if (s == LT_OK) {
-        double M = (double)n * (double)sp;
-        for (int64_t j = 0; j < c; j++) {
-            double istd = 1 / sqrt(var[j] + eps);
-            ds[j] = sdyx[j] * istd;
-            A[j] = g[j] * istd;
-            B[j] = training ? -g[j] * istd * istd * istd * sdyx[j] / M : 0;
-            C[j] = training ? -g[j] * istd * sdy[j] / M : 0;
-        }
-        s = copy(k, d, mu, sizeof(double) * 4 * (size_t)c, cudaMemcpyHostToDevice); /* mu, A, B, C */
-    }
+        s = launched(k, lt_cu_chan_sums(st, F64(x), x->data, dy->data, mu, n, c, sp, sdy, sdyx), "lt_cu_chan_sums",
+                     __LINE__);
+    lt_cu_out ds, db;
+    if (s == LT_OK && (s = chan_out(k, 1, scale, &ds)) == LT_OK && (s = chan_out(k, 2, bias ? bias : scale, &db)) == LT_OK)
+        s = launched(k,
+                     lt_cu_bn_grad_coeffs(st, c, training, eps, (double)n * (double)sp, g, var, sdy, sdyx, A, B, C, ds,
+                                          db),
+                     "lt_cu_bn_grad_coeffs", __LINE__);
     lt_tensor *dx;
-    if (s == LT_OK && lt_k_want(k, 0) && (s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &dx)) == LT_OK) {
-        cudaError_t e = lt_cu_bn_dx(lt_cuda_of(k->be)->stream, F64(x), dy->data, x->data, dx->data, n, c, sp, d, d + c,
-                                    d + 2 * c, d + 3 * c);
-        if (e != cudaSuccess)
-            s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_bn_dx", "CUDA", cudaGetErrorString(e));
-    }
-    if (s == LT_OK)
-        s = out_vec(k, 1, scale, ds);
-    if (s == LT_OK)
-        s = out_vec(k, 2, bias ? bias : scale, sdy);
-    if (s == LT_OK) /* dx's pass reads dev */
-        s = copy(k, NULL, NULL, 0, cudaMemcpyDeviceToDevice);
-    lt_buf_release(dev);
+    if (s == LT_OK && lt_k_want(k, 0) && (s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &dx)) == LT_OK)
+        s = launched(k, lt_cu_bn_dx(st, F64(x), dy->data, x->data, dx->data, n, c, sp, mu, A, B, C), "lt_cu_bn_dx",
+                     __LINE__);
+    lt_buf_release(dev); /* as in the forward */
     return s;
 }
 
@@ -336,7 +280,7 @@ static lt_status k_dropout(lt_kctx *k)
 
 void lt_cuda_register_norm(lt_cu_op *tab)
 {
-    tab[LT_OP_BATCH_NORMALIZATION] = (lt_cu_op){k_batch_norm, 0x1Eu, 0, fits_bn};
-    tab[LT_OP_BATCH_NORM_GRAD] = (lt_cu_op){k_batch_norm_grad, 0x3Cu, 0, fits_bn};
+    tab[LT_OP_BATCH_NORMALIZATION] = (lt_cu_op){k_batch_norm, 0, 0, fits_bn};
+    tab[LT_OP_BATCH_NORM_GRAD] = (lt_cu_op){k_batch_norm_grad, 0, 0, fits_bn};
     tab[LT_OP_DROPOUT] = (lt_cu_op){k_dropout, 0x6u, 0, fits_dropout};
 }
