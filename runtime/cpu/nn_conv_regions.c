@@ -89,6 +89,9 @@ static lt_status plan_of(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, 
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (convolution regions)");
     memset(p->used, 0, (size_t)(g->k[0] * g->k[1]));
     span1 *sx = sy + g->grid[0];
+    p->nth = omp_get_max_threads();
+    double flops = 2.0 * (double)n * (double)m * (double)p->L * (double)c * (double)(g->k[0] * g->k[1]);
+    p->parallel = p->nth > 1 && flops >= 8.0 * LT_NN_PAR_MIN;
     int ny = axis_spans(g, 0, sy), nx = axis_spans(g, 1, sx);
     for (int a = 0; a < ny; a++)
         for (int b = 0; b < nx; b++) {
@@ -100,6 +103,11 @@ static lt_status plan_of(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, 
             r->rows = c * r->ntap;
             r->nb = cdiv(COLS, r->npos);
             r->nb = r->nb > n ? n : r->nb;
+            /* in parallel, every region's images in a block per thread at
+             * least: the threads split the images, not the work of one
+             * block (each part would gather that block again) */
+            if (p->parallel && r->nb * p->nth > n)
+                r->nb = cdiv(n, p->nth);
             r->nblk = cdiv(n, r->nb);
             r->cols = r->nb * r->npos;
             for (int64_t ty = r->ty0; ty < r->ty1; ty++)
@@ -112,9 +120,6 @@ static lt_status plan_of(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, 
             if (r->cols > p->max_cols)
                 p->max_cols = r->cols;
         }
-    p->nth = omp_get_max_threads();
-    double flops = 2.0 * (double)n * (double)m * (double)p->L * (double)c * (double)(g->k[0] * g->k[1]);
-    p->parallel = p->nth > 1 && flops >= 8.0 * LT_NN_PAR_MIN;
     return LT_OK;
 }
 
@@ -379,8 +384,8 @@ lt_status lt_nn_conv_regions(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t
     for (int q = 0; q < p.nreg; q++)
         base += p.reg[q].nblk;
     int64_t ms = 1;
-    if (p.parallel && base < 2 * p.nth) {
-        ms = cdiv(2 * p.nth, base);
+    if (p.parallel && base < p.nth) {
+        ms = cdiv(p.nth, base);
         int64_t most = m / 32 > 1 ? m / 32 : 1;
         ms = ms > most ? most : ms;
     }
@@ -461,8 +466,8 @@ lt_status lt_nn_conv_regions_data(lt_kctx *k, const lt_nn_geom *g, int64_t n, in
             if (r->ntap == 0)
                 continue;
             int64_t cs = 1;
-            if (nt > 1 && r->nblk < 2 * nt) {
-                cs = cdiv(2 * nt, r->nblk);
+            if (nt > 1 && r->nblk < nt) {
+                cs = cdiv(nt, r->nblk);
                 cs = cs > c ? c : cs;
             }
 #pragma omp for schedule(dynamic, 1)
@@ -499,10 +504,9 @@ lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, 
     if (s != LT_OK)
         return s;
     int nt = p.parallel ? p.nth : 1;
-    /* parts of dW's rows, taken as threads come free: two a thread where
-     * they keep 16 rows (a thread slowed by another process then takes
-     * fewer), else one, of at least 8 rows */
-    int64_t ms = m / (2 * nt) >= 16 ? 2 * nt : nt;
+    /* one part of dW's rows a thread, of at least 8 rows (each part reads
+     * every block's rows again) */
+    int64_t ms = nt;
     if (ms > 1 && m / ms < 8)
         ms = m / 8 > 1 ? m / 8 : 1;
     int64_t K = g->k[0] * g->k[1], KW = g->k[1], per = p.max_rc + m * p.max_cols + K * c;
