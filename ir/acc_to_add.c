@@ -9,21 +9,6 @@ typedef struct fold {
     int nfolded;
 } fold;
 
-static void count_block(int *uses, const lt_block *b)
-{
-    for (int i = 0; i < b->nnodes; i++) {
-        const lt_node *n = b->nodes[i];
-        for (int j = 0; j < n->nin; j++)
-            if (n->in[j])
-                uses[n->in[j]->id]++;
-        for (int r = 0; r < n->nregions; r++)
-            count_block(uses, n->regions[r]);
-    }
-    for (int r = 0; r < b->nresults; r++)
-        if (b->results[r])
-            uses[b->results[r]->id]++;
-}
-
 /* both known and equal dims, symbols by name */
 static bool same_shape(const lt_type *a, const lt_type *b)
 {
@@ -150,16 +135,8 @@ static lt_status fold_block(fold *f, lt_block *b)
         if (collect(f, b, i, &adds, &na, &read))
             s = rewrite(f, b, i, adds, na, read, dead);
     }
-    if (s == LT_OK) {
-        int w = 0;
-        for (int i = 0; i < b->nnodes; i++) {
-            if (dead[i])
-                continue;
-            b->nodes[i]->index = w;
-            b->nodes[w++] = b->nodes[i];
-        }
-        b->nnodes = w;
-    }
+    if (s == LT_OK)
+        lt_block_drop_nodes(b, dead);
     free(dead);
     free(adds);
     return s;
@@ -172,9 +149,9 @@ lt_status lt_ir_acc_to_add(lt_module *m, int *nfolded, lt_err *err)
     lt_status s = f.uses ? LT_OK : LT_ERR_NOMEM;
     if (s == LT_OK) {
         if (m->main)
-            count_block(f.uses, m->main);
+            lt_block_count_uses(m->main, f.uses);
         for (int i = 0; i < m->nfuncs; i++)
-            count_block(f.uses, m->funcs[i]->body);
+            lt_block_count_uses(m->funcs[i]->body, f.uses);
         if (m->main)
             s = fold_block(&f, m->main);
         for (int i = 0; i < m->nfuncs && s == LT_OK; i++)

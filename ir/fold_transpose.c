@@ -10,21 +10,6 @@ typedef struct fold {
     int nfolded;
 } fold;
 
-static void count_block(int *uses, const lt_block *b)
-{
-    for (int i = 0; i < b->nnodes; i++) {
-        const lt_node *n = b->nodes[i];
-        for (int j = 0; j < n->nin; j++)
-            if (n->in[j])
-                uses[n->in[j]->id]++;
-        for (int r = 0; r < n->nregions; r++)
-            count_block(uses, n->regions[r]);
-    }
-    for (int r = 0; r < b->nresults; r++)
-        if (b->results[r])
-            uses[b->results[r]->id]++;
-}
-
 static bool float_tensor(const lt_ival *v)
 {
     return v && v->type.kind == LT_KIND_TENSOR && (v->type.dtype == LT_F32 || v->type.dtype == LT_F64) &&
@@ -185,16 +170,8 @@ static lt_status fold_block(fold *f, lt_block *b)
         f->uses[t->in[0]->id]--;
         f->unhooked[t->in[0]->id] = true;
     }
-    if (s == LT_OK) {
-        int w = 0;
-        for (int i = 0; i < b->nnodes; i++) {
-            if (dead[i])
-                continue;
-            b->nodes[i]->index = w;
-            b->nodes[w++] = b->nodes[i];
-        }
-        b->nnodes = w;
-    }
+    if (s == LT_OK)
+        lt_block_drop_nodes(b, dead);
     free(dead);
     return s;
 }
@@ -215,9 +192,9 @@ lt_status lt_ir_fold_transpose(lt_module *m, int *nfolded, lt_err *err)
     lt_status s = f.uses && f.unhooked ? LT_OK : LT_ERR_NOMEM;
     if (s == LT_OK) {
         if (m->main)
-            count_block(f.uses, m->main);
+            lt_block_count_uses(m->main, f.uses);
         for (int i = 0; i < m->nfuncs; i++)
-            count_block(f.uses, m->funcs[i]->body);
+            lt_block_count_uses(m->funcs[i]->body, f.uses);
         if (m->main)
             s = fold_block(&f, m->main);
         for (int i = 0; i < m->nfuncs && s == LT_OK; i++)
@@ -226,9 +203,9 @@ lt_status lt_ir_fold_transpose(lt_module *m, int *nfolded, lt_err *err)
     if (s == LT_OK) {
         memset(f.uses, 0, sizeof *f.uses * ((size_t)m->nvalues + 1));
         if (m->main)
-            count_block(f.uses, m->main);
+            lt_block_count_uses(m->main, f.uses);
         for (int i = 0; i < m->nfuncs; i++)
-            count_block(f.uses, m->funcs[i]->body);
+            lt_block_count_uses(m->funcs[i]->body, f.uses);
         recount(m, f.uses);
     }
     free(f.uses);

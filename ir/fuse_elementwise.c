@@ -108,21 +108,6 @@ static int fusable(const lt_node *n)
     return full ? code : -1;
 }
 
-static void count_block(fuse *f, const lt_block *b)
-{
-    for (int i = 0; i < b->nnodes; i++) {
-        const lt_node *n = b->nodes[i];
-        for (int j = 0; j < n->nin; j++)
-            if (n->in[j])
-                f->uses[n->in[j]->id]++;
-        for (int r = 0; r < n->nregions; r++)
-            count_block(f, n->regions[r]);
-    }
-    for (int r = 0; r < b->nresults; r++)
-        if (b->results[r])
-            f->uses[b->results[r]->id]++;
-}
-
 static void close_value(fuse *f, const lt_ival *v)
 {
     if (v && f->grp[v->id] >= 0)
@@ -323,14 +308,7 @@ static lt_status fuse_block(fuse *f, lt_block *b)
         for (int j = 0; j < b->nodes[i]->nout; j++)
             if (b->nodes[i]->out[j])
                 f->grp[b->nodes[i]->out[j]->id] = -1;
-    int w = 0;
-    for (int i = 0; i < b->nnodes; i++) {
-        if (dead[i])
-            continue;
-        b->nodes[i]->index = w;
-        b->nodes[w++] = b->nodes[i];
-    }
-    b->nnodes = w;
+    lt_block_drop_nodes(b, dead);
     free(dead);
     return s;
 }
@@ -345,9 +323,9 @@ lt_status lt_ir_fuse_elementwise(lt_module *m, lt_err *err)
         for (int i = 0; i <= m->nvalues; i++)
             f.grp[i] = -1;
         if (m->main)
-            count_block(&f, m->main);
+            lt_block_count_uses(m->main, f.uses);
         for (int i = 0; i < m->nfuncs; i++)
-            count_block(&f, m->funcs[i]->body);
+            lt_block_count_uses(m->funcs[i]->body, f.uses);
         if (m->main)
             s = fuse_block(&f, m->main);
         for (int i = 0; i < m->nfuncs && s == LT_OK; i++)

@@ -457,3 +457,30 @@ done:
     pthread_mutex_unlock(&interned.mu);
     return found;
 }
+
+void lt_block_count_uses(const lt_block *b, int *uses)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j])
+                uses[n->in[j]->id]++;
+        for (int r = 0; r < n->nregions; r++)
+            lt_block_count_uses(n->regions[r], uses);
+    }
+    for (int r = 0; r < b->nresults; r++)
+        if (b->results[r])
+            uses[b->results[r]->id]++;
+}
+
+void lt_block_drop_nodes(lt_block *b, const bool *dead)
+{
+    int w = 0;
+    for (int i = 0; i < b->nnodes; i++) {
+        if (dead[i])
+            continue;
+        b->nodes[i]->index = w;
+        b->nodes[w++] = b->nodes[i];
+    }
+    b->nnodes = w;
+}

@@ -202,6 +202,12 @@ lt_status lt_block_set_params(lt_module *m, lt_block *b, int n);
 lt_status lt_block_set_results(lt_module *m, lt_block *b, int n);
 lt_status lt_node_set_attrs(lt_module *m, lt_node *n, int nattr);
 lt_status lt_node_set_regions(lt_module *m, lt_node *n, int nregions);
+/* uses[v->id] += the node inputs (regions' included) and block results of
+ * b reading v; uses holds one counter per value id of the module. */
+void lt_block_count_uses(const lt_block *b, int *uses);
+/* Drops the nodes i of b with dead[i] (dead indexed by node position),
+ * keeping the others in order with their index fields renumbered. */
+void lt_block_drop_nodes(lt_block *b, const bool *dead);
 int lt_module_sym(lt_module *m, const char *name); /* interns; -1 on OOM */
 int lt_module_add_param(lt_module *m, const char *name); /* -1 on OOM */
 lt_func *lt_module_add_func(lt_module *m, const char *name); /* body has no parent */
