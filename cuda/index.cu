@@ -4,18 +4,12 @@
 // every mode and negative pad means what it means there). Offsets and
 // indices come already checked and normalized from the host (cuda/index.c).
 #include "kernels.h"
+#include "launch.cuh"
 
 namespace {
 
-const int THREADS = 256;
-
-inline unsigned blocks_for(int64_t n)
-{
-    int64_t b = (n + THREADS - 1) / THREADS;
-    if (b < 1)
-        b = 1;
-    return (unsigned)(b > 65535 * 16 ? 65535 * 16 : b);
-}
+using lt_cu::THREADS;
+using lt_cu::blocks_for;
 
 #define GRID_LOOP(i, n)                                                                                        \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)

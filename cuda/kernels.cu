@@ -5,19 +5,13 @@
 // share one template each. Grid-stride loops throughout, so any element
 // count fits the grid.
 #include "kernels.h"
+#include "launch.cuh"
 #include <math.h>
 
 namespace {
 
-const int THREADS = 256;
-
-inline unsigned blocks_for(int64_t n)
-{
-    int64_t b = (n + THREADS - 1) / THREADS;
-    if (b < 1)
-        b = 1;
-    return (unsigned)(b > 65535 * 16 ? 65535 * 16 : b);
-}
+using lt_cu::THREADS;
+using lt_cu::blocks_for;
 
 // The input offsets of output element i (row-major walk of sh->dims).
 __device__ inline void offsets(const lt_cu_shape &sh, int64_t i, int nin, int64_t *off)

@@ -4,19 +4,13 @@
 // tensor in double (gradient clipping), and dst += src (gradient
 // accumulation). Grid-stride loops; float32 and float64 share a template.
 #include "kernels.h"
+#include "launch.cuh"
 #include <math.h>
 
 namespace {
 
-const int THREADS = 256;
-
-inline unsigned blocks_for(int64_t n)
-{
-    int64_t b = (n + THREADS - 1) / THREADS;
-    if (b < 1)
-        b = 1;
-    return (unsigned)(b > 65535 * 16 ? 65535 * 16 : b);
-}
+using lt_cu::THREADS;
+using lt_cu::blocks_for;
 
 template <typename T> __device__ inline T root(T v);
 template <> __device__ inline float root<float>(float v) { return sqrtf(v); }

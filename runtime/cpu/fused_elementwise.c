@@ -7,6 +7,7 @@
  * interpreter is compiled twice, for baseline x86-64 and for AVX-512 (one
  * operation per step, so every width rounds the same), picked from cpuid. */
 #include "../runtime.h"
+#include "cpu_features.h"
 #include "../../ir/fuse_elementwise.h"
 #include "par.h"
 #include "vact.h"
@@ -131,10 +132,7 @@ AVX512 static void run_tiles_avx512(const fe_run *r, int64_t t0, int64_t t1, int
 static void run_tiles(const fe_run *r, int64_t t0, int64_t t1, int64_t n)
 {
 #if FE_X86
-    static int avx512 = -1; /* benign race: every thread computes the same */
-    if (avx512 < 0)
-        avx512 = __builtin_cpu_supports("avx512f");
-    if (avx512) {
+    if (lt_cpu_avx512()) {
         run_tiles_avx512(r, t0, t1, n);
         return;
     }

@@ -12,6 +12,7 @@
  * + beta C, row by row. Every output's sum runs in a fixed order, so
  * results do not depend on the thread count. */
 #include "linalg_util.h"
+#include "cpu_features.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,16 +139,7 @@ AVX512 static void rank1(int64_t M, int64_t N, float alpha, const float *a, int6
     }
 }
 
-static bool have_avx512(void)
-{
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0) {
-        /* LANTERN_GEMM=blas leaves every product to OpenBLAS, as the GEMM kernels do */
-        const char *g = getenv("LANTERN_GEMM");
-        have = __builtin_cpu_supports("avx512f") && !(g && !strcmp(g, "blas"));
-    }
-    return have;
-}
+static bool have_avx512(void) { return lt_cpu_avx512_gemm(); }
 
 bool lt_sgemv_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc)

@@ -1,5 +1,6 @@
 /* CPU kernels: LayerNormalizationGrad and LRNGrad. */
 #include "grad_nn_util.h"
+#include "cpu_features.h"
 #include "norm_util.h"
 #include <math.h>
 #include <omp.h>
@@ -142,7 +143,7 @@ static void ln_fast(const float *x, const float *dy, float *dx, int64_t rows, in
                     double *pds, double *pdb)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx512f")) {
+    if (lt_cpu_avx512()) {
         ln_fast_avx512(x, dy, dx, rows, d, g, eps, pds, pdb);
         return;
     }

@@ -4,6 +4,7 @@
  * first maximum, an equal share onto every tap, or the Lp norm's partial
  * derivative. Planes (N x C) are independent and run in parallel. */
 #include "grad_nn_util.h"
+#include "cpu_features.h"
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -214,13 +215,7 @@ __attribute__((target("avx512f"))) static void max_grad_2x2_avx512(const float *
     }
 }
 
-static bool have_avx512(void)
-{
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0)
-        have = __builtin_cpu_supports("avx512f");
-    return have;
-}
+static bool have_avx512(void) { return lt_cpu_avx512(); }
 #else
 static void max_grad_2x2_avx512(const float *x0, const float *x1, const float *gy, float *d0, float *d1, int64_t ow) {}
 static bool have_avx512(void) { return false; }

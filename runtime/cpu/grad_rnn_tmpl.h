@@ -22,6 +22,7 @@
 #define STEP_PAR_WORK 2097152.0 /* multiply-adds of a direction's recurrent GEMMs worth two threads */
 
 #include <omp.h>
+#include "cpu_features.h"
 
 #include "grad_rnn_act_tmpl.h"
 
@@ -387,14 +388,7 @@ LSTM_ROW_FNS(base, )
 #ifdef GRNN_WIDE
 /* the same compiled for AVX-512 (the build targets baseline x86-64) */
 LSTM_ROW_FNS(wide, GRNN_WIDE)
-static bool SFX(use_wide)(void)
-{
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0)
-        have = __builtin_cpu_supports("avx512f");
-    return have;
-}
-#define LSTM_ROW(dir) (SFX(use_wide)() ? SFX(lstm_row_##dir##_wide) : SFX(lstm_row_##dir##_base))
+#define LSTM_ROW(dir) (lt_cpu_avx512() ? SFX(lstm_row_##dir##_wide) : SFX(lstm_row_##dir##_base))
 #else
 #define LSTM_ROW(dir) SFX(lstm_row_##dir##_base)
 #endif
@@ -611,7 +605,7 @@ static inline __attribute__((always_inline)) void SFX(add_bias_body)(int64_t r0,
 SUM_FNS(base, )
 #ifdef GRNN_WIDE
 SUM_FNS(wide, GRNN_WIDE)
-#define WIDE_OR_BASE(fn) (SFX(use_wide)() ? SFX(fn##_wide) : SFX(fn##_base))
+#define WIDE_OR_BASE(fn) (lt_cpu_avx512() ? SFX(fn##_wide) : SFX(fn##_base))
 #else
 #define WIDE_OR_BASE(fn) SFX(fn##_base)
 #endif

@@ -6,6 +6,7 @@
  * the bounds of those short stretches. The callers fall back when these
  * decline. */
 #include "nn_util.h"
+#include "cpu_features.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -17,10 +18,7 @@
  * register. */
 static bool usable(const lt_nn_geom *g)
 {
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0)
-        have = __builtin_cpu_supports("avx512f");
-    return have && g->nsp == 2 && g->s[0] == 1 && g->s[1] == 1 && g->d[0] == 1 && g->d[1] == 1 && g->pb[0] >= 0 &&
+    return lt_cpu_avx512() && g->nsp == 2 && g->s[0] == 1 && g->s[1] == 1 && g->d[0] == 1 && g->d[1] == 1 && g->pb[0] >= 0 &&
            g->pb[1] >= 0 && g->pe[1] >= 0 && g->img[1] + g->pb[1] + g->pe[1] <= 16;
 }
 

@@ -19,6 +19,7 @@
  * part of dW's rows on its own thread, then added into dW's taps. Each sum
  * runs in the same order whatever the thread count. */
 #include "nn_util.h"
+#include "cpu_features.h"
 #include "linalg_util.h"
 #include <omp.h>
 #include <string.h>
@@ -186,13 +187,7 @@ static void cols_move(const plan *p, const region *r, float *img, int64_t i0, in
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-static bool have_avx512(void)
-{
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0)
-        have = __builtin_cpu_supports("avx512f");
-    return have;
-}
+static bool have_avx512(void) { return lt_cpu_avx512(); }
 
 #define AVX512 __attribute__((target("avx512f")))
 

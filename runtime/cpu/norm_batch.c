@@ -7,6 +7,7 @@
  * results do not depend on the thread count. AVX-512 machines get an
  * instance compiled for it. */
 #include "norm_util.h"
+#include "cpu_features.h"
 #include <math.h>
 #include <omp.h>
 
@@ -35,13 +36,7 @@
 #undef ISA
 #undef ISA_ATTR
 
-static bool have_avx512(void)
-{
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0)
-        have = __builtin_cpu_supports("avx512f");
-    return have;
-}
+static bool have_avx512(void) { return lt_cpu_avx512(); }
 #else
 static bool have_avx512(void) { return false; }
 #define bn_fwd_block_avx512 bn_fwd_block_generic

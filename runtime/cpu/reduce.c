@@ -5,6 +5,7 @@
  * core; integer types reduce exactly in 64-bit integers. Also the family's
  * registrar. */
 #include "reduce_util.h"
+#include "cpu_features.h"
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -161,13 +162,7 @@ static double finish(rkind kind, double a, double shift, int64_t r)
 AROUND_COLS(generic, )
 #if defined(__x86_64__) && defined(__GNUC__)
 AROUND_COLS(avx512, __attribute__((target("avx512f,prefer-vector-width=512"))))
-static bool have_avx512(void)
-{
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0)
-        have = __builtin_cpu_supports("avx512f");
-    return have;
-}
+static bool have_avx512(void) { return lt_cpu_avx512(); }
 #else
 #define around_cols_avx512 around_cols_generic
 static bool have_avx512(void) { return false; }

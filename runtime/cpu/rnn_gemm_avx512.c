@@ -7,6 +7,7 @@
  * a time, and every output's sum runs over k in order, so results do not
  * depend on how the batch is split over threads. */
 #include "grad_rnn_util.h"
+#include "cpu_features.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,16 +23,7 @@ static inline __mmask16 mask_of(int64_t n)
     return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
 
-bool lt_rgemm_have(void)
-{
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0) {
-        /* LANTERN_GEMM=blas leaves every product to OpenBLAS, as the GEMM kernels do */
-        const char *g = getenv("LANTERN_GEMM");
-        have = __builtin_cpu_supports("avx512f") && !(g && !strcmp(g, "blas"));
-    }
-    return have;
-}
+bool lt_rgemm_have(void) { return lt_cpu_avx512_gemm(); }
 
 int64_t lt_rgemm_packed_len(int64_t N, int64_t K)
 {

@@ -6,6 +6,7 @@
  * through 16x16 in-register transposes. linalg_gemm.c routes float
  * products here and keeps OpenBLAS for the shapes this does no better on. */
 #include "linalg_util.h"
+#include "cpu_features.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,15 +209,8 @@ AVX512 static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
 bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0) {
-        /* LANTERN_GEMM=blas leaves every product to OpenBLAS (comparisons
-         * that must use the same BLAS kernels as another program) */
-        const char *g = getenv("LANTERN_GEMM");
-        have = __builtin_cpu_supports("avx512f") && !(g && !strcmp(g, "blas"));
-    }
     /* narrow products waste most of the NR-wide tile: OpenBLAS's are better */
-    if (!have || N < NR || M < 4 || K < 1)
+    if (!lt_cpu_avx512_gemm() || N < NR || M < 4 || K < 1)
         return false;
     float *buf = buffers();
     if (!buf)

@@ -8,6 +8,7 @@
  * per row while A's
  * entries are broadcast. */
 #include "linalg_util.h"
+#include "cpu_features.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,12 +124,7 @@ AVX512 static void run_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
 bool lt_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0) {
-        const char *g = getenv("LANTERN_GEMM");
-        have = __builtin_cpu_supports("avx512f") && !(g && !strcmp(g, "blas"));
-    }
-    if (!have || M < 1 || N < 1 || K < 1 || N > SMALL_MAX_N || K * N > SMALL_MAX_KN)
+    if (!lt_cpu_avx512_gemm() || M < 1 || N < 1 || K < 1 || N > SMALL_MAX_N || K * N > SMALL_MAX_KN)
         return false;
     run_small(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return true;

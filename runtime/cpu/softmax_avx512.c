@@ -5,6 +5,7 @@
  * and its sum, one to scale (softmax) or subtract log(sum) (log-softmax).
  * exp is elementwise_vmath.h's lt_ew_expf, lane for lane. */
 #include "reduce_util.h"
+#include "cpu_features.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,10 +77,7 @@ AVX512 static void row(const float *x, float *y, int64_t c, bool logsm)
 
 bool lt_softmax_rows_avx512(const float *x, float *y, int64_t rows, int64_t c, bool logsm)
 {
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0)
-        have = __builtin_cpu_supports("avx512f");
-    if (!have || c < 1)
+    if (!lt_cpu_avx512() || c < 1)
         return false;
     double work = (double)rows * (double)c;
 #pragma omp parallel for schedule(static) if (work > LT_RED_PAR_MIN && rows > 1)

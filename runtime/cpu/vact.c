@@ -6,6 +6,7 @@
 #pragma GCC optimize("no-trapping-math") /* lets the clamps if-convert */
 #endif
 #include "vact.h"
+#include "cpu_features.h"
 #include "elementwise_vmath.h"
 #include <math.h>
 
@@ -74,10 +75,7 @@ static int use_avx2(void)
 static int use_avx512(void)
 {
 #if LT_VACT_X86
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0)
-        have = use_avx2() && __builtin_cpu_supports("avx512f");
-    return have;
+    return use_avx2() && lt_cpu_avx512();
 #else
     return 0;
 #endif

@@ -1,0 +1,16 @@
+/* What the CPU running lantern can do, asked once per process: the build
+ * targets baseline x86-64, and kernels compiled for wider vectors are
+ * picked at run time through these. */
+#ifndef LT_CPU_FEATURES_H
+#define LT_CPU_FEATURES_H
+
+#include <stdbool.h>
+
+/* AVX-512F */
+bool lt_cpu_avx512(void);
+/* AVX-512F, and LANTERN_GEMM is not "blas" (which leaves every matrix
+ * product to OpenBLAS, for comparisons that must use its kernels): whether
+ * lantern's own AVX-512 matrix kernels may run */
+bool lt_cpu_avx512_gemm(void);
+
+#endif
