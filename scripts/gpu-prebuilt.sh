@@ -47,7 +47,11 @@ run)
     PACK=${3:-.gpu/pack.tar.xz}
     DEST=/tmp/lantern-prebuilt
     rm -rf "$DEST" && mkdir -p "$DEST"
-    python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$DEST"
+    if ! python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$PACK" "$DEST" \
+        2>/dev/null || [ ! -x "$DEST/build/lantern" ] || [ ! -f "$DEST/build/CTestTestfile.cmake" ]; then
+        echo "gpu-prebuilt: $PACK: not a pack made by 'gpu-prebuilt.sh pack' (missing, truncated or corrupt)" >&2
+        exit 2
+    fi
     # the build's tests name the source and build folders it was made in
     WANT=$(sed -n 's/^# Source directory: \(.*\)$/\1/p' "$DEST/build/CTestTestfile.cmake")
     if [ -n "$WANT" ] && [ "$WANT" != "$SRC" ]; then
