@@ -98,15 +98,19 @@ static void gc_gather_grid(const gc_job *j, const float *grid, int64_t i0, int64
             memcpy(dst + p * nb * L + i * L, grid + ((i0 + i) * j->gch + p) * L, sizeof(float) * (size_t)L);
 }
 
-/* gc_filter for gc_blocked jobs: one partial sum per slice of blocks */
+/* gc_filter for gc_blocked jobs: one partial sum per slice of blocks. With
+ * fewer taps than the AVX-512 tile's 32 columns (a first layer: RGB or
+ * grey input) and enough output channels, the slices sum dW's transpose
+ * [R, P] = cols [R, m L] * dy^T instead, P columns wide. */
 static lt_status gc_filter_blocked(lt_kctx *k, const gc_job *j, const float *grid, const float *img, float *dw)
 {
     int64_t P = j->P, R = j->R, L = j->L, n = j->n, nb = gc_block_images(j), nblk = (n + nb - 1) / nb;
     int64_t wsize = P * R, cols = nb * L;
+    bool tr = R < 32 && P >= 32;
     int nth = omp_get_max_threads();
     bool parallel = nth > 1 && nblk > 1 && 2.0 * (double)n * (double)wsize * (double)L >= 8.0 * LT_NN_PAR_MIN;
     int nt = parallel ? (nblk < nth ? (int)nblk : nth) : 1;
-    float *part = nt > 1 ? lt_k_scratch(k, sizeof(float) * (size_t)(wsize * nt)) : dw;
+    float *part = nt > 1 || tr ? lt_k_scratch(k, sizeof(float) * (size_t)(wsize * nt)) : dw;
     float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)((P + R) * cols * nt));
     if (!part || !bufs)
         return too_big(k);
@@ -120,17 +124,25 @@ static lt_status gc_filter_blocked(lt_kctx *k, const gc_job *j, const float *gri
         for (int64_t b = nblk * t / nt; b < nblk * (t + 1) / nt; b++) {
             int64_t i0 = b * nb, m = n - i0 < nb ? n - i0 : nb;
             gc_gather_grid(j, grid, i0, m, dyb);
+            if (tr) {
+                for (int64_t i = 0; i < m; i++)
+                    lt_nn_im2col2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L, m * L, &j->g, j->Q);
+                gemm_nt(4, R, P, m * L, colb, m * L, dyb, m * L, acc, P);
+                continue;
+            }
             /* the columns as rows [m L, R]: a plain B operand, no transpose to pack */
             for (int64_t i = 0; i < m; i++)
                 lt_nn_im2row2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L * R, R, &j->g, j->Q);
             lt_nn_gemm(4, false, P, R, m * L, dyb, m * L, colb, R, true, acc, R);
         }
     }
-    if (nt > 1)
+    if (nt > 1 || tr)
         for (int64_t q = 0; q < wsize; q++) {
+            /* dW[p, r] from [p, r] or, transposed, [r, p] */
+            int64_t at = tr ? q % R * P + q / R : q;
             float v = 0;
             for (int t = 0; t < nt; t++)
-                v += part[t * wsize + q];
+                v += part[t * wsize + at];
             dw[q] = v;
         }
     return LT_OK;

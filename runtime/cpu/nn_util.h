@@ -39,6 +39,15 @@ bool lt_nn_im2col2d_avx512(const float *img, float *col, int64_t ldc, const lt_n
 bool lt_nn_im2row2d_avx512(const float *img, float *row, int64_t ldr, const lt_nn_geom *g, int64_t channels);
 bool lt_nn_col2im2d_avx512(const float *col, int64_t ldc, float *img, const lt_nn_geom *g, int64_t ch0, int64_t ch1);
 
+/* MaxPool and MaxPoolGrad (dy to the first maximum of each window in scan
+ * order) on `planes` float32 planes with 3x3 windows, stride 2, unit
+ * dilation, all wholly inside the image (lt_nn_plain2d), with AVX-512
+ * (pool_max3s2_avx512.c); bit for bit the scalar kernels' results. false,
+ * with nothing written, for other geometries (the gradient: grids over
+ * 1024 wide too) or without AVX-512. */
+bool lt_nn_maxpool3s2_f32(const lt_nn_geom *g, int64_t planes, const float *x, float *y);
+bool lt_nn_maxpool3s2_grad_f32(const lt_nn_geom *g, int64_t planes, const float *x, const float *dy, float *dx);
+
 /* Row-major C[m,n] (+)= op(A)[m,k] * B[k,n] on float (esz 4) or double
  * (esz 8); op(A) = A^T when trans_a. Any size may be 0. */
 void lt_nn_gemm(size_t esz, bool trans_a, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, const void *b,

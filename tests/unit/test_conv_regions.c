@@ -2,8 +2,9 @@
  * grids run by regions (runtime/cpu/nn_conv_regions.c: padding-dominated
  * windows, a few positions of a 1x1 kernel, windows wholly in the padding)
  * and on neighbours that must not (groups, one image, large grids), and
- * ConvTranspose's gradients, which run through the same products, against
- * the direct formulas in float64, on one thread and on two. */
+ * ConvTranspose's gradients, which run through the same products, and the
+ * blocked products' filter gradient with few taps x channels, against the
+ * direct formulas in float64, on one thread and on two. */
 #include "testutil.h"
 #include "runtime/cpu/nn_util.h"
 #include <math.h>
@@ -201,6 +202,30 @@ static void not_regions(void **state)
     run_all(cases, sizeof cases / sizeof cases[0], 7300);
 }
 
+/* blocked im2col products (small grids mostly inside the image, one group)
+ * whose filter gradient has fewer than 32 taps x channels (a first layer on
+ * RGB or grey images): with 32 output channels or more it sums dW's
+ * transpose; with fewer, and with 32 taps x channels or more, it does not */
+static void blocked_few_taps(void **state)
+{
+    (void)state;
+    const cfg cases[] = {
+        {"RGB 3x3 no pad 15x15 -> 13x13, 64 channels", 16, 3, 64, 1, {15, 15}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0},
+         true, false},
+        {"grey 5x5 12x12 -> 8x8, 32 channels", 17, 1, 32, 1, {12, 12}, {5, 5}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true,
+         false},
+        {"RGB 3x3 stride 2 pad 1 17x17 -> 9x9, 48 channels", 16, 3, 48, 1, {17, 17}, {3, 3}, {2, 2}, {1, 1},
+         {1, 1, 1, 1}, true, false},
+        {"2 channels 3x2 dilation 2 on 11x13, 33 channels", 18, 2, 33, 1, {11, 13}, {3, 2}, {1, 1}, {2, 2},
+         {1, 0, 1, 1}, false, false},
+        /* must not: too few output channels, or enough taps x channels */
+        {"RGB 3x3 15x15, 16 channels", 16, 3, 16, 1, {15, 15}, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, false},
+        {"4 channels 3x3 (36 rows) 15x15, 64 channels", 16, 4, 64, 1, {15, 15}, {3, 3}, {1, 1}, {1, 1},
+         {0, 0, 0, 0}, true, false},
+    };
+    run_all(cases, sizeof cases / sizeof cases[0], 7700);
+}
+
 /* ConvTranspose's gradients are the same products seen from the other side
  * (ConvTransposeGradData a convolution of dy, ConvTransposeGradFilter the
  * filter product with x on the grid side): x [n, c, img], w [c, m, k], y
@@ -308,6 +333,7 @@ int main(void)
         cmocka_unit_test(regions),
         cmocka_unit_test(not_regions),
         cmocka_unit_test(transpose_regions),
+        cmocka_unit_test(blocked_few_taps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* MaxPool and MaxPoolGrad on float32 with two spatial axes (the select-based
  * kernels for any pads, strides, dilations and ceil_mode, the 3x3 windows
- * unrolled, and the 2x2 stride-2 ones) against a direct reference written
+ * unrolled, the 2x2 stride-2 ones, and the AVX-512 ones for 3x3 stride-2
+ * windows inside the image) against a direct reference written
  * here: every window scanned in row-major order over its in-image taps, the
  * first tap taken and replaced only by a tap v with v > best. Inputs at
  * batch 16 with odd sizes hold few distinct values (ties everywhere), signed
@@ -186,6 +187,16 @@ static void max_pool_2d(void **state)
         {"3x3 SAME_UPPER stride 2, 16x3x11x10", 16, 3, 11, 10, {3, 3}, {2, 2}, {1, 1}, {0}, 0, "SAME_UPPER"},
         {"4x4 stride 2 SAME_LOWER, 16x2x9x8", 16, 2, 9, 8, {4, 4}, {2, 2}, {1, 1}, {0}, 0, "SAME_LOWER"},
         {"5x1 stride 1, 16x2x12x5", 16, 2, 12, 5, {5, 1}, {1, 1}, {1, 1}, {0}},
+        /* 3x3 stride 2 with every window inside the image: the AVX-512
+         * kernels, grid widths below, at and past 16 windows (a register) */
+        {"3x3 stride 2 inside, grid 7x7 + a spare column, 16x5x15x16", 16, 5, 15, 16, {3, 3}, {2, 2}, {1, 1}, {0}},
+        {"3x3 stride 2 inside, grid 1x1, 16x3x3x3", 16, 3, 3, 3, {3, 3}, {2, 2}, {1, 1}, {0}},
+        {"3x3 stride 2 inside, grid 16 wide, 16x2x7x33", 16, 2, 7, 33, {3, 3}, {2, 2}, {1, 1}, {0}},
+        {"3x3 stride 2 inside, grid 33 wide, 16x2x9x68", 16, 2, 9, 68, {3, 3}, {2, 2}, {1, 1}, {0}},
+        {"3x3 stride 2 ceil_mode inside, 16x3x7x7", 16, 3, 7, 7, {3, 3}, {2, 2}, {1, 1}, {0}, 1},
+        {"3x3 stride 2 pad end only, 16x3x8x9", 16, 3, 8, 9, {3, 3}, {2, 2}, {1, 1}, {0, 0, 1, 1}},
+        {"3x3 stride 2 inside, parallel, 16x64x15x15", 16, 64, 15, 15, {3, 3}, {2, 2}, {1, 1}, {0}},
+        {"3x3 stride 2 inside, parallel, 16x32x31x37", 16, 32, 31, 37, {3, 3}, {2, 2}, {1, 1}, {0}},
         /* big enough for the kernels' threads */
         {"3x3 stride 2 pads 1, parallel, 16x64x17x16", 16, 64, 17, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
         {"2x2 stride 2, parallel, 16x32x64x66", 16, 32, 64, 66, {2, 2}, {2, 2}, {1, 1}, {0}},
