@@ -222,15 +222,61 @@ lt_status lt_cuda_scratch(lt_kctx *k, size_t bytes, lt_buf **b)
     return LT_OK;
 }
 
-/* ---- the vtable ---- */
-static lt_status cuda_upload(const lt_backend *be, lt_buf *dst, const void *src, size_t n, lt_err *err)
+/* ---- uploads ---- */
+/* The staging ring (made when the backend opens; without it every upload
+ * waits for the stream): 256 slots of pinned memory used in turn. A slot is
+ * written only after the event recorded behind its last copy has
+ * completed, so a copy never reads bytes written for a later one. */
+static void stage_make(lt_cuda *st)
+{
+    pthread_mutex_init(&st->stage_mu, NULL);
+    void *p = NULL;
+    if (cudaHostAlloc(&p, (size_t)LT_CU_STAGE_SLOTS * LT_CU_STAGE_SLOT, cudaHostAllocDefault) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    for (int i = 0; i < LT_CU_STAGE_SLOTS; i++) {
+        if (cudaEventCreateWithFlags(&st->stage_ev[i], cudaEventDisableTiming) != cudaSuccess) {
+            (void)cudaGetLastError();
+            while (i-- > 0)
+                cudaEventDestroy(st->stage_ev[i]);
+            cudaFreeHost(p);
+            return;
+        }
+    }
+    st->stage = p;
+}
+
+cudaError_t lt_cuda_upload_bytes(const lt_backend *be, void *dst, const void *src, size_t n)
 {
     lt_cuda *st = lt_cuda_of(be);
     if (!n)
-        return LT_OK;
-    LT_CUDA_CHECK(err, cudaMemcpyAsync(dst->data, src, n, cudaMemcpyHostToDevice, st->stream));
-    /* the host bytes may go as soon as we return */
-    LT_CUDA_CHECK(err, cudaStreamSynchronize(st->stream));
+        return cudaSuccess;
+    if (!st->stage || n > LT_CU_STAGE_SLOT) {
+        cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, st->stream);
+        /* the host bytes may go as soon as we return */
+        return e == cudaSuccess ? cudaStreamSynchronize(st->stream) : e;
+    }
+    pthread_mutex_lock(&st->stage_mu);
+    int i = st->stage_next;
+    st->stage_next = (i + 1) % LT_CU_STAGE_SLOTS;
+    cudaError_t e = st->stage_used[i] ? cudaEventSynchronize(st->stage_ev[i]) : cudaSuccess;
+    unsigned char *slot = st->stage + (size_t)i * LT_CU_STAGE_SLOT;
+    if (e == cudaSuccess) {
+        memcpy(slot, src, n);
+        e = cudaMemcpyAsync(dst, slot, n, cudaMemcpyHostToDevice, st->stream);
+    }
+    if (e == cudaSuccess)
+        e = cudaEventRecord(st->stage_ev[i], st->stream);
+    st->stage_used[i] = e == cudaSuccess;
+    pthread_mutex_unlock(&st->stage_mu);
+    return e;
+}
+
+/* ---- the vtable ---- */
+static lt_status cuda_upload(const lt_backend *be, lt_buf *dst, const void *src, size_t n, lt_err *err)
+{
+    LT_CUDA_CHECK(err, lt_cuda_upload_bytes(be, dst->data, src, n));
     return LT_OK;
 }
 
@@ -254,9 +300,17 @@ static bool plain_type(const lt_ival *v, bool any)
 {
     if (!v)
         return true;
+    if (v->type.kind == LT_KIND_CELL) /* a cell's ops (lt_cu_op.cells) take it */
+        return false;
     if (v->type.kind != LT_KIND_TENSOR)
         return false;
     return any || v->type.dtype == LT_F32 || v->type.dtype == LT_F64;
+}
+
+/* a float32 or float64 accumulation cell */
+static bool cell_type(const lt_ival *v)
+{
+    return v && v->type.kind == LT_KIND_CELL && (v->type.dtype == LT_F32 || v->type.dtype == LT_F64);
 }
 
 static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
@@ -268,6 +322,7 @@ static void ops_fill(void)
     lt_cuda_register_dnn(ops);
     lt_cuda_register_norm(ops);
     lt_cuda_register_index(ops);
+    lt_cuda_register_cells(ops);
 }
 
 static lt_kernel_fn cuda_kernel(const lt_backend *be, const lt_node *n, uint64_t *host_inputs)
@@ -279,12 +334,14 @@ static lt_kernel_fn cuda_kernel(const lt_backend *be, const lt_node *n, uint64_t
     if (!op->fn || n->nregions > 0 || n->nin > 64)
         return NULL;
     for (int j = 0; j < n->nin; j++)
-        if (!plain_type(n->in[j], ((op->host_inputs | op->any_inputs) >> j) & 1))
+        if (!plain_type(n->in[j], ((op->host_inputs | op->any_inputs) >> j) & 1) &&
+            !(op->cells && j == 0 && cell_type(n->in[j])))
             return NULL;
     /* outputs are float, or (comparisons) bool */
     for (int j = 0; j < n->nout; j++)
         if (n->out[j] && !plain_type(n->out[j], false) &&
-            !(n->out[j]->type.kind == LT_KIND_TENSOR && n->out[j]->type.dtype == LT_BOOL))
+            !(n->out[j]->type.kind == LT_KIND_TENSOR && n->out[j]->type.dtype == LT_BOOL) &&
+            !(op->cells && j == 0 && cell_type(n->out[j])))
             return NULL;
     if (op->fits && !op->fits(n))
         return NULL;
@@ -348,6 +405,7 @@ static lt_status open_device(int device, lt_err *err)
     LT_CUBLAS_CHECK(err, cublasSetMathMode(st->blas, st->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
     LT_CUDNN_CHECK(err, cudnnCreate(&st->dnn));
     LT_CUDNN_CHECK(err, cudnnSetStream(st->dnn, st->stream));
+    stage_make(st);
     return LT_OK;
 }
 

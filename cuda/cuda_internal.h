@@ -61,6 +61,8 @@ lt_status lt_cuda_kfail(lt_kctx *k, const char *file, int line, const char *call
 
 /* ---- the backend state ---- */
 #define LT_CU_CLASSES 192 /* size classes: four per power of two from 512 B */
+#define LT_CU_STAGE_SLOTS 256       /* the staging ring: 256 slots of 16 KiB (4 MiB pinned) */
+#define LT_CU_STAGE_SLOT (16 << 10)
 
 typedef struct lt_cu_algo lt_cu_algo; /* conv.c */
 
@@ -82,6 +84,13 @@ typedef struct lt_cuda {
     lt_buf *ws;
     /* cuDNN algorithms chosen per shape key */
     lt_cu_algo *algos;
+    /* the pinned staging ring of small uploads: slot i is free again once
+     * stage_ev[i] (recorded after its copy) has completed */
+    pthread_mutex_t stage_mu;
+    unsigned char *stage;
+    cudaEvent_t stage_ev[LT_CU_STAGE_SLOTS];
+    bool stage_used[LT_CU_STAGE_SLOTS];
+    int stage_next;
 } lt_cuda;
 
 lt_cuda *lt_cuda_of(const lt_backend *be);
@@ -104,12 +113,14 @@ typedef struct lt_cu_op {
     uint64_t host_inputs; /* inputs read on the host */
     uint64_t any_inputs;  /* inputs of any element type (indices, labels, conditions) */
     bool (*fits)(const lt_node *n); /* NULL: every node of the op */
+    bool cells; /* input 0 (or, for AccZerosLike, output 0) is an accumulation cell */
 } lt_cu_op;
 void lt_cuda_register_kernels(lt_cu_op *tab);
 void lt_cuda_register_blas(lt_cu_op *tab);
 void lt_cuda_register_dnn(lt_cu_op *tab);
 void lt_cuda_register_norm(lt_cu_op *tab);
 void lt_cuda_register_index(lt_cu_op *tab);
+void lt_cuda_register_cells(lt_cu_op *tab);
 
 /* The kernel the cuda backend would run node n with (NULL: the host runs
  * it), as at plan time; needs no device (tests of the kernel table). */
@@ -122,6 +133,12 @@ lt_status lt_cuda_accumulate(const lt_backend *be, lt_tensor *dst, const lt_tens
 
 /* Device scratch for one kernel: a pool buffer the kernel releases. */
 lt_status lt_cuda_scratch(lt_kctx *k, size_t bytes, lt_buf **b);
+
+/* n bytes of the host's at src into device memory at dst, in stream order.
+ * src may be reused as soon as this returns: up to LT_CU_STAGE_SLOT bytes
+ * go through a slot of a pinned staging ring and the host does not wait
+ * for the device; larger copies wait for the stream. */
+cudaError_t lt_cuda_upload_bytes(const lt_backend *be, void *dst, const void *src, size_t n);
 
 
 #endif

@@ -55,21 +55,18 @@ static bool wrap(int64_t *v, int64_t bound)
     return true;
 }
 
-/* n int64 of the host's in a pool buffer of the device; the stream waits
- * for the copy, since h is the kernel's scratch. Released by the caller. */
+/* n int64 of the host's (the kernel's scratch) in a pool buffer of the
+ * device. Released by the caller. */
 static lt_status upload_i64(lt_kctx *k, const int64_t *h, int64_t n, lt_buf **b)
 {
     lt_status s = lt_cuda_scratch(k, sizeof(int64_t) * (size_t)(n > 0 ? n : 1), b);
     if (s != LT_OK || n <= 0)
         return s;
-    cudaStream_t st = stream_of(k);
-    cudaError_t e = cudaMemcpyAsync((*b)->data, h, sizeof(int64_t) * (size_t)n, cudaMemcpyHostToDevice, st);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(st);
+    cudaError_t e = lt_cuda_upload_bytes(k->be, (*b)->data, h, sizeof(int64_t) * (size_t)n);
     if (e != cudaSuccess) {
         lt_buf_release(*b);
         *b = NULL;
-        return lt_cuda_kfail(k, __FILE__, __LINE__, "cudaMemcpyAsync", "CUDA", cudaGetErrorString(e));
+        return lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cuda_upload_bytes", "CUDA", cudaGetErrorString(e));
     }
     return LT_OK;
 }

@@ -7,6 +7,7 @@
  * host (the host_inputs of each op). */
 #include "cuda_internal.h"
 #include "../ir/shape_nn.h"
+#include "../runtime/cpu/tensor_util.h"
 #include <math.h>
 #include <string.h>
 
@@ -479,13 +480,10 @@ static lt_status loss_setup(lt_kctx *k, const lt_tensor *x, const lt_tensor *t, 
             coef[i] = dloss ? (wsum != 0 ? coef[i] / wsum : 0.0) : coef[i] / wsum; /* forward: 0/0 = NaN as the CPU */
     if ((s = lt_cuda_scratch(k, np * (sizeof *cls + sizeof *coef), &L->dev)) != LT_OK)
         return s;
-    cudaStream_t st = stream_of(k);
-    cudaError_t e = cudaMemcpyAsync(L->dev->data, cls, np * sizeof *cls, cudaMemcpyHostToDevice, st);
+    /* the host arrays are scratch of this node only */
+    cudaError_t e = lt_cuda_upload_bytes(k->be, L->dev->data, cls, np * sizeof *cls);
     if (e == cudaSuccess)
-        e = cudaMemcpyAsync((char *)L->dev->data + np * sizeof *cls, coef, np * sizeof *coef, cudaMemcpyHostToDevice,
-                            st);
-    if (e == cudaSuccess) /* the host arrays are scratch of this node only */
-        e = cudaStreamSynchronize(st);
+        e = lt_cuda_upload_bytes(k->be, (char *)L->dev->data + np * sizeof *cls, coef, np * sizeof *coef);
     if (e != cudaSuccess) {
         lt_buf_release(L->dev);
         return lt_cuda_kfail(k, __FILE__, __LINE__, "cudaMemcpyAsync (targets)", "CUDA", cudaGetErrorString(e));
@@ -875,9 +873,7 @@ static lt_status k_gather(lt_kctx *k)
     if ((s = lt_cuda_scratch(k, sizeof(int64_t) * (size_t)m, &dix)) != LT_OK)
         return s;
     cudaStream_t st = stream_of(k);
-    cudaError_t e = cudaMemcpyAsync(dix->data, idx, sizeof(int64_t) * (size_t)m, cudaMemcpyHostToDevice, st);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(st);
+    cudaError_t e = lt_cuda_upload_bytes(k->be, dix->data, idx, sizeof(int64_t) * (size_t)m);
     if (e == cudaSuccess)
         e = lt_cu_gather(st, lt_dtype_size(x->dtype), x->data, dix->data, y->data, outer, ax, inner, m);
     lt_buf_release(dix);
@@ -933,9 +929,7 @@ static lt_status k_gather_grad(lt_kctx *k)
     lt_buf *dix;
     if ((s = lt_cuda_scratch(k, sizeof(int64_t) * (size_t)m, &dix)) != LT_OK)
         return s;
-    cudaError_t e = cudaMemcpyAsync(dix->data, idx, sizeof(int64_t) * (size_t)m, cudaMemcpyHostToDevice, st);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(st);
+    cudaError_t e = lt_cuda_upload_bytes(k->be, dix->data, idx, sizeof(int64_t) * (size_t)m);
     if (e == cudaSuccess)
         e = lt_cu_scatter_add(st, dy->dtype == LT_F64, dy->data, dix->data, dx->data, outer, ax, inner, m);
     lt_buf_release(dix);
@@ -948,6 +942,35 @@ static lt_status k_gather_grad(lt_kctx *k)
 static bool fits_any_data(const lt_node *n)
 {
     return n->in[0] && n->in[0]->type.dtype != LT_STRING && lt_dtype_size(n->in[0]->type.dtype) > 0;
+}
+
+/* ConstantOfShape(shape) {value}: the shape read on the host, the output
+ * filled on the device with value's one element (float32 0 by default). */
+static lt_status k_constant_of_shape(lt_kctx *k)
+{
+    const lt_tensor *sh;
+    int64_t dims[LT_MAX_RANK];
+    int n;
+    lt_status s = lt_tk_need(k, 0, &sh);
+    if (s == LT_OK)
+        s = lt_tk_ints(k, sh, dims, LT_MAX_RANK, &n, "shape");
+    if (s != LT_OK)
+        return s;
+    for (int i = 0; i < n; i++)
+        if (dims[i] < 0)
+            return lt_k_fail(k, LT_ERR_RUNTIME, "shape[%d] is negative", i);
+    const lt_tensor *v = lt_attr_tensor(k->node, "value");
+    if (v && v->numel != 1)
+        return lt_k_fail(k, LT_ERR_INVALID, "value must hold one element, it holds %lld", (long long)v->numel);
+    lt_dtype dt = v ? v->dtype : LT_F32;
+    if (dt != LT_F32 && dt != LT_F64)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "the cuda kernel fills float32 or float64, not %s", lt_dtype_name(dt));
+    double val = v ? lt_tensor_get_f64(v, 0) : 0.0;
+    lt_tensor *y;
+    if ((s = lt_k_out(k, 0, dt, n, dims, &y)) != LT_OK || y->numel == 0)
+        return s;
+    LT_CUDA_K(k, lt_cu_fill(stream_of(k), dt == LT_F64, y->data, y->numel, val));
+    return LT_OK;
 }
 
 void lt_cuda_register_kernels(lt_cu_op *tab)
@@ -997,4 +1020,5 @@ void lt_cuda_register_kernels(lt_cu_op *tab)
     tab[LT_OP_GATHER] = (lt_cu_op){k_gather, 1u << 1, 1u, fits_any_data};
     tab[LT_OP_SLICE] = (lt_cu_op){k_slice, 0x1Eu, 1u, fits_any_data};
     tab[LT_OP_GATHER_GRAD] = (lt_cu_op){k_gather_grad, (1u << 1) | (1u << 2), 0, NULL};
+    tab[LT_OP_CONSTANT_OF_SHAPE] = (lt_cu_op){k_constant_of_shape, 1u, 0, NULL};
 }

@@ -48,16 +48,6 @@ static lt_status chan_split(lt_kctx *k, const lt_tensor *x, int64_t *n, int64_t 
     return LT_OK;
 }
 
-/* A copy on the stream, then a wait for it (the dropout mask: host scratch
- * that goes back once the node returns). */
-static lt_status copy(lt_kctx *k, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
-{
-    cudaStream_t st = lt_cuda_of(k->be)->stream;
-    if (bytes)
-        LT_CUDA_K(k, cudaMemcpyAsync(dst, src, bytes, kind, st));
-    LT_CUDA_K(k, cudaStreamSynchronize(st));
-    return LT_OK;
-}
 
 /* A per-channel input of c values on the device. */
 static lt_status chan_vec(lt_kctx *k, const lt_tensor *t, int64_t c, const char *what, lt_cu_vec *v)
@@ -268,7 +258,10 @@ static lt_status k_dropout(lt_kctx *k)
     if (s != LT_OK)
         return s;
     void *dk = m ? m->data : tmp->data;
-    s = copy(k, dk, keep, n, cudaMemcpyHostToDevice);
+    /* the mask is host scratch that goes back once the node returns */
+    cudaError_t ue = lt_cuda_upload_bytes(k->be, dk, keep, n);
+    if (ue != cudaSuccess)
+        s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cuda_upload_bytes (mask)", "CUDA", cudaGetErrorString(ue));
     if (s == LT_OK) {
         cudaError_t e = lt_cu_dropout(st, F64(x), x->data, dk, y->data, x->numel, ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0);
         if (e != cudaSuccess)

@@ -93,18 +93,38 @@ static lt_buf *device_alloc(const lt_backend *be, size_t bytes)
 
 /* Ops the device path leaves to the host. */
 static const char *const HOST_OPS[] = {
-    "If", "Loop", "Scan", "Call", "Shape", "Size", "NonZero", "Unique", "Range", "ConstantOfShape", "Compress",
+    "If", "Loop", "Scan", "Call", "Shape", "Size", "NonZero", "Unique", "Range", "Compress",
     "NonMaxSuppression", "StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "ImageDecoder",
     "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength",
     "SequenceMap", "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalGetElement",
-    "OptionalHasElement", "AccZerosLike", "AccAdd", "AccRead", "AccGemm",
+    "OptionalHasElement",
 };
+
+/* The accumulation-cell ops: a cell is a tensor in the memory of the side
+ * that made it (AccZerosLike), updated in place there. */
+static bool cell_kind_ok(const lt_node *n, int j, bool out)
+{
+    const lt_ival *v = out ? n->out[j] : n->in[j];
+    if (!v || v->type.kind != LT_KIND_CELL)
+        return false;
+    switch (n->op) {
+    case LT_OP_ACC_ZEROS_LIKE:
+        return out && j == 0;
+    case LT_OP_ACC_ADD:
+    case LT_OP_ACC_GEMM:
+    case LT_OP_ACC_READ:
+        return !out && j == 0;
+    default:
+        return false;
+    }
+}
 
 /* Inputs a device op reads on the host: shapes, axes, sizes, counts. */
 static const struct {
     const char *op;
     uint64_t mask;
 } HOST_INPUTS[] = {
+    {"ConstantOfShape", 1u},
     {"Reshape", 1u << 1},       {"Expand", 1u << 1},          {"Tile", 1u << 1},
     {"Slice", 0x1Eu},           {"SliceGrad", 0x3Cu},         {"Pad", (1u << 1) | (1u << 3)},
     {"PadGrad", (1u << 2) | (1u << 4)}, {"Resize", 0xEu},     {"ResizeGrad", 0x1Cu},
@@ -129,10 +149,10 @@ static lt_kernel_fn device_kernel(const lt_backend *be, const lt_node *n, uint64
         if (strcmp(op, HOST_OPS[i]) == 0)
             return NULL;
     for (int j = 0; j < n->nin; j++)
-        if (n->in[j] && n->in[j]->type.kind != LT_KIND_TENSOR)
+        if (n->in[j] && n->in[j]->type.kind != LT_KIND_TENSOR && !cell_kind_ok(n, j, false))
             return NULL;
     for (int j = 0; j < n->nout; j++)
-        if (n->out[j] && n->out[j]->type.kind != LT_KIND_TENSOR)
+        if (n->out[j] && n->out[j]->type.kind != LT_KIND_TENSOR && !cell_kind_ok(n, j, true))
             return NULL;
     for (size_t i = 0; i < sizeof HOST_INPUTS / sizeof *HOST_INPUTS; i++)
         if (strcmp(op, HOST_INPUTS[i].op) == 0)

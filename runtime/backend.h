@@ -10,12 +10,20 @@
  * as a GPU backend must; control flow runs on the host and reads its
  * conditions there.
  *
- * Two backends exist now: "cpu", the host itself (no copies ever), and
+ * Whatever the backend, the executor keeps on the host the nodes that read
+ * and make only small integer and boolean tensors (loop counters,
+ * conditions, shapes), so no condition is read back from a device; an
+ * accumulation cell lives where AccZerosLike made it and the ops on it run
+ * there; a call's arguments and the inputs read for their shape only
+ * (Shape, Size, AccZerosLike, GatherGrad's data) are never copied.
+ *
+ * Three backends exist: "cpu", the host itself (no copies ever),
  * "cpu-device", the CPU kernels behind the device path (memory from a pool
  * of its own, every crossing an explicit copy, control flow, sequences,
  * strings and shape-producing ops falling back to the host), so that every
- * edge a GPU backend has is exercised on a machine without one. The backend
- * of a session comes from lt_session_set_backend or LANTERN_BACKEND. */
+ * edge a GPU backend has is exercised on a machine without one, and "cuda"
+ * (cuda/, where built). The backend of a session comes from
+ * lt_session_set_backend or LANTERN_BACKEND. */
 #ifndef LT_BACKEND_H
 #define LT_BACKEND_H
 

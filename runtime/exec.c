@@ -131,6 +131,67 @@ static int collect_ids(const lt_block *b, int *ids)
     return n;
 }
 
+/* Integer and boolean tensors of at most LT_HOST_SMALL elements, by their
+ * static types: loop counters, trip counts, conditions, shapes and the
+ * indices made from them. A node that reads and makes only such values runs
+ * on the host whatever the session's backend: a loop's condition is then
+ * never read back from a device (a copy that waits for every queued kernel)
+ * and a counter never makes a round trip per iteration. */
+#define LT_HOST_SMALL 16
+
+static bool int_or_bool(lt_dtype t)
+{
+    switch (t) {
+    case LT_BOOL:
+    case LT_I8:
+    case LT_U8:
+    case LT_I16:
+    case LT_U16:
+    case LT_I32:
+    case LT_U32:
+    case LT_I64:
+    case LT_U64:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool small_host_type(const lt_ival *v)
+{
+    if (!v)
+        return true;
+    if (v->type.kind != LT_KIND_TENSOR || v->type.rank < 0)
+        return false;
+    if (!int_or_bool(v->type.dtype))
+        return false;
+    int64_t numel = 1;
+    for (int d = 0; d < v->type.rank; d++) {
+        if (v->type.dims[d].sym >= 0 || v->type.dims[d].v < 0)
+            return false;
+        numel *= v->type.dims[d].v;
+        if (numel > LT_HOST_SMALL)
+            return false;
+    }
+    return true;
+}
+
+static bool small_host_node(const lt_node *n)
+{
+    if (n->nregions > 0 || n->nout == 0)
+        return false;
+    bool any = false;
+    for (int j = 0; j < n->nout; j++) {
+        if (!small_host_type(n->out[j]))
+            return false;
+        any = any || n->out[j];
+    }
+    for (int j = 0; j < n->nin; j++)
+        if (!small_host_type(n->in[j]))
+            return false;
+    return any;
+}
+
 static lt_status plan_block(lt_exec *ex, const lt_block *b, lt_plan **out)
 {
     lt_module *m = ex->m;
@@ -210,7 +271,7 @@ static lt_status plan_block(lt_exec *ex, const lt_block *b, lt_plan **out)
     for (int i = 0; i < b->nnodes; i++) {
         const lt_node *n = b->nodes[i];
         p->kernels[i] = lt_cpu_kernels[n->op];
-        if (ex->be && !ex->be->host) {
+        if (ex->be && !ex->be->host && !small_host_node(n)) {
             lt_kernel_fn dk = ex->be->kernel(ex->be, n, &p->host_in[i]);
             if (dk) {
                 p->kernels[i] = dk;
@@ -303,6 +364,28 @@ bool lt_k_interrupted(void) { return interrupt_flag && *interrupt_flag; }
  * only, in tmp[j]; a replaced value waits in tmp[nin + j] until the node
  * has run. A node planned for the backend falls back to the host
  * kernel when an input turns out to be one the backend does not hold. */
+static bool cell_op(lt_op op) { return op == LT_OP_ACC_ADD || op == LT_OP_ACC_GEMM || op == LT_OP_ACC_READ; }
+
+/* Inputs that stay where they are, on either side (bit per input): those a
+ * kernel reads only the type and dimensions of, and a call's arguments,
+ * which it hands to the callee's nodes without reading them. */
+static uint64_t unmoved_inputs(lt_op op)
+{
+    if (op == LT_OP_CALL)
+        return ~(uint64_t)0;
+    if (op == LT_OP_GATHER_GRAD) /* (dy, indices, data): data for its shape */
+        return 1u << 2;
+    return op == LT_OP_SHAPE || op == LT_OP_SIZE || op == LT_OP_ACC_ZEROS_LIKE ? 1u : 0u;
+}
+
+/* A host value small enough that a device node gets a copy of its own and
+ * the host keeps the original (a loop counter read by a device Gather and
+ * then by the host's Add stays on the host). */
+static bool small_host_value(const lt_value *v)
+{
+    return v->kind == LT_VAL_TENSOR && v->t.numel <= LT_HOST_SMALL && !lt_value_backend(v) && int_or_bool(v->t.dtype);
+}
+
 static lt_status place_inputs(lt_exec *ex, const lt_plan *p, int i, lt_kctx *k, lt_kernel_fn *kern, lt_value **tmp)
 {
     const lt_node *n = k->node;
@@ -310,6 +393,16 @@ static lt_status place_inputs(lt_exec *ex, const lt_plan *p, int i, lt_kctx *k, 
     for (int j = 0; j < n->nin && dev; j++)
         if (k->in[j] && (k->in[j]->kind != LT_VAL_TENSOR || k->in[j]->t.dtype == LT_STRING))
             dev = false;
+    /* an accumulation cell stays in the memory AccZerosLike made it in, and
+     * the ops on it run on that side */
+    if (cell_op(n->op) && n->nin > 0 && k->in[0]) {
+        const lt_backend *where = lt_value_backend(k->in[0]);
+        if (where && !dev)
+            return lt_k_fail(k, LT_ERR_INTERNAL, "an accumulation cell in %s memory, but no %s kernel for the op",
+                             where->name, where->name);
+        if (!where)
+            dev = false;
+    }
     if (!dev && p->on_dev[i])
         *kern = lt_cpu_kernels[n->op];
     k->be = dev ? ex->be : NULL;
@@ -319,8 +412,9 @@ static lt_status place_inputs(lt_exec *ex, const lt_plan *p, int i, lt_kctx *k, 
         ex->stats.host_nodes++;
     if (!ex->be || ex->be->host)
         return LT_OK;
+    uint64_t keep = unmoved_inputs(n->op);
     for (int j = 0; j < n->nin; j++) {
-        if (!k->in[j] || n->in[j]->type.kind == LT_KIND_CELL)
+        if (!k->in[j] || n->in[j]->type.kind == LT_KIND_CELL || ((keep >> j) & 1))
             continue;
         const lt_backend *want = dev && !((p->host_in[i] >> j) & 1) ? ex->be : NULL;
         lt_value *moved;
@@ -338,8 +432,10 @@ static lt_status place_inputs(lt_exec *ex, const lt_plan *p, int i, lt_kctx *k, 
             if (k->in[jj] == old)
                 k->in[jj] = moved;
         /* a module parameter stays where it lives (the host's borrowed
-         * data, or backend memory it is bound to) for the next runs */
-        bool borrowed = (old->kind == LT_VAL_TENSOR && !old->t.buf) || n->in[j]->param >= 0;
+         * data, or backend memory it is bound to) for the next runs, and a
+         * small host value stays on the host for the host's next readers */
+        bool borrowed = (old->kind == LT_VAL_TENSOR && !old->t.buf) || n->in[j]->param >= 0 ||
+                        (want && small_host_value(old));
         if (borrowed) {
             tmp[j] = moved;
         } else {

@@ -610,6 +610,130 @@ static void test_index(void **state)
     lt_value_free(x);
 }
 
+/* ---- accumulation cells and ConstantOfShape ---- */
+static lt_ival *cell_val(lt_module *m, lt_block *b, lt_node *def, const char *name)
+{
+    lt_ival *v = lt_ival_new(m, b, name);
+    v->def = def;
+    return v;
+}
+
+/* main(x, v, a, b): c = AccZerosLike(x); AccAdd(c, v); AccGemm(c, a, b)
+ * {transA=1, alpha=0.5}; AccAdd(c, v); return AccRead(c), with x, v, c and
+ * the result [m, n], a [k, m], b [k, n]. */
+static tu_graph cell_graph(lt_dtype dt, int64_t m, int64_t n, int64_t k)
+{
+    tu_graph g = tu_single(LT_OP_ACC_GEMM, 13, 4, 0);
+    lt_module *mod = g.m;
+    lt_block *b = mod->main;
+    int64_t mn[2] = {m, n}, km[2] = {k, m}, kn[2] = {k, n};
+    lt_type_tensor(&b->params[0]->type, dt, 2, mn);
+    lt_type_tensor(&b->params[1]->type, dt, 2, mn);
+    lt_type_tensor(&b->params[2]->type, dt, 2, km);
+    lt_type_tensor(&b->params[3]->type, dt, 2, kn);
+    lt_node *gemm = g.node; /* made first by tu_single: moved after the zeros and the first add */
+    lt_node *z = lt_node_new(mod, b, LT_OP_ACC_ZEROS_LIKE, 1, 1);
+    z->opset = 13;
+    z->in[0] = b->params[0];
+    z->out[0] = cell_val(mod, b, z, "cell");
+    lt_type_tensor(&z->out[0]->type, dt, 2, mn);
+    z->out[0]->type.kind = LT_KIND_CELL;
+    lt_node *add1 = lt_node_new(mod, b, LT_OP_ACC_ADD, 2, 0), *add2 = lt_node_new(mod, b, LT_OP_ACC_ADD, 2, 0);
+    add1->opset = add2->opset = 13;
+    add1->in[0] = add2->in[0] = z->out[0];
+    add1->in[1] = add2->in[1] = b->params[1];
+    lt_node *rd = lt_node_new(mod, b, LT_OP_ACC_READ, 1, 1);
+    rd->opset = 13;
+    rd->in[0] = z->out[0];
+    rd->out[0] = cell_val(mod, b, rd, "sum");
+    lt_type_tensor(&rd->out[0]->type, dt, 2, mn);
+    gemm->in[0] = z->out[0];
+    gemm->in[1] = b->params[2];
+    gemm->in[2] = b->params[3];
+    tu_attr_int(&g, "transA", 1);
+    tu_attr_float(&g, "alpha", 0.5f);
+    /* the order: zeros, add, gemm, add, read */
+    lt_node *order[5] = {z, add1, gemm, add2, rd};
+    assert_int_equal(b->nnodes, 5);
+    for (int i = 0; i < 5; i++)
+        b->nodes[i] = order[i];
+    lt_block_set_results(mod, b, 1);
+    b->results[0] = rd->out[0];
+    return g;
+}
+
+static void test_cells(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 2; t++) {
+        lt_dtype dt = t ? LT_F64 : LT_F32;
+        int64_t m = 37, n = 129, k = 64, mn[2] = {m, n}, km[2] = {k, m}, kn[2] = {k, n};
+        tu_graph g = cell_graph(dt, m, n, k);
+        lt_value *in[4] = {tu_rand(dt, 2, mn, -1, 1, 2001), tu_rand(dt, 2, mn, -1, 1, 2002),
+                           tu_rand(dt, 2, km, -1, 1, 2003), tu_rand(dt, 2, kn, -1, 1, 2004)};
+        lt_value *want = NULL, *got = NULL;
+        lt_err err;
+        setenv("LANTERN_BACKEND", "cpu", 1);
+        if (tu_run(&g, in, &want, &err) != LT_OK)
+            fail_msg("cells on the CPU: %s", err.msg);
+        size_t base = cuda->bytes_in_use(cuda), breaks = lt_cuda_guard_breaks();
+        setenv("LANTERN_BACKEND", "cuda", 1);
+        if (tu_run(&g, in, &got, &err) != LT_OK)
+            fail_msg("cells on cuda: %s", err.msg);
+        setenv("LANTERN_BACKEND", "cpu", 1);
+        /* every op on the cell ran on the device; only the sum came back */
+        if (tu_last_copies.host_nodes != 0 || tu_last_copies.device_nodes != 5 || tu_last_copies.downloads != 1)
+            fail_msg("cells %s: %llu node(s) on the host, %llu on cuda, %llu download(s)", lt_dtype_name(dt),
+                     (unsigned long long)tu_last_copies.host_nodes, (unsigned long long)tu_last_copies.device_nodes,
+                     (unsigned long long)tu_last_copies.downloads);
+        if (lt_cuda_guard_breaks() != breaks)
+            fail_msg("cells: a kernel wrote past the end of a buffer");
+        if (cuda->bytes_in_use(cuda) > base + (lt_cuda_of(cuda)->ws ? lt_cuda_of(cuda)->ws->size : 0))
+            fail_msg("cells: %zu device bytes in use after the run, %zu before", cuda->bytes_in_use(cuda), base);
+        assert_int_equal(got->t.numel, m * n);
+        for (int64_t i = 0; i < m * n; i++) {
+            double a = lt_tensor_get_f64(&want->t, i), b = lt_tensor_get_f64(&got->t, i);
+            if (fabs(a - b) > tol(dt) * (1 + fabs(a)))
+                fail_msg("cells %s: element %lld is %.9g on cuda, %.9g on the CPU", lt_dtype_name(dt), (long long)i, b,
+                         a);
+        }
+        lt_value_free(want);
+        lt_value_free(got);
+        free_all(4, in);
+        tu_free(&g);
+    }
+}
+
+static void test_constant_of_shape(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 2; t++) {
+        lt_dtype dt = t ? LT_F64 : LT_F32;
+        tu_graph g = tu_single(LT_OP_CONSTANT_OF_SHAPE, 20, 1, 1);
+        lt_node *nd = g.node;
+        lt_attr *a = lt_ir_alloc(g.m, sizeof *a * (nd->nattr + 1));
+        if (nd->nattr)
+            memcpy(a, nd->attrs, sizeof *a * nd->nattr);
+        nd->attrs = a;
+        lt_attr *x = &a[nd->nattr++];
+        x->name = "value";
+        x->kind = LT_ATTR_TENSOR;
+        x->t = lt_ir_alloc(g.m, sizeof *x->t);
+        memset(x->t, 0, sizeof *x->t);
+        x->t->dtype = dt;
+        x->t->rank = 1;
+        x->t->dims[0] = 1;
+        x->t->numel = 1;
+        x->t->data = lt_ir_alloc(g.m, 8);
+        lt_tensor_set_f64(x->t, 0, -2.75);
+        int64_t sd[1] = {3}, shape[3] = {5, 1, 77};
+        lt_value *in[1] = {ints(1, sd, shape)};
+        check(&g, 1, in, 0.0, t ? "ConstantOfShape float64" : "ConstantOfShape float32");
+        free_all(1, in);
+        tu_free(&g);
+    }
+}
+
 int main(void)
 {
     lt_err err;
@@ -625,7 +749,8 @@ int main(void)
         cmocka_unit_test(test_gemm),   cmocka_unit_test(test_matmul), cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
-        cmocka_unit_test(test_movement), cmocka_unit_test(test_index),
+        cmocka_unit_test(test_movement), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
+        cmocka_unit_test(test_constant_of_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
