@@ -474,6 +474,7 @@ static lt_status op_scan(lt_kctx *k)
 
 void lt_cpu_register_control_seq(lt_kernel_fn *tab);
 void lt_cpu_register_control_call(lt_kernel_fn *tab);
+void lt_cpu_register_control_cells(lt_kernel_fn *tab);
 void lt_cpu_register_control_gradient(lt_kernel_fn *tab);
 
 void lt_cpu_register_control(lt_kernel_fn *tab)
@@ -483,5 +484,6 @@ void lt_cpu_register_control(lt_kernel_fn *tab)
     tab[LT_OP_SCAN] = op_scan;
     lt_cpu_register_control_seq(tab);
     lt_cpu_register_control_call(tab);
+    lt_cpu_register_control_cells(tab);
     lt_cpu_register_control_gradient(tab);
 }
