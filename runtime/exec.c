@@ -770,8 +770,10 @@ void *lt_k_scratch(lt_kctx *k, size_t bytes)
 lt_status lt_k_run_block(lt_kctx *k, const lt_block *b, lt_value *const *args, lt_value **results)
 {
     lt_status s = lt_exec_block(k->ex, b, args, results);
-    /* a kernel on the host reads what the region gave back there */
-    if (s == LT_OK && !k->be && k->ex->be && !k->ex->be->host)
+    /* a kernel on the host reads what the region gave back there; If and
+     * Call only hand it on, so it stays where it was made */
+    bool hands_on = k->node->op == LT_OP_IF || k->node->op == LT_OP_CALL;
+    if (s == LT_OK && !k->be && k->ex->be && !k->ex->be->host && !hands_on)
         s = lt_exec_to_host(k->ex, b->nresults, results);
     if (s != LT_OK)
         for (int i = 0; i < b->nresults; i++) {
