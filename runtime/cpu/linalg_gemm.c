@@ -40,8 +40,13 @@ static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
     if (dt == LT_F32 && (M == 1 || N == 1 || K == 1) &&
         lt_sgemv_avx512(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
         return;
-    /* fewer columns than the AVX-512 tile is wide: the small-product kernel */
-    if (dt == LT_F32 && N < 32 && lt_sgemm_small(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
+    /* fewer columns than the AVX-512 tile is wide, or one tile's width
+     * (the 32 features of a small transformer: no packing of op(A), and
+     * more rows per block), the small-product kernel; a transposed A of
+     * many rows streams op(B) once per block of rows there, so those
+     * stay with the packed kernel */
+    if (dt == LT_F32 && (N < 32 || (N == 32 && (!ta || M <= 64))) &&
+        lt_sgemm_small(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
         return;
     if (dt == LT_F32 && lt_sgemm_avx512(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
         return;
@@ -111,13 +116,28 @@ void lt_linalg_gemm_batched(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N,
     size_t es = dt == LT_F32 ? sizeof(float) : sizeof(double);
     int nt = pool_threads();
     double work = (double)M * (double)N * (double)K * (double)nb;
+    /* many small products (attention's per head): the small-product kernel
+     * over each thread's contiguous share of the batch, no per-product
+     * dispatch */
+    bool small = dt == LT_F32 && K > 0 && (double)M * (double)N * (double)K < PAR_WORK && N <= 32;
     if (nt > 1 && nb >= nt && work >= PAR_WORK) {
+        int64_t chunk = (nb + nt - 1) / nt;
 #pragma omp parallel for num_threads(nt) schedule(static)
-        for (int64_t i = 0; i < nb; i++)
-            blas(dt, ta, tb, M, N, K, alpha, (const char *)A + (size_t)offa[i] * es, lda,
-                 (const char *)B + (size_t)offb[i] * es, ldb, beta, (char *)C + (size_t)offc[i] * es, ldc);
+        for (int t = 0; t < nt; t++) {
+            int64_t i0 = t * chunk, n = nb - i0 < chunk ? nb - i0 : chunk;
+            if (n > 0 && small &&
+                lt_sgemm_small_batched(ta, tb, M, N, K, (float)alpha, A, lda, offa + i0, B, ldb, offb + i0,
+                                       (float)beta, C, ldc, offc + i0, n))
+                continue;
+            for (int64_t i = i0; i < i0 + n; i++)
+                blas(dt, ta, tb, M, N, K, alpha, (const char *)A + (size_t)offa[i] * es, lda,
+                     (const char *)B + (size_t)offb[i] * es, ldb, beta, (char *)C + (size_t)offc[i] * es, ldc);
+        }
         return;
     }
+    if (small && lt_sgemm_small_batched(ta, tb, M, N, K, (float)alpha, A, lda, offa, B, ldb, offb, (float)beta, C,
+                                        ldc, offc, nb))
+        return;
     for (int64_t i = 0; i < nb; i++)
         lt_linalg_gemm(dt, ta, tb, M, N, K, alpha, (const char *)A + (size_t)offa[i] * es, lda,
                        (const char *)B + (size_t)offb[i] * es, ldb, beta, (char *)C + (size_t)offc[i] * es, ldc);

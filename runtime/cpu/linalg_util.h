@@ -21,11 +21,19 @@ void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t
 bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
-/* The float form for products of at most 64 columns with K * N <= 16384
- * (sgemm_small.c); false, with C untouched, when the CPU lacks AVX-512 or
- * the shape is outside those bounds. */
+/* The float form for products of at most 64 columns with K * N <= 16384,
+ * or <= 131072 when op(B) is B itself and alpha is 1 (sgemm_small.c);
+ * false, with C untouched, when the CPU lacks AVX-512 or the shape is
+ * outside those bounds. */
 bool lt_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* lt_sgemm_small over nb products whose A, B, C start at element offsets
+ * offa[i], offb[i], offc[i] (attention's per-head products), on the
+ * calling thread; false, with C untouched, where lt_sgemm_small would be. */
+bool lt_sgemm_small_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                            int64_t lda, const int64_t *offa, const float *B, int64_t ldb, const int64_t *offb,
+                            float beta, float *C, int64_t ldc, const int64_t *offc, int64_t nb);
 
 /* The float form when M, N or K is 1 (gemv_avx512.c): a vector times a
  * matrix read once, or a rank-1 update; false, with C untouched, for other

@@ -24,46 +24,66 @@ static inline __mmask16 lanes(int64_t n) { return n >= 16 ? (__mmask16)0xffff : 
  * ldp), nv 16-lane column vectors per row; rows past nr read row nr - 1 of
  * A again and are not stored, so the loop is the same for every block.
  * always_inline with constant nv and rb keeps the accumulators in
- * registers. */
+ * registers. Each element of C is one fused multiply-add chain over k in
+ * order, whatever the block height. */
 AVX512 static inline __attribute__((always_inline)) void
 rows_block(const int nv, const int rb, int64_t i0, int nr, const __mmask16 *mk, int64_t K, const float *A,
            int64_t lda, bool ta, const float *bp, int64_t ldp, float beta, float *C, int64_t ldc)
 {
-    __m512 acc[8][4];
-#pragma GCC unroll 8
+    __m512 acc[16][4];
+#pragma GCC unroll 16
     for (int r = 0; r < rb; r++) {
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int v = 0; v < nv; v++)
             acc[r][v] = _mm512_setzero_ps();
     }
-    /* a(i, k): A[i * lda + k], or A[k * lda + i] when ta */
-    int64_t sr = ta ? 1 : lda, sk = ta ? lda : 1;
-    const float *ar[8];
-#pragma GCC unroll 8
-    for (int r = 0; r < rb; r++)
-        ar[r] = A + (i0 + (r < nr ? r : nr - 1)) * sr;
-    for (int64_t k = 0; k < K; k++) {
-        const float *b = bp + k * ldp;
-        __m512 bv[4];
-#pragma GCC unroll 8
-        for (int v = 0; v < nv; v++)
-            bv[v] = _mm512_maskz_loadu_ps(mk[v], b + 16 * v);
-        int64_t ko = k * sk;
-#pragma GCC unroll 8
-        for (int r = 0; r < rb; r++) {
-            __m512 a = _mm512_set1_ps(ar[r][ko]);
-#pragma GCC unroll 8
+    if (ta) {
+        /* a(i, k) = A[k * lda + i]: the block's entries of one k side by
+         * side, one pointer */
+        const float *a0 = A + i0;
+        int last = nr - 1;
+        for (int64_t k = 0; k < K; k++) {
+            const float *b = bp + k * ldp, *a = a0 + k * lda;
+            __m512 bv[4];
+#pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
-                acc[r][v] = _mm512_fmadd_ps(a, bv[v], acc[r][v]);
+                bv[v] = _mm512_maskz_loadu_ps(mk[v], b + 16 * v);
+#pragma GCC unroll 16
+            for (int r = 0; r < rb; r++) {
+                __m512 x = _mm512_set1_ps(a[r < nr ? r : last]);
+#pragma GCC unroll 4
+                for (int v = 0; v < nv; v++)
+                    acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
+            }
+        }
+    } else {
+        /* a(i, k) = A[i * lda + k] */
+        const float *ar[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < rb; r++)
+            ar[r] = A + (i0 + (r < nr ? r : nr - 1)) * lda;
+        for (int64_t k = 0; k < K; k++) {
+            const float *b = bp + k * ldp;
+            __m512 bv[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                bv[v] = _mm512_maskz_loadu_ps(mk[v], b + 16 * v);
+#pragma GCC unroll 16
+            for (int r = 0; r < rb; r++) {
+                __m512 x = _mm512_set1_ps(ar[r][k]);
+#pragma GCC unroll 4
+                for (int v = 0; v < nv; v++)
+                    acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);
+            }
         }
     }
     __m512 vb = _mm512_set1_ps(beta);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int r = 0; r < rb; r++) {
         if (r >= nr)
             break;
         float *c = C + (i0 + r) * ldc;
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int v = 0; v < nv; v++) {
             __m512 x = acc[r][v];
             if (beta != 0)
@@ -73,22 +93,68 @@ rows_block(const int nv, const int rb, int64_t i0, int nr, const __mmask16 *mk, 
     }
 }
 
-#define ROWS_FN(NV, RBV)                                                                                          \
-    AVX512 static void rows_##NV(int64_t M, const __mmask16 *mk, int64_t K, const float *A, int64_t lda, bool ta, \
-                                 const float *bp, int64_t ldp, float beta, float *C, int64_t ldc)               \
-    {                                                                                                            \
-        for (int64_t i = 0; i < M; i += RBV)                                                                     \
-            rows_block(NV, RBV, i, M - i < RBV ? (int)(M - i) : RBV, mk, K, A, lda, ta, bp, ldp, beta, C, ldc);  \
+typedef void (*rows_fn)(int64_t M, int rb, const __mmask16 *mk, int64_t K, const float *A, int64_t lda, bool ta,
+                        const float *bp, int64_t ldp, float beta, float *C, int64_t ldc);
+
+#define ROWS_FN(NV, RBV)                                                                                         \
+    AVX512 static void rows_##NV##_##RBV(int64_t M, int rb, const __mmask16 *mk, int64_t K, const float *A,      \
+                                         int64_t lda, bool ta, const float *bp, int64_t ldp, float beta,         \
+                                         float *C, int64_t ldc)                                                  \
+    {                                                                                                           \
+        (void)rb;                                                                                               \
+        int64_t i = 0;                                                                                          \
+        for (; i + RBV <= M; i += RBV)                                                                          \
+            rows_block(NV, RBV, i, RBV, mk, K, A, lda, ta, bp, ldp, beta, C, ldc);                              \
+        if (i < M)                                                                                              \
+            rows_block(NV, RBV, i, (int)(M - i), mk, K, A, lda, ta, bp, ldp, beta, C, ldc);                     \
     }
 ROWS_FN(1, 8)
-ROWS_FN(2, 4)
+ROWS_FN(1, 12)
+ROWS_FN(1, 14)
+ROWS_FN(1, 16)
+ROWS_FN(2, 6)
+ROWS_FN(2, 7)
+ROWS_FN(2, 8)
 ROWS_FN(3, 4)
+ROWS_FN(3, 5)
+ROWS_FN(3, 6)
 ROWS_FN(4, 4)
+ROWS_FN(4, 5)
+ROWS_FN(4, 6)
 
-AVX512 static void run_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                             int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+/* Block heights per column-vector count (enough accumulators to cover the
+ * multiply-add latency, at most 28 registers with op(B)'s row): the one
+ * whose blocks cover M with the fewest rows computed, the tallest on ties
+ * (M = 28 rows of an attention head: two blocks of 14). */
+static const struct {
+    int rb;
+    rows_fn fn;
+} row_plans[4][4] = {
+    {{8, rows_1_8}, {12, rows_1_12}, {14, rows_1_14}, {16, rows_1_16}},
+    {{6, rows_2_6}, {7, rows_2_7}, {8, rows_2_8}, {0, NULL}},
+    {{4, rows_3_4}, {5, rows_3_5}, {6, rows_3_6}, {0, NULL}},
+    {{4, rows_4_4}, {5, rows_4_5}, {6, rows_4_6}, {0, NULL}},
+};
+
+static rows_fn rows_plan(int nv, int64_t M)
 {
-    float bp[SMALL_MAX_KN] __attribute__((aligned(64)));
+    rows_fn best = NULL;
+    int64_t best_rows = 0;
+    for (int c = 0; c < 4 && row_plans[nv - 1][c].fn; c++) {
+        int64_t rb = row_plans[nv - 1][c].rb, rows = (M + rb - 1) / rb * rb;
+        if (!best || rows <= best_rows) {
+            best = row_plans[nv - 1][c].fn;
+            best_rows = rows;
+        }
+    }
+    return best;
+}
+
+/* One product; bp is scratch for the packed op(B) (K * N floats). */
+AVX512 static void run_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                             int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc, float *bp,
+                             rows_fn fn)
+{
     const float *b = bp;
     int64_t ldp = N;
     int nv = (int)((N + 15) / 16);
@@ -106,6 +172,12 @@ AVX512 static void run_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
             for (int v = 0; v < nv; v++)
                 _mm512_mask_storeu_ps(bp + k * N + 16 * v, mk[v],
                                       _mm512_mul_ps(va, _mm512_maskz_loadu_ps(mk[v], B + k * ldb + 16 * v)));
+    } else if (alpha == 1.0f) {
+        for (int64_t j = 0; j < N; j++) {
+            const float *src = B + j * ldb;
+            for (int64_t k = 0; k < K; k++)
+                bp[k * N + j] = src[k];
+        }
     } else {
         for (int64_t j = 0; j < N; j++) {
             const float *src = B + j * ldb;
@@ -113,20 +185,41 @@ AVX512 static void run_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
                 bp[k * N + j] = alpha * src[k];
         }
     }
-    switch (nv) {
-    case 1: rows_1(M, mk, K, A, lda, ta, b, ldp, beta, C, ldc); break;
-    case 2: rows_2(M, mk, K, A, lda, ta, b, ldp, beta, C, ldc); break;
-    case 3: rows_3(M, mk, K, A, lda, ta, b, ldp, beta, C, ldc); break;
-    default: rows_4(M, mk, K, A, lda, ta, b, ldp, beta, C, ldc); break;
-    }
+    fn(M, 0, mk, K, A, lda, ta, b, ldp, beta, C, ldc);
+}
+
+/* op(B) is packed (K * N floats, at most SMALL_MAX_KN) unless it is B
+ * itself, read in place up to SMALL_MAX_INPLACE floats (L2-resident: every
+ * block of rows streams all of it) */
+#define SMALL_MAX_INPLACE 131072
+
+static bool small_ok(bool tb, int64_t M, int64_t N, int64_t K, float alpha)
+{
+    if (!lt_cpu_avx512_gemm() || M < 1 || N < 1 || K < 1 || N > SMALL_MAX_N)
+        return false;
+    return K * N <= SMALL_MAX_KN || (!tb && alpha == 1.0f && K * N <= SMALL_MAX_INPLACE);
 }
 
 bool lt_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    if (!lt_cpu_avx512_gemm() || M < 1 || N < 1 || K < 1 || N > SMALL_MAX_N || K * N > SMALL_MAX_KN)
+    if (!small_ok(tb, M, N, K, alpha))
         return false;
-    run_small(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    float bp[SMALL_MAX_KN] __attribute__((aligned(64)));
+    run_small(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bp, rows_plan((int)((N + 15) / 16), M));
+    return true;
+}
+
+bool lt_sgemm_small_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                            int64_t lda, const int64_t *offa, const float *B, int64_t ldb, const int64_t *offb,
+                            float beta, float *C, int64_t ldc, const int64_t *offc, int64_t nb)
+{
+    if (!small_ok(tb, M, N, K, alpha))
+        return false;
+    float bp[SMALL_MAX_KN] __attribute__((aligned(64)));
+    rows_fn fn = rows_plan((int)((N + 15) / 16), M);
+    for (int64_t i = 0; i < nb; i++)
+        run_small(ta, tb, M, N, K, alpha, A + offa[i], lda, B + offb[i], ldb, beta, C + offc[i], ldc, bp, fn);
     return true;
 }
 
@@ -137,6 +230,15 @@ bool lt_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
 {
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta,
         (void)C, (void)ldc;
+    return false;
+}
+
+bool lt_sgemm_small_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                            int64_t lda, const int64_t *offa, const float *B, int64_t ldb, const int64_t *offb,
+                            float beta, float *C, int64_t ldc, const int64_t *offc, int64_t nb)
+{
+    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)offa, (void)B, (void)ldb,
+        (void)offb, (void)beta, (void)C, (void)ldc, (void)offc, (void)nb;
     return false;
 }
 

@@ -118,6 +118,10 @@ static void matmul_large(void **state)
     check_matmul(LT_F32, 4, (int64_t[]){4, 4, 28, 8}, 4, (int64_t[]){4, 4, 8, 28}, 25, 1e-5);
     check_matmul(LT_F32, 4, (int64_t[]){4, 4, 28, 28}, 4, (int64_t[]){4, 4, 28, 8}, 26, 1e-5);
     check_matmul(LT_F32, 4, (int64_t[]){4, 4, 8, 28}, 4, (int64_t[]){4, 4, 28, 28}, 27, 1e-5);
+    /* batches of small products over the threads (400 x 28 x 32 x 28
+     * multiply-adds), and too wide for the small-product kernel */
+    check_matmul(LT_F32, 4, (int64_t[]){20, 20, 28, 28}, 4, (int64_t[]){20, 20, 28, 32}, 28, 1e-5);
+    check_matmul(LT_F32, 4, (int64_t[]){2, 3, 28, 40}, 3, (int64_t[]){3, 40, 48}, 29, 1e-5);
 }
 
 static void matmul_errors(void **state)
@@ -208,6 +212,13 @@ static void gemm_small(void **state)
             check_gemm_mnk(M, N, K, t & 1, t >> 1, alpha, beta, beta != 0 ? 2 : -1, (int64_t[]){M, N}, seed++);
             check_gemm_mnk(M, N, K, t >> 1, t & 1, 1.0f, 1.0f, 1, (int64_t[]){N}, seed++);
         }
+    /* 32 columns: the small-product kernel unless A is transposed and has
+     * more than 64 rows */
+    for (int t = 0; t < 4; t++) {
+        check_gemm_mnk(300, 32, 40, t & 1, t >> 1, 1.0f, 1.0f, 1, (int64_t[]){32}, seed++);
+        check_gemm_mnk(64, 32, 600, t & 1, t >> 1, 1.0f, 0.0f, -1, NULL, seed++);
+        check_gemm_mnk(65, 32, 33, t & 1, t >> 1, 0.5f, 0.0f, -1, NULL, seed++);
+    }
 }
 
 static double ref_det(const double *a, int n)
