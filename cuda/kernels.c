@@ -948,24 +948,16 @@ static bool fits_any_data(const lt_node *n)
  * filled on the device with value's one element (float32 0 by default). */
 static lt_status k_constant_of_shape(lt_kctx *k)
 {
-    const lt_tensor *sh;
     int64_t dims[LT_MAX_RANK];
     int n;
-    lt_status s = lt_tk_need(k, 0, &sh);
-    if (s == LT_OK)
-        s = lt_tk_ints(k, sh, dims, LT_MAX_RANK, &n, "shape");
+    lt_dtype dt;
+    const void *elem;
+    lt_status s = lt_tk_constant_of_shape_args(k, dims, &n, &dt, &elem);
     if (s != LT_OK)
         return s;
-    for (int i = 0; i < n; i++)
-        if (dims[i] < 0)
-            return lt_k_fail(k, LT_ERR_RUNTIME, "shape[%d] is negative", i);
-    const lt_tensor *v = lt_attr_tensor(k->node, "value");
-    if (v && v->numel != 1)
-        return lt_k_fail(k, LT_ERR_INVALID, "value must hold one element, it holds %lld", (long long)v->numel);
-    lt_dtype dt = v ? v->dtype : LT_F32;
     if (dt != LT_F32 && dt != LT_F64)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "the cuda kernel fills float32 or float64, not %s", lt_dtype_name(dt));
-    double val = v ? lt_tensor_get_f64(v, 0) : 0.0;
+    double val = dt == LT_F64 ? *(const double *)elem : (double)*(const float *)elem;
     lt_tensor *y;
     if ((s = lt_k_out(k, 0, dt, n, dims, &y)) != LT_OK || y->numel == 0)
         return s;

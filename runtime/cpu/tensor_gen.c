@@ -69,25 +69,35 @@ static lt_status k_constant(lt_kctx *k)
     return lt_k_fail(k, LT_ERR_INVALID, "no value attribute");
 }
 
-static lt_status k_constant_of_shape(lt_kctx *k)
+lt_status lt_tk_constant_of_shape_args(lt_kctx *k, int64_t *dims, int *rank, lt_dtype *dt, const void **elem)
 {
+    static const float zero = 0.0f;
     const lt_tensor *s;
-    int64_t dims[LT_MAX_RANK];
-    int n;
     lt_status st = lt_tk_need(k, 0, &s);
     if (st == LT_OK)
-        st = lt_tk_ints(k, s, dims, LT_MAX_RANK, &n, "shape");
+        st = lt_tk_ints(k, s, dims, LT_MAX_RANK, rank, "shape");
     if (st != LT_OK)
         return st;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < *rank; i++)
         if (dims[i] < 0)
             return lt_k_fail(k, LT_ERR_RUNTIME, "shape[%d] is negative", i);
     const lt_tensor *v = lt_attr_tensor(k->node, "value");
-    float zero = 0.0f;
-    lt_dtype dt = v ? v->dtype : LT_F32;
-    const void *elem = v ? v->data : &zero;
     if (v && v->numel != 1)
         return lt_k_fail(k, LT_ERR_INVALID, "value must hold one element, it holds %lld", (long long)v->numel);
+    *dt = v ? v->dtype : LT_F32;
+    *elem = v ? v->data : (const void *)&zero;
+    return LT_OK;
+}
+
+static lt_status k_constant_of_shape(lt_kctx *k)
+{
+    int64_t dims[LT_MAX_RANK];
+    int n;
+    lt_dtype dt;
+    const void *elem;
+    lt_status st = lt_tk_constant_of_shape_args(k, dims, &n, &dt, &elem);
+    if (st != LT_OK)
+        return st;
     lt_tensor *y;
     st = lt_k_out(k, 0, dt, n, dims, &y);
     if (st == LT_OK)

@@ -36,6 +36,11 @@ lt_status lt_tk_ints(lt_kctx *k, const lt_tensor *t, int64_t *out, int max, int 
 /* The op's input i, or a failed status when it is missing or not a tensor. */
 lt_status lt_tk_need(lt_kctx *k, int i, const lt_tensor **t);
 
+/* ConstantOfShape's arguments: the shape (input 0, read on the host) into
+ * dims[0..*rank), checked non-negative, and the fill value: its type and
+ * its one element (the `value` attribute, float32 0 by default). */
+lt_status lt_tk_constant_of_shape_args(lt_kctx *k, int64_t *dims, int *rank, lt_dtype *dt, const void **elem);
+
 /* Shared by Pad and CenterCropPad: output[o] = x[o - pads_begin] where that
  * lies inside x, else the element at cval (constant mode) or the reflected,
  * edge or wrapped element. pads holds begin[rank] then end[rank]. */
