@@ -33,8 +33,9 @@ void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_g
  * of its window, (c, ky, kx) order, row stride ldr */
 void lt_nn_im2row2d_f32(const float *img, float *row, int64_t ldr, const lt_nn_geom *g, int64_t channels);
 /* The three with AVX-512 for unit strides and dilations over images whose
- * padded rows fit 16 floats (nn_cols_avx512.c); false, with nothing
- * written, otherwise. */
+ * padded rows fit 16 floats, and im2col (im2row: unit column dilation,
+ * kernels up to 16 wide) for column strides 1 or 2 over any image width
+ * (nn_cols_avx512.c); false, with nothing written, otherwise. */
 bool lt_nn_im2col2d_avx512(const float *img, float *col, int64_t ldc, const lt_nn_geom *g, int64_t channels);
 bool lt_nn_im2row2d_avx512(const float *img, float *row, int64_t ldr, const lt_nn_geom *g, int64_t channels);
 bool lt_nn_col2im2d_avx512(const float *col, int64_t ldc, float *img, const lt_nn_geom *g, int64_t ch0, int64_t ch1);

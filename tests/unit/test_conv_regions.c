@@ -2,9 +2,10 @@
  * grids run by regions (runtime/cpu/nn_conv_regions.c: padding-dominated
  * windows, a few positions of a 1x1 kernel, windows wholly in the padding)
  * and on neighbours that must not (groups, one image, large grids), and
- * ConvTranspose's gradients, which run through the same products, and the
- * blocked products' filter gradient with few taps x channels, against the
- * direct formulas in float64, on one thread and on two. */
+ * ConvTranspose's gradients, which run through the same products, the
+ * blocked products' filter gradient with few taps x channels, and the
+ * AVX-512 im2col / im2row over wide images and stride 2, against the direct
+ * formulas in float64, on one thread and on two. */
 #include "testutil.h"
 #include "runtime/cpu/nn_util.h"
 #include <math.h>
@@ -226,6 +227,35 @@ static void blocked_few_taps(void **state)
     run_all(cases, sizeof cases / sizeof cases[0], 7700);
 }
 
+/* im2col and im2row with AVX-512 over wide images and column strides 1 or
+ * 2 (runtime/cpu/nn_cols_avx512.c): a ResNet stem, stride-2 3x3s, grids
+ * wider than 16 positions, dilations; and column stride 3, which must not
+ * take them (the scalar loops) */
+static void cols_wide(void **state)
+{
+    (void)state;
+    const cfg cases[] = {
+        {"7x7 stride 2 pad 3, 32x32 (ResNet's stem)", 16, 3, 64, 1, {32, 32}, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3},
+         true, false},
+        {"3x3 stride 2 pad 1, 8x8 -> 4x4", 16, 64, 128, 1, {8, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false,
+         false},
+        {"3x3 stride 2 no pad, odd 33x31 -> 16x15", 17, 3, 64, 1, {33, 31}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0},
+         true, false},
+        {"5x5 stride 1, 28x28 -> 24x24", 16, 1, 32, 1, {28, 28}, {5, 5}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, false},
+        {"3x3 pad 1 on 21x37: 37 wide grid", 16, 32, 48, 1, {21, 37}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true,
+         false},
+        {"3x3 stride 2x1 dilation 2 pads 2 1 0 3, 19x23", 16, 8, 40, 1, {19, 23}, {3, 3}, {2, 1}, {2, 2},
+         {2, 1, 0, 3}, false, false},
+        {"2x5 stride 1x2 dilation 1x3 pad 2, 11x41", 16, 4, 36, 1, {11, 41}, {2, 5}, {1, 2}, {1, 3}, {2, 2, 2, 2},
+         true, false},
+        {"3x3 stride 2 pad 1, group 2, 17x17", 16, 32, 64, 2, {17, 17}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true,
+         false},
+        /* must not: column stride 3 */
+        {"3x3 stride 3 pad 1, 22x25", 16, 16, 32, 1, {22, 25}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}, true, false},
+    };
+    run_all(cases, sizeof cases / sizeof cases[0], 7900);
+}
+
 /* ConvTranspose's gradients are the same products seen from the other side
  * (ConvTransposeGradData a convolution of dy, ConvTransposeGradFilter the
  * filter product with x on the grid side): x [n, c, img], w [c, m, k], y
@@ -334,6 +364,7 @@ int main(void)
         cmocka_unit_test(not_regions),
         cmocka_unit_test(transpose_regions),
         cmocka_unit_test(blocked_few_taps),
+        cmocka_unit_test(cols_wide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
