@@ -218,8 +218,10 @@ static lt_status k_conv(lt_kctx *k)
             bool direct = K == 1;
             for (int i = 0; i < j.g.nsp; i++)
                 direct = direct && j.g.s[i] == 1 && j.g.pb[i] == 0 && j.g.pe[i] == 0;
-            if (!lt_nn_regions(j.esz, &j.g, j.groups, j.n, j.m, false) &&
-                lt_nn_blocked(j.esz, &j.g, j.groups, direct, L, j.n))
+            bool regions = lt_nn_regions(j.esz, &j.g, j.groups, j.n, j.m, false);
+            if (!regions && lt_nn_conv_panels_usable(&j.g, j.groups, j.c))
+                return lt_nn_conv_panels(k, &j.g, j.n, j.c, j.m, j.x, j.w, j.b, j.y);
+            if (!regions && lt_nn_blocked(j.esz, &j.g, j.groups, direct, L, j.n))
                 return conv_run_blocked(k, &j);
         }
         return conv_run(k, &j);

@@ -119,6 +119,16 @@ lt_status lt_nn_conv_regions_data(lt_kctx *k, const lt_nn_geom *g, int64_t n, in
 lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m,
                                     const float *dy, const float *x, float *dw);
 
+/* float32 2-D convolutions with one group, column strides 1 or 2,
+ * non-negative pads, at least 64 taps x channels and not a plain 1x1 (and
+ * AVX-512 with lantern's own matrix kernels: lt_nn_conv_panels_usable) as
+ * one product over the batch, 32 output columns a panel built straight
+ * from the images (nn_conv_panels.c): x [n, c, img], w [m, c, k], bias [m]
+ * or NULL, y [n, m, grid] */
+bool lt_nn_conv_panels_usable(const lt_nn_geom *g, int64_t groups, int64_t c);
+lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
+                            const float *w, const float *bias, float *y);
+
 /* Registrars of the family's files, called by lt_cpu_register_nn. */
 void lt_nn_register_conv(lt_kernel_fn *tab);
 void lt_nn_register_convt(lt_kernel_fn *tab);

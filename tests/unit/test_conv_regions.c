@@ -3,11 +3,12 @@
  * windows, a few positions of a 1x1 kernel, windows wholly in the padding)
  * and on neighbours that must not (groups, one image, large grids), and
  * ConvTranspose's gradients, which run through the same products, the
- * blocked products' filter gradient with few taps x channels, and the
- * AVX-512 im2col / im2row over wide images and stride 2, against the direct
- * formulas in float64, on one thread and on two. */
+ * blocked products' filter gradient with few taps x channels, the AVX-512
+ * im2col / im2row over wide images and stride 2, and Conv by panels,
+ * against the direct formulas in float64, on one thread and on two. */
 #include "testutil.h"
 #include "runtime/cpu/nn_util.h"
+#include "runtime/cpu/cpu_features.h"
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -256,6 +257,61 @@ static void cols_wide(void **state)
     run_all(cases, sizeof cases / sizeof cases[0], 7900);
 }
 
+/* Conv's forward by panels (runtime/cpu/nn_conv_panels.c): panels that
+ * straddle images and grid rows, output channels not a multiple of the
+ * tile's 8, one position an image, strides 2 with dilations, a batch
+ * whose columns end mid-panel; and neighbours that must not (groups, few
+ * taps x channels, 1x1, column stride 3) */
+static void run_panels(const cfg *f, uint64_t seed, bool want)
+{
+    lt_nn_geom geo = {.nsp = 2};
+    for (int a = 0; a < 2; a++) {
+        geo.img[a] = f->img[a];
+        geo.grid[a] = out_size(f, a);
+        geo.k[a] = f->k[a];
+        geo.s[a] = f->s[a];
+        geo.d[a] = f->d[a];
+        geo.pb[a] = f->pads[a];
+        geo.pe[a] = f->pads[a + 2];
+    }
+    assert_int_equal(lt_nn_conv_panels_usable(&geo, f->group, f->c / f->group), want && lt_cpu_avx512_gemm());
+    run_case(f, seed);
+}
+
+static void panels(void **state)
+{
+    (void)state;
+    const cfg yes[] = {
+        {"3x3 pad 1 on 8x8, 64 -> 64 (ResNet's first stage)", 16, 64, 64, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1},
+         {1, 1, 1, 1}, true, false},
+        {"3x3 pad 1 on 7x5: panels across images and rows, 40 -> 36", 17, 40, 36, 1, {7, 5}, {3, 3}, {1, 1}, {1, 1},
+         {1, 1, 1, 1}, true, false},
+        {"5x5 on 12x12 -> 8x8, 32 -> 64 (the CNN's second)", 16, 32, 64, 1, {12, 12}, {5, 5}, {1, 1}, {1, 1},
+         {0, 0, 0, 0}, true, false},
+        {"3x3 stride 2 pad 1, 15x15 -> 8x8, 32 -> 45", 19, 32, 45, 1, {15, 15}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1},
+         true, false},
+        {"3x3 no pad on 3x3: one position an image, 64 -> 40", 35, 64, 40, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1},
+         {0, 0, 0, 0}, true, false},
+        {"3x3 stride 2 dilation 2 pads 2 1 1 0, 21x40", 16, 12, 24, 1, {21, 40}, {3, 3}, {2, 2}, {2, 2},
+         {2, 1, 1, 0}, true, false},
+        {"1x1 stride 2, 9x9 -> 5x5, 96 -> 32", 16, 96, 32, 1, {9, 9}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true,
+         false},
+        {"3x1 stride 1x2 pad 1 0, 6x70, 24 -> 17", 16, 24, 17, 1, {6, 70}, {3, 1}, {1, 2}, {1, 1}, {1, 0, 1, 0},
+         false, false},
+    };
+    const cfg no[] = {
+        {"group 2 on 8x8", 16, 64, 64, 2, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
+        {"7 channels 3x3 (63 rows) on 9x9", 16, 7, 32, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
+        {"1x1 on 6x6, 96 -> 64", 16, 96, 64, 1, {6, 6}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, false},
+        {"3x3 stride 3 on 13x13, 16 -> 32", 16, 16, 32, 1, {13, 13}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}, true,
+         false},
+    };
+    for (int i = 0; i < (int)(sizeof yes / sizeof yes[0]); i++)
+        run_panels(&yes[i], 8100 + 10 * (uint64_t)i, true);
+    for (int i = 0; i < (int)(sizeof no / sizeof no[0]); i++)
+        run_panels(&no[i], 8300 + 10 * (uint64_t)i, false);
+}
+
 /* ConvTranspose's gradients are the same products seen from the other side
  * (ConvTransposeGradData a convolution of dy, ConvTransposeGradFilter the
  * filter product with x on the grid side): x [n, c, img], w [c, m, k], y
@@ -365,6 +421,7 @@ int main(void)
         cmocka_unit_test(transpose_regions),
         cmocka_unit_test(blocked_few_taps),
         cmocka_unit_test(cols_wide),
+        cmocka_unit_test(panels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

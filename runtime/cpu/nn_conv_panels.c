@@ -1,0 +1,270 @@
+/* float32 2-D convolutions (one group) as one product over the whole batch
+ * without a column matrix: y's columns (image, position) are taken 32 at a
+ * time, and each such panel of the im2col matrix [C KH KW, 32] is written
+ * straight from the images into a small buffer that stays in cache, in the
+ * layout the register tile reads; the weights are laid out for the tile
+ * once per call. A tile holds 8 output channels by the panel's 32 columns
+ * in 16 AVX-512 accumulators over the whole sum (no partial sums go
+ * through memory), and its rows go to y with the bias added.
+ *
+ * Building a panel row: the panel's columns fall into segments, each a run
+ * of window positions along one grid row of one image; a segment's values
+ * for tap (c, ky, kx) are a stretch of one image row at column stride 1 or
+ * 2 (row_stretch), expanded into the segment's lanes.
+ *
+ * Every output is one tile's sum over the taps in the same order whatever
+ * the thread count, so results repeat bit for bit. */
+#include "nn_util.h"
+#include "cpu_features.h"
+#include <omp.h>
+#include <string.h>
+
+#define MR 8  /* output channels a tile */
+#define NR 32 /* columns a panel */
+#define MAX_SEGS (NR + 2)
+
+typedef struct seg {
+    int64_t img, pos, oy, ox; /* the first position of image img (pos = oy OW + ox) */
+    int64_t n, lane;          /* n positions, from panel lane `lane` on */
+} seg;
+
+bool lt_nn_conv_panels_usable(const lt_nn_geom *g, int64_t groups, int64_t c)
+{
+    if (!lt_cpu_avx512_gemm() || g->nsp != 2 || groups != 1 || g->s[0] < 1 || g->s[1] < 1 || g->s[1] > 2 ||
+        g->d[0] < 1 || g->d[1] < 1 || g->pb[0] < 0 || g->pb[1] < 0 || g->grid[0] < 1 || g->grid[1] < 1)
+        return false;
+    /* a 1x1 kernel with unit strides and no pads reads the images as they
+     * are (no packing to save); with few taps x channels a tile's fixed
+     * costs outweigh the packing saved */
+    int64_t R = c * g->k[0] * g->k[1];
+    bool direct = g->k[0] == 1 && g->k[1] == 1 && g->s[0] == 1 && g->s[1] == 1 && g->pb[0] == 0 && g->pb[1] == 0 &&
+                  g->pe[0] == 0 && g->pe[1] == 0;
+    return !direct && R >= 64;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f")))
+
+/* The segments of the panel of columns [col0, col0 + NR) clipped to ncols:
+ * by grid rows (split) or by images (by_image: runs of positions of one
+ * image), never across the two 16-lane halves. */
+static int segments(int64_t col0, int64_t ncols, int64_t L, int64_t OW, bool by_image, seg *out)
+{
+    int cnt = 0;
+    int64_t end = col0 + NR < ncols ? col0 + NR : ncols;
+    for (int64_t col = col0; col < end;) {
+        int64_t lane = col - col0, img = col / L, pos = col % L;
+        int64_t n = by_image ? L - pos : OW - pos % OW;
+        int64_t room = (lane < 16 ? 16 : NR) - lane;
+        n = n < room ? n : room;
+        n = n < end - col ? n : end - col;
+        out[cnt++] = (seg){img, pos, pos / OW, pos % OW, n, lane};
+        col += n;
+    }
+    return cnt;
+}
+
+/* lanes [lo, hi) of 16, clipped to 0..16 */
+static inline __mmask16 lanes(int64_t lo, int64_t hi)
+{
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > 16 ? 16 : hi;
+    if (hi <= lo)
+        return 0;
+    return (__mmask16)((hi >= 16 ? 0xffffu : (1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* Per segment and kernel column: where a tap's stretch lies, as lanes of
+ * the segment's half. Lane l of the half reads image column p0 + s l
+ * (lanes [at, at + n) of the segment): unit stride, one load through a
+ * pointer shifted by the lane; stride 2, two loads of columns p0 .. p0 +
+ * 31 and their even lanes. Masks: the lanes (or loaded columns) that
+ * belong to the segment and lie inside the image row. */
+typedef struct tap_at {
+    int64_t p0;
+    __mmask16 ma, mb, mine;
+} tap_at;
+
+static tap_at tap_of(const seg *s, int64_t kx, const lt_nn_geom *g)
+{
+    int64_t W = g->img[1], sw = g->s[1], at = s->lane % 16;
+    int64_t p = s->ox * sw + kx * g->d[1] - g->pb[1], p0 = p - sw * at;
+    tap_at t = {p0, 0, 0, lanes(at, at + s->n)};
+    /* loaded positions j (columns p0 + j) the segment needs, inside the row */
+    int64_t lo = sw * at, hi = sw * (at + s->n - 1) + 1;
+    lo = lo > -p0 ? lo : -p0;
+    hi = hi < W - p0 ? hi : W - p0;
+    t.ma = lanes(lo, hi);
+    t.mb = sw == 2 ? lanes(lo - 16, hi - 16) : 0;
+    return t;
+}
+
+/* The panel [R, NR] of the im2col matrix for the segments sg (x [n, C, H,
+ * W]); lanes without a column are 0. tb: nseg x KW tap_at, rows: nseg x
+ * KH row offsets (-1: outside the image). */
+AVX512 static void pack_panel(const lt_nn_geom *g, int64_t C, const float *x, const seg *sg, int nseg, tap_at *tb,
+                              int64_t *rows, float *pb)
+{
+    int64_t H = g->img[0], W = g->img[1], KH = g->k[0], KW = g->k[1], plane = H * W;
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    bool two = g->s[1] == 2;
+    int split = 0;
+    while (split < nseg && sg[split].lane < 16)
+        split++;
+    for (int q = 0; q < nseg; q++) {
+        for (int64_t kx = 0; kx < KW; kx++)
+            tb[q * KW + kx] = tap_of(&sg[q], kx, g);
+        for (int64_t ky = 0; ky < KH; ky++) {
+            int64_t iy = sg[q].oy * g->s[0] + ky * g->d[0] - g->pb[0];
+            rows[q * KH + ky] = iy < 0 || iy >= H ? -1 : sg[q].img * C * plane + iy * W;
+        }
+    }
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t ky = 0; ky < KH; ky++)
+            for (int64_t kx = 0; kx < KW; kx++, pb += NR)
+                for (int h = 0; h < 2; h++) {
+                    __m512 acc = _mm512_setzero_ps();
+                    for (int q = h ? split : 0; q < (h ? nseg : split); q++) {
+                        int64_t row = rows[q * KH + ky];
+                        if (row < 0)
+                            continue;
+                        const tap_at *t = &tb[q * KW + kx];
+                        const float *src = x + c * plane + row + t->p0;
+                        if (!two) {
+                            acc = _mm512_mask_loadu_ps(acc, t->ma, src);
+                            continue;
+                        }
+                        __m512 a = _mm512_maskz_loadu_ps(t->ma, src);
+                        __m512 b = t->mb ? _mm512_maskz_loadu_ps(t->mb, src + 16) : _mm512_setzero_ps();
+                        acc = _mm512_mask_mov_ps(acc, t->mine, _mm512_permutex2var_ps(a, even, b));
+                    }
+                    _mm512_store_ps(pb + 16 * h, acc);
+                }
+}
+
+/* w [M, R] -> panels of MR rows: pa[(p R + r) MR + i] = w[p MR + i, r], 0
+ * past M; row panels p0..p1 */
+static void pack_weights(const float *w, int64_t M, int64_t R, float *pa, int64_t p0, int64_t p1)
+{
+    for (int64_t p = p0; p < p1; p++) {
+        float *d = pa + p * R * MR;
+        for (int64_t i = 0; i < MR; i++) {
+            int64_t o = p * MR + i;
+            if (o >= M) {
+                for (int64_t r = 0; r < R; r++)
+                    d[r * MR + i] = 0;
+                continue;
+            }
+            const float *s = w + o * R;
+            for (int64_t r = 0; r < R; r++)
+                d[r * MR + i] = s[r];
+        }
+    }
+}
+
+/* the register tile: acc[i][h] = sum over r of pa[r MR + i] * pb[r NR + 16 h + lane] */
+AVX512 static void tile(int64_t R, const float *pa, const float *pb, __m512 *out)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+    for (int64_t r = 0; r < R; r++, pa += MR, pb += NR) {
+        __m512 lo = _mm512_load_ps(pb), hi = _mm512_load_ps(pb + 16), v;
+        v = _mm512_set1_ps(pa[0]);
+        a0 = _mm512_fmadd_ps(v, lo, a0);
+        b0 = _mm512_fmadd_ps(v, hi, b0);
+        v = _mm512_set1_ps(pa[1]);
+        a1 = _mm512_fmadd_ps(v, lo, a1);
+        b1 = _mm512_fmadd_ps(v, hi, b1);
+        v = _mm512_set1_ps(pa[2]);
+        a2 = _mm512_fmadd_ps(v, lo, a2);
+        b2 = _mm512_fmadd_ps(v, hi, b2);
+        v = _mm512_set1_ps(pa[3]);
+        a3 = _mm512_fmadd_ps(v, lo, a3);
+        b3 = _mm512_fmadd_ps(v, hi, b3);
+        v = _mm512_set1_ps(pa[4]);
+        a4 = _mm512_fmadd_ps(v, lo, a4);
+        b4 = _mm512_fmadd_ps(v, hi, b4);
+        v = _mm512_set1_ps(pa[5]);
+        a5 = _mm512_fmadd_ps(v, lo, a5);
+        b5 = _mm512_fmadd_ps(v, hi, b5);
+        v = _mm512_set1_ps(pa[6]);
+        a6 = _mm512_fmadd_ps(v, lo, a6);
+        b6 = _mm512_fmadd_ps(v, hi, b6);
+        v = _mm512_set1_ps(pa[7]);
+        a7 = _mm512_fmadd_ps(v, lo, a7);
+        b7 = _mm512_fmadd_ps(v, hi, b7);
+    }
+    out[0] = a0, out[1] = b0, out[2] = a1, out[3] = b1, out[4] = a2, out[5] = b2, out[6] = a3, out[7] = b3;
+    out[8] = a4, out[9] = b4, out[10] = a5, out[11] = b5, out[12] = a6, out[13] = b6, out[14] = a7, out[15] = b7;
+}
+
+/* One panel: every row tile, its rows into y [n, M, L] by the output
+ * segments os, the bias added */
+AVX512 static void panel_out(int64_t M, int64_t R, int64_t L, const float *pa, const float *pb, const float *bias,
+                             const seg *os, int nos, float *y)
+{
+    for (int64_t p = 0; p < (M + MR - 1) / MR; p++) {
+        __m512 acc[2 * MR];
+        tile(R, pa + p * R * MR, pb, acc);
+        for (int64_t i = 0; i < MR && p * MR + i < M; i++) {
+            int64_t o = p * MR + i;
+            __m512 bv = _mm512_set1_ps(bias ? bias[o] : 0.0f);
+            for (int q = 0; q < nos; q++) {
+                const seg *s = &os[q];
+                int h = s->lane >= 16;
+                int64_t at = s->lane - 16 * h;
+                __m512 v = _mm512_add_ps(acc[2 * i + h], bv);
+                if (at)
+                    v = _mm512_maskz_compress_ps(lanes(at, at + s->n), v);
+                _mm512_mask_storeu_ps(y + (s->img * M + o) * L + s->pos, lanes(0, s->n), v);
+            }
+        }
+    }
+}
+
+lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
+                            const float *w, const float *bias, float *y)
+{
+    int64_t OW = g->grid[1], L = g->grid[0] * OW, R = c * g->k[0] * g->k[1], ncols = n * L;
+    int64_t npan = (ncols + NR - 1) / NR, mp = (m + MR - 1) / MR;
+    int nth = omp_get_max_threads();
+    bool parallel = nth > 1 && npan > 1 && 2.0 * (double)ncols * (double)m * (double)R >= 8.0 * LT_NN_PAR_MIN;
+    int nt = parallel ? (npan < nth ? (int)npan : nth) : 1;
+    float *pa = lt_k_scratch(k, sizeof(float) * (size_t)(mp * MR * R));
+    /* panel buffers 64-byte aligned */
+    float *pbs = lt_k_scratch(k, sizeof(float) * (size_t)(R * NR * nt + 16));
+    int64_t per = MAX_SEGS * (g->k[0] + g->k[1]);
+    char *tabs = lt_k_scratch(k, (sizeof(tap_at) + sizeof(int64_t)) * (size_t)(per * nt));
+    if (!pa || !pbs || !tabs)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (convolution panels of %lld rows)", (long long)R);
+    pbs = (float *)(((uintptr_t)pbs + 63) & ~(uintptr_t)63);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = omp_get_thread_num();
+        pack_weights(w, m, R, pa, mp * t / nt, mp * (t + 1) / nt);
+#pragma omp barrier
+        float *pb = pbs + R * NR * t;
+        tap_at *tb = (tap_at *)(tabs + (sizeof(tap_at) + sizeof(int64_t)) * (size_t)(per * t));
+        int64_t *rows = (int64_t *)(tb + MAX_SEGS * g->k[1]);
+        seg in[MAX_SEGS], out[MAX_SEGS];
+        /* contiguous runs of panels a thread */
+        for (int64_t q = npan * t / nt; q < npan * (t + 1) / nt; q++) {
+            int nin = segments(q * NR, ncols, L, OW, false, in), nout = segments(q * NR, ncols, L, OW, true, out);
+            pack_panel(g, c, x, in, nin, tb, rows, pb);
+            panel_out(m, R, L, pa, pb, bias, out, nout, y);
+        }
+    }
+    return LT_OK;
+}
+
+#else
+
+lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
+                            const float *w, const float *bias, float *y)
+{
+    return lt_k_fail(k, LT_ERR_UNSUPPORTED, "convolution panels need AVX-512");
+}
+
+#endif
