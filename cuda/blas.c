@@ -13,6 +13,16 @@
 
 static lt_status gemm_call(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk,
                            double alpha, const void *a, int64_t lda, int64_t sa, const void *b, int64_t ldb,
+                           int64_t sb, double beta, void *y, int64_t sy, int64_t batch);
+
+lt_status lt_cuda_gemm(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
+                       const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *y)
+{
+    return gemm_call(k, f64, ta, tb, m, n, kk, alpha, a, lda, 0, b, ldb, 0, beta, y, 0, 1);
+}
+
+static lt_status gemm_call(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk,
+                           double alpha, const void *a, int64_t lda, int64_t sa, const void *b, int64_t ldb,
                            int64_t sb, double beta, void *y, int64_t sy, int64_t batch)
 {
     lt_cuda *st = lt_cuda_of(k->be);

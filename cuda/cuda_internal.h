@@ -121,6 +121,7 @@ void lt_cuda_register_dnn(lt_cu_op *tab);
 void lt_cuda_register_norm(lt_cu_op *tab);
 void lt_cuda_register_index(lt_cu_op *tab);
 void lt_cuda_register_cells(lt_cu_op *tab);
+void lt_cuda_register_rnn(lt_cu_op *tab);
 
 /* The kernel the cuda backend would run node n with (NULL: the host runs
  * it), as at plan time; needs no device (tests of the kernel table). */
@@ -130,6 +131,11 @@ lt_kernel_fn lt_cuda_kernel_for(const lt_node *n, uint64_t *host_inputs);
 lt_status lt_cuda_optim_update(const lt_backend *be, const lt_optim_update *u, lt_err *err);
 lt_status lt_cuda_sum_squares(const lt_backend *be, const lt_tensor *t, double *out, lt_err *err);
 lt_status lt_cuda_accumulate(const lt_backend *be, lt_tensor *dst, const lt_tensor *src, lt_err *err);
+
+/* Row-major y [m, n] = alpha op(a) op(b) + beta y on cuBLAS (blas.c), op(a)
+ * [m, kk] with leading dimension lda, op(b) [kk, n] with ldb, y dense. */
+lt_status lt_cuda_gemm(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
+                       const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *y);
 
 /* Device scratch for one kernel: a pool buffer the kernel releases. */
 lt_status lt_cuda_scratch(lt_kctx *k, size_t bytes, lt_buf **b);

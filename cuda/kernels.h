@@ -29,6 +29,24 @@ enum {
     LT_CU_SIN, LT_CU_COS, LT_CU_FLOOR, LT_CU_CEIL
 };
 
+/* One LSTM time step (rnn.cu): direction d of D, time t of S, batch B,
+ * hidden H, layout 0 ([S, B, ..]) or 1 ([B, S, ..]). pre holds the rows'
+ * gate inputs ([S*B, 4H], row of (t, b) as X's), activated in place by the
+ * forward step; hp the step's recurrent products [B, 4H]; h, c (and dh, dc
+ * backward) the running states [B, H]. hx, cr, cw, hc: the workspace's
+ * [S*B, H] records (NULL forward: none kept; all four or none); Y the
+ * output (NULL: not wanted). Backward: g gets the gate-input gradients
+ * [S*B, 4H], dY (NULL: none) joins dh. */
+typedef struct lt_cu_lstm_step {
+    int64_t S, B, D, H, t;
+    int d, layout;
+    void *pre;
+    const void *hp;
+    void *h, *c, *hx, *cr, *cw, *hc, *Y;
+    const void *dY;
+    void *dh, *dc, *g;
+} lt_cu_lstm_step;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -173,6 +191,19 @@ cudaError_t lt_cu_optim_step(cudaStream_t s, const lt_cu_optim *o);
 cudaError_t lt_cu_sum_squares(cudaStream_t s, bool f64, const void *x, int64_t n, double *out);
 /* dst[i] += src[i]. */
 cudaError_t lt_cu_add_into(cudaStream_t s, bool f64, void *dst, const void *src, int64_t n);
+
+/* ---- the LSTM (rnn.cu) ---- */
+/* buf [rows, G] += bias[0..G) + bias[G..2G) (W's and R's biases) per row */
+cudaError_t lt_cu_lstm_bias(cudaStream_t s, bool f64, void *buf, const void *bias, int64_t rows, int64_t G);
+/* direction d's slice of a [D, B, H] / [B, D, H] state (by layout) and a
+ * contiguous [B, H]: into the slice when to_slice, else out of it (src
+ * NULL: zeros) */
+cudaError_t lt_cu_rnn_state(cudaStream_t s, bool f64, void *dst, const void *src, bool to_slice, int layout,
+                            int64_t B, int64_t D, int d, int64_t H);
+cudaError_t lt_cu_lstm_fwd_step(cudaStream_t s, bool f64, const lt_cu_lstm_step *p);
+cudaError_t lt_cu_lstm_bwd_step(cudaStream_t s, bool f64, const lt_cu_lstm_step *p);
+/* out[j] = sum over rows r of x[r * n + j]; out2 (when given) gets it too */
+cudaError_t lt_cu_colsum(cudaStream_t s, bool f64, const void *x, int64_t rows, int64_t n, void *out, void *out2);
 #ifdef __cplusplus
 }
 #endif

@@ -18,8 +18,9 @@ static const lt_backend *cuda;
 static void check(tu_graph *g, int nin, lt_value *const *in, double rtol, const char *what)
 {
     lt_err err;
-    lt_value *want[4] = {NULL}, *got[4] = {NULL};
+    lt_value *want[8] = {NULL}, *got[8] = {NULL};
     int nout = g->node->nout;
+    assert_true(nout <= 8);
     /* the types shape inference would give: the backend picks nodes by them */
     for (int j = 0; j < nin && j < g->node->nin; j++)
         if (g->node->in[j] && in[j])
@@ -734,10 +735,75 @@ static void test_constant_of_shape(void **state)
     }
 }
 
+/* ---- LSTM ---- */
+static void lstm_attrs(tu_graph *g, int64_t H, const char *dir, int layout)
+{
+    tu_attr_int(g, "hidden_size", H);
+    tu_attr_str(g, "direction", dir);
+    tu_attr_int(g, "layout", layout);
+}
+
+/* The forward with its workspace output, then the gradient fed with the
+ * CPU's forward: every output of both against the CPU, in both layouts and
+ * every direction, with and without biases, initial states and dY_c. */
+static void test_lstm(void **state)
+{
+    (void)state;
+    static const char *const dirs[3] = {"forward", "reverse", "bidirectional"};
+    for (int t = 0; t < 2; t++)
+        for (int layout = 0; layout < 2; layout++)
+            for (int di = 0; di < 3; di++) {
+                lt_dtype dt = t ? LT_F64 : LT_F32;
+                bool extras = (layout + di) % 2 == 0;
+                int64_t S = 5, B = 6, I = 7, H = 9, D = di == 2 ? 2 : 1, G = 4 * H;
+                int64_t xd[3] = {layout ? B : S, layout ? S : B, I}, wd[3] = {D, G, I}, rd[3] = {D, G, H},
+                        bd[2] = {D, 2 * G}, hd[3] = {layout ? B : D, layout ? D : B, H};
+                uint64_t seed = 3000 + (uint64_t)(t * 100 + layout * 10 + di);
+                lt_value *in[12] = {tu_rand(dt, 3, xd, -1, 1, seed), tu_rand(dt, 3, wd, -0.5, 0.5, seed + 1),
+                                    tu_rand(dt, 3, rd, -0.5, 0.5, seed + 2),
+                                    extras ? tu_rand(dt, 2, bd, -0.5, 0.5, seed + 3) : NULL, NULL,
+                                    extras ? tu_rand(dt, 3, hd, -1, 1, seed + 4) : NULL,
+                                    extras ? tu_rand(dt, 3, hd, -1, 1, seed + 5) : NULL};
+                char what[96];
+                snprintf(what, sizeof what, "LSTM %s layout %d %s%s", lt_dtype_name(dt), layout, dirs[di],
+                         extras ? " with B, initial_h, initial_c" : "");
+                tu_graph g = tu_single(LT_OP_LSTM, 14, 7, 4);
+                lstm_attrs(&g, H, dirs[di], layout);
+                for (int j = 3; j < 7; j++)
+                    if (!in[j])
+                        tu_omit_input(&g, j);
+                check(&g, 7, in, tol(dt), what);
+                /* the CPU's forward feeds the gradient */
+                lt_value *fwd[4] = {NULL};
+                lt_err err;
+                setenv("LANTERN_BACKEND", "cpu", 1);
+                if (tu_run(&g, in, fwd, &err) != LT_OK)
+                    fail_msg("%s on the CPU: %s", what, err.msg);
+                tu_free(&g);
+                in[8] = tu_rand(dt, fwd[0]->t.rank, fwd[0]->t.dims, -1, 1, seed + 6);
+                in[9] = tu_rand(dt, 3, hd, -1, 1, seed + 7);
+                in[10] = extras ? tu_rand(dt, 3, hd, -1, 1, seed + 8) : NULL;
+                in[11] = fwd[3];
+                tu_graph gg = tu_single(LT_OP_LSTM_GRAD, 14, 12, 6);
+                lstm_attrs(&gg, H, dirs[di], layout);
+                for (int j = 3; j < 11; j++)
+                    if (!in[j])
+                        tu_omit_input(&gg, j);
+                char gwhat[112];
+                snprintf(gwhat, sizeof gwhat, "LSTMGrad %s", what + 5);
+                check(&gg, 12, in, tol(dt), gwhat);
+                tu_free(&gg);
+                for (int j = 0; j < 3; j++)
+                    lt_value_free(fwd[j]);
+                free_all(12, in);
+            }
+}
+
 int main(void)
 {
     lt_err err;
     setenv("LANTERN_CUDA_GUARD", "1", 1);
+    setenv("LANTERN_CUDA_LSTM", "1", 1); /* the LSTM kernels, on trial */
     setenv("LANTERN_TF32", "0", 1);
     cuda = lt_backend_open("cuda", &err);
     if (!cuda) {
@@ -750,7 +816,7 @@ int main(void)
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_movement), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
-        cmocka_unit_test(test_constant_of_shape),
+        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_lstm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

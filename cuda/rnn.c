@@ -1,0 +1,320 @@
+/* LSTM and LSTMGrad on the GPU: the CPU's fast LSTM (default activations
+ * sigmoid, tanh, tanh; no clip, no peepholes, no coupled input and forget
+ * gates, no sequence_lens) in both layouts and every direction, float32
+ * and float64. Other LSTMs stay on the host (the fits rule).
+ *
+ * Per direction: the input projection of every step is one GEMM (plus the
+ * biases), then each step is a GEMM of the running h with R^T and one
+ * kernel over B x H (rnn.cu). The forward fills the workspace output the
+ * AD adds (activated gates, then the hidden and cell states each step read,
+ * the cell state it wrote and its tanh), laid out as the CPU's
+ * (lt_grnn_ws_per_dir), so either side's gradient reads either side's
+ * forward; the gradient walks the steps back, one kernel and one GEMM with
+ * R each, then takes dX, dW and dR as one GEMM each over all rows and dB
+ * as column sums. */
+#include "cuda_internal.h"
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static cudaStream_t stream_of(lt_kctx *k) { return lt_cuda_of(k->be)->stream; }
+
+/* ---- which nodes: attributes and inputs ---- */
+static int directions(const lt_node *n)
+{
+    const char *dir = lt_attr_str(n, "direction", "forward");
+    if (strcmp(dir, "forward") == 0 || strcmp(dir, "reverse") == 0)
+        return 1;
+    return strcmp(dir, "bidirectional") == 0 ? 2 : 0;
+}
+
+static bool default_activations(const lt_node *n, int D)
+{
+    const lt_attr *a = lt_attr_find(n, "activations");
+    if (!a)
+        return true;
+    static const char *const def[3] = {"Sigmoid", "Tanh", "Tanh"};
+    if (a->kind != LT_ATTR_STRINGS || (a->n != 3 && a->n != 3 * D))
+        return false;
+    for (int i = 0; i < a->n; i++)
+        if (strcasecmp(a->strings[i], def[i % 3]) != 0)
+            return false;
+    return true;
+}
+
+/* Until these kernels have passed test_cuda_kernels on a GPU, they run
+ * only with LANTERN_CUDA_LSTM=1 (the GPU check sets it); otherwise the
+ * LSTM stays on the host, as before. */
+static bool lstm_enabled(void)
+{
+    const char *e = getenv("LANTERN_CUDA_LSTM");
+    return e && strcmp(e, "1") == 0;
+}
+
+static bool fits_lstm(const lt_node *n)
+{
+    if (!lstm_enabled())
+        return false;
+    int D = directions(n);
+    int64_t layout = lt_attr_int(n, "layout", 0);
+    return D > 0 && (layout == 0 || layout == 1) && !lt_attr_find(n, "clip") &&
+           lt_attr_int(n, "input_forget", 0) == 0 && default_activations(n, D) && (n->nin <= 4 || !n->in[4]) &&
+           (n->nin <= 7 || !n->in[7]);
+}
+
+/* the gradient only with the forward's workspace (input 11) */
+static bool fits_lstm_grad(const lt_node *n) { return fits_lstm(n) && n->nin > 11 && n->in[11]; }
+
+/* ---- shapes ---- */
+typedef struct lstm {
+    const lt_tensor *X, *W, *R, *Bias, *h0, *c0;
+    int64_t S, B, I, H, D, G, rows;
+    int layout;
+    bool rev_only, f64;
+    size_t es;
+} lstm;
+
+static bool dims3(const lt_tensor *t, int64_t a, int64_t b, int64_t c)
+{
+    return t->rank == 3 && t->dims[0] == a && t->dims[1] == b && t->dims[2] == c;
+}
+
+static lt_status lstm_setup(lt_kctx *k, lstm *L)
+{
+    memset(L, 0, sizeof *L);
+    L->X = lt_k_in(k, 0), L->W = lt_k_in(k, 1), L->R = lt_k_in(k, 2), L->Bias = lt_k_in(k, 3);
+    L->h0 = lt_k_in(k, 5), L->c0 = lt_k_in(k, 6);
+    if (!L->X || !L->W || !L->R)
+        return lt_k_fail(k, LT_ERR_INVALID, "X, W and R are required");
+    lt_dtype dt = L->X->dtype;
+    const lt_tensor *same[5] = {L->W, L->R, L->Bias, L->h0, L->c0};
+    if (dt != LT_F32 && dt != LT_F64)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "X is %s; the cuda LSTM takes float32 and float64", lt_dtype_name(dt));
+    for (int i = 0; i < 5; i++)
+        if (same[i] && same[i]->dtype != dt)
+            return lt_k_fail(k, LT_ERR_INVALID, "inputs must all have X's type %s", lt_dtype_name(dt));
+    L->f64 = dt == LT_F64;
+    L->es = L->f64 ? sizeof(double) : sizeof(float);
+    L->layout = (int)lt_attr_int(k->node, "layout", 0);
+    L->rev_only = strcmp(lt_attr_str(k->node, "direction", "forward"), "reverse") == 0;
+    L->D = directions(k->node);
+    if (L->X->rank != 3 || L->W->rank != 3 || L->R->rank != 3)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "X, W and R must have rank 3");
+    L->S = L->X->dims[L->layout ? 1 : 0];
+    L->B = L->X->dims[L->layout ? 0 : 1];
+    L->I = L->X->dims[2];
+    L->H = lt_attr_int(k->node, "hidden_size", L->R->dims[2]);
+    L->G = 4 * L->H;
+    L->rows = L->S * L->B;
+    if (L->H <= 0)
+        return lt_k_fail(k, LT_ERR_INVALID, "hidden_size must be positive");
+    if (!dims3(L->W, L->D, L->G, L->I))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "W must be [%lld, %lld, %lld]", (long long)L->D, (long long)L->G,
+                         (long long)L->I);
+    if (!dims3(L->R, L->D, L->G, L->H))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "R must be [%lld, %lld, %lld]", (long long)L->D, (long long)L->G,
+                         (long long)L->H);
+    if (L->Bias && !(L->Bias->rank == 2 && L->Bias->dims[0] == L->D && L->Bias->dims[1] == 2 * L->G))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "B must be [%lld, %lld]", (long long)L->D, (long long)(2 * L->G));
+    const lt_tensor *st[2] = {L->h0, L->c0};
+    for (int i = 0; i < 2; i++)
+        if (st[i] && !(L->layout ? dims3(st[i], L->B, L->D, L->H) : dims3(st[i], L->D, L->B, L->H)))
+            return lt_k_fail(k, LT_ERR_RUNTIME, "%s has the wrong shape", i ? "initial_c" : "initial_h");
+    if (lt_shape_numel(4, (int64_t[]){L->S, L->B, L->D, 2 * L->G}) < 0)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "sizes overflow");
+    return LT_OK;
+}
+
+/* elements per direction of the workspace: gates [rows, 4H], then four [rows, H] */
+static int64_t ws_per_dir(const lstm *L) { return L->rows * (L->G + 4 * L->H); }
+
+static void state_dims(const lstm *L, int64_t *d)
+{
+    d[0] = L->layout ? L->B : L->D;
+    d[1] = L->layout ? L->D : L->B;
+    d[2] = L->H;
+}
+
+#define AT(p, off) ((void *)((char *)(p) + (size_t)(off) * L->es))
+#define CU(call, what)                                                                                           \
+    do {                                                                                                         \
+        cudaError_t e_ = (call);                                                                                 \
+        if (e_ != cudaSuccess) {                                                                                 \
+            s = lt_cuda_kfail(k, __FILE__, __LINE__, what, "CUDA", cudaGetErrorString(e_));                      \
+            goto out;                                                                                            \
+        }                                                                                                        \
+    } while (0)
+
+/* LSTM (X, W, R[, B, , initial_h, initial_c]) -> Y, Y_h, Y_c[, workspace] */
+static lt_status k_lstm(lt_kctx *k)
+{
+    lstm L0, *L = &L0;
+    lt_status s = lstm_setup(k, L);
+    if (s != LT_OK)
+        return s;
+    cudaStream_t st = stream_of(k);
+    int64_t yd[4], hd[3], per = ws_per_dir(L), wd[2] = {L->D, per};
+    if (L->layout) {
+        int64_t a[4] = {L->B, L->S, L->D, L->H};
+        memcpy(yd, a, sizeof a);
+    } else {
+        int64_t a[4] = {L->S, L->D, L->B, L->H};
+        memcpy(yd, a, sizeof a);
+    }
+    state_dims(L, hd);
+    lt_tensor *Y = NULL, *Yh = NULL, *Yc = NULL, *ws = NULL;
+    lt_dtype dt = L->X->dtype;
+    if ((k->nout > 0 && lt_k_want(k, 0) && (s = lt_k_out(k, 0, dt, 4, yd, &Y)) != LT_OK) ||
+        (k->nout > 1 && lt_k_want(k, 1) && (s = lt_k_out(k, 1, dt, 3, hd, &Yh)) != LT_OK) ||
+        (k->nout > 2 && lt_k_want(k, 2) && (s = lt_k_out(k, 2, dt, 3, hd, &Yc)) != LT_OK) ||
+        (k->nout > 3 && lt_k_want(k, 3) && (s = lt_k_out(k, 3, dt, 2, wd, &ws)) != LT_OK))
+        return s;
+    /* scratch: h, c [B, H], hp [B, G], and the gates when no workspace keeps them */
+    int64_t BH = L->B * L->H, BG = L->B * L->G, nscr = 2 * BH + BG + (ws ? 0 : L->rows * L->G);
+    lt_buf *scr;
+    if ((s = lt_cuda_scratch(k, (size_t)nscr * L->es, &scr)) != LT_OK)
+        return s;
+    void *h = scr->data, *c = AT(h, BH), *hp = AT(c, BH), *gates = AT(hp, BG);
+    for (int d = 0; d < L->D && s == LT_OK; d++) {
+        bool rev = L->rev_only || d == 1;
+        lt_cu_lstm_step p = {.S = L->S, .B = L->B, .D = L->D, .H = L->H, .d = d, .layout = L->layout, .hp = hp,
+                             .h = h, .c = c, .Y = Y ? Y->data : NULL};
+        p.pre = ws ? AT(ws->data, d * per) : gates;
+        if (ws) {
+            p.hx = AT(p.pre, L->rows * L->G);
+            p.cr = AT(p.hx, L->rows * L->H);
+            p.cw = AT(p.cr, L->rows * L->H);
+            p.hc = AT(p.cw, L->rows * L->H);
+        }
+        const void *Wd = AT(L->W->data, d * L->G * L->I), *Rd = AT(L->R->data, d * L->G * L->H);
+        if ((s = lt_cuda_gemm(k, L->f64, false, true, L->rows, L->G, L->I, 1.0, L->X->data, L->I, Wd, L->I, 0.0,
+                              p.pre)) != LT_OK)
+            break;
+        if (L->Bias)
+            CU(lt_cu_lstm_bias(st, L->f64, p.pre, AT(L->Bias->data, d * 2 * L->G), L->rows, L->G), "lt_cu_lstm_bias");
+        CU(lt_cu_rnn_state(st, L->f64, h, L->h0 ? L->h0->data : NULL, false, L->layout, L->B, L->D, d, L->H),
+           "lt_cu_rnn_state");
+        CU(lt_cu_rnn_state(st, L->f64, c, L->c0 ? L->c0->data : NULL, false, L->layout, L->B, L->D, d, L->H),
+           "lt_cu_rnn_state");
+        for (int64_t i = 0; i < L->S && s == LT_OK; i++) {
+            p.t = rev ? L->S - 1 - i : i;
+            if ((s = lt_cuda_gemm(k, L->f64, false, true, L->B, L->G, L->H, 1.0, h, L->H, Rd, L->H, 0.0, hp)) != LT_OK)
+                break;
+            CU(lt_cu_lstm_fwd_step(st, L->f64, &p), "lt_cu_lstm_fwd_step");
+        }
+        if (s == LT_OK && Yh)
+            CU(lt_cu_rnn_state(st, L->f64, Yh->data, h, true, L->layout, L->B, L->D, d, L->H), "lt_cu_rnn_state");
+        if (s == LT_OK && Yc)
+            CU(lt_cu_rnn_state(st, L->f64, Yc->data, c, true, L->layout, L->B, L->D, d, L->H), "lt_cu_rnn_state");
+    }
+out:
+    lt_buf_release(scr); /* stream order: later kernels only */
+    return s;
+}
+
+/* LSTMGrad (X, W, R, B, , initial_h, initial_c, , dY, dY_h, dY_c, workspace)
+ * -> dX, dW, dR, dB, d initial_h, d initial_c */
+static lt_status k_lstm_grad(lt_kctx *k)
+{
+    lstm L0, *L = &L0;
+    lt_status s = lstm_setup(k, L);
+    if (s != LT_OK)
+        return s;
+    cudaStream_t st = stream_of(k);
+    lt_dtype dt = L->X->dtype;
+    int64_t per = ws_per_dir(L), yd[4], hd[3];
+    if (L->layout) {
+        int64_t a[4] = {L->B, L->S, L->D, L->H};
+        memcpy(yd, a, sizeof a);
+    } else {
+        int64_t a[4] = {L->S, L->D, L->B, L->H};
+        memcpy(yd, a, sizeof a);
+    }
+    state_dims(L, hd);
+    const lt_tensor *dY = lt_k_in(k, 8), *dYh = lt_k_in(k, 9), *dYc = lt_k_in(k, 10), *ws = lt_k_in(k, 11);
+    if (!ws || ws->dtype != dt || ws->numel != L->D * per)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "the workspace does not come from this forward node");
+    const lt_tensor *cot[3] = {dY, dYh, dYc};
+    static const char *const cot_name[3] = {"dY", "dY_h", "dY_c"};
+    for (int i = 0; i < 3; i++) {
+        const lt_tensor *t = cot[i];
+        if (!t)
+            continue;
+        bool ok = t->dtype == dt && t->rank == (i ? 3 : 4);
+        for (int j = 0; ok && j < t->rank; j++)
+            ok = t->dims[j] == (i ? hd[j] : yd[j]);
+        if (!ok)
+            return lt_k_fail(k, LT_ERR_RUNTIME, "%s does not have the shape and type of the forward output",
+                             cot_name[i]);
+    }
+    if (k->nout > 6 && lt_k_want(k, 6))
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "no peepholes on cuda");
+    int64_t bd[2] = {L->D, 2 * L->G};
+    const int64_t *odims[6] = {L->X->dims, L->W->dims, L->R->dims, bd, hd, hd};
+    const int orank[6] = {3, 3, 3, 2, 3, 3};
+    lt_tensor *o[6] = {0};
+    for (int i = 0; i < 6 && i < k->nout; i++)
+        if (lt_k_want(k, i) && (s = lt_k_out(k, i, dt, orank[i], odims[i], &o[i])) != LT_OK)
+            return s;
+    /* scratch: the gate-input gradients [rows, G], dh, dc [B, H] */
+    int64_t BH = L->B * L->H;
+    lt_buf *scr;
+    if ((s = lt_cuda_scratch(k, (size_t)(L->rows * L->G + 2 * BH) * L->es, &scr)) != LT_OK)
+        return s;
+    void *g = scr->data, *dh = AT(g, L->rows * L->G), *dc = AT(dh, BH);
+    int64_t lda_t = L->layout ? L->S * L->G : L->G; /* the rows of one step in g */
+    for (int d = 0; d < L->D && s == LT_OK; d++) {
+        bool rev = L->rev_only || d == 1;
+        lt_cu_lstm_step p = {.S = L->S, .B = L->B, .D = L->D, .H = L->H, .d = d, .layout = L->layout,
+                             .dY = dY ? dY->data : NULL, .dh = dh, .dc = dc, .g = g};
+        p.pre = AT(ws->data, d * per);
+        p.hx = AT(p.pre, L->rows * L->G);
+        p.cr = AT(p.hx, L->rows * L->H);
+        p.cw = AT(p.cr, L->rows * L->H);
+        p.hc = AT(p.cw, L->rows * L->H);
+        const void *Wd = AT(L->W->data, d * L->G * L->I), *Rd = AT(L->R->data, d * L->G * L->H);
+        CU(lt_cu_rnn_state(st, L->f64, dh, dYh ? dYh->data : NULL, false, L->layout, L->B, L->D, d, L->H),
+           "lt_cu_rnn_state");
+        CU(lt_cu_rnn_state(st, L->f64, dc, dYc ? dYc->data : NULL, false, L->layout, L->B, L->D, d, L->H),
+           "lt_cu_rnn_state");
+        for (int64_t i = L->S - 1; i >= 0 && s == LT_OK; i--) {
+            p.t = rev ? L->S - 1 - i : i;
+            CU(lt_cu_lstm_bwd_step(st, L->f64, &p), "lt_cu_lstm_bwd_step");
+            /* the gradient reaching the h the step read: its rows of g times R */
+            int64_t row0 = L->layout ? p.t : p.t * L->B;
+            s = lt_cuda_gemm(k, L->f64, false, false, L->B, L->H, L->G, 1.0, AT(g, row0 * L->G), lda_t, Rd, L->H, 0.0,
+                             dh);
+        }
+        if (s != LT_OK)
+            break;
+        if (o[4])
+            CU(lt_cu_rnn_state(st, L->f64, o[4]->data, dh, true, L->layout, L->B, L->D, d, L->H), "lt_cu_rnn_state");
+        if (o[5])
+            CU(lt_cu_rnn_state(st, L->f64, o[5]->data, dc, true, L->layout, L->B, L->D, d, L->H), "lt_cu_rnn_state");
+        if (o[0] && (s = lt_cuda_gemm(k, L->f64, false, false, L->rows, L->I, L->G, 1.0, g, L->G, Wd, L->I,
+                                      d ? 1.0 : 0.0, o[0]->data)) != LT_OK)
+            break;
+        if (o[1] && (s = lt_cuda_gemm(k, L->f64, true, false, L->G, L->I, L->rows, 1.0, g, L->G, L->X->data, L->I,
+                                      0.0, AT(o[1]->data, d * L->G * L->I))) != LT_OK)
+            break;
+        if (o[2] && (s = lt_cuda_gemm(k, L->f64, true, false, L->G, L->H, L->rows, 1.0, g, L->G, p.hx, L->H, 0.0,
+                                      AT(o[2]->data, d * L->G * L->H))) != LT_OK)
+            break;
+        if (o[3])
+            CU(lt_cu_colsum(st, L->f64, g, L->rows, L->G, AT(o[3]->data, d * 2 * L->G),
+                            AT(o[3]->data, d * 2 * L->G + L->G)),
+               "lt_cu_colsum");
+    }
+out:
+    lt_buf_release(scr);
+    return s;
+}
+
+#undef AT
+#undef CU
+
+void lt_cuda_register_rnn(lt_cu_op *tab)
+{
+    tab[LT_OP_LSTM] = (lt_cu_op){k_lstm, 0, 0, fits_lstm, false};
+    tab[LT_OP_LSTM_GRAD] = (lt_cu_op){k_lstm_grad, 0, 0, fits_lstm_grad, false};
+}

@@ -1,0 +1,191 @@
+// The LSTM's own kernels (rnn.c drives them): the bias added to every
+// row's input projection, the states moved between a direction's slice of
+// initial_h / Y_h (either layout) and a contiguous [B, H] block, one time
+// step forward and one backward over B x H threads, and column sums. The
+// formulas are the CPU's fast LSTM ones (runtime/cpu/grad_rnn_tmpl.h):
+// sigmoid, tanh, tanh, no clip, no peepholes, no coupled gates, and the
+// same workspace: activated gates [rows, 4H] (i, o, f, c), then the hidden
+// state each step read, the cell state it read, the one it wrote and
+// tanh of that, [rows, H] each.
+#include "kernels.h"
+#include "launch.cuh"
+
+using lt_cu::THREADS;
+using lt_cu::blocks_for;
+
+namespace {
+
+__device__ inline float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ inline double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
+__device__ inline float th(float x) { return tanhf(x); }
+__device__ inline double th(double x) { return tanh(x); }
+
+__device__ inline int64_t xrow(const lt_cu_lstm_step &p, int64_t b)
+{
+    return p.layout ? b * p.S + p.t : p.t * p.B + b;
+}
+
+__device__ inline int64_t yoff(const lt_cu_lstm_step &p, int64_t b)
+{
+    return (p.layout ? (b * p.S + p.t) * p.D + p.d : (p.t * p.D + p.d) * p.B + b) * p.H;
+}
+
+template <typename T> __global__ void k_bias(T *buf, const T *bias, int64_t rows, int64_t G)
+{
+    int64_t n = rows * G;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t j = i % G;
+        buf[i] += bias[j] + bias[G + j];
+    }
+}
+
+template <typename T>
+__global__ void k_state(T *dst, const T *src, bool to_slice, int layout, int64_t B, int64_t D, int d, int64_t H)
+{
+    int64_t n = B * H;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / H, j = i % H, o = (layout ? b * D + d : d * B + b) * H + j;
+        if (to_slice)
+            dst[o] = src[i];
+        else
+            dst[i] = src ? src[o] : (T)0;
+    }
+}
+
+template <typename T> __global__ void k_fwd(lt_cu_lstm_step p)
+{
+    const int64_t H = p.H, G = 4 * H, n = p.B * H;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / H, j = i % H, row = xrow(p, b);
+        T *a = (T *)p.pre + row * G;
+        const T *hp = (const T *)p.hp + b * G;
+        T *h = (T *)p.h + i, *c = (T *)p.c + i;
+        T hprev = *h, cprev = *c;
+        T gi = hp[j] + a[j], go = hp[H + j] + a[H + j], gf = hp[2 * H + j] + a[2 * H + j],
+          gc = hp[3 * H + j] + a[3 * H + j];
+        T iv = sigm(gi), fv = sigm(gf), cv = th(gc);
+        T cn = fv * cprev + iv * cv;
+        T ov = sigm(go), hv = th(cn);
+        T hn = ov * hv;
+        *c = cn;
+        *h = hn;
+        a[j] = iv;
+        a[H + j] = ov;
+        a[2 * H + j] = fv;
+        a[3 * H + j] = cv;
+        if (p.hx) {
+            ((T *)p.hx)[row * H + j] = hprev;
+            ((T *)p.cr)[row * H + j] = cprev;
+            ((T *)p.cw)[row * H + j] = cn;
+            ((T *)p.hc)[row * H + j] = hv;
+        }
+        if (p.Y)
+            ((T *)p.Y)[yoff(p, b) + j] = hn;
+    }
+}
+
+template <typename T> __global__ void k_bwd(lt_cu_lstm_step p)
+{
+    const int64_t H = p.H, G = 4 * H, n = p.B * H;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / H, j = i % H, row = xrow(p, b);
+        const T *pa = (const T *)p.pre + row * G;
+        T ivj = pa[j], ovj = pa[H + j], fvj = pa[2 * H + j], cvj = pa[3 * H + j];
+        T hvj = ((const T *)p.hc)[row * H + j], cprev = ((const T *)p.cr)[row * H + j];
+        T dhj = ((const T *)p.dh)[i];
+        if (p.dY)
+            dhj += ((const T *)p.dY)[yoff(p, b) + j];
+        T dcj = ((T *)p.dc)[i] + dhj * ovj * (1 - hvj * hvj);
+        T dao = dhj * hvj * (ovj * (1 - ovj));
+        T dfv = dcj * cprev;
+        T di = dcj * cvj, dac = dcj * ivj * (1 - cvj * cvj);
+        T daf = dfv * (fvj * (1 - fvj)), dai = di * (ivj * (1 - ivj));
+        T *g = (T *)p.g + row * G;
+        g[j] = dai;
+        g[H + j] = dao;
+        g[2 * H + j] = daf;
+        g[3 * H + j] = dac;
+        ((T *)p.dc)[i] = dcj * fvj;
+    }
+}
+
+// out[j] (and out2[j], when given) = sum over rows of x[r, j]: one thread
+// a column, rows in order
+template <typename T> __global__ void k_colsum(const T *x, int64_t rows, int64_t n, T *out, T *out2)
+{
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < n; j += (int64_t)gridDim.x * blockDim.x) {
+        T s = 0;
+        for (int64_t r = 0; r < rows; r++)
+            s += x[r * n + j];
+        out[j] = s;
+        if (out2)
+            out2[j] = s;
+    }
+}
+
+} // namespace
+
+extern "C" {
+
+cudaError_t lt_cu_lstm_bias(cudaStream_t s, bool f64, void *buf, const void *bias, int64_t rows, int64_t G)
+{
+    int64_t n = rows * G;
+    if (n == 0)
+        return cudaSuccess;
+    if (f64)
+        k_bias<double><<<blocks_for(n), THREADS, 0, s>>>((double *)buf, (const double *)bias, rows, G);
+    else
+        k_bias<float><<<blocks_for(n), THREADS, 0, s>>>((float *)buf, (const float *)bias, rows, G);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_rnn_state(cudaStream_t s, bool f64, void *dst, const void *src, bool to_slice, int layout,
+                            int64_t B, int64_t D, int d, int64_t H)
+{
+    int64_t n = B * H;
+    if (n == 0)
+        return cudaSuccess;
+    if (f64)
+        k_state<double><<<blocks_for(n), THREADS, 0, s>>>((double *)dst, (const double *)src, to_slice, layout, B, D, d,
+                                                          H);
+    else
+        k_state<float><<<blocks_for(n), THREADS, 0, s>>>((float *)dst, (const float *)src, to_slice, layout, B, D, d, H);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_lstm_fwd_step(cudaStream_t s, bool f64, const lt_cu_lstm_step *p)
+{
+    int64_t n = p->B * p->H;
+    if (n == 0)
+        return cudaSuccess;
+    if (f64)
+        k_fwd<double><<<blocks_for(n), THREADS, 0, s>>>(*p);
+    else
+        k_fwd<float><<<blocks_for(n), THREADS, 0, s>>>(*p);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_lstm_bwd_step(cudaStream_t s, bool f64, const lt_cu_lstm_step *p)
+{
+    int64_t n = p->B * p->H;
+    if (n == 0)
+        return cudaSuccess;
+    if (f64)
+        k_bwd<double><<<blocks_for(n), THREADS, 0, s>>>(*p);
+    else
+        k_bwd<float><<<blocks_for(n), THREADS, 0, s>>>(*p);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_colsum(cudaStream_t s, bool f64, const void *x, int64_t rows, int64_t n, void *out, void *out2)
+{
+    if (n == 0)
+        return cudaSuccess;
+    if (f64)
+        k_colsum<double><<<blocks_for(n), THREADS, 0, s>>>((const double *)x, rows, n, (double *)out, (double *)out2);
+    else
+        k_colsum<float><<<blocks_for(n), THREADS, 0, s>>>((const float *)x, rows, n, (float *)out, (float *)out2);
+    return cudaGetLastError();
+}
+
+} // extern "C"
