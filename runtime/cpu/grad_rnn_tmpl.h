@@ -48,6 +48,9 @@ typedef struct SFX(ws) {
     T *tmp;        /* [B, H] */
     T *wk;         /* [B, WK*H] */
     T *rpf, *rpb;  /* RNN, LSTM: op(R) packed for the steps' products (lt_rgemm), or NULL */
+    T *rpx;        /* the fast LSTM's recording forward: [W | R]^T packed, the input projection
+                    * made in each step's product (x_t W^T + h R^T); NULL: buf holds it */
+    const T *xb;   /* with rpx: the biases Wb + Rb [G] (zeros without B) */
 } SFX(ws);
 
 /* C = A R_d^T (forward) or A R_d (backward) for a slice of the batch */
@@ -303,17 +306,18 @@ static void SFX(gru_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
  * columns: the same formulas as lstm_fwd's and lstm_bwd's fast branches,
  * element for element. PEEP and COUPLE are constants where it is inlined. */
 static inline __attribute__((always_inline)) void SFX(lstm_row_fwd_body)(int64_t H, const bool peep,
-                                                                          const bool couple, const T *hp, T *a, T *hb,
-                                                                          T *cb, const T *pi, const T *po,
-                                                                          const T *pf, T *hx, T *cr, T *cw, T *hc)
+                                                                          const bool couple, const T *hp,
+                                                                          const T *xa, T *a, T *hb, T *cb,
+                                                                          const T *pi, const T *po, const T *pf,
+                                                                          T *hx, T *cr, T *cw, T *hc)
 {
 #pragma omp simd
     for (int64_t j = 0; j < H; j++) {
         T hprev = hb[j], cprev = cb[j];
         hx[j] = hprev;
         cr[j] = cprev;
-        T gi = hp[j] + a[j], go = hp[H + j] + a[H + j], gf = hp[2 * H + j] + a[2 * H + j],
-          gc = hp[3 * H + j] + a[3 * H + j];
+        T gi = hp[j] + xa[j], go = hp[H + j] + xa[H + j], gf = hp[2 * H + j] + xa[2 * H + j],
+          gc = hp[3 * H + j] + xa[3 * H + j];
         if (peep) {
             gi += pi[j] * cprev;
             gf += pf[j] * cprev;
@@ -362,17 +366,18 @@ static inline __attribute__((always_inline)) void SFX(lstm_row_bwd_body)(int64_t
 }
 
 #define LSTM_ROW_FNS(NAME, ATTR)                                                                                   \
-    ATTR static void SFX(lstm_row_fwd_##NAME)(int64_t H, bool peep, bool couple, const T *hp, T *a, T *hb, T *cb,  \
-                                              const T *pi, const T *po, const T *pf, T *hx, T *cr, T *cw, T *hc)  \
+    ATTR static void SFX(lstm_row_fwd_##NAME)(int64_t H, bool peep, bool couple, const T *hp, const T *xa, T *a,   \
+                                              T *hb, T *cb, const T *pi, const T *po, const T *pf, T *hx, T *cr,   \
+                                              T *cw, T *hc)                                                        \
     {                                                                                                              \
         if (peep && couple)                                                                                        \
-            SFX(lstm_row_fwd_body)(H, true, true, hp, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                      \
+            SFX(lstm_row_fwd_body)(H, true, true, hp, xa, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                      \
         else if (peep)                                                                                             \
-            SFX(lstm_row_fwd_body)(H, true, false, hp, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                     \
+            SFX(lstm_row_fwd_body)(H, true, false, hp, xa, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                     \
         else if (couple)                                                                                           \
-            SFX(lstm_row_fwd_body)(H, false, true, hp, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                     \
+            SFX(lstm_row_fwd_body)(H, false, true, hp, xa, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                     \
         else                                                                                                       \
-            SFX(lstm_row_fwd_body)(H, false, false, hp, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                    \
+            SFX(lstm_row_fwd_body)(H, false, false, hp, xa, a, hb, cb, pi, po, pf, hx, cr, cw, hc);                    \
     }                                                                                                              \
     ATTR static void SFX(lstm_row_bwd_##NAME)(int64_t H, T own, const T *pa, const T *hc, const T *qi, const T *qo, \
                                               const T *qf, const T *cprev, const T *dh, const T *dy, T *dc, T *a,  \
@@ -403,7 +408,15 @@ static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
     T clip = (T)r->clip;
     const T *pi = w->g->P ? (const T *)w->g->P + w->d * 3 * H : NULL, *po = pi ? pi + H : NULL,
             *pf = pi ? pi + 2 * H : NULL;
-    SFX(rprod)(w, true, b1 - b0, G, H, w->h + b0 * H, H, w->hp + b0 * G, G);
+#ifdef GRNN_WIDE
+    if (w->rpx) {
+        /* every entry runs all S steps: the slice's x_t rows are one strided matrix */
+        int64_t t0 = lt_rnn_time(r, w->d, st, b0), I = r->I;
+        lt_rgemm_run2(b1 - b0, G, I, (const T *)w->g->X + lt_rnn_xrow(r, t0, b0) * I, r->layout ? r->S * I : I, H,
+                      w->h + b0 * H, H, w->rpx, 0.0f, w->hp + b0 * G, G);
+    } else
+#endif
+        SFX(rprod)(w, true, b1 - b0, G, H, w->h + b0 * H, H, w->hp + b0 * G, G);
     for (int64_t b = b0; b < b1; b++) {
         int64_t t = lt_rnn_time(r, w->d, st, b);
         if (t < 0)
@@ -412,8 +425,8 @@ static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
         T *a = w->buf + row * G, *hb = w->h + b * H, *cb = w->c + b * H;
         T *gi = a, *go = a + H, *gf = a + 2 * H, *gc = a + 3 * H;
         if (w->fast) {
-            LSTM_ROW(fwd)(H, pi != NULL, couple, w->hp + b * G, a, hb, cb, pi, po, pf, w->hx + row * H,
-                          w->ax + row * H, w->cx + row * H, w->hc + row * H);
+            LSTM_ROW(fwd)(H, pi != NULL, couple, w->hp + b * G, w->rpx ? w->xb : a, a, hb, cb, pi, po, pf,
+                          w->hx + row * H, w->ax + row * H, w->cx + row * H, w->hc + row * H);
             if (r->Y)
                 memcpy((T *)r->Y + lt_rnn_yoff(r, t, w->d, b), hb, sizeof(T) * (size_t)H);
             continue;
@@ -692,6 +705,20 @@ static void SFX(init_states)(SFX(ws) *w, int d)
     }
 }
 
+/* Y_h and Y_c of direction d from the running states */
+static void SFX(store_final)(const SFX(ws) *w, int d)
+{
+    const lt_rnn *r = w->r;
+    int64_t H = w->H;
+    for (int64_t b = 0; b < w->B; b++) {
+        int64_t o = lt_rnn_hoff(r, d, b);
+        if (r->Yh)
+            memcpy((T *)r->Yh + o, w->h + b * H, sizeof(T) * (size_t)H);
+        if (r->Yc)
+            memcpy((T *)r->Yc + o, w->c + b * H, sizeof(T) * (size_t)H);
+    }
+}
+
 lt_status SFX(lt_grnn_forward)(lt_kctx *k, const lt_grnn *g, void *wsv)
 {
     const lt_rnn *r = &g->r;
@@ -708,12 +735,40 @@ lt_status SFX(lt_grnn_forward)(lt_kctx *k, const lt_grnn *g, void *wsv)
     if (!w.h || !w.c || !w.hp || !w.tmp || !w.wk || !w.zero || !bias)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     T *pf = SFX(pack_buf)(k, r, G, H);
+#ifdef GRNN_WIDE
+    T *px = NULL;
+    /* the fast LSTM with every entry running all steps: the input
+     * projection joins each step's product, so the gate inputs are not
+     * written out, biased and read back */
+    bool full = true;
+    for (int64_t b = 0; b < B; b++)
+        full = full && r->len[b] == S;
+    if (pf && full && lt_grnn_lstm_fast(r) && lt_linalg_blas_ok(B, G, r->I + H)) {
+        px = SFX(alloc)(k, lt_rgemm_packed_len(G, r->I + H), false);
+        if (!px)
+            return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    }
+#endif
     for (int d = 0; d < r->D; d++) {
         w.d = d;
         w.Rd = (const T *)g->R + d * G * H;
-        SFX(pack_r)(&w, pf, NULL);
         SFX(ws_parts)(r, wsv, d, &w);
         w.buf = (T *)w.pre;
+#ifdef GRNN_WIDE
+        if (px) {
+            lt_rgemm_pack2(true, G, r->I, (const T *)g->W + d * G * r->I, r->I, H, w.Rd, H, px);
+            w.rpx = px;
+            const T *wb = g->Bias ? (const T *)g->Bias + d * 2 * G : NULL;
+            for (int64_t j = 0; j < G; j++)
+                bias[j] = wb ? wb[j] + wb[G + j] : 0;
+            w.xb = bias;
+            SFX(init_states)(&w, d);
+            SFX(steps)(&w, false);
+            SFX(store_final)(&w, d);
+            continue;
+        }
+#endif
+        SFX(pack_r)(&w, pf, NULL);
         /* rows no step visits must read as zero in the gradient's per-row products */
         for (int64_t b = 0; b < B; b++)
             for (int64_t t = r->len[b]; t < S; t++) {
@@ -725,13 +780,7 @@ lt_status SFX(lt_grnn_forward)(lt_kctx *k, const lt_grnn *g, void *wsv)
         SFX(gproject)(g, d, w.buf, bias);
         SFX(init_states)(&w, d);
         SFX(steps)(&w, false);
-        for (int64_t b = 0; b < B; b++) {
-            int64_t o = lt_rnn_hoff(r, d, b);
-            if (r->Yh)
-                memcpy((T *)r->Yh + o, w.h + b * H, sizeof(T) * (size_t)H);
-            if (r->Yc)
-                memcpy((T *)r->Yc + o, w.c + b * H, sizeof(T) * (size_t)H);
-        }
+        SFX(store_final)(&w, d);
     }
     return LT_OK;
 }

@@ -52,6 +52,14 @@ int64_t lt_rgemm_packed_len(int64_t N, int64_t K);
 void lt_rgemm_pack(bool tb, int64_t N, int64_t K, const float *B, int64_t ldb, float *packed);
 void lt_rgemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *packed, float beta,
                   float *C, int64_t ldc);
+/* The same with op(B) = [op(B1); op(B2)] (K1 then K2 rows: an LSTM's W and
+ * R, packed into lt_rgemm_packed_len(N, K1 + K2) floats) and A = [A1 | A2]
+ * (x_t and h, each row of A1 and of A2 with its own leading dimension):
+ * C = A1 op(B1) + A2 op(B2) + beta C, one sum per output over k in order. */
+void lt_rgemm_pack2(bool tb, int64_t N, int64_t K1, const float *B1, int64_t ldb1, int64_t K2, const float *B2,
+                    int64_t ldb2, float *packed);
+void lt_rgemm_run2(int64_t M, int64_t N, int64_t K1, const float *A1, int64_t lda1, int64_t K2, const float *A2,
+                   int64_t lda2, const float *packed, float beta, float *C, int64_t ldc);
 
 /* Back-propagates through time (re-running the forward pass of every
  * direction first unless g->ws holds it) and fills the wanted results. */

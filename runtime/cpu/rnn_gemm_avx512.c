@@ -30,34 +30,60 @@ int64_t lt_rgemm_packed_len(int64_t N, int64_t K)
     return (N + NR - 1) / NR * NR * K;
 }
 
-void lt_rgemm_pack(bool tb, int64_t N, int64_t K, const float *B, int64_t ldb, float *packed)
+/* column c of op(B) rows k0 .. k0 + K - 1 of a panel: dst[k * NR + c] */
+static void pack_part(bool tb, int64_t n0, int64_t nc, int64_t K, const float *B, int64_t ldb, float *dst)
 {
-    for (int64_t p = 0; p * NR < N; p++) {
-        float *dst = packed + p * NR * K;
-        int64_t n0 = p * NR, nc = N - n0 < NR ? N - n0 : NR;
-        for (int64_t k = 0; k < K; k++) {
-            for (int64_t c = 0; c < nc; c++)
-                dst[k * NR + c] = tb ? B[(n0 + c) * ldb + k] : B[k * ldb + n0 + c];
-            for (int64_t c = nc; c < NR; c++)
-                dst[k * NR + c] = 0;
-        }
+    for (int64_t k = 0; k < K; k++) {
+        for (int64_t c = 0; c < nc; c++)
+            dst[k * NR + c] = tb ? B[(n0 + c) * ldb + k] : B[k * ldb + n0 + c];
+        for (int64_t c = nc; c < NR; c++)
+            dst[k * NR + c] = 0;
     }
 }
 
-/* rows i0 .. i0 + R - 1 (R a constant where inlined) of C's columns n0 .. n0 + nc - 1 */
-AVX512 static inline __attribute__((always_inline)) void block(const int R, int64_t K, const float *A, int64_t lda,
-                                                         const float *pb, float beta, float *C, int64_t ldc,
-                                                         int64_t nc)
+void lt_rgemm_pack2(bool tb, int64_t N, int64_t K1, const float *B1, int64_t ldb1, int64_t K2, const float *B2,
+                    int64_t ldb2, float *packed)
+{
+    int64_t K = K1 + K2;
+    for (int64_t p = 0; p * NR < N; p++) {
+        float *dst = packed + p * NR * K;
+        int64_t n0 = p * NR, nc = N - n0 < NR ? N - n0 : NR;
+        pack_part(tb, n0, nc, K1, B1, ldb1, dst);
+        pack_part(tb, n0, nc, K2, B2, ldb2, dst + K1 * NR);
+    }
+}
+
+void lt_rgemm_pack(bool tb, int64_t N, int64_t K, const float *B, int64_t ldb, float *packed)
+{
+    lt_rgemm_pack2(tb, N, K, B, ldb, 0, NULL, 0, packed);
+}
+
+/* rows i0 .. i0 + R - 1 (R a constant where inlined) of C's columns n0 ..
+ * n0 + nc - 1: [A1 | A2] (K1 then K2 columns) times the panel */
+AVX512 static inline __attribute__((always_inline)) void block(const int R, int64_t K1, const float *A1,
+                                                               int64_t lda1, int64_t K2, const float *A2,
+                                                               int64_t lda2, const float *pb, float beta, float *C,
+                                                               int64_t ldc, int64_t nc)
 {
     __m512 acc[MR][2];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
         acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < K; k++) {
+    for (int64_t k = 0; k < K1; k++) {
         __m512 b0 = _mm512_loadu_ps(pb + k * NR), b1 = _mm512_loadu_ps(pb + k * NR + 16);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
-            __m512 a = _mm512_set1_ps(A[r * lda + k]);
+            __m512 a = _mm512_set1_ps(A1[r * lda1 + k]);
+            acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+        }
+    }
+    pb += K1 * NR;
+    for (int64_t k = 0; k < K2; k++) {
+        __m512 b0 = _mm512_loadu_ps(pb + k * NR), b1 = _mm512_loadu_ps(pb + k * NR + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            __m512 a = _mm512_set1_ps(A2[r * lda2 + k]);
             acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
             acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
         }
@@ -76,29 +102,47 @@ AVX512 static inline __attribute__((always_inline)) void block(const int R, int6
     }
 }
 
-AVX512 void lt_rgemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *packed,
-                         float beta, float *C, int64_t ldc)
+AVX512 void lt_rgemm_run2(int64_t M, int64_t N, int64_t K1, const float *A1, int64_t lda1, int64_t K2,
+                          const float *A2, int64_t lda2, const float *packed, float beta, float *C, int64_t ldc)
 {
+    int64_t K = K1 + K2;
     for (int64_t p = 0; p * NR < N; p++) {
         const float *pb = packed + p * NR * K;
         int64_t n0 = p * NR, nc = N - n0 < NR ? N - n0 : NR;
         int64_t i = 0;
         for (; i + MR <= M; i += MR)
-            block(MR, K, A + i * lda, lda, pb, beta, C + i * ldc + n0, ldc, nc);
+            block(MR, K1, A1 + i * lda1, lda1, K2, A2 + i * lda2, lda2, pb, beta, C + i * ldc + n0, ldc, nc);
         for (; i + 4 <= M; i += 4)
-            block(4, K, A + i * lda, lda, pb, beta, C + i * ldc + n0, ldc, nc);
+            block(4, K1, A1 + i * lda1, lda1, K2, A2 + i * lda2, lda2, pb, beta, C + i * ldc + n0, ldc, nc);
         for (; i < M; i++)
-            block(1, K, A + i * lda, lda, pb, beta, C + i * ldc + n0, ldc, nc);
+            block(1, K1, A1 + i * lda1, lda1, K2, A2 + i * lda2, lda2, pb, beta, C + i * ldc + n0, ldc, nc);
     }
+}
+
+void lt_rgemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *packed, float beta,
+                  float *C, int64_t ldc)
+{
+    lt_rgemm_run2(M, N, K, A, lda, 0, A, lda, packed, beta, C, ldc);
 }
 
 #else
 
 bool lt_rgemm_have(void) { return false; }
 int64_t lt_rgemm_packed_len(int64_t N, int64_t K) { return (N + 31) / 32 * 32 * K; }
+void lt_rgemm_pack2(bool tb, int64_t N, int64_t K1, const float *B1, int64_t ldb1, int64_t K2, const float *B2,
+                    int64_t ldb2, float *packed)
+{
+    (void)tb, (void)N, (void)K1, (void)B1, (void)ldb1, (void)K2, (void)B2, (void)ldb2, (void)packed;
+}
 void lt_rgemm_pack(bool tb, int64_t N, int64_t K, const float *B, int64_t ldb, float *packed)
 {
     (void)tb, (void)N, (void)K, (void)B, (void)ldb, (void)packed;
+}
+void lt_rgemm_run2(int64_t M, int64_t N, int64_t K1, const float *A1, int64_t lda1, int64_t K2, const float *A2,
+                   int64_t lda2, const float *packed, float beta, float *C, int64_t ldc)
+{
+    (void)M, (void)N, (void)K1, (void)A1, (void)lda1, (void)K2, (void)A2, (void)lda2, (void)packed, (void)beta,
+        (void)C, (void)ldc;
 }
 void lt_rgemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *packed, float beta,
                   float *C, int64_t ldc)

@@ -188,6 +188,17 @@ static void lstm_ws(void **state)
     gcfg c5 = {.name = "LSTM B=64 H=48", .gates = 4, .S = 5, .B = 64, .I = 7, .H = 48, .bias = true, .h0 = true,
                .c0 = true, .seed = 95};
     both(&c5);
+    /* the recording forward's fused input projection (float, AVX-512:
+     * x_t W^T in each step's product): both directions, layout 1 (x_t rows
+     * S * I apart), no bias, coupled gates with peepholes, odd sizes */
+    gcfg c6 = {.name = "LSTM fused bidirectional layout1 input_forget no bias", .gates = 4, .S = 5, .B = 19, .I = 9,
+               .H = 37, .dir = 2, .layout = 1, .h0 = true, .c0 = true, .peep = true, .couple = true, .seed = 96};
+    both(&c6);
+    /* sequence_lens given, every entry the full length: fused too */
+    static const int64_t full[17] = {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+    gcfg c7 = {.name = "LSTM fused reverse full lens", .gates = 4, .S = 4, .B = 17, .I = 5, .H = 21, .dir = 1,
+               .bias = true, .h0 = true, .lens = full, .seed = 97};
+    both(&c7);
 }
 
 /* The largest |a - b| over b's largest |value| (at least 1e-6) */
