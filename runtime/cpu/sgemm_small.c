@@ -210,6 +210,122 @@ bool lt_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
     return true;
 }
 
+/* ---- at most 8 columns, A not transposed: k in pairs ----
+ * One 8-column row would fill half a register and take one broadcast per
+ * multiply-add. Here lane 2j + e of a row's accumulator sums a(i, k) op(B)[k,
+ * j] over the k of parity e: op(B) is packed as pairs of rows interleaved
+ * (bp[p * 16 + 2j + e] = alpha op(B)[2p + e, j], zero past N), and one
+ * 64-bit broadcast of a(i, 2p), a(i, 2p + 1) (adjacent in A's row) feeds 16
+ * lanes. The two halves are added at the end; an odd last k updates the
+ * even lanes alone, so nothing past A's row is read. */
+
+AVX512 static void pack_pairs(bool tb, int64_t N, int64_t K, float alpha, const float *B, int64_t ldb, float *bp)
+{
+    int64_t np = (K + 1) / 2;
+    __m512 va = _mm512_set1_ps(alpha);
+    if (!tb) {
+        /* rows 2p and 2p + 1 of B interleaved */
+        const __m512i mix = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        __mmask16 mk = lanes(N);
+        for (int64_t p = 0; p < np; p++) {
+            __m512 r0 = _mm512_maskz_loadu_ps(mk, B + 2 * p * ldb);
+            __m512 r1 = 2 * p + 1 < K ? _mm512_maskz_loadu_ps(mk, B + (2 * p + 1) * ldb) : _mm512_setzero_ps();
+            _mm512_storeu_ps(bp + p * 16, _mm512_mul_ps(va, _mm512_permutex2var_ps(r0, mix, r1)));
+        }
+        return;
+    }
+    /* op(B)[2p, j], op(B)[2p + 1, j] lie side by side in B's row j */
+    for (int64_t p = 0; p < np; p++) {
+        _mm512_storeu_ps(bp + p * 16, _mm512_setzero_ps());
+        bool two = 2 * p + 1 < K;
+        for (int64_t j = 0; j < N; j++) {
+            const float *src = B + j * ldb + 2 * p;
+            bp[p * 16 + 2 * j] = alpha * src[0];
+            if (two)
+                bp[p * 16 + 2 * j + 1] = alpha * src[1];
+        }
+    }
+}
+
+AVX512 static inline __attribute__((always_inline)) void pair_block(const int rb, int64_t i0, int nr, __mmask16 mk,
+                                                                    int64_t K, const float *A, int64_t lda,
+                                                                    const float *bp, float beta, float *C,
+                                                                    int64_t ldc)
+{
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < rb; r++)
+        acc[r] = _mm512_setzero_ps();
+    const float *ar[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < rb; r++)
+        ar[r] = A + (i0 + (r < nr ? r : nr - 1)) * lda;
+    int64_t kp = K / 2;
+    for (int64_t p = 0; p < kp; p++) {
+        __m512 b = _mm512_loadu_ps(bp + p * 16);
+#pragma GCC unroll 16
+        for (int r = 0; r < rb; r++) {
+            double two;
+            memcpy(&two, ar[r] + 2 * p, sizeof two);
+            acc[r] = _mm512_fmadd_ps(_mm512_castpd_ps(_mm512_set1_pd(two)), b, acc[r]);
+        }
+    }
+    if (K & 1) {
+        __m512 b = _mm512_loadu_ps(bp + kp * 16);
+#pragma GCC unroll 16
+        for (int r = 0; r < rb; r++)
+            acc[r] = _mm512_mask3_fmadd_ps(_mm512_set1_ps(ar[r][K - 1]), b, acc[r], 0x5555);
+    }
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
+    __m512 vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 16
+    for (int r = 0; r < rb; r++) {
+        if (r >= nr)
+            break;
+        float *c = C + (i0 + r) * ldc;
+        __m512 x = _mm512_permutexvar_ps(even, _mm512_add_ps(acc[r], _mm512_permute_ps(acc[r], 0xb1)));
+        if (beta != 0)
+            x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mk, c), x);
+        _mm512_mask_storeu_ps(c, mk, x);
+    }
+}
+
+typedef void (*pair_fn)(int64_t M, __mmask16 mk, int64_t K, const float *A, int64_t lda, const float *bp,
+                        float beta, float *C, int64_t ldc);
+
+#define PAIR_FN(RBV)                                                                                            \
+    AVX512 static void pairs_##RBV(int64_t M, __mmask16 mk, int64_t K, const float *A, int64_t lda,              \
+                                   const float *bp, float beta, float *C, int64_t ldc)                           \
+    {                                                                                                           \
+        int64_t i = 0;                                                                                          \
+        for (; i + RBV <= M; i += RBV)                                                                          \
+            pair_block(RBV, i, RBV, mk, K, A, lda, bp, beta, C, ldc);                                           \
+        if (i < M)                                                                                              \
+            pair_block(RBV, i, (int)(M - i), mk, K, A, lda, bp, beta, C, ldc);                                  \
+    }
+PAIR_FN(8)
+PAIR_FN(12)
+PAIR_FN(14)
+PAIR_FN(16)
+
+static pair_fn pairs_plan(int64_t M)
+{
+    static const struct {
+        int rb;
+        pair_fn fn;
+    } plans[4] = {{8, pairs_8}, {12, pairs_12}, {14, pairs_14}, {16, pairs_16}};
+    pair_fn best = NULL;
+    int64_t best_rows = 0;
+    for (int c = 0; c < 4; c++) {
+        int64_t rows = (M + plans[c].rb - 1) / plans[c].rb * plans[c].rb;
+        if (!best || rows <= best_rows) {
+            best = plans[c].fn;
+            best_rows = rows;
+        }
+    }
+    return best;
+}
+
 bool lt_sgemm_small_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                             int64_t lda, const int64_t *offa, const float *B, int64_t ldb, const int64_t *offb,
                             float beta, float *C, int64_t ldc, const int64_t *offc, int64_t nb)
@@ -217,6 +333,15 @@ bool lt_sgemm_small_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, f
     if (!small_ok(tb, M, N, K, alpha))
         return false;
     float bp[SMALL_MAX_KN] __attribute__((aligned(64)));
+    if (N <= 8 && !ta && K >= 2 && (K + 1) / 2 * 16 <= SMALL_MAX_KN) {
+        pair_fn fn = pairs_plan(M);
+        __mmask16 mk = lanes(N);
+        for (int64_t i = 0; i < nb; i++) {
+            pack_pairs(tb, N, K, alpha, B + offb[i], ldb, bp);
+            fn(M, mk, K, A + offa[i], lda, bp, beta, C + offc[i], ldc);
+        }
+        return true;
+    }
     rows_fn fn = rows_plan((int)((N + 15) / 16), M);
     for (int64_t i = 0; i < nb; i++)
         run_small(ta, tb, M, N, K, alpha, A + offa[i], lda, B + offb[i], ldb, beta, C + offc[i], ldc, bp, fn);

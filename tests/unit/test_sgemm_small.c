@@ -59,7 +59,7 @@ static void check_c(const shape *s, const float *C, const float *C0, const doubl
     for (int64_t i = 0; i < s->M; i++) {
         for (int64_t j = 0; j < s->N; j++) {
             double got = C[i * s->ldc + j], w = want[i * s->N + j];
-            if (!(fabs(got - w) <= tol * (1 + fabs(w))))
+            if (!(got == w || fabs(got - w) <= tol * (1 + fabs(w))))
                 fail_msg("%s ta %d tb %d %lldx%lldx%lld: C[%lld,%lld] = %.8g, want %.8g", what, s->ta, s->tb,
                          (long long)s->M, (long long)s->N, (long long)s->K, (long long)i, (long long)j, got, w);
         }
@@ -207,6 +207,81 @@ static void batched(void **state)
     }
 }
 
+/* nb products through the batched form against the reference, each at
+ * its own offsets */
+static void batched_case(shape s, float alpha, float beta, int64_t nb, uint64_t seed, bool inf_last_k)
+{
+    int64_t sa = (s.ta ? s.K : s.M) * s.lda, sb = (s.tb ? s.N : s.K) * s.ldb, sc = s.M * s.ldc;
+    float *A = rand_buf(nb * sa, seed), *B = rand_buf(nb * sb, seed + 1), *C = rand_buf(nb * sc, seed + 2);
+    if (inf_last_k) /* a(0, K - 1) infinite: C's row 0 is +-inf where op(B)[K - 1, j] is not 0, never NaN */
+        for (int64_t i = 0; i < nb; i++)
+            A[i * sa + (s.ta ? (s.K - 1) * s.lda : s.K - 1)] = INFINITY;
+    if (beta == 0)
+        for (int64_t i = 0; i < nb * sc; i += 3)
+            C[i] = NAN;
+    int64_t offa[8], offb[8], offc[8];
+    for (int64_t i = 0; i < nb; i++) {
+        offa[i] = i * sa;
+        offb[i] = (nb - 1 - i) * sb;
+        offc[i] = i * sc;
+    }
+    double *want = malloc(sizeof(double) * (size_t)(nb * s.M * s.N));
+    float *C0 = malloc(sizeof(float) * (size_t)(nb * sc));
+    assert_non_null(want);
+    assert_non_null(C0);
+    memcpy(C0, C, sizeof(float) * (size_t)(nb * sc));
+    for (int64_t i = 0; i < nb; i++)
+        reference(&s, A + offa[i], B + offb[i], C + offc[i], alpha, beta, want + i * s.M * s.N);
+    bool ok = lt_sgemm_small_batched(s.ta, s.tb, s.M, s.N, s.K, alpha, A, s.lda, offa, B, s.ldb, offb, beta, C, s.ldc,
+                                     offc, nb);
+    assert_true(ok == lt_cpu_avx512_gemm());
+    for (int64_t i = 0; ok && i < nb; i++) {
+        if (inf_last_k)
+            for (int64_t j = 0; j < s.N; j++) {
+                float got = C[offc[i] + j];
+                double w = want[i * s.M * s.N + j];
+                if (isnan(got) != isnan(w) || (isinf(w) && got != w))
+                    fail_msg("inf case: C[0,%lld] = %g, want %g", (long long)j, got, w);
+                want[i * s.M * s.N + j] = got; /* checked; the rows below as usual */
+            }
+        check_c(&s, C + offc[i], C0 + offc[i], want + i * s.M * s.N, "batched");
+    }
+    free(A);
+    free(B);
+    free(C);
+    free(C0);
+    free(want);
+}
+
+/* at most 8 columns with A not transposed take k in pairs: odd and even K
+ * (K = 2, 3: one pair, and one pair and a single k), fewer than 8
+ * columns, op(B) transposed, alpha and beta, every block height and short
+ * last blocks, and an infinite a(i, K - 1) with K odd (the single last k
+ * must not add inf * 0 = NaN from the lanes it does not use); A transposed,
+ * K = 1 and 9 columns keep the row kernel */
+static void batched_pairs(void **state)
+{
+    (void)state;
+    static const int64_t ms[] = {1, 5, 8, 13, 24, 28, 32, 41};
+    static const int64_t ks[] = {1, 2, 3, 8, 27, 28};
+    static const int64_t ns[] = {1, 5, 8, 9};
+    uint64_t seed = 2000;
+    for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++)
+        for (size_t b = 0; b < sizeof ks / sizeof ks[0]; b++)
+            for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+                int v = (int)((a + 2 * b + c) % 8);
+                bool ta = v == 7, tb = v & 1;
+                float alpha = v & 2 ? 0.5f : 1.0f, beta = v & 4 ? 0.75f : 0.0f;
+                batched_case(mk(ta, tb, ms[a], ns[c], ks[b], (int)(c % 2)), alpha, beta, 3, seed, false);
+                seed += 3;
+            }
+    for (int tb = 0; tb < 2; tb++) {
+        batched_case(mk(false, tb, 28, 8, 27, 0), 1.0f, 0.0f, 2, seed, true);
+        batched_case(mk(false, tb, 9, 6, 3, 1), 0.5f, 1.0f, 2, seed + 3, true);
+        seed += 6;
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +289,7 @@ int main(void)
         cmocka_unit_test(model_shapes),
         cmocka_unit_test(refuses),
         cmocka_unit_test(batched),
+        cmocka_unit_test(batched_pairs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
