@@ -324,6 +324,7 @@ static void ops_fill(void)
     lt_cuda_register_index(ops);
     lt_cuda_register_cells(ops);
     lt_cuda_register_rnn(ops);
+    lt_cuda_register_fused(ops);
 }
 
 static lt_kernel_fn cuda_kernel(const lt_backend *be, const lt_node *n, uint64_t *host_inputs)

@@ -122,6 +122,7 @@ void lt_cuda_register_norm(lt_cu_op *tab);
 void lt_cuda_register_index(lt_cu_op *tab);
 void lt_cuda_register_cells(lt_cu_op *tab);
 void lt_cuda_register_rnn(lt_cu_op *tab);
+void lt_cuda_register_fused(lt_cu_op *tab);
 
 /* The kernel the cuda backend would run node n with (NULL: the host runs
  * it), as at plan time; needs no device (tests of the kernel table). */

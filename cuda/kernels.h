@@ -47,6 +47,26 @@ typedef struct lt_cu_lstm_step {
     void *dh, *dc, *g;
 } lt_cu_lstm_step;
 
+/* FusedElementwise (fused.cu): the codes of ir/fuse_elementwise.h, inputs
+ * full (as many elements as the output), one element, or a row along the
+ * last axis; per step its code and registers (inputs first, then the
+ * steps; b -1 for unary codes) and where its value goes (NULL: nowhere). */
+#define LT_CU_FE_MAX_IN 48
+#define LT_CU_FE_MAX_STEPS 24
+enum {
+    LT_CU_FE_ADD, LT_CU_FE_SUB, LT_CU_FE_MUL, LT_CU_FE_DIV, LT_CU_FE_NEG, LT_CU_FE_EXP, LT_CU_FE_ERF, LT_CU_FE_TANH,
+    LT_CU_FE_SIGMOID, LT_CU_FE_SQRT, LT_CU_FE_RECIPROCAL, LT_CU_FE_CODES
+};
+enum { LT_CU_FE_FULL, LT_CU_FE_SCALAR, LT_CU_FE_ROW };
+typedef struct lt_cu_fused {
+    int nin, nsteps;
+    int64_t n, last; /* output elements; the last axis' length */
+    signed char kind[LT_CU_FE_MAX_IN];
+    const float *in[LT_CU_FE_MAX_IN];
+    signed char prog[LT_CU_FE_MAX_STEPS][3];
+    float *out_of[LT_CU_FE_MAX_STEPS];
+} lt_cu_fused;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -191,6 +211,8 @@ cudaError_t lt_cu_optim_step(cudaStream_t s, const lt_cu_optim *o);
 cudaError_t lt_cu_sum_squares(cudaStream_t s, bool f64, const void *x, int64_t n, double *out);
 /* dst[i] += src[i]. */
 cudaError_t lt_cu_add_into(cudaStream_t s, bool f64, void *dst, const void *src, int64_t n);
+
+cudaError_t lt_cu_fused_run(cudaStream_t s, const lt_cu_fused *f);
 
 /* ---- the LSTM (rnn.cu) ---- */
 /* buf [rows, G] += bias[0..G) + bias[G..2G) (W's and R's biases) per row */

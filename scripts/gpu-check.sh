@@ -91,13 +91,13 @@ if [ -e "$MODELS/bench.txt" ]; then
     if [ "$LEFT" -lt 40 ]; then
         note "bench: skipped, the 8-minute budget is spent"
     else
-        # the LSTM kernels on trial (cuda/rnn.c) time in the benchmark only
-        # when the kernel suite, which checks them, passed
-        LSTM_TRIAL=0
-        [ "$TESTS" = 0 ] && LSTM_TRIAL=1
-        note "bench: LANTERN_CUDA_LSTM=$LSTM_TRIAL"
+        # the kernels on trial (cuda/rnn.c's LSTM, cuda/fused.c) time in the
+        # benchmark only when the kernel suite, which checks them, passed
+        TRIAL=0
+        [ "$TESTS" = 0 ] && TRIAL=1
+        note "bench: LANTERN_CUDA_LSTM=$TRIAL LANTERN_CUDA_FUSED=$TRIAL"
         # the rows so far are printed when the budget runs out
-        LANTERN_CUDA_LSTM=$LSTM_TRIAL OMP_NUM_THREADS=$JOBS OMP_WAIT_POLICY=passive timeout "$LEFT" "$PY" "$SRC/bench/torch_gpu_bench.py" \
+        LANTERN_CUDA_LSTM=$TRIAL LANTERN_CUDA_FUSED=$TRIAL OMP_NUM_THREADS=$JOBS OMP_WAIT_POLICY=passive timeout "$LEFT" "$PY" "$SRC/bench/torch_gpu_bench.py" \
             --lantern "$BUILD/bench/bench_train" --models "$MODELS" --warmup 5 --iters 20 \
             --budget $((LEFT - 40)) $GPU_MODELS >"$OUT/bench-gpu.txt" 2>&1 ||
             note "bench: exit $? (see bench-gpu.txt)"

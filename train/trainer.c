@@ -395,6 +395,14 @@ static bool on_cpu(void)
     return !be || strncmp(be->name, "cpu", 3) == 0;
 }
 
+/* FusedElementwise runs on the CPU backends, and on cuda while its kernel
+ * is on trial only with LANTERN_CUDA_FUSED=1 (cuda/fused.c) */
+static bool fuses_elementwise(void)
+{
+    const char *trial = getenv("LANTERN_CUDA_FUSED");
+    return on_cpu() || (trial && strcmp(trial, "1") == 0);
+}
+
 lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *o, lt_err *err)
 {
     t->o = o;
@@ -439,17 +447,16 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
                  path, all_stats - nstats, all_stats);
         o->on_note(note, o->user);
     }
-    /* post-AD rewrites: cells into sums first (on every backend: Add has
-     * a kernel everywhere, and on a GPU the cells' ops would run on the
-     * host, with a copy each way per contribution), so that on the CPU the
+    /* post-AD rewrites: cells into sums first (on every backend: a sum is
+     * cheaper than a cell's zeroing, adding and copying out), so that the
      * sums join the elementwise chains around them; for the CPU only,
      * transposes of the last two axes into the matrix products that read
-     * them, and the fused chains */
+     * them; the fused chains where the backend runs them */
     if (st == LT_OK)
         st = lt_ir_acc_to_add(t->tm, NULL, err);
     if (st == LT_OK && on_cpu())
         st = lt_ir_fold_transpose(t->tm, NULL, err);
-    if (st == LT_OK && on_cpu())
+    if (st == LT_OK && fuses_elementwise())
         st = lt_ir_fuse_elementwise(t->tm, err);
     if (st == LT_OK)
         st = lt_optim_new(&o->optim, t->ngrad, (const lt_tensor *const *)t->params, &t->opt, err);

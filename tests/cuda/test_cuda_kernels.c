@@ -799,11 +799,44 @@ static void test_lstm(void **state)
             }
 }
 
+/* ---- FusedElementwise ---- */
+/* every code of ir/fuse_elementwise.h over full inputs, a row (a bias
+ * along the last axis) and one element, three outputs */
+static void test_fused(void **state)
+{
+    (void)state;
+    int64_t xd[2] = {37, 129}, rd[1] = {129}, sd[1] = {1};
+    lt_value *in[4] = {tu_rand(LT_F32, 2, xd, -2, 2, 4001), tu_rand(LT_F32, 2, xd, 0.5, 1.5, 4002),
+                       tu_rand(LT_F32, 1, rd, -1, 1, 4003), tu_rand(LT_F32, 1, sd, 1, 2, 4004)};
+    /* registers 0-3 the inputs, 4.. the steps */
+    const int64_t prog[] = {
+        2, 0, 1,  /* 4: x0 * x1 */
+        0, 4, 2,  /* 5: + row */
+        7, 5, -1, /* 6: tanh */
+        8, 0, -1, /* 7: sigmoid x0 */
+        1, 6, 7,  /* 8: 6 - 7 */
+        6, 8, -1, /* 9: erf */
+        3, 9, 3,  /* 10: / scalar */
+        9, 1, -1, /* 11: sqrt x1 */
+        10, 11, -1, /* 12: reciprocal */
+        4, 12, -1, /* 13: neg */
+        5, 13, -1, /* 14: exp */
+    };
+    const int64_t outs[3] = {10, 14, 6};
+    tu_graph g = tu_single(LT_OP_FUSED_ELEMENTWISE, 13, 4, 3);
+    tu_attr_ints(&g, "program", (int)(sizeof prog / sizeof *prog), prog);
+    tu_attr_ints(&g, "outputs", 3, outs);
+    check(&g, 4, in, 1e-5, "FusedElementwise, every code");
+    tu_free(&g);
+    free_all(4, in);
+}
+
 int main(void)
 {
     lt_err err;
     setenv("LANTERN_CUDA_GUARD", "1", 1);
-    setenv("LANTERN_CUDA_LSTM", "1", 1); /* the LSTM kernels, on trial */
+    setenv("LANTERN_CUDA_LSTM", "1", 1); /* the kernels on trial */
+    setenv("LANTERN_CUDA_FUSED", "1", 1);
     setenv("LANTERN_TF32", "0", 1);
     cuda = lt_backend_open("cuda", &err);
     if (!cuda) {
@@ -816,7 +849,7 @@ int main(void)
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_movement), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
-        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_lstm),
+        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_lstm), cmocka_unit_test(test_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
