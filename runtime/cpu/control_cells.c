@@ -1,7 +1,8 @@
 /* Accumulation cells (the paper's `ref` + `+=`): AccZerosLike makes a fresh
  * zeroed cell shaped like its input, AccAdd adds into it in place (cells are
  * never shared: only AccZerosLike creates one), AccGemm adds a matrix
- * product into it, AccRead returns a copy of its contents.
+ * product into it, AccRead returns a copy of its contents (the cell's own
+ * storage when the memory plan has it die there).
  *
  * Deferred products. A loop body's weight gradient arrives once per
  * iteration as a product of small rank (AccGemm with K the batch, 1 for a
@@ -350,9 +351,12 @@ static lt_status op_acc_read(lt_kctx *k)
     acc_cell *ac = cell_of(c);
     if (ac)
         cell_flush(ac, c->data);
+    /* a planned cell whose last read this is hands its storage over (the
+     * plan checks that nothing else holds it): no copy */
     lt_tensor *o;
-    lt_status s = lt_k_out(k, 0, c->dtype, c->rank, c->dims, &o);
-    if (s == LT_OK)
+    lt_status s = ac ? lt_k_out(k, 0, c->dtype, c->rank, c->dims, &o)
+                     : lt_k_out_over(k, 0, 0, c->dtype, c->rank, c->dims, &o);
+    if (s == LT_OK && o->data != c->data)
         memcpy(o->data, c->data, lt_tensor_nbytes(c));
     return s;
 }
