@@ -63,8 +63,11 @@ def lantern_side(a, name):
         f = line.split()
         if f and f[0] == "train" and f[1] == name:
             kv = dict(zip(f[2::2], f[3::2]))
-            return float(kv["median_ms"]), float(kv["loss0"]), None
-    return None, None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+            where = "; per step %s nodes on the GPU, %s on the host, %s uploads, %s downloads" % tuple(
+                kv.get(k, "?") for k in ("device_nodes", "host_nodes", "uploads", "downloads"))
+            return float(kv["median_ms"]), float(kv["loss0"]), None, where
+    return None, None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1], ""
+
 
 
 def torch_side(a, entry):
@@ -150,7 +153,7 @@ def main():
         if a.budget and time.time() - t0 > a.budget:
             print("(budget of %.0f s spent: %s and after not run)" % (a.budget, e[0]), flush=True)
             break
-        lms, lloss, why = lantern_side(a, e[0])
+        lms, lloss, why, where = lantern_side(a, e[0])
         try:
             tms, tloss, tver, gpu = torch_side(a, e)
             header = header or "GPU %s, torch %s, TF32 %s, warm-up %d, %d timed steps (medians, ms per step%s)" % (
@@ -160,8 +163,8 @@ def main():
             why = (why + "; " if why else "") + "torch: %s" % ex
         rows.append((e[0], lms, tms, lloss, tloss, why))
         ratio = "%.2f" % (lms / tms) if lms and tms else "-"
-        print("%-11s lantern %s ms, torch %s ms, ratio %s%s" % (
-            e[0], "%.3f" % lms if lms else "-", "%.3f" % tms if tms else "-", ratio,
+        print("%-11s lantern %s ms, torch %s ms, ratio %s%s%s" % (
+            e[0], "%.3f" % lms if lms else "-", "%.3f" % tms if tms else "-", ratio, where,
             " (%s)" % why if why else ""), flush=True)
     print()
     print(header or "no torch row ran")

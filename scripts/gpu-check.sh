@@ -103,6 +103,15 @@ if [ -e "$MODELS/bench.txt" ]; then
             note "bench: exit $? (see bench-gpu.txt)"
         note "bench ($(elapsed) s):"
         cat "$OUT/bench-gpu.txt" >>"$SUMMARY"
+        # where each model's step goes on the GPU: kernel time per op kind,
+        # and the calls left to the host (LANTERN_PROFILE), while time is left
+        for m in $GPU_MODELS; do
+            [ $((470 - $(elapsed))) -lt 25 ] && break
+            LANTERN_PROFILE=1 LANTERN_BACKEND=cuda LANTERN_TF32=0 LANTERN_CUDA_LSTM=$TRIAL LANTERN_CUDA_FUSED=$TRIAL \
+                OMP_NUM_THREADS=$JOBS timeout 20 "$BUILD/bench/bench_train" --warmup 2 --iters 3 "$MODELS" "$m" \
+                >"$OUT/profile-$m.txt" 2>&1
+        done
+        note "profiles: profile-MODEL.txt ($(elapsed) s)"
     fi
 fi
 note "gpu-check: done in $(elapsed) s"
