@@ -13,7 +13,9 @@
  * and filter dims, pads, strides, dilations, groups) is met, cudnnFind*Ex
  * times the algorithms on the real buffers and the fastest is cached for
  * the process; with LANTERN_CUDNN_BENCHMARK=0 the heuristics
- * (cudnnGet*Algorithm_v7) choose instead. Float32 runs with CUDNN_FMA_MATH
+ * (cudnnGet*Algorithm_v7) choose instead. The key's cuDNN descriptors are
+ * made on that first run too and kept with the algorithm, so a later run
+ * only looks its key up (by hash) and launches. Float32 runs with CUDNN_FMA_MATH
  * (no TF32) unless LANTERN_TF32=1. */
 #include "cuda_internal.h"
 #include "../ir/shape_nn.h"
@@ -31,10 +33,16 @@ typedef struct conv_key {
     int pad[CONV_MAX_SP], stride[CONV_MAX_SP], dil[CONV_MAX_SP];
 } conv_key;
 
+/* What a shape key keeps for the process: cuDNN's descriptors, made once,
+ * and the algorithm chosen on its first run (algo -1 until then). */
 struct lt_cu_algo {
     conv_key key;
+    uint64_t hash;
     int algo;
     size_t ws;
+    cudnnTensorDescriptor_t xdesc, ydesc;
+    cudnnFilterDescriptor_t wdesc;
+    cudnnConvolutionDescriptor_t cdesc;
     struct lt_cu_algo *next;
 };
 
@@ -42,8 +50,7 @@ static pthread_mutex_t algo_mu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct conv_job {
     conv_key key;
-    int nd;                       /* dims given to cuDNN (4 or 5) */
-    int xd[5], wd[5], yd[5];      /* x, W and y dims as cuDNN sees them */
+    lt_cu_algo *e; /* the key's entry: descriptors and algorithm */
     cudnnTensorDescriptor_t xdesc, ydesc;
     cudnnFilterDescriptor_t wdesc;
     cudnnConvolutionDescriptor_t cdesc;
@@ -64,16 +71,37 @@ static bool fits_conv(const lt_node *n)
     return true;
 }
 
-static void job_free(conv_job *j)
+static void entry_free(lt_cu_algo *e)
 {
-    if (j->xdesc)
-        cudnnDestroyTensorDescriptor(j->xdesc);
-    if (j->ydesc)
-        cudnnDestroyTensorDescriptor(j->ydesc);
-    if (j->wdesc)
-        cudnnDestroyFilterDescriptor(j->wdesc);
-    if (j->cdesc)
-        cudnnDestroyConvolutionDescriptor(j->cdesc);
+    if (e->xdesc)
+        cudnnDestroyTensorDescriptor(e->xdesc);
+    if (e->ydesc)
+        cudnnDestroyTensorDescriptor(e->ydesc);
+    if (e->wdesc)
+        cudnnDestroyFilterDescriptor(e->wdesc);
+    if (e->cdesc)
+        cudnnDestroyConvolutionDescriptor(e->cdesc);
+    free(e);
+}
+
+static uint64_t key_hash(const conv_key *key)
+{
+    const unsigned char *p = (const unsigned char *)key;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof *key; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static lt_cu_algo *entry_find(lt_cuda *st, const conv_key *key, uint64_t h)
+{
+    lt_cu_algo *found = NULL;
+    pthread_mutex_lock(&algo_mu);
+    for (lt_cu_algo *a = st->algos; a && !found; a = a->next)
+        if (a->hash == h && memcmp(&a->key, key, sizeof *key) == 0)
+            found = a;
+    pthread_mutex_unlock(&algo_mu);
+    return found;
 }
 
 static void packed_strides(int nd, const int *d, int *st)
@@ -83,8 +111,83 @@ static void packed_strides(int nd, const int *d, int *st)
         st[i] = st[i + 1] * d[i + 1];
 }
 
+/* A new entry for key: cuDNN's descriptors of the geometry, added to the
+ * backend's list (a racing twin is dropped for the one listed first). */
+static lt_status entry_make(lt_kctx *k, lt_cuda *st, const conv_key *key, uint64_t h, const lt_tensor *x,
+                            const lt_tensor *w, const int64_t *ydims, const lt_nn_geom *g, lt_cu_algo **out)
+{
+    int nsp = key->nsp;
+    /* cuDNN takes 4-D and 5-D: a 1-D convolution is a 2-D one of height 1 */
+    int sp = nsp == 1 ? 2 : nsp, nd = 2 + sp, pad[3], str[3], dil[3], xd[5], wd[5], yd[5];
+    xd[0] = (int)x->dims[0];
+    xd[1] = (int)x->dims[1];
+    wd[0] = (int)w->dims[0];
+    wd[1] = (int)w->dims[1];
+    yd[0] = (int)ydims[0];
+    yd[1] = (int)ydims[1];
+    for (int i = 0; i < sp; i++) {
+        int s = nsp == 1 ? i - 1 : i; /* -1: the added axis */
+        xd[2 + i] = s < 0 ? 1 : (int)x->dims[2 + s];
+        wd[2 + i] = s < 0 ? 1 : (int)w->dims[2 + s];
+        yd[2 + i] = s < 0 ? 1 : (int)ydims[2 + s];
+        pad[i] = s < 0 ? 0 : (int)g->pb[s];
+        str[i] = s < 0 ? 1 : (int)g->s[s];
+        dil[i] = s < 0 ? 1 : (int)g->d[s];
+    }
+    lt_cu_algo *e = calloc(1, sizeof *e);
+    if (!e)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    memcpy(&e->key, key, sizeof *key); /* padding too: keys compare as bytes */
+    e->hash = h;
+    e->algo = -1;
+    cudnnDataType_t dt = key->f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    int xs[5], ys[5];
+    packed_strides(nd, xd, xs);
+    packed_strides(nd, yd, ys);
+    cudnnStatus_t c = cudnnCreateTensorDescriptor(&e->xdesc);
+    if (c == CUDNN_STATUS_SUCCESS)
+        c = cudnnCreateTensorDescriptor(&e->ydesc);
+    if (c == CUDNN_STATUS_SUCCESS)
+        c = cudnnCreateFilterDescriptor(&e->wdesc);
+    if (c == CUDNN_STATUS_SUCCESS)
+        c = cudnnCreateConvolutionDescriptor(&e->cdesc);
+    if (c == CUDNN_STATUS_SUCCESS)
+        c = cudnnSetTensorNdDescriptor(e->xdesc, dt, nd, xd, xs);
+    if (c == CUDNN_STATUS_SUCCESS)
+        c = cudnnSetTensorNdDescriptor(e->ydesc, dt, nd, yd, ys);
+    if (c == CUDNN_STATUS_SUCCESS)
+        c = cudnnSetFilterNdDescriptor(e->wdesc, dt, CUDNN_TENSOR_NCHW, nd, wd);
+    if (c == CUDNN_STATUS_SUCCESS)
+        c = cudnnSetConvolutionNdDescriptor(e->cdesc, sp, pad, str, dil, CUDNN_CROSS_CORRELATION, dt);
+    if (c == CUDNN_STATUS_SUCCESS)
+        c = cudnnSetConvolutionGroupCount(e->cdesc, key->groups);
+    if (c == CUDNN_STATUS_SUCCESS)
+        c = cudnnSetConvolutionMathType(e->cdesc, !key->f64 && !st->tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH);
+    if (c != CUDNN_STATUS_SUCCESS) {
+        entry_free(e);
+        return lt_cuda_kfail(k, __FILE__, __LINE__, "cuDNN descriptors", "cuDNN", cudnnGetErrorString(c));
+    }
+    pthread_mutex_lock(&algo_mu);
+    lt_cu_algo *twin = NULL;
+    for (lt_cu_algo *a = st->algos; a && !twin; a = a->next)
+        if (a->hash == h && memcmp(&a->key, key, sizeof *key) == 0)
+            twin = a;
+    if (!twin) {
+        e->next = st->algos;
+        st->algos = e;
+    }
+    pthread_mutex_unlock(&algo_mu);
+    if (twin) {
+        entry_free(e);
+        e = twin;
+    }
+    *out = e;
+    return LT_OK;
+}
+
 /* The geometry of x (N, C, spatial...) and W (M, C/group, kernel...) as the
- * CPU works it out, and cuDNN's descriptors for it; ydims gets y's shape. */
+ * CPU works it out, and the key's entry (cuDNN's descriptors, made on the
+ * key's first run); ydims gets y's shape. */
 static lt_status job_setup(lt_kctx *k, int dir, const lt_tensor *x, const lt_tensor *w, conv_job *j, int64_t *ydims)
 {
     memset(j, 0, sizeof *j);
@@ -122,67 +225,39 @@ static lt_status job_setup(lt_kctx *k, int dir, const lt_tensor *x, const lt_ten
         j->key.dil[i] = (int)g.d[i];
         ydims[2 + i] = g.grid[i];
     }
-    /* cuDNN takes 4-D and 5-D: a 1-D convolution is a 2-D one of height 1 */
-    int sp = nsp == 1 ? 2 : nsp, pad[3], str[3], dil[3];
-    j->nd = 2 + sp;
-    j->xd[0] = (int)x->dims[0];
-    j->xd[1] = (int)x->dims[1];
-    j->wd[0] = (int)w->dims[0];
-    j->wd[1] = (int)w->dims[1];
-    j->yd[0] = (int)ydims[0];
-    j->yd[1] = (int)ydims[1];
-    for (int i = 0; i < sp; i++) {
-        int s = nsp == 1 ? i - 1 : i; /* -1: the added axis */
-        j->xd[2 + i] = s < 0 ? 1 : (int)x->dims[2 + s];
-        j->wd[2 + i] = s < 0 ? 1 : (int)w->dims[2 + s];
-        j->yd[2 + i] = s < 0 ? 1 : (int)ydims[2 + s];
-        pad[i] = s < 0 ? 0 : (int)g.pb[s];
-        str[i] = s < 0 ? 1 : (int)g.s[s];
-        dil[i] = s < 0 ? 1 : (int)g.d[s];
-    }
     lt_cuda *st = lt_cuda_of(k->be);
-    cudnnDataType_t dt = j->key.f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-    int xs[5], ys[5];
-    packed_strides(j->nd, j->xd, xs);
-    packed_strides(j->nd, j->yd, ys);
-    LT_CUDNN_K(k, cudnnCreateTensorDescriptor(&j->xdesc));
-    LT_CUDNN_K(k, cudnnCreateTensorDescriptor(&j->ydesc));
-    LT_CUDNN_K(k, cudnnCreateFilterDescriptor(&j->wdesc));
-    LT_CUDNN_K(k, cudnnCreateConvolutionDescriptor(&j->cdesc));
-    LT_CUDNN_K(k, cudnnSetTensorNdDescriptor(j->xdesc, dt, j->nd, j->xd, xs));
-    LT_CUDNN_K(k, cudnnSetTensorNdDescriptor(j->ydesc, dt, j->nd, j->yd, ys));
-    LT_CUDNN_K(k, cudnnSetFilterNdDescriptor(j->wdesc, dt, CUDNN_TENSOR_NCHW, j->nd, j->wd));
-    LT_CUDNN_K(k, cudnnSetConvolutionNdDescriptor(j->cdesc, sp, pad, str, dil, CUDNN_CROSS_CORRELATION, dt));
-    LT_CUDNN_K(k, cudnnSetConvolutionGroupCount(j->cdesc, (int)groups));
-    LT_CUDNN_K(k, cudnnSetConvolutionMathType(j->cdesc, !j->key.f64 && !st->tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+    uint64_t h = key_hash(&j->key);
+    lt_cu_algo *e = entry_find(st, &j->key, h);
+    if (!e) {
+        lt_status s = entry_make(k, st, &j->key, h, x, w, ydims, &g, &e);
+        if (s != LT_OK)
+            return s;
+    }
+    j->e = e;
+    j->xdesc = e->xdesc;
+    j->ydesc = e->ydesc;
+    j->wdesc = e->wdesc;
+    j->cdesc = e->cdesc;
     return LT_OK;
 }
 
-static bool algo_lookup(lt_cuda *st, const conv_key *key, int *algo, size_t *ws)
+static bool algo_lookup(const lt_cu_algo *e, int *algo, size_t *ws)
 {
-    bool found = false;
     pthread_mutex_lock(&algo_mu);
-    for (lt_cu_algo *a = st->algos; a && !found; a = a->next)
-        if (memcmp(&a->key, key, sizeof *key) == 0) {
-            *algo = a->algo;
-            *ws = a->ws;
-            found = true;
-        }
+    bool found = e->algo >= 0;
+    if (found) {
+        *algo = e->algo;
+        *ws = e->ws;
+    }
     pthread_mutex_unlock(&algo_mu);
     return found;
 }
 
-static void algo_store(lt_cuda *st, const conv_key *key, int algo, size_t ws)
+static void algo_store(lt_cu_algo *e, int algo, size_t ws)
 {
-    lt_cu_algo *a = calloc(1, sizeof *a);
-    if (!a)
-        return; /* chosen again next time */
-    a->key = *key;
-    a->algo = algo;
-    a->ws = ws;
     pthread_mutex_lock(&algo_mu);
-    a->next = st->algos;
-    st->algos = a;
+    e->algo = algo;
+    e->ws = ws;
     pthread_mutex_unlock(&algo_mu);
 }
 
@@ -191,7 +266,7 @@ static void algo_store(lt_cuda *st, const conv_key *key, int algo, size_t ws)
 static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, void *out, int *algo, size_t *ws)
 {
     lt_cuda *st = lt_cuda_of(k->be);
-    if (algo_lookup(st, &j->key, algo, ws))
+    if (algo_lookup(j->e, algo, ws))
         return LT_OK;
     enum { N = 16 };
     int got = 0, best = -1;
@@ -244,7 +319,7 @@ static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, v
     }
     if (best < 0)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "cuDNN has no algorithm for this convolution (%d tried)", got);
-    algo_store(st, &j->key, best, need);
+    algo_store(j->e, best, need);
     *algo = best;
     *ws = need;
     return LT_OK;
@@ -295,7 +370,6 @@ static lt_status k_conv(lt_kctx *k)
             }
         }
     }
-    job_free(&j);
     return s;
 }
 
@@ -352,7 +426,6 @@ static lt_status k_conv_grad(lt_kctx *k)
             s = lt_cuda_kfail(k, __FILE__, __LINE__, data ? "cudnnConvolutionBackwardData" : "cudnnConvolutionBackwardFilter",
                               "cuDNN", cudnnGetErrorString(e));
     }
-    job_free(&j);
     return s;
 }
 
