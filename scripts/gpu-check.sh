@@ -6,7 +6,8 @@
 #   3. the CUDA suites: every kernel against the CPU (test_cuda_kernels), the
 #      optimizer kernels against the host's (test_cuda_optim), the CNN's loss
 #      curve on cuda against the CPU's (test_cuda_train, also in
-#      OUTDIR/cnn-loss-curve.txt), and test_backend_open and test_cli_device
+#      OUTDIR/cnn-loss-curve.txt), gradients through If, Loop and Scan against
+#      finite differences (test_cuda_control), and test_backend_open and test_cli_device
 #      (OUTDIR/cuda-tests.log)
 #   4. the GPU benchmark: the CNN, SqueezeNet 1.1 and ResNet-50 on 3x32x32
 #      (batch 64), the LSTM, the Loop-RNN and the TreeLSTM, one training step
@@ -62,7 +63,7 @@ if [ "${SKIP_BUILD:-0}" = 1 ] && [ -x "$BUILD/lantern" ]; then
 elif timeout 300 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLANTERN_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES="$ARCH" $CUDNN_ARG >"$OUT/build.log" 2>&1 &&
     timeout 300 cmake --build "$BUILD" -j"$JOBS" --target lantern test_cuda_kernels test_cuda_train test_cuda_plan \
-        test_cuda_optim test_cuda_steady test_backend_open test_cli_device bench_train >>"$OUT/build.log" 2>&1; then
+        test_cuda_optim test_cuda_steady test_cuda_control test_backend_open test_cli_device bench_train >>"$OUT/build.log" 2>&1; then
     note "build: ok ($(elapsed) s)"
 else
     note "build: FAILED (see build.log, $(elapsed) s)"
