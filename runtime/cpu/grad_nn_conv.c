@@ -191,6 +191,8 @@ static lt_status gc_forward(lt_kctx *k, const gc_job *j, const char *img, const 
     }
     if (gc_regions(j, false))
         return lt_nn_conv_regions(k, &j->g, j->n, j->Q, P, (const float *)img, (const float *)w, NULL, (float *)out);
+    if (esz == 4 && lt_nn_conv_panels_usable(&j->g, j->groups, j->Q))
+        return lt_nn_conv_panels(k, &j->g, j->n, j->Q, P, (const float *)img, (const float *)w, NULL, (float *)out);
     int nth = omp_get_max_threads();
     bool parallel = nth > 1 && 2.0 * (double)tasks * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
     int64_t tile = pick_tile(R, esz, L, tasks, parallel, nth), ntiles = (L + tile - 1) / tile, bytes;
@@ -217,6 +219,51 @@ static lt_status gc_forward(lt_kctx *k, const gc_job *j, const char *img, const 
     return LT_OK;
 }
 
+/* With unit strides, one group and pads within the kernel's reach, the
+ * data gradient is itself a convolution, of dy: dx[c, i] = sum over o and
+ * taps t of w[o, c, t] dy[o, i + pb - t d], i.e. dy padded by d (k - 1) -
+ * pb before and d (k - 1) - pe after, read by the weights flipped and
+ * transposed to [C, M, k]. Fills g2 with that convolution's geometry when
+ * it runs by panels: at least 64 image channels, a plane at most 5/4 of
+ * the grid. */
+static bool gc_data_as_conv(const gc_job *j, lt_nn_geom *g2)
+{
+    if (j->esz != 4 || j->groups != 1 || j->g.nsp != 2)
+        return false;
+    *g2 = j->g;
+    for (int a = 0; a < 2; a++) {
+        int64_t reach = j->g.d[a] * (j->g.k[a] - 1);
+        if (j->g.s[a] != 1 || reach < j->g.pb[a] || reach < j->g.pe[a])
+            return false;
+        g2->img[a] = j->g.grid[a];
+        g2->grid[a] = j->g.img[a];
+        g2->pb[a] = reach - j->g.pb[a];
+        g2->pe[a] = reach - j->g.pe[a];
+    }
+    /* it computes Q x P taps products per image position against the
+     * col2im's per grid position, and each panel it packs serves Q / 8
+     * tiles: worth it for many image channels and little more image than
+     * grid */
+    return j->Q >= 64 && 4 * j->plane <= 5 * j->L && lt_nn_conv_panels_usable(g2, 1, j->P);
+}
+
+static lt_status gc_data_panels(lt_kctx *k, const gc_job *j, const lt_nn_geom *g2, const float *dy, const float *w,
+                                float *dx)
+{
+    int64_t P = j->P, Q = j->Q, K = j->K;
+    float *wt = lt_k_scratch(k, sizeof(float) * (size_t)(P * Q * K));
+    if (!wt)
+        return too_big(k);
+    for (int64_t o = 0; o < P; o++)
+        for (int64_t c = 0; c < Q; c++) {
+            const float *src = w + (o * Q + c) * K;
+            float *dst = wt + (c * P + o) * K + K - 1;
+            for (int64_t t = 0; t < K; t++)
+                dst[-t] = src[t];
+        }
+    return lt_nn_conv_panels(k, g2, j->n, P, Q, dy, wt, NULL, dx);
+}
+
 /* image [N, ich, plane] = col2im(W_g^T [R, P] * grid [N, gch, L]) per group */
 static lt_status gc_backward(lt_kctx *k, const gc_job *j, const char *grid, const char *w, char *img)
 {
@@ -230,6 +277,9 @@ static lt_status gc_backward(lt_kctx *k, const gc_job *j, const char *grid, cons
     }
     if (gc_regions(j, false))
         return lt_nn_conv_regions_data(k, &j->g, j->n, Q, P, (const float *)grid, (const float *)w, (float *)img);
+    lt_nn_geom g2;
+    if (gc_data_as_conv(j, &g2))
+        return gc_data_panels(k, j, &g2, (const float *)grid, (const float *)w, (float *)img);
     if (gc_blocked(j))
         return gc_backward_blocked(k, j, (const float *)grid, (const float *)w, (float *)img);
     int nth = omp_get_max_threads();

@@ -10,7 +10,8 @@
  * Building a panel row: the panel's columns fall into segments, each a run
  * of window positions along one grid row of one image; a segment's values
  * for tap (c, ky, kx) are a stretch of one image row at column stride 1 or
- * 2 (row_stretch), expanded into the segment's lanes.
+ * 2, loaded into the segment's lanes. Where each stretch lies is worked
+ * out once a panel per tap and shared by all channels (pieces_of).
  *
  * Every output is one tile's sum over the taps in the same order whatever
  * the thread count, so results repeat bit for bit. */
@@ -76,72 +77,85 @@ static inline __mmask16 lanes(int64_t lo, int64_t hi)
     return (__mmask16)((hi >= 16 ? 0xffffu : (1u << hi) - 1) & ~((1u << lo) - 1));
 }
 
-/* Per segment and kernel column: where a tap's stretch lies, as lanes of
- * the segment's half. Lane l of the half reads image column p0 + s l
- * (lanes [at, at + n) of the segment): unit stride, one load through a
- * pointer shifted by the lane; stride 2, two loads of columns p0 .. p0 +
- * 31 and their even lanes. Masks: the lanes (or loaded columns) that
- * belong to the segment and lie inside the image row. */
-typedef struct tap_at {
-    int64_t p0;
+/* One segment's stretch for one tap, as lanes of the segment's half: lane
+ * l reads the channel plane at off + s l (s the column stride) for the
+ * lanes [at, at + n) of the segment. Unit stride: one load through a
+ * pointer shifted by the lane; stride 2: two loads of the 32 floats from
+ * off on and their even lanes. Masks: the loaded lanes that belong to the
+ * segment and lie inside the image row (ma, mb), the segment's lanes
+ * (mine). The segments of a tap whose row lies in the padding are left
+ * out. */
+typedef struct piece {
+    int64_t off;
     __mmask16 ma, mb, mine;
-} tap_at;
+} piece;
 
-static tap_at tap_of(const seg *s, int64_t kx, const lt_nn_geom *g)
+/* For each tap t and half h, the pieces [first[2 t + h], first[2 t + h + 1]) */
+static void pieces_of(const lt_nn_geom *g, int64_t plane, int64_t C, const seg *sg, int nseg, piece *pc,
+                      int *first)
 {
-    int64_t W = g->img[1], sw = g->s[1], at = s->lane % 16;
-    int64_t p = s->ox * sw + kx * g->d[1] - g->pb[1], p0 = p - sw * at;
-    tap_at t = {p0, 0, 0, lanes(at, at + s->n)};
-    /* loaded positions j (columns p0 + j) the segment needs, inside the row */
-    int64_t lo = sw * at, hi = sw * (at + s->n - 1) + 1;
-    lo = lo > -p0 ? lo : -p0;
-    hi = hi < W - p0 ? hi : W - p0;
-    t.ma = lanes(lo, hi);
-    t.mb = sw == 2 ? lanes(lo - 16, hi - 16) : 0;
-    return t;
+    int64_t H = g->img[0], W = g->img[1], KH = g->k[0], KW = g->k[1], sw = g->s[1];
+    int cnt = 0;
+    for (int64_t ky = 0; ky < KH; ky++)
+        for (int64_t kx = 0; kx < KW; kx++)
+            for (int h = 0; h < 2; h++) {
+                first[2 * (ky * KW + kx) + h] = cnt;
+                for (int q = 0; q < nseg; q++) {
+                    const seg *s = &sg[q];
+                    int64_t at = s->lane - 16 * h;
+                    if (at < 0 || at >= 16)
+                        continue;
+                    int64_t iy = s->oy * g->s[0] + ky * g->d[0] - g->pb[0];
+                    if (iy < 0 || iy >= H)
+                        continue;
+                    int64_t p = s->ox * sw + kx * g->d[1] - g->pb[1], p0 = p - sw * at;
+                    /* loaded positions j (columns p0 + j) the segment needs, inside the row */
+                    int64_t lo = sw * at, hi = sw * (at + s->n - 1) + 1;
+                    lo = lo > -p0 ? lo : -p0;
+                    hi = hi < W - p0 ? hi : W - p0;
+                    __mmask16 ma = lanes(lo, hi), mb = sw == 2 ? lanes(lo - 16, hi - 16) : 0;
+                    if (!ma && !mb)
+                        continue; /* wholly in the padding */
+                    pc[cnt++] = (piece){s->img * C * plane + iy * W + p0, ma, mb, lanes(at, at + s->n)};
+                }
+            }
+    first[2 * KH * KW] = cnt;
 }
 
-/* The panel [R, NR] of the im2col matrix for the segments sg (x [n, C, H,
- * W]); lanes without a column are 0. tb: nseg x KW tap_at, rows: nseg x
- * KH row offsets (-1: outside the image). */
-AVX512 static void pack_panel(const lt_nn_geom *g, int64_t C, const float *x, const seg *sg, int nseg, tap_at *tb,
-                              int64_t *rows, float *pb)
+/* The panel [R, NR] of the im2col matrix from its pieces (x [n, C, H,
+ * W]); lanes without a column are 0 */
+AVX512 static void pack_panel(const lt_nn_geom *g, int64_t C, const float *x, const piece *pc, const int *first,
+                              float *pb)
 {
-    int64_t H = g->img[0], W = g->img[1], KH = g->k[0], KW = g->k[1], plane = H * W;
+    int64_t plane = g->img[0] * g->img[1], K = g->k[0] * g->k[1];
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     bool two = g->s[1] == 2;
-    int split = 0;
-    while (split < nseg && sg[split].lane < 16)
-        split++;
-    for (int q = 0; q < nseg; q++) {
-        for (int64_t kx = 0; kx < KW; kx++)
-            tb[q * KW + kx] = tap_of(&sg[q], kx, g);
-        for (int64_t ky = 0; ky < KH; ky++) {
-            int64_t iy = sg[q].oy * g->s[0] + ky * g->d[0] - g->pb[0];
-            rows[q * KH + ky] = iy < 0 || iy >= H ? -1 : sg[q].img * C * plane + iy * W;
+    for (int64_t t = 0; t < K; t++) {
+        const piece *p0 = pc + first[2 * t], *p1 = pc + first[2 * t + 1], *p2 = pc + first[2 * t + 2];
+        float *d = pb + t * NR;
+        const float *xc = x;
+        for (int64_t c = 0; c < C; c++, d += K * NR, xc += plane) {
+            __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+            if (!two) {
+                for (const piece *p = p0; p < p1; p++)
+                    lo = _mm512_mask_loadu_ps(lo, p->ma, xc + p->off);
+                for (const piece *p = p1; p < p2; p++)
+                    hi = _mm512_mask_loadu_ps(hi, p->ma, xc + p->off);
+            } else {
+                for (const piece *p = p0; p < p2; p++) {
+                    __m512 a = _mm512_maskz_loadu_ps(p->ma, xc + p->off);
+                    __m512 b = p->mb ? _mm512_maskz_loadu_ps(p->mb, xc + p->off + 16) : _mm512_setzero_ps();
+                    __m512 v = _mm512_permutex2var_ps(a, even, b);
+                    if (p < p1)
+                        lo = _mm512_mask_mov_ps(lo, p->mine, v);
+                    else
+                        hi = _mm512_mask_mov_ps(hi, p->mine, v);
+                }
+            }
+            _mm512_store_ps(d, lo);
+            _mm512_store_ps(d + 16, hi);
         }
     }
-    for (int64_t c = 0; c < C; c++)
-        for (int64_t ky = 0; ky < KH; ky++)
-            for (int64_t kx = 0; kx < KW; kx++, pb += NR)
-                for (int h = 0; h < 2; h++) {
-                    __m512 acc = _mm512_setzero_ps();
-                    for (int q = h ? split : 0; q < (h ? nseg : split); q++) {
-                        int64_t row = rows[q * KH + ky];
-                        if (row < 0)
-                            continue;
-                        const tap_at *t = &tb[q * KW + kx];
-                        const float *src = x + c * plane + row + t->p0;
-                        if (!two) {
-                            acc = _mm512_mask_loadu_ps(acc, t->ma, src);
-                            continue;
-                        }
-                        __m512 a = _mm512_maskz_loadu_ps(t->ma, src);
-                        __m512 b = t->mb ? _mm512_maskz_loadu_ps(t->mb, src + 16) : _mm512_setzero_ps();
-                        acc = _mm512_mask_mov_ps(acc, t->mine, _mm512_permutex2var_ps(a, even, b));
-                    }
-                    _mm512_store_ps(pb + 16 * h, acc);
-                }
 }
 
 /* w [M, R] -> panels of MR rows: pa[(p R + r) MR + i] = w[p MR + i, r], 0
@@ -235,8 +249,9 @@ lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t 
     float *pa = lt_k_scratch(k, sizeof(float) * (size_t)(mp * MR * R));
     /* panel buffers 64-byte aligned */
     float *pbs = lt_k_scratch(k, sizeof(float) * (size_t)(R * NR * nt + 16));
-    int64_t per = MAX_SEGS * (g->k[0] + g->k[1]);
-    char *tabs = lt_k_scratch(k, (sizeof(tap_at) + sizeof(int64_t)) * (size_t)(per * nt));
+    int64_t K = g->k[0] * g->k[1], per = MAX_SEGS * K; /* a tap's pieces, both halves */
+    size_t tab_bytes = (sizeof(piece) * (size_t)per + sizeof(int) * (size_t)(2 * K + 1) + 63) / 64 * 64;
+    char *tabs = lt_k_scratch(k, tab_bytes * (size_t)nt);
     if (!pa || !pbs || !tabs)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (convolution panels of %lld rows)", (long long)R);
     pbs = (float *)(((uintptr_t)pbs + 63) & ~(uintptr_t)63);
@@ -246,13 +261,14 @@ lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t 
         pack_weights(w, m, R, pa, mp * t / nt, mp * (t + 1) / nt);
 #pragma omp barrier
         float *pb = pbs + R * NR * t;
-        tap_at *tb = (tap_at *)(tabs + (sizeof(tap_at) + sizeof(int64_t)) * (size_t)(per * t));
-        int64_t *rows = (int64_t *)(tb + MAX_SEGS * g->k[1]);
+        piece *pc = (piece *)(tabs + tab_bytes * (size_t)t);
+        int *first = (int *)(pc + per);
         seg in[MAX_SEGS], out[MAX_SEGS];
         /* contiguous runs of panels a thread */
         for (int64_t q = npan * t / nt; q < npan * (t + 1) / nt; q++) {
             int nin = segments(q * NR, ncols, L, OW, false, in), nout = segments(q * NR, ncols, L, OW, true, out);
-            pack_panel(g, c, x, in, nin, tb, rows, pb);
+            pieces_of(g, g->img[0] * g->img[1], c, in, nin, pc, first);
+            pack_panel(g, c, x, pc, first, pb);
             panel_out(m, R, L, pa, pb, bias, out, nout, y);
         }
     }
