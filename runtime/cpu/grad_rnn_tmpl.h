@@ -51,6 +51,7 @@ typedef struct SFX(ws) {
     T *rpx;        /* the fast LSTM's recording forward: [W | R]^T packed, the input projection
                     * made in each step's product (x_t W^T + h R^T); NULL: buf holds it */
     const T *xb;   /* with rpx: the biases Wb + Rb [G] (zeros without B) */
+    bool full;     /* every entry runs all S steps (no sequence_lens shorter than S) */
 } SFX(ws);
 
 /* C = A R_d^T (forward) or A R_d (backward) for a slice of the batch */
@@ -341,7 +342,8 @@ static inline __attribute__((always_inline)) void SFX(lstm_row_fwd_body)(int64_t
 static inline __attribute__((always_inline)) void SFX(lstm_row_bwd_body)(int64_t H, T own, const T *pa, const T *hc,
                                                                           const T *qi, const T *qo, const T *qf,
                                                                           const T *cprev, const T *dh, const bool has_dy,
-                                                                          const T *dy, T *dc, T *a, T *ds)
+                                                                          const T *dy, T *dc, T *a, const bool dup,
+                                                                          T *ds)
 {
     /* sigmoid' = v (1 - v), tanh' = 1 - v^2; absent peepholes are zeros
      * and the coupled forget gate (own = 0) has no derivative of its own,
@@ -357,10 +359,16 @@ static inline __attribute__((always_inline)) void SFX(lstm_row_bwd_body)(int64_t
         T di = dcj * cvj - (1 - own) * dfv, dac = dcj * ivj * (1 - cvj * cvj);
         T daf = dfv * (own * (fvj * (1 - fvj))), dai = di * (ivj * (1 - ivj));
         T dcp = dcj * fvj + (dai * qi[j] + daf * qf[j]);
-        ds[j] = a[j] = dai;
-        ds[H + j] = a[H + j] = dao;
-        ds[2 * H + j] = a[2 * H + j] = daf;
-        ds[3 * H + j] = a[3 * H + j] = dac;
+        a[j] = dai;
+        a[H + j] = dao;
+        a[2 * H + j] = daf;
+        a[3 * H + j] = dac;
+        if (dup) {
+            ds[j] = dai;
+            ds[H + j] = dao;
+            ds[2 * H + j] = daf;
+            ds[3 * H + j] = dac;
+        }
         dc[j] = dcp;
     }
 }
@@ -383,10 +391,14 @@ static inline __attribute__((always_inline)) void SFX(lstm_row_bwd_body)(int64_t
                                               const T *qf, const T *cprev, const T *dh, const T *dy, T *dc, T *a,  \
                                               T *ds)                                                               \
     {                                                                                                              \
-        if (dy)                                                                                                    \
-            SFX(lstm_row_bwd_body)(H, own, pa, hc, qi, qo, qf, cprev, dh, true, dy, dc, a, ds);                    \
+        if (dy && ds != a)                                                                                         \
+            SFX(lstm_row_bwd_body)(H, own, pa, hc, qi, qo, qf, cprev, dh, true, dy, dc, a, true, ds);              \
+        else if (dy)                                                                                               \
+            SFX(lstm_row_bwd_body)(H, own, pa, hc, qi, qo, qf, cprev, dh, true, dy, dc, a, false, ds);             \
+        else if (ds != a)                                                                                          \
+            SFX(lstm_row_bwd_body)(H, own, pa, hc, qi, qo, qf, cprev, dh, false, dy, dc, a, true, ds);             \
         else                                                                                                       \
-            SFX(lstm_row_bwd_body)(H, own, pa, hc, qi, qo, qf, cprev, dh, false, dy, dc, a, ds);                   \
+            SFX(lstm_row_bwd_body)(H, own, pa, hc, qi, qo, qf, cprev, dh, false, dy, dc, a, false, ds);            \
     }
 
 LSTM_ROW_FNS(base, )
@@ -504,7 +516,7 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
              * joins it inside the row */
             const T *dy = w->g->dY ? (const T *)w->g->dY + lt_rnn_yoff(r, t, w->d, b) : NULL;
             LSTM_ROW(bwd)(H, couple ? 0 : 1, pa, w->hc + row * H, pi ? pi : w->zero, po ? po : w->zero,
-                          pf ? pf : w->zero, cprev, dh, dy, dc, a, ds);
+                          pf ? pf : w->zero, cprev, dh, dy, dc, a, w->full ? a : ds);
             continue;
         }
         SFX(add_dy)(w, t, b, dh);
@@ -540,6 +552,15 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
             ds[3 * H + j] = a[3 * H + j] = dac;
             dc[j] = dcp;
         }
+    }
+    if (w->full && w->fast) {
+        /* every entry active: the slice's gate gradients are one strided
+         * block of buf, and each dh is replaced by its product */
+        const lt_rnn *rr = w->r;
+        int64_t t0 = lt_rnn_time(rr, w->d, st, b0);
+        SFX(rprod)(w, false, b1 - b0, H, G, w->buf + lt_rnn_xrow(rr, t0, b0) * G, rr->layout ? rr->S * G : G,
+                   w->dh + b0 * H, H);
+        return;
     }
     SFX(rprod)(w, false, b1 - b0, H, G, w->ds + b0 * G, G, w->tmp + b0 * H, H);
     SFX(carry)(w, st, b0, b1);
@@ -790,7 +811,9 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
     const lt_rnn *r = &g->r;
     int gates = r->gates;
     int64_t S = r->S, B = r->B, I = r->I, H = r->H, G = gates * H, rows = S * B;
-    SFX(ws) w = {.g = g, .r = r, .B = B, .H = H, .G = G};
+    SFX(ws) w = {.g = g, .r = r, .B = B, .H = H, .G = G, .full = true};
+    for (int64_t b = 0; b < B; b++)
+        w.full = w.full && r->len[b] == S;
     w.buf = SFX(alloc)(k, rows * G, false);
     if (!g->ws) {
         /* rows no step visits must read as zero in the per-row products */
