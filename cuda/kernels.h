@@ -29,23 +29,25 @@ enum {
     LT_CU_SIN, LT_CU_COS, LT_CU_FLOOR, LT_CU_CEIL
 };
 
-/* One LSTM time step (rnn.cu): direction d of D, time t of S, batch B,
- * hidden H, layout 0 ([S, B, ..]) or 1 ([B, S, ..]). pre holds the rows'
- * gate inputs ([S*B, 4H], row of (t, b) as X's), activated in place by the
- * forward step; hp the step's recurrent products [B, 4H]; h, c (and dh, dc
- * backward) the running states [B, H]. hx, cr, cw, hc: the workspace's
- * [S*B, H] records (NULL forward: none kept; all four or none); Y the
- * output (NULL: not wanted). Backward: g gets the gate-input gradients
- * [S*B, 4H], dY (NULL: none) joins dh. */
-typedef struct lt_cu_lstm_step {
+/* One LSTM or RNN time step (rnn.cu): direction d of D, time t of S,
+ * batch B, hidden H, layout 0 ([S, B, ..]) or 1 ([B, S, ..]). pre holds
+ * the rows' gate inputs ([S*B, G], row of (t, b) as X's; G = 4H for the
+ * LSTM, which the forward step activates in place, H for the RNN, which
+ * keeps them); hp the step's recurrent products [B, G]; h, c (and dh, dc
+ * backward) the running states [B, H]. hx (and, LSTM, cr, cw, hc): the
+ * workspace's [S*B, H] records (NULL forward: none kept); Y the output
+ * (NULL: not wanted). Backward: g gets the gate-input gradients [S*B, G],
+ * dY (NULL: none) joins dh. act: the RNN's activation (LT_CU_RNN_*). */
+enum { LT_CU_RNN_TANH, LT_CU_RNN_RELU, LT_CU_RNN_SIGMOID };
+typedef struct lt_cu_rnn_step {
     int64_t S, B, D, H, t;
-    int d, layout;
+    int d, layout, act;
     void *pre;
     const void *hp;
     void *h, *c, *hx, *cr, *cw, *hc, *Y;
     const void *dY;
     void *dh, *dc, *g;
-} lt_cu_lstm_step;
+} lt_cu_rnn_step;
 
 /* FusedElementwise (fused.cu): the codes of ir/fuse_elementwise.h, inputs
  * full (as many elements as the output), one element, or a row along the
@@ -222,8 +224,10 @@ cudaError_t lt_cu_lstm_bias(cudaStream_t s, bool f64, void *buf, const void *bia
  * NULL: zeros) */
 cudaError_t lt_cu_rnn_state(cudaStream_t s, bool f64, void *dst, const void *src, bool to_slice, int layout,
                             int64_t B, int64_t D, int d, int64_t H);
-cudaError_t lt_cu_lstm_fwd_step(cudaStream_t s, bool f64, const lt_cu_lstm_step *p);
-cudaError_t lt_cu_lstm_bwd_step(cudaStream_t s, bool f64, const lt_cu_lstm_step *p);
+cudaError_t lt_cu_lstm_fwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p);
+cudaError_t lt_cu_lstm_bwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p);
+cudaError_t lt_cu_rnn_fwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p);
+cudaError_t lt_cu_rnn_bwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p);
 /* out[j] = sum over rows r of x[r * n + j]; out2 (when given) gets it too */
 cudaError_t lt_cu_colsum(cudaStream_t s, bool f64, const void *x, int64_t rows, int64_t n, void *out, void *out2);
 #ifdef __cplusplus

@@ -1,17 +1,18 @@
-/* LSTM and LSTMGrad on the GPU: the CPU's fast LSTM (default activations
- * sigmoid, tanh, tanh; no clip, no peepholes, no coupled input and forget
- * gates, no sequence_lens) in both layouts and every direction, float32
- * and float64. Other LSTMs stay on the host (the fits rule).
+/* LSTM and RNN, and their gradients, on the GPU: the CPU's fast LSTM
+ * (default activations sigmoid, tanh, tanh; no clip, no peepholes, no
+ * coupled input and forget gates) and the RNN with Tanh, Relu or Sigmoid
+ * (no clip), without sequence_lens, in both layouts and every direction,
+ * float32 and float64. Other ones stay on the host (the fits rules).
  *
  * Per direction: the input projection of every step is one GEMM (plus the
  * biases), then each step is a GEMM of the running h with R^T and one
  * kernel over B x H (rnn.cu). The forward fills the workspace output the
- * AD adds (activated gates, then the hidden and cell states each step read,
- * the cell state it wrote and its tanh), laid out as the CPU's
- * (lt_grnn_ws_per_dir), so either side's gradient reads either side's
- * forward; the gradient walks the steps back, one kernel and one GEMM with
- * R each, then takes dX, dW and dR as one GEMM each over all rows and dB
- * as column sums. */
+ * AD adds (LSTM: activated gates, then the hidden and cell states each step
+ * read, the cell state it wrote and its tanh; RNN: gate inputs and the h
+ * each step read), laid out as the CPU's (lt_grnn_ws_per_dir), so either
+ * side's gradient reads either side's forward; the gradient walks the steps
+ * back, one kernel and one GEMM with R each, then takes dX, dW and dR as one
+ * GEMM each over all rows and dB as column sums. */
 #include "cuda_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -42,34 +43,68 @@ static bool default_activations(const lt_node *n, int D)
     return true;
 }
 
-/* Until these kernels have passed test_cuda_kernels on a GPU, they run
- * only with LANTERN_CUDA_LSTM=1 (the GPU check sets it); otherwise the
- * LSTM stays on the host, as before. */
-static bool lstm_enabled(void)
+/* The RNN's activation per direction (LT_CU_RNN_*), false when one is not
+ * Tanh (the default), Relu or Sigmoid. */
+static bool rnn_activations(const lt_node *n, int D, int *act)
 {
-    const char *e = getenv("LANTERN_CUDA_LSTM");
+    const lt_attr *a = lt_attr_find(n, "activations");
+    act[0] = act[1] = LT_CU_RNN_TANH;
+    if (!a)
+        return true;
+    if (a->kind != LT_ATTR_STRINGS || (a->n != 1 && a->n != D))
+        return false;
+    for (int d = 0; d < D; d++) {
+        const char *name = a->strings[a->n == 1 ? 0 : d];
+        if (strcasecmp(name, "Tanh") == 0)
+            act[d] = LT_CU_RNN_TANH;
+        else if (strcasecmp(name, "Relu") == 0)
+            act[d] = LT_CU_RNN_RELU;
+        else if (strcasecmp(name, "Sigmoid") == 0)
+            act[d] = LT_CU_RNN_SIGMOID;
+        else
+            return false;
+    }
+    return true;
+}
+
+/* Until these kernels have passed test_cuda_kernels on a GPU, they run
+ * only with LANTERN_CUDA_RNN=1 (the GPU check sets it); otherwise LSTM and
+ * RNN stay on the host, as before. */
+static bool rnn_enabled(void)
+{
+    const char *e = getenv("LANTERN_CUDA_RNN");
     return e && strcmp(e, "1") == 0;
+}
+
+/* what LSTM and RNN share: no clip, no sequence_lens, a known direction and layout */
+static bool fits_common(const lt_node *n)
+{
+    int64_t layout = lt_attr_int(n, "layout", 0);
+    return rnn_enabled() && directions(n) > 0 && (layout == 0 || layout == 1) && !lt_attr_find(n, "clip") &&
+           (n->nin <= 4 || !n->in[4]);
 }
 
 static bool fits_lstm(const lt_node *n)
 {
-    if (!lstm_enabled())
-        return false;
-    int D = directions(n);
-    int64_t layout = lt_attr_int(n, "layout", 0);
-    return D > 0 && (layout == 0 || layout == 1) && !lt_attr_find(n, "clip") &&
-           lt_attr_int(n, "input_forget", 0) == 0 && default_activations(n, D) && (n->nin <= 4 || !n->in[4]) &&
+    return fits_common(n) && lt_attr_int(n, "input_forget", 0) == 0 && default_activations(n, directions(n)) &&
            (n->nin <= 7 || !n->in[7]);
 }
 
-/* the gradient only with the forward's workspace (input 11) */
+static bool fits_rnn(const lt_node *n)
+{
+    int act[2];
+    return fits_common(n) && rnn_activations(n, directions(n), act);
+}
+
+/* the gradients only with the forward's workspace (input 11, RNN: 8) */
 static bool fits_lstm_grad(const lt_node *n) { return fits_lstm(n) && n->nin > 11 && n->in[11]; }
+static bool fits_rnn_grad(const lt_node *n) { return fits_rnn(n) && n->nin > 8 && n->in[8]; }
 
 /* ---- shapes ---- */
 typedef struct lstm {
     const lt_tensor *X, *W, *R, *Bias, *h0, *c0;
     int64_t S, B, I, H, D, G, rows;
-    int layout;
+    int gates, layout, act[2];
     bool rev_only, f64;
     size_t es;
 } lstm;
@@ -79,17 +114,21 @@ static bool dims3(const lt_tensor *t, int64_t a, int64_t b, int64_t c)
     return t->rank == 3 && t->dims[0] == a && t->dims[1] == b && t->dims[2] == c;
 }
 
-static lt_status lstm_setup(lt_kctx *k, lstm *L)
+/* gates: 4 (LSTM) or 1 (RNN) */
+static lt_status lstm_setup(lt_kctx *k, int gates, lstm *L)
 {
     memset(L, 0, sizeof *L);
+    L->gates = gates;
     L->X = lt_k_in(k, 0), L->W = lt_k_in(k, 1), L->R = lt_k_in(k, 2), L->Bias = lt_k_in(k, 3);
-    L->h0 = lt_k_in(k, 5), L->c0 = lt_k_in(k, 6);
+    L->h0 = lt_k_in(k, 5), L->c0 = gates == 4 ? lt_k_in(k, 6) : NULL;
+    if (gates == 1 && !rnn_activations(k->node, directions(k->node), L->act))
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "the cuda RNN takes Tanh, Relu or Sigmoid");
     if (!L->X || !L->W || !L->R)
         return lt_k_fail(k, LT_ERR_INVALID, "X, W and R are required");
     lt_dtype dt = L->X->dtype;
     const lt_tensor *same[5] = {L->W, L->R, L->Bias, L->h0, L->c0};
     if (dt != LT_F32 && dt != LT_F64)
-        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "X is %s; the cuda LSTM takes float32 and float64", lt_dtype_name(dt));
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "X is %s; the cuda kernel takes float32 and float64", lt_dtype_name(dt));
     for (int i = 0; i < 5; i++)
         if (same[i] && same[i]->dtype != dt)
             return lt_k_fail(k, LT_ERR_INVALID, "inputs must all have X's type %s", lt_dtype_name(dt));
@@ -104,7 +143,7 @@ static lt_status lstm_setup(lt_kctx *k, lstm *L)
     L->B = L->X->dims[L->layout ? 0 : 1];
     L->I = L->X->dims[2];
     L->H = lt_attr_int(k->node, "hidden_size", L->R->dims[2]);
-    L->G = 4 * L->H;
+    L->G = gates * L->H;
     L->rows = L->S * L->B;
     if (L->H <= 0)
         return lt_k_fail(k, LT_ERR_INVALID, "hidden_size must be positive");
@@ -125,8 +164,9 @@ static lt_status lstm_setup(lt_kctx *k, lstm *L)
     return LT_OK;
 }
 
-/* elements per direction of the workspace: gates [rows, 4H], then four [rows, H] */
-static int64_t ws_per_dir(const lstm *L) { return L->rows * (L->G + 4 * L->H); }
+/* elements per direction of the workspace: gates [rows, G], then [rows, H]
+ * blocks, four for the LSTM, one for the RNN */
+static int64_t ws_per_dir(const lstm *L) { return L->rows * (L->G + (L->gates == 4 ? 4 : 1) * L->H); }
 
 static void state_dims(const lstm *L, int64_t *d)
 {
@@ -145,15 +185,8 @@ static void state_dims(const lstm *L, int64_t *d)
         }                                                                                                        \
     } while (0)
 
-/* LSTM (X, W, R[, B, , initial_h, initial_c]) -> Y, Y_h, Y_c[, workspace] */
-static lt_status k_lstm(lt_kctx *k)
+static void out_dims(const lstm *L, int64_t *yd, int64_t *hd)
 {
-    lstm L0, *L = &L0;
-    lt_status s = lstm_setup(k, L);
-    if (s != LT_OK)
-        return s;
-    cudaStream_t st = stream_of(k);
-    int64_t yd[4], hd[3], per = ws_per_dir(L), wd[2] = {L->D, per};
     if (L->layout) {
         int64_t a[4] = {L->B, L->S, L->D, L->H};
         memcpy(yd, a, sizeof a);
@@ -162,29 +195,46 @@ static lt_status k_lstm(lt_kctx *k)
         memcpy(yd, a, sizeof a);
     }
     state_dims(L, hd);
+}
+
+/* LSTM (X, W, R[, B, , initial_h, initial_c]) -> Y, Y_h, Y_c[, workspace]
+ * and RNN (X, W, R[, B, , initial_h]) -> Y, Y_h[, workspace] */
+static lt_status recurrent(lt_kctx *k, int gates)
+{
+    lstm L0, *L = &L0;
+    lt_status s = lstm_setup(k, gates, L);
+    if (s != LT_OK)
+        return s;
+    bool lstm4 = gates == 4;
+    cudaStream_t st = stream_of(k);
+    int64_t yd[4], hd[3], per = ws_per_dir(L), wd[2] = {L->D, per};
+    out_dims(L, yd, hd);
     lt_tensor *Y = NULL, *Yh = NULL, *Yc = NULL, *ws = NULL;
     lt_dtype dt = L->X->dtype;
+    int wso = lstm4 ? 3 : 2; /* the workspace output the AD adds */
     if ((k->nout > 0 && lt_k_want(k, 0) && (s = lt_k_out(k, 0, dt, 4, yd, &Y)) != LT_OK) ||
         (k->nout > 1 && lt_k_want(k, 1) && (s = lt_k_out(k, 1, dt, 3, hd, &Yh)) != LT_OK) ||
-        (k->nout > 2 && lt_k_want(k, 2) && (s = lt_k_out(k, 2, dt, 3, hd, &Yc)) != LT_OK) ||
-        (k->nout > 3 && lt_k_want(k, 3) && (s = lt_k_out(k, 3, dt, 2, wd, &ws)) != LT_OK))
+        (lstm4 && k->nout > 2 && lt_k_want(k, 2) && (s = lt_k_out(k, 2, dt, 3, hd, &Yc)) != LT_OK) ||
+        (k->nout > wso && lt_k_want(k, wso) && (s = lt_k_out(k, wso, dt, 2, wd, &ws)) != LT_OK))
         return s;
-    /* scratch: h, c [B, H], hp [B, G], and the gates when no workspace keeps them */
+    /* scratch: h, c [B, H], hp [B, G], and the gate inputs when no workspace keeps them */
     int64_t BH = L->B * L->H, BG = L->B * L->G, nscr = 2 * BH + BG + (ws ? 0 : L->rows * L->G);
     lt_buf *scr;
     if ((s = lt_cuda_scratch(k, (size_t)nscr * L->es, &scr)) != LT_OK)
         return s;
-    void *h = scr->data, *c = AT(h, BH), *hp = AT(c, BH), *gates = AT(hp, BG);
+    void *h = scr->data, *c = AT(h, BH), *hp = AT(c, BH), *gates_in = AT(hp, BG);
     for (int d = 0; d < L->D && s == LT_OK; d++) {
         bool rev = L->rev_only || d == 1;
-        lt_cu_lstm_step p = {.S = L->S, .B = L->B, .D = L->D, .H = L->H, .d = d, .layout = L->layout, .hp = hp,
-                             .h = h, .c = c, .Y = Y ? Y->data : NULL};
-        p.pre = ws ? AT(ws->data, d * per) : gates;
+        lt_cu_rnn_step p = {.S = L->S, .B = L->B, .D = L->D, .H = L->H, .d = d, .layout = L->layout,
+                            .act = L->act[d], .hp = hp, .h = h, .c = c, .Y = Y ? Y->data : NULL};
+        p.pre = ws ? AT(ws->data, d * per) : gates_in;
         if (ws) {
             p.hx = AT(p.pre, L->rows * L->G);
-            p.cr = AT(p.hx, L->rows * L->H);
-            p.cw = AT(p.cr, L->rows * L->H);
-            p.hc = AT(p.cw, L->rows * L->H);
+            if (lstm4) {
+                p.cr = AT(p.hx, L->rows * L->H);
+                p.cw = AT(p.cr, L->rows * L->H);
+                p.hc = AT(p.cw, L->rows * L->H);
+            }
         }
         const void *Wd = AT(L->W->data, d * L->G * L->I), *Rd = AT(L->R->data, d * L->G * L->H);
         if ((s = lt_cuda_gemm(k, L->f64, false, true, L->rows, L->G, L->I, 1.0, L->X->data, L->I, Wd, L->I, 0.0,
@@ -194,13 +244,14 @@ static lt_status k_lstm(lt_kctx *k)
             CU(lt_cu_lstm_bias(st, L->f64, p.pre, AT(L->Bias->data, d * 2 * L->G), L->rows, L->G), "lt_cu_lstm_bias");
         CU(lt_cu_rnn_state(st, L->f64, h, L->h0 ? L->h0->data : NULL, false, L->layout, L->B, L->D, d, L->H),
            "lt_cu_rnn_state");
-        CU(lt_cu_rnn_state(st, L->f64, c, L->c0 ? L->c0->data : NULL, false, L->layout, L->B, L->D, d, L->H),
-           "lt_cu_rnn_state");
+        if (lstm4)
+            CU(lt_cu_rnn_state(st, L->f64, c, L->c0 ? L->c0->data : NULL, false, L->layout, L->B, L->D, d, L->H),
+               "lt_cu_rnn_state");
         for (int64_t i = 0; i < L->S && s == LT_OK; i++) {
             p.t = rev ? L->S - 1 - i : i;
             if ((s = lt_cuda_gemm(k, L->f64, false, true, L->B, L->G, L->H, 1.0, h, L->H, Rd, L->H, 0.0, hp)) != LT_OK)
                 break;
-            CU(lt_cu_lstm_fwd_step(st, L->f64, &p), "lt_cu_lstm_fwd_step");
+            CU(lstm4 ? lt_cu_lstm_fwd_step(st, L->f64, &p) : lt_cu_rnn_fwd_step(st, L->f64, &p), "forward step");
         }
         if (s == LT_OK && Yh)
             CU(lt_cu_rnn_state(st, L->f64, Yh->data, h, true, L->layout, L->B, L->D, d, L->H), "lt_cu_rnn_state");
@@ -213,25 +264,22 @@ out:
 }
 
 /* LSTMGrad (X, W, R, B, , initial_h, initial_c, , dY, dY_h, dY_c, workspace)
- * -> dX, dW, dR, dB, d initial_h, d initial_c */
-static lt_status k_lstm_grad(lt_kctx *k)
+ * -> dX, dW, dR, dB, d initial_h, d initial_c; RNNGrad (X, W, R, B, ,
+ * initial_h, dY, dY_h, workspace) -> dX, dW, dR, dB, d initial_h */
+static lt_status recurrent_grad(lt_kctx *k, int gates)
 {
     lstm L0, *L = &L0;
-    lt_status s = lstm_setup(k, L);
+    lt_status s = lstm_setup(k, gates, L);
     if (s != LT_OK)
         return s;
+    bool lstm4 = gates == 4;
     cudaStream_t st = stream_of(k);
     lt_dtype dt = L->X->dtype;
     int64_t per = ws_per_dir(L), yd[4], hd[3];
-    if (L->layout) {
-        int64_t a[4] = {L->B, L->S, L->D, L->H};
-        memcpy(yd, a, sizeof a);
-    } else {
-        int64_t a[4] = {L->S, L->D, L->B, L->H};
-        memcpy(yd, a, sizeof a);
-    }
-    state_dims(L, hd);
-    const lt_tensor *dY = lt_k_in(k, 8), *dYh = lt_k_in(k, 9), *dYc = lt_k_in(k, 10), *ws = lt_k_in(k, 11);
+    out_dims(L, yd, hd);
+    int base = lstm4 ? 8 : 6, ncot = lstm4 ? 3 : 2, nres = lstm4 ? 6 : 5;
+    const lt_tensor *dY = lt_k_in(k, base), *dYh = lt_k_in(k, base + 1), *dYc = lstm4 ? lt_k_in(k, base + 2) : NULL,
+                    *ws = lt_k_in(k, base + ncot);
     if (!ws || ws->dtype != dt || ws->numel != L->D * per)
         return lt_k_fail(k, LT_ERR_RUNTIME, "the workspace does not come from this forward node");
     const lt_tensor *cot[3] = {dY, dYh, dYc};
@@ -247,13 +295,13 @@ static lt_status k_lstm_grad(lt_kctx *k)
             return lt_k_fail(k, LT_ERR_RUNTIME, "%s does not have the shape and type of the forward output",
                              cot_name[i]);
     }
-    if (k->nout > 6 && lt_k_want(k, 6))
+    if (k->nout > nres && lt_k_want(k, nres))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "no peepholes on cuda");
     int64_t bd[2] = {L->D, 2 * L->G};
     const int64_t *odims[6] = {L->X->dims, L->W->dims, L->R->dims, bd, hd, hd};
     const int orank[6] = {3, 3, 3, 2, 3, 3};
     lt_tensor *o[6] = {0};
-    for (int i = 0; i < 6 && i < k->nout; i++)
+    for (int i = 0; i < nres && i < k->nout; i++)
         if (lt_k_want(k, i) && (s = lt_k_out(k, i, dt, orank[i], odims[i], &o[i])) != LT_OK)
             return s;
     /* scratch: the gate-input gradients [rows, G], dh, dc [B, H] */
@@ -265,21 +313,24 @@ static lt_status k_lstm_grad(lt_kctx *k)
     int64_t lda_t = L->layout ? L->S * L->G : L->G; /* the rows of one step in g */
     for (int d = 0; d < L->D && s == LT_OK; d++) {
         bool rev = L->rev_only || d == 1;
-        lt_cu_lstm_step p = {.S = L->S, .B = L->B, .D = L->D, .H = L->H, .d = d, .layout = L->layout,
-                             .dY = dY ? dY->data : NULL, .dh = dh, .dc = dc, .g = g};
+        lt_cu_rnn_step p = {.S = L->S, .B = L->B, .D = L->D, .H = L->H, .d = d, .layout = L->layout,
+                            .act = L->act[d], .dY = dY ? dY->data : NULL, .dh = dh, .dc = dc, .g = g};
         p.pre = AT(ws->data, d * per);
         p.hx = AT(p.pre, L->rows * L->G);
-        p.cr = AT(p.hx, L->rows * L->H);
-        p.cw = AT(p.cr, L->rows * L->H);
-        p.hc = AT(p.cw, L->rows * L->H);
+        if (lstm4) {
+            p.cr = AT(p.hx, L->rows * L->H);
+            p.cw = AT(p.cr, L->rows * L->H);
+            p.hc = AT(p.cw, L->rows * L->H);
+        }
         const void *Wd = AT(L->W->data, d * L->G * L->I), *Rd = AT(L->R->data, d * L->G * L->H);
         CU(lt_cu_rnn_state(st, L->f64, dh, dYh ? dYh->data : NULL, false, L->layout, L->B, L->D, d, L->H),
            "lt_cu_rnn_state");
-        CU(lt_cu_rnn_state(st, L->f64, dc, dYc ? dYc->data : NULL, false, L->layout, L->B, L->D, d, L->H),
-           "lt_cu_rnn_state");
+        if (lstm4)
+            CU(lt_cu_rnn_state(st, L->f64, dc, dYc ? dYc->data : NULL, false, L->layout, L->B, L->D, d, L->H),
+               "lt_cu_rnn_state");
         for (int64_t i = L->S - 1; i >= 0 && s == LT_OK; i--) {
             p.t = rev ? L->S - 1 - i : i;
-            CU(lt_cu_lstm_bwd_step(st, L->f64, &p), "lt_cu_lstm_bwd_step");
+            CU(lstm4 ? lt_cu_lstm_bwd_step(st, L->f64, &p) : lt_cu_rnn_bwd_step(st, L->f64, &p), "backward step");
             /* the gradient reaching the h the step read: its rows of g times R */
             int64_t row0 = L->layout ? p.t : p.t * L->B;
             s = lt_cuda_gemm(k, L->f64, false, false, L->B, L->H, L->G, 1.0, AT(g, row0 * L->G), lda_t, Rd, L->H, 0.0,
@@ -313,8 +364,15 @@ out:
 #undef AT
 #undef CU
 
+static lt_status k_lstm(lt_kctx *k) { return recurrent(k, 4); }
+static lt_status k_rnn(lt_kctx *k) { return recurrent(k, 1); }
+static lt_status k_lstm_grad(lt_kctx *k) { return recurrent_grad(k, 4); }
+static lt_status k_rnn_grad(lt_kctx *k) { return recurrent_grad(k, 1); }
+
 void lt_cuda_register_rnn(lt_cu_op *tab)
 {
     tab[LT_OP_LSTM] = (lt_cu_op){k_lstm, 0, 0, fits_lstm, false};
     tab[LT_OP_LSTM_GRAD] = (lt_cu_op){k_lstm_grad, 0, 0, fits_lstm_grad, false};
+    tab[LT_OP_RNN] = (lt_cu_op){k_rnn, 0, 0, fits_rnn, false};
+    tab[LT_OP_RNN_GRAD] = (lt_cu_op){k_rnn_grad, 0, 0, fits_rnn_grad, false};
 }

@@ -1,4 +1,4 @@
-// The LSTM's own kernels (rnn.c drives them): the bias added to every
+// The LSTM's and the RNN's own kernels (rnn.c drives them): the bias added to every
 // row's input projection, the states moved between a direction's slice of
 // initial_h / Y_h (either layout) and a contiguous [B, H] block, one time
 // step forward and one backward over B x H threads, and column sums. The
@@ -20,12 +20,12 @@ __device__ inline double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
 __device__ inline float th(float x) { return tanhf(x); }
 __device__ inline double th(double x) { return tanh(x); }
 
-__device__ inline int64_t xrow(const lt_cu_lstm_step &p, int64_t b)
+__device__ inline int64_t xrow(const lt_cu_rnn_step &p, int64_t b)
 {
     return p.layout ? b * p.S + p.t : p.t * p.B + b;
 }
 
-__device__ inline int64_t yoff(const lt_cu_lstm_step &p, int64_t b)
+__device__ inline int64_t yoff(const lt_cu_rnn_step &p, int64_t b)
 {
     return (p.layout ? (b * p.S + p.t) * p.D + p.d : (p.t * p.D + p.d) * p.B + b) * p.H;
 }
@@ -52,7 +52,7 @@ __global__ void k_state(T *dst, const T *src, bool to_slice, int layout, int64_t
     }
 }
 
-template <typename T> __global__ void k_fwd(lt_cu_lstm_step p)
+template <typename T> __global__ void k_fwd(lt_cu_rnn_step p)
 {
     const int64_t H = p.H, G = 4 * H, n = p.B * H;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -84,7 +84,7 @@ template <typename T> __global__ void k_fwd(lt_cu_lstm_step p)
     }
 }
 
-template <typename T> __global__ void k_bwd(lt_cu_lstm_step p)
+template <typename T> __global__ void k_bwd(lt_cu_rnn_step p)
 {
     const int64_t H = p.H, G = 4 * H, n = p.B * H;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -106,6 +106,45 @@ template <typename T> __global__ void k_bwd(lt_cu_lstm_step p)
         g[2 * H + j] = daf;
         g[3 * H + j] = dac;
         ((T *)p.dc)[i] = dcj * fvj;
+    }
+}
+
+// the plain RNN: h = act(x W^T + h R^T + Wb + Rb); the workspace keeps
+// the gate inputs (before the activation) and the h each step read
+template <typename T> __device__ inline T rnn_act(int act, T x)
+{
+    return act == LT_CU_RNN_RELU ? (x > 0 ? x : (T)0) : act == LT_CU_RNN_SIGMOID ? sigm(x) : th(x);
+}
+
+template <typename T> __global__ void k_rnn_fwd(lt_cu_rnn_step p)
+{
+    const int64_t H = p.H, n = p.B * H;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / H, j = i % H, row = xrow(p, b);
+        T *a = (T *)p.pre + row * H;
+        T *h = (T *)p.h + i;
+        T x = ((const T *)p.hp)[b * H + j] + a[j];
+        a[j] = x;
+        if (p.hx)
+            ((T *)p.hx)[row * H + j] = *h;
+        T v = rnn_act(p.act, x);
+        *h = v;
+        if (p.Y)
+            ((T *)p.Y)[yoff(p, b) + j] = v;
+    }
+}
+
+template <typename T> __global__ void k_rnn_bwd(lt_cu_rnn_step p)
+{
+    const int64_t H = p.H, n = p.B * H;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / H, j = i % H, row = xrow(p, b);
+        T x = ((const T *)p.pre)[row * H + j], v = rnn_act(p.act, x);
+        T dv = p.act == LT_CU_RNN_RELU ? (x > 0 ? (T)1 : (T)0) : p.act == LT_CU_RNN_SIGMOID ? v * (1 - v) : 1 - v * v;
+        T dhj = ((const T *)p.dh)[i];
+        if (p.dY)
+            dhj += ((const T *)p.dY)[yoff(p, b) + j];
+        ((T *)p.g)[row * H + j] = dhj * dv;
     }
 }
 
@@ -153,7 +192,7 @@ cudaError_t lt_cu_rnn_state(cudaStream_t s, bool f64, void *dst, const void *src
     return cudaGetLastError();
 }
 
-cudaError_t lt_cu_lstm_fwd_step(cudaStream_t s, bool f64, const lt_cu_lstm_step *p)
+cudaError_t lt_cu_lstm_fwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p)
 {
     int64_t n = p->B * p->H;
     if (n == 0)
@@ -165,7 +204,7 @@ cudaError_t lt_cu_lstm_fwd_step(cudaStream_t s, bool f64, const lt_cu_lstm_step 
     return cudaGetLastError();
 }
 
-cudaError_t lt_cu_lstm_bwd_step(cudaStream_t s, bool f64, const lt_cu_lstm_step *p)
+cudaError_t lt_cu_lstm_bwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p)
 {
     int64_t n = p->B * p->H;
     if (n == 0)
@@ -174,6 +213,30 @@ cudaError_t lt_cu_lstm_bwd_step(cudaStream_t s, bool f64, const lt_cu_lstm_step 
         k_bwd<double><<<blocks_for(n), THREADS, 0, s>>>(*p);
     else
         k_bwd<float><<<blocks_for(n), THREADS, 0, s>>>(*p);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_rnn_fwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p)
+{
+    int64_t n = p->B * p->H;
+    if (n == 0)
+        return cudaSuccess;
+    if (f64)
+        k_rnn_fwd<double><<<blocks_for(n), THREADS, 0, s>>>(*p);
+    else
+        k_rnn_fwd<float><<<blocks_for(n), THREADS, 0, s>>>(*p);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_rnn_bwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p)
+{
+    int64_t n = p->B * p->H;
+    if (n == 0)
+        return cudaSuccess;
+    if (f64)
+        k_rnn_bwd<double><<<blocks_for(n), THREADS, 0, s>>>(*p);
+    else
+        k_rnn_bwd<float><<<blocks_for(n), THREADS, 0, s>>>(*p);
     return cudaGetLastError();
 }
 

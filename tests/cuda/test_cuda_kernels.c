@@ -799,6 +799,64 @@ static void test_lstm(void **state)
             }
 }
 
+/* RNN as the LSTM above: every activation the kernels take, both layouts,
+ * every direction */
+static void test_rnn(void **state)
+{
+    (void)state;
+    static const char *const dirs[3] = {"forward", "reverse", "bidirectional"};
+    static const char *const acts[3] = {NULL, "Relu", "Sigmoid"};
+    for (int t = 0; t < 2; t++)
+        for (int layout = 0; layout < 2; layout++)
+            for (int di = 0; di < 3; di++) {
+                lt_dtype dt = t ? LT_F64 : LT_F32;
+                bool extras = (layout + di) % 2 == 1;
+                const char *act = acts[(t + layout + di) % 3];
+                int64_t S = 6, B = 5, I = 7, H = 11, D = di == 2 ? 2 : 1;
+                int64_t xd[3] = {layout ? B : S, layout ? S : B, I}, wd[3] = {D, H, I}, rd[3] = {D, H, H},
+                        bd[2] = {D, 2 * H}, hd[3] = {layout ? B : D, layout ? D : B, H};
+                uint64_t seed = 5000 + (uint64_t)(t * 100 + layout * 10 + di);
+                lt_value *in[9] = {tu_rand(dt, 3, xd, -1, 1, seed), tu_rand(dt, 3, wd, -0.5, 0.5, seed + 1),
+                                   tu_rand(dt, 3, rd, -0.5, 0.5, seed + 2),
+                                   extras ? tu_rand(dt, 2, bd, -0.5, 0.5, seed + 3) : NULL, NULL,
+                                   extras ? tu_rand(dt, 3, hd, -1, 1, seed + 4) : NULL};
+                char what[96];
+                snprintf(what, sizeof what, "RNN %s layout %d %s %s%s", lt_dtype_name(dt), layout, dirs[di],
+                         act ? act : "Tanh", extras ? " with B, initial_h" : "");
+                tu_graph g = tu_single(LT_OP_RNN, 14, 6, 3);
+                lstm_attrs(&g, H, dirs[di], layout);
+                if (act)
+                    tu_attr_strings(&g, "activations", 1, &act);
+                for (int j = 3; j < 6; j++)
+                    if (!in[j])
+                        tu_omit_input(&g, j);
+                check(&g, 6, in, tol(dt), what);
+                lt_value *fwd[3] = {NULL};
+                lt_err err;
+                setenv("LANTERN_BACKEND", "cpu", 1);
+                if (tu_run(&g, in, fwd, &err) != LT_OK)
+                    fail_msg("%s on the CPU: %s", what, err.msg);
+                tu_free(&g);
+                in[6] = tu_rand(dt, fwd[0]->t.rank, fwd[0]->t.dims, -1, 1, seed + 6);
+                in[7] = extras ? tu_rand(dt, 3, hd, -1, 1, seed + 7) : NULL;
+                in[8] = fwd[2];
+                tu_graph gg = tu_single(LT_OP_RNN_GRAD, 14, 9, 5);
+                lstm_attrs(&gg, H, dirs[di], layout);
+                if (act)
+                    tu_attr_strings(&gg, "activations", 1, &act);
+                for (int j = 3; j < 8; j++)
+                    if (!in[j])
+                        tu_omit_input(&gg, j);
+                char gwhat[112];
+                snprintf(gwhat, sizeof gwhat, "RNNGrad %s", what + 4);
+                check(&gg, 9, in, tol(dt), gwhat);
+                tu_free(&gg);
+                lt_value_free(fwd[0]);
+                lt_value_free(fwd[1]);
+                free_all(9, in);
+            }
+}
+
 /* ---- FusedElementwise ---- */
 /* every code of ir/fuse_elementwise.h over full inputs, a row (a bias
  * along the last axis) and one element, three outputs */
@@ -835,7 +893,7 @@ int main(void)
 {
     lt_err err;
     setenv("LANTERN_CUDA_GUARD", "1", 1);
-    setenv("LANTERN_CUDA_LSTM", "1", 1); /* the kernels on trial */
+    setenv("LANTERN_CUDA_RNN", "1", 1); /* the kernels on trial */
     setenv("LANTERN_CUDA_FUSED", "1", 1);
     setenv("LANTERN_TF32", "0", 1);
     cuda = lt_backend_open("cuda", &err);
@@ -849,7 +907,8 @@ int main(void)
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_movement), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
-        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_lstm), cmocka_unit_test(test_fused),
+        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_lstm), cmocka_unit_test(test_rnn),
+        cmocka_unit_test(test_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
