@@ -82,10 +82,61 @@ LN_CORE(double, f64)
  * mean and variance, dx and its parts of dscale and dbias computed while
  * it sits in L1, in float lanes; the parameter sums are kept in double per
  * thread (static row blocks, added in thread order: deterministic for a
- * thread count). Compiled for baseline x86-64 and for AVX-512. */
-static inline __attribute__((always_inline)) void ln_fast_body(const float *x, const float *dy, float *dx,
-                                                               int64_t rows, int64_t d, const float *g, float eps,
-                                                               double *pds, double *pdb)
+ * thread count). The per-thread row loop is compiled for baseline x86-64
+ * and for AVX-512; the parallel region stays outside both (a region inside
+ * the AVX-512 function would be outlined with the baseline's vectors). */
+static inline __attribute__((always_inline)) void ln_fast_rows(const float *x, const float *dy, float *dx,
+                                                               int64_t r0, int64_t r1, int64_t d, const float *g,
+                                                               float eps, double *ds, double *db)
+{
+    float inv_d = 1.0f / (float)d;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xp = x + r * d, *gp = dy + r * d;
+        float sum = 0, sq = 0, s1 = 0, s2 = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < d; j++)
+            sum += xp[j];
+        float m = sum * inv_d;
+#pragma omp simd reduction(+ : sq)
+        for (int64_t j = 0; j < d; j++)
+            sq += (xp[j] - m) * (xp[j] - m);
+        float iv = 1.0f / sqrtf(sq * inv_d + eps);
+#pragma omp simd reduction(+ : s1, s2)
+        for (int64_t j = 0; j < d; j++) {
+            float xh = (xp[j] - m) * iv, h = g[j] * gp[j];
+            s1 += h;
+            s2 += h * xh;
+            ds[j] += (double)(gp[j] * xh);
+            db[j] += (double)gp[j];
+        }
+        if (!dx)
+            continue;
+        float a = s1 * inv_d, b = s2 * inv_d;
+        float *op = dx + r * d;
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            op[j] = iv * (g[j] * gp[j] - a - (xp[j] - m) * iv * b);
+    }
+}
+
+static void ln_fast_base(const float *x, const float *dy, float *dx, int64_t r0, int64_t r1, int64_t d,
+                         const float *g, float eps, double *ds, double *db)
+{
+    ln_fast_rows(x, dy, dx, r0, r1, d, g, eps, ds, db);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f,avx2,fma"))) static void ln_fast_avx512(const float *x, const float *dy, float *dx,
+                                                                       int64_t r0, int64_t r1, int64_t d,
+                                                                       const float *g, float eps, double *ds,
+                                                                       double *db)
+{
+    ln_fast_rows(x, dy, dx, r0, r1, d, g, eps, ds, db);
+}
+#endif
+
+static void ln_fast(const float *x, const float *dy, float *dx, int64_t rows, int64_t d, const float *g, float eps,
+                    double *pds, double *pdb)
 {
     int nth = rows * d > LT_NU_PAR && rows > 1 ? omp_get_max_threads() : 1;
 #pragma omp parallel num_threads(nth)
@@ -93,62 +144,13 @@ static inline __attribute__((always_inline)) void ln_fast_body(const float *x, c
         int nt = omp_get_num_threads(), id = omp_get_thread_num();
         int64_t r0 = rows * id / nt, r1 = rows * (id + 1) / nt;
         double *ds = pds + (size_t)id * (size_t)d, *db = pdb + (size_t)id * (size_t)d;
-        float inv_d = 1.0f / (float)d;
-        for (int64_t r = r0; r < r1; r++) {
-            const float *xp = x + r * d, *gp = dy + r * d;
-            float sum = 0, sq = 0, s1 = 0, s2 = 0;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t j = 0; j < d; j++)
-                sum += xp[j];
-            float m = sum * inv_d;
-#pragma omp simd reduction(+ : sq)
-            for (int64_t j = 0; j < d; j++)
-                sq += (xp[j] - m) * (xp[j] - m);
-            float iv = 1.0f / sqrtf(sq * inv_d + eps);
-#pragma omp simd reduction(+ : s1, s2)
-            for (int64_t j = 0; j < d; j++) {
-                float xh = (xp[j] - m) * iv, h = g[j] * gp[j];
-                s1 += h;
-                s2 += h * xh;
-                ds[j] += (double)(gp[j] * xh);
-                db[j] += (double)gp[j];
-            }
-            if (!dx)
-                continue;
-            float a = s1 * inv_d, b = s2 * inv_d;
-            float *op = dx + r * d;
-#pragma omp simd
-            for (int64_t j = 0; j < d; j++)
-                op[j] = iv * (g[j] * gp[j] - a - (xp[j] - m) * iv * b);
-        }
-    }
-}
-
-static void ln_fast_base(const float *x, const float *dy, float *dx, int64_t rows, int64_t d, const float *g,
-                         float eps, double *pds, double *pdb)
-{
-    ln_fast_body(x, dy, dx, rows, d, g, eps, pds, pdb);
-}
-
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx512f,avx2,fma"))) static void ln_fast_avx512(const float *x, const float *dy, float *dx,
-                                                                       int64_t rows, int64_t d, const float *g,
-                                                                       float eps, double *pds, double *pdb)
-{
-    ln_fast_body(x, dy, dx, rows, d, g, eps, pds, pdb);
-}
+        if (lt_cpu_avx512())
+            ln_fast_avx512(x, dy, dx, r0, r1, d, g, eps, ds, db);
+        else
 #endif
-
-static void ln_fast(const float *x, const float *dy, float *dx, int64_t rows, int64_t d, const float *g, float eps,
-                    double *pds, double *pdb)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (lt_cpu_avx512()) {
-        ln_fast_avx512(x, dy, dx, rows, d, g, eps, pds, pdb);
-        return;
+            ln_fast_base(x, dy, dx, r0, r1, d, g, eps, ds, db);
     }
-#endif
-    ln_fast_base(x, dy, dx, rows, d, g, eps, pds, pdb);
 }
 
 /* (dy, x, scale[, B]) -> dx, dscale (scale's shape), dbias (B's shape when

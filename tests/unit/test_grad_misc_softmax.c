@@ -61,6 +61,9 @@ static void float32_matches_float64(void **state)
     static const smx_case cases[] = {
         {13, true, -1, 2, {64, 1000}}, {13, true, 1, 3, {8, 300, 40}}, {11, true, 1, 3, {16, 30, 100}},
         {13, true, 0, 2, {500, 3}},    {13, true, 1, 3, {2, 50, 700}},
+        /* rows along the last axis: attention's 28 keys, and rows of 80
+         * over the threads */
+        {13, true, -1, 4, {16, 4, 28, 28}}, {13, true, 3, 4, {64, 4, 28, 80}},
     };
     for (int logsm = 0; logsm < 2; logsm++)
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

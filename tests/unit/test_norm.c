@@ -250,6 +250,51 @@ static void layernorm_axis_and_stats(void **state)
     tu_free(&g);
 }
 
+/* float32 with one Scale row (and one B row or none): the one-visit row
+ * kernel, serial and split over the threads (more than LT_PAR_ELEMS
+ * elements), odd widths past the 16-lane vectors, rows offset by a large
+ * mean; the Mean and InvStdDev outputs too. A Scale that repeats over an
+ * outer axis ([3, 4] above, layernorm_broadcast_params) keeps the general
+ * path. */
+static void layernorm_rows_f32(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][3] = {{16, 28, 32}, {3, 5, 33}, {2, 7, 1}, {64, 128, 72}};
+    for (int c = 0; c < 4; c++) {
+        uint64_t seed = 60 + (uint64_t)c * 5;
+        int64_t rows = shapes[c][0] * shapes[c][1], d = shapes[c][2], sd[1] = {d};
+        bool with_bias = c != 1;
+        tu_graph g = tu_single(LT_OP_LAYER_NORMALIZATION, 17, with_bias ? 3 : 2, 3);
+        tu_attr_float(&g, "epsilon", 1e-3f);
+        lt_value *in[3] = {tu_rand(LT_F32, 3, shapes[c], -2, 2, seed), tu_rand(LT_F32, 1, sd, 0.5, 2, seed + 1),
+                           with_bias ? tu_rand(LT_F32, 1, sd, -1, 1, seed + 2) : NULL};
+        /* a large common offset in one row: the two-pass variance */
+        for (int64_t j = 0; j < d; j++)
+            lt_tensor_set_f64(&in[0]->t, 3 * d + j, 100.0 + tu_get(in[0], 3 * d + j));
+        double *want = malloc(sizeof(double) * (size_t)(rows * d)), *mean = malloc(sizeof(double) * (size_t)rows);
+        double *inv = malloc(sizeof(double) * (size_t)rows);
+        assert_non_null(want);
+        assert_non_null(mean);
+        assert_non_null(inv);
+        rows_ref(in[0], rows, d, (double)1e-3f, want, mean, inv);
+        for (int64_t q = 0; q < rows * d; q++)
+            want[q] = want[q] * tu_get(in[1], q % d) + (with_bias ? tu_get(in[2], q % d) : 0.0);
+        lt_value *out[3] = {0};
+        run_ok(&g, in, out);
+        tu_assert_close(out[0], want, rows * d, 1e-5, 1e-5, seed);
+        tu_assert_close(out[1], mean, rows, 1e-6, 1e-6, seed);
+        tu_assert_close(out[2], inv, rows, 1e-5, 1e-6, seed);
+        assert_int_equal(out[1]->t.rank, 3);
+        assert_int_equal(out[1]->t.dims[2], 1);
+        free(want);
+        free(mean);
+        free(inv);
+        free_all(in, with_bias ? 3 : 2);
+        free_all(out, 3);
+        tu_free(&g);
+    }
+}
+
 /* Scale broadcasting over an outer dim too ([3, 4] with axis -1), bias
  * only over the normalized dim, double precision. */
 static void layernorm_broadcast_params(void **state)
@@ -503,6 +548,7 @@ int main(void)
         cmocka_unit_test(batchnorm_bad_params),
         cmocka_unit_test(instancenorm),
         cmocka_unit_test(layernorm_axis_and_stats),
+        cmocka_unit_test(layernorm_rows_f32),
         cmocka_unit_test(layernorm_broadcast_params),
         cmocka_unit_test(layernorm_errors),
         cmocka_unit_test(groupnorm),
