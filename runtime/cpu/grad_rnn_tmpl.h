@@ -20,6 +20,7 @@
 #define PAR_MIN 32768
 #define COLSUM_PAR 1048576.0 /* elements summed worth two threads */
 #define STEP_PAR_WORK 2097152.0 /* multiply-adds of a direction's recurrent GEMMs worth two threads */
+#define STEP_SLICE 32 /* batch entries a thread takes at a time (a multiple of the products' 8-row blocks) */
 
 #include <omp.h>
 #include "cpu_features.h"
@@ -568,29 +569,52 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
 
 /* ---- driver ---- */
 
-/* Every step of direction w->d, forward or backward. Batch entries never
- * interact, so each thread takes a slice of the batch through all the
- * steps (its own small GEMMs included): no synchronization per step. */
-static void SFX(steps)(SFX(ws) *w, bool backward)
+/* Every step of direction w->d, forward or backward, for entries b0 .. b1 - 1 */
+static void SFX(steps_slice)(SFX(ws) *w, bool backward, int64_t b0, int64_t b1)
 {
     int gates = w->r->gates;
+    int64_t n = w->r->maxlen;
+    if (backward) {
+        for (int64_t st = n - 1; st >= 0; st--)
+            gates == 1   ? SFX(rnn_bwd)(w, st, b0, b1)
+            : gates == 3 ? SFX(gru_bwd)(w, st, b0, b1)
+                         : SFX(lstm_bwd)(w, st, b0, b1);
+    } else {
+        for (int64_t st = 0; st < n; st++)
+            gates == 1   ? SFX(rnn_fwd)(w, st, b0, b1)
+            : gates == 3 ? SFX(gru_fwd)(w, st, b0, b1)
+                         : SFX(lstm_fwd)(w, st, b0, b1);
+    }
+}
+
+/* Every step of direction w->d, forward or backward. Batch entries never
+ * interact, so a slice of the batch goes through all the steps (its own
+ * small GEMMs included) with no synchronization per step. With threads the
+ * batch is cut into slices of STEP_SLICE entries that the threads take as
+ * they finish the last: a thread that shares its core with another
+ * process takes fewer. The slices are the same whichever thread runs them,
+ * so results do not depend on the timing. */
+static void SFX(steps)(SFX(ws) *w, bool backward)
+{
     int64_t B = w->B, n = w->r->maxlen;
     bool par = (double)B * (double)w->G * (double)w->H * (double)n >= STEP_PAR_WORK && B >= 16 &&
                omp_get_max_threads() > 1 && !omp_in_parallel();
-#pragma omp parallel if (par)
+    if (!par) {
+        SFX(steps_slice)(w, backward, 0, B);
+        return;
+    }
+    int64_t nsl = (B + STEP_SLICE - 1) / STEP_SLICE;
+#pragma omp parallel
     {
-        int nt = omp_get_num_threads(), id = omp_get_thread_num();
-        int64_t b0 = B * id / nt, b1 = B * (id + 1) / nt;
-        if (backward) {
-            for (int64_t st = n - 1; st >= 0; st--)
-                gates == 1   ? SFX(rnn_bwd)(w, st, b0, b1)
-                : gates == 3 ? SFX(gru_bwd)(w, st, b0, b1)
-                             : SFX(lstm_bwd)(w, st, b0, b1);
+        int nt = omp_get_num_threads();
+        if (nsl < 2 * nt) {
+            /* too few slices to balance: one part a thread */
+            int id = omp_get_thread_num();
+            SFX(steps_slice)(w, backward, B * id / nt, B * (id + 1) / nt);
         } else {
-            for (int64_t st = 0; st < n; st++)
-                gates == 1   ? SFX(rnn_fwd)(w, st, b0, b1)
-                : gates == 3 ? SFX(gru_fwd)(w, st, b0, b1)
-                             : SFX(lstm_fwd)(w, st, b0, b1);
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t sl = 0; sl < nsl; sl++)
+                SFX(steps_slice)(w, backward, sl * STEP_SLICE, sl * STEP_SLICE + STEP_SLICE < B ? sl * STEP_SLICE + STEP_SLICE : B);
         }
     }
 }
@@ -905,3 +929,4 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
 #undef PAR_MIN
 #undef COLSUM_PAR
 #undef STEP_PAR_WORK
+#undef STEP_SLICE

@@ -4,8 +4,10 @@
  * fed that workspace must give what they give when they re-run the
  * recurrence themselves (double and float, with lengths, directions,
  * layouts, clip, peepholes and other activations); a workspace of the
- * wrong size is an error. */
+ * wrong size is an error; with threads, the batch cut into slices gives
+ * what one thread gives. */
 #include "test_grad_rnn.h"
+#include <omp.h>
 
 static int nfin(const gcfg *c) { return c->gates == 4 ? 8 : 6; }
 static int ncot(const gcfg *c) { return c->gates == 4 ? 3 : 2; }
@@ -127,6 +129,88 @@ static void check(const gcfg *c, lt_dtype dt)
     gr_free_vals(ry, nc + 1);
     gr_free_vals(py, nc);
     gr_free(&g);
+}
+
+/* Y, Y_h (Y_c) of the recording forward and every gradient fed its
+ * workspace (out: nc results, then 7 gradients) */
+static void ws_run(const gcfg *c, gdata *g, lt_dtype dt, lt_value **out)
+{
+    int nf = nfin(c), nc = ncot(c), nres = c->gates == 4 ? 7 : 5;
+    lt_err err;
+    lt_value *vals[12], *ry[4] = {NULL};
+    tu_graph rf = ws_node(c, false, nf, nc + 1);
+    gr_inputs(c, g, &rf, dt, false, vals);
+    if (tu_run(&rf, vals, ry, &err) != LT_OK)
+        fail_msg("%s recording forward: %s", c->name, err.msg);
+    gr_free_vals(vals, 11);
+    tu_free(&rf);
+    tu_graph gw = ws_node(c, true, nf + nc + 1, nres);
+    gr_inputs(c, g, &gw, dt, true, vals);
+    vals[nf + nc] = ry[nc];
+    for (int o = 0; o < 7; o++)
+        out[nc + o] = NULL;
+    if (tu_run(&gw, vals, out + nc, &err) != LT_OK)
+        fail_msg("%s gradient with workspace: %s", c->name, err.msg);
+    vals[nf + nc] = NULL;
+    gr_free_vals(vals, 11);
+    lt_value_free(ry[nc]);
+    tu_free(&gw);
+    for (int i = 0; i < nc; i++)
+        out[i] = ry[i];
+}
+
+/* With threads the steps cut the batch into slices of 32 entries that the
+ * threads take in turn (an odd last one here): everything as with one
+ * thread, where the whole batch is one slice */
+static void slices(const gcfg *c)
+{
+    int nc = ncot(c), nres = c->gates == 4 ? 7 : 5, saved = omp_get_max_threads();
+    gdata g;
+    gr_init(c, &g);
+    lt_value *one[10], *two[10];
+    omp_set_num_threads(1);
+    ws_run(c, &g, LT_F32, one);
+    lt_value *one_re[7], *two_re[7];
+    gr_run_grad(c, &g, LT_F32, one_re);
+    omp_set_num_threads(saved > 2 ? saved : 2);
+    ws_run(c, &g, LT_F32, two);
+    gr_run_grad(c, &g, LT_F32, two_re);
+    omp_set_num_threads(saved);
+    for (int i = 0; i < nc + nres; i++) {
+        double d = mismatch(two[i], one[i], 1e-6, 1e-4);
+        if (d > 1)
+            fail_msg("%s: result %d differs between one thread and two (%.3g)", c->name, i, d);
+    }
+    for (int i = 0; i < nres; i++) {
+        double d = mismatch(two_re[i], one_re[i], 1e-6, 1e-4);
+        if (d > 1)
+            fail_msg("%s: re-run gradient %d differs between one thread and two (%.3g)", c->name, i, d);
+    }
+    gr_free_vals(one, nc + 7);
+    gr_free_vals(two, nc + 7);
+    gr_free_vals(one_re, 7);
+    gr_free_vals(two_re, 7);
+    gr_free(&g);
+}
+
+static void batch_slices(void **state)
+{
+    (void)state;
+    static int64_t lens[131];
+    for (int i = 0; i < 131; i++)
+        lens[i] = 1 + (i * 7) % 5;
+    gcfg c1 = {.name = "LSTM B=131 fused bidirectional layout1", .gates = 4, .S = 5, .B = 131, .I = 6, .H = 32,
+               .dir = 2, .layout = 1, .bias = true, .h0 = true, .c0 = true, .seed = 101};
+    slices(&c1);
+    gcfg c2 = {.name = "LSTM B=131 lens peepholes", .gates = 4, .S = 5, .B = 131, .I = 6, .H = 32, .bias = true,
+               .h0 = true, .c0 = true, .peep = true, .lens = lens, .seed = 102};
+    slices(&c2);
+    gcfg c3 = {.name = "GRU B=131 reverse", .gates = 3, .S = 6, .B = 131, .I = 5, .H = 32, .dir = 1, .bias = true,
+               .h0 = true, .seed = 103};
+    slices(&c3);
+    gcfg c4 = {.name = "RNN B=131", .gates = 1, .S = 8, .B = 131, .I = 5, .H = 48, .bias = true, .h0 = true,
+               .seed = 104};
+    slices(&c4);
 }
 
 static void both(const gcfg *c)
@@ -307,6 +391,7 @@ int main(void)
         cmocka_unit_test(gru_ws),
         cmocka_unit_test(lstm_ws),
         cmocka_unit_test(lstm_fast_rows),
+        cmocka_unit_test(batch_slices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
