@@ -11,23 +11,30 @@
 
 #define F64(t) ((t)->dtype == LT_F64)
 
+/* y's rows are ldy elements apart (n for a dense y) */
 static lt_status gemm_call(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk,
                            double alpha, const void *a, int64_t lda, int64_t sa, const void *b, int64_t ldb,
-                           int64_t sb, double beta, void *y, int64_t sy, int64_t batch);
+                           int64_t sb, double beta, void *y, int64_t ldy, int64_t sy, int64_t batch);
 
 lt_status lt_cuda_gemm(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
                        const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *y)
 {
-    return gemm_call(k, f64, ta, tb, m, n, kk, alpha, a, lda, 0, b, ldb, 0, beta, y, 0, 1);
+    return gemm_call(k, f64, ta, tb, m, n, kk, alpha, a, lda, 0, b, ldb, 0, beta, y, n, 0, 1);
+}
+
+lt_status lt_cuda_gemm_ld(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
+                          const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *y, int64_t ldy)
+{
+    return gemm_call(k, f64, ta, tb, m, n, kk, alpha, a, lda, 0, b, ldb, 0, beta, y, ldy, 0, 1);
 }
 
 static lt_status gemm_call(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk,
                            double alpha, const void *a, int64_t lda, int64_t sa, const void *b, int64_t ldb,
-                           int64_t sb, double beta, void *y, int64_t sy, int64_t batch)
+                           int64_t sb, double beta, void *y, int64_t ldy, int64_t sy, int64_t batch)
 {
     lt_cuda *st = lt_cuda_of(k->be);
     if (m > INT32_MAX || n > INT32_MAX || kk > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX ||
-        batch > INT32_MAX)
+        ldy > INT32_MAX || batch > INT32_MAX)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "matrix sizes beyond cuBLAS's int range");
     if (m == 0 || n == 0 || batch == 0)
         return LT_OK;
@@ -38,8 +45,13 @@ static lt_status gemm_call(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, in
     const void *pb = f64 ? (const void *)&beta : (const void *)&bf;
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (kk == 0) { /* an empty sum: Y = beta Y, where Y is 0 or holds C */
-        if (beta == 0)
-            LT_CUDA_K(k, cudaMemsetAsync(y, 0, (size_t)(m * n * batch) * (f64 ? 8 : 4), st->stream));
+        size_t es = f64 ? 8 : 4;
+        if (beta == 0 && ldy == n)
+            LT_CUDA_K(k, cudaMemsetAsync(y, 0, (size_t)(m * n * batch) * es, st->stream));
+        else if (beta == 0 && batch == 1)
+            LT_CUDA_K(k, cudaMemset2DAsync(y, (size_t)ldy * es, 0, (size_t)n * es, (size_t)m, st->stream));
+        else if (beta == 0)
+            return lt_k_fail(k, LT_ERR_UNSUPPORTED, "an empty inner dimension into strided batched rows on cuda");
         else if (beta != 1)
             return lt_k_fail(k, LT_ERR_UNSUPPORTED, "an empty inner dimension with beta %g on cuda", beta);
         return LT_OK;
@@ -47,10 +59,10 @@ static lt_status gemm_call(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, in
     /* column-major: Y^T (n x m) = op(B)^T (n x k) op(A)^T (k x m) */
     if (batch == 1)
         LT_CUBLAS_K(k, cublasGemmEx(st->blas, opb, opa, (int)n, (int)m, (int)kk, pa, b, dt, (int)ldb, a, dt, (int)lda,
-                                    pb, y, dt, (int)n, ct, CUBLAS_GEMM_DEFAULT));
+                                    pb, y, dt, (int)ldy, ct, CUBLAS_GEMM_DEFAULT));
     else
         LT_CUBLAS_K(k, cublasGemmStridedBatchedEx(st->blas, opb, opa, (int)n, (int)m, (int)kk, pa, b, dt, (int)ldb, sb,
-                                                  a, dt, (int)lda, sa, pb, y, dt, (int)n, sy, (int)batch, ct,
+                                                  a, dt, (int)lda, sa, pb, y, dt, (int)ldy, sy, (int)batch, ct,
                                                   CUBLAS_GEMM_DEFAULT));
     return LT_OK;
 }
@@ -95,7 +107,7 @@ static lt_status k_gemm(lt_kctx *k)
         LT_CUDA_K(k, lt_cu_binary(lt_cuda_of(k->be)->stream, LT_CU_COPY, F64(a), c->data, NULL, y->data, &sh));
     }
     return gemm_call(k, F64(a), ta, tb, m, n, kk, alpha, a->data, a->dims[1], 0, b->data, b->dims[1], 0,
-                     use_c ? beta : 0.0, y->data, 0, 1);
+                     use_c ? beta : 0.0, y->data, n, 0, 1);
 }
 
 /* MatMul with numpy semantics: rank-1 operands promoted (and their axis
@@ -156,7 +168,7 @@ static lt_status k_matmul(lt_kctx *k)
     bool f64 = F64(a);
     if ((na == nbatch || na == 1) && (nbb == nbatch || nbb == 1))
         return gemm_call(k, f64, false, false, m, n, kk, 1.0, a->data, kk, na == 1 ? 0 : m * kk, b->data, n,
-                         nbb == 1 ? 0 : kk * n, 0.0, y->data, m * n, nbatch);
+                         nbb == 1 ? 0 : kk * n, 0.0, y->data, n, m * n, nbatch);
     /* general broadcast: walk the batch index */
     size_t es = f64 ? 8 : 4;
     for (int64_t t = 0; t < nbatch; t++) {
@@ -171,7 +183,7 @@ static lt_status k_matmul(lt_kctx *k)
         }
         s = gemm_call(k, f64, false, false, m, n, kk, 1.0, (const char *)a->data + (size_t)(ia * m * kk) * es, kk, 0,
                       (const char *)b->data + (size_t)(ib * kk * n) * es, n, 0, 0.0,
-                      (char *)y->data + (size_t)(t * m * n) * es, 0, 1);
+                      (char *)y->data + (size_t)(t * m * n) * es, n, 0, 1);
         if (s != LT_OK)
             return s;
     }
@@ -197,7 +209,7 @@ static lt_status k_acc_gemm(lt_kctx *k)
                          (long long)c->dims[1]);
     /* cells are updated in place by design */
     return gemm_call(k, F64(c), ta, tb, m, n, kk, alpha, a->data, a->dims[1], 0, b->data, b->dims[1], 0, 1.0,
-                     ((lt_tensor *)c)->data, 0, 1);
+                     ((lt_tensor *)c)->data, n, 0, 1);
 }
 
 void lt_cuda_register_blas(lt_cu_op *tab)

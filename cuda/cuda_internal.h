@@ -137,6 +137,9 @@ lt_status lt_cuda_accumulate(const lt_backend *be, lt_tensor *dst, const lt_tens
  * [m, kk] with leading dimension lda, op(b) [kk, n] with ldb, y dense. */
 lt_status lt_cuda_gemm(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
                        const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *y);
+/* The same into rows of y ldy elements apart. */
+lt_status lt_cuda_gemm_ld(lt_kctx *k, bool f64, bool ta, bool tb, int64_t m, int64_t n, int64_t kk, double alpha,
+                          const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *y, int64_t ldy);
 
 /* Device scratch for one kernel: a pool buffer the kernel releases. */
 lt_status lt_cuda_scratch(lt_kctx *k, size_t bytes, lt_buf **b);

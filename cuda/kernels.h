@@ -42,6 +42,15 @@ enum { LT_CU_RNN_TANH, LT_CU_RNN_RELU, LT_CU_RNN_SIGMOID };
 typedef struct lt_cu_rnn_step {
     int64_t S, B, D, H, t;
     int d, layout, act;
+    /* the GRU (G = 3H, gates z, r, h): lbr (linear_before_reset), rbh its
+     * Rb_h (NULL: none), ax the workspace's record (r*h, or h R_h^T + Rb_h
+     * when lbr), tmp [B, H] r*h forward and the gradient reaching h
+     * backward, hph [B, H] (r*h) R_h^T, ds [B, G] the step's gate-input
+     * gradients as the recurrent products read them, gh [S*B, H] the
+     * gradient of the h gate's recurrent term, drh [B, H] that of r*h */
+    int lbr;
+    const void *rbh;
+    void *ax, *tmp, *hph, *ds, *gh, *drh;
     void *pre;
     const void *hp;
     void *h, *c, *hx, *cr, *cw, *hc, *Y;
@@ -217,8 +226,9 @@ cudaError_t lt_cu_add_into(cudaStream_t s, bool f64, void *dst, const void *src,
 cudaError_t lt_cu_fused_run(cudaStream_t s, const lt_cu_fused *f);
 
 /* ---- the LSTM (rnn.cu) ---- */
-/* buf [rows, G] += bias[0..G) + bias[G..2G) (W's and R's biases) per row */
-cudaError_t lt_cu_lstm_bias(cudaStream_t s, bool f64, void *buf, const void *bias, int64_t rows, int64_t G);
+/* buf [rows, G] += bias[0..G) (W's) + bias[G..2G) (R's, its first rb_cols only) per row */
+cudaError_t lt_cu_rnn_bias(cudaStream_t s, bool f64, void *buf, const void *bias, int64_t rows, int64_t G,
+                           int64_t rb_cols);
 /* direction d's slice of a [D, B, H] / [B, D, H] state (by layout) and a
  * contiguous [B, H]: into the slice when to_slice, else out of it (src
  * NULL: zeros) */
@@ -228,6 +238,11 @@ cudaError_t lt_cu_lstm_fwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *
 cudaError_t lt_cu_lstm_bwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p);
 cudaError_t lt_cu_rnn_fwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p);
 cudaError_t lt_cu_rnn_bwd_step(cudaStream_t s, bool f64, const lt_cu_rnn_step *p);
+/* the GRU's steps in two parts each: forward a (z, r and r's use) then,
+ * after the (r*h) R_h^T product where not lbr, b (h and the new state);
+ * backward a (every gate-input gradient but r's where not lbr) then b (r's,
+ * after the product of the h part with R_h, not lbr only) */
+cudaError_t lt_cu_gru_step(cudaStream_t s, bool f64, bool backward, int part, const lt_cu_rnn_step *p);
 /* out[j] = sum over rows r of x[r * n + j]; out2 (when given) gets it too */
 cudaError_t lt_cu_colsum(cudaStream_t s, bool f64, const void *x, int64_t rows, int64_t n, void *out, void *out2);
 #ifdef __cplusplus

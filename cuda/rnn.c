@@ -29,16 +29,18 @@ static int directions(const lt_node *n)
     return strcmp(dir, "bidirectional") == 0 ? 2 : 0;
 }
 
-static bool default_activations(const lt_node *n, int D)
+/* the LSTM's (nact 3) or the GRU's (nact 2) default activations, given
+ * or not: sigmoid, tanh[, tanh] per direction */
+static bool default_activations(const lt_node *n, int D, int nact)
 {
     const lt_attr *a = lt_attr_find(n, "activations");
     if (!a)
         return true;
     static const char *const def[3] = {"Sigmoid", "Tanh", "Tanh"};
-    if (a->kind != LT_ATTR_STRINGS || (a->n != 3 && a->n != 3 * D))
+    if (a->kind != LT_ATTR_STRINGS || (a->n != nact && a->n != nact * D))
         return false;
     for (int i = 0; i < a->n; i++)
-        if (strcasecmp(a->strings[i], def[i % 3]) != 0)
+        if (strcasecmp(a->strings[i], def[i % nact]) != 0)
             return false;
     return true;
 }
@@ -86,7 +88,7 @@ static bool fits_common(const lt_node *n)
 
 static bool fits_lstm(const lt_node *n)
 {
-    return fits_common(n) && lt_attr_int(n, "input_forget", 0) == 0 && default_activations(n, directions(n)) &&
+    return fits_common(n) && lt_attr_int(n, "input_forget", 0) == 0 && default_activations(n, directions(n), 3) &&
            (n->nin <= 7 || !n->in[7]);
 }
 
@@ -96,16 +98,19 @@ static bool fits_rnn(const lt_node *n)
     return fits_common(n) && rnn_activations(n, directions(n), act);
 }
 
-/* the gradients only with the forward's workspace (input 11, RNN: 8) */
+static bool fits_gru(const lt_node *n) { return fits_common(n) && default_activations(n, directions(n), 2); }
+
+/* the gradients only with the forward's workspace (input 11; RNN, GRU: 8) */
 static bool fits_lstm_grad(const lt_node *n) { return fits_lstm(n) && n->nin > 11 && n->in[11]; }
 static bool fits_rnn_grad(const lt_node *n) { return fits_rnn(n) && n->nin > 8 && n->in[8]; }
+static bool fits_gru_grad(const lt_node *n) { return fits_gru(n) && n->nin > 8 && n->in[8]; }
 
 /* ---- shapes ---- */
 typedef struct lstm {
     const lt_tensor *X, *W, *R, *Bias, *h0, *c0;
     int64_t S, B, I, H, D, G, rows;
     int gates, layout, act[2];
-    bool rev_only, f64;
+    bool rev_only, f64, lbr; /* lbr: the GRU's linear_before_reset */
     size_t es;
 } lstm;
 
@@ -114,11 +119,12 @@ static bool dims3(const lt_tensor *t, int64_t a, int64_t b, int64_t c)
     return t->rank == 3 && t->dims[0] == a && t->dims[1] == b && t->dims[2] == c;
 }
 
-/* gates: 4 (LSTM) or 1 (RNN) */
+/* gates: 4 (LSTM), 3 (GRU) or 1 (RNN) */
 static lt_status lstm_setup(lt_kctx *k, int gates, lstm *L)
 {
     memset(L, 0, sizeof *L);
     L->gates = gates;
+    L->lbr = gates == 3 && lt_attr_int(k->node, "linear_before_reset", 0) != 0;
     L->X = lt_k_in(k, 0), L->W = lt_k_in(k, 1), L->R = lt_k_in(k, 2), L->Bias = lt_k_in(k, 3);
     L->h0 = lt_k_in(k, 5), L->c0 = gates == 4 ? lt_k_in(k, 6) : NULL;
     if (gates == 1 && !rnn_activations(k->node, directions(k->node), L->act))
@@ -165,8 +171,8 @@ static lt_status lstm_setup(lt_kctx *k, int gates, lstm *L)
 }
 
 /* elements per direction of the workspace: gates [rows, G], then [rows, H]
- * blocks, four for the LSTM, one for the RNN */
-static int64_t ws_per_dir(const lstm *L) { return L->rows * (L->G + (L->gates == 4 ? 4 : 1) * L->H); }
+ * blocks, four for the LSTM, two for the GRU, one for the RNN */
+static int64_t ws_per_dir(const lstm *L) { return L->rows * (L->G + (L->gates == 4 ? 4 : L->gates == 3 ? 2 : 1) * L->H); }
 
 static void state_dims(const lstm *L, int64_t *d)
 {
@@ -217,19 +223,27 @@ static lt_status recurrent(lt_kctx *k, int gates)
         (lstm4 && k->nout > 2 && lt_k_want(k, 2) && (s = lt_k_out(k, 2, dt, 3, hd, &Yc)) != LT_OK) ||
         (k->nout > wso && lt_k_want(k, wso) && (s = lt_k_out(k, wso, dt, 2, wd, &ws)) != LT_OK))
         return s;
-    /* scratch: h, c [B, H], hp [B, G], and the gate inputs when no workspace keeps them */
-    int64_t BH = L->B * L->H, BG = L->B * L->G, nscr = 2 * BH + BG + (ws ? 0 : L->rows * L->G);
+    /* scratch: h, c, tmp, hph [B, H], hp [B, G], and the gate inputs when no workspace keeps them */
+    int64_t BH = L->B * L->H, BG = L->B * L->G, nscr = 4 * BH + BG + (ws ? 0 : L->rows * L->G);
     lt_buf *scr;
     if ((s = lt_cuda_scratch(k, (size_t)nscr * L->es, &scr)) != LT_OK)
         return s;
-    void *h = scr->data, *c = AT(h, BH), *hp = AT(c, BH), *gates_in = AT(hp, BG);
+    void *h = scr->data, *c = AT(h, BH), *tmp = AT(c, BH), *hph = AT(tmp, BH), *hp = AT(hph, BH),
+         *gates_in = AT(hp, BG);
+    bool gru = gates == 3;
+    int64_t H = L->H, rb_cols = gru && L->lbr ? 2 * H : L->G;
     for (int d = 0; d < L->D && s == LT_OK; d++) {
         bool rev = L->rev_only || d == 1;
         lt_cu_rnn_step p = {.S = L->S, .B = L->B, .D = L->D, .H = L->H, .d = d, .layout = L->layout,
-                            .act = L->act[d], .hp = hp, .h = h, .c = c, .Y = Y ? Y->data : NULL};
+                            .act = L->act[d], .hp = hp, .h = h, .c = c, .Y = Y ? Y->data : NULL, .lbr = L->lbr,
+                            .tmp = tmp, .hph = hph};
+        if (gru && L->Bias)
+            p.rbh = AT(L->Bias->data, d * 2 * L->G + L->G + 2 * H);
         p.pre = ws ? AT(ws->data, d * per) : gates_in;
         if (ws) {
             p.hx = AT(p.pre, L->rows * L->G);
+            if (gru)
+                p.ax = AT(p.hx, L->rows * H);
             if (lstm4) {
                 p.cr = AT(p.hx, L->rows * L->H);
                 p.cw = AT(p.cr, L->rows * L->H);
@@ -241,7 +255,7 @@ static lt_status recurrent(lt_kctx *k, int gates)
                               p.pre)) != LT_OK)
             break;
         if (L->Bias)
-            CU(lt_cu_lstm_bias(st, L->f64, p.pre, AT(L->Bias->data, d * 2 * L->G), L->rows, L->G), "lt_cu_lstm_bias");
+            CU(lt_cu_rnn_bias(st, L->f64, p.pre, AT(L->Bias->data, d * 2 * L->G), L->rows, L->G, rb_cols), "lt_cu_rnn_bias");
         CU(lt_cu_rnn_state(st, L->f64, h, L->h0 ? L->h0->data : NULL, false, L->layout, L->B, L->D, d, L->H),
            "lt_cu_rnn_state");
         if (lstm4)
@@ -249,9 +263,23 @@ static lt_status recurrent(lt_kctx *k, int gates)
                "lt_cu_rnn_state");
         for (int64_t i = 0; i < L->S && s == LT_OK; i++) {
             p.t = rev ? L->S - 1 - i : i;
-            if ((s = lt_cuda_gemm(k, L->f64, false, true, L->B, L->G, L->H, 1.0, h, L->H, Rd, L->H, 0.0, hp)) != LT_OK)
+            if (!gru) {
+                if ((s = lt_cuda_gemm(k, L->f64, false, true, L->B, L->G, H, 1.0, h, H, Rd, H, 0.0, hp)) != LT_OK)
+                    break;
+                CU(lstm4 ? lt_cu_lstm_fwd_step(st, L->f64, &p) : lt_cu_rnn_fwd_step(st, L->f64, &p), "forward step");
+                continue;
+            }
+            /* the GRU: h R^T for z and r (and h's gate when lbr), then the
+             * reset product (r*h) R_h^T where not lbr */
+            if ((s = lt_cuda_gemm_ld(k, L->f64, false, true, L->B, L->lbr ? L->G : 2 * H, H, 1.0, h, H, Rd, H, 0.0,
+                                     hp, L->G)) != LT_OK)
                 break;
-            CU(lstm4 ? lt_cu_lstm_fwd_step(st, L->f64, &p) : lt_cu_rnn_fwd_step(st, L->f64, &p), "forward step");
+            CU(lt_cu_gru_step(st, L->f64, false, 0, &p), "lt_cu_gru_step");
+            if (!L->lbr &&
+                (s = lt_cuda_gemm(k, L->f64, false, true, L->B, H, H, 1.0, tmp, H, AT(Rd, 2 * H * H), H, 0.0, hph)) !=
+                    LT_OK)
+                break;
+            CU(lt_cu_gru_step(st, L->f64, false, 1, &p), "lt_cu_gru_step");
         }
         if (s == LT_OK && Yh)
             CU(lt_cu_rnn_state(st, L->f64, Yh->data, h, true, L->layout, L->B, L->D, d, L->H), "lt_cu_rnn_state");
@@ -277,6 +305,7 @@ static lt_status recurrent_grad(lt_kctx *k, int gates)
     lt_dtype dt = L->X->dtype;
     int64_t per = ws_per_dir(L), yd[4], hd[3];
     out_dims(L, yd, hd);
+    bool gru = gates == 3;
     int base = lstm4 ? 8 : 6, ncot = lstm4 ? 3 : 2, nres = lstm4 ? 6 : 5;
     const lt_tensor *dY = lt_k_in(k, base), *dYh = lt_k_in(k, base + 1), *dYc = lstm4 ? lt_k_in(k, base + 2) : NULL,
                     *ws = lt_k_in(k, base + ncot);
@@ -304,19 +333,25 @@ static lt_status recurrent_grad(lt_kctx *k, int gates)
     for (int i = 0; i < nres && i < k->nout; i++)
         if (lt_k_want(k, i) && (s = lt_k_out(k, i, dt, orank[i], odims[i], &o[i])) != LT_OK)
             return s;
-    /* scratch: the gate-input gradients [rows, G], dh, dc [B, H] */
-    int64_t BH = L->B * L->H;
+    /* scratch: the gate-input gradients [rows, G], dh, dc [B, H]; the GRU's
+     * gh [rows, H], ds [B, G], tmp and drh [B, H] */
+    int64_t BH = L->B * L->H, H = L->H;
+    int64_t nscr = L->rows * L->G + 2 * BH + (gru ? L->rows * H + L->B * L->G + 2 * BH : 0);
     lt_buf *scr;
-    if ((s = lt_cuda_scratch(k, (size_t)(L->rows * L->G + 2 * BH) * L->es, &scr)) != LT_OK)
+    if ((s = lt_cuda_scratch(k, (size_t)nscr * L->es, &scr)) != LT_OK)
         return s;
-    void *g = scr->data, *dh = AT(g, L->rows * L->G), *dc = AT(dh, BH);
+    void *g = scr->data, *dh = AT(g, L->rows * L->G), *dc = AT(dh, BH), *gh = AT(dc, BH), *ds = AT(gh, L->rows * H),
+         *tmp = AT(ds, L->B * L->G), *drh = AT(tmp, BH);
     int64_t lda_t = L->layout ? L->S * L->G : L->G; /* the rows of one step in g */
     for (int d = 0; d < L->D && s == LT_OK; d++) {
         bool rev = L->rev_only || d == 1;
         lt_cu_rnn_step p = {.S = L->S, .B = L->B, .D = L->D, .H = L->H, .d = d, .layout = L->layout,
-                            .act = L->act[d], .dY = dY ? dY->data : NULL, .dh = dh, .dc = dc, .g = g};
+                            .act = L->act[d], .dY = dY ? dY->data : NULL, .dh = dh, .dc = dc, .g = g,
+                            .lbr = L->lbr, .tmp = tmp, .ds = ds, .gh = gh, .drh = drh};
         p.pre = AT(ws->data, d * per);
         p.hx = AT(p.pre, L->rows * L->G);
+        if (gru)
+            p.ax = AT(p.hx, L->rows * H);
         if (lstm4) {
             p.cr = AT(p.hx, L->rows * L->H);
             p.cw = AT(p.cr, L->rows * L->H);
@@ -330,14 +365,35 @@ static lt_status recurrent_grad(lt_kctx *k, int gates)
                "lt_cu_rnn_state");
         for (int64_t i = L->S - 1; i >= 0 && s == LT_OK; i--) {
             p.t = rev ? L->S - 1 - i : i;
-            CU(lstm4 ? lt_cu_lstm_bwd_step(st, L->f64, &p) : lt_cu_rnn_bwd_step(st, L->f64, &p), "backward step");
-            /* the gradient reaching the h the step read: its rows of g times R */
-            int64_t row0 = L->layout ? p.t : p.t * L->B;
-            s = lt_cuda_gemm(k, L->f64, false, false, L->B, L->H, L->G, 1.0, AT(g, row0 * L->G), lda_t, Rd, L->H, 0.0,
-                             dh);
+            if (!gru) {
+                CU(lstm4 ? lt_cu_lstm_bwd_step(st, L->f64, &p) : lt_cu_rnn_bwd_step(st, L->f64, &p), "backward step");
+                /* the gradient reaching the h the step read: its rows of g times R */
+                int64_t row0 = L->layout ? p.t : p.t * L->B;
+                s = lt_cuda_gemm(k, L->f64, false, false, L->B, H, L->G, 1.0, AT(g, row0 * L->G), lda_t, Rd, H, 0.0,
+                                 p.dh);
+                continue;
+            }
+            /* the GRU: tmp = dh z + ds R (lbr), or + the reset product's
+             * gradient through r*h, then ds's z and r parts times R */
+            CU(lt_cu_gru_step(st, L->f64, true, 0, &p), "lt_cu_gru_step");
+            if (L->lbr) {
+                s = lt_cuda_gemm(k, L->f64, false, false, L->B, H, L->G, 1.0, ds, L->G, Rd, H, 1.0, p.tmp);
+            } else {
+                s = lt_cuda_gemm(k, L->f64, false, false, L->B, H, H, 1.0, AT(ds, 2 * H), L->G, AT(Rd, 2 * H * H), H,
+                                 0.0, drh);
+                if (s == LT_OK)
+                    CU(lt_cu_gru_step(st, L->f64, true, 1, &p), "lt_cu_gru_step");
+                if (s == LT_OK)
+                    s = lt_cuda_gemm(k, L->f64, false, false, L->B, H, 2 * H, 1.0, ds, L->G, Rd, H, 1.0, p.tmp);
+            }
+            void *t = p.dh; /* the gradient reaching h is now tmp's */
+            p.dh = p.tmp;
+            p.tmp = t;
         }
         if (s != LT_OK)
             break;
+        dh = p.dh;
+        tmp = p.tmp;
         if (o[4])
             CU(lt_cu_rnn_state(st, L->f64, o[4]->data, dh, true, L->layout, L->B, L->D, d, L->H), "lt_cu_rnn_state");
         if (o[5])
@@ -348,13 +404,22 @@ static lt_status recurrent_grad(lt_kctx *k, int gates)
         if (o[1] && (s = lt_cuda_gemm(k, L->f64, true, false, L->G, L->I, L->rows, 1.0, g, L->G, L->X->data, L->I,
                                       0.0, AT(o[1]->data, d * L->G * L->I))) != LT_OK)
             break;
-        if (o[2] && (s = lt_cuda_gemm(k, L->f64, true, false, L->G, L->H, L->rows, 1.0, g, L->G, p.hx, L->H, 0.0,
-                                      AT(o[2]->data, d * L->G * L->H))) != LT_OK)
+        void *dR = o[2] ? AT(o[2]->data, d * L->G * H) : NULL, *dB = o[3] ? AT(o[3]->data, d * 2 * L->G) : NULL;
+        if (dR && (s = lt_cuda_gemm(k, L->f64, true, false, gru ? 2 * H : L->G, H, L->rows, 1.0, g, L->G, p.hx, H,
+                                    0.0, dR)) != LT_OK)
             break;
-        if (o[3])
-            CU(lt_cu_colsum(st, L->f64, g, L->rows, L->G, AT(o[3]->data, d * 2 * L->G),
-                            AT(o[3]->data, d * 2 * L->G + L->G)),
-               "lt_cu_colsum");
+        if (dR && gru &&
+            (s = lt_cuda_gemm(k, L->f64, true, false, H, H, L->rows, 1.0, gh, H, L->lbr ? p.hx : p.ax, H, 0.0,
+                              AT(dR, 2 * H * H))) != LT_OK)
+            break;
+        if (dB && !gru)
+            CU(lt_cu_colsum(st, L->f64, g, L->rows, L->G, dB, AT(dB, L->G)), "lt_cu_colsum");
+        if (dB && gru) { /* Rb_z, Rb_r as Wb's; Rb_h from gh */
+            CU(lt_cu_colsum(st, L->f64, g, L->rows, L->G, dB, NULL), "lt_cu_colsum");
+            CU(cudaMemcpyAsync(AT(dB, L->G), dB, (size_t)(2 * H) * L->es, cudaMemcpyDeviceToDevice, st),
+               "cudaMemcpyAsync");
+            CU(lt_cu_colsum(st, L->f64, gh, L->rows, H, AT(dB, L->G + 2 * H), NULL), "lt_cu_colsum");
+        }
     }
 out:
     lt_buf_release(scr);
@@ -368,6 +433,8 @@ static lt_status k_lstm(lt_kctx *k) { return recurrent(k, 4); }
 static lt_status k_rnn(lt_kctx *k) { return recurrent(k, 1); }
 static lt_status k_lstm_grad(lt_kctx *k) { return recurrent_grad(k, 4); }
 static lt_status k_rnn_grad(lt_kctx *k) { return recurrent_grad(k, 1); }
+static lt_status k_gru(lt_kctx *k) { return recurrent(k, 3); }
+static lt_status k_gru_grad(lt_kctx *k) { return recurrent_grad(k, 3); }
 
 void lt_cuda_register_rnn(lt_cu_op *tab)
 {
@@ -375,4 +442,6 @@ void lt_cuda_register_rnn(lt_cu_op *tab)
     tab[LT_OP_LSTM_GRAD] = (lt_cu_op){k_lstm_grad, 0, 0, fits_lstm_grad, false};
     tab[LT_OP_RNN] = (lt_cu_op){k_rnn, 0, 0, fits_rnn, false};
     tab[LT_OP_RNN_GRAD] = (lt_cu_op){k_rnn_grad, 0, 0, fits_rnn_grad, false};
+    tab[LT_OP_GRU] = (lt_cu_op){k_gru, 0, 0, fits_gru, false};
+    tab[LT_OP_GRU_GRAD] = (lt_cu_op){k_gru_grad, 0, 0, fits_gru_grad, false};
 }

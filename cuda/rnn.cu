@@ -30,12 +30,12 @@ __device__ inline int64_t yoff(const lt_cu_rnn_step &p, int64_t b)
     return (p.layout ? (b * p.S + p.t) * p.D + p.d : (p.t * p.D + p.d) * p.B + b) * p.H;
 }
 
-template <typename T> __global__ void k_bias(T *buf, const T *bias, int64_t rows, int64_t G)
+template <typename T> __global__ void k_bias(T *buf, const T *bias, int64_t rows, int64_t G, int64_t rb_cols)
 {
     int64_t n = rows * G;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t j = i % G;
-        buf[i] += bias[j] + bias[G + j];
+        buf[i] += bias[j] + (j < rb_cols ? bias[G + j] : (T)0);
     }
 }
 
@@ -148,6 +148,94 @@ template <typename T> __global__ void k_rnn_bwd(lt_cu_rnn_step p)
     }
 }
 
+// the GRU (grad_rnn_tmpl.h's gru_fwd and gru_bwd, sigmoid and tanh)
+template <typename T> __global__ void k_gru_fwd_a(lt_cu_rnn_step p)
+{
+    const int64_t H = p.H, G = 3 * H, n = p.B * H;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / H, j = i % H, row = xrow(p, b);
+        T *a = (T *)p.pre + row * G;
+        const T *hp = (const T *)p.hp + b * G;
+        T hprev = ((const T *)p.h)[i];
+        if (p.hx)
+            ((T *)p.hx)[row * H + j] = hprev;
+        a[j] = hp[j] + a[j];
+        a[H + j] = hp[H + j] + a[H + j];
+        T rv = sigm(a[H + j]), axv;
+        if (p.lbr) {
+            axv = hp[2 * H + j] + (p.rbh ? ((const T *)p.rbh)[j] : (T)0);
+            a[2 * H + j] = a[2 * H + j] + rv * axv;
+        } else {
+            axv = rv * hprev;
+            ((T *)p.tmp)[i] = axv;
+        }
+        if (p.ax)
+            ((T *)p.ax)[row * H + j] = axv;
+    }
+}
+
+template <typename T> __global__ void k_gru_fwd_b(lt_cu_rnn_step p)
+{
+    const int64_t H = p.H, G = 3 * H, n = p.B * H;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / H, j = i % H, row = xrow(p, b);
+        T *a = (T *)p.pre + row * G;
+        if (!p.lbr)
+            a[2 * H + j] = ((const T *)p.hph)[i] + a[2 * H + j];
+        T zv = sigm(a[j]), hv = th(a[2 * H + j]);
+        T *h = (T *)p.h + i;
+        T hn = (1 - zv) * hv + zv * *h;
+        *h = hn;
+        if (p.Y)
+            ((T *)p.Y)[yoff(p, b) + j] = hn;
+    }
+}
+
+template <typename T> __global__ void k_gru_bwd_a(lt_cu_rnn_step p)
+{
+    const int64_t H = p.H, G = 3 * H, n = p.B * H;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / H, j = i % H, row = xrow(p, b);
+        const T *pa = (const T *)p.pre + row * G;
+        T hprev = ((const T *)p.hx)[row * H + j];
+        T zv = sigm(pa[j]), rv = sigm(pa[H + j]), hv = th(pa[2 * H + j]);
+        T zd = zv * (1 - zv), rd = rv * (1 - rv), hd = 1 - hv * hv;
+        T dhj = ((const T *)p.dh)[i];
+        if (p.dY)
+            dhj += ((const T *)p.dY)[yoff(p, b) + j];
+        T daz = dhj * (hprev - hv) * zd;
+        T dah = dhj * (1 - zv) * hd;
+        ((T *)p.tmp)[i] = dhj * zv;
+        T *g = (T *)p.g + row * G, *ds = (T *)p.ds + b * G;
+        g[j] = ds[j] = daz;
+        g[2 * H + j] = dah;
+        if (p.lbr) {
+            T dar = dah * ((const T *)p.ax)[row * H + j] * rd;
+            g[H + j] = ds[H + j] = dar;
+            T ghv = dah * rv;
+            ds[2 * H + j] = ghv;
+            ((T *)p.gh)[row * H + j] = ghv;
+        } else {
+            ds[2 * H + j] = dah;
+            ((T *)p.gh)[row * H + j] = dah;
+        }
+    }
+}
+
+template <typename T> __global__ void k_gru_bwd_b(lt_cu_rnn_step p)
+{
+    const int64_t H = p.H, G = 3 * H, n = p.B * H;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = i / H, j = i % H, row = xrow(p, b);
+        T rv = sigm(((const T *)p.pre)[row * G + H + j]), rd = rv * (1 - rv);
+        T drh = ((const T *)p.drh)[i];
+        T dar = drh * ((const T *)p.hx)[row * H + j] * rd;
+        ((T *)p.ds)[b * G + H + j] = dar;
+        ((T *)p.g)[row * G + H + j] = dar;
+        ((T *)p.tmp)[i] += drh * rv;
+    }
+}
+
 // out[j] (and out2[j], when given) = sum over rows of x[r, j]: one thread
 // a column, rows in order
 template <typename T> __global__ void k_colsum(const T *x, int64_t rows, int64_t n, T *out, T *out2)
@@ -166,15 +254,36 @@ template <typename T> __global__ void k_colsum(const T *x, int64_t rows, int64_t
 
 extern "C" {
 
-cudaError_t lt_cu_lstm_bias(cudaStream_t s, bool f64, void *buf, const void *bias, int64_t rows, int64_t G)
+cudaError_t lt_cu_rnn_bias(cudaStream_t s, bool f64, void *buf, const void *bias, int64_t rows, int64_t G,
+                           int64_t rb_cols)
 {
     int64_t n = rows * G;
     if (n == 0)
         return cudaSuccess;
     if (f64)
-        k_bias<double><<<blocks_for(n), THREADS, 0, s>>>((double *)buf, (const double *)bias, rows, G);
+        k_bias<double><<<blocks_for(n), THREADS, 0, s>>>((double *)buf, (const double *)bias, rows, G, rb_cols);
     else
-        k_bias<float><<<blocks_for(n), THREADS, 0, s>>>((float *)buf, (const float *)bias, rows, G);
+        k_bias<float><<<blocks_for(n), THREADS, 0, s>>>((float *)buf, (const float *)bias, rows, G, rb_cols);
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_gru_step(cudaStream_t s, bool f64, bool backward, int part, const lt_cu_rnn_step *p)
+{
+    int64_t n = p->B * p->H;
+    if (n == 0)
+        return cudaSuccess;
+    unsigned g = blocks_for(n);
+    if (f64) {
+        if (!backward)
+            part ? k_gru_fwd_b<double><<<g, THREADS, 0, s>>>(*p) : k_gru_fwd_a<double><<<g, THREADS, 0, s>>>(*p);
+        else
+            part ? k_gru_bwd_b<double><<<g, THREADS, 0, s>>>(*p) : k_gru_bwd_a<double><<<g, THREADS, 0, s>>>(*p);
+    } else {
+        if (!backward)
+            part ? k_gru_fwd_b<float><<<g, THREADS, 0, s>>>(*p) : k_gru_fwd_a<float><<<g, THREADS, 0, s>>>(*p);
+        else
+            part ? k_gru_bwd_b<float><<<g, THREADS, 0, s>>>(*p) : k_gru_bwd_a<float><<<g, THREADS, 0, s>>>(*p);
+    }
     return cudaGetLastError();
 }
 

@@ -857,6 +857,60 @@ static void test_rnn(void **state)
             }
 }
 
+/* GRU as the LSTM above, with linear_before_reset 0 and 1 */
+static void test_gru(void **state)
+{
+    (void)state;
+    static const char *const dirs[3] = {"forward", "reverse", "bidirectional"};
+    for (int t = 0; t < 2; t++)
+        for (int layout = 0; layout < 2; layout++)
+            for (int di = 0; di < 3; di++)
+                for (int lbr = 0; lbr < 2; lbr++) {
+                    lt_dtype dt = t ? LT_F64 : LT_F32;
+                    bool extras = (layout + di + lbr) % 2 == 0;
+                    int64_t S = 5, B = 4, I = 6, H = 10, D = di == 2 ? 2 : 1, G = 3 * H;
+                    int64_t xd[3] = {layout ? B : S, layout ? S : B, I}, wd[3] = {D, G, I}, rd[3] = {D, G, H},
+                            bd[2] = {D, 2 * G}, hd[3] = {layout ? B : D, layout ? D : B, H};
+                    uint64_t seed = 7000 + (uint64_t)(t * 1000 + layout * 100 + di * 10 + lbr);
+                    lt_value *in[9] = {tu_rand(dt, 3, xd, -1, 1, seed), tu_rand(dt, 3, wd, -0.5, 0.5, seed + 1),
+                                       tu_rand(dt, 3, rd, -0.5, 0.5, seed + 2),
+                                       extras ? tu_rand(dt, 2, bd, -0.5, 0.5, seed + 3) : NULL, NULL,
+                                       extras ? tu_rand(dt, 3, hd, -1, 1, seed + 4) : NULL};
+                    char what[112];
+                    snprintf(what, sizeof what, "GRU %s layout %d %s linear_before_reset %d%s", lt_dtype_name(dt),
+                             layout, dirs[di], lbr, extras ? " with B, initial_h" : "");
+                    tu_graph g = tu_single(LT_OP_GRU, 14, 6, 3);
+                    lstm_attrs(&g, H, dirs[di], layout);
+                    tu_attr_int(&g, "linear_before_reset", lbr);
+                    for (int j = 3; j < 6; j++)
+                        if (!in[j])
+                            tu_omit_input(&g, j);
+                    check(&g, 6, in, tol(dt), what);
+                    lt_value *fwd[3] = {NULL};
+                    lt_err err;
+                    setenv("LANTERN_BACKEND", "cpu", 1);
+                    if (tu_run(&g, in, fwd, &err) != LT_OK)
+                        fail_msg("%s on the CPU: %s", what, err.msg);
+                    tu_free(&g);
+                    in[6] = tu_rand(dt, fwd[0]->t.rank, fwd[0]->t.dims, -1, 1, seed + 6);
+                    in[7] = extras ? tu_rand(dt, 3, hd, -1, 1, seed + 7) : NULL;
+                    in[8] = fwd[2];
+                    tu_graph gg = tu_single(LT_OP_GRU_GRAD, 14, 9, 5);
+                    lstm_attrs(&gg, H, dirs[di], layout);
+                    tu_attr_int(&gg, "linear_before_reset", lbr);
+                    for (int j = 3; j < 8; j++)
+                        if (!in[j])
+                            tu_omit_input(&gg, j);
+                    char gwhat[128];
+                    snprintf(gwhat, sizeof gwhat, "GRUGrad %s", what + 4);
+                    check(&gg, 9, in, tol(dt), gwhat);
+                    tu_free(&gg);
+                    lt_value_free(fwd[0]);
+                    lt_value_free(fwd[1]);
+                    free_all(9, in);
+                }
+}
+
 /* ---- FusedElementwise ---- */
 /* every code of ir/fuse_elementwise.h over full inputs, a row (a bias
  * along the last axis) and one element, three outputs */
@@ -907,7 +961,7 @@ int main(void)
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_movement), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
-        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_lstm), cmocka_unit_test(test_rnn),
+        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_lstm), cmocka_unit_test(test_rnn), cmocka_unit_test(test_gru),
         cmocka_unit_test(test_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
