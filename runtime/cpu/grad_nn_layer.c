@@ -5,6 +5,9 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 /* ---- LayerNormalizationGrad ---- */
 
@@ -82,9 +85,10 @@ LN_CORE(double, f64)
  * mean and variance, dx and its parts of dscale and dbias computed while
  * it sits in L1, in float lanes; the parameter sums are kept in double per
  * thread (static row blocks, added in thread order: deterministic for a
- * thread count). The per-thread row loop is compiled for baseline x86-64
- * and for AVX-512; the parallel region stays outside both (a region inside
- * the AVX-512 function would be outlined with the baseline's vectors). */
+ * thread count). The per-thread row loop is written in C for baseline
+ * x86-64 and with AVX-512 intrinsics; the parallel region stays outside
+ * both (GCC outlines a region with the baseline's vectors even inside a
+ * function compiled for AVX-512). */
 static inline __attribute__((always_inline)) void ln_fast_rows(const float *x, const float *dy, float *dx,
                                                                int64_t r0, int64_t r1, int64_t d, const float *g,
                                                                float eps, double *ds, double *db)
@@ -126,12 +130,59 @@ static void ln_fast_base(const float *x, const float *dy, float *dx, int64_t r0,
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx512f,avx2,fma"))) static void ln_fast_avx512(const float *x, const float *dy, float *dx,
-                                                                       int64_t r0, int64_t r1, int64_t d,
-                                                                       const float *g, float eps, double *ds,
-                                                                       double *db)
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+static inline __mmask16 ln_lanes(int64_t n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
+
+/* the row loop above in 16 float lanes (the last piece masked), the same
+ * operations per element; ds and db take each piece as two 8-lane double
+ * halves */
+AVX512 static void ln_fast_avx512(const float *x, const float *dy, float *dx, int64_t r0, int64_t r1, int64_t d,
+                                  const float *g, float eps, double *ds, double *db)
 {
-    ln_fast_rows(x, dy, dx, r0, r1, d, g, eps, ds, db);
+    float inv_d = 1.0f / (float)d;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xp = x + r * d, *gp = dy + r * d;
+        __m512 vs = _mm512_setzero_ps();
+        for (int64_t j = 0; j < d; j += 16)
+            vs = _mm512_add_ps(vs, _mm512_maskz_loadu_ps(ln_lanes(d - j), xp + j));
+        __m512 vm = _mm512_set1_ps(_mm512_reduce_add_ps(vs) * inv_d), vq = _mm512_setzero_ps();
+        for (int64_t j = 0; j < d; j += 16) {
+            __mmask16 mk = ln_lanes(d - j);
+            __m512 t = _mm512_maskz_sub_ps(mk, _mm512_maskz_loadu_ps(mk, xp + j), vm);
+            vq = _mm512_add_ps(vq, _mm512_mul_ps(t, t));
+        }
+        __m512 viv = _mm512_set1_ps(1.0f / sqrtf(_mm512_reduce_add_ps(vq) * inv_d + eps));
+        __m512 v1 = _mm512_setzero_ps(), v2 = _mm512_setzero_ps();
+        for (int64_t j = 0; j < d; j += 16) {
+            __mmask16 mk = ln_lanes(d - j);
+            __m512 xv = _mm512_maskz_loadu_ps(mk, xp + j), gv = _mm512_maskz_loadu_ps(mk, gp + j);
+            __m512 xh = _mm512_mul_ps(_mm512_sub_ps(xv, vm), viv), h = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, g + j), gv);
+            v1 = _mm512_add_ps(v1, h);
+            v2 = _mm512_add_ps(v2, _mm512_mul_ps(h, xh));
+            __m512 sx = _mm512_mul_ps(gv, xh);
+            __mmask8 lo = (__mmask8)mk, hi = (__mmask8)(mk >> 8);
+            __m512d sl = _mm512_cvtps_pd(_mm512_castps512_ps256(sx));
+            __m512d sh = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sx), 1)));
+            __m512d gl = _mm512_cvtps_pd(_mm512_castps512_ps256(gv));
+            __m512d gh = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(gv), 1)));
+            _mm512_mask_storeu_pd(ds + j, lo, _mm512_add_pd(_mm512_maskz_loadu_pd(lo, ds + j), sl));
+            _mm512_mask_storeu_pd(ds + j + 8, hi, _mm512_add_pd(_mm512_maskz_loadu_pd(hi, ds + j + 8), sh));
+            _mm512_mask_storeu_pd(db + j, lo, _mm512_add_pd(_mm512_maskz_loadu_pd(lo, db + j), gl));
+            _mm512_mask_storeu_pd(db + j + 8, hi, _mm512_add_pd(_mm512_maskz_loadu_pd(hi, db + j + 8), gh));
+        }
+        if (!dx)
+            continue;
+        __m512 va = _mm512_set1_ps(_mm512_reduce_add_ps(v1) * inv_d), vb = _mm512_set1_ps(_mm512_reduce_add_ps(v2) * inv_d);
+        float *op = dx + r * d;
+        for (int64_t j = 0; j < d; j += 16) {
+            __mmask16 mk = ln_lanes(d - j);
+            __m512 xv = _mm512_maskz_loadu_ps(mk, xp + j), gv = _mm512_maskz_loadu_ps(mk, gp + j);
+            __m512 t = _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(xv, vm), viv), vb);
+            __m512 u = _mm512_sub_ps(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(mk, g + j), gv), va), t);
+            _mm512_mask_storeu_ps(op + j, mk, _mm512_mul_ps(viv, u));
+        }
+    }
 }
 #endif
 

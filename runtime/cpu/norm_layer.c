@@ -4,6 +4,9 @@
 #include "cpu_features.h"
 #include <math.h>
 #include <omp.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 /* ---- LayerNormalization ---- */
 
@@ -49,10 +52,10 @@ static lt_status ln_stat_out(lt_kctx *k, int i, const lt_tensor *x, int axis, co
 /* float32 rows with one Scale row and one B row (or none), the layer norm
  * of a transformer: each row's mean and variance (in double, two passes, as
  * lt_nu_row_stats does), its InvStdDev and its normalized values in one
- * visit while the row sits in L1. The per-thread row loop is compiled for
- * baseline x86-64 and for AVX-512 (eight double lanes for the statistics);
- * the parallel region stays outside both, so that the loop the threads run
- * is the one compiled for the CPU's vectors. */
+ * visit while the row sits in L1. The per-thread row loop is written
+ * twice: in C for baseline x86-64, and with AVX-512 intrinsics (sixteen
+ * float lanes, the statistics in eight-lane double halves); the parallel
+ * region stays outside both. */
 static inline __attribute__((always_inline)) void ln_rows_body(const float *x, float *y, int64_t r0, int64_t r1,
                                                                int64_t d, const float *sc, const float *b,
                                                                double eps, double *mean, double *inv)
@@ -93,12 +96,54 @@ static void ln_rows_base(const float *x, float *y, int64_t r0, int64_t r1, int64
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx512f,avx2,fma"))) static void ln_rows_avx512(const float *x, float *y, int64_t r0,
-                                                                       int64_t r1, int64_t d, const float *sc,
-                                                                       const float *b, double eps, double *mean,
-                                                                       double *inv)
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+static inline __mmask16 ln_lanes(int64_t n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
+
+/* the two 8-lane double halves of 16 floats */
+AVX512 static inline __m512d ln_lo(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+AVX512 static inline __m512d ln_hi(__m512 v)
 {
-    ln_rows_body(x, y, r0, r1, d, sc, b, eps, mean, inv);
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+/* 16 floats at a time (the last masked): the sum and the squared
+ * deviations in 8-lane double accumulators, the output in float lanes */
+AVX512 static void ln_rows_avx512(const float *x, float *y, int64_t r0, int64_t r1, int64_t d, const float *sc,
+                                  const float *b, double eps, double *mean, double *inv)
+{
+    for (int64_t r = r0; r < r1; r++) {
+        const float *p = x + r * d;
+        float *yp = y + r * d;
+        __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+        for (int64_t j = 0; j < d; j += 16) {
+            __m512 v = _mm512_maskz_loadu_ps(ln_lanes(d - j), p + j);
+            s0 = _mm512_add_pd(s0, ln_lo(v));
+            s1 = _mm512_add_pd(s1, ln_hi(v));
+        }
+        double m = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1)) / (double)d;
+        __m512d vm = _mm512_set1_pd(m), q0 = _mm512_setzero_pd(), q1 = _mm512_setzero_pd();
+        for (int64_t j = 0; j < d; j += 16) {
+            __mmask16 mk = ln_lanes(d - j);
+            __m512 v = _mm512_maskz_loadu_ps(mk, p + j);
+            __m512d t0 = _mm512_maskz_sub_pd((__mmask8)mk, ln_lo(v), vm);
+            __m512d t1 = _mm512_maskz_sub_pd((__mmask8)(mk >> 8), ln_hi(v), vm);
+            q0 = _mm512_fmadd_pd(t0, t0, q0);
+            q1 = _mm512_fmadd_pd(t1, t1, q1);
+        }
+        double iv = 1.0 / sqrt(_mm512_reduce_add_pd(_mm512_add_pd(q0, q1)) / (double)d + eps);
+        mean[r] = m;
+        inv[r] = iv;
+        __m512 mf = _mm512_set1_ps((float)m), ivf = _mm512_set1_ps((float)iv);
+        for (int64_t j = 0; j < d; j += 16) {
+            __mmask16 mk = ln_lanes(d - j);
+            __m512 t = _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, p + j), mf), ivf),
+                                     _mm512_maskz_loadu_ps(mk, sc + j));
+            if (b)
+                t = _mm512_add_ps(t, _mm512_maskz_loadu_ps(mk, b + j));
+            _mm512_mask_storeu_ps(yp + j, mk, t);
+        }
+    }
 }
 #endif
 
