@@ -246,3 +246,30 @@ int tu_sh(const char *cmd, char *out, size_t olen, char *err, size_t elen)
     }
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+void tu_grad_check_model(const char *file, int rank, const int64_t *dims, double lo, double hi, uint64_t seed,
+                         const char *must_be_nonzero)
+{
+    lt_value *x = tu_rand(LT_F32, rank, dims, lo, hi, seed);
+    const char *name = "x";
+    lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
+    lt_gradcheck_row *rows = NULL;
+    int nrows = 0;
+    lt_err err;
+    if (lt_grad_check(file, &o, 1, &name, &x, 64, &rows, &nrows, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_true(nrows > 0);
+    bool seen = must_be_nonzero == NULL;
+    for (int r = 0; r < nrows; r++) {
+        if (rows[r].err64 > 1e-5 || rows[r].err32 > 1e-3)
+            fail_msg("%s, seed %llu: parameter %s: relative error %.3g (f64), %.3g (f32)", file,
+                     (unsigned long long)seed, rows[r].name, rows[r].err64, rows[r].err32);
+        assert_true(rows[r].checked > 0);
+        if (must_be_nonzero && !strcmp(rows[r].name, must_be_nonzero))
+            seen = rows[r].max_grad > 0;
+    }
+    if (!seen)
+        fail_msg("%s: %s got no gradient", file, must_be_nonzero);
+    free(rows);
+    lt_value_free(x);
+}

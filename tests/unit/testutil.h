@@ -47,6 +47,15 @@ lt_value *tu_load(const char *path);
 /* Largest |a-b|/(atol+|b|)-style mismatch check; fails the test with the seed. */
 void tu_assert_close(const lt_value *got, const double *want, int64_t n, double rtol, double atol, uint64_t seed);
 
+/* The gradients of model file (one float input "x" of the given shape,
+ * uniform in [lo, hi) from seed, loss the sum of the output) against
+ * central finite differences in float64 (lt_grad_check, on the backend
+ * LANTERN_BACKEND names): fails the test where a parameter's relative
+ * error passes 1e-5 in float64 or 1e-3 in float32, or where
+ * must_be_nonzero (a parameter name, or NULL) got no gradient. */
+void tu_grad_check_model(const char *file, int rank, const int64_t *dims, double lo, double hi, uint64_t seed,
+                         const char *must_be_nonzero);
+
 /* dir/<prefix>-images-idx3-ubyte.gz and -labels-idx1-ubyte.gz holding n
  * seeded 28x28 images and labels, uncompressed (zlib reads them as they
  * are), with a little signal per class: a small dataset for training runs
