@@ -735,180 +735,99 @@ static void test_constant_of_shape(void **state)
     }
 }
 
-/* ---- LSTM ---- */
-static void lstm_attrs(tu_graph *g, int64_t H, const char *dir, int layout)
+/* ---- LSTM, GRU and RNN ---- */
+/* One recurrent op: the forward with its workspace output, then the
+ * gradient fed with the CPU's forward, every output of both against the
+ * CPU. gates 4 (LSTM: c0 and dY_c too), 3 (GRU, with lbr) or 1 (RNN, with
+ * act); extras: biases, initial states (and, LSTM, dY_c; else dY_h only
+ * then). */
+typedef struct rec_case {
+    int gates, layout, dir, lbr;
+    lt_dtype dt;
+    bool extras;
+    const char *act;
+    int64_t S, B, I, H;
+    uint64_t seed;
+} rec_case;
+
+static void check_recurrent(const rec_case *c)
 {
-    tu_attr_int(g, "hidden_size", H);
-    tu_attr_str(g, "direction", dir);
-    tu_attr_int(g, "layout", layout);
+    static const char *const dirs[3] = {"forward", "reverse", "bidirectional"};
+    static const char *const names[5] = {"", "RNN", "", "GRU", "LSTM"};
+    bool lstm = c->gates == 4;
+    int64_t S = c->S, B = c->B, I = c->I, H = c->H, D = c->dir == 2 ? 2 : 1, G = c->gates * H;
+    int64_t xd[3] = {c->layout ? B : S, c->layout ? S : B, I}, wd[3] = {D, G, I}, rd[3] = {D, G, H},
+            bd[2] = {D, 2 * G}, hd[3] = {c->layout ? B : D, c->layout ? D : B, H};
+    lt_dtype dt = c->dt;
+    uint64_t seed = c->seed;
+    int nfin = lstm ? 7 : 6, nfout = lstm ? 4 : 3, base = lstm ? 8 : 6, ngin = lstm ? 12 : 9, ngout = lstm ? 6 : 5;
+    lt_value *in[12] = {tu_rand(dt, 3, xd, -1, 1, seed), tu_rand(dt, 3, wd, -0.5, 0.5, seed + 1),
+                        tu_rand(dt, 3, rd, -0.5, 0.5, seed + 2), c->extras ? tu_rand(dt, 2, bd, -0.5, 0.5, seed + 3) : NULL,
+                        NULL, c->extras ? tu_rand(dt, 3, hd, -1, 1, seed + 4) : NULL,
+                        lstm && c->extras ? tu_rand(dt, 3, hd, -1, 1, seed + 5) : NULL};
+    char what[128];
+    snprintf(what, sizeof what, "%s %s layout %d %s%s%s%s%s", names[c->gates], lt_dtype_name(dt), c->layout,
+             dirs[c->dir], c->act ? " " : "", c->act ? c->act : "", c->lbr ? " linear_before_reset" : "",
+             c->extras ? " with B and initial states" : "");
+    lt_op ops[5] = {0, LT_OP_RNN, 0, LT_OP_GRU, LT_OP_LSTM}, gops[5] = {0, LT_OP_RNN_GRAD, 0, LT_OP_GRU_GRAD,
+                                                                      LT_OP_LSTM_GRAD};
+    for (int pass = 0; pass < 2; pass++) {
+        tu_graph g = tu_single(pass ? gops[c->gates] : ops[c->gates], 14, pass ? ngin : nfin, pass ? ngout : nfout);
+        tu_attr_int(&g, "hidden_size", H);
+        tu_attr_str(&g, "direction", dirs[c->dir]);
+        tu_attr_int(&g, "layout", c->layout);
+        if (c->gates == 3)
+            tu_attr_int(&g, "linear_before_reset", c->lbr);
+        if (c->act)
+            tu_attr_strings(&g, "activations", 1, &c->act);
+        for (int j = 3; j < (pass ? ngin - 1 : nfin); j++)
+            if (!in[j])
+                tu_omit_input(&g, j);
+        char label[160];
+        snprintf(label, sizeof label, "%s%s", what, pass ? ", gradient" : "");
+        check(&g, pass ? ngin : nfin, in, tol(dt), label);
+        if (!pass) { /* the CPU's forward feeds the gradient */
+            lt_value *fwd[4] = {NULL};
+            lt_err err;
+            setenv("LANTERN_BACKEND", "cpu", 1);
+            if (tu_run(&g, in, fwd, &err) != LT_OK)
+                fail_msg("%s on the CPU: %s", what, err.msg);
+            in[base] = tu_rand(dt, fwd[0]->t.rank, fwd[0]->t.dims, -1, 1, seed + 6);
+            in[base + 1] = lstm || c->extras ? tu_rand(dt, 3, hd, -1, 1, seed + 7) : NULL;
+            if (lstm)
+                in[base + 2] = c->extras ? tu_rand(dt, 3, hd, -1, 1, seed + 8) : NULL;
+            in[ngin - 1] = fwd[nfout - 1];
+            for (int j = 0; j < nfout - 1; j++)
+                lt_value_free(fwd[j]);
+        }
+        tu_free(&g);
+    }
+    free_all(12, in);
 }
 
-/* The forward with its workspace output, then the gradient fed with the
- * CPU's forward: every output of both against the CPU, in both layouts and
- * every direction, with and without biases, initial states and dY_c. */
-static void test_lstm(void **state)
+/* every layout and direction, float32 and float64, with and without
+ * biases and initial states; the RNN with each activation it takes, the
+ * GRU with both reset forms */
+static void test_recurrent(void **state)
 {
     (void)state;
-    static const char *const dirs[3] = {"forward", "reverse", "bidirectional"};
-    for (int t = 0; t < 2; t++)
-        for (int layout = 0; layout < 2; layout++)
-            for (int di = 0; di < 3; di++) {
-                lt_dtype dt = t ? LT_F64 : LT_F32;
-                bool extras = (layout + di) % 2 == 0;
-                int64_t S = 5, B = 6, I = 7, H = 9, D = di == 2 ? 2 : 1, G = 4 * H;
-                int64_t xd[3] = {layout ? B : S, layout ? S : B, I}, wd[3] = {D, G, I}, rd[3] = {D, G, H},
-                        bd[2] = {D, 2 * G}, hd[3] = {layout ? B : D, layout ? D : B, H};
-                uint64_t seed = 3000 + (uint64_t)(t * 100 + layout * 10 + di);
-                lt_value *in[12] = {tu_rand(dt, 3, xd, -1, 1, seed), tu_rand(dt, 3, wd, -0.5, 0.5, seed + 1),
-                                    tu_rand(dt, 3, rd, -0.5, 0.5, seed + 2),
-                                    extras ? tu_rand(dt, 2, bd, -0.5, 0.5, seed + 3) : NULL, NULL,
-                                    extras ? tu_rand(dt, 3, hd, -1, 1, seed + 4) : NULL,
-                                    extras ? tu_rand(dt, 3, hd, -1, 1, seed + 5) : NULL};
-                char what[96];
-                snprintf(what, sizeof what, "LSTM %s layout %d %s%s", lt_dtype_name(dt), layout, dirs[di],
-                         extras ? " with B, initial_h, initial_c" : "");
-                tu_graph g = tu_single(LT_OP_LSTM, 14, 7, 4);
-                lstm_attrs(&g, H, dirs[di], layout);
-                for (int j = 3; j < 7; j++)
-                    if (!in[j])
-                        tu_omit_input(&g, j);
-                check(&g, 7, in, tol(dt), what);
-                /* the CPU's forward feeds the gradient */
-                lt_value *fwd[4] = {NULL};
-                lt_err err;
-                setenv("LANTERN_BACKEND", "cpu", 1);
-                if (tu_run(&g, in, fwd, &err) != LT_OK)
-                    fail_msg("%s on the CPU: %s", what, err.msg);
-                tu_free(&g);
-                in[8] = tu_rand(dt, fwd[0]->t.rank, fwd[0]->t.dims, -1, 1, seed + 6);
-                in[9] = tu_rand(dt, 3, hd, -1, 1, seed + 7);
-                in[10] = extras ? tu_rand(dt, 3, hd, -1, 1, seed + 8) : NULL;
-                in[11] = fwd[3];
-                tu_graph gg = tu_single(LT_OP_LSTM_GRAD, 14, 12, 6);
-                lstm_attrs(&gg, H, dirs[di], layout);
-                for (int j = 3; j < 11; j++)
-                    if (!in[j])
-                        tu_omit_input(&gg, j);
-                char gwhat[112];
-                snprintf(gwhat, sizeof gwhat, "LSTMGrad %s", what + 5);
-                check(&gg, 12, in, tol(dt), gwhat);
-                tu_free(&gg);
-                for (int j = 0; j < 3; j++)
-                    lt_value_free(fwd[j]);
-                free_all(12, in);
-            }
-}
-
-/* RNN as the LSTM above: every activation the kernels take, both layouts,
- * every direction */
-static void test_rnn(void **state)
-{
-    (void)state;
-    static const char *const dirs[3] = {"forward", "reverse", "bidirectional"};
     static const char *const acts[3] = {NULL, "Relu", "Sigmoid"};
     for (int t = 0; t < 2; t++)
         for (int layout = 0; layout < 2; layout++)
-            for (int di = 0; di < 3; di++) {
+            for (int dir = 0; dir < 3; dir++) {
                 lt_dtype dt = t ? LT_F64 : LT_F32;
-                bool extras = (layout + di) % 2 == 1;
-                const char *act = acts[(t + layout + di) % 3];
-                int64_t S = 6, B = 5, I = 7, H = 11, D = di == 2 ? 2 : 1;
-                int64_t xd[3] = {layout ? B : S, layout ? S : B, I}, wd[3] = {D, H, I}, rd[3] = {D, H, H},
-                        bd[2] = {D, 2 * H}, hd[3] = {layout ? B : D, layout ? D : B, H};
-                uint64_t seed = 5000 + (uint64_t)(t * 100 + layout * 10 + di);
-                lt_value *in[9] = {tu_rand(dt, 3, xd, -1, 1, seed), tu_rand(dt, 3, wd, -0.5, 0.5, seed + 1),
-                                   tu_rand(dt, 3, rd, -0.5, 0.5, seed + 2),
-                                   extras ? tu_rand(dt, 2, bd, -0.5, 0.5, seed + 3) : NULL, NULL,
-                                   extras ? tu_rand(dt, 3, hd, -1, 1, seed + 4) : NULL};
-                char what[96];
-                snprintf(what, sizeof what, "RNN %s layout %d %s %s%s", lt_dtype_name(dt), layout, dirs[di],
-                         act ? act : "Tanh", extras ? " with B, initial_h" : "");
-                tu_graph g = tu_single(LT_OP_RNN, 14, 6, 3);
-                lstm_attrs(&g, H, dirs[di], layout);
-                if (act)
-                    tu_attr_strings(&g, "activations", 1, &act);
-                for (int j = 3; j < 6; j++)
-                    if (!in[j])
-                        tu_omit_input(&g, j);
-                check(&g, 6, in, tol(dt), what);
-                lt_value *fwd[3] = {NULL};
-                lt_err err;
-                setenv("LANTERN_BACKEND", "cpu", 1);
-                if (tu_run(&g, in, fwd, &err) != LT_OK)
-                    fail_msg("%s on the CPU: %s", what, err.msg);
-                tu_free(&g);
-                in[6] = tu_rand(dt, fwd[0]->t.rank, fwd[0]->t.dims, -1, 1, seed + 6);
-                in[7] = extras ? tu_rand(dt, 3, hd, -1, 1, seed + 7) : NULL;
-                in[8] = fwd[2];
-                tu_graph gg = tu_single(LT_OP_RNN_GRAD, 14, 9, 5);
-                lstm_attrs(&gg, H, dirs[di], layout);
-                if (act)
-                    tu_attr_strings(&gg, "activations", 1, &act);
-                for (int j = 3; j < 8; j++)
-                    if (!in[j])
-                        tu_omit_input(&gg, j);
-                char gwhat[112];
-                snprintf(gwhat, sizeof gwhat, "RNNGrad %s", what + 4);
-                check(&gg, 9, in, tol(dt), gwhat);
-                tu_free(&gg);
-                lt_value_free(fwd[0]);
-                lt_value_free(fwd[1]);
-                free_all(9, in);
-            }
-}
-
-/* GRU as the LSTM above, with linear_before_reset 0 and 1 */
-static void test_gru(void **state)
-{
-    (void)state;
-    static const char *const dirs[3] = {"forward", "reverse", "bidirectional"};
-    for (int t = 0; t < 2; t++)
-        for (int layout = 0; layout < 2; layout++)
-            for (int di = 0; di < 3; di++)
+                uint64_t seed = 3000 + (uint64_t)(t * 100 + layout * 10 + dir) * 16;
+                rec_case lstm = {4, layout, dir, 0, dt, (layout + dir) % 2 == 0, NULL, 5, 6, 7, 9, seed};
+                rec_case rnn = {1, layout, dir, 0, dt, (layout + dir) % 2 == 1, acts[(t + layout + dir) % 3], 6, 5, 7,
+                                11, seed + 100000};
+                check_recurrent(&lstm);
+                check_recurrent(&rnn);
                 for (int lbr = 0; lbr < 2; lbr++) {
-                    lt_dtype dt = t ? LT_F64 : LT_F32;
-                    bool extras = (layout + di + lbr) % 2 == 0;
-                    int64_t S = 5, B = 4, I = 6, H = 10, D = di == 2 ? 2 : 1, G = 3 * H;
-                    int64_t xd[3] = {layout ? B : S, layout ? S : B, I}, wd[3] = {D, G, I}, rd[3] = {D, G, H},
-                            bd[2] = {D, 2 * G}, hd[3] = {layout ? B : D, layout ? D : B, H};
-                    uint64_t seed = 7000 + (uint64_t)(t * 1000 + layout * 100 + di * 10 + lbr);
-                    lt_value *in[9] = {tu_rand(dt, 3, xd, -1, 1, seed), tu_rand(dt, 3, wd, -0.5, 0.5, seed + 1),
-                                       tu_rand(dt, 3, rd, -0.5, 0.5, seed + 2),
-                                       extras ? tu_rand(dt, 2, bd, -0.5, 0.5, seed + 3) : NULL, NULL,
-                                       extras ? tu_rand(dt, 3, hd, -1, 1, seed + 4) : NULL};
-                    char what[112];
-                    snprintf(what, sizeof what, "GRU %s layout %d %s linear_before_reset %d%s", lt_dtype_name(dt),
-                             layout, dirs[di], lbr, extras ? " with B, initial_h" : "");
-                    tu_graph g = tu_single(LT_OP_GRU, 14, 6, 3);
-                    lstm_attrs(&g, H, dirs[di], layout);
-                    tu_attr_int(&g, "linear_before_reset", lbr);
-                    for (int j = 3; j < 6; j++)
-                        if (!in[j])
-                            tu_omit_input(&g, j);
-                    check(&g, 6, in, tol(dt), what);
-                    lt_value *fwd[3] = {NULL};
-                    lt_err err;
-                    setenv("LANTERN_BACKEND", "cpu", 1);
-                    if (tu_run(&g, in, fwd, &err) != LT_OK)
-                        fail_msg("%s on the CPU: %s", what, err.msg);
-                    tu_free(&g);
-                    in[6] = tu_rand(dt, fwd[0]->t.rank, fwd[0]->t.dims, -1, 1, seed + 6);
-                    in[7] = extras ? tu_rand(dt, 3, hd, -1, 1, seed + 7) : NULL;
-                    in[8] = fwd[2];
-                    tu_graph gg = tu_single(LT_OP_GRU_GRAD, 14, 9, 5);
-                    lstm_attrs(&gg, H, dirs[di], layout);
-                    tu_attr_int(&gg, "linear_before_reset", lbr);
-                    for (int j = 3; j < 8; j++)
-                        if (!in[j])
-                            tu_omit_input(&gg, j);
-                    char gwhat[128];
-                    snprintf(gwhat, sizeof gwhat, "GRUGrad %s", what + 4);
-                    check(&gg, 9, in, tol(dt), gwhat);
-                    tu_free(&gg);
-                    lt_value_free(fwd[0]);
-                    lt_value_free(fwd[1]);
-                    free_all(9, in);
+                    rec_case gru = {3, layout, dir, lbr, dt, (layout + dir + lbr) % 2 == 0, NULL, 5, 4, 6, 10,
+                                    seed + 200000 + (uint64_t)lbr};
+                    check_recurrent(&gru);
                 }
+            }
 }
 
 /* ---- FusedElementwise ---- */
@@ -961,7 +880,7 @@ int main(void)
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_movement), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
-        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_lstm), cmocka_unit_test(test_rnn), cmocka_unit_test(test_gru),
+        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_recurrent),
         cmocka_unit_test(test_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
