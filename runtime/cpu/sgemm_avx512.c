@@ -163,6 +163,50 @@ AVX512 static void tile(int64_t kc, const float *pa, const float *pb, float *c, 
     }
 }
 
+/* The tile with op(A) read in place (A not transposed): row r of the tile
+ * is A's row at ar[r], each k one broadcast from it, as the packed panel
+ * would give; rows past mr repeat row mr - 1 and are not stored. Saves
+ * packing op(A) through transposes when K is short against N. */
+AVX512 static void tile_direct(int64_t kc, const float *a0, int64_t lda, const float *pb, float *c, int64_t ldc,
+                               int64_t mr, int64_t nr, int mode, float beta)
+{
+    const float *ar[MR];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+        ar[r] = a0 + (r < mr ? r : mr - 1) * lda;
+    __m512 acc[MR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++)
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_loadu_ps(pb + k * NR), b1 = _mm512_loadu_ps(pb + k * NR + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; r++) {
+            __m512 ar_k = _mm512_set1_ps(ar[r][k]);
+            acc[r][0] = _mm512_fmadd_ps(ar_k, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(ar_k, b1, acc[r][1]);
+        }
+    }
+    __mmask16 m0 = mask_of(nr), m1 = mask_of(nr > 16 ? nr - 16 : 0);
+    __m512 vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) {
+        if (r >= mr)
+            break;
+        float *cr = c + r * ldc;
+        __m512 v0 = acc[r][0], v1 = acc[r][1];
+        if (mode == 1) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
+            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+        } else if (mode == 2) {
+            v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);
+            v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), v1);
+        }
+        _mm512_mask_storeu_ps(cr, m0, v0);
+        _mm512_mask_storeu_ps(cr + 16, m1, v1);
+    }
+}
+
 /* ---- driver ---- */
 
 /* per-thread packing buffers, freed with the thread */
@@ -188,6 +232,8 @@ static float *buffers(void)
 AVX512 static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc, float *pa, float *pb)
 {
+    /* op(A) = A (alpha 1): read in place, no packed panels */
+    bool direct = !ta && alpha == 1.0f;
     for (int64_t j0 = 0; j0 < N; j0 += NC) {
         int64_t nc = N - j0 < NC ? N - j0 : NC;
         for (int64_t k0 = 0; k0 < K; k0 += KC) {
@@ -196,6 +242,13 @@ AVX512 static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
             pack_b(B, ldb, tb, k0, kc, j0, nc, pb);
             for (int64_t i0 = 0; i0 < M; i0 += MC) {
                 int64_t mc = M - i0 < MC ? M - i0 : MC;
+                if (direct) {
+                    for (int64_t q = 0; q < nc; q += NR)
+                        for (int64_t p = 0; p < mc; p += MR)
+                            tile_direct(kc, A + (i0 + p) * lda + k0, lda, pb + q * kc, C + (i0 + p) * ldc + j0 + q,
+                                        ldc, mc - p < MR ? mc - p : MR, nc - q < NR ? nc - q : NR, mode, beta);
+                    continue;
+                }
                 pack_a(A, lda, ta, i0, mc, k0, kc, alpha, pa);
                 for (int64_t q = 0; q < nc; q += NR)
                     for (int64_t p = 0; p < mc; p += MR)
