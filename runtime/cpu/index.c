@@ -51,13 +51,19 @@ static lt_status k_gather(lt_kctx *k)
     size_t es = lt_dtype_size(x->dtype);
     int64_t rows = outer * nidx;
     bool par = rows * inner > LT_IX_PAR_MIN;
+    /* small gathers (a loop body's row or two) stay out of OpenMP: even a
+     * region its if clause keeps on one thread costs a call into the runtime */
     if (inner == 1) {
 #define GATHER1(T)                                                                                      \
     {                                                                                                   \
         const T *xs = x->data;                                                                          \
         T *ys = y->data;                                                                                \
-        _Pragma("omp parallel for if (par)") for (int64_t t = 0; t < rows; t++) ys[t] =                 \
-            xs[(t / nidx) * n + idx[t % nidx]];                                                         \
+        if (!par)                                                                                       \
+            for (int64_t t = 0; t < rows; t++)                                                          \
+                ys[t] = xs[(t / nidx) * n + idx[t % nidx]];                                             \
+        else                                                                                            \
+            _Pragma("omp parallel for") for (int64_t t = 0; t < rows; t++) ys[t] =                      \
+                xs[(t / nidx) * n + idx[t % nidx]];                                                     \
     }
         LT_IX_BY_SIZE(k, es, GATHER1)
 #undef GATHER1
@@ -66,7 +72,12 @@ static lt_status k_gather(lt_kctx *k)
     size_t row = (size_t)inner * es;
     const char *xs = x->data;
     char *ys = y->data;
-#pragma omp parallel for if (par)
+    if (!par) {
+        for (int64_t t = 0; t < rows; t++)
+            memcpy(ys + (size_t)t * row, xs + (size_t)((t / nidx) * n + idx[t % nidx]) * row, row);
+        return LT_OK;
+    }
+#pragma omp parallel for
     for (int64_t t = 0; t < rows; t++)
         memcpy(ys + (size_t)t * row, xs + (size_t)((t / nidx) * n + idx[t % nidx]) * row, row);
     return LT_OK;
@@ -176,21 +187,31 @@ static lt_status k_gather_nd(lt_kctx *k)
     const char *xd = x->data;
     char *yd = y->data;
     lt_ix_bad bad = {-1, 0, 0, 0};
-#pragma omp parallel for if (total * slice > LT_IX_PAR_MIN)
-    for (int64_t t = 0; t < total; t++) {
-        int64_t off = (t / (nt ? nt : 1)) * bstride;
-        bool ok = true;
-        for (int j = 0; j < kk && ok; j++) {
-            int64_t v = lt_ix_get(ind, t * kk + j), w = v;
-            if (!lt_ix_wrap(&w, x->dims[b + j])) {
-                lt_ix_bad_note(&bad, t * kk + j, v, x->dims[b + j], (int)b + j);
-                ok = false;
-            }
-            off += w * strides[j];
-        }
-        if (ok)
-            memcpy(yd + (size_t)t * row, xd + (size_t)off * es, row);
+#define GATHER_ND_TUPLE(t)                                                                              \
+    {                                                                                                   \
+        int64_t off = ((t) / (nt ? nt : 1)) * bstride;                                                  \
+        bool ok = true;                                                                                 \
+        for (int j = 0; j < kk && ok; j++) {                                                            \
+            int64_t v = lt_ix_get(ind, (t) * kk + j), w = v;                                            \
+            if (!lt_ix_wrap(&w, x->dims[b + j])) {                                                      \
+                lt_ix_bad_note(&bad, (t) * kk + j, v, x->dims[b + j], (int)b + j);                      \
+                ok = false;                                                                             \
+            }                                                                                           \
+            off += w * strides[j];                                                                      \
+        }                                                                                               \
+        if (ok)                                                                                         \
+            memcpy(yd + (size_t)(t) * row, xd + (size_t)off * es, row);                                 \
     }
+    /* a small one (a loop body's row) stays out of OpenMP, as Gather's */
+    if (total * slice <= LT_IX_PAR_MIN) {
+        for (int64_t t = 0; t < total; t++)
+            GATHER_ND_TUPLE(t)
+    } else {
+#pragma omp parallel for
+        for (int64_t t = 0; t < total; t++)
+            GATHER_ND_TUPLE(t)
+    }
+#undef GATHER_ND_TUPLE
     if (bad.pos >= 0)
         return lt_ix_bad_fail(k, &bad);
     return LT_OK;
