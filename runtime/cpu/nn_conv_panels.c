@@ -255,17 +255,21 @@ lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t 
     if (!pa || !pbs || !tabs)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (convolution panels of %lld rows)", (long long)R);
     pbs = (float *)(((uintptr_t)pbs + 63) & ~(uintptr_t)63);
+    /* a copy of the weights: on one thread, so that no thread waits at a
+     * barrier for one the system has not scheduled */
+    pack_weights(w, m, R, pa, 0, mp);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int t = omp_get_thread_num();
-        pack_weights(w, m, R, pa, mp * t / nt, mp * (t + 1) / nt);
-#pragma omp barrier
         float *pb = pbs + R * NR * t;
         piece *pc = (piece *)(tabs + tab_bytes * (size_t)t);
         int *first = (int *)(pc + per);
         seg in[MAX_SEGS], out[MAX_SEGS];
-        /* contiguous runs of panels a thread */
-        for (int64_t q = npan * t / nt; q < npan * (t + 1) / nt; q++) {
+        /* a few panels at a time to whichever thread is free (with the
+         * other core busy one thread may get little time); every output is
+         * one tile's, so the results do not depend on who takes what */
+#pragma omp for schedule(dynamic, 4)
+        for (int64_t q = 0; q < npan; q++) {
             int nin = segments(q * NR, ncols, L, OW, false, in), nout = segments(q * NR, ncols, L, OW, true, out);
             pieces_of(g, g->img[0] * g->img[1], c, in, nin, pc, first);
             pack_panel(g, c, x, pc, first, pb);
