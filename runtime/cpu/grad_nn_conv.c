@@ -361,6 +361,8 @@ static lt_status gc_filter(lt_kctx *k, const gc_job *j, const char *grid, const 
         return LT_OK;
     if (gc_regions(j, true))
         return lt_nn_conv_regions_filter(k, &j->g, n, Q, P, (const float *)grid, (const float *)img, (float *)dw);
+    if (esz == 4 && lt_nn_conv_panels_filter_usable(&j->g, G, Q, P))
+        return lt_nn_conv_panels_filter(k, &j->g, n, Q, P, (const float *)grid, (const float *)img, (float *)dw);
     if (gc_blocked(j))
         return gc_filter_blocked(k, j, (const float *)grid, (const float *)img, (float *)dw);
     int nth = omp_get_max_threads();

@@ -279,7 +279,169 @@ lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t 
     return LT_OK;
 }
 
+/* ---- the filter gradient: dW [m, R] = sum over the batch's positions j of
+ * dy[:, j] (x) column j of the im2col matrix. Tiles of 8 output channels
+ * by 32 taps, the sum over positions in registers (chunks of KCOLS
+ * positions added into dW in order); dy laid out for the tile once a call,
+ * and each thread builds the column panels of the taps it takes, position
+ * after position, from runs of a window row's taps (unit column dilation:
+ * a run of kernel columns reads a run of image columns). ---- */
+
+#define KCOLS 8192
+
+/* One run of panel taps for one window position: lanes `mask` of a half
+ * read the image from offset `off` (relative to the image's start) shifted
+ * by the lane. */
+typedef struct run_at {
+    int64_t off;
+    __mmask16 mask;
+} run_at;
+
+/* the runs of taps [r0, r0 + NR) (clipped to R) at every grid position of
+ * one image: runs of position pos and half h are [first[2 pos + h],
+ * first[2 pos + h + 1]) */
+static void runs_of(const lt_nn_geom *g, int64_t C, int64_t r0, run_at *ru, int *first)
+{
+    int64_t H = g->img[0], W = g->img[1], KH = g->k[0], KW = g->k[1], OW = g->grid[1], L = g->grid[0] * OW;
+    int64_t R = C * KH * KW, r1 = r0 + NR < R ? r0 + NR : R;
+    int cnt = 0;
+    for (int64_t pos = 0; pos < L; pos++) {
+        int64_t oy = pos / OW, ox = pos % OW;
+        for (int h = 0; h < 2; h++) {
+            first[2 * pos + h] = cnt;
+            int64_t lo = r0 + 16 * h, hi = lo + 16 < r1 ? lo + 16 : r1;
+            for (int64_t r = lo; r < hi;) {
+                int64_t c = r / (KH * KW), ky = r / KW % KH, kx = r % KW;
+                int64_t n = KW - kx < hi - r ? KW - kx : hi - r, at = r - lo;
+                int64_t iy = oy * g->s[0] + ky * g->d[0] - g->pb[0], ix = ox * g->s[1] + kx - g->pb[1];
+                if (iy >= 0 && iy < H) {
+                    /* lane at + e reads column ix + e */
+                    int64_t e0 = -ix > 0 ? -ix : 0, e1 = W - ix < n ? W - ix : n;
+                    __mmask16 m = lanes(at + e0, at + e1);
+                    if (m)
+                        ru[cnt++] = (run_at){(c * H + iy) * W + ix - at, m};
+                }
+                r += n;
+            }
+        }
+    }
+    first[2 * L] = cnt;
+}
+
+/* dy [n, m, L] -> panels of MR channels over all positions: pa[(p N + j)
+ * MR + i] = dy[j / L, p MR + i, j % L], 0 past m */
+static void pack_dy(const float *dy, int64_t n, int64_t m, int64_t L, float *pa)
+{
+    int64_t N = n * L;
+    for (int64_t p = 0; p < (m + MR - 1) / MR; p++)
+        for (int64_t img = 0; img < n; img++) {
+            float *d = pa + (p * N + img * L) * MR;
+            for (int64_t i = 0; i < MR; i++) {
+                int64_t o = p * MR + i;
+                const float *s = dy + (img * m + o) * L;
+                for (int64_t pos = 0; pos < L; pos++)
+                    d[pos * MR + i] = o < m ? s[pos] : 0.0f;
+            }
+        }
+}
+
+/* columns [j0, j1) of the panel of taps from runs ru (first) into pb [j1 - j0][NR] */
+AVX512 static void pack_rows(const float *x, int64_t C, int64_t plane, int64_t L, const run_at *ru, const int *first,
+                             int64_t j0, int64_t j1, float *pb)
+{
+    for (int64_t j = j0; j < j1; j++, pb += NR) {
+        int64_t img = j / L, pos = j % L;
+        const float *xi = x + img * C * plane;
+        __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+        for (const run_at *r = ru + first[2 * pos], *e = ru + first[2 * pos + 1]; r < e; r++)
+            lo = _mm512_mask_loadu_ps(lo, r->mask, xi + r->off);
+        for (const run_at *r = ru + first[2 * pos + 1], *e = ru + first[2 * pos + 2]; r < e; r++)
+            hi = _mm512_mask_loadu_ps(hi, r->mask, xi + r->off);
+        _mm512_store_ps(pb, lo);
+        _mm512_store_ps(pb + 16, hi);
+    }
+}
+
+/* dW's columns [r0, r0 + NR) (clipped to R), every row tile */
+AVX512 static void filter_taps(const lt_nn_geom *g, int64_t c, int64_t m, int64_t N, int64_t kc, const float *pa,
+                               const float *x, int64_t r0, run_at *ru, int *first, float *pb, float *dw)
+{
+    int64_t L = g->grid[0] * g->grid[1], R = c * g->k[0] * g->k[1], plane = g->img[0] * g->img[1];
+    int64_t nr = R - r0 < NR ? R - r0 : NR, mp = (m + MR - 1) / MR;
+    __mmask16 m0 = lanes(0, nr), m1 = lanes(0, nr - 16);
+    runs_of(g, c, r0, ru, first);
+    for (int64_t j0 = 0; j0 < N; j0 += kc) {
+        int64_t j1 = j0 + kc < N ? j0 + kc : N;
+        pack_rows(x, c, plane, L, ru, first, j0, j1, pb);
+        for (int64_t p = 0; p < mp; p++) {
+            __m512 acc[2 * MR];
+            tile(j1 - j0, pa + (p * N + j0) * MR, pb, acc);
+            for (int64_t i = 0; i < MR && p * MR + i < m; i++) {
+                float *d = dw + (p * MR + i) * R + r0;
+                __m512 v0 = acc[2 * i], v1 = acc[2 * i + 1];
+                if (j0) {
+                    v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, d), v0);
+                    v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, d + 16), v1);
+                }
+                _mm512_mask_storeu_ps(d, m0, v0);
+                _mm512_mask_storeu_ps(d + 16, m1, v1);
+            }
+        }
+    }
+}
+
+bool lt_nn_conv_panels_filter_usable(const lt_nn_geom *g, int64_t groups, int64_t c, int64_t m)
+{
+    if (!lt_cpu_avx512_gemm() || g->nsp != 2 || groups != 1 || g->d[1] != 1 || g->d[0] < 1 || g->s[0] < 1 ||
+        g->s[1] < 1 || g->pb[0] < 0 || g->pb[1] < 0 || g->grid[0] < 1 || g->grid[1] < 1 ||
+        g->grid[0] * g->grid[1] > 4096 || m < 16 || c * g->k[0] * g->k[1] < 64)
+        return false;
+    /* a plain 1x1 kernel's products read the images as they are */
+    return !(g->k[0] == 1 && g->k[1] == 1 && g->s[0] == 1 && g->s[1] == 1 && g->pb[0] == 0 && g->pb[1] == 0 &&
+             g->pe[0] == 0 && g->pe[1] == 0);
+}
+
+lt_status lt_nn_conv_panels_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
+                                   const float *x, float *dw)
+{
+    int64_t L = g->grid[0] * g->grid[1], R = c * g->k[0] * g->k[1], N = n * L;
+    int64_t nq = (R + NR - 1) / NR, mp = (m + MR - 1) / MR, kc = N < KCOLS ? N : KCOLS;
+    int nth = omp_get_max_threads();
+    bool parallel = nth > 1 && nq > 1 && 2.0 * (double)N * (double)m * (double)R >= 8.0 * LT_NN_PAR_MIN;
+    int nt = parallel ? (nq < nth ? (int)nq : nth) : 1;
+    int64_t maxruns = 2 * L * (NR / 2 + 2); /* a half holds at most 16 runs (plus cuts) */
+    size_t per = (sizeof(float) * (size_t)(kc * NR) + sizeof(run_at) * (size_t)maxruns +
+                  sizeof(int) * (size_t)(2 * L + 1) + 127) / 64 * 64;
+    float *pa = lt_k_scratch(k, sizeof(float) * (size_t)(mp * MR * N));
+    char *bufs = lt_k_scratch(k, per * (size_t)nt + 64);
+    if (!pa || !bufs)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (filter gradient panels of %lld columns)", (long long)kc);
+    bufs = (char *)(((uintptr_t)bufs + 63) & ~(uintptr_t)63);
+    pack_dy(dy, n, m, L, pa);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        char *mine = bufs + per * (size_t)omp_get_thread_num();
+        float *pb = (float *)mine;
+        run_at *ru = (run_at *)(pb + kc * NR);
+        int *first = (int *)(ru + maxruns);
+        /* tap panels to whichever thread is free; each dW element is one
+         * tile's, summed in the same order whatever the thread count */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t q = 0; q < nq; q++)
+            filter_taps(g, c, m, N, kc, pa, x, q * NR, ru, first, pb, dw);
+    }
+    return LT_OK;
+}
+
 #else
+
+bool lt_nn_conv_panels_filter_usable(const lt_nn_geom *g, int64_t groups, int64_t c, int64_t m) { return false; }
+
+lt_status lt_nn_conv_panels_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
+                                   const float *x, float *dw)
+{
+    return lt_k_fail(k, LT_ERR_UNSUPPORTED, "convolution panels need AVX-512");
+}
 
 lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
                             const float *w, const float *bias, float *y)

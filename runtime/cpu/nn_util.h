@@ -129,6 +129,15 @@ bool lt_nn_conv_panels_usable(const lt_nn_geom *g, int64_t groups, int64_t c);
 lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
                             const float *w, const float *bias, float *y);
 
+/* The filter gradient the same way (lt_nn_conv_panels_filter_usable: one
+ * group, any strides, unit column dilation, non-negative pads, at most
+ * 4096 positions an image, 16 grid channels and 64 taps x image channels
+ * or more, not a plain 1x1): dy [n, m, grid], x [n, c, img] -> dw [m, c,
+ * k], written whole */
+bool lt_nn_conv_panels_filter_usable(const lt_nn_geom *g, int64_t groups, int64_t c, int64_t m);
+lt_status lt_nn_conv_panels_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
+                                   const float *x, float *dw);
+
 /* Registrars of the family's files, called by lt_cpu_register_nn. */
 void lt_nn_register_conv(lt_kernel_fn *tab);
 void lt_nn_register_convt(lt_kernel_fn *tab);

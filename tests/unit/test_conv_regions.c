@@ -257,7 +257,7 @@ static void cols_wide(void **state)
     run_all(cases, sizeof cases / sizeof cases[0], 7900);
 }
 
-/* Conv's forward by panels (runtime/cpu/nn_conv_panels.c): panels that
+/* Conv's forward and filter gradient by panels (runtime/cpu/nn_conv_panels.c): panels that
  * straddle images and grid rows, output channels not a multiple of the
  * tile's 8, one position an image, strides 2 with dilations, a batch
  * whose columns end mid-panel; and neighbours that must not (groups, few
@@ -275,6 +275,13 @@ static void run_panels(const cfg *f, uint64_t seed, bool want)
         geo.pe[a] = f->pads[a + 2];
     }
     assert_int_equal(lt_nn_conv_panels_usable(&geo, f->group, f->c / f->group), want && lt_cpu_avx512_gemm());
+    /* the filter gradient by panels: any strides, but unit column dilation
+     * and 16 output channels or more */
+    bool plain = f->k[0] == 1 && f->k[1] == 1 && f->s[0] == 1 && f->s[1] == 1 && f->pads[0] == 0 && f->pads[1] == 0 &&
+                 f->pads[2] == 0 && f->pads[3] == 0;
+    bool filter = f->group == 1 && f->d[1] == 1 && f->m >= 16 && f->c * f->k[0] * f->k[1] >= 64 && !plain &&
+                  lt_cpu_avx512_gemm();
+    assert_int_equal(lt_nn_conv_panels_filter_usable(&geo, f->group, f->c / f->group, f->m), filter);
     run_case(f, seed);
 }
 
@@ -298,6 +305,9 @@ static void panels(void **state)
          false},
         {"3x1 stride 1x2 pad 1 0, 6x70, 24 -> 17", 16, 24, 17, 1, {6, 70}, {3, 1}, {1, 2}, {1, 1}, {1, 0, 1, 0},
          false, false},
+        /* the filter gradient's sums in three chunks of positions */
+        {"3x3 pad 1 on 33x33, 16 -> 16: 17424 positions", 16, 16, 16, 1, {33, 33}, {3, 3}, {1, 1}, {1, 1},
+         {1, 1, 1, 1}, true, false},
     };
     const cfg no[] = {
         {"group 2 on 8x8", 16, 64, 64, 2, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
