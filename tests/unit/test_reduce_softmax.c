@@ -110,11 +110,14 @@ static void softmax_types_and_sizes(void **state)
     check_smx(LT_F32, 2, rows, 13, false, 0, 140);
     /* rows of 1 to 65: whole and partial 16-lane pieces of the vector
      * row loop, attention's 28 keys */
-    static const int64_t lens[] = {1, 15, 16, 17, 28, 33, 48, 64, 65};
+    static const int64_t lens[] = {1, 15, 16, 17, 28, 31, 32, 33, 48, 64, 65};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         int64_t d[4] = {2, 3, 5, lens[i]};
         check_smx(LT_F32, 4, d, 13, false, 0, 150 + 10 * i);
     }
+    /* rows of 17 to 32 kept in registers, over the threads */
+    int64_t att[4] = {2, 2048, 4, 28};
+    check_smx(LT_F32, 4, att, 13, false, 0, 290);
 }
 
 /* a NaN anywhere in a row makes the whole row NaN; other rows are untouched */
@@ -126,7 +129,11 @@ static void softmax_nan_row(void **state)
     for (int i = 0; i < 40; i++)
         v[i] = 0.1 * i;
     v[7] = NAN;
-    for (int op = 0; op < 2; op++) {
+    for (int q = 0; q < 4; q++) {
+        /* the NaN in the first or (rows past 16) the second piece */
+        int op = q & 1;
+        v[7] = q < 2 ? NAN : 0.7;
+        v[18] = q < 2 ? 1.8 : NAN;
         lt_value *x = tu_from(LT_F32, 2, d, v);
         lt_value *y = run1(smx_ops[op], 13, x, NULL, 0, NULL, 0);
         for (int i = 0; i < 20; i++)
@@ -163,6 +170,23 @@ static void softmax_large_values(void **state)
     y = run1(LT_OP_SOFTMAX, 13, x, NULL, 0, NULL, 0);
     double mw[4] = {0, 1 / (1 + exp(1)), exp(1) / (1 + exp(1)), 0};
     tu_assert_close(y, mw, 4, 1e-6, 0, 0);
+    lt_value_free(y);
+    lt_value_free(x);
+    /* the same in a row of 28 (two pieces in registers): -inf keys in both */
+    int64_t d28[1] = {28};
+    double m28[28], w28[28], s28 = 0;
+    /* and the row's maximum, far past exp's range, in the second piece */
+    for (int i = 0; i < 28; i++)
+        m28[i] = i % 5 == 1 ? -INFINITY : i == 20 ? 200.0 : i > 16 ? 199.0 + 0.25 * (i % 3) : 0.25 * (i % 7);
+    for (int i = 0; i < 28; i++)
+        s28 += exp(m28[i] - 200.0);
+    for (int i = 0; i < 28; i++)
+        w28[i] = exp(m28[i] - 200.0) / s28;
+    x = tu_from(LT_F32, 1, d28, m28);
+    y = run1(LT_OP_SOFTMAX, 13, x, NULL, 0, NULL, 0);
+    tu_assert_close(y, w28, 28, 1e-6, 1e-6, 0);
+    for (int i = 1; i < 28; i += 5)
+        assert_true(tu_get(y, i) == 0.0);
     lt_value_free(y);
     lt_value_free(x);
     /* Hardmax: ties go to the first index */
