@@ -32,8 +32,7 @@
 #endif
 
 /* cells of at least this many elements defer products of rank at most
- * CELL_DEFER_K; pending buffers hold up to CELL_PEND_BYTES (at least
- * CELL_DEFER_K and at most CELL_PEND_MAXK ranks) */
+ * CELL_DEFER_K (cell_kcap says how many ranks wait) */
 #define CELL_DEFER_MIN 16384
 #define CELL_DEFER_K 8
 #define CELL_PEND_BYTES ((int64_t)1 << 20)
@@ -268,6 +267,20 @@ static lt_status op_acc_add(lt_kctx *k)
     return LT_OK;
 }
 
+/* Pending ranks a [M, N] cell keeps: CELL_PEND_BYTES of buffers, at most
+ * CELL_PEND_MAXK ranks and at most half the cell's own size (a product of
+ * a thin cell, [1, N], is as large as the cell: nothing to save); below
+ * CELL_DEFER_K products go in at once. */
+static int64_t cell_kcap(int64_t M, int64_t N, size_t es)
+{
+    int64_t cap = CELL_PEND_BYTES / ((M + N) * (int64_t)es), half = M * N / (2 * (M + N));
+    if (cap > CELL_PEND_MAXK)
+        cap = CELL_PEND_MAXK;
+    if (cap > half)
+        cap = half;
+    return cap;
+}
+
 /* Appends alpha op(A) (columns) and op(B) (rows) of rank K to the cell's
  * pending product; false when it cannot (buffers out of memory). */
 static bool cell_defer(acc_cell *c, void *data, bool ta, bool tb, int64_t K, double alpha, const lt_tensor *a,
@@ -275,8 +288,7 @@ static bool cell_defer(acc_cell *c, void *data, bool ta, bool tb, int64_t K, dou
 {
     size_t es = c->dt == LT_F64 ? sizeof(double) : sizeof(float);
     if (!c->fa) {
-        int64_t cap = CELL_PEND_BYTES / ((c->M + c->N) * (int64_t)es);
-        c->kcap = cap < CELL_DEFER_K ? CELL_DEFER_K : cap > CELL_PEND_MAXK ? CELL_PEND_MAXK : cap;
+        c->kcap = cell_kcap(c->M, c->N, es);
         c->fa = lt_buf_alloc(es * (size_t)(c->kcap * c->M));
         c->fb = lt_buf_alloc(es * (size_t)(c->kcap * c->N));
         if (!c->fa || !c->fb) {
@@ -332,7 +344,8 @@ static lt_status op_acc_gemm(lt_kctx *k)
     if (!lt_linalg_blas_ok(M, N, K))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "matrix sizes exceed BLAS's int range");
     acc_cell *ac = cell_of(c);
-    if (ac && K >= 1 && K <= CELL_DEFER_K && ac->M == M && ac->N == N && ac->dt == c->dtype) {
+    if (ac && K >= 1 && K <= CELL_DEFER_K && ac->M == M && ac->N == N && ac->dt == c->dtype &&
+        cell_kcap(M, N, c->dtype == LT_F64 ? sizeof(double) : sizeof(float)) >= CELL_DEFER_K) {
         if (ac->readers_ok < 0)
             ac->readers_ok = readers_ok(ac->m, ac->origin);
         if (ac->readers_ok && cell_defer(ac, c->data, ta, tb, K, alpha, a, b))

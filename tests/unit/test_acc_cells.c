@@ -248,6 +248,52 @@ static void products_through_calls(void **state)
     lt_module_free(m);
 }
 
+/* a [3, 6007] cell: a product of rank 1 is half the cell's size, so it
+ * goes in at once (pending buffers would outgrow what they save) */
+static void thin_cell(void **state)
+{
+    (void)state;
+    const int64_t M = 3, N = 6007;
+    lt_module *m = lt_module_new();
+    m->path = "cells_thin";
+    lt_block *b = m->main = lt_block_new(m, NULL, "main");
+    ins in = {0};
+    int64_t wd[2] = {M, N}, ad[2] = {1, M}, bd[2] = {1, N};
+    lt_ival *w = input(m, &in, 2, wd, 4);
+    lt_node *z = node(m, b, LT_OP_ACC_ZEROS_LIKE, 1, 1, "c");
+    z->in[0] = w;
+    double *ref = calloc((size_t)(M * N), sizeof *ref);
+    assert_non_null(ref);
+    for (int p = 0; p < 3; p++) {
+        lt_ival *a = input(m, &in, 2, ad, 700 + (uint64_t)p), *bv = input(m, &in, 2, bd, 800 + (uint64_t)p);
+        lt_node *g = node(m, b, LT_OP_ACC_GEMM, 3, 0, NULL);
+        g->in[0] = z->out[0];
+        g->in[1] = a;
+        g->in[2] = bv;
+        attrs(m, g, 1, 0, 1.0f, -1);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++)
+                ref[i * N + j] += tu_get(in.vals[in.n - 2], i) * tu_get(in.vals[in.n - 1], j);
+    }
+    lt_node *rd = node(m, b, LT_OP_ACC_READ, 1, 1, "r");
+    rd->in[0] = z->out[0];
+    lt_block_set_results(m, b, 1);
+    b->results[0] = rd->out[0];
+    lt_session *s = open_session(m);
+    uint64_t before = lt_cells_deferred();
+    lt_value *out = NULL;
+    lt_err err;
+    if (lt_session_run(s, in.n, in.names, in.vals, &out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(lt_cells_deferred() - before, 0);
+    tu_assert_close(out, ref, M * N, 1e-5, 1e-5, 700);
+    lt_value_free(out);
+    lt_session_free(s);
+    free_ins(&in);
+    free(ref);
+    lt_module_free(m);
+}
+
 /* a Gather reads the cell itself between two rank-1 products: nothing may
  * wait in buffers it does not see */
 static void cell_read_by_other_op(void **state)
@@ -374,6 +420,7 @@ int main(void)
         cmocka_unit_test(deferred_products),
         cmocka_unit_test(products_through_calls),
         cmocka_unit_test(cell_read_by_other_op),
+        cmocka_unit_test(thin_cell),
         cmocka_unit_test(acc_add_sparse_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
