@@ -33,7 +33,7 @@
 
 /* cells of at least this many elements defer products of rank at most
  * CELL_DEFER_K (cell_kcap says how many ranks wait) */
-#define CELL_DEFER_MIN 16384
+#define CELL_DEFER_MIN 65536
 #define CELL_DEFER_K 8
 #define CELL_PEND_BYTES ((int64_t)1 << 20)
 #define CELL_PEND_MAXK 128

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CM 37  /* cell rows */
-#define CN 517 /* cell columns: CM * CN is above the deferral threshold */
+#define CM 67   /* cell rows */
+#define CN 1031 /* cell columns: CM * CN is above the deferral threshold */
 #define MAXIN 128
 
 static lt_ival *val(lt_module *m, lt_block *b, lt_node *def, const char *name)
@@ -248,12 +248,12 @@ static void products_through_calls(void **state)
     lt_module_free(m);
 }
 
-/* a [3, 6007] cell: a product of rank 1 is half the cell's size, so it
+/* a [3, 30011] cell: a product of rank 1 is half the cell's size, so it
  * goes in at once (pending buffers would outgrow what they save) */
 static void thin_cell(void **state)
 {
     (void)state;
-    const int64_t M = 3, N = 6007;
+    const int64_t M = 3, N = 30011;
     lt_module *m = lt_module_new();
     m->path = "cells_thin";
     lt_block *b = m->main = lt_block_new(m, NULL, "main");
