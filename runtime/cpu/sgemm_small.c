@@ -31,6 +31,8 @@ rows_block(const int nv, const int rb, int64_t i0, int nr, const __mmask16 *mk, 
            int64_t lda, bool ta, const float *bp, int64_t ldp, float beta, float *C, int64_t ldc)
 {
     __m512 acc[16][4];
+    /* only the last of the nv vectors can be partial: one mask in the loop */
+    const __mmask16 mlast = mk[nv - 1];
 #pragma GCC unroll 16
     for (int r = 0; r < rb; r++) {
 #pragma GCC unroll 4
@@ -47,7 +49,7 @@ rows_block(const int nv, const int rb, int64_t i0, int nr, const __mmask16 *mk, 
             __m512 bv[4];
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
-                bv[v] = _mm512_maskz_loadu_ps(mk[v], b + 16 * v);
+                bv[v] = v < nv - 1 ? _mm512_loadu_ps(b + 16 * v) : _mm512_maskz_loadu_ps(mlast, b + 16 * v);
 #pragma GCC unroll 16
             for (int r = 0; r < rb; r++) {
                 __m512 x = _mm512_set1_ps(a[r < nr ? r : last]);
@@ -67,7 +69,7 @@ rows_block(const int nv, const int rb, int64_t i0, int nr, const __mmask16 *mk, 
             __m512 bv[4];
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++)
-                bv[v] = _mm512_maskz_loadu_ps(mk[v], b + 16 * v);
+                bv[v] = v < nv - 1 ? _mm512_loadu_ps(b + 16 * v) : _mm512_maskz_loadu_ps(mlast, b + 16 * v);
 #pragma GCC unroll 16
             for (int r = 0; r < rb; r++) {
                 __m512 x = _mm512_set1_ps(ar[r][k]);
