@@ -9,6 +9,7 @@
  * entries are broadcast. */
 #include "linalg_util.h"
 #include "cpu_features.h"
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,12 +175,16 @@ AVX512 static void run_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
             for (int v = 0; v < nv; v++)
                 _mm512_mask_storeu_ps(bp + k * N + 16 * v, mk[v],
                                       _mm512_mul_ps(va, _mm512_maskz_loadu_ps(mk[v], B + k * ldb + 16 * v)));
-    } else if (alpha == 1.0f) {
-        for (int64_t j = 0; j < N; j++) {
-            const float *src = B + j * ldb;
-            for (int64_t k = 0; k < K; k++)
-                bp[k * N + j] = src[k];
-        }
+    } else if ((N - 1) * ldb < INT32_MAX / 4) {
+        /* op(B)'s row k is B's column k: gathered 16 rows of B at a time */
+        __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32((int)ldb));
+        __m512 va = _mm512_set1_ps(alpha);
+        for (int64_t k = 0; k < K; k++)
+            for (int v = 0; v < nv; v++) {
+                __m512 g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk[v], idx, B + 16 * v * ldb + k, 4);
+                _mm512_mask_storeu_ps(bp + k * N + 16 * v, mk[v], alpha == 1.0f ? g : _mm512_mul_ps(va, g));
+            }
     } else {
         for (int64_t j = 0; j < N; j++) {
             const float *src = B + j * ldb;
