@@ -329,20 +329,29 @@ static void runs_of(const lt_nn_geom *g, int64_t C, int64_t r0, run_at *ru, int 
 }
 
 /* dy [n, m, L] -> panels of MR channels over all positions: pa[(p N + j)
- * MR + i] = dy[j / L, p MR + i, j % L], 0 past m */
-static void pack_dy(const float *dy, int64_t n, int64_t m, int64_t L, float *pa)
+ * MR + i] = dy[j / L, p MR + i, j % L], 0 past m. Two positions' 8
+ * channels a gather. */
+AVX512 static void pack_dy(const float *dy, int64_t n, int64_t m, int64_t L, float *pa)
 {
     int64_t N = n * L;
-    for (int64_t p = 0; p < (m + MR - 1) / MR; p++)
+    /* lane l: channel l % 8 of position l / 8 */
+    __m512i idx = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7),
+                                                      _mm512_set1_epi32((int)L)),
+                                   _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+    for (int64_t p = 0; p < (m + MR - 1) / MR; p++) {
+        int64_t rows = m - p * MR < MR ? m - p * MR : MR;
+        __mmask16 mk = (__mmask16)(((1u << rows) - 1) | (((1u << rows) - 1) << 8));
         for (int64_t img = 0; img < n; img++) {
             float *d = pa + (p * N + img * L) * MR;
-            for (int64_t i = 0; i < MR; i++) {
-                int64_t o = p * MR + i;
-                const float *s = dy + (img * m + o) * L;
-                for (int64_t pos = 0; pos < L; pos++)
-                    d[pos * MR + i] = o < m ? s[pos] : 0.0f;
-            }
+            const float *s = dy + (img * m + p * MR) * L;
+            int64_t pos = 0;
+            for (; pos + 2 <= L; pos += 2)
+                _mm512_storeu_ps(d + pos * MR, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, idx, s + pos, 4));
+            for (; pos < L; pos++)
+                for (int64_t i = 0; i < MR; i++)
+                    d[pos * MR + i] = i < rows ? s[i * L + pos] : 0.0f;
         }
+    }
 }
 
 /* columns [j0, j1) of the panel of taps from runs ru (first) into pb [j1 - j0][NR] */
