@@ -742,6 +742,48 @@ static lt_status k_concat(lt_kctx *k)
     return LT_OK;
 }
 
+/* Split (input[, split]) {axis, split, num_outputs}: the sizes as the CPU
+ * reads them (the split input on the host), each wanted output one 2-D
+ * copy of its columns. */
+static lt_status k_split(lt_kctx *k)
+{
+    const lt_tensor *x;
+    lt_status s;
+    if ((s = need(k, 0, &x)) != LT_OK)
+        return s;
+    int axis;
+    if (!lt_tk_axis(lt_attr_int(k->node, "axis", 0), x->rank, &axis))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "axis %lld is out of range for rank %d",
+                         (long long)lt_attr_int(k->node, "axis", 0), x->rank);
+    int64_t *sizes = lt_k_scratch(k, sizeof *sizes * (size_t)(k->nout ? k->nout : 1));
+    if (!sizes)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    if ((s = lt_tk_split_sizes(k, x->dims[axis], sizes)) != LT_OK)
+        return s;
+    size_t es = lt_dtype_size(x->dtype);
+    int64_t outer = 1, inner = 1, dims[LT_MAX_RANK], off = 0;
+    for (int d = 0; d < axis; d++)
+        outer *= x->dims[d];
+    for (int d = axis + 1; d < x->rank; d++)
+        inner *= x->dims[d];
+    memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+    size_t pitch = (size_t)x->dims[axis] * (size_t)inner * es;
+    for (int i = 0; i < k->nout; i++) {
+        dims[axis] = sizes[i];
+        if (lt_k_want(k, i)) {
+            lt_tensor *y;
+            if ((s = lt_k_out(k, i, x->dtype, x->rank, dims, &y)) != LT_OK)
+                return s;
+            size_t width = (size_t)sizes[i] * (size_t)inner * es;
+            if (width && outer)
+                LT_CUDA_K(k, cudaMemcpy2DAsync(y->data, width, (const char *)x->data + (size_t)off * inner * es, pitch,
+                                               width, (size_t)outer, cudaMemcpyDeviceToDevice, stream_of(k)));
+        }
+        off += sizes[i];
+    }
+    return LT_OK;
+}
+
 /* Slice (data, starts, ends[, axes[, steps]]), or the attributes before
  * opset 10: ONNX's clamping per axis, then one strided copy. */
 static lt_status k_slice(lt_kctx *k)
@@ -1009,6 +1051,7 @@ void lt_cuda_register_kernels(lt_cu_op *tab)
     tab[LT_OP_AVERAGE_POOL_GRAD] = (lt_cu_op){k_pool_grad, 0, 0, fits_pool};
     tab[LT_OP_TRANSPOSE] = (lt_cu_op){k_transpose, 0, 1u, fits_any_data};
     tab[LT_OP_CONCAT] = (lt_cu_op){k_concat, 0, ~(uint64_t)0, fits_any_data};
+    tab[LT_OP_SPLIT] = (lt_cu_op){k_split, 1u << 1, 1u, fits_any_data};
     tab[LT_OP_GATHER] = (lt_cu_op){k_gather, 1u << 1, 1u, fits_any_data};
     tab[LT_OP_SLICE] = (lt_cu_op){k_slice, 0x1Eu, 1u, fits_any_data};
     tab[LT_OP_GATHER_GRAD] = (lt_cu_op){k_gather_grad, (1u << 1) | (1u << 2), 0, NULL};

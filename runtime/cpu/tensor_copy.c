@@ -87,7 +87,7 @@ static lt_status k_concat(lt_kctx *k)
 }
 
 /* Sizes of Split's outputs along the axis of length dim. */
-static lt_status split_sizes(lt_kctx *k, int64_t dim, int64_t *sizes)
+lt_status lt_tk_split_sizes(lt_kctx *k, int64_t dim, int64_t *sizes)
 {
     int n = k->nout, len = 0;
     const lt_tensor *t = k->node->opset >= 13 || k->node->opset == 1 ? lt_k_in(k, 1) : NULL;
@@ -149,7 +149,7 @@ static lt_status k_split(lt_kctx *k)
     int64_t *sizes = lt_k_scratch(k, sizeof *sizes * (size_t)(k->nout ? k->nout : 1));
     if (!sizes)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    st = split_sizes(k, x->dims[axis], sizes);
+    st = lt_tk_split_sizes(k, x->dims[axis], sizes);
     if (st != LT_OK)
         return st;
     size_t es = lt_dtype_size(x->dtype);

@@ -830,6 +830,30 @@ static void test_recurrent(void **state)
             }
 }
 
+/* ---- Split ---- */
+static void test_split(void **state)
+{
+    (void)state;
+    int64_t xd[3] = {5, 12, 7}, sd[1] = {3};
+    const int64_t sizes[3] = {3, 4, 5};
+    for (int t = 0; t < 2; t++) {
+        lt_dtype dt = t ? LT_F64 : LT_F32;
+        /* the sizes as an input (opset 13) along axis 1 */
+        tu_graph g = tu_single(LT_OP_SPLIT, 13, 2, 3);
+        tu_attr_int(&g, "axis", 1);
+        lt_value *in[2] = {tu_rand(dt, 3, xd, -1, 1, 6001 + (uint64_t)t), ints(1, sd, sizes)};
+        check(&g, 2, in, 0.0, t ? "Split float64, sizes 3 4 5 on axis 1" : "Split float32, sizes 3 4 5 on axis 1");
+        tu_free(&g);
+        /* num_outputs (opset 18) along the last axis: chunks 3, 3, 1 */
+        tu_graph g18 = tu_single(LT_OP_SPLIT, 18, 1, 3);
+        tu_attr_int(&g18, "axis", -1);
+        tu_attr_int(&g18, "num_outputs", 3);
+        check(&g18, 1, in, 0.0, "Split num_outputs 3 on axis -1");
+        tu_free(&g18);
+        free_all(2, in);
+    }
+}
+
 /* ---- FusedElementwise ---- */
 /* every code of ir/fuse_elementwise.h over full inputs, a row (a bias
  * along the last axis) and one element, three outputs */
@@ -880,7 +904,7 @@ int main(void)
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_movement), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
-        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_recurrent),
+        cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_recurrent), cmocka_unit_test(test_split),
         cmocka_unit_test(test_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,6 +89,8 @@ static void test_others(void **state)
     check_model("squeezenet.onnx", false);
     check_model("lstm.onnx", false);
     check_model("rnn_loop.onnx", false);
+    check_model("treelstm.onnx", false);
+    check_model("tiny_bert.onnx", false);
 }
 
 int main(void)
