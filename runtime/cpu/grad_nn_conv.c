@@ -275,10 +275,13 @@ static lt_status gc_backward(lt_kctx *k, const gc_job *j, const char *grid, cons
         memset(img, 0, (size_t)(tasks * Q * plane) * esz);
         return LT_OK;
     }
+    lt_nn_geom g2;
+    bool as_conv = gc_data_as_conv(j, &g2);
+    if (as_conv && j->K == 1) /* a 1x1 kernel: panels before regions, as in the forward */
+        return gc_data_panels(k, j, &g2, (const float *)grid, (const float *)w, (float *)img);
     if (gc_regions(j, false))
         return lt_nn_conv_regions_data(k, &j->g, j->n, Q, P, (const float *)grid, (const float *)w, (float *)img);
-    lt_nn_geom g2;
-    if (gc_data_as_conv(j, &g2))
+    if (as_conv)
         return gc_data_panels(k, j, &g2, (const float *)grid, (const float *)w, (float *)img);
     if (gc_blocked(j))
         return gc_backward_blocked(k, j, (const float *)grid, (const float *)w, (float *)img);

@@ -219,6 +219,10 @@ static lt_status k_conv(lt_kctx *k)
             for (int i = 0; i < j.g.nsp; i++)
                 direct = direct && j.g.s[i] == 1 && j.g.pb[i] == 0 && j.g.pe[i] == 0;
             bool regions = lt_nn_regions(j.esz, &j.g, j.groups, j.n, j.m, false);
+            /* a 1x1 kernel over a small grid: panels before regions (both
+             * avoid thin per-image products; the panels skip the gathers) */
+            if (K == 1 && lt_nn_conv_panels_usable(&j.g, j.groups, j.c))
+                return lt_nn_conv_panels(k, &j.g, j.n, j.c, j.m, j.x, j.w, j.b, j.y);
             if (!regions && lt_nn_conv_panels_usable(&j.g, j.groups, j.c))
                 return lt_nn_conv_panels(k, &j.g, j.n, j.c, j.m, j.x, j.w, j.b, j.y);
             if (!regions && lt_nn_blocked(j.esz, &j.g, j.groups, direct, L, j.n))

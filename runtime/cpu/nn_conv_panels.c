@@ -35,12 +35,13 @@ bool lt_nn_conv_panels_usable(const lt_nn_geom *g, int64_t groups, int64_t c)
         g->d[0] < 1 || g->d[1] < 1 || g->pb[0] < 0 || g->pb[1] < 0 || g->grid[0] < 1 || g->grid[1] < 1)
         return false;
     /* a 1x1 kernel with unit strides and no pads reads the images as they
-     * are (no packing to save); with few taps x channels a tile's fixed
-     * costs outweigh the packing saved */
+     * are (no packing to save) unless its grid is small (the per-image
+     * products are thin); with few taps x channels a tile's fixed costs
+     * outweigh the packing saved */
     int64_t R = c * g->k[0] * g->k[1];
     bool direct = g->k[0] == 1 && g->k[1] == 1 && g->s[0] == 1 && g->s[1] == 1 && g->pb[0] == 0 && g->pb[1] == 0 &&
                   g->pe[0] == 0 && g->pe[1] == 0;
-    return !direct && R >= 64;
+    return (!direct || g->grid[0] * g->grid[1] <= 16) && R >= 64;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -120,8 +120,9 @@ lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, 
                                     const float *dy, const float *x, float *dw);
 
 /* float32 2-D convolutions with one group, column strides 1 or 2,
- * non-negative pads, at least 64 taps x channels and not a plain 1x1 (and
- * AVX-512 with lantern's own matrix kernels: lt_nn_conv_panels_usable) as
+ * non-negative pads, at least 64 taps x channels and not a plain 1x1 over
+ * more than 16 positions (and AVX-512 with lantern's own matrix kernels:
+ * lt_nn_conv_panels_usable) as
  * one product over the batch, 32 output columns a panel built straight
  * from the images (nn_conv_panels.c): x [n, c, img], w [m, c, k], bias [m]
  * or NULL, y [n, m, grid] */

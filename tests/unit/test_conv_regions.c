@@ -260,8 +260,10 @@ static void cols_wide(void **state)
 /* Conv's forward and filter gradient by panels (runtime/cpu/nn_conv_panels.c): panels that
  * straddle images and grid rows, output channels not a multiple of the
  * tile's 8, one position an image, strides 2 with dilations, a batch
- * whose columns end mid-panel; and neighbours that must not (groups, few
- * taps x channels, 1x1, column stride 3) */
+ * whose columns end mid-panel, 1x1 kernels over at most 16 positions (the
+ * forward and, with 64 image channels, the data gradient taken from the
+ * regions); and neighbours that must not (groups, few taps x channels, 1x1
+ * over more positions, column stride 3) */
 static void run_panels(const cfg *f, uint64_t seed, bool want)
 {
     lt_nn_geom geo = {.nsp = 2};
@@ -305,6 +307,11 @@ static void panels(void **state)
          false},
         {"3x1 stride 1x2 pad 1 0, 6x70, 24 -> 17", 16, 24, 17, 1, {6, 70}, {3, 1}, {1, 2}, {1, 1}, {1, 0, 1, 0},
          false, false},
+        {"1x1 on 3x3 (9 positions), 256 -> 32", 16, 256, 32, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true,
+         true},
+        {"1x1 on 1x1, 384 -> 48", 17, 384, 48, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, true},
+        {"1x1 on 4x4 (16 positions), 64 -> 96, into dx by panels too", 16, 64, 96, 1, {4, 4}, {1, 1}, {1, 1}, {1, 1},
+         {0, 0, 0, 0}, true, true},
         /* the filter gradient's sums in three chunks of positions */
         {"3x3 pad 1 on 33x33, 16 -> 16: 17424 positions", 16, 16, 16, 1, {33, 33}, {3, 3}, {1, 1}, {1, 1},
          {1, 1, 1, 1}, true, false},
@@ -312,7 +319,8 @@ static void panels(void **state)
     const cfg no[] = {
         {"group 2 on 8x8", 16, 64, 64, 2, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
         {"7 channels 3x3 (63 rows) on 9x9", 16, 7, 32, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
-        {"1x1 on 6x6, 96 -> 64", 16, 96, 64, 1, {6, 6}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, false},
+        {"1x1 on 5x4 (20 positions), 96 -> 64", 16, 96, 64, 1, {5, 4}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true,
+         false},
         {"3x3 stride 3 on 13x13, 16 -> 32", 16, 16, 32, 1, {13, 13}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}, true,
          false},
     };
