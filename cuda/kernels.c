@@ -784,89 +784,75 @@ static lt_status k_split(lt_kctx *k)
     return LT_OK;
 }
 
+/* The strided walk of a slice of x (first position, step and length per
+ * axis, lt_tk_slice's) as lt_cu_shape strides over x and a base offset. */
+static void slice_walk(const lt_tensor *x, const int64_t *first, const int64_t *step, const int64_t *cnt,
+                       lt_cu_shape *sh, int64_t *off)
+{
+    int r = x->rank;
+    memset(sh, 0, sizeof *sh);
+    sh->rank = r;
+    sh->n = 1;
+    int64_t stride = 1;
+    *off = 0;
+    for (int d = r - 1; d >= 0; d--) {
+        sh->dims[d] = cnt[d];
+        sh->st[0][d] = step[d] * stride;
+        *off += first[d] * stride;
+        stride *= x->dims[d];
+    }
+    for (int d = 0; d < r; d++)
+        sh->n *= cnt[d];
+}
+
 /* Slice (data, starts, ends[, axes[, steps]]), or the attributes before
- * opset 10: ONNX's clamping per axis, then one strided copy. */
+ * opset 10: the parameters read as the CPU reads them (lt_tk_slice), then
+ * one strided copy. */
 static lt_status k_slice(lt_kctx *k)
 {
     const lt_tensor *x;
     lt_status s;
     if ((s = need(k, 0, &x)) != LT_OK)
         return s;
-    int r = x->rank;
-    if (r > LT_CU_MAX_RANK)
-        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "rank %d is beyond the cuda kernels' %d", r, LT_CU_MAX_RANK);
-    const lt_tensor *ts = lt_k_in(k, 1), *te = lt_k_in(k, 2), *ta = lt_k_in(k, 3), *tp = lt_k_in(k, 4);
-    int ns = 0, ne = 0, na = 0;
-    const int64_t *as = NULL, *ae = NULL, *aa = NULL;
-    bool attrs = k->node->opset < 10;
-    if (attrs) {
-        as = lt_attr_ints(k->node, "starts", &ns);
-        ae = lt_attr_ints(k->node, "ends", &ne);
-        aa = lt_attr_ints(k->node, "axes", &na);
-    } else {
-        if (!ts || !te)
-            return lt_k_fail(k, LT_ERR_INVALID, "starts and ends are required");
-        ns = (int)ts->numel;
-        ne = (int)te->numel;
-        na = ta ? (int)ta->numel : ns;
-        if (tp && tp->numel != ns)
-            return lt_k_fail(k, LT_ERR_INVALID, "steps has %lld values for %d starts", (long long)tp->numel, ns);
-    }
-    if (ns != ne || (attrs ? (aa && na != ns) : na != ns) || ns > r)
-        return lt_k_fail(k, LT_ERR_INVALID, "starts, ends and axes differ in length");
-    int64_t start[LT_MAX_RANK], step[LT_MAX_RANK], cnt[LT_MAX_RANK];
-    bool seen[LT_MAX_RANK] = {false};
-    for (int d = 0; d < r; d++) {
-        start[d] = 0;
-        step[d] = 1;
-        cnt[d] = x->dims[d];
-    }
-    for (int i = 0; i < ns; i++) {
-        int64_t ax = attrs ? (aa ? aa[i] : i) : (ta ? lt_tensor_get_i64(ta, i) : i);
-        if (ax < 0)
-            ax += r;
-        if (ax < 0 || ax >= r || seen[ax])
-            return lt_k_fail(k, LT_ERR_INVALID, "axis %lld is out of range or repeated", (long long)ax);
-        seen[ax] = true;
-        int64_t dim = x->dims[ax], st = attrs ? as[i] : lt_tensor_get_i64(ts, i);
-        int64_t en = attrs ? ae[i] : lt_tensor_get_i64(te, i), sp = tp ? lt_tensor_get_i64(tp, i) : 1;
-        if (sp == 0)
-            return lt_k_fail(k, LT_ERR_INVALID, "a step of 0");
-        if (st < 0)
-            st += dim;
-        if (en < 0)
-            en += dim;
-        int64_t n;
-        if (sp > 0) {
-            st = st < 0 ? 0 : st > dim ? dim : st;
-            en = en < 0 ? 0 : en > dim ? dim : en;
-            n = en > st ? (en - st + sp - 1) / sp : 0;
-        } else {
-            st = st < 0 ? 0 : st > dim - 1 ? dim - 1 : st;
-            en = en < -1 ? -1 : en > dim - 1 ? dim - 1 : en;
-            n = st > en ? (st - en + (-sp) - 1) / (-sp) : 0;
-        }
-        start[ax] = st;
-        step[ax] = sp;
-        cnt[ax] = n;
-    }
+    if (x->rank > LT_CU_MAX_RANK)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "rank %d is beyond the cuda kernels' %d", x->rank, LT_CU_MAX_RANK);
+    int64_t first[LT_MAX_RANK], step[LT_MAX_RANK], cnt[LT_MAX_RANK], off;
+    if ((s = lt_tk_slice(k, x, 1, first, step, cnt)) != LT_OK)
+        return s;
     lt_cu_shape sh;
-    memset(&sh, 0, sizeof sh);
-    sh.rank = r;
-    sh.n = 1;
-    int64_t stride = 1, off = 0;
-    for (int d = r - 1; d >= 0; d--) {
-        sh.dims[d] = cnt[d];
-        sh.st[0][d] = step[d] * stride;
-        off += start[d] * stride;
-        stride *= x->dims[d];
-    }
-    for (int d = 0; d < r; d++)
-        sh.n *= cnt[d];
+    slice_walk(x, first, step, cnt, &sh, &off);
     lt_tensor *y;
-    if ((s = lt_k_out(k, 0, x->dtype, r, cnt, &y)) != LT_OK || y->numel == 0)
+    if ((s = lt_k_out(k, 0, x->dtype, x->rank, cnt, &y)) != LT_OK || y->numel == 0)
         return s;
     LT_CUDA_K(k, lt_cu_gather_strided(stream_of(k), lt_dtype_size(x->dtype), x->data, y->data, &sh, off));
+    return LT_OK;
+}
+
+/* SliceGrad (dy, x, starts, ends, axes, steps) -> dx: zeros of x's shape
+ * (x is read for its shape only) with dy written where the slice read. */
+static lt_status k_slice_grad(lt_kctx *k)
+{
+    const lt_tensor *dy, *x;
+    lt_status s;
+    if ((s = need(k, 0, &dy)) != LT_OK || (s = need(k, 1, &x)) != LT_OK)
+        return s;
+    if (x->rank > LT_CU_MAX_RANK)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "rank %d is beyond the cuda kernels' %d", x->rank, LT_CU_MAX_RANK);
+    int64_t first[LT_MAX_RANK], step[LT_MAX_RANK], cnt[LT_MAX_RANK], off;
+    if ((s = lt_tk_slice(k, x, 2, first, step, cnt)) != LT_OK)
+        return s;
+    bool ok = dy->rank == x->rank;
+    for (int d = 0; ok && d < x->rank; d++)
+        ok = dy->dims[d] == cnt[d];
+    if (!ok)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "dy does not have the slice's shape");
+    lt_tensor *dx;
+    if ((s = lt_k_out(k, 0, dy->dtype, x->rank, x->dims, &dx)) != LT_OK || dx->numel == 0)
+        return s;
+    LT_CUDA_K(k, cudaMemsetAsync(dx->data, 0, lt_tensor_nbytes(dx), stream_of(k)));
+    lt_cu_shape sh;
+    slice_walk(x, first, step, cnt, &sh, &off);
+    LT_CUDA_K(k, lt_cu_scatter_strided(stream_of(k), lt_dtype_size(dy->dtype), dy->data, dx->data, &sh, off));
     return LT_OK;
 }
 
@@ -1054,6 +1040,7 @@ void lt_cuda_register_kernels(lt_cu_op *tab)
     tab[LT_OP_SPLIT] = (lt_cu_op){k_split, 1u << 1, 1u, fits_any_data};
     tab[LT_OP_GATHER] = (lt_cu_op){k_gather, 1u << 1, 1u, fits_any_data};
     tab[LT_OP_SLICE] = (lt_cu_op){k_slice, 0x1Eu, 1u, fits_any_data};
+    tab[LT_OP_SLICE_GRAD] = (lt_cu_op){k_slice_grad, 0x3Cu, 0x3u, fits_any_data};
     tab[LT_OP_GATHER_GRAD] = (lt_cu_op){k_gather_grad, (1u << 1) | (1u << 2), 0, NULL};
     tab[LT_OP_CONSTANT_OF_SHAPE] = (lt_cu_op){k_constant_of_shape, 1u, 0, NULL};
 }

@@ -339,6 +339,15 @@ template <typename U> __global__ void k_gather_strided(const U *x, U *y, lt_cu_s
     }
 }
 
+template <typename U> __global__ void k_scatter_strided(const U *x, U *y, lt_cu_shape sh, int64_t off)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < sh.n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t o;
+        offsets(sh, i, 1, &o);
+        y[off + o] = x[i];
+    }
+}
+
 template <typename T> __global__ void k_add_bias(T *y, const T *bias, int64_t n, int64_t c, int64_t inner)
 {
     int64_t total = n * c * inner;
@@ -623,6 +632,22 @@ cudaError_t lt_cu_gather_strided(cudaStream_t s, size_t es, const void *x, void 
     case 2: k_gather_strided<uint16_t><<<g, THREADS, 0, s>>>((const uint16_t *)x, (uint16_t *)y, *sh, off); break;
     case 4: k_gather_strided<uint32_t><<<g, THREADS, 0, s>>>((const uint32_t *)x, (uint32_t *)y, *sh, off); break;
     case 8: k_gather_strided<uint64_t><<<g, THREADS, 0, s>>>((const uint64_t *)x, (uint64_t *)y, *sh, off); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t lt_cu_scatter_strided(cudaStream_t s, size_t es, const void *x, void *y, const lt_cu_shape *sh,
+                                  int64_t off)
+{
+    if (sh->n == 0)
+        return cudaSuccess;
+    unsigned g = blocks_for(sh->n);
+    switch (es) {
+    case 1: k_scatter_strided<uint8_t><<<g, THREADS, 0, s>>>((const uint8_t *)x, (uint8_t *)y, *sh, off); break;
+    case 2: k_scatter_strided<uint16_t><<<g, THREADS, 0, s>>>((const uint16_t *)x, (uint16_t *)y, *sh, off); break;
+    case 4: k_scatter_strided<uint32_t><<<g, THREADS, 0, s>>>((const uint32_t *)x, (uint32_t *)y, *sh, off); break;
+    case 8: k_scatter_strided<uint64_t><<<g, THREADS, 0, s>>>((const uint64_t *)x, (uint64_t *)y, *sh, off); break;
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();

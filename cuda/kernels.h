@@ -119,6 +119,9 @@ cudaError_t lt_cu_avgpool_grad(cudaStream_t s, bool f64, const void *dy, void *d
  * base offset off). */
 cudaError_t lt_cu_gather_strided(cudaStream_t s, size_t es, const void *x, void *y, const lt_cu_shape *sh,
                                  int64_t off);
+/* the inverse: y[off + sh's strided offset of i] = x[i] */
+cudaError_t lt_cu_scatter_strided(cudaStream_t s, size_t es, const void *x, void *y, const lt_cu_shape *sh,
+                                  int64_t off);
 /* y += bias per channel: y is (n, c, inner). */
 cudaError_t lt_cu_add_bias(cudaStream_t s, bool f64, void *y, const void *bias, int64_t n, int64_t c,
                            int64_t inner);

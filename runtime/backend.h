@@ -15,7 +15,8 @@
  * conditions, shapes), so no condition is read back from a device; an
  * accumulation cell lives where AccZerosLike made it and the ops on it run
  * there; a call's arguments and the inputs read for their shape only
- * (Shape, Size, AccZerosLike, GatherGrad's data) are never copied.
+ * (Shape, Size, AccZerosLike, GatherGrad's data, SliceGrad's x) are never
+ * copied.
  *
  * Three backends exist: "cpu", the host itself (no copies ever),
  * "cpu-device", the CPU kernels behind the device path (memory from a pool

@@ -375,6 +375,8 @@ static uint64_t unmoved_inputs(lt_op op)
         return ~(uint64_t)0;
     if (op == LT_OP_GATHER_GRAD) /* (dy, indices, data): data for its shape */
         return 1u << 2;
+    if (op == LT_OP_SLICE_GRAD) /* (dy, x, starts, ...): x for its shape */
+        return 1u << 1;
     return op == LT_OP_SHAPE || op == LT_OP_SIZE || op == LT_OP_ACC_ZEROS_LIKE ? 1u : 0u;
 }
 

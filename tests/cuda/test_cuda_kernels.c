@@ -517,6 +517,19 @@ static void test_movement(void **state)
     tu_graph gs = tu_single(LT_OP_SLICE, 13, 5, 1);
     lt_value *sin[5] = {in[0], ints(1, three, st), ints(1, three, en), ints(1, three, ax), ints(1, three, sp)};
     check(&gs, 5, sin, 0, "Slice");
+    /* its gradient: dy of the slice's shape written into zeros of x's */
+    lt_value *sy[1] = {NULL};
+    lt_err serr;
+    setenv("LANTERN_BACKEND", "cpu", 1);
+    if (tu_run(&gs, sin, sy, &serr) != LT_OK)
+        fail_msg("Slice on the CPU: %s", serr.msg);
+    tu_graph gsg = tu_single(LT_OP_SLICE_GRAD, 13, 6, 1);
+    lt_value *sgin[6] = {tu_rand(LT_F32, sy[0]->t.rank, sy[0]->t.dims, -1, 1, 1801), in[0], sin[1], sin[2], sin[3],
+                         sin[4]};
+    check(&gsg, 6, sgin, 0, "SliceGrad");
+    tu_free(&gsg);
+    lt_value_free(sgin[0]);
+    lt_value_free(sy[0]);
     free_all(4, sin + 1);
     tu_free(&gs);
     free_all(1, in);
