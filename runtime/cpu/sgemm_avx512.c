@@ -163,17 +163,18 @@ AVX512 static void tile(int64_t kc, const float *pa, const float *pb, float *c, 
     }
 }
 
-/* The tile with op(A) read in place (A not transposed): row r of the tile
- * is A's row at ar[r], each k one broadcast from it, as the packed panel
- * would give; rows past mr repeat row mr - 1 and are not stored. Saves
- * packing op(A) through transposes when K is short against N. */
-AVX512 static void tile_direct(int64_t kc, const float *a0, int64_t lda, const float *pb, float *c, int64_t ldc,
-                               int64_t mr, int64_t nr, int mode, float beta)
+/* The tile with op(A) read in place: a(r, k) at a0 + r * rs + k * ks (A
+ * itself: rs = lda, ks = 1; A transposed: rs = 1, ks = lda), each k one
+ * broadcast per row, as the packed panel would give; rows past mr repeat
+ * row mr - 1 and are not stored. Saves packing op(A) (through transposes
+ * when A is not transposed). */
+AVX512 static void tile_direct(int64_t kc, const float *a0, int64_t rs, int64_t ks, const float *pb, float *c,
+                               int64_t ldc, int64_t mr, int64_t nr, int mode, float beta)
 {
     const float *ar[MR];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
-        ar[r] = a0 + (r < mr ? r : mr - 1) * lda;
+        ar[r] = a0 + (r < mr ? r : mr - 1) * rs;
     __m512 acc[MR][2];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
@@ -182,7 +183,7 @@ AVX512 static void tile_direct(int64_t kc, const float *a0, int64_t lda, const f
         __m512 b0 = _mm512_loadu_ps(pb + k * NR), b1 = _mm512_loadu_ps(pb + k * NR + 16);
 #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
-            __m512 ar_k = _mm512_set1_ps(ar[r][k]);
+            __m512 ar_k = _mm512_set1_ps(ar[r][k * ks]);
             acc[r][0] = _mm512_fmadd_ps(ar_k, b0, acc[r][0]);
             acc[r][1] = _mm512_fmadd_ps(ar_k, b1, acc[r][1]);
         }
@@ -232,8 +233,10 @@ static float *buffers(void)
 AVX512 static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc, float *pa, float *pb)
 {
-    /* op(A) = A (alpha 1): read in place, no packed panels */
-    bool direct = !ta && alpha == 1.0f;
+    /* alpha 1: op(A) read in place, no packed panels; a transposed A only
+     * when its rows are short (a weight gradient's few outputs over a long
+     * batch: a tile's KC rows of A then span few pages) */
+    bool direct = alpha == 1.0f && (!ta || lda <= 128);
     for (int64_t j0 = 0; j0 < N; j0 += NC) {
         int64_t nc = N - j0 < NC ? N - j0 : NC;
         for (int64_t k0 = 0; k0 < K; k0 += KC) {
@@ -245,8 +248,9 @@ AVX512 static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
                 if (direct) {
                     for (int64_t q = 0; q < nc; q += NR)
                         for (int64_t p = 0; p < mc; p += MR)
-                            tile_direct(kc, A + (i0 + p) * lda + k0, lda, pb + q * kc, C + (i0 + p) * ldc + j0 + q,
-                                        ldc, mc - p < MR ? mc - p : MR, nc - q < NR ? nc - q : NR, mode, beta);
+                            tile_direct(kc, ta ? A + k0 * lda + i0 + p : A + (i0 + p) * lda + k0, ta ? 1 : lda,
+                                        ta ? lda : 1, pb + q * kc, C + (i0 + p) * ldc + j0 + q, ldc,
+                                        mc - p < MR ? mc - p : MR, nc - q < NR ? nc - q : NR, mode, beta);
                     continue;
                 }
                 pack_a(A, lda, ta, i0, mc, k0, kc, alpha, pa);

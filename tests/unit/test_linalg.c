@@ -212,12 +212,15 @@ static void gemm_small(void **state)
             check_gemm_mnk(M, N, K, t & 1, t >> 1, alpha, beta, beta != 0 ? 2 : -1, (int64_t[]){M, N}, seed++);
             check_gemm_mnk(M, N, K, t >> 1, t & 1, 1.0f, 1.0f, 1, (int64_t[]){N}, seed++);
         }
-    /* the blocked kernel reads A in place when it is not transposed and
-     * alpha is 1 (row panels of 8 with a short last one, K past one 256
-     * slice, rows past one 128 block), else packs it */
+    /* the blocked kernel reads A in place when alpha is 1 and A is not
+     * transposed or has at most 128 columns (row panels of 8 with a short
+     * last one, K past one 256 slice, rows past one 128 block), else packs
+     * it */
     for (int t = 0; t < 4; t++) {
         check_gemm_mnk(300, 70, 300, t & 1, t >> 1, 1.0f, 1.0f, 1, (int64_t[]){70}, seed++);
         check_gemm_mnk(133, 40, 33, t & 1, t >> 1, 0.5f, 0.0f, -1, NULL, seed++);
+        check_gemm_mnk(45, 70, 600, t & 1, t >> 1, 1.0f, 1.0f, 1, (int64_t[]){70}, seed++);
+        check_gemm_mnk(128, 40, 100, t & 1, t >> 1, 1.0f, 0.0f, -1, NULL, seed++);
     }
     /* 32 columns: the small-product kernel unless A is transposed and has
      * more than 64 rows */
