@@ -22,6 +22,7 @@
 #define STEP_PAR_WORK 2097152.0 /* multiply-adds of a direction's recurrent GEMMs worth two threads */
 #define STEP_SLICE 32 /* batch entries a thread takes at a time (a multiple of the products' 8-row blocks) */
 #define DW_THIN 64    /* float dW with at most this many input columns is made as its transpose */
+#define SUMS_PAR_WORK 8388608.0 /* multiply-adds of the final sums worth two threads */
 
 #include <omp.h>
 #include "cpu_features.h"
@@ -831,6 +832,67 @@ lt_status SFX(lt_grnn_forward)(lt_kctx *k, const lt_grnn *g, void *wsv)
     return LT_OK;
 }
 
+/* columns c0 .. c1 - 1 of the float dW [G, I] with few input columns: X^T
+ * buf [I, G] (the GEMM runs the wide orientation about twice as fast as
+ * [G, I]) into dwt, then those columns transposed into dW */
+static void SFX(dw_thin)(const SFX(ws) *w, int d, T *dwt, int64_t c0, int64_t c1)
+{
+    const lt_rnn *r = w->r;
+    int64_t G = w->G, I = r->I, rows = r->S * r->B;
+    T *dWd = (T *)w->g->dW + d * G * I;
+    lt_linalg_gemm(CT, true, false, I, c1 - c0, rows, 1.0, w->g->X, I, w->buf + c0, G, 0.0, dwt + c0, G);
+    for (int64_t j = c0; j < c1; j++)
+        for (int64_t i = 0; i < I; i++)
+            dWd[j * I + i] = dwt[i * G + j];
+}
+
+/* The RNN's and LSTM's sums over all rows of direction d once the steps
+ * are done: dW = buf^T X, dR = buf^T hx, dB = column sums of buf. They go
+ * as pieces (row blocks of dR, one a thread; column blocks of dW and dB;
+ * fixed by the sizes and the thread count) that the threads take as they
+ * finish the last, in one parallel region rather than one per product, so
+ * a thread that another process holds up costs one wait, not three; every
+ * piece is one GEMM or column sum, so results do not depend on which
+ * thread ran it. */
+static void SFX(sums)(SFX(ws) *w, int d, T *dwt, double *acc)
+{
+    const lt_grnn *g = w->g;
+    const lt_rnn *r = w->r;
+    int64_t G = w->G, H = w->H, I = r->I, rows = r->S * r->B;
+    enum { NW_ = 4, NB_ = 4 }; /* pieces of dW and dB */
+    bool par = omp_get_max_threads() > 1 && !omp_in_parallel() &&
+               (double)rows * (double)G * (double)(H + I) >= SUMS_PAR_WORK;
+    /* dR in one piece a thread, as the GEMM would split it: each piece
+     * packs all of hx */
+    int nr = par ? (omp_get_max_threads() < 8 ? omp_get_max_threads() : 8) : 1;
+    int64_t rstep = (G + nr - 1) / nr, cstep = ((G + NW_ - 1) / NW_ + 15) / 16 * 16;
+    T *dwb = g->dB ? (T *)g->dB + d * 2 * G : NULL;
+#pragma omp parallel for schedule(dynamic, 1) if (par)
+    for (int task = 0; task < nr + NW_ + NB_; task++) {
+        if (task < nr) { /* dR rows [r0, r1) */
+            int64_t r0 = task * rstep, r1 = r0 + rstep < G ? r0 + rstep : G;
+            if (g->dR && r1 > r0)
+                lt_linalg_gemm(CT, true, false, r1 - r0, H, rows, 1.0, w->buf + r0, G, w->hx, H, 0.0,
+                               (T *)g->dR + d * G * H + r0 * H, H);
+        } else if (task < nr + NW_) { /* dW columns (thin) or rows [c0, c1) of G */
+            int64_t c0 = (task - nr) * cstep, c1 = c0 + cstep < G ? c0 + cstep : G;
+            if (!g->dW || c1 <= c0)
+                continue;
+            if (dwt)
+                SFX(dw_thin)(w, d, dwt, c0, c1);
+            else
+                lt_linalg_gemm(CT, true, false, c1 - c0, I, rows, 1.0, w->buf + c0, G, g->X, I, 0.0,
+                               (T *)g->dW + d * G * I + c0 * I, I);
+        } else { /* dB columns [c0, c1) */
+            int64_t c0 = (task - nr - NW_) * cstep, c1 = c0 + cstep < G ? c0 + cstep : G;
+            if (dwb && c1 > c0)
+                WIDE_OR_BASE(colsum)(rows, c1 - c0, w->buf + c0, G, NULL, 0, acc + c0, dwb + c0);
+        }
+    }
+    if (dwb)
+        memcpy(dwb + G, dwb, sizeof(T) * (size_t)G);
+}
+
 lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
 {
     const lt_rnn *r = &g->r;
@@ -895,36 +957,25 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
         }
         if (g->dX)
             lt_linalg_gemm(CT, false, false, rows, I, G, 1.0, w.buf, G, Wd, I, d ? 1.0 : 0.0, g->dX, I);
-        if (g->dW && dwt) {
-            /* a thin input (I columns) as X^T buf [I, G], then transposed:
-             * the float GEMM runs the wide orientation about twice as fast */
-            T *dWd = (T *)g->dW + d * G * I;
-            lt_linalg_gemm(CT, true, false, I, G, rows, 1.0, X, I, w.buf, G, 0.0, dwt, G);
-            for (int64_t j = 0; j < G; j++)
-                for (int64_t i = 0; i < I; i++)
-                    dWd[j * I + i] = dwt[i * G + j];
+        if (gates != 3) {
+            /* RNN, LSTM: dW, dR and dB in one parallel region */
+            SFX(sums)(&w, d, dwt, acc);
+        } else if (g->dW && dwt) {
+            SFX(dw_thin)(&w, d, dwt, 0, G);
         } else if (g->dW) {
             lt_linalg_gemm(CT, true, false, G, I, rows, 1.0, w.buf, G, X, I, 0.0, (T *)g->dW + d * G * I, I);
         }
-        if (g->dR) {
+        if (g->dR && gates == 3) {
             T *dR = (T *)g->dR + d * G * H;
-            if (gates == 3) {
-                lt_linalg_gemm(CT, true, false, 2 * H, H, rows, 1.0, w.buf, G, w.hx, H, 0.0, dR, H);
-                lt_linalg_gemm(CT, true, false, H, H, rows, 1.0, w.gh, H, g->lbr ? w.hx : w.ax, H, 0.0,
-                               dR + 2 * H * H, H);
-            } else {
-                lt_linalg_gemm(CT, true, false, G, H, rows, 1.0, w.buf, G, w.hx, H, 0.0, dR, H);
-            }
+            lt_linalg_gemm(CT, true, false, 2 * H, H, rows, 1.0, w.buf, G, w.hx, H, 0.0, dR, H);
+            lt_linalg_gemm(CT, true, false, H, H, rows, 1.0, w.gh, H, g->lbr ? w.hx : w.ax, H, 0.0, dR + 2 * H * H,
+                           H);
         }
-        if (g->dB) {
+        if (g->dB && gates == 3) {
             T *dwb = (T *)g->dB + d * 2 * G, *drb = dwb + G;
             SFX(colsum)(rows, G, w.buf, G, NULL, 0, acc, dwb);
-            if (gates == 3) {
-                memcpy(drb, dwb, sizeof(T) * (size_t)(2 * H));
-                SFX(colsum)(rows, H, w.gh, H, NULL, 0, acc, drb + 2 * H);
-            } else {
-                memcpy(drb, dwb, sizeof(T) * (size_t)G);
-            }
+            memcpy(drb, dwb, sizeof(T) * (size_t)(2 * H));
+            SFX(colsum)(rows, H, w.gh, H, NULL, 0, acc, drb + 2 * H);
         }
         if (g->dP) {
             T *dp = (T *)g->dP + d * 3 * H;
@@ -944,3 +995,4 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
 #undef STEP_PAR_WORK
 #undef STEP_SLICE
 #undef DW_THIN
+#undef SUMS_PAR_WORK
