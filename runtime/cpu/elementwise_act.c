@@ -80,6 +80,14 @@ static void sigmoid_f32(const void *par, int64_t n, void *out, const void *const
 ROW(sigmoid_f64, double, double, double, CALL(sigmoid, x))
 static const lt_ew_row sigmoid_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(sigmoid)};
 static const lt_ew_op sigmoid_op = {sigmoid_rows, LT_EW_OUT_SAME, false, LT_EW_PAR_HEAVY};
+/* Gelu (exact): float rows through the array form too */
+static void gelu_f32(const void *par, int64_t n, void *out, const void *const *in, const int64_t *step)
+{
+    lt_vgeluf(in[0], out, n);
+}
+ROW(gelu_f64, double, double, double, CALL(gelu, x))
+static const lt_ew_row gelu_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(gelu)};
+static const lt_ew_op gelu_op = {gelu_rows, LT_EW_OUT_SAME, false, LT_EW_PAR_HEAVY};
 ACT(softplus, CALL(softplus, x), L, false)
 ACT(softsign, x / (1 + fabs(x)), L, false)
 ACT(elu, CALL(elu, x), L, false)
@@ -89,7 +97,6 @@ ACT(leaky, x < 0 ? (ti_t)p->alpha * x : x, L, false)
 ACT(hsig, CALL(hsig, x), L, false)
 ACT(hswish, CALL(hswish, x), L, false)
 ACT(threlu, x > (ti_t)p->alpha ? x : 0, L, false)
-ACT(gelu, CALL(gelu, x), L, false)
 ACT(gelut, CALL(gelut, x), L, false)
 ACT(mish, CALL(mish, x), L, false)
 ACT(shrink, CALL(shrink, x), L, true) /* Shrink takes every numeric type */

@@ -1,6 +1,6 @@
 /* Array sigmoid, tanh, erf and exp (vact.h): one loop body compiled twice, for
  * baseline x86-64 and for AVX2+FMA, picked once per process from cpuid; erf
- * and exp (Gelu's and softmax-like chains, over whole activations) a third
+ * and exp (Gelu's and softmax-like chains, over whole activations) and Gelu a third
  * time for AVX-512, whose lanes compute the same FMA formula as AVX2's. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math") /* lets the clamps if-convert */
@@ -39,6 +39,11 @@
     {                                                                    \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
             y[i] = lt_ew_expf(x[i]);                                     \
+    }                                                                    \
+    ATTR static void gelu_##SFX(const float *x, float *y, int64_t n)    \
+    {                                                                    \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
+            y[i] = 0.5f * x[i] * lt_ew_erf1pf(x[i] * 0.7071067811865476f); \
     }
 
 LOOPS(base, )
@@ -57,6 +62,13 @@ AVX512 static void exp_avx512(const float *x, float *y, int64_t n)
 #pragma omp simd
     for (int64_t i = 0; i < n; i++)
         y[i] = lt_ew_expf(x[i]);
+}
+
+AVX512 static void gelu_avx512(const float *x, float *y, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        y[i] = 0.5f * x[i] * lt_ew_erf1pf(x[i] * 0.7071067811865476f);
 }
 #endif
 
@@ -119,6 +131,8 @@ DISPATCH(lt_vtanhf, tanh)
 DISPATCH512(lt_verff, erf)
 
 DISPATCH512(lt_vexpf, exp)
+
+DISPATCH512(lt_vgeluf, gelu)
 
 void lt_vtanh_f64(const double *x, double *y, int64_t n)
 {

@@ -13,6 +13,9 @@ void lt_vtanhf(const float *x, float *y, int64_t n);
 /* y[i] = erf(x[i]), y[i] = exp(x[i]) (Gelu's and softmax-like chains) */
 void lt_verff(const float *x, float *y, int64_t n);
 void lt_vexpf(const float *x, float *y, int64_t n);
+/* y[i] = Gelu(x[i]) = x (1 + erf(x / sqrt 2)) / 2, the 1 + erf without its
+ * cancellation for x << 0 (the Gelu op's float rows) */
+void lt_vgeluf(const float *x, float *y, int64_t n);
 /* the same in double (the gradient checker's models), plain libm; the
  * sigmoid in the form whose exponential cannot overflow */
 void lt_vsigmoid_f64(const double *x, double *y, int64_t n);
