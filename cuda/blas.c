@@ -7,6 +7,7 @@
  * in CUBLAS_COMPUTE_32F (TF32 tensor cores only with LANTERN_TF32=1),
  * float64 in CUBLAS_COMPUTE_64F. */
 #include "cuda_internal.h"
+#include "../runtime/cpu/control_cells.h"
 #include <string.h>
 
 #define F64(t) ((t)->dtype == LT_F64)
@@ -194,22 +195,13 @@ static lt_status k_matmul(lt_kctx *k)
  * op(B), the product added into the device cell by the GEMM itself. */
 static lt_status k_acc_gemm(lt_kctx *k)
 {
-    const lt_tensor *c = lt_k_in(k, 0), *a = lt_k_in(k, 1), *b = lt_k_in(k, 2);
-    if (!c || !a || !b || a->rank != 2 || b->rank != 2 || c->rank != 2)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "expects a matrix cell and two matrices");
-    if ((c->dtype != LT_F32 && c->dtype != LT_F64) || a->dtype != c->dtype || b->dtype != c->dtype)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "cell and operands must all be float32 or all float64");
-    bool ta = lt_attr_int(k->node, "transA", 0) != 0, tb = lt_attr_int(k->node, "transB", 0) != 0;
-    double alpha = lt_attr_float(k->node, "alpha", 1.0f);
-    int64_t m = ta ? a->dims[1] : a->dims[0], kk = ta ? a->dims[0] : a->dims[1];
-    int64_t kb = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
-    if (kk != kb || m != c->dims[0] || n != c->dims[1])
-        return lt_k_fail(k, LT_ERR_RUNTIME, "op(A) [%lld,%lld] times op(B) [%lld,%lld] does not fit the cell [%lld,%lld]",
-                         (long long)m, (long long)kk, (long long)kb, (long long)n, (long long)c->dims[0],
-                         (long long)c->dims[1]);
+    lt_acc_gemm g;
+    lt_status s = lt_acc_gemm_args(k, &g);
+    if (s != LT_OK)
+        return s;
     /* cells are updated in place by design */
-    return gemm_call(k, F64(c), ta, tb, m, n, kk, alpha, a->data, a->dims[1], 0, b->data, b->dims[1], 0, 1.0,
-                     ((lt_tensor *)c)->data, n, 0, 1);
+    return gemm_call(k, F64(g.c), g.ta, g.tb, g.M, g.N, g.K, g.alpha, g.a->data, g.a->dims[1], 0, g.b->data,
+                     g.b->dims[1], 0, 1.0, ((lt_tensor *)g.c)->data, g.N, 0, 1);
 }
 
 void lt_cuda_register_blas(lt_cu_op *tab)

@@ -325,8 +325,7 @@ static bool cell_defer(acc_cell *c, void *data, bool ta, bool tb, int64_t K, dou
     return true;
 }
 
-/* cell [M, N] += alpha op(A) op(B), with Gemm's transA / transB */
-static lt_status op_acc_gemm(lt_kctx *k)
+lt_status lt_acc_gemm_args(lt_kctx *k, lt_acc_gemm *g)
 {
     const lt_tensor *c = lt_k_in(k, 0), *a = lt_k_in(k, 1), *b = lt_k_in(k, 2);
     if (!c || !a || !b || a->rank != 2 || b->rank != 2 || c->rank != 2)
@@ -334,13 +333,28 @@ static lt_status op_acc_gemm(lt_kctx *k)
     if ((c->dtype != LT_F32 && c->dtype != LT_F64) || a->dtype != c->dtype || b->dtype != c->dtype)
         return lt_k_fail(k, LT_ERR_RUNTIME, "cell and operands must all be float32 or all float64");
     bool ta = lt_attr_int(k->node, "transA", 0) != 0, tb = lt_attr_int(k->node, "transB", 0) != 0;
-    double alpha = lt_attr_float(k->node, "alpha", 1.0f);
     int64_t M = ta ? a->dims[1] : a->dims[0], K = ta ? a->dims[0] : a->dims[1];
     int64_t kb = tb ? b->dims[1] : b->dims[0], N = tb ? b->dims[0] : b->dims[1];
     if (K != kb || M != c->dims[0] || N != c->dims[1])
         return lt_k_fail(k, LT_ERR_RUNTIME, "op(A) [%lld,%lld] times op(B) [%lld,%lld] does not fit the cell [%lld,%lld]",
                          (long long)M, (long long)K, (long long)kb, (long long)N, (long long)c->dims[0],
                          (long long)c->dims[1]);
+    *g = (lt_acc_gemm){.c = c, .a = a, .b = b, .ta = ta, .tb = tb, .alpha = lt_attr_float(k->node, "alpha", 1.0f),
+                       .M = M, .N = N, .K = K};
+    return LT_OK;
+}
+
+/* cell [M, N] += alpha op(A) op(B), with Gemm's transA / transB */
+static lt_status op_acc_gemm(lt_kctx *k)
+{
+    lt_acc_gemm g;
+    lt_status gs = lt_acc_gemm_args(k, &g);
+    if (gs != LT_OK)
+        return gs;
+    const lt_tensor *c = g.c, *a = g.a, *b = g.b;
+    bool ta = g.ta, tb = g.tb;
+    double alpha = g.alpha;
+    int64_t M = g.M, N = g.N, K = g.K;
     if (!lt_linalg_blas_ok(M, N, K))
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "matrix sizes exceed BLAS's int range");
     acc_cell *ac = cell_of(c);
