@@ -9,6 +9,7 @@
 #include "../runtime.h"
 #include "cpu_features.h"
 #include "../../ir/fuse_elementwise.h"
+#include "fused_args.h"
 #include "par.h"
 #include "vact.h"
 #include <math.h>
@@ -23,7 +24,7 @@
 #endif
 
 #define TILE 256
-#define MAX_IN (2 * LT_FE_MAX_STEPS)
+#define MAX_IN LT_FE_MAX_IN
 
 enum { K_FULL, K_SCALAR, K_ROW };
 
@@ -140,18 +141,21 @@ static void run_tiles(const fe_run *r, int64_t t0, int64_t t1, int64_t n)
     run_tiles_base(r, t0, t1, n);
 }
 
-static lt_status k_fused(lt_kctx *k)
+lt_status lt_fe_args_read(lt_kctx *k, lt_fe_args *a)
 {
     int plen = 0, olen = 0;
     const int64_t *prog = lt_attr_ints(k->node, "program", &plen);
     const int64_t *oreg = lt_attr_ints(k->node, "outputs", &olen);
-    fe_run r = {.nin = k->nin, .nsteps = plen / 3, .prog = prog};
-    if (!prog || plen % 3 || r.nsteps < 1 || r.nsteps > LT_FE_MAX_STEPS || !oreg || olen != k->nout || k->nin < 1 ||
-        k->nin > MAX_IN)
+    memset(a, 0, sizeof *a);
+    a->nin = k->nin;
+    a->nsteps = plen / 3;
+    a->prog = prog;
+    if (!prog || plen % 3 || a->nsteps < 1 || a->nsteps > LT_FE_MAX_STEPS || !oreg || olen != k->nout ||
+        k->nin < 1 || k->nin > LT_FE_MAX_IN)
         return lt_k_fail(k, LT_ERR_INVALID, "malformed program (%d ints, %d outputs, %d inputs)", plen, olen, k->nin);
-    for (int s = 0; s < r.nsteps; s++) {
+    for (int s = 0; s < a->nsteps; s++) {
         const int64_t *ins = prog + 3 * s;
-        int64_t lim = r.nin + s;
+        int64_t lim = a->nin + s;
         bool bin = lt_fe_binary((int)ins[0]);
         if (ins[0] < 0 || ins[0] >= LT_FE_COUNT || ins[1] < 0 || ins[1] >= lim ||
             (bin ? ins[2] < 0 || ins[2] >= lim : ins[2] != -1))
@@ -160,42 +164,58 @@ static lt_status k_fused(lt_kctx *k)
     const lt_tensor *x0 = lt_k_in(k, 0);
     if (!x0 || x0->dtype != LT_F32)
         return lt_k_fail(k, LT_ERR_INVALID, "input 0 must be a float32 tensor");
-    int64_t last = x0->rank ? x0->dims[x0->rank - 1] : 1;
-    for (int e = 0; e < r.nin; e++) {
+    a->n = x0->numel;
+    a->last = x0->rank ? x0->dims[x0->rank - 1] : 1;
+    for (int e = 0; e < a->nin; e++) {
         const lt_tensor *x = lt_k_in(k, e);
         if (!x || x->dtype != LT_F32)
             return lt_k_fail(k, LT_ERR_INVALID, "input %d must be a float32 tensor", e);
         bool same = x->rank == x0->rank && x->numel == x0->numel;
         for (int d = 0; same && d < x->rank; d++)
             same = x->dims[d] == x0->dims[d];
-        bool ones = x->rank <= x0->rank, row = x->rank >= 1 && x->rank <= x0->rank && x->dims[x->rank - 1] == last;
+        bool ones = x->rank <= x0->rank, row = x->rank >= 1 && x->rank <= x0->rank && x->dims[x->rank - 1] == a->last;
         for (int d = 0; d < x->rank; d++) {
             ones &= x->dims[d] == 1;
             row &= d == x->rank - 1 || x->dims[d] == 1;
         }
         if (same)
-            r.kind[e] = K_FULL;
+            a->kind[e] = LT_FE_FULL;
         else if (ones)
-            r.kind[e] = K_SCALAR;
-        else if (row && last > 0)
-            r.kind[e] = K_ROW;
+            a->kind[e] = LT_FE_SCALAR;
+        else if (row && a->last > 0)
+            a->kind[e] = LT_FE_ROW;
         else
             return lt_k_fail(k, LT_ERR_RUNTIME, "input %d does not broadcast against input 0 as one element or a row",
                              e);
-        r.in[e] = x->data;
-        r.rowlen[e] = last;
+        a->in[e] = x->data;
     }
     for (int o = 0; o < k->nout; o++) {
-        int64_t s = oreg[o] - r.nin;
-        if (s < 0 || s >= r.nsteps || r.out_of[s])
+        int64_t s = oreg[o] - a->nin;
+        if (s < 0 || s >= a->nsteps || a->out_of[s])
             return lt_k_fail(k, LT_ERR_INVALID, "output %d names register %lld", o, (long long)oreg[o]);
         lt_tensor *y;
         lt_status st = lt_k_out(k, o, LT_F32, x0->rank, x0->dims, &y);
         if (st != LT_OK)
             return st;
-        r.out_of[s] = y->data;
+        a->out_of[s] = y->data;
     }
-    int64_t n = x0->numel, ntiles = (n + TILE - 1) / TILE;
+    return LT_OK;
+}
+
+static lt_status k_fused(lt_kctx *k)
+{
+    lt_fe_args a;
+    lt_status st = lt_fe_args_read(k, &a);
+    if (st != LT_OK)
+        return st;
+    fe_run r = {.nin = a.nin, .nsteps = a.nsteps, .prog = a.prog};
+    for (int e = 0; e < a.nin; e++) {
+        r.kind[e] = a.kind[e] == LT_FE_FULL ? K_FULL : a.kind[e] == LT_FE_SCALAR ? K_SCALAR : K_ROW;
+        r.in[e] = a.in[e];
+        r.rowlen[e] = a.last;
+    }
+    memcpy(r.out_of, a.out_of, sizeof r.out_of);
+    int64_t n = a.n, ntiles = (n + TILE - 1) / TILE;
 #pragma omp parallel if (n * r.nsteps > LT_PAR_ELEMS)
     {
         int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
