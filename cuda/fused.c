@@ -57,4 +57,7 @@ static lt_status k_fused(lt_kctx *k)
     return LT_OK;
 }
 
-void lt_cuda_register_fused(lt_cu_op *tab) { tab[LT_OP_FUSED_ELEMENTWISE] = (lt_cu_op){k_fused, 0, 0, fits_fused, false}; }
+void lt_cuda_register_fused(lt_cu_op *tab)
+{
+    tab[LT_OP_FUSED_ELEMENTWISE] = (lt_cu_op){k_fused, 0, 0, fits_fused, false};
+}
