@@ -116,14 +116,9 @@ static lt_status rewrite(fold *f, lt_block *b, int z, const int *adds, int na, i
     return LT_OK;
 }
 
-static lt_status fold_block(fold *f, lt_block *b)
+static lt_status fold_block(lt_block *b, void *ctx)
 {
-    for (int i = 0; i < b->nnodes; i++)
-        for (int r = 0; r < b->nodes[i]->nregions; r++) {
-            lt_status s = fold_block(f, b->nodes[i]->regions[r]);
-            if (s != LT_OK)
-                return s;
-        }
+    fold *f = ctx;
     bool *dead = calloc((size_t)b->nnodes + 1, sizeof *dead);
     int *adds = malloc(sizeof *adds * ((size_t)b->nnodes + 1));
     lt_status s = dead && adds ? LT_OK : LT_ERR_NOMEM;
@@ -148,14 +143,8 @@ lt_status lt_ir_acc_to_add(lt_module *m, int *nfolded, lt_err *err)
     f.uses = calloc((size_t)m->nvalues + 1, sizeof *f.uses);
     lt_status s = f.uses ? LT_OK : LT_ERR_NOMEM;
     if (s == LT_OK) {
-        if (m->main)
-            lt_block_count_uses(m->main, f.uses);
-        for (int i = 0; i < m->nfuncs; i++)
-            lt_block_count_uses(m->funcs[i]->body, f.uses);
-        if (m->main)
-            s = fold_block(&f, m->main);
-        for (int i = 0; i < m->nfuncs && s == LT_OK; i++)
-            s = fold_block(&f, m->funcs[i]->body);
+        lt_module_count_uses(m, f.uses);
+        s = lt_module_each_block(m, fold_block, &f);
     }
     free(f.uses);
     if (nfolded)

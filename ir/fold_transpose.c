@@ -97,14 +97,9 @@ static lt_status swap_gemm(lt_module *m, lt_node *t, const lt_node *g)
     return LT_OK;
 }
 
-static lt_status fold_block(fold *f, lt_block *b)
+static lt_status fold_block(lt_block *b, void *ctx)
 {
-    for (int i = 0; i < b->nnodes; i++)
-        for (int r = 0; r < b->nodes[i]->nregions; r++) {
-            lt_status s = fold_block(f, b->nodes[i]->regions[r]);
-            if (s != LT_OK)
-                return s;
-        }
+    fold *f = ctx;
     lt_status s = LT_OK;
     bool *dead = calloc((size_t)b->nnodes + 1, sizeof *dead);
     if (!dead)
@@ -176,14 +171,6 @@ static lt_status fold_block(fold *f, lt_block *b)
     return s;
 }
 
-/* ival->uses as the module reads them now */
-static void recount(lt_module *m, const int *uses)
-{
-    for (int i = 0; i < m->nvalues; i++)
-        if (m->values[i])
-            m->values[i]->uses = uses[i];
-}
-
 lt_status lt_ir_fold_transpose(lt_module *m, int *nfolded, lt_err *err)
 {
     fold f = {.m = m};
@@ -191,23 +178,11 @@ lt_status lt_ir_fold_transpose(lt_module *m, int *nfolded, lt_err *err)
     f.unhooked = calloc((size_t)m->nvalues + 1, sizeof *f.unhooked);
     lt_status s = f.uses && f.unhooked ? LT_OK : LT_ERR_NOMEM;
     if (s == LT_OK) {
-        if (m->main)
-            lt_block_count_uses(m->main, f.uses);
-        for (int i = 0; i < m->nfuncs; i++)
-            lt_block_count_uses(m->funcs[i]->body, f.uses);
-        if (m->main)
-            s = fold_block(&f, m->main);
-        for (int i = 0; i < m->nfuncs && s == LT_OK; i++)
-            s = fold_block(&f, m->funcs[i]->body);
+        lt_module_count_uses(m, f.uses);
+        s = lt_module_each_block(m, fold_block, &f);
     }
-    if (s == LT_OK) {
-        memset(f.uses, 0, sizeof *f.uses * ((size_t)m->nvalues + 1));
-        if (m->main)
-            lt_block_count_uses(m->main, f.uses);
-        for (int i = 0; i < m->nfuncs; i++)
-            lt_block_count_uses(m->funcs[i]->body, f.uses);
-        recount(m, f.uses);
-    }
+    if (s == LT_OK)
+        lt_module_recount_uses(m, f.uses);
     free(f.uses);
     free(f.unhooked);
     if (nfolded)

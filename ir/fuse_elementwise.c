@@ -274,14 +274,9 @@ static void join(fuse *f, lt_node *n)
     f->grp[n->out[0]->id] = gi;
 }
 
-static lt_status fuse_block(fuse *f, lt_block *b)
+static lt_status fuse_block(lt_block *b, void *ctx)
 {
-    for (int i = 0; i < b->nnodes; i++)
-        for (int r = 0; r < b->nodes[i]->nregions; r++) {
-            lt_status s = fuse_block(f, b->nodes[i]->regions[r]);
-            if (s != LT_OK)
-                return s;
-        }
+    fuse *f = ctx;
     f->ng = 0;
     for (int i = 0; i < b->nnodes; i++) {
         lt_node *n = b->nodes[i];
@@ -322,14 +317,8 @@ lt_status lt_ir_fuse_elementwise(lt_module *m, lt_err *err)
     if (s == LT_OK) {
         for (int i = 0; i <= m->nvalues; i++)
             f.grp[i] = -1;
-        if (m->main)
-            lt_block_count_uses(m->main, f.uses);
-        for (int i = 0; i < m->nfuncs; i++)
-            lt_block_count_uses(m->funcs[i]->body, f.uses);
-        if (m->main)
-            s = fuse_block(&f, m->main);
-        for (int i = 0; i < m->nfuncs && s == LT_OK; i++)
-            s = fuse_block(&f, m->funcs[i]->body);
+        lt_module_count_uses(m, f.uses);
+        s = lt_module_each_block(m, fuse_block, &f);
     }
     free(f.uses);
     free(f.grp);

@@ -193,14 +193,9 @@ static lt_status to_gelu(fuse *f, lt_node *n, lt_ival *x)
     return LT_OK;
 }
 
-static lt_status fuse_block(fuse *f, lt_block *b)
+static lt_status fuse_block(lt_block *b, void *ctx)
 {
-    for (int i = 0; i < b->nnodes; i++)
-        for (int r = 0; r < b->nodes[i]->nregions; r++) {
-            lt_status s = fuse_block(f, b->nodes[i]->regions[r]);
-            if (s != LT_OK)
-                return s;
-        }
+    fuse *f = ctx;
     bool *dead = calloc((size_t)b->nnodes + 1, sizeof *dead);
     if (!dead)
         return LT_ERR_NOMEM;
@@ -235,15 +230,6 @@ static lt_status fuse_block(fuse *f, lt_block *b)
     return s;
 }
 
-static void count_all(lt_module *m, int *uses)
-{
-    memset(uses, 0, sizeof *uses * ((size_t)m->nvalues + 1));
-    if (m->main)
-        lt_block_count_uses(m->main, uses);
-    for (int i = 0; i < m->nfuncs; i++)
-        lt_block_count_uses(m->funcs[i]->body, uses);
-}
-
 lt_status lt_ir_fuse_gelu(lt_module *m, int *nfused, lt_err *err)
 {
     fuse f = {.m = m};
@@ -251,18 +237,11 @@ lt_status lt_ir_fuse_gelu(lt_module *m, int *nfused, lt_err *err)
     f.unhooked = calloc((size_t)m->nvalues + 1, sizeof *f.unhooked);
     lt_status s = f.uses && f.unhooked ? LT_OK : LT_ERR_NOMEM;
     if (s == LT_OK) {
-        count_all(m, f.uses);
-        if (m->main)
-            s = fuse_block(&f, m->main);
-        for (int i = 0; i < m->nfuncs && s == LT_OK; i++)
-            s = fuse_block(&f, m->funcs[i]->body);
+        lt_module_count_uses(m, f.uses);
+        s = lt_module_each_block(m, fuse_block, &f);
     }
-    if (s == LT_OK && f.nfused) {
-        count_all(m, f.uses);
-        for (int i = 0; i < m->nvalues; i++)
-            if (m->values[i])
-                m->values[i]->uses = f.uses[i];
-    }
+    if (s == LT_OK && f.nfused)
+        lt_module_recount_uses(m, f.uses);
     free(f.uses);
     free(f.unhooked);
     if (nfused)

@@ -473,6 +473,42 @@ void lt_block_count_uses(const lt_block *b, int *uses)
             uses[b->results[r]->id]++;
 }
 
+void lt_module_count_uses(const lt_module *m, int *uses)
+{
+    memset(uses, 0, sizeof *uses * ((size_t)m->nvalues + 1));
+    if (m->main)
+        lt_block_count_uses(m->main, uses);
+    for (int i = 0; i < m->nfuncs; i++)
+        lt_block_count_uses(m->funcs[i]->body, uses);
+}
+
+void lt_module_recount_uses(lt_module *m, int *uses)
+{
+    lt_module_count_uses(m, uses);
+    for (int i = 0; i < m->nvalues; i++)
+        if (m->values[i])
+            m->values[i]->uses = uses[i];
+}
+
+static lt_status each_block(lt_block *b, lt_status (*fn)(lt_block *b, void *ctx), void *ctx)
+{
+    for (int i = 0; i < b->nnodes; i++)
+        for (int r = 0; r < b->nodes[i]->nregions; r++) {
+            lt_status s = each_block(b->nodes[i]->regions[r], fn, ctx);
+            if (s != LT_OK)
+                return s;
+        }
+    return fn(b, ctx);
+}
+
+lt_status lt_module_each_block(lt_module *m, lt_status (*fn)(lt_block *b, void *ctx), void *ctx)
+{
+    lt_status s = m->main ? each_block(m->main, fn, ctx) : LT_OK;
+    for (int i = 0; i < m->nfuncs && s == LT_OK; i++)
+        s = each_block(m->funcs[i]->body, fn, ctx);
+    return s;
+}
+
 void lt_block_drop_nodes(lt_block *b, const bool *dead)
 {
     int w = 0;

@@ -208,6 +208,15 @@ void lt_block_count_uses(const lt_block *b, int *uses);
 /* Drops the nodes i of b with dead[i] (dead indexed by node position),
  * keeping the others in order with their index fields renumbered. */
 void lt_block_drop_nodes(lt_block *b, const bool *dead);
+/* uses[v->id] = the reads of v over the whole module (main and every
+ * function body; lt_block_count_uses), the counters zeroed first. */
+void lt_module_count_uses(const lt_module *m, int *uses);
+/* The same, then every value's uses field set from it (after a rewrite). */
+void lt_module_recount_uses(lt_module *m, int *uses);
+/* fn(b, ctx) on every block of the module, the regions of a block's nodes
+ * before the block itself, main first, then each function body; the first
+ * status other than LT_OK stops the walk and is returned. */
+lt_status lt_module_each_block(lt_module *m, lt_status (*fn)(lt_block *b, void *ctx), void *ctx);
 int lt_module_sym(lt_module *m, const char *name); /* interns; -1 on OOM */
 int lt_module_add_param(lt_module *m, const char *name); /* -1 on OOM */
 lt_func *lt_module_add_func(lt_module *m, const char *name); /* body has no parent */
