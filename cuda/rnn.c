@@ -191,6 +191,22 @@ static void state_dims(const lstm *L, int64_t *d)
         }                                                                                                        \
     } while (0)
 
+/* A direction's part of the workspace at base: the gates [rows, G], then
+ * the [rows, H] records (hx; the GRU's ax; the LSTM's cr, cw, hc). */
+static void ws_parts(const lstm *L, void *base, lt_cu_rnn_step *p)
+{
+    size_t gates = (size_t)(L->rows * L->G) * L->es, block = (size_t)(L->rows * L->H) * L->es;
+    p->pre = base;
+    p->hx = (char *)base + gates;
+    if (L->gates == 3)
+        p->ax = (char *)p->hx + block;
+    if (L->gates == 4) {
+        p->cr = (char *)p->hx + block;
+        p->cw = (char *)p->cr + block;
+        p->hc = (char *)p->cw + block;
+    }
+}
+
 static void out_dims(const lstm *L, int64_t *yd, int64_t *hd)
 {
     if (L->layout) {
@@ -239,17 +255,10 @@ static lt_status recurrent(lt_kctx *k, int gates)
                             .tmp = tmp, .hph = hph};
         if (gru && L->Bias)
             p.rbh = AT(L->Bias->data, d * 2 * L->G + L->G + 2 * H);
-        p.pre = ws ? AT(ws->data, d * per) : gates_in;
-        if (ws) {
-            p.hx = AT(p.pre, L->rows * L->G);
-            if (gru)
-                p.ax = AT(p.hx, L->rows * H);
-            if (lstm4) {
-                p.cr = AT(p.hx, L->rows * L->H);
-                p.cw = AT(p.cr, L->rows * L->H);
-                p.hc = AT(p.cw, L->rows * L->H);
-            }
-        }
+        if (ws)
+            ws_parts(L, AT(ws->data, d * per), &p);
+        else
+            p.pre = gates_in;
         const void *Wd = AT(L->W->data, d * L->G * L->I), *Rd = AT(L->R->data, d * L->G * L->H);
         if ((s = lt_cuda_gemm(k, L->f64, false, true, L->rows, L->G, L->I, 1.0, L->X->data, L->I, Wd, L->I, 0.0,
                               p.pre)) != LT_OK)
@@ -348,15 +357,7 @@ static lt_status recurrent_grad(lt_kctx *k, int gates)
         lt_cu_rnn_step p = {.S = L->S, .B = L->B, .D = L->D, .H = L->H, .d = d, .layout = L->layout,
                             .act = L->act[d], .dY = dY ? dY->data : NULL, .dh = dh, .dc = dc, .g = g,
                             .lbr = L->lbr, .tmp = tmp, .ds = ds, .gh = gh, .drh = drh};
-        p.pre = AT(ws->data, d * per);
-        p.hx = AT(p.pre, L->rows * L->G);
-        if (gru)
-            p.ax = AT(p.hx, L->rows * H);
-        if (lstm4) {
-            p.cr = AT(p.hx, L->rows * L->H);
-            p.cw = AT(p.cr, L->rows * L->H);
-            p.hc = AT(p.cw, L->rows * L->H);
-        }
+        ws_parts(L, AT(ws->data, d * per), &p);
         const void *Wd = AT(L->W->data, d * L->G * L->I), *Rd = AT(L->R->data, d * L->G * L->H);
         CU(lt_cu_rnn_state(st, L->f64, dh, dYh ? dYh->data : NULL, false, L->layout, L->B, L->D, d, L->H),
            "lt_cu_rnn_state");
