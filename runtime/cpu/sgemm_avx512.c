@@ -123,6 +123,31 @@ AVX512 static void pack_b(const float *B, int64_t ldb, bool tb, int64_t k0, int6
 
 /* ---- the register tile ---- */
 
+/* A tile's accumulators into its mr x nr corner of C: written (mode 0),
+ * added (mode 1) or added to beta C (mode 2). */
+AVX512 static inline __attribute__((always_inline)) void store_tile(__m512 acc[MR][2], float *c, int64_t ldc,
+                                                                     int64_t mr, int64_t nr, int mode, float beta)
+{
+    __mmask16 m0 = mask_of(nr), m1 = mask_of(nr > 16 ? nr - 16 : 0);
+    __m512 vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) {
+        if (r >= mr)
+            break;
+        float *cr = c + r * ldc;
+        __m512 v0 = acc[r][0], v1 = acc[r][1];
+        if (mode == 1) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
+            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+        } else if (mode == 2) {
+            v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);
+            v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), v1);
+        }
+        _mm512_mask_storeu_ps(cr, m0, v0);
+        _mm512_mask_storeu_ps(cr + 16, m1, v1);
+    }
+}
+
 /* C[mr, nr] of the tile: mode 0 stores the product, 1 adds it to C, 2
  * stores beta C + product */
 AVX512 static void tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, int64_t mr, int64_t nr,
@@ -143,24 +168,7 @@ AVX512 static void tile(int64_t kc, const float *pa, const float *pb, float *c, 
             acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
         }
     }
-    __mmask16 m0 = mask_of(nr), m1 = mask_of(nr > 16 ? nr - 16 : 0);
-    __m512 vb = _mm512_set1_ps(beta);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; r++) {
-        if (r >= mr)
-            break;
-        float *cr = c + r * ldc;
-        __m512 v0 = acc[r][0], v1 = acc[r][1];
-        if (mode == 1) {
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
-        } else if (mode == 2) {
-            v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);
-            v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), v1);
-        }
-        _mm512_mask_storeu_ps(cr, m0, v0);
-        _mm512_mask_storeu_ps(cr + 16, m1, v1);
-    }
+    store_tile(acc, c, ldc, mr, nr, mode, beta);
 }
 
 /* The tile with op(A) read in place: a(r, k) at a0 + r * rs + k * ks (A
@@ -188,24 +196,7 @@ AVX512 static void tile_direct(int64_t kc, const float *a0, int64_t rs, int64_t 
             acc[r][1] = _mm512_fmadd_ps(ar_k, b1, acc[r][1]);
         }
     }
-    __mmask16 m0 = mask_of(nr), m1 = mask_of(nr > 16 ? nr - 16 : 0);
-    __m512 vb = _mm512_set1_ps(beta);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; r++) {
-        if (r >= mr)
-            break;
-        float *cr = c + r * ldc;
-        __m512 v0 = acc[r][0], v1 = acc[r][1];
-        if (mode == 1) {
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
-        } else if (mode == 2) {
-            v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);
-            v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), v1);
-        }
-        _mm512_mask_storeu_ps(cr, m0, v0);
-        _mm512_mask_storeu_ps(cr + 16, m1, v1);
-    }
+    store_tile(acc, c, ldc, mr, nr, mode, beta);
 }
 
 /* ---- driver ---- */
