@@ -12,6 +12,7 @@
  * Loop and Scan: a recursive IR function per loop (ad_loop.c). */
 #include "ad_impl.h"
 #include "../ir/fuse_gelu.h"
+#include "../ir/swap_relu_pool.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,6 +221,8 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
         s = lt_ir_loop_lists_to_scans(m, err);
     if (s == LT_OK)
         s = lt_ir_fuse_gelu(m, NULL, err); /* exporters' erf chains: one node whose gradient recomputes */
+    if (s == LT_OK)
+        s = lt_ir_swap_relu_pool(m, NULL, err); /* Relu after MaxPool: on the pooled tensor, forward and back */
     if (s == LT_OK)
         s = lt_ad_append_loss(m, spec, &loss, &nextra, extra, err);
     if (s == LT_OK)
