@@ -367,7 +367,9 @@ static lt_status pool(lt_kctx *k, pool_kind kind, double p)
         j.y = y->data;
         bool two = nsp == 2 && kernel[0] == 2 && kernel[1] == 2 && j.g.s[0] == 2 && j.g.s[1] == 2;
         bool max32 = j.esz == 4 && kind == POOL_MAX && !ind;
-        if (max32 && two && lt_nn_plain2d(&j.g))
+        if (max32 && lt_nn_maxpool2s2_f32(&j.g, j.planes, x->data, y->data))
+            return LT_OK;
+        else if (max32 && two && lt_nn_plain2d(&j.g))
             maxpool2d_f32(&j);
         else if (max32 && lt_nn_maxpool3s2_f32(&j.g, j.planes, x->data, y->data))
             return LT_OK;

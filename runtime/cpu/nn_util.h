@@ -46,6 +46,10 @@ bool lt_nn_col2im2d_avx512(const float *col, int64_t ldc, float *img, const lt_n
  * (pool_max3s2_avx512.c); bit for bit the scalar kernels' results. false,
  * with nothing written, for other geometries (the gradient: grids over
  * 1024 wide too) or without AVX-512. */
+/* MaxPool on float32 planes with 2x2 windows, stride 2, all inside the
+ * image (lt_nn_plain2d), with AVX-512 (pool_max2s2_avx512.c); bit for bit
+ * the scalar kernel's result. false, with nothing written, otherwise. */
+bool lt_nn_maxpool2s2_f32(const lt_nn_geom *g, int64_t planes, const float *x, float *y);
 bool lt_nn_maxpool3s2_f32(const lt_nn_geom *g, int64_t planes, const float *x, float *y);
 bool lt_nn_maxpool3s2_grad_f32(const lt_nn_geom *g, int64_t planes, const float *x, const float *dy, float *dx);
 

@@ -1,7 +1,7 @@
 /* MaxPool and MaxPoolGrad on float32 with two spatial axes (the select-based
  * kernels for any pads, strides, dilations and ceil_mode, the 3x3 windows
  * unrolled, the 2x2 stride-2 ones, and the AVX-512 ones for 3x3 stride-2
- * windows inside the image) against a direct reference written
+ * windows and the 2x2 stride-2 forward inside the image) against a direct reference written
  * here: every window scanned in row-major order over its in-image taps, the
  * first tap taken and replaced only by a tap v with v > best. Inputs at
  * batch 16 with odd sizes hold few distinct values (ties everywhere), signed
@@ -200,6 +200,13 @@ static void max_pool_2d(void **state)
         /* big enough for the kernels' threads */
         {"3x3 stride 2 pads 1, parallel, 16x64x17x16", 16, 64, 17, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
         {"2x2 stride 2, parallel, 16x32x64x66", 16, 32, 64, 66, {2, 2}, {2, 2}, {1, 1}, {0}},
+        /* 2x2 stride 2 inside the image: the AVX-512 forward, grid rows of
+         * 16 + 9, 16 + 2 and 16 + 1 (a spare column) windows, and rows
+         * shared out in chunks across planes (24 x 24 planes, 16 x 32) */
+        {"2x2 stride 2, grid 25 wide, 16x3x6x50", 16, 3, 6, 50, {2, 2}, {2, 2}, {1, 1}, {0}},
+        {"2x2 stride 2, grid 18 wide, 16x3x8x36", 16, 3, 8, 36, {2, 2}, {2, 2}, {1, 1}, {0}},
+        {"2x2 stride 2, grid 17 wide odd image, 16x3x7x35", 16, 3, 7, 35, {2, 2}, {2, 2}, {1, 1}, {0}},
+        {"2x2 stride 2, parallel chunks, 16x32x24x24", 16, 32, 24, 24, {2, 2}, {2, 2}, {1, 1}, {0}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_cfg(&cases[i], 900 + 10 * i);
