@@ -34,10 +34,11 @@ static lt_status mm_int(lt_kctx *k, const lt_mm_shape *s, const lt_tensor *A, co
     return LT_OK;
 }
 
-/* Float products through BLAS; dt is LT_F32 or LT_F64 and a, b, y hold it.
- * ta / tb: each matrix of A is stored [K, M] / of B [N, K] (MatMulTrans). */
-static lt_status mm_blas(lt_kctx *k, const lt_mm_shape *s, lt_dtype dt, bool ta, bool tb, const void *a,
-                         const void *b, void *y, int64_t nmat_a, int64_t nmat_b)
+/* Float products through BLAS, y = alpha op(a) op(b); dt is LT_F32 or
+ * LT_F64 and a, b, y hold it. ta / tb: each matrix of A is stored [K, M] /
+ * of B [N, K] (MatMulTrans). */
+static lt_status mm_blas(lt_kctx *k, const lt_mm_shape *s, lt_dtype dt, bool ta, bool tb, double alpha,
+                         const void *a, const void *b, void *y, int64_t nmat_a, int64_t nmat_b)
 {
     int64_t M = s->M, N = s->N, K = s->K;
     if (!lt_linalg_blas_ok(M, N, K))
@@ -45,7 +46,7 @@ static lt_status mm_blas(lt_kctx *k, const lt_mm_shape *s, lt_dtype dt, bool ta,
     int64_t lda = ta ? M : K, ldb = tb ? K : N;
     /* B is one matrix and A holds every batch in order: one tall product */
     if (!ta && nmat_b == 1 && nmat_a == s->nb && lt_linalg_blas_ok(s->nb * M, N, K)) {
-        lt_linalg_gemm(dt, false, tb, s->nb * M, N, K, 1.0, a, lda, b, ldb, 0.0, y, N);
+        lt_linalg_gemm(dt, false, tb, s->nb * M, N, K, alpha, a, lda, b, ldb, 0.0, y, N);
         return LT_OK;
     }
     int64_t *off = lt_k_scratch(k, (size_t)s->nb * 3 * sizeof *off);
@@ -58,14 +59,15 @@ static lt_status mm_blas(lt_kctx *k, const lt_mm_shape *s, lt_dtype dt, bool ta,
         off[s->nb + i] = ib * K * N;
         off[2 * s->nb + i] = i * M * N;
     }
-    lt_linalg_gemm_batched(dt, ta, tb, M, N, K, 1.0, a, lda, off, b, ldb, off + s->nb, 0.0, y, N, off + 2 * s->nb,
+    lt_linalg_gemm_batched(dt, ta, tb, M, N, K, alpha, a, lda, off, b, ldb, off + s->nb, 0.0, y, N, off + 2 * s->nb,
                            s->nb);
     return LT_OK;
 }
 
 /* MatMul, and MatMulTrans (ta / tb: the last two axes of A / B swapped
- * first; float32 and float64, operands of rank 2 or more) */
-static lt_status matmul_of(lt_kctx *k, bool ta, bool tb)
+ * first; float32 and float64, operands of rank 2 or more; the product
+ * times alpha, ir/fold_scale.h) */
+static lt_status matmul_of(lt_kctx *k, bool ta, bool tb, double alpha)
 {
     const lt_tensor *A = lt_k_in(k, 0), *B = lt_k_in(k, 1);
     if (!A || !B)
@@ -78,6 +80,8 @@ static lt_status matmul_of(lt_kctx *k, bool ta, bool tb)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "MatMul of %s is not supported", lt_dtype_name(dt));
     if ((ta || tb) && dt != LT_F32 && dt != LT_F64)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "transposed operands of %s are not supported", lt_dtype_name(dt));
+    if (alpha != 1.0 && !lt_dtype_is_float(dt))
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "alpha on %s operands is not supported", lt_dtype_name(dt));
     if ((ta && A->rank < 2) || (tb && B->rank < 2))
         return lt_k_fail(k, LT_ERR_RUNTIME, "a transposed operand must have rank 2 or more (ranks %d and %d)",
                          A->rank, B->rank);
@@ -105,7 +109,7 @@ static lt_status matmul_of(lt_kctx *k, bool ta, bool tb)
         return LT_OK;
     }
     if (dt == LT_F32 || dt == LT_F64)
-        return mm_blas(k, &s, dt, ta, tb, A->data, B->data, Y->data, na, nbm);
+        return mm_blas(k, &s, dt, ta, tb, alpha, A->data, B->data, Y->data, na, nbm);
     if (lt_dtype_is_int(dt))
         return mm_int(k, &s, A, B, Y);
     /* half types: compute in float, round once at the end */
@@ -113,17 +117,18 @@ static lt_status matmul_of(lt_kctx *k, bool ta, bool tb)
     float *y = lt_k_scratch(k, (size_t)Y->numel * sizeof *y);
     if (!a || !b || !y)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    st = mm_blas(k, &s, LT_F32, false, false, a, b, y, na, nbm);
+    st = mm_blas(k, &s, LT_F32, false, false, alpha, a, b, y, na, nbm);
     for (int64_t i = 0; i < Y->numel && st == LT_OK; i++)
         lt_tensor_set_f64(Y, i, y[i]);
     return st;
 }
 
-static lt_status matmul(lt_kctx *k) { return matmul_of(k, false, false); }
+static lt_status matmul(lt_kctx *k) { return matmul_of(k, false, false, 1.0); }
 
 static lt_status matmul_trans(lt_kctx *k)
 {
-    return matmul_of(k, lt_attr_int(k->node, "transA", 0) != 0, lt_attr_int(k->node, "transB", 0) != 0);
+    return matmul_of(k, lt_attr_int(k->node, "transA", 0) != 0, lt_attr_int(k->node, "transB", 0) != 0,
+                     lt_attr_float(k->node, "alpha", 1.0f));
 }
 
 static lt_status gemm(lt_kctx *k)
