@@ -153,12 +153,27 @@ static lt_status k_split(lt_kctx *k)
     if (st != LT_OK)
         return st;
     size_t es = lt_dtype_size(x->dtype);
-    int64_t xs[LT_MAX_RANK], ds[LT_MAX_RANK], dims[LT_MAX_RANK], off = 0;
+    int64_t xs[LT_MAX_RANK], ds[LT_MAX_RANK], dims[LT_MAX_RANK], off = 0, outer = 1;
     lt_tk_strides(x->rank, x->dims, xs);
     memcpy(dims, x->dims, sizeof dims);
+    for (int d = 0; d < axis; d++)
+        outer *= x->dims[d];
+    /* every axis before the split's has length 1 (attention's q, k, v out
+     * of one [3, ...] tensor): each output is a contiguous piece of x, a
+     * view of x's storage, nothing copied */
+    bool views = outer == 1 && x->buf && es > 0 && x->dtype != LT_STRING;
     for (int i = 0; i < k->nout; i++) {
         dims[axis] = sizes[i];
-        if (lt_k_want(k, i)) {
+        if (views && lt_k_want(k, i)) {
+            lt_value *v = lt_value_new_tensor();
+            if (!v)
+                return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+            lt_tensor_view(&v->t, x, x->rank, x->dims);
+            v->t.dims[axis] = sizes[i];
+            v->t.numel = lt_shape_numel(x->rank, v->t.dims);
+            v->t.data = (char *)x->data + (size_t)(off * xs[axis]) * es;
+            lt_k_out_value(k, i, v);
+        } else if (lt_k_want(k, i)) {
             lt_tensor *y;
             st = lt_k_out(k, i, x->dtype, x->rank, dims, &y);
             if (st != LT_OK)

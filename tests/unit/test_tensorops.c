@@ -2,6 +2,7 @@
  * Identity, Shape, Size) and the copies (Transpose, Concat, Split, Slice,
  * Expand, Tile), checked against hand-derived shapes and index maps. */
 #include "test_tensorops_util.h"
+#include <math.h>
 
 /* ---- views ---- */
 static void reshape_views(void **state)
@@ -384,6 +385,91 @@ static void split_forms(void **state)
     lt_value_free(x);
 }
 
+/* Split where every axis before the split's has length 1: the pieces are
+ * views of the input's storage (one buffer, consecutive data), elsewhere
+ * copies; the same elements either way. */
+static void split_views(void **state)
+{
+    (void)state;
+    lt_value *x = tu_rand(LT_F32, 4, (int64_t[]){1, 1, 6, 4}, -1, 1, 33), *outs[3];
+    tu_graph g = tu_single(LT_OP_SPLIT, 11, 1, 3);
+    tu_attr_int(&g, "axis", 2);
+    tu_attr_ints(&g, "split", 3, (int64_t[]){1, 3, 2});
+    to_run(&g, (lt_value *[]){x}, outs, LT_OK);
+    int64_t off = 0, sizes[3] = {1, 3, 2};
+    for (int o = 0; o < 3; o++) {
+        to_dims(outs[o], 4, (int64_t[]){1, 1, sizes[o], 4});
+        for (int64_t e = 0; e < sizes[o] * 4; e++)
+            assert_true(tu_get(outs[o], e) == tu_get(x, off * 4 + e));
+        off += sizes[o];
+    }
+    if (!tu_device_path()) {
+        assert_non_null(outs[0]->t.buf);
+        assert_ptr_equal(outs[1]->t.buf, outs[0]->t.buf);
+        assert_ptr_equal(outs[2]->t.buf, outs[0]->t.buf);
+        assert_ptr_equal((float *)outs[1]->t.data, (float *)outs[0]->t.data + 4);
+        assert_ptr_equal((float *)outs[2]->t.data, (float *)outs[0]->t.data + 16);
+    }
+    for (int o = 0; o < 3; o++)
+        lt_value_free(outs[o]);
+    tu_free(&g);
+    lt_value_free(x);
+    /* an axis of 2 before the split's: copies, each its own buffer */
+    x = tu_rand(LT_F32, 3, (int64_t[]){2, 6, 4}, -1, 1, 34);
+    g = tu_single(LT_OP_SPLIT, 11, 1, 2);
+    tu_attr_int(&g, "axis", 1);
+    to_run(&g, (lt_value *[]){x}, outs, LT_OK);
+    for (int o = 0; o < 2; o++) {
+        to_dims(outs[o], 3, (int64_t[]){2, 3, 4});
+        for (int i = 0; i < 2; i++)
+            for (int64_t e = 0; e < 12; e++)
+                assert_true(tu_get(outs[o], i * 12 + e) == tu_get(x, i * 24 + o * 12 + e));
+    }
+    if (!tu_device_path())
+        assert_ptr_not_equal(outs[0]->t.buf, outs[1]->t.buf);
+    for (int o = 0; o < 2; o++)
+        lt_value_free(outs[o]);
+    tu_free(&g);
+    lt_value_free(x);
+}
+
+/* tests/data/split_view.onnx: pieces of a planned buffer, as views, read
+ * by kernels that may write over their input; the same answer on every
+ * run (the first runs on the pool, the later ones on the planned arena) */
+static void split_views_in_a_program(void **state)
+{
+    (void)state;
+    lt_err err;
+    lt_model *m;
+    if (lt_model_load(LT_SOURCE_DIR "/tests/data/split_view.onnx", &m, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_session *s;
+    if (lt_session_new(m, &s, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    const int64_t N = 37;
+    lt_value *x = tu_rand(LT_F32, 3, (int64_t[]){3, N, 4}, -2, 2, 35);
+    double want[3 * 37 * 4];
+    for (int64_t e = 0; e < N * 4; e++) {
+        double a = tu_get(x, e), b = tu_get(x, N * 4 + e), c = tu_get(x, 2 * N * 4 + e);
+        want[e] = 1 / (1 + exp(-a * a));
+        want[N * 4 + e] = -b * b;
+        want[2 * N * 4 + e] = c * c + a * a;
+    }
+    for (int run = 0; run < 3; run++) {
+        const char *names[1] = {"x"};
+        lt_value *ins[1] = {lt_value_ref(x)}, *outs[1] = {NULL};
+        if (lt_session_run(s, 1, names, ins, outs, &err) != LT_OK)
+            fail_msg("run %d: %s", run, err.msg);
+        to_dims(outs[0], 3, (int64_t[]){3, N, 4});
+        tu_assert_close(outs[0], want, 3 * N * 4, 1e-6, 1e-6, 35 + (uint64_t)run);
+        lt_value_free(ins[0]);
+        lt_value_free(outs[0]);
+    }
+    lt_session_free(s);
+    lt_model_free(m);
+    lt_value_free(x);
+}
+
 /* ---- Slice ---- */
 static lt_value *slice10(lt_value *x, int n, const int64_t *s, const int64_t *e, const int64_t *a, const int64_t *st,
                          lt_status want)
@@ -555,7 +641,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reshape_views),   cmocka_unit_test(flatten_axes), cmocka_unit_test(squeeze_unsqueeze),
         cmocka_unit_test(identity_shape_size), cmocka_unit_test(transpose_all), cmocka_unit_test(concat_axes),
-        cmocka_unit_test(split_forms),     cmocka_unit_test(slice_cases),  cmocka_unit_test(expand_tile),
+        cmocka_unit_test(split_forms),     cmocka_unit_test(split_views),  cmocka_unit_test(split_views_in_a_program),
+        cmocka_unit_test(slice_cases),     cmocka_unit_test(expand_tile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
