@@ -12,6 +12,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define LT_VACT_X86 1
+#include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma")))
 #define AVX512 __attribute__((target("avx512f,avx2,fma")))
 #else
@@ -50,11 +51,36 @@ LOOPS(base, )
 #if LT_VACT_X86
 LOOPS(avx2, AVX2)
 
+/* whether any of the 16 t[j] (or scale * t[j]) is outside (-1, 1), NaN
+ * included: erf's large-argument piece (a division and two exponentials,
+ * most of its cost) is needed */
+AVX512 static inline bool any_large16(const float *t, float scale)
+{
+    __m512 u = _mm512_abs_ps(_mm512_mul_ps(_mm512_loadu_ps(t), _mm512_set1_ps(scale)));
+    return _mm512_cmp_ps_mask(u, _mm512_set1_ps(1.0f), _CMP_NLT_UQ) != 0;
+}
+
+/* erf and Gelu a block of 16 at a time: a block whose arguments all lie
+ * in (-1, 1) (most of an activation's, for Gelu's x / sqrt 2) computes the
+ * small-argument piece alone, the value the full formula selects there,
+ * lane for lane the same operations */
 AVX512 static void erf_avx512(const float *x, float *y, int64_t n)
 {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        if (any_large16(x + i, 1.0f)) {
 #pragma omp simd
-    for (int64_t i = 0; i < n; i++)
-        y[i] = lt_ew_erff(x[i]);
+            for (int j = 0; j < 16; j++)
+                y[i + j] = lt_ew_erff(x[i + j]);
+        } else {
+#pragma omp simd
+            for (int j = 0; j < 16; j++)
+                y[i + j] = lt_ew_erf_small(x[i + j]);
+        }
+    }
+#pragma omp simd
+    for (int64_t k = i; k < n; k++)
+        y[k] = lt_ew_erff(x[k]);
 }
 
 AVX512 static void exp_avx512(const float *x, float *y, int64_t n)
@@ -66,9 +92,21 @@ AVX512 static void exp_avx512(const float *x, float *y, int64_t n)
 
 AVX512 static void gelu_avx512(const float *x, float *y, int64_t n)
 {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        if (any_large16(x + i, 0.7071067811865476f)) {
 #pragma omp simd
-    for (int64_t i = 0; i < n; i++)
-        y[i] = 0.5f * x[i] * lt_ew_erf1pf(x[i] * 0.7071067811865476f);
+            for (int j = 0; j < 16; j++)
+                y[i + j] = 0.5f * x[i + j] * lt_ew_erf1pf(x[i + j] * 0.7071067811865476f);
+        } else {
+#pragma omp simd
+            for (int j = 0; j < 16; j++)
+                y[i + j] = 0.5f * x[i + j] * (1.0f + lt_ew_erf_small(x[i + j] * 0.7071067811865476f));
+        }
+    }
+#pragma omp simd
+    for (int64_t k = i; k < n; k++)
+        y[k] = 0.5f * x[k] * lt_ew_erf1pf(x[k] * 0.7071067811865476f);
 }
 #endif
 
