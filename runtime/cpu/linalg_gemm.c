@@ -87,6 +87,37 @@ static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                     (int)ldc);
 }
 
+/* chunks in whole AVX-512 tiles where there are enough: the tile's width
+ * for columns, and for rows enough that a chunk's packing of the shared
+ * operand stays small against its products */
+#define NR_UNIT 32
+#define MAX_CHUNKS 64
+
+/* Chunks of a side of len over nt threads, guided: each a share 1/(2 nt)
+ * of what is left, but at least 1/(4 nt) of the whole, in whole units, so
+ * the first are big (few packings, long kernel runs) and the last small
+ * enough to even out the threads' finish. Chunk c is [off[c], off[c + 1]);
+ * returns the count. The cuts depend only on the sizes and nt, never on
+ * timing. */
+static int gemm_chunks(int64_t len, int64_t unit, int nt, int64_t *off)
+{
+    int64_t least = (len + 4 * nt - 1) / (4 * nt);
+    least = (least + unit - 1) / unit * unit;
+    int n = 0;
+    off[0] = 0;
+    while (off[n] < len) {
+        int64_t left = len - off[n], c = (left + 2 * nt - 1) / (2 * nt);
+        c = (c + unit - 1) / unit * unit;
+        if (c < least)
+            c = least;
+        if (left - c < least || n == MAX_CHUNKS - 1)
+            c = left;
+        off[n + 1] = off[n] + c;
+        n++;
+    }
+    return n;
+}
+
 static int pool_threads(void)
 {
     return omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -101,23 +132,30 @@ void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t
         return;
     }
     size_t es = dt == LT_F32 ? sizeof(float) : sizeof(double);
-    /* Each thread packs its part of the split operand and all of the
-     * other: split the longer side, so the operand both pack is the
-     * smaller one (rows win ties: they keep B shared and hot). */
+    /* Each chunk packs its part of the split operand and all of the
+     * other: split the longer side, so the operand every chunk packs is
+     * the smaller one (rows win ties: they keep B shared and hot). */
     bool rows = M >= N;
-    int64_t len = rows ? M : N;
-    int64_t chunk = (len + nt - 1) / nt;
-    chunk = (chunk + 7) & ~(int64_t)7;
-    int64_t nchunks = (len + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t o = c * chunk, n = len - o < chunk ? len - o : chunk;
-        if (rows) {
-            const char *a = (const char *)A + (size_t)(ta ? o : o * lda) * es;
-            blas(dt, ta, tb, n, N, K, alpha, a, lda, B, ldb, beta, (char *)C + (size_t)(o * ldc) * es, ldc);
-        } else {
-            const char *b = (const char *)B + (size_t)(tb ? o * ldb : o) * es;
-            blas(dt, ta, tb, M, n, K, alpha, A, lda, b, ldb, beta, (char *)C + (size_t)o * es, ldc);
+    int64_t len = rows ? M : N, off[MAX_CHUNKS + 1];
+    int nchunks = gemm_chunks(len, dt == LT_F32 && len >= 2 * NR_UNIT * nt ? NR_UNIT : 8, nt, off);
+    int cpu0 = lt_par_cpu();
+    int next = 0;
+    /* the chunks go to whichever thread is free: a thread woken late, or
+     * given a core another process holds, takes fewer; a chunk's result is
+     * the same whichever thread computes it */
+#pragma omp parallel num_threads(nt)
+    {
+        if (omp_get_thread_num() > 0)
+            lt_par_leave_cpu(cpu0);
+        for (int c; (c = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED)) < nchunks;) {
+            int64_t o = off[c], n = off[c + 1] - o;
+            if (rows) {
+                const char *a = (const char *)A + (size_t)(ta ? o : o * lda) * es;
+                blas(dt, ta, tb, n, N, K, alpha, a, lda, B, ldb, beta, (char *)C + (size_t)(o * ldc) * es, ldc);
+            } else {
+                const char *b = (const char *)B + (size_t)(tb ? o * ldb : o) * es;
+                blas(dt, ta, tb, M, n, K, alpha, A, lda, b, ldb, beta, (char *)C + (size_t)o * es, ldc);
+            }
         }
     }
 }

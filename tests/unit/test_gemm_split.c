@@ -1,0 +1,168 @@
+/* lt_linalg_gemm's split over threads: products big enough to split (by
+ * columns in whole AVX-512 tiles or in 8s, by rows), cut into guided
+ * chunks the threads take in turn, against sums in double, with every
+ * transpose combination, leading dimensions past the matrices, alpha, beta
+ * 0 (NaNs in C stay out) and 0.5, in float (the AVX-512 and small kernels)
+ * and double (OpenBLAS), at 2 and 3 threads; the same product twice gives
+ * the same bits. A product below the split's threshold runs whole on the
+ * calling thread and is checked the same way. And the helper that moves a
+ * region's second thread off the first one's CPU gives back the thread's
+ * affinity unchanged. */
+#define _GNU_SOURCE
+#include "runtime/cpu/linalg_util.h"
+#include "testutil.h"
+#include <math.h>
+#include <omp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t M, N, K;
+    bool ta, tb;
+    float beta;
+} gcase;
+
+static void split_case(lt_dtype dt, gcase g, uint64_t seed)
+{
+    int64_t M = g.M, N = g.N, K = g.K;
+    /* A is [M, K] or [K, M], B [K, N] or [N, K], each row padded */
+    int64_t lda = (g.ta ? M : K) + 3, ldb = (g.tb ? K : N) + 5, ldc = N + 2;
+    int64_t ad[1] = {(g.ta ? K : M) * lda}, bd[1] = {(g.tb ? N : K) * ldb}, cd[1] = {M * ldc};
+    lt_value *a = tu_rand(dt, 1, ad, -1, 1, seed), *b = tu_rand(dt, 1, bd, -1, 1, seed + 1);
+    lt_value *c = tu_rand(dt, 1, cd, -1, 1, seed + 2);
+    size_t es = dt == LT_F32 ? sizeof(float) : sizeof(double);
+    void *c2 = malloc(es * (size_t)cd[0]);
+    double *want = malloc(sizeof(double) * (size_t)(M * N));
+    assert_non_null(c2);
+    assert_non_null(want);
+    double alpha = 0.75;
+    if (g.beta == 0)
+        for (int64_t i = 0; i < cd[0]; i += 5) {
+            if (dt == LT_F32)
+                ((float *)c->t.data)[i] = NAN;
+            else
+                ((double *)c->t.data)[i] = NAN;
+        }
+    memcpy(c2, c->t.data, es * (size_t)cd[0]);
+    /* op(A) as [M, K] and op(B) as [N, K] in double */
+    double *ad64 = malloc(sizeof(double) * (size_t)(M * K)), *bd64 = malloc(sizeof(double) * (size_t)(N * K));
+    assert_non_null(ad64);
+    assert_non_null(bd64);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t q = 0; q < K; q++)
+            ad64[i * K + q] = tu_get(a, g.ta ? q * lda + i : i * lda + q);
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t q = 0; q < K; q++)
+            bd64[j * K + q] = tu_get(b, g.tb ? j * ldb + q : q * ldb + j);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t q = 0; q < K; q++)
+                s += ad64[i * K + q] * bd64[j * K + q];
+            want[i * N + j] = alpha * s + (g.beta != 0 ? g.beta * tu_get(c, i * ldc + j) : 0);
+        }
+    lt_linalg_gemm(dt, g.ta, g.tb, M, N, K, alpha, a->t.data, lda, b->t.data, ldb, g.beta, c->t.data, ldc);
+    lt_linalg_gemm(dt, g.ta, g.tb, M, N, K, alpha, a->t.data, lda, b->t.data, ldb, g.beta, c2, ldc);
+    double tol = (dt == LT_F32 ? 2e-6 : 1e-13) * (double)K;
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            double got = tu_get(c, i * ldc + j);
+            if (!(fabs(got - want[i * N + j]) <= tol))
+                fail_msg("%s M %lld N %lld K %lld ta %d tb %d beta %g, %d threads: C[%lld, %lld] is %.10g, want "
+                         "%.10g",
+                         lt_dtype_name(dt), (long long)M, (long long)N, (long long)K, g.ta, g.tb, g.beta,
+                         omp_get_max_threads(), (long long)i, (long long)j, got, want[i * N + j]);
+        }
+        /* the padding past each row is never written */
+        for (int64_t j = N; j < ldc && i + 1 < M; j++)
+            assert_true(memcmp((char *)c->t.data + (size_t)(i * ldc + j) * es, (char *)c2 + (size_t)(i * ldc + j) * es,
+                               es) == 0);
+    }
+    /* a repeat gives the same bits */
+    assert_true(memcmp(c->t.data, c2, es * (size_t)cd[0]) == 0 || g.beta == 0);
+    if (g.beta == 0)
+        for (int64_t i = 0; i < M; i++)
+            assert_true(memcmp((char *)c->t.data + (size_t)(i * ldc) * es, (char *)c2 + (size_t)(i * ldc) * es,
+                               es * (size_t)N) == 0);
+    free(want);
+    free(ad64);
+    free(bd64);
+    free(c2);
+    lt_value_free(a);
+    lt_value_free(b);
+    lt_value_free(c);
+}
+
+/* products of at least 2^23 multiply-adds: split */
+static const gcase big[] = {
+    /* columns (N > M), whole 32-column tiles, a last chunk not a multiple of 32 */
+    {128, 520, 200, false, true, 0.0f},
+    {128, 520, 200, false, false, 0.5f},
+    {96, 784, 120, true, false, 0.0f},
+    {100, 700, 130, true, true, 0.5f},
+    /* columns in 8s (too few for whole tiles): the small kernel's chunks */
+    {100, 120, 800, false, true, 0.5f},
+    {60, 150, 1000, true, false, 0.0f},
+    /* rows (M >= N) */
+    {600, 100, 160, false, true, 0.5f},
+    {777, 130, 90, true, false, 0.0f},
+    {2000, 40, 110, false, false, 0.0f},
+    /* many chunks, K over the kernel's 256-deep slices */
+    {90, 1000, 300, false, false, 0.5f},
+};
+
+static void split_products(void **state)
+{
+    (void)state;
+    int saved = omp_get_max_threads();
+    uint64_t seed = 100;
+    for (int nt = 2; nt <= 3; nt++) {
+        omp_set_num_threads(nt);
+        for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+            assert_true((double)big[i].M * big[i].N * big[i].K >= 8388608.0);
+            split_case(LT_F32, big[i], seed += 3);
+        }
+        split_case(LT_F64, big[0], seed += 3);
+        split_case(LT_F64, big[5], seed += 3);
+        split_case(LT_F64, big[6], seed += 3);
+    }
+    omp_set_num_threads(saved);
+}
+
+/* below the threshold: one call on the calling thread */
+static void whole_product(void **state)
+{
+    (void)state;
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+    gcase g = {130, 200, 100, false, true, 0.5f};
+    assert_true((double)g.M * g.N * g.K < 8388608.0);
+    split_case(LT_F32, g, 7);
+    split_case(LT_F64, g, 8);
+    omp_set_num_threads(saved);
+}
+
+static void leave_cpu_keeps_affinity(void **state)
+{
+    (void)state;
+    cpu_set_t before, after;
+    assert_int_equal(sched_getaffinity(0, sizeof before, &before), 0);
+    int cpu = lt_par_cpu();
+    assert_true(cpu >= 0);
+    lt_par_leave_cpu(cpu);
+    assert_int_equal(sched_getaffinity(0, sizeof after, &after), 0);
+    assert_true(CPU_EQUAL(&before, &after));
+    /* a CPU it is not on, or none: nothing to do */
+    lt_par_leave_cpu(-1);
+    lt_par_leave_cpu(CPU_SETSIZE + 5);
+    assert_int_equal(sched_getaffinity(0, sizeof after, &after), 0);
+    assert_true(CPU_EQUAL(&before, &after));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(split_products), cmocka_unit_test(whole_product),
+                                       cmocka_unit_test(leave_cpu_keeps_affinity)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
