@@ -359,10 +359,12 @@ static lt_status gc_filter(lt_kctx *k, const gc_job *j, const char *grid, const 
     int64_t wsize = j->gch * R, n = j->n;
     if (wsize == 0)
         return LT_OK;
-    /* regions and panels write dW whole: no clearing first (ResNet's last
+    /* regions, lanes and panels write dW whole: no clearing first (ResNet's last
      * stage has 9.4 MB of it a layer) */
     if (n > 0 && L > 0 && gc_regions(j, true))
         return lt_nn_conv_regions_filter(k, &j->g, n, Q, P, (const float *)grid, (const float *)img, (float *)dw);
+    if (n > 0 && L > 0 && esz == 4 && lt_nn_conv_filter_lanes_usable(&j->g, G, Q, P))
+        return lt_nn_conv_filter_lanes(k, &j->g, n, Q, P, (const float *)grid, (const float *)img, (float *)dw);
     if (n > 0 && L > 0 && esz == 4 && lt_nn_conv_panels_filter_usable(&j->g, G, Q, P))
         return lt_nn_conv_panels_filter(k, &j->g, n, Q, P, (const float *)grid, (const float *)img, (float *)dw);
     memset(dw, 0, (size_t)wsize * esz);

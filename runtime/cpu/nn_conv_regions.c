@@ -26,6 +26,8 @@
 
 /* about this many columns (block images x region positions) per product */
 #define COLS 512
+/* the copies split into this many parts a thread */
+#define PARTS 4
 
 typedef struct span1 {
     int64_t o0, o1; /* grid positions */
@@ -399,9 +401,10 @@ lt_status lt_nn_conv_regions(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t
         int t = omp_get_thread_num();
         float *colb = bufs + (p.max_rc + m * p.max_cols) * t, *out = colb + p.max_rc;
         if (wt != w) {
-#pragma omp for schedule(static)
-            for (int part = 0; part < nt; part++)
-                taps_last(w, (float *)wt, c, K, p.used, part_lo(m, part, nt), part_lo(m, part + 1, nt));
+#pragma omp for schedule(dynamic, 1)
+            for (int part = 0; part < PARTS * nt; part++)
+                taps_last(w, (float *)wt, c, K, p.used, part_lo(m, part, PARTS * nt),
+                          part_lo(m, part + 1, PARTS * nt));
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < items; it++) {
@@ -443,35 +446,45 @@ lt_status lt_nn_conv_regions_data(lt_kctx *k, const lt_nn_geom *g, int64_t n, in
     float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)((p.max_rc + m * p.max_cols) * nt));
     if (!wt || !bufs)
         return no_memory(k);
+    /* an item: a block of images (the smallest of the regions' blocks)
+     * through every region in order, so that items write apart (the
+     * regions overlap in dx, the images do not) and no thread waits for
+     * another between regions; with fewer blocks than threads, parts of
+     * the channels too */
+    int64_t nb = n;
+    for (int q = 0; q < p.nreg; q++)
+        if (p.reg[q].ntap && p.reg[q].nb < nb)
+            nb = p.reg[q].nb;
+    int64_t nblk = cdiv(n, nb), cs = 1;
+    if (nt > 1 && nblk < nt) {
+        cs = cdiv(nt, nblk);
+        cs = cs > c ? c : cs;
+    }
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int t = omp_get_thread_num();
         float *colb = bufs + (p.max_rc + m * p.max_cols) * t, *dyb = colb + p.max_rc;
-#pragma omp for schedule(static)
-        for (int part = 0; part < nt; part++) {
-            if (wt != w)
-                taps_last(w, (float *)wt, c, K, p.used, part_lo(m, part, nt), part_lo(m, part + 1, nt));
-            int64_t i0 = part_lo(n, part, nt), i1 = part_lo(n, part + 1, nt);
-            memset(dx + i0 * c * p.plane, 0, sizeof(float) * (size_t)((i1 - i0) * c * p.plane));
-        }
-        /* region after region (they overlap in dx); inside one, the items
-         * (block, channel part) write apart */
-        for (int q = 0; q < p.nreg; q++) {
-            const region *r = &p.reg[q];
-            if (r->ntap == 0)
-                continue;
-            int64_t cs = 1;
-            if (nt > 1 && r->nblk < nt) {
-                cs = cdiv(nt, r->nblk);
-                cs = cs > c ? c : cs;
-            }
+        /* in small parts to whichever thread is free: a thread the system
+         * does not schedule holds up one part, not a share */
+        if (wt != w) {
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t it = 0; it < r->nblk * cs; it++) {
-                int64_t blk = it / cs, cp = it % cs;
-                int64_t i0 = blk * r->nb, nb = n - i0 < r->nb ? n - i0 : r->nb, cols = nb * r->npos;
-                int64_t c0 = part_lo(c, cp, cs), c1 = part_lo(c, cp + 1, cs), cc = c1 - c0;
-                int64_t nty = r->ty1 - r->ty0, ntx = r->tx1 - r->tx0;
-                grid_gather(&p, r, dy, i0, nb, 0, m, dyb);
+            for (int part = 0; part < PARTS * nt; part++)
+                taps_last(w, (float *)wt, c, K, p.used, part_lo(m, part, PARTS * nt),
+                          part_lo(m, part + 1, PARTS * nt));
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < nblk * cs; it++) {
+            int64_t blk = it / cs, cp = it % cs;
+            int64_t i0 = blk * nb, nbb = n - i0 < nb ? n - i0 : nb;
+            int64_t c0 = part_lo(c, cp, cs), c1 = part_lo(c, cp + 1, cs), cc = c1 - c0;
+            for (int64_t i = i0; i < i0 + nbb; i++)
+                memset(dx + (i * c + c0) * p.plane, 0, sizeof(float) * (size_t)(cc * p.plane));
+            for (int q = 0; q < p.nreg; q++) {
+                const region *r = &p.reg[q];
+                if (r->ntap == 0)
+                    continue;
+                int64_t cols = nbb * r->npos, nty = r->ty1 - r->ty0, ntx = r->tx1 - r->tx0;
+                grid_gather(&p, r, dy, i0, nbb, 0, m, dyb);
                 if (cc == c) {
                     /* all channels: a tap row's rows are one run of weight columns */
                     int64_t run = ntx == KW ? nty : 1;
@@ -484,7 +497,7 @@ lt_status lt_nn_conv_regions_data(lt_kctx *k, const lt_nn_geom *g, int64_t n, in
                             gemm(true, cc, cols, m, wt + ((r->ty0 + a) * KW + r->tx0 + b) * c + c0, K * c, dyb, cols,
                                  false, colb + (a * ntx + b) * cc * cols, cols);
                 }
-                cols_of(&p, r, dx, i0, nb, colb, c0, c1, true);
+                cols_of(&p, r, dx, i0, nbb, colb, c0, c1, true);
             }
         }
     }
@@ -516,9 +529,10 @@ lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, 
         int t = omp_get_thread_num();
         float *rowb = bufs + per * t, *dyb = rowb + p.max_rc, *dt = dyb + m * p.max_cols;
         if (xt != x) {
-#pragma omp for schedule(static)
-            for (int part = 0; part < nt; part++)
-                taps_last(x, (float *)xt, c, p.plane, NULL, part_lo(n, part, nt), part_lo(n, part + 1, nt));
+#pragma omp for schedule(dynamic, 1)
+            for (int part = 0; part < PARTS * nt; part++)
+                taps_last(x, (float *)xt, c, p.plane, NULL, part_lo(n, part, PARTS * nt),
+                          part_lo(n, part + 1, PARTS * nt));
         }
         /* each part sums its rows of every region over the whole batch */
 #pragma omp for schedule(dynamic, 1)
@@ -539,7 +553,7 @@ lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, 
         }
         /* dW's taps: the regions' sums added in region order, then the
          * channels put back before the taps */
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 8)
         for (int64_t o = 0; o < m; o++) {
             for (int64_t tp = 0; tp < K; tp++)
                 if (p.used[tp])

@@ -143,6 +143,16 @@ bool lt_nn_conv_panels_filter_usable(const lt_nn_geom *g, int64_t groups, int64_
 lt_status lt_nn_conv_panels_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
                                    const float *x, float *dw);
 
+/* The filter gradient with the output channels in the vector lanes and
+ * each tap's image value broadcast from a zero-padded copy of the images
+ * (nn_conv_filter.c; lt_nn_conv_filter_lanes_usable: one group, 32 to 128
+ * output channels, 64 taps x image channels or more, non-negative begin
+ * pads, any strides and dilations, not a plain 1x1, AVX-512): dy [n, m,
+ * grid], x [n, c, img] -> dw [m, c, k], written whole */
+bool lt_nn_conv_filter_lanes_usable(const lt_nn_geom *g, int64_t groups, int64_t c, int64_t m);
+lt_status lt_nn_conv_filter_lanes(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
+                                  const float *x, float *dw);
+
 /* Registrars of the family's files, called by lt_cpu_register_nn. */
 void lt_nn_register_conv(lt_kernel_fn *tab);
 void lt_nn_register_convt(lt_kernel_fn *tab);

@@ -330,6 +330,70 @@ static void panels(void **state)
         run_panels(&no[i], 8300 + 10 * (uint64_t)i, false);
 }
 
+/* The filter gradient with the output channels in the lanes
+ * (runtime/cpu/nn_conv_filter.c): 32 to 128 output channels, not a
+ * multiple of the tile's 32, taps x channels not a multiple of its 8,
+ * strides, dilations, uneven pads, positions past one
+ * stretch of 256 and ending mid-stretch, no pads (the images read in
+ * place); and neighbours that must not (31 and 129 output channels,
+ * groups, a plain 1x1, few taps x channels, grids over 4096), whose
+ * filter gradients take the panels or the blocked products */
+static void run_lanes(const cfg *f, uint64_t seed, bool want)
+{
+    lt_nn_geom geo = {.nsp = 2};
+    for (int a = 0; a < 2; a++) {
+        geo.img[a] = f->img[a];
+        geo.grid[a] = out_size(f, a);
+        geo.k[a] = f->k[a];
+        geo.s[a] = f->s[a];
+        geo.d[a] = f->d[a];
+        geo.pb[a] = f->pads[a];
+        geo.pe[a] = f->pads[a + 2];
+    }
+    assert_int_equal(lt_nn_conv_filter_lanes_usable(&geo, f->group, f->c / f->group, f->m),
+                     want && lt_cpu_avx512_gemm());
+    /* the regions come first: these cases must not run by them */
+    assert_false(lt_nn_regions(4, &geo, f->group, f->n, f->m, true));
+    run_case(f, seed);
+}
+
+static void filter_lanes(void **state)
+{
+    (void)state;
+    const cfg yes[] = {
+        {"3x3 pad 1 on 8x8, 64 -> 64 (ResNet's first stage): 4 stretches", 16, 64, 64, 1, {8, 8}, {3, 3}, {1, 1},
+         {1, 1}, {1, 1, 1, 1}, true, false},
+        {"5x5 on 12x12 -> 8x8, 32 -> 64 (the CNN's second), no pads", 17, 32, 64, 1, {12, 12}, {5, 5}, {1, 1},
+         {1, 1}, {0, 0, 0, 0}, false, false},
+        {"3x3 pad 1 on 7x5, 9 -> 45: 81 taps x channels, 315 positions", 9, 9, 45, 1, {7, 5}, {3, 3}, {1, 1},
+         {1, 1}, {1, 1, 1, 1}, true, false},
+        {"3x3 stride 2 pad 1, 15x15 -> 8x8, 16 -> 100", 19, 16, 100, 1, {15, 15}, {3, 3}, {2, 2}, {1, 1},
+         {1, 1, 1, 1}, true, false},
+        {"3x2 stride 2x1 dilation 2x3 pads 2 1 0 3, 13x11, 11 -> 33", 16, 11, 33, 1, {13, 11}, {3, 2}, {2, 1},
+         {2, 3}, {2, 1, 0, 3}, false, false},
+        {"7x7 stride 2 pad 3, 21x21 -> 11x11, RGB -> 128 (a stem)", 16, 3, 128, 1, {21, 21}, {7, 7}, {2, 2},
+         {1, 1}, {3, 3, 3, 3}, true, false},
+        {"1x1 stride 2, 9x9 -> 5x5, 96 -> 32", 16, 96, 32, 1, {9, 9}, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true,
+         false},
+        {"3x3 no pad on 3x3: one position an image, 64 -> 40", 35, 64, 40, 1, {3, 3}, {3, 3}, {1, 1}, {1, 1},
+         {0, 0, 0, 0}, true, false},
+    };
+    const cfg no[] = {
+        {"3x3 pad 1 on 8x8, 64 -> 31", 16, 64, 31, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
+        {"3x3 pad 1 on 4x4, 64 -> 129", 16, 64, 129, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
+        {"group 2 on 8x8, 64 -> 64", 16, 64, 64, 2, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
+        {"plain 1x1 on 5x5, 96 -> 64", 16, 96, 64, 1, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true, false},
+        {"7 channels 3x3 (63 rows) on 9x9, 7 -> 32", 16, 7, 32, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true,
+         false},
+        {"3x3 pad 1 on 65x64 (4160 positions), 8 -> 32", 2, 8, 32, 1, {65, 64}, {3, 3}, {1, 1}, {1, 1},
+         {1, 1, 1, 1}, true, false},
+    };
+    for (int i = 0; i < (int)(sizeof yes / sizeof yes[0]); i++)
+        run_lanes(&yes[i], 8500 + 10 * (uint64_t)i, true);
+    for (int i = 0; i < (int)(sizeof no / sizeof no[0]); i++)
+        run_lanes(&no[i], 8700 + 10 * (uint64_t)i, false);
+}
+
 /* ConvTranspose's gradients are the same products seen from the other side
  * (ConvTransposeGradData a convolution of dy, ConvTransposeGradFilter the
  * filter product with x on the grid side): x [n, c, img], w [c, m, k], y
@@ -440,6 +504,7 @@ int main(void)
         cmocka_unit_test(blocked_few_taps),
         cmocka_unit_test(cols_wide),
         cmocka_unit_test(panels),
+        cmocka_unit_test(filter_lanes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
