@@ -6,6 +6,7 @@
 #endif
 #include "grad_rnn_util.h"
 #include "linalg_util.h"
+#include "par_spread.h"
 #include "elementwise_vmath.h"
 #include "vact.h"
 #include <math.h>

@@ -1,6 +1,7 @@
 /* The RNN/GRU/LSTM gradients in double. */
 #include "grad_rnn_util.h"
 #include "linalg_util.h"
+#include "par_spread.h"
 #include "vact.h"
 #include <math.h>
 #include <string.h>

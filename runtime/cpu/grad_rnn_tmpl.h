@@ -606,9 +606,12 @@ static void SFX(steps)(SFX(ws) *w, bool backward)
         return;
     }
     int64_t nsl = (B + STEP_SLICE - 1) / STEP_SLICE;
+    int cpu0 = lt_par_cpu();
 #pragma omp parallel
     {
         int nt = omp_get_num_threads();
+        if (omp_get_thread_num() > 0)
+            lt_par_leave_cpu(cpu0);
         if (nsl < 2 * nt) {
             /* too few slices to balance: one part a thread */
             int id = omp_get_thread_num();
@@ -867,26 +870,32 @@ static void SFX(sums)(SFX(ws) *w, int d, T *dwt, double *acc)
     int nr = par ? (omp_get_max_threads() < 8 ? omp_get_max_threads() : 8) : 1;
     int64_t rstep = (G + nr - 1) / nr, cstep = ((G + NW_ - 1) / NW_ + 15) / 16 * 16;
     T *dwb = g->dB ? (T *)g->dB + d * 2 * G : NULL;
-#pragma omp parallel for schedule(dynamic, 1) if (par)
-    for (int task = 0; task < nr + NW_ + NB_; task++) {
-        if (task < nr) { /* dR rows [r0, r1) */
-            int64_t r0 = task * rstep, r1 = r0 + rstep < G ? r0 + rstep : G;
-            if (g->dR && r1 > r0)
-                lt_linalg_gemm(CT, true, false, r1 - r0, H, rows, 1.0, w->buf + r0, G, w->hx, H, 0.0,
-                               (T *)g->dR + d * G * H + r0 * H, H);
-        } else if (task < nr + NW_) { /* dW columns (thin) or rows [c0, c1) of G */
-            int64_t c0 = (task - nr) * cstep, c1 = c0 + cstep < G ? c0 + cstep : G;
-            if (!g->dW || c1 <= c0)
-                continue;
-            if (dwt)
-                SFX(dw_thin)(w, d, dwt, c0, c1);
-            else
-                lt_linalg_gemm(CT, true, false, c1 - c0, I, rows, 1.0, w->buf + c0, G, g->X, I, 0.0,
-                               (T *)g->dW + d * G * I + c0 * I, I);
-        } else { /* dB columns [c0, c1) */
-            int64_t c0 = (task - nr - NW_) * cstep, c1 = c0 + cstep < G ? c0 + cstep : G;
-            if (dwb && c1 > c0)
-                WIDE_OR_BASE(colsum)(rows, c1 - c0, w->buf + c0, G, NULL, 0, acc + c0, dwb + c0);
+    int cpu0 = lt_par_cpu();
+#pragma omp parallel if (par)
+    {
+        if (omp_get_thread_num() > 0)
+            lt_par_leave_cpu(cpu0);
+#pragma omp for schedule(dynamic, 1)
+        for (int task = 0; task < nr + NW_ + NB_; task++) {
+            if (task < nr) { /* dR rows [r0, r1) */
+                int64_t r0 = task * rstep, r1 = r0 + rstep < G ? r0 + rstep : G;
+                if (g->dR && r1 > r0)
+                    lt_linalg_gemm(CT, true, false, r1 - r0, H, rows, 1.0, w->buf + r0, G, w->hx, H, 0.0,
+                                   (T *)g->dR + d * G * H + r0 * H, H);
+            } else if (task < nr + NW_) { /* dW columns (thin) or rows [c0, c1) of G */
+                int64_t c0 = (task - nr) * cstep, c1 = c0 + cstep < G ? c0 + cstep : G;
+                if (!g->dW || c1 <= c0)
+                    continue;
+                if (dwt)
+                    SFX(dw_thin)(w, d, dwt, c0, c1);
+                else
+                    lt_linalg_gemm(CT, true, false, c1 - c0, I, rows, 1.0, w->buf + c0, G, g->X, I, 0.0,
+                                   (T *)g->dW + d * G * I + c0 * I, I);
+            } else { /* dB columns [c0, c1) */
+                int64_t c0 = (task - nr - NW_) * cstep, c1 = c0 + cstep < G ? c0 + cstep : G;
+                if (dwb && c1 > c0)
+                    WIDE_OR_BASE(colsum)(rows, c1 - c0, w->buf + c0, G, NULL, 0, acc + c0, dwb + c0);
+            }
         }
     }
     if (dwb)

@@ -1,6 +1,7 @@
 /* Matrix-product plumbing shared by the linalg and rnn kernels: BLAS calls
  * split over OpenMP threads, numpy matmul shapes, float conversions. */
 #include "linalg_util.h"
+#include "par_spread.h"
 #include <cblas.h>
 #include <limits.h>
 #include <omp.h>

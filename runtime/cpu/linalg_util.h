@@ -48,13 +48,6 @@ void lt_linalg_gemm_batched(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N,
                             const int64_t *offb, double beta, void *C, int64_t ldc, const int64_t *offc,
                             int64_t nb);
 
-/* The CPU the calling thread runs on (-1 when unknown), and, called by a
- * parallel region's other threads with the value the opening thread had,
- * a move of the calling thread off that CPU when the wake-up put it there
- * (par_spread.c: the two would otherwise take turns on one core). */
-int lt_par_cpu(void);
-void lt_par_leave_cpu(int cpu);
-
 /* Whether every size fits BLAS's int. */
 bool lt_linalg_blas_ok(int64_t a, int64_t b, int64_t c);
 

@@ -71,7 +71,9 @@ LT_DEFINE_UPDATE(double, sqrt, update_f64)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "cpu_features.h"
+#include "par_spread.h"
 #include <immintrin.h>
+#include <omp.h>
 
 /* float32 with AVX-512: sixteen elements a step, the last step masked; the
  * same operations in the same order as the loops above (no fused
@@ -95,46 +97,54 @@ __attribute__((target("avx512f"))) static void update_f32_avx512(const lt_optim_
                 decay = (float)c->decay;
     const float wd = c->kind == LT_OPTIM_ADAMW ? 0.0f : (float)c->wd;
     const int kind = (int)c->kind;
-#pragma omp parallel for if (n > LT_OPTIM_PAR_MIN) schedule(static)
-    for (int64_t b = 0; b < nb; b++) {
-        const int64_t i = b * 16;
-        const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
-        __m512 P = LD(p);
-        if (kind == LT_OPTIM_ADAM || kind == LT_OPTIM_ADAMW)
-            P = MUL(P, V(decay));
-        const __m512 G = ADD(MUL(LD(gr), V(scale)), MUL(V(wd), P));
-        switch (kind) {
-        case LT_OPTIM_SGD:
-            P = SUB(P, MUL(V(lr), G));
-            break;
-        case LT_OPTIM_MOMENTUM: {
-            const __m512 S = ADD(MUL(V(mu), LD(s1)), G);
-            ST(s1, S);
-            P = SUB(P, MUL(V(lr), S));
-            break;
+    /* blocks of 2048 vectors taken in turn (a thread given a busy core
+     * takes fewer), the second thread kept off the first one's CPU */
+    const int cpu0 = lt_par_cpu();
+#pragma omp parallel if (n > LT_OPTIM_PAR_MIN)
+    {
+        if (omp_get_thread_num() > 0)
+            lt_par_leave_cpu(cpu0);
+#pragma omp for schedule(dynamic, 2048)
+        for (int64_t b = 0; b < nb; b++) {
+            const int64_t i = b * 16;
+            const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+            __m512 P = LD(p);
+            if (kind == LT_OPTIM_ADAM || kind == LT_OPTIM_ADAMW)
+                P = MUL(P, V(decay));
+            const __m512 G = ADD(MUL(LD(gr), V(scale)), MUL(V(wd), P));
+            switch (kind) {
+            case LT_OPTIM_SGD:
+                P = SUB(P, MUL(V(lr), G));
+                break;
+            case LT_OPTIM_MOMENTUM: {
+                const __m512 S = ADD(MUL(V(mu), LD(s1)), G);
+                ST(s1, S);
+                P = SUB(P, MUL(V(lr), S));
+                break;
+            }
+            case LT_OPTIM_NESTEROV: {
+                const __m512 S = ADD(MUL(V(mu), LD(s1)), G);
+                ST(s1, S);
+                P = SUB(P, MUL(V(lr), ADD(G, MUL(V(mu), S))));
+                break;
+            }
+            case LT_OPTIM_ADAGRAD: {
+                const __m512 S = ADD(LD(s1), MUL(G, G));
+                ST(s1, S);
+                P = SUB(P, DIV(MUL(V(lr), G), ADD(_mm512_sqrt_ps(S), V(eps))));
+                break;
+            }
+            default: { /* Adam, AdamW */
+                const __m512 M = ADD(MUL(V(b1), LD(s1)), MUL(V(1 - b1), G));
+                const __m512 S = ADD(MUL(V(b2), LD(s2)), MUL(MUL(V(1 - b2), G), G));
+                ST(s1, M);
+                ST(s2, S);
+                P = SUB(P, DIV(MUL(V(step), M), ADD(MUL(_mm512_sqrt_ps(S), V(ibc2)), V(eps))));
+                break;
+            }
+            }
+            ST(p, P);
         }
-        case LT_OPTIM_NESTEROV: {
-            const __m512 S = ADD(MUL(V(mu), LD(s1)), G);
-            ST(s1, S);
-            P = SUB(P, MUL(V(lr), ADD(G, MUL(V(mu), S))));
-            break;
-        }
-        case LT_OPTIM_ADAGRAD: {
-            const __m512 S = ADD(LD(s1), MUL(G, G));
-            ST(s1, S);
-            P = SUB(P, DIV(MUL(V(lr), G), ADD(_mm512_sqrt_ps(S), V(eps))));
-            break;
-        }
-        default: { /* Adam, AdamW */
-            const __m512 M = ADD(MUL(V(b1), LD(s1)), MUL(V(1 - b1), G));
-            const __m512 S = ADD(MUL(V(b2), LD(s2)), MUL(MUL(V(1 - b2), G), G));
-            ST(s1, M);
-            ST(s2, S);
-            P = SUB(P, DIV(MUL(V(step), M), ADD(MUL(_mm512_sqrt_ps(S), V(ibc2)), V(eps))));
-            break;
-        }
-        }
-        ST(p, P);
     }
 }
 #undef V

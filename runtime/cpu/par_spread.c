@@ -11,7 +11,7 @@
  * affinity, which migrates it at once) and then gives back its affinity
  * unchanged, so the process's CPU set is never altered. */
 #define _GNU_SOURCE
-#include "linalg_util.h"
+#include "par_spread.h"
 #include <sched.h>
 
 int lt_par_cpu(void)
