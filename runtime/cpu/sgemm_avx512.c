@@ -228,10 +228,17 @@ AVX512 static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
      * when its rows are short (a weight gradient's few outputs over a long
      * batch: a tile's KC rows of A then span few pages) */
     bool direct = alpha == 1.0f && (!ta || lda <= 128);
+    /* K in slices of equal depth (multiples of 16, the transposes'
+     * height), not KC-deep ones and a thin rest: a 784-deep product takes
+     * 4 slices of 208 or fewer rather than 3 of 256 and one of 16, each
+     * slice a pass over the tiles of C */
+    int64_t nk = (K + KC - 1) / KC, kstep = ((K + nk - 1) / nk + 15) / 16 * 16;
+    if (kstep > KC)
+        kstep = KC;
     for (int64_t j0 = 0; j0 < N; j0 += NC) {
         int64_t nc = N - j0 < NC ? N - j0 : NC;
-        for (int64_t k0 = 0; k0 < K; k0 += KC) {
-            int64_t kc = K - k0 < KC ? K - k0 : KC;
+        for (int64_t k0 = 0; k0 < K; k0 += kstep) {
+            int64_t kc = K - k0 < kstep ? K - k0 : kstep;
             int mode = k0 > 0 ? 1 : beta == 0 ? 0 : 2;
             pack_b(B, ldb, tb, k0, kc, j0, nc, pb);
             for (int64_t i0 = 0; i0 < M; i0 += MC) {

@@ -5,11 +5,13 @@
  * 0 (NaNs in C stay out) and 0.5, in float (the AVX-512 and small kernels)
  * and double (OpenBLAS), at 2 and 3 threads; the same product twice gives
  * the same bits. A product below the split's threshold runs whole on the
- * calling thread and is checked the same way. And the helper that moves a
+ * calling thread and is checked the same way, as are depths K that the
+ * AVX-512 kernel cuts into slices of equal depth. And the helper that moves a
  * region's second thread off the first one's CPU gives back the thread's
  * affinity unchanged. */
 #define _GNU_SOURCE
 #include "runtime/cpu/linalg_util.h"
+#include "runtime/cpu/par_spread.h"
 #include "testutil.h"
 #include <math.h>
 #include <omp.h>
@@ -143,6 +145,25 @@ static void whole_product(void **state)
     omp_set_num_threads(saved);
 }
 
+/* the AVX-512 kernel's K slices of equal depth (multiples of 16, at most
+ * 256): depths just over a slice, between, and a whole number of them, on
+ * one thread and split */
+static void k_slices(void **state)
+{
+    (void)state;
+    int saved = omp_get_max_threads();
+    static const int64_t depths[] = {784, 257, 530, 512, 1000};
+    uint64_t seed = 300;
+    for (int nt = 1; nt <= 2; nt++) {
+        omp_set_num_threads(nt);
+        for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+            gcase g = {72, 160, depths[i], i % 2 == 1, i % 3 != 1, i % 2 ? 0.5f : 0.0f};
+            split_case(LT_F32, g, seed += 3);
+        }
+    }
+    omp_set_num_threads(saved);
+}
+
 static void leave_cpu_keeps_affinity(void **state)
 {
     (void)state;
@@ -163,6 +184,7 @@ static void leave_cpu_keeps_affinity(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(split_products), cmocka_unit_test(whole_product),
+                                       cmocka_unit_test(k_slices),
                                        cmocka_unit_test(leave_cpu_keeps_affinity)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
