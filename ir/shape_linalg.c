@@ -68,21 +68,42 @@ static lt_status matmul_trans(lt_infer_ctx *c, lt_node *n)
     bool t[2] = {lt_attr_int(n, "transA", 0) != 0, lt_attr_int(n, "transB", 0) != 0};
     const lt_type *src[2] = {a, b};
     lt_type *dst[2] = {&sa, &sb};
+    static const char *const vname[2] = {"viewA", "viewB"};
     for (int i = 0; i < 2; i++) {
         if (!src[i])
             continue;
         *dst[i] = *src[i];
-        if (!t[i] || src[i]->rank < 0)
+        int vl = 0;
+        const int64_t *v = lt_attr_ints(n, vname[i], &vl);
+        if (v && src[i]->rank >= 0) {
+            /* [storage's first dim, H, R, C] (ir/fold_heads.h) */
+            if (vl != 6 || src[i]->rank < 1)
+                return lt_infer_fail(c, n, "%s must hold 6 integers over a tensor of rank 1 or more", vname[i]);
+            lt_type_unknown(dst[i], src[i]->dtype, 4);
+            dst[i]->dims[0] = src[i]->dims[0];
+            for (int d = 1; d < 4; d++)
+                dst[i]->dims[d] = (lt_dim){.sym = -1, .v = v[d - 1]};
+        }
+        if (!t[i] || dst[i]->rank < 0)
             continue;
-        if (src[i]->rank < 2)
-            return lt_infer_fail(c, n, "a transposed operand must have rank 2 or more (rank %d)", src[i]->rank);
-        int r = src[i]->rank;
-        dst[i]->dims[r - 2] = src[i]->dims[r - 1];
-        dst[i]->dims[r - 1] = src[i]->dims[r - 2];
+        if (dst[i]->rank < 2)
+            return lt_infer_fail(c, n, "a transposed operand must have rank 2 or more (rank %d)", dst[i]->rank);
+        int r = dst[i]->rank;
+        lt_dim d2 = dst[i]->dims[r - 2];
+        dst[i]->dims[r - 2] = dst[i]->dims[r - 1];
+        dst[i]->dims[r - 1] = d2;
     }
     lt_type out;
     if (!mm_type(a ? &sa : NULL, b ? &sb : NULL, a ? a->dtype : LT_UNDEFINED, &out))
         return lt_infer_fail(c, n, "operand shapes do not multiply");
+    if (lt_attr_int(n, "viewY", 0) && out.rank >= 0) {
+        /* [B, H, M, N] stored as [B, M, H, N] */
+        if (out.rank != 4)
+            return lt_infer_fail(c, n, "viewY needs a product of rank 4 (rank %d)", out.rank);
+        lt_dim h = out.dims[1];
+        out.dims[1] = out.dims[2];
+        out.dims[2] = h;
+    }
     set_out(n, 0, &out);
     return LT_OK;
 }

@@ -5,6 +5,7 @@
  * (train.c) drives one, and programs drive one through lt_trainer_*. */
 #include "trainer.h"
 #include "ir/acc_to_add.h"
+#include "ir/fold_heads.h"
 #include "ir/fold_scale.h"
 #include "ir/fold_transpose.h"
 #include "ir/fuse_elementwise.h"
@@ -452,7 +453,8 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
      * cheaper than a cell's zeroing, adding and copying out), so that the
      * sums join the elementwise chains around them; for the CPU only,
      * transposes of the last two axes into the matrix products that read
-     * them, then scalar scales on either side of a product into it; the
+     * them, then scalar scales on either side of a product into it, then
+     * attention's head split and merge into the per-head products; the
      * fused chains where the backend runs them */
     if (st == LT_OK)
         st = lt_ir_acc_to_add(t->tm, NULL, err);
@@ -460,6 +462,8 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         st = lt_ir_fold_transpose(t->tm, NULL, err);
     if (st == LT_OK && on_cpu())
         st = lt_ir_fold_scale(t->tm, NULL, err);
+    if (st == LT_OK && on_cpu())
+        st = lt_ir_fold_heads(t->tm, NULL, err);
     if (st == LT_OK && fuses_elementwise())
         st = lt_ir_fuse_elementwise(t->tm, err);
     if (st == LT_OK)

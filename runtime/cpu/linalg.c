@@ -125,10 +125,94 @@ static lt_status matmul_of(lt_kctx *k, bool ta, bool tb, double alpha)
 
 static lt_status matmul(lt_kctx *k) { return matmul_of(k, false, false, 1.0); }
 
+/* One operand of a product with views (ir/fold_heads.h): its [B, H, R, C]
+ * stored matrices, each starting at off[b * H + h] with row stride *ld,
+ * read from x as viewed by v (6 ints, NULL: x itself of rank 4) */
+typedef struct mm_side {
+    int64_t B, H, R, C, ld;
+} mm_side;
+
+static lt_status view_side(lt_kctx *k, const char *name, const lt_tensor *x, const int64_t *v, int vl, mm_side *s)
+{
+    if (!v) {
+        if (x->rank != 4)
+            return lt_k_fail(k, LT_ERR_RUNTIME, "an operand without %s must have rank 4 here (rank %d)", name,
+                             x->rank);
+        *s = (mm_side){x->dims[0], x->dims[1], x->dims[2], x->dims[3], x->dims[3]};
+        return LT_OK;
+    }
+    if (vl != 6 || x->rank < 1)
+        return lt_k_fail(k, LT_ERR_INVALID, "%s must hold 6 integers over a tensor of rank 1 or more", name);
+    int64_t H = v[0], R = v[1], C = v[2], off = v[3], sh = v[4], sr = v[5];
+    int64_t per = x->dims[0] ? x->numel / x->dims[0] : 0;
+    if (H < 1 || R < 1 || C < 1 || off < 0 || sh < 0 || sr < 1 || off + (H - 1) * sh + (R - 1) * sr + C > per)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "%s [%lld, %lld, %lld] at %lld (strides %lld, %lld) leaves a sample of "
+                         "%lld elements", name, (long long)H, (long long)R, (long long)C, (long long)off,
+                         (long long)sh, (long long)sr, (long long)per);
+    *s = (mm_side){x->dims[0], H, R, C, sr};
+    return LT_OK;
+}
+
+/* MatMulTrans with viewA / viewB / viewY (ir/fold_heads.h): the batched
+ * product over [B, H] of matrices read and written in place in strided
+ * storage (attention's heads inside the projections' rows) */
+static lt_status matmul_views(lt_kctx *k, bool ta, bool tb, double alpha)
+{
+    const lt_tensor *A = lt_k_in(k, 0), *B = lt_k_in(k, 1);
+    if (!A || !B)
+        return lt_k_fail(k, LT_ERR_INVALID, "needs two tensor inputs");
+    if (A->dtype != B->dtype || (A->dtype != LT_F32 && A->dtype != LT_F64))
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "views need float32 or float64 operands of one type (%s and %s)",
+                         lt_dtype_name(A->dtype), lt_dtype_name(B->dtype));
+    int la = 0, lb = 0;
+    const int64_t *va = lt_attr_ints(k->node, "viewA", &la), *vb = lt_attr_ints(k->node, "viewB", &lb);
+    bool vy = lt_attr_int(k->node, "viewY", 0) != 0;
+    mm_side sa, sb;
+    lt_status st = view_side(k, "viewA", A, va, la, &sa);
+    if (st == LT_OK)
+        st = view_side(k, "viewB", B, vb, lb, &sb);
+    if (st != LT_OK)
+        return st;
+    int64_t M = ta ? sa.C : sa.R, K = ta ? sa.R : sa.C, kb = tb ? sb.C : sb.R, N = tb ? sb.R : sb.C;
+    if (sa.B != sb.B || sa.H != sb.H || K != kb)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "operands [%lld, %lld, %lld, %lld] and [%lld, %lld, %lld, %lld] (as "
+                         "transposed) do not multiply", (long long)sa.B, (long long)sa.H, (long long)M, (long long)K,
+                         (long long)sb.B, (long long)sb.H, (long long)kb, (long long)N);
+    int64_t nb = sa.B * sa.H, H = sa.H;
+    int64_t yd[4] = {sa.B, vy ? M : H, vy ? H : M, N};
+    lt_tensor *Y;
+    st = lt_k_out(k, 0, A->dtype, 4, yd, &Y);
+    if (st != LT_OK || Y->numel == 0)
+        return st;
+    if (K == 0) {
+        memset(Y->data, 0, lt_tensor_nbytes(Y));
+        return LT_OK;
+    }
+    if (!lt_linalg_blas_ok(M, N, K) || !lt_linalg_blas_ok(sa.ld, sb.ld, H * N))
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "matrix sizes exceed BLAS's int range");
+    int64_t *off = lt_k_scratch(k, (size_t)nb * 3 * sizeof *off);
+    if (!off)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    int64_t pa = A->numel / sa.B, pb = B->numel / sb.B;
+    for (int64_t b = 0; b < sa.B; b++)
+        for (int64_t h = 0; h < H; h++) {
+            int64_t i = b * H + h;
+            off[i] = va ? b * pa + va[3] + h * va[4] : i * sa.R * sa.C;
+            off[nb + i] = vb ? b * pb + vb[3] + h * vb[4] : i * sb.R * sb.C;
+            off[2 * nb + i] = vy ? (b * M * H + h) * N : i * M * N;
+        }
+    lt_linalg_gemm_batched(A->dtype, ta, tb, M, N, K, alpha, A->data, sa.ld, off, B->data, sb.ld, off + nb, 0.0,
+                           Y->data, vy ? H * N : N, off + 2 * nb, nb);
+    return LT_OK;
+}
+
 static lt_status matmul_trans(lt_kctx *k)
 {
-    return matmul_of(k, lt_attr_int(k->node, "transA", 0) != 0, lt_attr_int(k->node, "transB", 0) != 0,
-                     lt_attr_float(k->node, "alpha", 1.0f));
+    bool ta = lt_attr_int(k->node, "transA", 0) != 0, tb = lt_attr_int(k->node, "transB", 0) != 0;
+    double alpha = lt_attr_float(k->node, "alpha", 1.0f);
+    if (lt_attr_find(k->node, "viewA") || lt_attr_find(k->node, "viewB") || lt_attr_int(k->node, "viewY", 0))
+        return matmul_views(k, ta, tb, alpha);
+    return matmul_of(k, ta, tb, alpha);
 }
 
 static lt_status gemm(lt_kctx *k)

@@ -1,0 +1,299 @@
+/* Attention's head split and merge folded into the per-head products
+ * (ir/fold_heads.c and MatMulTrans's viewA / viewB / viewY). The kernel
+ * against sums in double over the viewed storage for every pair of flags,
+ * float32 (batch 17, 3 heads: the small per-head kernels) and float64,
+ * with and without viewY, and its refusals. The pass, after the other
+ * post-AD rewrites, on tests/data/heads_fold.onnx (q, k, v out of one
+ * packed projection by Reshape, Transpose, Split, Squeeze, as torch
+ * exports it; one product with a broadcast weight must keep its operand)
+ * and tests/data/attn_fold.onnx (separate projections, the merge
+ * Transpose right after P V): no product reads a head-moving Transpose
+ * afterwards (but the broadcast one), the float64 program agrees with the
+ * unfolded one within 1e-12 and its parameter gradients match central
+ * finite differences. */
+#include "testutil.h"
+#include "ir/acc_to_add.h"
+#include "ir/fold_heads.h"
+#include "ir/fold_scale.h"
+#include "ir/fold_transpose.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the kernel ---- */
+
+/* element (b, h, r, c) of an operand stored as [B, H, R, C] matrices:
+ * through view v (6 ints) in storage of per elements a sample, or plain */
+static double el(const lt_value *x, const int64_t *v, int64_t per, int64_t H, int64_t R, int64_t C, int64_t b,
+                 int64_t h, int64_t r, int64_t c)
+{
+    if (v)
+        return tu_get(x, b * per + v[3] + h * v[4] + r * v[5] + c);
+    return tu_get(x, ((b * H + h) * R + r) * C + c);
+}
+
+/* the product over [B, H] of op(A) [M, K] and op(B) [K, N]; A viewed in
+ * storage [B, Ra, G, H, Ca] at piece ga (or plain), B likewise */
+static void view_case(lt_dtype dt, bool ta, bool tb, float alpha, bool va, bool vb, bool vy, int64_t B, int64_t H,
+                      int64_t M, int64_t N, int64_t K, uint64_t seed)
+{
+    const int64_t G = 3, ga = 1, gb = 2;
+    int64_t Ra = ta ? K : M, Ca = ta ? M : K, Rb = tb ? N : K, Cb = tb ? K : N;
+    int64_t viewa[6] = {H, Ra, Ca, ga * H * Ca, Ca, G * H * Ca}, viewb[6] = {H, Rb, Cb, gb * H * Cb, Cb, G * H * Cb};
+    tu_graph g = tu_single(LT_OP_MAT_MUL_TRANS, 1, 2, 1);
+    tu_attr_int(&g, "transA", ta);
+    tu_attr_int(&g, "transB", tb);
+    tu_attr_float(&g, "alpha", alpha);
+    if (va)
+        tu_attr_ints(&g, "viewA", 6, viewa);
+    if (vb)
+        tu_attr_ints(&g, "viewB", 6, viewb);
+    if (vy)
+        tu_attr_int(&g, "viewY", 1);
+    lt_value *a = va ? tu_rand(dt, 3, (int64_t[]){B, Ra, G * H * Ca}, -1, 1, seed)
+                     : tu_rand(dt, 4, (int64_t[]){B, H, Ra, Ca}, -1, 1, seed);
+    lt_value *bb = vb ? tu_rand(dt, 3, (int64_t[]){B, Rb, G * H * Cb}, -1, 1, seed + 1)
+                      : tu_rand(dt, 4, (int64_t[]){B, H, Rb, Cb}, -1, 1, seed + 1);
+    lt_value *in[2] = {a, bb}, *out[1] = {NULL};
+    lt_err err;
+    if (tu_run(&g, in, out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    const lt_tensor *y = lt_value_tensor(out[0]);
+    assert_int_equal(y->rank, 4);
+    int64_t want_dims[4] = {B, vy ? M : H, vy ? H : M, N};
+    for (int d = 0; d < 4; d++)
+        assert_int_equal(y->dims[d], want_dims[d]);
+    double *want = malloc(sizeof *want * (size_t)y->numel);
+    assert_non_null(want);
+    int64_t pa = Ra * G * H * Ca, pb = Rb * G * H * Cb;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    double s = 0;
+                    for (int64_t x = 0; x < K; x++)
+                        s += el(a, va ? viewa : NULL, pa, H, Ra, Ca, b, h, ta ? x : i, ta ? i : x) *
+                             el(bb, vb ? viewb : NULL, pb, H, Rb, Cb, b, h, tb ? j : x, tb ? x : j);
+                    int64_t at = vy ? ((b * M + i) * H + h) * N + j : ((b * H + h) * M + i) * N + j;
+                    want[at] = (double)alpha * s;
+                }
+    tu_assert_close(out[0], want, y->numel, dt == LT_F32 ? 1e-5 : 1e-12, dt == LT_F32 ? 1e-5 : 1e-12, seed);
+    free(want);
+    lt_value_free(a);
+    lt_value_free(bb);
+    lt_value_free(out[0]);
+    tu_free(&g);
+}
+
+static void kernel_views(void **state)
+{
+    (void)state;
+    for (int f = 0; f < 4; f++) {
+        bool ta = f & 1, tb = f & 2;
+        uint64_t seed = 500 + 10 * (uint64_t)f;
+        /* q k^T: both viewed, 7 x 7 of 5 */
+        view_case(LT_F32, ta, tb, 0.5f, true, true, false, 17, 3, 7, 7, 5, seed);
+        /* p v: v viewed, merged output */
+        view_case(LT_F32, ta, tb, 1.0f, false, true, true, 17, 3, 7, 5, 7, seed + 1);
+        /* gradients: the first operand viewed, 28 columns */
+        view_case(LT_F32, ta, tb, -0.75f, true, false, false, 16, 2, 9, 28, 6, seed + 2);
+        view_case(LT_F64, ta, tb, 1.0f, true, true, true, 5, 3, 6, 4, 5, seed + 3);
+    }
+}
+
+static void kernel_refusals(void **state)
+{
+    (void)state;
+    struct {
+        int64_t view[6];
+        int nview;
+        const char *says;
+    } bad[] = {
+        {{2, 5, 4, 20, 4, 24}, 6, "leaves a sample"}, /* the third piece of 3 starts at 16 */
+        {{2, 5, 4, 0, 4}, 5, "6 integers"},
+        {{3, 5, 4, 0, 4, 24}, 6, "do not multiply"}, /* 3 heads against 2 */
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof *bad; c++) {
+        tu_graph g = tu_single(LT_OP_MAT_MUL_TRANS, 1, 2, 1);
+        tu_attr_ints(&g, "viewA", bad[c].nview, bad[c].view);
+        lt_value *in[2] = {tu_rand(LT_F32, 3, (int64_t[]){4, 5, 24}, -1, 1, 7),
+                           tu_rand(LT_F32, 4, (int64_t[]){4, 2, 4, 3}, -1, 1, 8)},
+                 *out[1] = {NULL};
+        lt_err err;
+        assert_int_not_equal(tu_run(&g, in, out, &err), LT_OK);
+        if (!strstr(err.msg, bad[c].says))
+            fail_msg("case %zu: '%s' does not say '%s'", c, err.msg, bad[c].says);
+        lt_value_free(in[0]);
+        lt_value_free(in[1]);
+        lt_value_free(out[0]);
+        tu_free(&g);
+    }
+}
+
+/* ---- the pass ---- */
+
+static lt_model *program(const char *path, bool fold, int *nfolded)
+{
+    lt_err err;
+    lt_model *m;
+    if (lt_model_load(path, &m, &err) != LT_OK || lt_model_to_f64(m, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
+    if (lt_model_grad(m, &o, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    *nfolded = 0;
+    if (lt_ir_acc_to_add(m, NULL, &err) != LT_OK || lt_ir_fold_transpose(m, NULL, &err) != LT_OK ||
+        lt_ir_fold_scale(m, NULL, &err) != LT_OK || (fold && lt_ir_fold_heads(m, nfolded, &err) != LT_OK))
+        fail_msg("%s", err.msg);
+    if (lt_ir_verify(m, &err) != LT_OK)
+        fail_msg("verify: %s", err.msg);
+    return m;
+}
+
+static int run(lt_model *m, const lt_value *x, lt_value **outs)
+{
+    lt_err err;
+    const char *names[1] = {"x"};
+    lt_value *ins[1] = {lt_value_ref((lt_value *)x)};
+    lt_session *s;
+    if (lt_session_new(m, &s, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_session_run(s, 1, names, ins, outs, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_session_free(s);
+    lt_value_free(ins[0]);
+    return lt_model_num_outputs(m);
+}
+
+static double loss_of(lt_model *m, const lt_value *x)
+{
+    lt_value *o[16] = {0};
+    int n = run(m, x, o);
+    double l = tu_get(o[0], 0);
+    for (int i = 0; i < n; i++)
+        lt_value_free(o[i]);
+    return l;
+}
+
+static bool head_transpose(const lt_node *t)
+{
+    if (!t || t->op != LT_OP_TRANSPOSE)
+        return false;
+    int len = 0;
+    const int64_t *p = lt_attr_ints(t, "perm", &len);
+    return p && ((len == 4 && p[0] == 0 && p[1] == 2 && p[2] == 1 && p[3] == 3) ||
+                 (len == 5 && p[0] == 2 && p[1] == 0 && p[2] == 3 && p[3] == 1 && p[4] == 4));
+}
+
+/* whether v comes from a head-moving Transpose through Split / Squeeze */
+static bool from_heads(const lt_ival *v)
+{
+    for (int hop = 0; v && v->def && hop < 3; hop++) {
+        const lt_node *d = v->def;
+        if (head_transpose(d))
+            return true;
+        if (d->op != LT_OP_SQUEEZE && d->op != LT_OP_SPLIT)
+            return false;
+        v = d->in[0];
+    }
+    return false;
+}
+
+static void pass_case(const char *path, int want_folds, int want_kept)
+{
+    lt_value *x32 = tu_rand(LT_F32, 3, (int64_t[]){16, 5, 8}, -1.5, 1.5, 41);
+    lt_value *x = lt_value_to_f64(x32);
+    int nf, np;
+    lt_model *plain = program(path, false, &np), *folded = program(path, true, &nf);
+    if (nf != want_folds)
+        fail_msg("%s: %d folds, %d expected", path, nf, want_folds);
+    int kept = 0, views = 0, before = 0;
+    for (int i = 0; i < plain->main->nnodes; i++)
+        before += head_transpose(plain->main->nodes[i]);
+    for (int i = 0; i < folded->main->nnodes; i++) {
+        const lt_node *n = folded->main->nodes[i];
+        if (n->op == LT_OP_MAT_MUL || n->op == LT_OP_MAT_MUL_TRANS) {
+            for (int j = 0; j < 2; j++)
+                kept += from_heads(n->in[j]);
+            views += (lt_attr_find(n, "viewA") != NULL) + (lt_attr_find(n, "viewB") != NULL) +
+                     (lt_attr_int(n, "viewY", 0) != 0);
+        }
+    }
+    assert_int_equal(kept, want_kept);
+    assert_int_equal(views, nf);
+    assert_true(before >= 2);
+    lt_value *a[16] = {0}, *b[16] = {0};
+    int n = run(plain, x, a);
+    assert_int_equal(run(folded, x, b), n);
+    for (int i = 0; i < n; i++) {
+        const lt_tensor *ta = lt_value_tensor(a[i]), *tb = lt_value_tensor(b[i]);
+        assert_int_equal(ta->numel, tb->numel);
+        for (int64_t e = 0; e < ta->numel; e++) {
+            double u = lt_tensor_get_f64(ta, e), v = lt_tensor_get_f64(tb, e);
+            if (fabs(u - v) > 1e-12 * fmax(1, fabs(u)))
+                fail_msg("%s output %d element %lld: %.17g unfolded, %.17g folded", path, i, (long long)e, u, v);
+        }
+    }
+    int checked = 0;
+    for (int i = 1; i < n; i++) {
+        const char *on = lt_model_output_name(folded, i);
+        size_t len = strlen(on);
+        int p = 0;
+        while (p < folded->nparams &&
+               (strncmp(folded->params[p].name, on, len - 5) || folded->params[p].name[len - 5]))
+            p++;
+        assert_true(p < folded->nparams);
+        lt_tensor *pt = &folded->params[p].data;
+        const lt_tensor *g = lt_value_tensor(b[i]);
+        assert_int_equal(g->numel, pt->numel);
+        double *w = pt->data;
+        for (int64_t e = 0; e < pt->numel; e += 1 + pt->numel / 9) {
+            double h = 1e-6, keep = w[e];
+            w[e] = keep + h;
+            double up = loss_of(folded, x);
+            w[e] = keep - h;
+            double dn = loss_of(folded, x);
+            w[e] = keep;
+            double fd = (up - dn) / (2 * h), an = lt_tensor_get_f64(g, e);
+            if (fabs(fd - an) > 1e-5 * fmax(1, fabs(fd)))
+                fail_msg("%s: %s[%lld]: analytic %.9g, differences %.9g", path, on, (long long)e, an, fd);
+            checked++;
+        }
+    }
+    assert_true(checked >= 20);
+    for (int i = 0; i < n; i++) {
+        lt_value_free(a[i]);
+        lt_value_free(b[i]);
+    }
+    lt_model_free(plain);
+    lt_model_free(folded);
+    lt_value_free(x);
+    lt_value_free(x32);
+}
+
+static void pass_on_packed_heads(void **state)
+{
+    (void)state;
+    /* q k^T (2), p v's v, the gradients' products' q, k, v and dO's split
+     * (4 + 3 more): 10; q times the broadcast weight, forward and in its
+     * gradient, keeps q's Squeeze */
+    pass_case(LT_SOURCE_DIR "/tests/data/heads_fold.onnx", 10, 2);
+}
+
+static void pass_on_separate_heads(void **state)
+{
+    (void)state;
+    /* the forward's q, k^T, v and merged output (4), the gradients' 8 head operands */
+    pass_case(LT_SOURCE_DIR "/tests/data/attn_fold.onnx", 12, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(kernel_views),
+        cmocka_unit_test(kernel_refusals),
+        cmocka_unit_test(pass_on_packed_heads),
+        cmocka_unit_test(pass_on_separate_heads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
