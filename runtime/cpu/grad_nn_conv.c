@@ -189,6 +189,8 @@ static lt_status gc_forward(lt_kctx *k, const gc_job *j, const char *img, const 
         memset(out, 0, (size_t)(tasks * P * L) * esz);
         return LT_OK;
     }
+    if (esz == 4 && lt_nn_conv_images_usable(&j->g, j->groups, j->n, P))
+        return lt_nn_conv_images(k, &j->g, j->n, j->Q, P, (const float *)img, (const float *)w, NULL, (float *)out);
     if (gc_regions(j, false))
         return lt_nn_conv_regions(k, &j->g, j->n, j->Q, P, (const float *)img, (const float *)w, NULL, (float *)out);
     if (esz == 4 && lt_nn_conv_panels_usable(&j->g, j->groups, j->Q))
@@ -279,6 +281,8 @@ static lt_status gc_backward(lt_kctx *k, const gc_job *j, const char *grid, cons
     bool as_conv = gc_data_as_conv(j, &g2);
     if (as_conv && j->K == 1) /* a 1x1 kernel: panels before regions, as in the forward */
         return gc_data_panels(k, j, &g2, (const float *)grid, (const float *)w, (float *)img);
+    if (j->esz == 4 && lt_nn_conv_images_usable(&j->g, j->groups, j->n, P))
+        return lt_nn_conv_images_data(k, &j->g, j->n, Q, P, (const float *)grid, (const float *)w, (float *)img);
     if (gc_regions(j, false))
         return lt_nn_conv_regions_data(k, &j->g, j->n, Q, P, (const float *)grid, (const float *)w, (float *)img);
     if (as_conv)

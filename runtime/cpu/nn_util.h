@@ -153,6 +153,18 @@ bool lt_nn_conv_filter_lanes_usable(const lt_nn_geom *g, int64_t groups, int64_t
 lt_status lt_nn_conv_filter_lanes(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
                                   const float *x, float *dw);
 
+/* Conv and its data gradient with the batch's images in the vector lanes
+ * (nn_conv_images.c), where the regions would run (lt_nn_regions: small
+ * grids mostly reaching into the padding) with taps beyond one, one group,
+ * 32 images or more and AVX-512 (lt_nn_conv_images_usable): x [n, c,
+ * img], w [m, c, k], bias [m] or NULL, y and dy [n, m, grid]; y and dx
+ * written whole */
+bool lt_nn_conv_images_usable(const lt_nn_geom *g, int64_t groups, int64_t n, int64_t m);
+lt_status lt_nn_conv_images(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
+                            const float *w, const float *bias, float *y);
+lt_status lt_nn_conv_images_data(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
+                                 const float *w, float *dx);
+
 /* Registrars of the family's files, called by lt_cpu_register_nn. */
 void lt_nn_register_conv(lt_kernel_fn *tab);
 void lt_nn_register_convt(lt_kernel_fn *tab);

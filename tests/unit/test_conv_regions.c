@@ -394,6 +394,60 @@ static void filter_lanes(void **state)
         run_lanes(&no[i], 8700 + 10 * (uint64_t)i, false);
 }
 
+/* Conv and its data gradient with the images in the lanes
+ * (runtime/cpu/nn_conv_images.c), where the regions would run with 32
+ * images or more: a batch ending mid-panel, channels not a multiple of the
+ * tile's 8, the centre tap alone, strides, dilations, uneven pads, windows
+ * wholly in the padding (the bias alone, pixels no window reads); and
+ * neighbours that must not (31 images, a 1x1 kernel, groups, grids mostly
+ * inside) */
+static void run_images(const cfg *f, uint64_t seed, bool want)
+{
+    lt_nn_geom geo = {.nsp = 2};
+    for (int a = 0; a < 2; a++) {
+        geo.img[a] = f->img[a];
+        geo.grid[a] = out_size(f, a);
+        geo.k[a] = f->k[a];
+        geo.s[a] = f->s[a];
+        geo.d[a] = f->d[a];
+        geo.pb[a] = f->pads[a];
+        geo.pe[a] = f->pads[a + 2];
+    }
+    assert_int_equal(lt_nn_conv_images_usable(&geo, f->group, f->n, f->m), want && lt_cpu_avx512_gemm());
+    run_case(f, seed);
+}
+
+static void images(void **state)
+{
+    (void)state;
+    const cfg yes[] = {
+        {"3x3 pad 1 on 2x2, 33 images, 40 -> 37", 33, 40, 37, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true,
+         true},
+        {"3x3 pad 1 on 1x1: the centre tap alone, 64 images, 24 -> 19", 64, 24, 19, 1, {1, 1}, {3, 3}, {1, 1},
+         {1, 1}, {1, 1, 1, 1}, false, true},
+        {"3x3 stride 2 pad 1, 3x3 -> 2x2, 45 images", 45, 32, 64, 1, {3, 3}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1},
+         true, true},
+        {"dilation 2, pad 2, 5x3, 32 images", 32, 17, 9, 1, {5, 3}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, true, true},
+        {"2x3 kernel, strides 1x2, uneven pads, 1x5, 40 images", 40, 35, 40, 1, {1, 5}, {2, 3}, {1, 2}, {1, 1},
+         {1, 0, 0, 2}, true, true},
+        {"windows wholly in the padding: 3x3 stride 2, pad 3 on 2x1, 32 images", 32, 32, 33, 1, {2, 1}, {3, 3},
+         {2, 2}, {1, 1}, {3, 3, 3, 3}, true, true},
+        {"5x5 pad 2 on 3x3, 70 images", 70, 12, 48, 1, {3, 3}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, true, true},
+    };
+    const cfg no[] = {
+        {"3x3 pad 1 on 2x2, 31 images", 31, 40, 37, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true},
+        {"1x1 kernel on 1x1 images, 64 images", 64, 96, 40, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true,
+         true},
+        {"group 2 on 2x2, 32 images", 32, 32, 32, 2, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
+        {"3x3 pad 1 on 9x9 (mostly inside), 32 images", 32, 16, 16, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
+         true, false},
+    };
+    for (int i = 0; i < (int)(sizeof yes / sizeof yes[0]); i++)
+        run_images(&yes[i], 8900 + 10 * (uint64_t)i, true);
+    for (int i = 0; i < (int)(sizeof no / sizeof no[0]); i++)
+        run_images(&no[i], 9100 + 10 * (uint64_t)i, false);
+}
+
 /* ConvTranspose's gradients are the same products seen from the other side
  * (ConvTransposeGradData a convolution of dy, ConvTransposeGradFilter the
  * filter product with x on the grid side): x [n, c, img], w [c, m, k], y
@@ -490,6 +544,8 @@ static void transpose_regions(void **state)
         {"1x1 kernel on 3x3", 16, 48, 32, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false, true},
         {"3x3 stride 2 pad 1 on 4x4 (output 7x7, mostly inside)", 16, 32, 32, 1, {4, 4}, {3, 3}, {2, 2}, {1, 1},
          {1, 1, 1, 1}, false, false},
+        /* 32 images: ConvTransposeGradData with the images in the lanes */
+        {"3x3 pad 1 on 2x2, 36 images", 36, 24, 40, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, false, true},
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         run_transpose(&cases[i], 7500 + 10 * (uint64_t)i);
@@ -505,6 +561,7 @@ int main(void)
         cmocka_unit_test(cols_wide),
         cmocka_unit_test(panels),
         cmocka_unit_test(filter_lanes),
+        cmocka_unit_test(images),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
