@@ -849,6 +849,30 @@ static void SFX(dw_thin)(const SFX(ws) *w, int d, T *dwt, int64_t c0, int64_t c1
             dWd[j * I + i] = dwt[i * G + j];
 }
 
+/* Rows [r0, r1) of dR and dW together, buf^T [hx | X] in one product into
+ * dcat [G, H + I] (op(A) = buf^T packed once for both, no packing of buf
+ * for a thin dW), then copied out; false when the kernel is not there. */
+static bool SFX(rows_cat)(const SFX(ws) *w, int d, T *dcat, int64_t r0, int64_t r1)
+{
+#ifdef GRNN_WIDE
+    const lt_grnn *g = w->g;
+    int64_t G = w->G, H = w->H, I = w->r->I, rows = w->r->S * w->r->B, n = H + I;
+    T *c = dcat + r0 * n;
+    if (!lt_sgemm_avx512_cat(true, r1 - r0, H, I, rows, 1.0f, w->buf + r0, G, w->hx, H, (const T *)g->X, I, 0.0f,
+                             c, n))
+        return false;
+    T *dR = (T *)g->dR + d * G * H, *dW = (T *)g->dW + d * G * I;
+    for (int64_t j = r0; j < r1; j++) {
+        memcpy(dR + j * H, c + (j - r0) * n, sizeof(T) * (size_t)H);
+        memcpy(dW + j * I, c + (j - r0) * n + H, sizeof(T) * (size_t)I);
+    }
+    return true;
+#else
+    (void)w, (void)d, (void)dcat, (void)r0, (void)r1;
+    return false;
+#endif
+}
+
 /* The RNN's and LSTM's sums over all rows of direction d once the steps
  * are done: dW = buf^T X, dR = buf^T hx, dB = column sums of buf. They go
  * as pieces (row blocks of dR, one a thread; column blocks of dW and dB;
@@ -857,7 +881,7 @@ static void SFX(dw_thin)(const SFX(ws) *w, int d, T *dwt, int64_t c0, int64_t c1
  * a thread that another process holds up costs one wait, not three; every
  * piece is one GEMM or column sum, so results do not depend on which
  * thread ran it. */
-static void SFX(sums)(SFX(ws) *w, int d, T *dwt, double *acc)
+static void SFX(sums)(SFX(ws) *w, int d, T *dwt, T *dcat, double *acc)
 {
     const lt_grnn *g = w->g;
     const lt_rnn *r = w->r;
@@ -877,14 +901,19 @@ static void SFX(sums)(SFX(ws) *w, int d, T *dwt, double *acc)
             lt_par_leave_cpu(cpu0);
 #pragma omp for schedule(dynamic, 1)
         for (int task = 0; task < nr + NW_ + NB_; task++) {
-            if (task < nr) { /* dR rows [r0, r1) */
+            if (task < nr) { /* dR rows [r0, r1) (with dcat: and dW's) */
                 int64_t r0 = task * rstep, r1 = r0 + rstep < G ? r0 + rstep : G;
+                if (dcat && r1 > r0 && SFX(rows_cat)(w, d, dcat, r0, r1))
+                    continue;
                 if (g->dR && r1 > r0)
                     lt_linalg_gemm(CT, true, false, r1 - r0, H, rows, 1.0, w->buf + r0, G, w->hx, H, 0.0,
                                    (T *)g->dR + d * G * H + r0 * H, H);
+                if (dcat && g->dW && r1 > r0)
+                    lt_linalg_gemm(CT, true, false, r1 - r0, I, rows, 1.0, w->buf + r0, G, g->X, I, 0.0,
+                                   (T *)g->dW + d * G * I + r0 * I, I);
             } else if (task < nr + NW_) { /* dW columns (thin) or rows [c0, c1) of G */
                 int64_t c0 = (task - nr) * cstep, c1 = c0 + cstep < G ? c0 + cstep : G;
-                if (!g->dW || c1 <= c0)
+                if (!g->dW || c1 <= c0 || dcat)
                     continue;
                 if (dwt)
                     SFX(dw_thin)(w, d, dwt, c0, c1);
@@ -932,8 +961,14 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
     w.zero = SFX(alloc)(k, H, true);
     T *bias = SFX(alloc)(k, G, false);
     double *acc = lt_k_scratch(k, sizeof *acc * (size_t)(G > 0 ? G : 1));
-    T *dwt = NULL;
-    if (CT == LT_F32 && g->dW && I <= DW_THIN && I < G && !(dwt = SFX(alloc)(k, I * G, false)))
+    T *dwt = NULL, *dcat = NULL;
+#ifdef GRNN_WIDE
+    /* RNN, LSTM in float with AVX-512: a thin dW made with dR, one product */
+    if (gates != 3 && g->dW && g->dR && I <= DW_THIN && H + I >= 32 && lt_cpu_avx512_gemm() &&
+        !(dcat = SFX(alloc)(k, G * (H + I), false)))
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+#endif
+    if (CT == LT_F32 && !dcat && g->dW && I <= DW_THIN && I < G && !(dwt = SFX(alloc)(k, I * G, false)))
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     if (!bias || !w.buf || (gates == 3 && !w.gh) || !w.h || !w.c || !w.hp || !w.dh || !w.dc || !w.ds || !w.tmp ||
         !w.wk || !w.zero || !acc)
@@ -968,7 +1003,7 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
             lt_linalg_gemm(CT, false, false, rows, I, G, 1.0, w.buf, G, Wd, I, d ? 1.0 : 0.0, g->dX, I);
         if (gates != 3) {
             /* RNN, LSTM: dW, dR and dB in one parallel region */
-            SFX(sums)(&w, d, dwt, acc);
+            SFX(sums)(&w, d, dwt, dcat, acc);
         } else if (g->dW && dwt) {
             SFX(dw_thin)(&w, d, dwt, 0, G);
         } else if (g->dW) {

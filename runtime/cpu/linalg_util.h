@@ -21,6 +21,15 @@ void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t
 bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* lt_sgemm_avx512 with op(B) the columns of two matrices side by side:
+ * C [M, N1 + N2] = alpha op(A) [B1 | B2] + beta C, B1 [K, N1] and B2
+ * [K, N2] row-major with strides ldb1, ldb2 (two products over the same
+ * op(A) that pack it once); false, with C untouched, where
+ * lt_sgemm_avx512 would be for N1 + N2 columns. */
+bool lt_sgemm_avx512_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float alpha, const float *A,
+                         int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
+                         float *C, int64_t ldc);
+
 /* The float form for products of at most 64 columns with K * N <= 16384,
  * or <= 131072 when op(B) is B itself and alpha is 1 (sgemm_small.c);
  * false, with C untouched, when the CPU lacks AVX-512 or the shape is

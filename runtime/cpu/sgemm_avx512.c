@@ -97,24 +97,55 @@ AVX512 static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int6
     }
 }
 
+/* op(B): B [K, N] (B^T when tb), or with B2 the columns side by side
+ * [B | B2] of B [K, n1] and B2 [K, N - n1] (not transposed) */
+typedef struct {
+    const float *B, *B2;
+    int64_t ldb, ldb2, n1;
+    bool tb;
+} bsrc;
+
+/* columns [j, j + nr) of [B | B2] at rows [k0, k0 + kc) into a panel,
+ * one column at a time (a panel across the seam) */
+static void pack_seam(const bsrc *b, int64_t k0, int64_t kc, int64_t j, int64_t nr, float *dst)
+{
+    for (int64_t k = 0; k < kc; k++)
+        for (int64_t c = 0; c < NR; c++)
+            dst[k * NR + c] = c >= nr         ? 0.0f
+                              : j + c < b->n1 ? b->B[(k0 + k) * b->ldb + j + c]
+                                              : b->B2[(k0 + k) * b->ldb2 + j + c - b->n1];
+}
+
 /* op(B) k [k0, k0 + kc), columns [j0, j0 + nc) into panels of NR columns:
  * column c of panel q at k is pb[(q * kc + k) * NR + c] (zero past nc) */
-AVX512 static void pack_b(const float *B, int64_t ldb, bool tb, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
-                          float *pb)
+AVX512 static void pack_b(const bsrc *bs, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float *pb)
 {
+    bool tb = bs->tb;
     for (int64_t q = 0; q < nc; q += NR) {
         int64_t nr = nc - q < NR ? nc - q : NR;
         float *dst = pb + q * kc;
+        const float *B = bs->B;
+        int64_t ldb = bs->ldb, j = j0 + q;
+        if (bs->B2 && j + nr > bs->n1) {
+            if (j < bs->n1) {
+                pack_seam(bs, k0, kc, j, nr, dst);
+                continue;
+            }
+            /* wholly in B2 */
+            B = bs->B2;
+            ldb = bs->ldb2;
+            j -= bs->n1;
+        }
         if (!tb) {
             __mmask16 m0 = mask_of(nr), m1 = mask_of(nr > 16 ? nr - 16 : 0);
             for (int64_t k = 0; k < kc; k++) {
-                const float *src = B + (k0 + k) * ldb + j0 + q;
+                const float *src = B + (k0 + k) * ldb + j;
                 _mm512_storeu_ps(dst + k * NR, _mm512_maskz_loadu_ps(m0, src));
                 _mm512_storeu_ps(dst + k * NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
             }
         } else {
-            /* B is [N, K]: column c of op(B) is B's row j0 + q + c */
-            const float *src = B + (j0 + q) * ldb + k0;
+            /* B is [N, K]: column c of op(B) is B's row j + c */
+            const float *src = B + j * ldb + k0;
             pack_transposed(src, ldb, nr < 16 ? nr : 16, kc, dst, NR, 16, 1.0f);
             pack_transposed(src + 16 * ldb, ldb, nr > 16 ? nr - 16 : 0, kc, dst + 16, NR, 16, 1.0f);
         }
@@ -221,8 +252,8 @@ static float *buffers(void)
     return b;
 }
 
-AVX512 static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc, float *pa, float *pb)
+AVX512 static void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                       const bsrc *bs, float beta, float *C, int64_t ldc, float *pa, float *pb)
 {
     /* alpha 1: op(A) read in place, no packed panels; a transposed A only
      * when its rows are short (a weight gradient's few outputs over a long
@@ -240,7 +271,7 @@ AVX512 static void run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
         for (int64_t k0 = 0; k0 < K; k0 += kstep) {
             int64_t kc = K - k0 < kstep ? K - k0 : kstep;
             int mode = k0 > 0 ? 1 : beta == 0 ? 0 : 2;
-            pack_b(B, ldb, tb, k0, kc, j0, nc, pb);
+            pack_b(bs, k0, kc, j0, nc, pb);
             for (int64_t i0 = 0; i0 < M; i0 += MC) {
                 int64_t mc = M - i0 < MC ? M - i0 : MC;
                 if (direct) {
@@ -270,7 +301,22 @@ bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float al
     float *buf = buffers();
     if (!buf)
         return false;
-    run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, buf, buf + MC * KC);
+    bsrc bs = {.B = B, .ldb = ldb, .tb = tb};
+    run(ta, M, N, K, alpha, A, lda, &bs, beta, C, ldc, buf, buf + MC * KC);
+    return true;
+}
+
+bool lt_sgemm_avx512_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float alpha, const float *A,
+                         int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
+                         float *C, int64_t ldc)
+{
+    if (!lt_cpu_avx512_gemm() || N1 < 0 || N2 < 0 || N1 + N2 < NR || M < 4 || K < 1)
+        return false;
+    float *buf = buffers();
+    if (!buf)
+        return false;
+    bsrc bs = {.B = B1, .ldb = ldb1, .B2 = N2 > 0 ? B2 : NULL, .ldb2 = ldb2, .n1 = N1};
+    run(ta, M, N1 + N2, K, alpha, A, lda, &bs, beta, C, ldc, buf, buf + MC * KC);
     return true;
 }
 
@@ -278,6 +324,13 @@ bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float al
 
 bool lt_sgemm_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    return false;
+}
+
+bool lt_sgemm_avx512_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float alpha, const float *A,
+                         int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
+                         float *C, int64_t ldc)
 {
     return false;
 }

@@ -6,7 +6,8 @@
  * and double (OpenBLAS), at 2 and 3 threads; the same product twice gives
  * the same bits. A product below the split's threshold runs whole on the
  * calling thread and is checked the same way, as are depths K that the
- * AVX-512 kernel cuts into slices of equal depth. And the helper that moves a
+ * AVX-512 kernel cuts into slices of equal depth, and products whose op(B)
+ * is two matrices side by side (lt_sgemm_avx512_cat). And the helper that moves a
  * region's second thread off the first one's CPU gives back the thread's
  * affinity unchanged. */
 #define _GNU_SOURCE
@@ -164,6 +165,58 @@ static void k_slices(void **state)
     omp_set_num_threads(saved);
 }
 
+/* lt_sgemm_avx512_cat: C = alpha op(A) [B1 | B2] + beta C against double
+ * sums, the seam between B1 and B2 on a panel's edge, inside a panel, and
+ * with no B2; op(A) transposed or not */
+static void cat_case(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float beta, uint64_t seed)
+{
+    int64_t lda = (ta ? M : K) + 1, ldb1 = N1 + 3, ldb2 = N2 + 2, N = N1 + N2, ldc = N + 1;
+    int64_t ad[1] = {(ta ? K : M) * lda}, b1d[1] = {K * ldb1}, b2d[1] = {K * ldb2 > 0 ? K * ldb2 : 1},
+            cd[1] = {M * ldc};
+    lt_value *a = tu_rand(LT_F32, 1, ad, -1, 1, seed), *b1 = tu_rand(LT_F32, 1, b1d, -1, 1, seed + 1);
+    lt_value *b2 = tu_rand(LT_F32, 1, b2d, -1, 1, seed + 2), *c = tu_rand(LT_F32, 1, cd, -1, 1, seed + 3);
+    const float *af = a->t.data, *b1f = b1->t.data, *b2f = b2->t.data;
+    float *cf = c->t.data, alpha = 1.25f;
+    double *want = malloc(sizeof(double) * (size_t)(M * N));
+    assert_non_null(want);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t q = 0; q < K; q++)
+                s += (double)af[ta ? q * lda + i : i * lda + q] *
+                     (j < N1 ? b1f[q * ldb1 + j] : b2f[q * ldb2 + j - N1]);
+            want[i * N + j] = alpha * s + (beta != 0 ? beta * (double)cf[i * ldc + j] : 0);
+        }
+    if (!lt_sgemm_avx512_cat(ta, M, N1, N2, K, alpha, af, lda, b1f, ldb1, N2 ? b2f : NULL, ldb2, beta, cf, ldc)) {
+        /* no AVX-512 here: nothing to check, and C untouched */
+        free(want);
+        lt_value_free(a), lt_value_free(b1), lt_value_free(b2), lt_value_free(c);
+        return;
+    }
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++)
+            if (!(fabs(cf[i * ldc + j] - want[i * N + j]) <= 3e-6 * (double)K))
+                fail_msg("cat ta %d M %lld N1 %lld N2 %lld K %lld: C[%lld, %lld] is %.8g, want %.8g", ta, (long long)M,
+                         (long long)N1, (long long)N2, (long long)K, (long long)i, (long long)j, cf[i * ldc + j],
+                         want[i * N + j]);
+    free(want);
+    lt_value_free(a), lt_value_free(b1), lt_value_free(b2), lt_value_free(c);
+}
+
+static void cat_products(void **state)
+{
+    (void)state;
+    cat_case(true, 160, 64, 20, 700, 0.0f, 401);  /* seam on a panel edge, a thin B2 */
+    cat_case(true, 100, 40, 20, 300, 0.5f, 411);  /* seam inside a panel */
+    cat_case(false, 50, 45, 50, 270, 0.0f, 421);  /* op(A) = A, seam inside */
+    cat_case(true, 37, 128, 0, 129, 0.5f, 431);   /* no B2 */
+    cat_case(false, 9, 3, 40, 600, 0.5f, 441);    /* B1 inside the first panel */
+    /* fewer than 32 columns in all: refused, C untouched */
+    float a[64] = {1}, b[64] = {1}, c2[64] = {7};
+    assert_false(lt_sgemm_avx512_cat(false, 4, 10, 10, 2, 1.0f, a, 2, b, 10, b, 10, 0.0f, c2, 20));
+    assert_true(c2[0] == 7);
+}
+
 static void leave_cpu_keeps_affinity(void **state)
 {
     (void)state;
@@ -184,7 +237,7 @@ static void leave_cpu_keeps_affinity(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(split_products), cmocka_unit_test(whole_product),
-                                       cmocka_unit_test(k_slices),
+                                       cmocka_unit_test(k_slices), cmocka_unit_test(cat_products),
                                        cmocka_unit_test(leave_cpu_keeps_affinity)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,6 +144,15 @@ static void float_paths(void **state)
     compare_types(&c3, LT_F32, 1e-4);
     compare_types(&c4, LT_F32, 1e-4);
     compare_types(&c5, LT_F16, 1e-2);
+    /* float dR and dW made as one product buf^T [hx | X] (a thin input,
+     * AVX-512): hidden 40 puts the seam of hx and X inside a 32-column
+     * panel; an input of 70 columns keeps the two products apart */
+    gcfg c6 = {.name = "LSTM dR with dW, seam in a panel", .gates = 4, .S = 3, .B = 64, .I = 20, .H = 40,
+               .bias = true, .h0 = true, .c0 = true, .seed = 66};
+    gcfg c7 = {.name = "LSTM wide input, dR and dW apart", .gates = 4, .S = 3, .B = 64, .I = 70, .H = 16,
+               .bias = true, .h0 = true, .c0 = true, .seed = 67};
+    compare_types(&c6, LT_F32, 1e-4);
+    compare_types(&c7, LT_F32, 1e-4);
 }
 
 /* Only some results requested: the others are not computed. */
