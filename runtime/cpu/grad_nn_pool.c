@@ -413,6 +413,9 @@ static lt_status pool_grad(lt_kctx *k, gp_kind kind)
     }
     if (x->dtype == LT_F32 && kind == GP_MAX && lt_nn_maxpool3s2_grad_f32(&j.g, j.planes, x->data, dy->data, dx->data))
         return LT_OK;
+    if (x->dtype == LT_F32 && kind == GP_MAX &&
+        lt_nn_maxpool3s2_any_grad_f32(&j.g, j.planes, x->data, dy->data, dx->data))
+        return LT_OK;
     if (x->dtype == LT_F32 && kind == GP_MAX && nsp == 2) {
         max_grad2d_any_f32(&j, x->data, dy->data, dx->data);
         return LT_OK;

@@ -373,6 +373,8 @@ static lt_status pool(lt_kctx *k, pool_kind kind, double p)
             maxpool2d_f32(&j);
         else if (max32 && lt_nn_maxpool3s2_f32(&j.g, j.planes, x->data, y->data))
             return LT_OK;
+        else if (max32 && lt_nn_maxpool3s2_any_f32(&j.g, j.planes, x->data, y->data))
+            return LT_OK;
         else if (j.esz == 4 && kind == POOL_MAX && !ind && nsp == 2)
             maxpool2d_any_f32(&j, tab);
         else if (j.esz == 4 && nsp <= 3)

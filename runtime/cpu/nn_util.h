@@ -52,6 +52,10 @@ bool lt_nn_col2im2d_avx512(const float *col, int64_t ldc, float *img, const lt_n
 bool lt_nn_maxpool2s2_f32(const lt_nn_geom *g, int64_t planes, const float *x, float *y);
 bool lt_nn_maxpool3s2_f32(const lt_nn_geom *g, int64_t planes, const float *x, float *y);
 bool lt_nn_maxpool3s2_grad_f32(const lt_nn_geom *g, int64_t planes, const float *x, const float *dy, float *dx);
+/* The same for 3x3 stride-2 windows with unit dilation and any pads or
+ * ceil_mode (windows the image clips), grids up to 4096 wide. */
+bool lt_nn_maxpool3s2_any_f32(const lt_nn_geom *g, int64_t planes, const float *x, float *y);
+bool lt_nn_maxpool3s2_any_grad_f32(const lt_nn_geom *g, int64_t planes, const float *x, const float *dy, float *dx);
 
 /* Row-major C[m,n] (+)= op(A)[m,k] * B[k,n] on float (esz 4) or double
  * (esz 8); op(A) = A^T when trans_a. Any size may be 0. */

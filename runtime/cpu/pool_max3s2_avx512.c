@@ -11,7 +11,14 @@
  * contributions go in window order (an even column's share of the window
  * to its left before its own), grid row after grid row, which is the
  * order the scalar kernel's dx[at] += dy adds them in, so the sums match
- * bit for bit. */
+ * bit for bit.
+ *
+ * Windows that the image clips (pads, ceil_mode: ResNet's 3x3 stride-2 pad-1
+ * pool) take the *_any kernels: per grid row, the windows holding all three
+ * of their columns in the image run 16 a step over the row's in-image
+ * window rows, the others one by one; the gradient finds every window's
+ * first maximum that way and then adds dy at it window by window in grid
+ * order, the scalar kernel's order again. */
 #include "nn_util.h"
 #include "cpu_features.h"
 #include <omp.h>
@@ -196,9 +203,182 @@ bool lt_nn_maxpool3s2_grad_f32(const lt_nn_geom *g, int64_t planes, const float 
     return true;
 }
 
+
+/* ---- any pads and ceil_mode: windows that the image clips ---- */
+
+/* The in-image taps of window p along an axis of `in` elements (stride 2,
+ * pad pb before): its first tap's coordinate and their count (0 for a
+ * window wholly in the padding) */
+static inline int64_t clip3(int64_t p, int64_t pb, int64_t in, int64_t *first)
+{
+    int64_t st = 2 * p - pb, lo = st < 0 ? -st : 0, hi = in - st < 3 ? in - st : 3;
+    *first = st + lo;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* The grid columns [*ox0, *ox1) whose windows hold all 3 columns in the image */
+static inline void full_cols(const lt_nn_geom *g, int64_t *ox0, int64_t *ox1)
+{
+    int64_t pb = g->pb[1], iw = g->img[1], ow = g->grid[1];
+    int64_t a = (pb + 1) / 2, b = iw - 3 + pb < 0 ? 0 : (iw - 3 + pb) / 2 + 1;
+    b = b < ow ? b : ow;
+    *ox0 = a < b ? a : b;
+    *ox1 = b;
+}
+
+/* Window (ny rows from image row ry) at grid column ox: the first maximum
+ * in scan order over its in-image taps, as an in-plane offset, and its
+ * value in *best; -1 for a window with no tap in the image. */
+static inline int64_t scalar_window(const float *x, int64_t iw, int64_t pbx, int64_t ry, int64_t ny, int64_t ox,
+                                    float *best)
+{
+    int64_t cx, nx = clip3(ox, pbx, iw, &cx);
+    if (ny <= 0 || nx <= 0)
+        return -1;
+    int64_t at = ry * iw + cx;
+    float b = x[at];
+    for (int64_t r = 0; r < ny; r++)
+        for (int64_t c = 0; c < nx; c++) {
+            int64_t o = (ry + r) * iw + cx + c;
+            bool gt = x[o] > b;
+            b = gt ? x[o] : b;
+            at = gt ? o : at;
+        }
+    *best = b;
+    return at;
+}
+
+/* grid rows [r0, r1) of every plane laid end to end */
+AVX512 static void fwd_rows_any(const lt_nn_geom *g, const float *x, float *y, int64_t r0, int64_t r1)
+{
+    idx3 p = perms();
+    int64_t ih = g->img[0], iw = g->img[1], oh = g->grid[0], ow = g->grid[1], pby = g->pb[0], pbx = g->pb[1];
+    int64_t ox0, ox1;
+    full_cols(g, &ox0, &ox1);
+    for (int64_t row = r0; row < r1; row++) {
+        const float *xp = x + row / oh * ih * iw;
+        float *yr = y + row * ow;
+        int64_t ry, ny = clip3(row % oh, pby, ih, &ry);
+        for (int64_t ox = 0; ox < ow; ox++) {
+            if (ox == ox0 && ny > 0)
+                ox = ox1; /* the full columns go below */
+            if (ox >= ow)
+                break;
+            float b = 0;
+            scalar_window(xp, iw, pbx, ry, ny, ox, &b);
+            yr[ox] = b; /* an empty window gives 0 */
+        }
+        if (ny <= 0)
+            continue;
+        for (int64_t ox = ox0; ox < ox1; ox += 16) {
+            int64_t n = ox1 - ox < 16 ? ox1 - ox : 16;
+            const float *r = xp + ry * iw + 2 * ox - pbx;
+            __m512 t[9];
+            for (int ty = 0; ty < ny; ty++)
+                row_taps(&p, r + ty * iw, n, t + 3 * ty);
+            __m512 best = t[0];
+            for (int q = 1; q < 3 * ny; q++)
+                best = _mm512_max_ps(t[q], best);
+            _mm512_mask_storeu_ps(yr + ox, lo_mask(n), best);
+        }
+    }
+}
+
+/* The gradient of one plane: each window's first maximum (16 full-column
+ * windows a step with AVX-512, the clipped ones one by one) as an in-plane
+ * offset, then dy added there window by window in grid order, as the
+ * scalar kernel adds it. at: ow entries. */
+AVX512 static void grad_plane_any(const lt_nn_geom *g, const float *x, const float *dy, float *dx, int32_t *at)
+{
+    idx3 p = perms();
+    int64_t ih = g->img[0], iw = g->img[1], oh = g->grid[0], ow = g->grid[1], pby = g->pb[0], pbx = g->pb[1];
+    int64_t ox0, ox1;
+    full_cols(g, &ox0, &ox1);
+    memset(dx, 0, sizeof(float) * (size_t)(ih * iw));
+    const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (int64_t oy = 0; oy < oh; oy++) {
+        int64_t ry, ny = clip3(oy, pby, ih, &ry);
+        if (ny <= 0)
+            continue; /* windows wholly in the padding take nothing */
+        /* the taps' offsets from a window's first tap */
+        __m512i toff = _mm512_setr_epi32(0, 1, 2, (int)iw, (int)iw + 1, (int)iw + 2, (int)(2 * iw), (int)(2 * iw + 1),
+                                         (int)(2 * iw + 2), 0, 0, 0, 0, 0, 0, 0);
+        for (int64_t ox = 0; ox < ow; ox++) {
+            if (ox == ox0)
+                ox = ox1;
+            if (ox >= ow)
+                break;
+            float b;
+            at[ox] = (int32_t)scalar_window(x, iw, pbx, ry, ny, ox, &b);
+        }
+        for (int64_t ox = ox0; ox < ox1; ox += 16) {
+            int64_t n = ox1 - ox < 16 ? ox1 - ox : 16, c = ry * iw + 2 * ox - pbx;
+            __m512 t[9];
+            for (int ty = 0; ty < ny; ty++)
+                row_taps(&p, x + c + ty * iw, n, t + 3 * ty);
+            __m512 best = t[0];
+            __m512i q = _mm512_setzero_si512();
+            for (int k = 1; k < 3 * ny; k++) {
+                __mmask16 gt = _mm512_cmp_ps_mask(t[k], best, _CMP_GT_OQ);
+                best = _mm512_mask_blend_ps(gt, best, t[k]);
+                q = _mm512_mask_mov_epi32(q, gt, _mm512_set1_epi32(k));
+            }
+            /* offset = the window's first tap (c + 2 i) + the tap's offset */
+            __m512i off = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)c), lanes),
+                                           _mm512_permutexvar_epi32(q, toff));
+            _mm512_mask_storeu_epi32(at + ox, lo_mask(n), off);
+        }
+        const float *gy = dy + oy * ow;
+        for (int64_t ox = 0; ox < ow; ox++)
+            if (at[ox] >= 0)
+                dx[at[ox]] += gy[ox];
+    }
+}
+
+/* the gradient's offsets live on the stack: grids up to this wide */
+#define MAX_ANY_OW 4096
+
+static bool any_ready(const lt_nn_geom *g)
+{
+    return lt_cpu_avx512() && g->nsp == 2 && g->k[0] == 3 && g->k[1] == 3 && g->s[0] == 2 && g->s[1] == 2 &&
+           g->d[0] == 1 && g->d[1] == 1 && g->grid[0] >= 1 && g->grid[1] >= 1 && g->grid[1] <= MAX_ANY_OW &&
+           g->img[0] * g->img[1] < INT32_MAX / 2;
+}
+
+bool lt_nn_maxpool3s2_any_f32(const lt_nn_geom *g, int64_t planes, const float *x, float *y)
+{
+    if (!any_ready(g))
+        return false;
+    int64_t rows = planes * g->grid[0], ow = g->grid[1];
+    /* chunks of about 8192 outputs, taken in turn by the threads */
+    int64_t chunk = 8192 / ow + 1, nchunks = (rows + chunk - 1) / chunk;
+#pragma omp parallel for schedule(dynamic, 1) if (nchunks > 1 && rows * ow * 9 >= LT_NN_PAR_MIN)
+    for (int64_t q = 0; q < nchunks; q++)
+        fwd_rows_any(g, x, y, q * chunk, (q + 1) * chunk < rows ? (q + 1) * chunk : rows);
+    return true;
+}
+
+bool lt_nn_maxpool3s2_any_grad_f32(const lt_nn_geom *g, int64_t planes, const float *x, const float *dy, float *dx)
+{
+    if (!any_ready(g))
+        return false;
+    int64_t in_plane = g->img[0] * g->img[1], out_plane = g->grid[0] * g->grid[1];
+#pragma omp parallel for schedule(dynamic, 4) if (planes > 1 && planes * out_plane * 9 >= LT_NN_PAR_MIN)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        int32_t at[MAX_ANY_OW];
+        grad_plane_any(g, x + pl * in_plane, dy + pl * out_plane, dx + pl * in_plane, at);
+    }
+    return true;
+}
+
 #else
 
 bool lt_nn_maxpool3s2_f32(const lt_nn_geom *g, int64_t planes, const float *x, float *y) { return false; }
+bool lt_nn_maxpool3s2_any_f32(const lt_nn_geom *g, int64_t planes, const float *x, float *y) { return false; }
+bool lt_nn_maxpool3s2_any_grad_f32(const lt_nn_geom *g, int64_t planes, const float *x, const float *dy, float *dx)
+{
+    return false;
+}
 
 bool lt_nn_maxpool3s2_grad_f32(const lt_nn_geom *g, int64_t planes, const float *x, const float *dy, float *dx)
 {

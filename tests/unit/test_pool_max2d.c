@@ -1,7 +1,8 @@
 /* MaxPool and MaxPoolGrad on float32 with two spatial axes (the select-based
  * kernels for any pads, strides, dilations and ceil_mode, the 3x3 windows
  * unrolled, the 2x2 stride-2 ones, and the AVX-512 ones for 3x3 stride-2
- * windows and the 2x2 stride-2 forward inside the image) against a direct reference written
+ * windows inside the image or clipped by pads and ceil_mode, and the 2x2
+ * stride-2 forward inside the image) against a direct reference written
  * here: every window scanned in row-major order over its in-image taps, the
  * first tap taken and replaced only by a tap v with v > best. Inputs at
  * batch 16 with odd sizes hold few distinct values (ties everywhere), signed
@@ -207,6 +208,16 @@ static void max_pool_2d(void **state)
         {"2x2 stride 2, grid 18 wide, 16x3x8x36", 16, 3, 8, 36, {2, 2}, {2, 2}, {1, 1}, {0}},
         {"2x2 stride 2, grid 17 wide odd image, 16x3x7x35", 16, 3, 7, 35, {2, 2}, {2, 2}, {1, 1}, {0}},
         {"2x2 stride 2, parallel chunks, 16x32x24x24", 16, 32, 24, 24, {2, 2}, {2, 2}, {1, 1}, {0}},
+        /* 3x3 stride 2 windows the image clips: the AVX-512 kernels for
+         * the full columns, one by one for the rest; ResNet's shape, grids
+         * past 16 and 32 windows wide, pads of 2 (a row of one tap),
+         * asymmetric pads, ceil_mode windows hanging off the end */
+        {"3x3 stride 2 pads 1 (ResNet's), parallel, 16x64x16x16", 16, 64, 16, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+        {"3x3 stride 2 pads 1, grid 35 wide, 16x2x9x70", 16, 2, 9, 70, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+        {"3x3 stride 2 pads 2, 16x3x9x10", 16, 3, 9, 10, {3, 3}, {2, 2}, {1, 1}, {2, 2, 2, 2}},
+        {"3x3 stride 2 pads 0 1 2 0, grid 18 wide, 16x3x11x37", 16, 3, 11, 37, {3, 3}, {2, 2}, {1, 1}, {0, 1, 2, 0}},
+        {"3x3 stride 2 ceil_mode off the end, 16x3x6x40", 16, 3, 6, 40, {3, 3}, {2, 2}, {1, 1}, {0}, 1},
+        {"3x3 stride 2 pads 1 ceil_mode, 16x3x8x8", 16, 3, 8, 8, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_cfg(&cases[i], 900 + 10 * i);
