@@ -9,6 +9,7 @@
 #include "ir/fold_scale.h"
 #include "ir/fold_transpose.h"
 #include "ir/fuse_elementwise.h"
+#include "ir/sum_pool_grad.h"
 #include "ir/train_mode.h"
 #include "optim.h"
 #include "runtime/memplan.h"
@@ -451,13 +452,16 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
     }
     /* post-AD rewrites: cells into sums first (on every backend: a sum is
      * cheaper than a cell's zeroing, adding and copying out), so that the
-     * sums join the elementwise chains around them; for the CPU only,
+     * sums join the elementwise chains around them; the sums of MaxPool
+     * gradients over their planes taken from dy; for the CPU only,
      * transposes of the last two axes into the matrix products that read
      * them, then scalar scales on either side of a product into it, then
      * attention's head split and merge into the per-head products; the
      * fused chains where the backend runs them */
     if (st == LT_OK)
         st = lt_ir_acc_to_add(t->tm, NULL, err);
+    if (st == LT_OK)
+        st = lt_ir_sum_pool_grad(t->tm, NULL, err);
     if (st == LT_OK && on_cpu())
         st = lt_ir_fold_transpose(t->tm, NULL, err);
     if (st == LT_OK && on_cpu())
