@@ -189,7 +189,7 @@ static lt_status gc_forward(lt_kctx *k, const gc_job *j, const char *img, const 
         memset(out, 0, (size_t)(tasks * P * L) * esz);
         return LT_OK;
     }
-    if (esz == 4 && lt_nn_conv_images_usable(&j->g, j->groups, j->n, P))
+    if (esz == 4 && lt_nn_conv_images_usable(&j->g, j->groups, j->n, j->Q))
         return lt_nn_conv_images(k, &j->g, j->n, j->Q, P, (const float *)img, (const float *)w, NULL, (float *)out);
     if (gc_regions(j, false))
         return lt_nn_conv_regions(k, &j->g, j->n, j->Q, P, (const float *)img, (const float *)w, NULL, (float *)out);

@@ -223,7 +223,7 @@ static lt_status k_conv(lt_kctx *k)
              * avoid thin per-image products; the panels skip the gathers) */
             if (K == 1 && lt_nn_conv_panels_usable(&j.g, j.groups, j.c))
                 return lt_nn_conv_panels(k, &j.g, j.n, j.c, j.m, j.x, j.w, j.b, j.y);
-            if (lt_nn_conv_images_usable(&j.g, j.groups, j.n, j.m))
+            if (lt_nn_conv_images_usable(&j.g, j.groups, j.n, j.c))
                 return lt_nn_conv_images(k, &j.g, j.n, j.c, j.m, j.x, j.w, j.b, j.y);
             if (!regions && lt_nn_conv_panels_usable(&j.g, j.groups, j.c))
                 return lt_nn_conv_panels(k, &j.g, j.n, j.c, j.m, j.x, j.w, j.b, j.y);

@@ -23,11 +23,16 @@
 #define CR 8  /* channels a tile */
 #define IM 32 /* images a tile */
 
-bool lt_nn_conv_images_usable(const lt_nn_geom *g, int64_t groups, int64_t n, int64_t m)
+bool lt_nn_conv_images_usable(const lt_nn_geom *g, int64_t groups, int64_t n, int64_t sum_ch)
 {
     if (!lt_cpu_avx512_gemm() || g->nsp != 2 || groups != 1 || n < IM || g->k[0] * g->k[1] < 2)
         return false;
-    return lt_nn_regions(4, g, groups, n, m, false);
+    /* where the regions would run; and grids of up to 16 positions whose
+     * sums run over 128 channels or more (ResNet's 4x4 stage), where a
+     * tile's chains are long enough to beat the panels' packing */
+    if (lt_nn_regions(4, g, groups, n, 1, false))
+        return true;
+    return g->grid[0] * g->grid[1] <= 16 && sum_ch >= 128;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -158,12 +158,13 @@ lt_status lt_nn_conv_filter_lanes(lt_kctx *k, const lt_nn_geom *g, int64_t n, in
                                   const float *x, float *dw);
 
 /* Conv and its data gradient with the batch's images in the vector lanes
- * (nn_conv_images.c), where the regions would run (lt_nn_regions: small
- * grids mostly reaching into the padding) with taps beyond one, one group,
- * 32 images or more and AVX-512 (lt_nn_conv_images_usable): x [n, c,
- * img], w [m, c, k], bias [m] or NULL, y and dy [n, m, grid]; y and dx
- * written whole */
-bool lt_nn_conv_images_usable(const lt_nn_geom *g, int64_t groups, int64_t n, int64_t m);
+ * (nn_conv_images.c) for taps beyond one, one group, 32 images or more and
+ * AVX-512, where the regions would run (lt_nn_regions: small grids mostly
+ * reaching into the padding) or on grids of at most 16 positions whose
+ * sums run over sum_ch >= 128 channels (the forward's image channels c,
+ * the data gradient's output channels m): x [n, c, img], w [m, c, k],
+ * bias [m] or NULL, y and dy [n, m, grid]; y and dx written whole */
+bool lt_nn_conv_images_usable(const lt_nn_geom *g, int64_t groups, int64_t n, int64_t sum_ch);
 lt_status lt_nn_conv_images(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
                             const float *w, const float *bias, float *y);
 lt_status lt_nn_conv_images_data(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,

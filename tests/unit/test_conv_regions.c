@@ -398,10 +398,12 @@ static void filter_lanes(void **state)
  * (runtime/cpu/nn_conv_images.c), where the regions would run with 32
  * images or more: a batch ending mid-panel, channels not a multiple of the
  * tile's 8, the centre tap alone, strides, dilations, uneven pads, windows
- * wholly in the padding (the bias alone, pixels no window reads); and
+ * wholly in the padding (the bias alone, pixels no window reads); grids
+ * of up to 16 positions whose sums run over 128 channels or more (the
+ * forward's image channels, the data gradient's output channels); and
  * neighbours that must not (31 images, a 1x1 kernel, groups, grids mostly
- * inside) */
-static void run_images(const cfg *f, uint64_t seed, bool want)
+ * inside, 20 positions) */
+static void run_images(const cfg *f, uint64_t seed, bool fwd, bool data)
 {
     lt_nn_geom geo = {.nsp = 2};
     for (int a = 0; a < 2; a++) {
@@ -413,7 +415,10 @@ static void run_images(const cfg *f, uint64_t seed, bool want)
         geo.pb[a] = f->pads[a];
         geo.pe[a] = f->pads[a + 2];
     }
-    assert_int_equal(lt_nn_conv_images_usable(&geo, f->group, f->n, f->m), want && lt_cpu_avx512_gemm());
+    /* the forward's sums run over the image channels, the data gradient's
+     * over the output channels */
+    assert_int_equal(lt_nn_conv_images_usable(&geo, f->group, f->n, f->c / f->group), fwd && lt_cpu_avx512_gemm());
+    assert_int_equal(lt_nn_conv_images_usable(&geo, f->group, f->n, f->m / f->group), data && lt_cpu_avx512_gemm());
     run_case(f, seed);
 }
 
@@ -433,6 +438,18 @@ static void images(void **state)
         {"windows wholly in the padding: 3x3 stride 2, pad 3 on 2x1, 32 images", 32, 32, 33, 1, {2, 1}, {3, 3},
          {2, 2}, {1, 1}, {3, 3, 3, 3}, true, true},
         {"5x5 pad 2 on 3x3, 70 images", 70, 12, 48, 1, {3, 3}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, true, true},
+        /* grids of up to 16 positions with sums over 128 channels or more */
+        {"3x3 pad 1 on 4x4, 40 images, 128 -> 130", 40, 128, 130, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
+         true, false},
+    };
+    /* the forward alone, or the data gradient alone */
+    const cfg fwd_only[] = {
+        {"3x3 stride 2 pad 1, 7x7 -> 4x4, 32 images, 128 -> 40", 32, 128, 40, 1, {7, 7}, {3, 3}, {2, 2}, {1, 1},
+         {1, 1, 1, 1}, true, false},
+    };
+    const cfg data_only[] = {
+        {"3x3 pad 1 on 3x5, 33 images, 64 -> 128", 33, 64, 128, 1, {3, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
+         false, false},
     };
     const cfg no[] = {
         {"3x3 pad 1 on 2x2, 31 images", 31, 40, 37, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, true},
@@ -441,11 +458,15 @@ static void images(void **state)
         {"group 2 on 2x2, 32 images", 32, 32, 32, 2, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true, false},
         {"3x3 pad 1 on 9x9 (mostly inside), 32 images", 32, 16, 16, 1, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1},
          true, false},
+        {"3x3 pad 1 on 5x4 (20 positions), 32 images, 128 -> 128", 32, 128, 128, 1, {5, 4}, {3, 3}, {1, 1}, {1, 1},
+         {1, 1, 1, 1}, true, false},
     };
     for (int i = 0; i < (int)(sizeof yes / sizeof yes[0]); i++)
-        run_images(&yes[i], 8900 + 10 * (uint64_t)i, true);
+        run_images(&yes[i], 8900 + 10 * (uint64_t)i, true, true);
+    run_images(&fwd_only[0], 9000, true, false);
+    run_images(&data_only[0], 9010, false, true);
     for (int i = 0; i < (int)(sizeof no / sizeof no[0]); i++)
-        run_images(&no[i], 9100 + 10 * (uint64_t)i, false);
+        run_images(&no[i], 9100 + 10 * (uint64_t)i, false, false);
 }
 
 /* ConvTranspose's gradients are the same products seen from the other side
