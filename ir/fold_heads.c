@@ -148,6 +148,39 @@ static bool operand_view(const lt_block *b, const bool *dead, lt_ival *v, lt_iva
     return true;
 }
 
+/* u: Unsqueeze(P) {axes [0]} (attribute form, read once) of a product P
+ * read by u alone that can write the merged layout (*p receives it):
+ * rank-4 output, no viewY yet, each operand a view or of rank 4 with the
+ * output's leading two dims */
+static bool merged_piece(const fold *f, const lt_block *b, const bool *dead, const lt_node *u, lt_node **p)
+{
+    if (!u || u->op != LT_OP_UNSQUEEZE || u->block != b || dead[u->index] || u->opset >= 13 || u->nin != 1 ||
+        u->nout != 1 || !u->out[0] || u->nregions || f->uses[u->out[0]->id] != 1 || !float_rank(u->out[0], 5))
+        return false;
+    int len = 0;
+    const int64_t *ax = lt_attr_ints(u, "axes", &len);
+    if (!ax || len != 1 || ax[0] != 0)
+        return false;
+    lt_node *n = u->in[0]->def;
+    if (!n || (n->op != LT_OP_MAT_MUL && n->op != LT_OP_MAT_MUL_TRANS) || n->block != b || dead[n->index] ||
+        n->nin != 2 || n->nout != 1 || n->out[0] != u->in[0] || n->nregions || !float_rank(n->out[0], 4) ||
+        f->uses[n->out[0]->id] != 1 || lt_attr_int(n, "viewY", 0))
+        return false;
+    static const char *const vname[2] = {"viewA", "viewB"};
+    const lt_type *y = &n->out[0]->type;
+    for (int j = 0; j < 2; j++) {
+        if (!n->in[j] || n->in[j]->type.dtype != y->dtype)
+            return false;
+        if (lt_attr_find(n, vname[j]))
+            continue;
+        const lt_type *x = &n->in[j]->type;
+        if (!float_rank(n->in[j], 4) || !dim_eq(x->dims[0], y->dims[0]) || !dim_eq(x->dims[1], y->dims[1]))
+            return false;
+    }
+    *p = n;
+    return true;
+}
+
 static lt_status fold_block(lt_block *b, void *ctx)
 {
     fold *f = ctx;
@@ -243,6 +276,70 @@ static lt_status fold_block(lt_block *b, void *ctx)
         r->nin = 1;
         r->attrs = at;
         r->nattr = 1;
+    }
+    /* Transpose(Concat(Unsqueeze(P_g) {axes [0]}, axis 0)) {1, 3, 0, 2, 4}
+     * (the gradient of the packed split: dq, dk, dv back into the
+     * projection's rows): each product writes the merged layout, its
+     * Unsqueeze puts the piece's axis third and one Concat along it does
+     * the rest, in the Transpose's place */
+    static const int64_t p5[5] = {1, 3, 0, 2, 4};
+    for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
+        lt_node *t = b->nodes[i];
+        if (!transpose_of(t, b, dead, 5, p5))
+            continue;
+        lt_node *c = t->in[0]->def;
+        if (!c || c->op != LT_OP_CONCAT || c->block != b || dead[c->index] || c->nregions || c->nin < 1 ||
+            c->nout != 1 || (lt_attr_int(c, "axis", 1) != 0 && lt_attr_int(c, "axis", 1) != -5) ||
+            f->uses[c->out[0]->id] != 1 || c->nin > 16)
+            continue;
+        lt_node *u[16], *pr[16];
+        bool ok = true;
+        for (int j = 0; j < c->nin && ok; j++) {
+            u[j] = c->in[j] ? c->in[j]->def : NULL;
+            ok = merged_piece(f, b, dead, u[j], &pr[j]);
+        }
+        if (!ok)
+            continue;
+        int64_t *axes = lt_ir_alloc(f->m, sizeof *axes);
+        lt_attr *at = lt_ir_alloc(f->m, sizeof *at);
+        if (!axes || !at) {
+            s = LT_ERR_NOMEM;
+            break;
+        }
+        axes[0] = 2;
+        *at = (lt_attr){.name = "axes", .kind = LT_ATTR_INTS, .n = 1, .ints = axes};
+        for (int j = 0; j < c->nin && s == LT_OK; j++) {
+            s = put_attr(f->m, pr[j], (lt_attr){.name = "viewY", .kind = LT_ATTR_INT, .i = 1});
+            lt_type *pt = &pr[j]->out[0]->type, *ut = &u[j]->out[0]->type;
+            lt_dim h = pt->dims[1];
+            pt->dims[1] = pt->dims[2];
+            pt->dims[2] = h;
+            /* [B, T, 1, H, D] */
+            ut->dims[0] = pt->dims[0];
+            ut->dims[1] = pt->dims[1];
+            ut->dims[2] = (lt_dim){.sym = -1, .v = 1};
+            ut->dims[3] = pt->dims[2];
+            ut->dims[4] = pt->dims[3];
+            u[j]->attrs = at;
+            u[j]->nattr = 1;
+            f->nfolded++;
+        }
+        lt_attr *ca = lt_ir_alloc(f->m, sizeof *ca);
+        if (!ca) {
+            s = LT_ERR_NOMEM;
+            break;
+        }
+        *ca = (lt_attr){.name = "axis", .kind = LT_ATTR_INT, .i = 2};
+        t->op = LT_OP_CONCAT;
+        t->opset = c->opset;
+        t->domain_name = c->domain_name;
+        t->in = c->in;
+        t->nin = c->nin;
+        t->attrs = ca;
+        t->nattr = 1;
+        dead[c->index] = true;
+        f->uses[c->out[0]->id] = 0;
+        f->unhooked[c->out[0]->id] = true;
     }
     /* the head-moving nodes nothing reads any more, back to front so that
      * a removed one's own producer goes too */

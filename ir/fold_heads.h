@@ -10,7 +10,12 @@
  *     axis 0 into G pieces of 1)[g] (q, k, v out of one packed projection),
  *     X [B, T, G, H, D], is read from X with [H, T, D, g H D, D, G H D];
  *   - Transpose(P) {perm [0, 2, 1, 3]}, P such a product's output read by
- *     nothing else, becomes the product with viewY = 1 in its place.
+ *     nothing else, becomes the product with viewY = 1 in its place;
+ *   - Transpose(Concat(Unsqueeze(P_g) {axes [0]}, axis 0)) {perm [1, 3, 0,
+ *     2, 4]} (the packed split's gradient: dq, dk, dv back into the
+ *     projection's rows), each P_g a product read once, becomes Concat of
+ *     Unsqueeze(P_g with viewY) {axes [2]} along axis 2: one copy, not
+ *     two.
  * Transposes, Splits, Squeezes, Reshapes and Shapes left without readers
  * are removed, after Reshape(G, Shape(V)) with V G's shape behind a
  * leading 1 (the AD's gradient of the Squeeze) becomes Unsqueeze(G).

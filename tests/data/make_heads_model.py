@@ -7,7 +7,9 @@ regenerate with Debian's /usr/bin/python3):
                    packed projection) -> softmax(q k^T * c) v -> Transpose
                    0,2,1,3 -> Reshape [N,5,8] -> MatMul Wo -> y; plus q
                    times a [1,2,4,4] weight (broadcast: must stay as it is)
-                   added through the same merge"""
+                   added through the same merge
+  heads_plain.onnx the same without the broadcast product (every head
+                   transpose folds, the gradient's Concat included)"""
 import os
 import numpy as np
 import onnx
@@ -22,7 +24,7 @@ def arr(name, a, dt=np.float32):
     return nh.from_array(np.asarray(a, dt), name)
 
 
-def main():
+def build(plain):
     inits = [arr("Wqkv", rng.normal(0, 0.4, (8, 24))), arr("bqkv", rng.normal(0, 0.1, (24,))),
              arr("Wo", rng.normal(0, 0.4, (8, 8))), arr("Wb", rng.normal(0, 0.4, (1, 2, 4, 4))),
              arr("packed", [0, 5, 3, 2, 4], np.int64), arr("merged", [0, 5, 8], np.int64),
@@ -41,17 +43,29 @@ def main():
         h.make_node("Mul", ["s", "c"], ["ss"]),
         h.make_node("Softmax", ["ss"], ["p"], axis=-1),
         h.make_node("MatMul", ["p", "v"], ["o"]),
-        h.make_node("MatMul", ["q", "Wb"], ["qb"]),
-        h.make_node("Add", ["o", "qb"], ["ob"]),
-        h.make_node("Transpose", ["ob"], ["om"], perm=[0, 2, 1, 3]),
+    ]
+    if plain:
+        inits = [i for i in inits if i.name != "Wb"]
+        n += [h.make_node("Transpose", ["o"], ["om"], perm=[0, 2, 1, 3])]
+    else:
+        n += [h.make_node("MatMul", ["q", "Wb"], ["qb"]),
+              h.make_node("Add", ["o", "qb"], ["ob"]),
+              h.make_node("Transpose", ["ob"], ["om"], perm=[0, 2, 1, 3])]
+    n += [
         h.make_node("Reshape", ["om", "merged"], ["oc"]),
         h.make_node("MatMul", ["oc", "Wo"], ["y"]),
     ]
-    g = h.make_graph(n, "heads_fold", [h.make_tensor_value_info("x", F, ["N", 5, 8])],
+    name = "heads_plain" if plain else "heads_fold"
+    g = h.make_graph(n, name, [h.make_tensor_value_info("x", F, ["N", 5, 8])],
                      [h.make_tensor_value_info("y", F, ["N", 5, 8])], initializer=inits)
     m = h.make_model(g, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 13)])
     onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(HERE, "heads_fold.onnx"))
+    onnx.save(m, os.path.join(HERE, name + ".onnx"))
+
+
+def main():
+    build(False)
+    build(True)
 
 
 if __name__ == "__main__":
