@@ -174,17 +174,27 @@ void lt_linalg_gemm_batched(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N,
      * dispatch */
     bool small = dt == LT_F32 && K > 0 && (double)M * (double)N * (double)K < PAR_WORK && N <= 32;
     if (nt > 1 && nb >= nt && work >= PAR_WORK) {
-        int64_t chunk = (nb + nt - 1) / nt;
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int t = 0; t < nt; t++) {
-            int64_t i0 = t * chunk, n = nb - i0 < chunk ? nb - i0 : chunk;
-            if (n > 0 && small &&
-                lt_sgemm_small_batched(ta, tb, M, N, K, (float)alpha, A, lda, offa + i0, B, ldb, offb + i0,
-                                       (float)beta, C, ldc, offc + i0, n))
-                continue;
-            for (int64_t i = i0; i < i0 + n; i++)
-                blas(dt, ta, tb, M, N, K, alpha, (const char *)A + (size_t)offa[i] * es, lda,
-                     (const char *)B + (size_t)offb[i] * es, ldb, beta, (char *)C + (size_t)offc[i] * es, ldc);
+        /* 2 nt contiguous shares of the batch (fewer where the batch is
+         * short) taken in turn, the second thread kept off the first
+         * one's CPU (par_spread.h); each product's result is the same
+         * whichever thread runs it */
+        int64_t nch = nb < 2 * nt ? nb : 2 * nt;
+        int cpu0 = lt_par_cpu();
+        int64_t next = 0;
+#pragma omp parallel num_threads(nt)
+        {
+            if (omp_get_thread_num() > 0)
+                lt_par_leave_cpu(cpu0);
+            for (int64_t c; (c = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED)) < nch;) {
+                int64_t i0 = nb * c / nch, n = nb * (c + 1) / nch - i0;
+                if (small && lt_sgemm_small_batched(ta, tb, M, N, K, (float)alpha, A, lda, offa + i0, B, ldb,
+                                                    offb + i0, (float)beta, C, ldc, offc + i0, n))
+                    continue;
+                for (int64_t i = i0; i < i0 + n; i++)
+                    blas(dt, ta, tb, M, N, K, alpha, (const char *)A + (size_t)offa[i] * es, lda,
+                         (const char *)B + (size_t)offb[i] * es, ldb, beta, (char *)C + (size_t)offc[i] * es,
+                         ldc);
+            }
         }
         return;
     }

@@ -7,7 +7,8 @@
  * the same bits. A product below the split's threshold runs whole on the
  * calling thread and is checked the same way, as are depths K that the
  * AVX-512 kernel cuts into slices of equal depth, and products whose op(B)
- * is two matrices side by side (lt_sgemm_avx512_cat). And the helper that moves a
+ * is two matrices side by side (lt_sgemm_avx512_cat), and batches of
+ * products shared out over the threads. And the helper that moves a
  * region's second thread off the first one's CPU gives back the thread's
  * affinity unchanged. */
 #define _GNU_SOURCE
@@ -217,6 +218,65 @@ static void cat_products(void **state)
     assert_true(c2[0] == 7);
 }
 
+/* lt_linalg_gemm_batched over threads (at least 2^23 multiply-adds in
+ * all): shares of the batch taken in turn, through the small kernel (N <=
+ * 32) and the general route, with products sharing one B (a broadcast
+ * operand), against double sums; a repeat gives the same bits */
+static void batched_case(int64_t nb, int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool shared_b, uint64_t seed)
+{
+    int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N, sa = M * K, sb = shared_b ? 0 : K * N, sc = M * N;
+    int64_t ad[1] = {nb * sa}, bd[1] = {shared_b ? K * N : nb * K * N}, cd[1] = {nb * sc};
+    lt_value *a = tu_rand(LT_F32, 1, ad, -1, 1, seed), *b = tu_rand(LT_F32, 1, bd, -1, 1, seed + 1);
+    lt_value *c = tu_rand(LT_F32, 1, cd, -1, 1, seed + 2);
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(3 * nb));
+    float *c2 = malloc(sizeof(float) * (size_t)cd[0]);
+    assert_non_null(off);
+    assert_non_null(c2);
+    for (int64_t i = 0; i < nb; i++) {
+        off[i] = i * sa;
+        off[nb + i] = i * sb;
+        off[2 * nb + i] = i * sc;
+    }
+    const float *af = a->t.data, *bf = b->t.data;
+    float *cf = c->t.data;
+    lt_linalg_gemm_batched(LT_F32, ta, tb, M, N, K, 0.5, af, lda, off, bf, ldb, off + nb, 0.0, cf, ldc, off + 2 * nb,
+                           nb);
+    lt_linalg_gemm_batched(LT_F32, ta, tb, M, N, K, 0.5, af, lda, off, bf, ldb, off + nb, 0.0, c2, ldc, off + 2 * nb,
+                           nb);
+    assert_true(memcmp(cf, c2, sizeof(float) * (size_t)cd[0]) == 0);
+    for (int64_t p = 0; p < nb; p++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0;
+                for (int64_t q = 0; q < K; q++)
+                    s += (double)af[p * sa + (ta ? q * lda + i : i * lda + q)] *
+                         bf[p * sb + (tb ? j * ldb + q : q * ldb + j)];
+                double got = cf[p * sc + i * ldc + j];
+                if (!(fabs(got - 0.5 * s) <= 2e-6 * (double)K))
+                    fail_msg("batched nb %lld M %lld N %lld K %lld: C[%lld][%lld, %lld] is %.8g, want %.8g",
+                             (long long)nb, (long long)M, (long long)N, (long long)K, (long long)p, (long long)i,
+                             (long long)j, got, 0.5 * s);
+            }
+    free(off);
+    free(c2);
+    lt_value_free(a);
+    lt_value_free(b);
+    lt_value_free(c);
+}
+
+static void batched_products(void **state)
+{
+    (void)state;
+    int saved = omp_get_max_threads();
+    for (int nt = 2; nt <= 3; nt++) {
+        omp_set_num_threads(nt);
+        batched_case(515, 28, 28, 32, false, true, false, 500 + nt);   /* the small kernel, 2 nt shares */
+        batched_case(7, 100, 96, 200, true, false, true, 510 + nt);    /* general, fewer products than shares */
+        batched_case(40, 64, 40, 100, false, false, true, 520 + nt);   /* one B for all */
+    }
+    omp_set_num_threads(saved);
+}
+
 static void leave_cpu_keeps_affinity(void **state)
 {
     (void)state;
@@ -238,6 +298,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(split_products), cmocka_unit_test(whole_product),
                                        cmocka_unit_test(k_slices), cmocka_unit_test(cat_products),
+                                       cmocka_unit_test(batched_products),
                                        cmocka_unit_test(leave_cpu_keeps_affinity)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
