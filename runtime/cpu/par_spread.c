@@ -9,25 +9,55 @@
  * as long as a 1-thread one. A thread that finds itself on the CPU the
  * opener was on moves itself to another CPU it may run on (narrowing its
  * affinity, which migrates it at once) and then gives back its affinity
- * unchanged, so the process's CPU set is never altered. */
+ * unchanged, so the process's CPU set is never altered. Where the other
+ * CPU turns out crowded (the move itself waits for it), the next calls
+ * stay put for a while: a thread queued behind other processes would
+ * hold up the region's end longer than taking turns costs. */
 #define _GNU_SOURCE
 #include "par_spread.h"
 #include <sched.h>
+#include <stdint.h>
+#include <time.h>
+
+/* A move takes as long as the target CPU takes to run the thread. Longer
+ * than this and that CPU is crowded (several processes on it): the thread
+ * would join the region late and hold up its end, so the next BACKOFF
+ * calls stay where the wake-up put them (the halves then take turns on
+ * one core, no worse than one thread) before trying again. */
+#define SLOW_MOVE_NS 100000
+#define BACKOFF 64
+
+static int backoff;
 
 int lt_par_cpu(void)
 {
     return sched_getcpu();
 }
 
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 void lt_par_leave_cpu(int cpu)
 {
     if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getcpu() != cpu)
         return;
+    if (__atomic_load_n(&backoff, __ATOMIC_RELAXED) > 0) {
+        __atomic_fetch_sub(&backoff, 1, __ATOMIC_RELAXED);
+        return;
+    }
     cpu_set_t all, away;
     if (sched_getaffinity(0, sizeof all, &all) != 0 || !CPU_ISSET(cpu, &all) || CPU_COUNT(&all) < 2)
         return;
     away = all;
     CPU_CLR(cpu, &away);
-    if (sched_setaffinity(0, sizeof away, &away) == 0)
-        (void)sched_setaffinity(0, sizeof all, &all);
+    int64_t t0 = now_ns();
+    if (sched_setaffinity(0, sizeof away, &away) != 0)
+        return;
+    if (now_ns() - t0 > SLOW_MOVE_NS)
+        __atomic_store_n(&backoff, BACKOFF, __ATOMIC_RELAXED);
+    (void)sched_setaffinity(0, sizeof all, &all);
 }
