@@ -230,7 +230,7 @@ static void max_grad2d_f32(const gp_job *j, const float *x, const float *dy, flo
     int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1];
     /* 2x2 windows that tile the plane write all of it: no zeroing first */
     bool tiles = 2 * oh == g->img[0] && 2 * ow == iw, wide = tiles && have_avx512();
-#pragma omp parallel for schedule(static) if (j->planes > 1 && j->planes * j->in_plane >= 4 * LT_NN_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, lt_par_chunk(j->planes)) if (j->planes > 1 && j->planes * j->in_plane >= 4 * LT_NN_PAR_MIN)
     for (int64_t pl = 0; pl < j->planes; pl++) {
         const float *xp = x + pl * j->in_plane, *dyp = dy + pl * j->out_plane;
         float *dxp = dx + pl * j->in_plane;
@@ -296,7 +296,7 @@ static void max_grad2d_any_f32(const gp_job *j, const float *x, const float *dy,
     const lt_nn_geom *g = &j->g;
     const gp_win *ty_tab = j->tab[0], *tx_tab = j->tab[1];
     int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1], dh = g->d[0], dw = g->d[1];
-#pragma omp parallel for schedule(static) if (j->planes > 1 && j->planes * j->out_plane * j->taps >= LT_NN_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, lt_par_chunk(j->planes)) if (j->planes > 1 && j->planes * j->out_plane * j->taps >= LT_NN_PAR_MIN)
     for (int64_t pl = 0; pl < j->planes; pl++) {
         const float *xp = x + pl * j->in_plane, *dyp = dy + pl * j->out_plane;
         float *dxp = dx + pl * j->in_plane;

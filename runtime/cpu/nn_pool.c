@@ -155,7 +155,7 @@ static void pool3_f32(const pool_job *j, axis_win *const *tab)
     }
     int64_t rows = j->planes * grid[0] * grid[1], w = img[2], hw = img[1] * img[2];
     bool parallel = rows * grid[2] * j->taps >= LT_NN_PAR_MIN;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(dynamic, lt_par_chunk(rows)) if (parallel)
     for (int64_t row = 0; row < rows; row++) {
         int64_t plane = row / (grid[0] * grid[1]);
         const axis_win *wz = &t3[0][row / grid[1] % grid[0]];
@@ -220,7 +220,7 @@ static void maxpool2d_f32(const pool_job *j)
     const lt_nn_geom *g = &j->g;
     int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1];
     int64_t rows = j->planes * oh;
-#pragma omp parallel for schedule(static) if (rows * ow * j->taps >= 4 * LT_NN_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, lt_par_chunk(rows)) if (rows * ow * j->taps >= 4 * LT_NN_PAR_MIN)
     for (int64_t row = 0; row < rows; row++) {
         int64_t plane = row / oh, oy = row % oh;
         const float *r0 = (const float *)j->x + plane * j->in_plane + oy * 2 * iw, *r1 = r0 + iw;
@@ -245,7 +245,7 @@ static void maxpool2d_any_f32(const pool_job *j, axis_win *const *tab)
     const lt_nn_geom *g = &j->g;
     int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1], dh = g->d[0], dw = g->d[1];
     int64_t rows = j->planes * oh;
-#pragma omp parallel for schedule(static) if (rows * ow * j->taps >= LT_NN_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, lt_par_chunk(rows)) if (rows * ow * j->taps >= LT_NN_PAR_MIN)
     for (int64_t row = 0; row < rows; row++) {
         int64_t plane = row / oh;
         const axis_win *wy = &tab[0][row % oh];
@@ -446,7 +446,7 @@ static lt_status global_pool(lt_kctx *k, pool_kind kind, double p)
         return LT_ERR_NOMEM;
     if (!dst)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-#pragma omp parallel for schedule(static) if (x->numel >= LT_NN_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, lt_par_chunk(planes)) if (x->numel >= LT_NN_PAR_MIN)
     for (int64_t q = 0; q < planes; q++) {
         const char *row = (const char *)src + (size_t)(q * len) * j.esz;
         double acc = kind == POOL_MAX ? (len ? load(&j, row, 0) : 0) : 0;

@@ -3,8 +3,9 @@
  * output and gradient are computed while the block is in cache, and the
  * passes run down the [n, c * s] columns, so small spatial sizes (a 1x1 or
  * 2x2 feature map) vectorise as well as large ones. Statistics are
- * accumulated in double. Blocks are split statically across threads; the
- * results do not depend on the thread count. AVX-512 machines get an
+ * accumulated in double. Blocks are taken in turn by the threads (a thread
+ * that wakes late or loses its core leaves its blocks to the other); the
+ * results do not depend on the blocks nor the thread count. AVX-512 machines get an
  * instance compiled for it. */
 #include "norm_util.h"
 #include "cpu_features.h"
@@ -45,12 +46,12 @@ static bool have_avx512(void) { return false; }
 
 bool lt_nu_bn_fits(int64_t n, int64_t c, int64_t s) { return n > 0 && c > 0 && s > 0 && s <= NB_MAX_S; }
 
-/* channels a block: about NB_BLOCK elements, and blocks enough for every
- * thread */
+/* channels a block: about NB_BLOCK elements, and four blocks or more for
+ * every thread to take */
 static int64_t block_channels(int64_t n, int64_t c, int64_t s, int nth)
 {
     int64_t k = NB_BLOCK / n / s;
-    int64_t share = (c + nth - 1) / nth;
+    int64_t share = (c + 4 * nth - 1) / (4 * nth);
     k = k < share ? k : share;
     k = k < NB_MAX_K ? k : NB_MAX_K;
     return k < 1 ? 1 : k;
@@ -69,7 +70,7 @@ lt_status lt_nu_bn_train_fwd_f32(lt_kctx *k, const float *x, float *y, int64_t n
     if (!w)
         return LT_ERR_NOMEM;
     bool wide = have_avx512();
-#pragma omp parallel for schedule(static) if (nblk > 1 && n * c * s > LT_NU_PAR)
+#pragma omp parallel for schedule(dynamic, 1) if (nblk > 1 && n * c * s > LT_NU_PAR)
     for (int64_t q = 0; q < nblk; q++) {
         int64_t j = q * kc, kb = c - j < kc ? c - j : kc;
         double *tw = w + 6 * kc * s * omp_get_thread_num();
@@ -90,7 +91,7 @@ lt_status lt_nu_bn_train_grad_f32(lt_kctx *k, const float *x, const float *dy, f
     if (!w)
         return LT_ERR_NOMEM;
     bool wide = have_avx512();
-#pragma omp parallel for schedule(static) if (nblk > 1 && n * c * s > LT_NU_PAR)
+#pragma omp parallel for schedule(dynamic, 1) if (nblk > 1 && n * c * s > LT_NU_PAR)
     for (int64_t q = 0; q < nblk; q++) {
         int64_t j = q * kc, kb = c - j < kc ? c - j : kc;
         double *tw = w + 6 * kc * s * omp_get_thread_num();

@@ -184,7 +184,7 @@ bool lt_nn_maxpool3s2_f32(const lt_nn_geom *g, int64_t planes, const float *x, f
     if (!ready(g))
         return false;
     int64_t ih = g->img[0], iw = g->img[1], oh = g->grid[0], ow = g->grid[1];
-#pragma omp parallel for schedule(static) if (planes > 1 && planes * oh * ow * 9 >= LT_NN_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, lt_par_chunk(planes)) if (planes > 1 && planes * oh * ow * 9 >= LT_NN_PAR_MIN)
     for (int64_t pl = 0; pl < planes; pl++)
         fwd_plane(x + pl * ih * iw, y + pl * oh * ow, iw, oh, ow);
     return true;
@@ -195,7 +195,7 @@ bool lt_nn_maxpool3s2_grad_f32(const lt_nn_geom *g, int64_t planes, const float 
     if (!ready(g) || g->grid[1] > 16 * MAX_CHUNKS)
         return false;
     int64_t ih = g->img[0], iw = g->img[1], oh = g->grid[0], ow = g->grid[1];
-#pragma omp parallel for schedule(static) if (planes > 1 && planes * oh * ow * 9 >= LT_NN_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, lt_par_chunk(planes)) if (planes > 1 && planes * oh * ow * 9 >= LT_NN_PAR_MIN)
     for (int64_t pl = 0; pl < planes; pl++) {
         float pend[32 * MAX_CHUNKS];
         grad_plane(x + pl * ih * iw, dy + pl * oh * ow, dx + pl * ih * iw, iw, ih, oh, ow, pend);
@@ -363,7 +363,7 @@ bool lt_nn_maxpool3s2_any_grad_f32(const lt_nn_geom *g, int64_t planes, const fl
     if (!any_ready(g))
         return false;
     int64_t in_plane = g->img[0] * g->img[1], out_plane = g->grid[0] * g->grid[1];
-#pragma omp parallel for schedule(dynamic, 4) if (planes > 1 && planes * out_plane * 9 >= LT_NN_PAR_MIN)
+#pragma omp parallel for schedule(dynamic, lt_par_chunk(planes)) if (planes > 1 && planes * out_plane * 9 >= LT_NN_PAR_MIN)
     for (int64_t pl = 0; pl < planes; pl++) {
         int32_t at[MAX_ANY_OW];
         grad_plane_any(g, x + pl * in_plane, dy + pl * out_plane, dx + pl * in_plane, at);
