@@ -36,8 +36,18 @@ static double el(const lt_value *x, const int64_t *v, int64_t per, int64_t H, in
 
 /* the product over [B, H] of op(A) [M, K] and op(B) [K, N]; A viewed in
  * storage [B, Ra, G, H, Ca] at piece ga (or plain), B likewise */
+static void view_case_smx(lt_dtype dt, bool ta, bool tb, float alpha, bool va, bool vb, bool vy, bool smx,
+                          int64_t B, int64_t H, int64_t M, int64_t N, int64_t K, uint64_t seed);
+
 static void view_case(lt_dtype dt, bool ta, bool tb, float alpha, bool va, bool vb, bool vy, int64_t B, int64_t H,
                       int64_t M, int64_t N, int64_t K, uint64_t seed)
+{
+    view_case_smx(dt, ta, tb, alpha, va, vb, vy, false, B, H, M, N, K, seed);
+}
+
+/* with smx: softmax over each output row, the reference in double */
+static void view_case_smx(lt_dtype dt, bool ta, bool tb, float alpha, bool va, bool vb, bool vy, bool smx,
+                          int64_t B, int64_t H, int64_t M, int64_t N, int64_t K, uint64_t seed)
 {
     const int64_t G = 3, ga = 1, gb = 2;
     int64_t Ra = ta ? K : M, Ca = ta ? M : K, Rb = tb ? N : K, Cb = tb ? K : N;
@@ -52,6 +62,8 @@ static void view_case(lt_dtype dt, bool ta, bool tb, float alpha, bool va, bool 
         tu_attr_ints(&g, "viewB", 6, viewb);
     if (vy)
         tu_attr_int(&g, "viewY", 1);
+    if (smx)
+        tu_attr_int(&g, "softmax", 1);
     lt_value *a = va ? tu_rand(dt, 3, (int64_t[]){B, Ra, G * H * Ca}, -1, 1, seed)
                      : tu_rand(dt, 4, (int64_t[]){B, H, Ra, Ca}, -1, 1, seed);
     lt_value *bb = vb ? tu_rand(dt, 3, (int64_t[]){B, Rb, G * H * Cb}, -1, 1, seed + 1)
@@ -79,6 +91,16 @@ static void view_case(lt_dtype dt, bool ta, bool tb, float alpha, bool va, bool 
                     int64_t at = vy ? ((b * M + i) * H + h) * N + j : ((b * H + h) * M + i) * N + j;
                     want[at] = (double)alpha * s;
                 }
+    if (smx)
+        for (int64_t r = 0; r < y->numel / N; r++) {
+            double m = -INFINITY, z = 0;
+            for (int64_t j = 0; j < N; j++)
+                m = fmax(m, want[r * N + j]);
+            for (int64_t j = 0; j < N; j++)
+                z += exp(want[r * N + j] - m);
+            for (int64_t j = 0; j < N; j++)
+                want[r * N + j] = exp(want[r * N + j] - m) / z;
+        }
     tu_assert_close(out[0], want, y->numel, dt == LT_F32 ? 1e-5 : 1e-12, dt == LT_F32 ? 1e-5 : 1e-12, seed);
     free(want);
     lt_value_free(a);
@@ -101,6 +123,36 @@ static void kernel_views(void **state)
         view_case(LT_F32, ta, tb, -0.75f, true, false, false, 16, 2, 9, 28, 6, seed + 2);
         view_case(LT_F64, ta, tb, 1.0f, true, true, true, 5, 3, 6, 4, 5, seed + 3);
     }
+}
+
+/* softmax = 1: the rows of the product (scores 28 wide, 17 wide, 40 wide)
+ * normalized, with views or plain operands, over more matrices than one
+ * chunk of a thread holds */
+static void kernel_softmax(void **state)
+{
+    (void)state;
+    for (int f = 0; f < 4; f++) {
+        bool ta = f & 1, tb = f & 2;
+        uint64_t seed = 600 + 10 * (uint64_t)f;
+        view_case_smx(LT_F32, ta, tb, 2.5f, true, true, false, true, 17, 3, 28, 28, 8, seed);
+        view_case_smx(LT_F32, ta, tb, -1.0f, false, false, false, true, 9, 2, 5, 17, 6, seed + 1);
+        view_case_smx(LT_F32, ta, tb, 1.0f, false, true, false, true, 3, 2, 4, 40, 7, seed + 2);
+        view_case_smx(LT_F64, ta, tb, 0.5f, true, false, false, true, 6, 3, 7, 9, 5, seed + 3);
+    }
+    /* the rows are the product's own: no merged layout */
+    tu_graph g = tu_single(LT_OP_MAT_MUL_TRANS, 1, 2, 1);
+    tu_attr_int(&g, "softmax", 1);
+    tu_attr_int(&g, "viewY", 1);
+    lt_value *in[2] = {tu_rand(LT_F32, 4, (int64_t[]){2, 2, 3, 4}, -1, 1, 9),
+                       tu_rand(LT_F32, 4, (int64_t[]){2, 2, 4, 3}, -1, 1, 10)},
+             *out[1] = {NULL};
+    lt_err err;
+    assert_int_not_equal(tu_run(&g, in, out, &err), LT_OK);
+    assert_non_null(strstr(err.msg, "viewY"));
+    lt_value_free(in[0]);
+    lt_value_free(in[1]);
+    lt_value_free(out[0]);
+    tu_free(&g);
 }
 
 static void kernel_refusals(void **state)
@@ -220,7 +272,7 @@ static void pass_case(const char *path, int want_folds, int want_kept, int want_
             for (int j = 0; j < 2; j++)
                 kept += from_heads(n->in[j]);
             views += (lt_attr_find(n, "viewA") != NULL) + (lt_attr_find(n, "viewB") != NULL) +
-                     (lt_attr_int(n, "viewY", 0) != 0);
+                     (lt_attr_int(n, "viewY", 0) != 0) + (lt_attr_int(n, "softmax", 0) != 0);
         }
     }
     assert_int_equal(kept, want_kept);
@@ -291,9 +343,9 @@ static void pass_on_plain_packed_heads(void **state)
 {
     (void)state;
     /* q, k, v and the merged output forward (4), dO's two views, q, k, v
-     * in the gradients' products (5), and the gradient's three pieces
-     * written merged into one Concat (3): no head transpose left */
-    pass_case(LT_SOURCE_DIR "/tests/data/heads_plain.onnx", 12, 0, 0);
+     * in the gradients' products (5), the gradient's three pieces written
+     * merged into one Concat (3), the softmax (1): no head transpose left */
+    pass_case(LT_SOURCE_DIR "/tests/data/heads_plain.onnx", 13, 0, 0);
 }
 
 static void pass_on_separate_heads(void **state)
@@ -308,6 +360,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kernel_views),
         cmocka_unit_test(kernel_refusals),
+        cmocka_unit_test(kernel_softmax),
         cmocka_unit_test(pass_on_packed_heads),
         cmocka_unit_test(pass_on_plain_packed_heads),
         cmocka_unit_test(pass_on_separate_heads),
