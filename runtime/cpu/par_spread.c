@@ -10,13 +10,15 @@
  * opener was on moves itself to another CPU it may run on (narrowing its
  * affinity, which migrates it at once) and then gives back its affinity
  * unchanged, so the process's CPU set is never altered. Where the other
- * CPU turns out crowded (the move itself waits for it), the next calls
- * stay put for a while: a thread queued behind other processes would
- * hold up the region's end longer than taking turns costs. */
+ * CPUs are crowded (more runnable threads than the region's two and one
+ * other a CPU, or a move that itself waited long for the other CPU) the
+ * thread stays put: queued behind other processes it would hold up the
+ * region's end longer than taking turns costs. */
 #define _GNU_SOURCE
 #include "par_spread.h"
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 /* A move takes as long as the target CPU takes to run the thread. Longer
@@ -28,6 +30,36 @@
 #define BACKOFF 64
 
 static int backoff;
+
+/* The system's runnable threads now (/proc/loadavg's fourth field, before
+ * the slash), re-read at most every CROWD_NS; -1 when unknown. With more
+ * than one thread past the two of the region running (a build, a test
+ * suite: the other CPU's time is shared several ways), a moved thread
+ * gets a fraction of that CPU and the chunks it takes finish late. */
+#define CROWD_NS 5000000
+
+static int64_t crowd_at;
+static int crowd_n = -1;
+
+static int64_t now_ns(void);
+
+static int runnable(void)
+{
+    int64_t t = now_ns();
+    if (t - __atomic_load_n(&crowd_at, __ATOMIC_RELAXED) < CROWD_NS)
+        return __atomic_load_n(&crowd_n, __ATOMIC_RELAXED);
+    int n = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        double a, b, c;
+        if (fscanf(f, "%lf %lf %lf %d/", &a, &b, &c, &n) != 4)
+            n = -1;
+        fclose(f);
+    }
+    __atomic_store_n(&crowd_n, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&crowd_at, t, __ATOMIC_RELAXED);
+    return n;
+}
 
 int lt_par_cpu(void)
 {
@@ -51,6 +83,11 @@ void lt_par_leave_cpu(int cpu)
     }
     cpu_set_t all, away;
     if (sched_getaffinity(0, sizeof all, &all) != 0 || !CPU_ISSET(cpu, &all) || CPU_COUNT(&all) < 2)
+        return;
+    /* the two threads of the region and one other process per other CPU
+     * (a spinning one: the move still gets half a core) */
+    int n = runnable();
+    if (n > 2 + (CPU_COUNT(&all) - 1))
         return;
     away = all;
     CPU_CLR(cpu, &away);

@@ -11,8 +11,9 @@ int lt_par_cpu(void);
 /* Called by a region's other threads with the CPU the opening thread had
  * (lt_par_cpu before the region): when the calling thread is on it, moves
  * the thread to another CPU its affinity allows, leaving that affinity as
- * it was; after a move that had to wait long for the other CPU, the next
- * 64 calls do nothing. */
+ * it was. It stays put while the system runs more threads than the
+ * region's two and one more a CPU (/proc/loadavg), and for the next 64
+ * calls after a move that had to wait long for the other CPU. */
 void lt_par_leave_cpu(int cpu);
 
 #endif
