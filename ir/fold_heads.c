@@ -384,6 +384,49 @@ static lt_status fold_block(lt_block *b, void *ctx)
         f->unhooked[p->out[0]->id] = true;
         f->nfolded++;
     }
+    /* SoftmaxGrad(P, Y) over the last axis, P such a product read by
+     * nothing else: the product with Y as a third input taking its rows'
+     * softmax gradient as it goes, in the SoftmaxGrad's place */
+    for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
+        lt_node *sg = b->nodes[i];
+        if (dead[i] || sg->op != LT_OP_SOFTMAX_GRAD || sg->nin != 2 || sg->nout != 1 || !sg->out[0] ||
+            sg->nregions || !sg->in[0] || !float_rank(sg->in[0], 4) || !float_rank(sg->in[1], 4) ||
+            sg->in[1]->type.dtype != sg->in[0]->type.dtype)
+            continue;
+        const lt_attr *ax = lt_attr_find(sg, "axis");
+        int64_t axis = ax ? ax->i : sg->opset >= 13 ? -1 : 1;
+        lt_node *p = sg->in[0]->def;
+        if ((axis != -1 && axis != 3) || !p || (p->op != LT_OP_MAT_MUL && p->op != LT_OP_MAT_MUL_TRANS) ||
+            p->block != b || dead[p->index] || p->nin != 2 || p->nout != 1 || p->out[0] != sg->in[0] ||
+            p->nregions || f->uses[p->out[0]->id] != 1 || lt_attr_int(p, "viewY", 0) ||
+            lt_attr_int(p, "softmax", 0) || !operands_ok(p))
+            continue;
+        bool same = true;
+        for (int d = 0; d < 4; d++)
+            same &= dim_eq(sg->in[1]->type.dims[d], p->out[0]->type.dims[d]);
+        lt_ival **in = same ? lt_ir_alloc(f->m, sizeof *in * 3) : NULL;
+        if (!same)
+            continue;
+        if (!in) {
+            s = LT_ERR_NOMEM;
+            break;
+        }
+        in[0] = p->in[0];
+        in[1] = p->in[1];
+        in[2] = sg->in[1];
+        sg->op = p->op;
+        sg->opset = p->opset;
+        sg->domain_name = p->domain_name;
+        sg->in = in;
+        sg->nin = 3;
+        sg->attrs = p->attrs;
+        sg->nattr = p->nattr;
+        s = put_attr(f->m, sg, (lt_attr){.name = "softmax_grad", .kind = LT_ATTR_INT, .i = 1});
+        dead[p->index] = true;
+        f->uses[p->out[0]->id] = 0;
+        f->unhooked[p->out[0]->id] = true;
+        f->nfolded++;
+    }
     /* the head-moving nodes nothing reads any more, back to front so that
      * a removed one's own producer goes too */
     for (int i = b->nnodes - 1; i >= 0 && s == LT_OK; i--) {

@@ -184,6 +184,69 @@ static void kernel_refusals(void **state)
     }
 }
 
+/* softmax_grad = 1 with the softmax output Y as a third input: each row
+ * of G = alpha op(A) op(B) becomes Y (G - sum(G Y)), against double */
+static void smg_case(lt_dtype dt, bool ta, bool tb, float alpha, bool vb, int64_t B, int64_t H, int64_t M, int64_t N,
+                     int64_t K, uint64_t seed)
+{
+    const int64_t G = 3, gb = 1;
+    int64_t Rb = tb ? N : K, Cb = tb ? K : N;
+    int64_t viewb[6] = {H, Rb, Cb, gb * H * Cb, Cb, G * H * Cb};
+    tu_graph g = tu_single(LT_OP_MAT_MUL_TRANS, 1, 3, 1);
+    tu_attr_int(&g, "transA", ta);
+    tu_attr_int(&g, "transB", tb);
+    tu_attr_float(&g, "alpha", alpha);
+    tu_attr_int(&g, "softmax_grad", 1);
+    if (vb)
+        tu_attr_ints(&g, "viewB", 6, viewb);
+    lt_value *a = tu_rand(dt, 4, ta ? (int64_t[]){B, H, K, M} : (int64_t[]){B, H, M, K}, -1, 1, seed);
+    lt_value *bb = vb ? tu_rand(dt, 3, (int64_t[]){B, Rb, G * H * Cb}, -1, 1, seed + 1)
+                      : tu_rand(dt, 4, (int64_t[]){B, H, Rb, Cb}, -1, 1, seed + 1);
+    lt_value *y = tu_rand(dt, 4, (int64_t[]){B, H, M, N}, 0, 1, seed + 2);
+    lt_value *in[3] = {a, bb, y}, *out[1] = {NULL};
+    lt_err err;
+    if (tu_run(&g, in, out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    int64_t n = B * H * M * N, pb = Rb * G * H * Cb;
+    double *want = malloc(sizeof *want * (size_t)n);
+    assert_non_null(want);
+    for (int64_t bi = 0; bi < B; bi++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = 0; i < M; i++) {
+                int64_t row = ((bi * H + h) * M + i) * N;
+                double dot = 0;
+                for (int64_t j = 0; j < N; j++) {
+                    double s = 0;
+                    for (int64_t x = 0; x < K; x++)
+                        s += el(a, NULL, 0, H, ta ? K : M, ta ? M : K, bi, h, ta ? x : i, ta ? i : x) *
+                             el(bb, vb ? viewb : NULL, pb, H, Rb, Cb, bi, h, tb ? j : x, tb ? x : j);
+                    want[row + j] = (double)alpha * s;
+                    dot += want[row + j] * tu_get(y, row + j);
+                }
+                for (int64_t j = 0; j < N; j++)
+                    want[row + j] = tu_get(y, row + j) * (want[row + j] - dot);
+            }
+    tu_assert_close(out[0], want, n, dt == LT_F32 ? 1e-5 : 1e-12, dt == LT_F32 ? 1e-5 : 1e-12, seed);
+    free(want);
+    lt_value_free(a);
+    lt_value_free(bb);
+    lt_value_free(y);
+    lt_value_free(out[0]);
+    tu_free(&g);
+}
+
+static void kernel_softmax_grad(void **state)
+{
+    (void)state;
+    for (int f = 0; f < 4; f++) {
+        bool ta = f & 1, tb = f & 2;
+        uint64_t seed = 700 + 10 * (uint64_t)f;
+        smg_case(LT_F32, ta, tb, 1.0f, true, 17, 3, 28, 28, 8, seed);
+        smg_case(LT_F32, ta, tb, 0.25f, false, 5, 2, 6, 19, 4, seed + 1);
+        smg_case(LT_F64, ta, tb, 1.0f, true, 4, 3, 5, 7, 6, seed + 2);
+    }
+}
+
 /* ---- the pass ---- */
 
 static lt_model *program(const char *path, bool fold, int *nfolded)
@@ -272,7 +335,8 @@ static void pass_case(const char *path, int want_folds, int want_kept, int want_
             for (int j = 0; j < 2; j++)
                 kept += from_heads(n->in[j]);
             views += (lt_attr_find(n, "viewA") != NULL) + (lt_attr_find(n, "viewB") != NULL) +
-                     (lt_attr_int(n, "viewY", 0) != 0) + (lt_attr_int(n, "softmax", 0) != 0);
+                     (lt_attr_int(n, "viewY", 0) != 0) + (lt_attr_int(n, "softmax", 0) != 0) +
+                     (lt_attr_int(n, "softmax_grad", 0) != 0);
         }
     }
     assert_int_equal(kept, want_kept);
@@ -335,8 +399,9 @@ static void pass_on_packed_heads(void **state)
     /* q k^T (2), p v's v, the gradients' products' q, k, v and dO's split
      * (4 + 3 more): 10; q times the broadcast weight, forward and in its
      * gradient, keeps q's Squeeze, and with it the packed Transpose, its
-     * gradient's, and the merge's two (the sum before it is no product) */
-    pass_case(LT_SOURCE_DIR "/tests/data/heads_fold.onnx", 10, 2, 4);
+     * gradient's, and the merge's two (the sum before it is no product);
+     * the softmax's gradient into dO V^T (1) */
+    pass_case(LT_SOURCE_DIR "/tests/data/heads_fold.onnx", 11, 2, 4);
 }
 
 static void pass_on_plain_packed_heads(void **state)
@@ -344,15 +409,17 @@ static void pass_on_plain_packed_heads(void **state)
     (void)state;
     /* q, k, v and the merged output forward (4), dO's two views, q, k, v
      * in the gradients' products (5), the gradient's three pieces written
-     * merged into one Concat (3), the softmax (1): no head transpose left */
-    pass_case(LT_SOURCE_DIR "/tests/data/heads_plain.onnx", 13, 0, 0);
+     * merged into one Concat (3), the softmax and its gradient (2): no
+     * head transpose left */
+    pass_case(LT_SOURCE_DIR "/tests/data/heads_plain.onnx", 14, 0, 0);
 }
 
 static void pass_on_separate_heads(void **state)
 {
     (void)state;
-    /* the forward's q, k^T, v and merged output (4), the gradients' 8 head operands */
-    pass_case(LT_SOURCE_DIR "/tests/data/attn_fold.onnx", 12, 0, 0);
+    /* the forward's q, k^T, v and merged output (4), the gradients' 8 head
+     * operands, the softmax's gradient (1) */
+    pass_case(LT_SOURCE_DIR "/tests/data/attn_fold.onnx", 13, 0, 0);
 }
 
 int main(void)
@@ -361,6 +428,7 @@ int main(void)
         cmocka_unit_test(kernel_views),
         cmocka_unit_test(kernel_refusals),
         cmocka_unit_test(kernel_softmax),
+        cmocka_unit_test(kernel_softmax_grad),
         cmocka_unit_test(pass_on_packed_heads),
         cmocka_unit_test(pass_on_plain_packed_heads),
         cmocka_unit_test(pass_on_separate_heads),
