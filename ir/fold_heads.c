@@ -148,24 +148,6 @@ static bool operand_view(const lt_block *b, const bool *dead, lt_ival *v, lt_iva
     return true;
 }
 
-/* the batched product with views can take n's operands: each a view or
- * of rank 4 with the output's leading two dims, of the output's type */
-static bool operands_ok(const lt_node *n)
-{
-    static const char *const vname[2] = {"viewA", "viewB"};
-    const lt_type *y = &n->out[0]->type;
-    for (int j = 0; j < 2; j++) {
-        if (!n->in[j] || n->in[j]->type.dtype != y->dtype)
-            return false;
-        if (lt_attr_find(n, vname[j]))
-            continue;
-        const lt_type *x = &n->in[j]->type;
-        if (!float_rank(n->in[j], 4) || !dim_eq(x->dims[0], y->dims[0]) || !dim_eq(x->dims[1], y->dims[1]))
-            return false;
-    }
-    return true;
-}
-
 /* u: Unsqueeze(P) {axes [0]} (attribute form, read once) of a product P
  * read by u alone that can write the merged layout (*p receives it):
  * rank-4 output, no viewY yet, each operand a view or of rank 4 with the
@@ -184,8 +166,17 @@ static bool merged_piece(const fold *f, const lt_block *b, const bool *dead, con
         n->nin != 2 || n->nout != 1 || n->out[0] != u->in[0] || n->nregions || !float_rank(n->out[0], 4) ||
         f->uses[n->out[0]->id] != 1 || lt_attr_int(n, "viewY", 0))
         return false;
-    if (!operands_ok(n))
-        return false;
+    static const char *const vname[2] = {"viewA", "viewB"};
+    const lt_type *y = &n->out[0]->type;
+    for (int j = 0; j < 2; j++) {
+        if (!n->in[j] || n->in[j]->type.dtype != y->dtype)
+            return false;
+        if (lt_attr_find(n, vname[j]))
+            continue;
+        const lt_type *x = &n->in[j]->type;
+        if (!float_rank(n->in[j], 4) || !dim_eq(x->dims[0], y->dims[0]) || !dim_eq(x->dims[1], y->dims[1]))
+            return false;
+    }
     *p = n;
     return true;
 }
@@ -349,83 +340,6 @@ static lt_status fold_block(lt_block *b, void *ctx)
         dead[c->index] = true;
         f->uses[c->out[0]->id] = 0;
         f->unhooked[c->out[0]->id] = true;
-    }
-    /* Softmax over the last axis of such a product read by nothing else:
-     * the product normalizing its rows as it goes, in the Softmax's place */
-    for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
-        lt_node *sm = b->nodes[i];
-        if (dead[i] || sm->op != LT_OP_SOFTMAX || sm->nin != 1 || sm->nout != 1 || !sm->out[0] || sm->nregions ||
-            !sm->in[0] || !float_rank(sm->in[0], 4))
-            continue;
-        const lt_attr *ax = lt_attr_find(sm, "axis");
-        int64_t axis = ax ? ax->i : sm->opset >= 13 ? -1 : 1;
-        lt_node *p = sm->in[0]->def;
-        if ((axis != -1 && axis != 3) || !p || (p->op != LT_OP_MAT_MUL && p->op != LT_OP_MAT_MUL_TRANS) ||
-            p->block != b || dead[p->index] || p->nin != 2 || p->nout != 1 || p->out[0] != sm->in[0] ||
-            p->nregions || f->uses[p->out[0]->id] != 1 || lt_attr_int(p, "viewY", 0) || !operands_ok(p))
-            continue;
-        lt_ival **in = lt_ir_alloc(f->m, sizeof *in * 2);
-        if (!in) {
-            s = LT_ERR_NOMEM;
-            break;
-        }
-        in[0] = p->in[0];
-        in[1] = p->in[1];
-        sm->op = p->op;
-        sm->opset = p->opset;
-        sm->domain_name = p->domain_name;
-        sm->in = in;
-        sm->nin = 2;
-        sm->attrs = p->attrs;
-        sm->nattr = p->nattr;
-        s = put_attr(f->m, sm, (lt_attr){.name = "softmax", .kind = LT_ATTR_INT, .i = 1});
-        dead[p->index] = true;
-        f->uses[p->out[0]->id] = 0;
-        f->unhooked[p->out[0]->id] = true;
-        f->nfolded++;
-    }
-    /* SoftmaxGrad(P, Y) over the last axis, P such a product read by
-     * nothing else: the product with Y as a third input taking its rows'
-     * softmax gradient as it goes, in the SoftmaxGrad's place */
-    for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
-        lt_node *sg = b->nodes[i];
-        if (dead[i] || sg->op != LT_OP_SOFTMAX_GRAD || sg->nin != 2 || sg->nout != 1 || !sg->out[0] ||
-            sg->nregions || !sg->in[0] || !float_rank(sg->in[0], 4) || !float_rank(sg->in[1], 4) ||
-            sg->in[1]->type.dtype != sg->in[0]->type.dtype)
-            continue;
-        const lt_attr *ax = lt_attr_find(sg, "axis");
-        int64_t axis = ax ? ax->i : sg->opset >= 13 ? -1 : 1;
-        lt_node *p = sg->in[0]->def;
-        if ((axis != -1 && axis != 3) || !p || (p->op != LT_OP_MAT_MUL && p->op != LT_OP_MAT_MUL_TRANS) ||
-            p->block != b || dead[p->index] || p->nin != 2 || p->nout != 1 || p->out[0] != sg->in[0] ||
-            p->nregions || f->uses[p->out[0]->id] != 1 || lt_attr_int(p, "viewY", 0) ||
-            lt_attr_int(p, "softmax", 0) || !operands_ok(p))
-            continue;
-        bool same = true;
-        for (int d = 0; d < 4; d++)
-            same &= dim_eq(sg->in[1]->type.dims[d], p->out[0]->type.dims[d]);
-        lt_ival **in = same ? lt_ir_alloc(f->m, sizeof *in * 3) : NULL;
-        if (!same)
-            continue;
-        if (!in) {
-            s = LT_ERR_NOMEM;
-            break;
-        }
-        in[0] = p->in[0];
-        in[1] = p->in[1];
-        in[2] = sg->in[1];
-        sg->op = p->op;
-        sg->opset = p->opset;
-        sg->domain_name = p->domain_name;
-        sg->in = in;
-        sg->nin = 3;
-        sg->attrs = p->attrs;
-        sg->nattr = p->nattr;
-        s = put_attr(f->m, sg, (lt_attr){.name = "softmax_grad", .kind = LT_ATTR_INT, .i = 1});
-        dead[p->index] = true;
-        f->uses[p->out[0]->id] = 0;
-        f->unhooked[p->out[0]->id] = true;
-        f->nfolded++;
     }
     /* the head-moving nodes nothing reads any more, back to front so that
      * a removed one's own producer goes too */

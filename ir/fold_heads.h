@@ -15,14 +15,7 @@
  *     2, 4]} (the packed split's gradient: dq, dk, dv back into the
  *     projection's rows), each P_g a product read once, becomes Concat of
  *     Unsqueeze(P_g with viewY) {axes [2]} along axis 2: one copy, not
- *     two;
- *   - Softmax over the last axis of such a product (no viewY) read by
- *     nothing else becomes the product with softmax = 1 in its place:
- *     the scores are normalized a few matrices at a time while they are
- *     in cache and never written out (the same values);
- *   - SoftmaxGrad(P, Y) over the last axis, P such a product read by
- *     nothing else, becomes the product with Y as a third input and
- *     softmax_grad = 1 (the scores' gradient made the same way).
+ *     two.
  * Transposes, Splits, Squeezes, Reshapes and Shapes left without readers
  * are removed, after Reshape(G, Shape(V)) with V G's shape behind a
  * leading 1 (the AD's gradient of the Squeeze) becomes Unsqueeze(G).
@@ -31,10 +24,8 @@
  * operand [B, H, R, C] (B its storage's first dim; as stored, before
  * transA / transB) whose matrix (b, h) starts at element off + h sH of
  * sample b (the storage's numel / B elements each), rows sR apart; viewY =
- * 1 writes the product [B, H, M, N] as [B, M, H, N]; softmax = 1 applies
- * Softmax to each row of the product, softmax_grad = 1 SoftmaxGrad with
- * the rows of the third input. The values are those of the
- * unfolded program (the same products of the same elements). */
+ * 1 writes the product [B, H, M, N] as [B, M, H, N]. The values are those
+ * of the unfolded program (the same products of the same elements). */
 #ifndef LT_IR_FOLD_HEADS_H
 #define LT_IR_FOLD_HEADS_H
 

@@ -102,21 +102,6 @@ static void smx_rows_f32(const float *dy, const float *y, float *dx, int64_t row
     }
 }
 
-void lt_softmax_grad_rows(lt_dtype dt, const void *dy, const void *y, void *dx, int64_t rows, int64_t c)
-{
-    if (dt == LT_F64) {
-        smg_softmax_f64(dy, y, dx, rows, c, 1, false);
-        return;
-    }
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (lt_cpu_avx512()) {
-        smx_rows_avx512(dy, y, dx, 0, rows, c);
-        return;
-    }
-#endif
-    smx_rows_base(dy, y, dx, 0, rows, c);
-}
-
 static lt_status need_float(lt_kctx *k, const lt_tensor *t, const char *what)
 {
     if (!lt_dtype_is_float(t->dtype))

@@ -1,7 +1,6 @@
 /* CPU kernels: linalg family. MatMul (and MatMulTrans), Gemm and Det here; Einsum in
  * linalg_einsum.c, the quantized ops in linalg_quant.c. */
 #include "linalg_util.h"
-#include "reduce_util.h"
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -154,43 +153,9 @@ static lt_status view_side(lt_kctx *k, const char *name, const lt_tensor *x, con
     return LT_OK;
 }
 
-/* The batched product followed by Softmax over each output row (softmax =
- * 1, ir/fold_heads.h: attention's scores), or by SoftmaxGrad of the rows
- * against P's (softmax_grad = 1, P non-NULL, laid out as the output: the
- * scores' gradient), a few matrices at a time on each thread so that each
- * chunk is still in L1 when its rows are normalized: the products never go
- * to memory, only the results. The same products and the same row
- * functions as the two ops apart. */
-static void batched_softmax(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
-                            const void *A, int64_t lda, const int64_t *offa, const void *B, int64_t ldb,
-                            const int64_t *offb, void *Y, const int64_t *offc, int64_t nb, const void *P)
-{
-    size_t es = dt == LT_F32 ? sizeof(float) : sizeof(double);
-    int64_t per = M * N, ch = 8192 / (per > 0 ? per : 1);
-    ch = ch < 1 ? 1 : ch;
-    int64_t nchunks = (nb + ch - 1) / ch;
-    double work = (double)nb * (double)M * (double)N * (double)(K + 8);
-#pragma omp parallel for schedule(static) if (nchunks > 1 && work > 262144.0)
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t i0 = c * ch, n = nb - i0 < ch ? nb - i0 : ch;
-        /* on this thread: the nested region of the batched GEMM runs alone */
-        lt_linalg_gemm_batched(dt, ta, tb, M, N, K, alpha, A, lda, offa + i0, B, ldb, offb + i0, 0.0, Y, N,
-                               offc + i0, n);
-        for (int64_t i = i0; i < i0 + n; i++) {
-            void *y = (char *)Y + (size_t)offc[i] * es;
-            if (P)
-                lt_softmax_grad_rows(dt, y, (const char *)P + (size_t)offc[i] * es, y, M, N);
-            else if (dt == LT_F64)
-                lt_red_softmax_f64(y, y, M, N, 1, LT_RED_SOFTMAX);
-            else if (!lt_softmax_rows_avx512(y, y, M, N, false))
-                lt_red_softmax_f32(y, y, M, N, 1, LT_RED_SOFTMAX);
-        }
-    }
-}
-
-/* MatMulTrans with viewA / viewB / viewY / softmax (ir/fold_heads.h): the
- * batched product over [B, H] of matrices read and written in place in
- * strided storage (attention's heads inside the projections' rows) */
+/* MatMulTrans with viewA / viewB / viewY (ir/fold_heads.h): the batched
+ * product over [B, H] of matrices read and written in place in strided
+ * storage (attention's heads inside the projections' rows) */
 static lt_status matmul_views(lt_kctx *k, bool ta, bool tb, double alpha)
 {
     const lt_tensor *A = lt_k_in(k, 0), *B = lt_k_in(k, 1);
@@ -201,14 +166,7 @@ static lt_status matmul_views(lt_kctx *k, bool ta, bool tb, double alpha)
                          lt_dtype_name(A->dtype), lt_dtype_name(B->dtype));
     int la = 0, lb = 0;
     const int64_t *va = lt_attr_ints(k->node, "viewA", &la), *vb = lt_attr_ints(k->node, "viewB", &lb);
-    bool vy = lt_attr_int(k->node, "viewY", 0) != 0, smx = lt_attr_int(k->node, "softmax", 0) != 0;
-    bool smg = lt_attr_int(k->node, "softmax_grad", 0) != 0;
-    if (vy && (smx || smg))
-        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "softmax rows need the product's own layout (no viewY)");
-    const lt_tensor *P = smg ? lt_k_in(k, 2) : NULL;
-    if (smg && (smx || !P || P->dtype != A->dtype))
-        return lt_k_fail(k, LT_ERR_INVALID, "softmax_grad needs the softmax output as a third input of the "
-                         "operands' type (and no softmax)");
+    bool vy = lt_attr_int(k->node, "viewY", 0) != 0;
     mm_side sa, sb;
     lt_status st = view_side(k, "viewA", A, va, la, &sa);
     if (st == LT_OK)
@@ -222,9 +180,6 @@ static lt_status matmul_views(lt_kctx *k, bool ta, bool tb, double alpha)
                          (long long)sb.B, (long long)sb.H, (long long)kb, (long long)N);
     int64_t nb = sa.B * sa.H, H = sa.H;
     int64_t yd[4] = {sa.B, vy ? M : H, vy ? H : M, N};
-    if (P && (P->rank != 4 || memcmp(P->dims, yd, sizeof yd)))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "the softmax output is not shaped as the product [%lld, %lld, %lld, %lld]",
-                         (long long)yd[0], (long long)yd[1], (long long)yd[2], (long long)yd[3]);
     lt_tensor *Y;
     st = lt_k_out(k, 0, A->dtype, 4, yd, &Y);
     if (st != LT_OK || Y->numel == 0)
@@ -246,12 +201,8 @@ static lt_status matmul_views(lt_kctx *k, bool ta, bool tb, double alpha)
             off[nb + i] = vb ? b * pb + vb[3] + h * vb[4] : i * sb.R * sb.C;
             off[2 * nb + i] = vy ? (b * M * H + h) * N : i * M * N;
         }
-    if (smx || smg)
-        batched_softmax(A->dtype, ta, tb, M, N, K, alpha, A->data, sa.ld, off, B->data, sb.ld, off + nb, Y->data,
-                        off + 2 * nb, nb, P ? P->data : NULL);
-    else
-        lt_linalg_gemm_batched(A->dtype, ta, tb, M, N, K, alpha, A->data, sa.ld, off, B->data, sb.ld, off + nb, 0.0,
-                               Y->data, vy ? H * N : N, off + 2 * nb, nb);
+    lt_linalg_gemm_batched(A->dtype, ta, tb, M, N, K, alpha, A->data, sa.ld, off, B->data, sb.ld, off + nb, 0.0,
+                           Y->data, vy ? H * N : N, off + 2 * nb, nb);
     return LT_OK;
 }
 
@@ -259,8 +210,7 @@ static lt_status matmul_trans(lt_kctx *k)
 {
     bool ta = lt_attr_int(k->node, "transA", 0) != 0, tb = lt_attr_int(k->node, "transB", 0) != 0;
     double alpha = lt_attr_float(k->node, "alpha", 1.0f);
-    if (lt_attr_find(k->node, "viewA") || lt_attr_find(k->node, "viewB") || lt_attr_int(k->node, "viewY", 0) ||
-        lt_attr_int(k->node, "softmax", 0) || lt_attr_int(k->node, "softmax_grad", 0))
+    if (lt_attr_find(k->node, "viewA") || lt_attr_find(k->node, "viewB") || lt_attr_int(k->node, "viewY", 0))
         return matmul_views(k, ta, tb, alpha);
     return matmul_of(k, ta, tb, alpha);
 }

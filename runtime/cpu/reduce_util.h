@@ -126,10 +126,6 @@ void lt_red_softmax_f64(const double *x, double *y, int64_t outer, int64_t c, in
 /* Softmax (log-softmax when logsm) of `rows` contiguous rows of c floats
  * with AVX-512 (softmax_avx512.c); false, with y untouched, without it. */
 bool lt_softmax_rows_avx512(const float *x, float *y, int64_t rows, int64_t c, bool logsm);
-/* SoftmaxGrad of `rows` contiguous rows of c elements (dt LT_F32 or
- * LT_F64), dx = y (dy - sum(dy y)) as the SoftmaxGrad kernel computes it,
- * on the calling thread (grad_misc_softmax.c); dx may be dy */
-void lt_softmax_grad_rows(lt_dtype dt, const void *dy, const void *y, void *dx, int64_t rows, int64_t c);
 
 /* ---- registrars of the family's files ---- */
 void lt_cpu_register_reduce_arg(lt_kernel_fn *tab);     /* ArgMax, ArgMin, TopK, CumSum */

@@ -8,9 +8,8 @@ regenerate with Debian's /usr/bin/python3):
                    0,2,1,3 -> Reshape [N,5,8] -> MatMul Wo -> y; plus q
                    times a [1,2,4,4] weight (broadcast: must stay as it is)
                    added through the same merge
-  heads_plain.onnx the same without the broadcast product and with the
-                   scale a constant (every head transpose folds, the
-                   gradient's Concat included, and the softmax into q k^T)"""
+  heads_plain.onnx the same without the broadcast product (every head
+                   transpose folds, the gradient's Concat included)"""
 import os
 import numpy as np
 import onnx
@@ -46,9 +45,7 @@ def build(plain):
         h.make_node("MatMul", ["p", "v"], ["o"]),
     ]
     if plain:
-        # the scale a constant: it folds into q k^T, and the softmax after it
-        inits = [i for i in inits if i.name not in ("Wb", "c")]
-        n = [h.make_node("Constant", [], ["c"], value=arr("c_v", 0.5))] + n
+        inits = [i for i in inits if i.name != "Wb"]
         n += [h.make_node("Transpose", ["o"], ["om"], perm=[0, 2, 1, 3])]
     else:
         n += [h.make_node("MatMul", ["q", "Wb"], ["qb"]),

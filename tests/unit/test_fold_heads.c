@@ -36,18 +36,8 @@ static double el(const lt_value *x, const int64_t *v, int64_t per, int64_t H, in
 
 /* the product over [B, H] of op(A) [M, K] and op(B) [K, N]; A viewed in
  * storage [B, Ra, G, H, Ca] at piece ga (or plain), B likewise */
-static void view_case_smx(lt_dtype dt, bool ta, bool tb, float alpha, bool va, bool vb, bool vy, bool smx,
-                          int64_t B, int64_t H, int64_t M, int64_t N, int64_t K, uint64_t seed);
-
 static void view_case(lt_dtype dt, bool ta, bool tb, float alpha, bool va, bool vb, bool vy, int64_t B, int64_t H,
                       int64_t M, int64_t N, int64_t K, uint64_t seed)
-{
-    view_case_smx(dt, ta, tb, alpha, va, vb, vy, false, B, H, M, N, K, seed);
-}
-
-/* with smx: softmax over each output row, the reference in double */
-static void view_case_smx(lt_dtype dt, bool ta, bool tb, float alpha, bool va, bool vb, bool vy, bool smx,
-                          int64_t B, int64_t H, int64_t M, int64_t N, int64_t K, uint64_t seed)
 {
     const int64_t G = 3, ga = 1, gb = 2;
     int64_t Ra = ta ? K : M, Ca = ta ? M : K, Rb = tb ? N : K, Cb = tb ? K : N;
@@ -62,8 +52,6 @@ static void view_case_smx(lt_dtype dt, bool ta, bool tb, float alpha, bool va, b
         tu_attr_ints(&g, "viewB", 6, viewb);
     if (vy)
         tu_attr_int(&g, "viewY", 1);
-    if (smx)
-        tu_attr_int(&g, "softmax", 1);
     lt_value *a = va ? tu_rand(dt, 3, (int64_t[]){B, Ra, G * H * Ca}, -1, 1, seed)
                      : tu_rand(dt, 4, (int64_t[]){B, H, Ra, Ca}, -1, 1, seed);
     lt_value *bb = vb ? tu_rand(dt, 3, (int64_t[]){B, Rb, G * H * Cb}, -1, 1, seed + 1)
@@ -91,16 +79,6 @@ static void view_case_smx(lt_dtype dt, bool ta, bool tb, float alpha, bool va, b
                     int64_t at = vy ? ((b * M + i) * H + h) * N + j : ((b * H + h) * M + i) * N + j;
                     want[at] = (double)alpha * s;
                 }
-    if (smx)
-        for (int64_t r = 0; r < y->numel / N; r++) {
-            double m = -INFINITY, z = 0;
-            for (int64_t j = 0; j < N; j++)
-                m = fmax(m, want[r * N + j]);
-            for (int64_t j = 0; j < N; j++)
-                z += exp(want[r * N + j] - m);
-            for (int64_t j = 0; j < N; j++)
-                want[r * N + j] = exp(want[r * N + j] - m) / z;
-        }
     tu_assert_close(out[0], want, y->numel, dt == LT_F32 ? 1e-5 : 1e-12, dt == LT_F32 ? 1e-5 : 1e-12, seed);
     free(want);
     lt_value_free(a);
@@ -123,36 +101,6 @@ static void kernel_views(void **state)
         view_case(LT_F32, ta, tb, -0.75f, true, false, false, 16, 2, 9, 28, 6, seed + 2);
         view_case(LT_F64, ta, tb, 1.0f, true, true, true, 5, 3, 6, 4, 5, seed + 3);
     }
-}
-
-/* softmax = 1: the rows of the product (scores 28 wide, 17 wide, 40 wide)
- * normalized, with views or plain operands, over more matrices than one
- * chunk of a thread holds */
-static void kernel_softmax(void **state)
-{
-    (void)state;
-    for (int f = 0; f < 4; f++) {
-        bool ta = f & 1, tb = f & 2;
-        uint64_t seed = 600 + 10 * (uint64_t)f;
-        view_case_smx(LT_F32, ta, tb, 2.5f, true, true, false, true, 17, 3, 28, 28, 8, seed);
-        view_case_smx(LT_F32, ta, tb, -1.0f, false, false, false, true, 9, 2, 5, 17, 6, seed + 1);
-        view_case_smx(LT_F32, ta, tb, 1.0f, false, true, false, true, 3, 2, 4, 40, 7, seed + 2);
-        view_case_smx(LT_F64, ta, tb, 0.5f, true, false, false, true, 6, 3, 7, 9, 5, seed + 3);
-    }
-    /* the rows are the product's own: no merged layout */
-    tu_graph g = tu_single(LT_OP_MAT_MUL_TRANS, 1, 2, 1);
-    tu_attr_int(&g, "softmax", 1);
-    tu_attr_int(&g, "viewY", 1);
-    lt_value *in[2] = {tu_rand(LT_F32, 4, (int64_t[]){2, 2, 3, 4}, -1, 1, 9),
-                       tu_rand(LT_F32, 4, (int64_t[]){2, 2, 4, 3}, -1, 1, 10)},
-             *out[1] = {NULL};
-    lt_err err;
-    assert_int_not_equal(tu_run(&g, in, out, &err), LT_OK);
-    assert_non_null(strstr(err.msg, "viewY"));
-    lt_value_free(in[0]);
-    lt_value_free(in[1]);
-    lt_value_free(out[0]);
-    tu_free(&g);
 }
 
 static void kernel_refusals(void **state)
@@ -181,69 +129,6 @@ static void kernel_refusals(void **state)
         lt_value_free(in[1]);
         lt_value_free(out[0]);
         tu_free(&g);
-    }
-}
-
-/* softmax_grad = 1 with the softmax output Y as a third input: each row
- * of G = alpha op(A) op(B) becomes Y (G - sum(G Y)), against double */
-static void smg_case(lt_dtype dt, bool ta, bool tb, float alpha, bool vb, int64_t B, int64_t H, int64_t M, int64_t N,
-                     int64_t K, uint64_t seed)
-{
-    const int64_t G = 3, gb = 1;
-    int64_t Rb = tb ? N : K, Cb = tb ? K : N;
-    int64_t viewb[6] = {H, Rb, Cb, gb * H * Cb, Cb, G * H * Cb};
-    tu_graph g = tu_single(LT_OP_MAT_MUL_TRANS, 1, 3, 1);
-    tu_attr_int(&g, "transA", ta);
-    tu_attr_int(&g, "transB", tb);
-    tu_attr_float(&g, "alpha", alpha);
-    tu_attr_int(&g, "softmax_grad", 1);
-    if (vb)
-        tu_attr_ints(&g, "viewB", 6, viewb);
-    lt_value *a = tu_rand(dt, 4, ta ? (int64_t[]){B, H, K, M} : (int64_t[]){B, H, M, K}, -1, 1, seed);
-    lt_value *bb = vb ? tu_rand(dt, 3, (int64_t[]){B, Rb, G * H * Cb}, -1, 1, seed + 1)
-                      : tu_rand(dt, 4, (int64_t[]){B, H, Rb, Cb}, -1, 1, seed + 1);
-    lt_value *y = tu_rand(dt, 4, (int64_t[]){B, H, M, N}, 0, 1, seed + 2);
-    lt_value *in[3] = {a, bb, y}, *out[1] = {NULL};
-    lt_err err;
-    if (tu_run(&g, in, out, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    int64_t n = B * H * M * N, pb = Rb * G * H * Cb;
-    double *want = malloc(sizeof *want * (size_t)n);
-    assert_non_null(want);
-    for (int64_t bi = 0; bi < B; bi++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t i = 0; i < M; i++) {
-                int64_t row = ((bi * H + h) * M + i) * N;
-                double dot = 0;
-                for (int64_t j = 0; j < N; j++) {
-                    double s = 0;
-                    for (int64_t x = 0; x < K; x++)
-                        s += el(a, NULL, 0, H, ta ? K : M, ta ? M : K, bi, h, ta ? x : i, ta ? i : x) *
-                             el(bb, vb ? viewb : NULL, pb, H, Rb, Cb, bi, h, tb ? j : x, tb ? x : j);
-                    want[row + j] = (double)alpha * s;
-                    dot += want[row + j] * tu_get(y, row + j);
-                }
-                for (int64_t j = 0; j < N; j++)
-                    want[row + j] = tu_get(y, row + j) * (want[row + j] - dot);
-            }
-    tu_assert_close(out[0], want, n, dt == LT_F32 ? 1e-5 : 1e-12, dt == LT_F32 ? 1e-5 : 1e-12, seed);
-    free(want);
-    lt_value_free(a);
-    lt_value_free(bb);
-    lt_value_free(y);
-    lt_value_free(out[0]);
-    tu_free(&g);
-}
-
-static void kernel_softmax_grad(void **state)
-{
-    (void)state;
-    for (int f = 0; f < 4; f++) {
-        bool ta = f & 1, tb = f & 2;
-        uint64_t seed = 700 + 10 * (uint64_t)f;
-        smg_case(LT_F32, ta, tb, 1.0f, true, 17, 3, 28, 28, 8, seed);
-        smg_case(LT_F32, ta, tb, 0.25f, false, 5, 2, 6, 19, 4, seed + 1);
-        smg_case(LT_F64, ta, tb, 1.0f, true, 4, 3, 5, 7, 6, seed + 2);
     }
 }
 
@@ -335,8 +220,7 @@ static void pass_case(const char *path, int want_folds, int want_kept, int want_
             for (int j = 0; j < 2; j++)
                 kept += from_heads(n->in[j]);
             views += (lt_attr_find(n, "viewA") != NULL) + (lt_attr_find(n, "viewB") != NULL) +
-                     (lt_attr_int(n, "viewY", 0) != 0) + (lt_attr_int(n, "softmax", 0) != 0) +
-                     (lt_attr_int(n, "softmax_grad", 0) != 0);
+                     (lt_attr_int(n, "viewY", 0) != 0);
         }
     }
     assert_int_equal(kept, want_kept);
@@ -399,27 +283,24 @@ static void pass_on_packed_heads(void **state)
     /* q k^T (2), p v's v, the gradients' products' q, k, v and dO's split
      * (4 + 3 more): 10; q times the broadcast weight, forward and in its
      * gradient, keeps q's Squeeze, and with it the packed Transpose, its
-     * gradient's, and the merge's two (the sum before it is no product);
-     * the softmax's gradient into dO V^T (1) */
-    pass_case(LT_SOURCE_DIR "/tests/data/heads_fold.onnx", 11, 2, 4);
+     * gradient's, and the merge's two (the sum before it is no product) */
+    pass_case(LT_SOURCE_DIR "/tests/data/heads_fold.onnx", 10, 2, 4);
 }
 
 static void pass_on_plain_packed_heads(void **state)
 {
     (void)state;
     /* q, k, v and the merged output forward (4), dO's two views, q, k, v
-     * in the gradients' products (5), the gradient's three pieces written
-     * merged into one Concat (3), the softmax and its gradient (2): no
-     * head transpose left */
-    pass_case(LT_SOURCE_DIR "/tests/data/heads_plain.onnx", 14, 0, 0);
+     * in the gradients' products (5), and the gradient's three pieces
+     * written merged into one Concat (3): no head transpose left */
+    pass_case(LT_SOURCE_DIR "/tests/data/heads_plain.onnx", 12, 0, 0);
 }
 
 static void pass_on_separate_heads(void **state)
 {
     (void)state;
-    /* the forward's q, k^T, v and merged output (4), the gradients' 8 head
-     * operands, the softmax's gradient (1) */
-    pass_case(LT_SOURCE_DIR "/tests/data/attn_fold.onnx", 13, 0, 0);
+    /* the forward's q, k^T, v and merged output (4), the gradients' 8 head operands */
+    pass_case(LT_SOURCE_DIR "/tests/data/attn_fold.onnx", 12, 0, 0);
 }
 
 int main(void)
@@ -427,8 +308,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kernel_views),
         cmocka_unit_test(kernel_refusals),
-        cmocka_unit_test(kernel_softmax),
-        cmocka_unit_test(kernel_softmax_grad),
         cmocka_unit_test(pass_on_packed_heads),
         cmocka_unit_test(pass_on_plain_packed_heads),
         cmocka_unit_test(pass_on_separate_heads),
