@@ -39,45 +39,14 @@ static int count_module(const lt_model *m, lt_op op)
 static lt_model *program(const char *file, bool fold, bool fuse, int *nfolded)
 {
     lt_err err;
-    lt_model *m;
-    if (lt_model_load(file, &m, &err) != LT_OK || lt_model_to_f64(m, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
-    if (lt_model_grad(m, &o, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    lt_model *m = tu_grad_program(file, true);
     *nfolded = 0;
     if (fold && lt_ir_acc_to_add(m, nfolded, &err) != LT_OK)
         fail_msg("%s", err.msg);
     if (fuse && lt_ir_fuse_elementwise(m, &err) != LT_OK)
         fail_msg("%s", err.msg);
-    if (lt_ir_verify(m, &err) != LT_OK)
-        fail_msg("verify: %s", err.msg);
+    tu_verify(m);
     return m;
-}
-
-static int run(lt_model *m, const lt_value *x, lt_value **outs)
-{
-    lt_err err;
-    const char *names[1] = {"x"};
-    lt_value *ins[1] = {lt_value_ref((lt_value *)x)};
-    lt_session *s;
-    if (lt_session_new(m, &s, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    if (lt_session_run(s, 1, names, ins, outs, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    lt_session_free(s);
-    lt_value_free(ins[0]);
-    return lt_model_num_outputs(m);
-}
-
-static double loss_of(lt_model *m, const lt_value *x)
-{
-    lt_value *o[64] = {0};
-    int n = run(m, x, o);
-    double l = tu_get(o[0], 0);
-    for (int i = 0; i < n; i++)
-        lt_value_free(o[i]);
-    return l;
 }
 
 static void check(const char *file, int rank, const int64_t *dims, uint64_t seed, bool expect_all)
@@ -109,50 +78,10 @@ static void check(const char *file, int rank, const int64_t *dims, uint64_t seed
     } else {
         assert_int_equal(nf, 0);
     }
-    lt_value *a[64] = {0}, *b[64] = {0};
-    int n = run(cells, x, a);
-    assert_int_equal(run(sums, x, b), n);
-    /* the same additions in the same order: equal */
-    for (int i = 0; i < n; i++) {
-        const lt_tensor *ta = lt_value_tensor(a[i]), *tb = lt_value_tensor(b[i]);
-        assert_int_equal(ta->numel, tb->numel);
-        for (int64_t e = 0; e < ta->numel; e++)
-            if (lt_tensor_get_f64(ta, e) != lt_tensor_get_f64(tb, e))
-                fail_msg("%s: output %d element %lld differs", file, i, (long long)e);
-    }
-    /* gradients against central differences of the folded program's loss */
-    int checked = 0;
-    for (int i = 1; i < n; i++) {
-        const char *on = lt_model_output_name(sums, i);
-        size_t len = strlen(on);
-        assert_true(len > 5 && !strcmp(on + len - 5, "_grad"));
-        int p = 0;
-        while (p < sums->nparams && (strncmp(sums->params[p].name, on, len - 5) || sums->params[p].name[len - 5]))
-            p++;
-        assert_true(p < sums->nparams);
-        lt_tensor *pt = &sums->params[p].data;
-        assert_int_equal(pt->dtype, LT_F64);
-        const lt_tensor *g = lt_value_tensor(b[i]);
-        assert_int_equal(g->numel, pt->numel);
-        double *w = pt->data;
-        for (int64_t e = 0; e < pt->numel; e += 1 + pt->numel / 7) {
-            double h = 1e-6, keep = w[e];
-            w[e] = keep + h;
-            double up = loss_of(sums, x);
-            w[e] = keep - h;
-            double dn = loss_of(sums, x);
-            w[e] = keep;
-            double fd = (up - dn) / (2 * h), an = lt_tensor_get_f64(g, e);
-            if (fabs(fd - an) > 1e-5 * fmax(1, fabs(fd)))
-                fail_msg("%s: %s[%lld]: analytic %.9g, differences %.9g", file, on, (long long)e, an, fd);
-            checked++;
-        }
-    }
-    assert_true(checked > 0);
-    for (int i = 0; i < n; i++) {
-        lt_value_free(a[i]);
-        lt_value_free(b[i]);
-    }
+    /* the same additions in the same order: equal; gradients against
+     * central differences of the folded program's loss */
+    int n;
+    assert_true(tu_check_pass(cells, sums, x, 0, 7, file, &n) > 0);
     lt_model_free(cells);
     lt_model_free(sums);
     /* the fused float32-shaped pipeline accepts the folded program too */

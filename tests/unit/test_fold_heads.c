@@ -19,6 +19,7 @@
 #include "ir/fold_scale.h"
 #include "ir/fold_transpose.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,16 +120,10 @@ static void kernel_refusals(void **state)
         tu_graph g = tu_single(LT_OP_MAT_MUL_TRANS, 1, 2, 1);
         tu_attr_ints(&g, "viewA", bad[c].nview, bad[c].view);
         lt_value *in[2] = {tu_rand(LT_F32, 3, (int64_t[]){4, 5, 24}, -1, 1, 7),
-                           tu_rand(LT_F32, 4, (int64_t[]){4, 2, 4, 3}, -1, 1, 8)},
-                 *out[1] = {NULL};
-        lt_err err;
-        assert_int_not_equal(tu_run(&g, in, out, &err), LT_OK);
-        if (!strstr(err.msg, bad[c].says))
-            fail_msg("case %zu: '%s' does not say '%s'", c, err.msg, bad[c].says);
-        lt_value_free(in[0]);
-        lt_value_free(in[1]);
-        lt_value_free(out[0]);
-        tu_free(&g);
+                           tu_rand(LT_F32, 4, (int64_t[]){4, 2, 4, 3}, -1, 1, 8)};
+        char what[32];
+        snprintf(what, sizeof what, "case %zu", c);
+        tu_assert_refused(&g, in, 2, bad[c].says, what);
     }
 }
 
@@ -137,44 +132,13 @@ static void kernel_refusals(void **state)
 static lt_model *program(const char *path, bool fold, int *nfolded)
 {
     lt_err err;
-    lt_model *m;
-    if (lt_model_load(path, &m, &err) != LT_OK || lt_model_to_f64(m, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
-    if (lt_model_grad(m, &o, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    lt_model *m = tu_grad_program(path, true);
     *nfolded = 0;
     if (lt_ir_acc_to_add(m, NULL, &err) != LT_OK || lt_ir_fold_transpose(m, NULL, &err) != LT_OK ||
         lt_ir_fold_scale(m, NULL, &err) != LT_OK || (fold && lt_ir_fold_heads(m, nfolded, &err) != LT_OK))
         fail_msg("%s", err.msg);
-    if (lt_ir_verify(m, &err) != LT_OK)
-        fail_msg("verify: %s", err.msg);
+    tu_verify(m);
     return m;
-}
-
-static int run(lt_model *m, const lt_value *x, lt_value **outs)
-{
-    lt_err err;
-    const char *names[1] = {"x"};
-    lt_value *ins[1] = {lt_value_ref((lt_value *)x)};
-    lt_session *s;
-    if (lt_session_new(m, &s, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    if (lt_session_run(s, 1, names, ins, outs, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    lt_session_free(s);
-    lt_value_free(ins[0]);
-    return lt_model_num_outputs(m);
-}
-
-static double loss_of(lt_model *m, const lt_value *x)
-{
-    lt_value *o[16] = {0};
-    int n = run(m, x, o);
-    double l = tu_get(o[0], 0);
-    for (int i = 0; i < n; i++)
-        lt_value_free(o[i]);
-    return l;
 }
 
 static bool head_transpose(const lt_node *t)
@@ -228,49 +192,8 @@ static void pass_case(const char *path, int want_folds, int want_kept, int want_
     /* each fold is one view, but a Concat's pieces' viewY */
     assert_true(views <= nf);
     assert_true(before >= 2);
-    lt_value *a[16] = {0}, *b[16] = {0};
-    int n = run(plain, x, a);
-    assert_int_equal(run(folded, x, b), n);
-    for (int i = 0; i < n; i++) {
-        const lt_tensor *ta = lt_value_tensor(a[i]), *tb = lt_value_tensor(b[i]);
-        assert_int_equal(ta->numel, tb->numel);
-        for (int64_t e = 0; e < ta->numel; e++) {
-            double u = lt_tensor_get_f64(ta, e), v = lt_tensor_get_f64(tb, e);
-            if (fabs(u - v) > 1e-12 * fmax(1, fabs(u)))
-                fail_msg("%s output %d element %lld: %.17g unfolded, %.17g folded", path, i, (long long)e, u, v);
-        }
-    }
-    int checked = 0;
-    for (int i = 1; i < n; i++) {
-        const char *on = lt_model_output_name(folded, i);
-        size_t len = strlen(on);
-        int p = 0;
-        while (p < folded->nparams &&
-               (strncmp(folded->params[p].name, on, len - 5) || folded->params[p].name[len - 5]))
-            p++;
-        assert_true(p < folded->nparams);
-        lt_tensor *pt = &folded->params[p].data;
-        const lt_tensor *g = lt_value_tensor(b[i]);
-        assert_int_equal(g->numel, pt->numel);
-        double *w = pt->data;
-        for (int64_t e = 0; e < pt->numel; e += 1 + pt->numel / 9) {
-            double h = 1e-6, keep = w[e];
-            w[e] = keep + h;
-            double up = loss_of(folded, x);
-            w[e] = keep - h;
-            double dn = loss_of(folded, x);
-            w[e] = keep;
-            double fd = (up - dn) / (2 * h), an = lt_tensor_get_f64(g, e);
-            if (fabs(fd - an) > 1e-5 * fmax(1, fabs(fd)))
-                fail_msg("%s: %s[%lld]: analytic %.9g, differences %.9g", path, on, (long long)e, an, fd);
-            checked++;
-        }
-    }
-    assert_true(checked >= 20);
-    for (int i = 0; i < n; i++) {
-        lt_value_free(a[i]);
-        lt_value_free(b[i]);
-    }
+    int n;
+    assert_true(tu_check_pass(plain, folded, x, 1e-12, 9, path, &n) >= 20);
     lt_model_free(plain);
     lt_model_free(folded);
     lt_value_free(x);

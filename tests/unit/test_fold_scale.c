@@ -21,63 +21,6 @@
 
 /* ---- the kernel ---- */
 
-static double at(const lt_value *v, int64_t base, int64_t cols, bool t, int64_t i, int64_t j)
-{
-    return tu_get(v, base + (t ? j * cols + i : i * cols + j));
-}
-
-static void product_case(lt_dtype dt, bool ta, bool tb, float alpha, int ra, const int64_t *da, int rb,
-                         const int64_t *db, uint64_t seed)
-{
-    tu_graph g = tu_single(LT_OP_MAT_MUL_TRANS, 1, 2, 1);
-    tu_attr_int(&g, "transA", ta);
-    tu_attr_int(&g, "transB", tb);
-    tu_attr_float(&g, "alpha", alpha);
-    lt_value *in[2] = {tu_rand(dt, ra, da, -1, 1, seed), tu_rand(dt, rb, db, -1, 1, seed + 1)}, *out[1] = {NULL};
-    lt_err err;
-    if (tu_run(&g, in, out, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    int64_t M = ta ? da[ra - 1] : da[ra - 2], K = ta ? da[ra - 2] : da[ra - 1];
-    int64_t N = tb ? db[rb - 2] : db[rb - 1];
-    const lt_tensor *y = lt_value_tensor(out[0]);
-    int orank = ra > rb ? ra : rb;
-    assert_int_equal(y->rank, orank);
-    assert_int_equal(y->dims[orank - 2], M);
-    assert_int_equal(y->dims[orank - 1], N);
-    int64_t nb = y->numel / (M * N);
-    double *want = malloc(sizeof *want * (size_t)y->numel);
-    assert_non_null(want);
-    for (int64_t bi = 0; bi < nb; bi++) {
-        int64_t rem = bi, ia = 0, ib = 0, sa = 1, sb = 1;
-        for (int d = orank - 3; d >= 0; d--) {
-            int64_t yd = y->dims[d], c = rem % yd;
-            rem /= yd;
-            int a = d - (orank - ra), b = d - (orank - rb);
-            if (a >= 0) {
-                ia += (da[a] == 1 ? 0 : c) * sa;
-                sa *= da[a];
-            }
-            if (b >= 0) {
-                ib += (db[b] == 1 ? 0 : c) * sb;
-                sb *= db[b];
-            }
-        }
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                double s = 0;
-                for (int64_t x = 0; x < K; x++)
-                    s += at(in[0], ia * M * K, ta ? M : K, ta, i, x) * at(in[1], ib * K * N, tb ? K : N, tb, x, j);
-                want[(bi * M + i) * N + j] = (double)alpha * s;
-            }
-    }
-    tu_assert_close(out[0], want, y->numel, dt == LT_F32 ? 1e-5 : 1e-12, dt == LT_F32 ? 1e-5 : 1e-12, seed);
-    free(want);
-    lt_value_free(in[0]);
-    lt_value_free(in[1]);
-    lt_value_free(out[0]);
-    tu_free(&g);
-}
-
 static void kernel_alpha(void **state)
 {
     (void)state;
@@ -85,19 +28,19 @@ static void kernel_alpha(void **state)
         bool ta = f & 1, tb = f & 2;
         uint64_t seed = 300 + 10 * (uint64_t)f;
         /* per-head products: 8 columns (k in pairs when A is not transposed), 28 columns */
-        product_case(LT_F32, ta, tb, 0.35355339f, 4, ta ? (int64_t[]){17, 3, 9, 28} : (int64_t[]){17, 3, 28, 9}, 4,
-                     tb ? (int64_t[]){17, 3, 8, 9} : (int64_t[]){17, 3, 9, 8}, seed);
-        product_case(LT_F32, ta, tb, -1.5f, 4, ta ? (int64_t[]){17, 3, 7, 28} : (int64_t[]){17, 3, 28, 7}, 4,
-                     tb ? (int64_t[]){17, 3, 28, 7} : (int64_t[]){17, 3, 7, 28}, seed + 1);
+        tu_matmul_trans_case(LT_F32, ta, tb, 0.35355339f, 4, ta ? (int64_t[]){17, 3, 9, 28} : (int64_t[]){17, 3, 28, 9},
+                             4, tb ? (int64_t[]){17, 3, 8, 9} : (int64_t[]){17, 3, 9, 8}, seed);
+        tu_matmul_trans_case(LT_F32, ta, tb, -1.5f, 4, ta ? (int64_t[]){17, 3, 7, 28} : (int64_t[]){17, 3, 28, 7}, 4,
+                             tb ? (int64_t[]){17, 3, 28, 7} : (int64_t[]){17, 3, 7, 28}, seed + 1);
         /* one weight for a batch of 17 x 11 rows */
-        product_case(LT_F32, ta, tb, 0.5f, 3, ta ? (int64_t[]){17, 6, 11} : (int64_t[]){17, 11, 6}, 2,
-                     tb ? (int64_t[]){13, 6} : (int64_t[]){6, 13}, seed + 2);
+        tu_matmul_trans_case(LT_F32, ta, tb, 0.5f, 3, ta ? (int64_t[]){17, 6, 11} : (int64_t[]){17, 11, 6}, 2,
+                             tb ? (int64_t[]){13, 6} : (int64_t[]){6, 13}, seed + 2);
         /* float64, broadcasting both ways */
-        product_case(LT_F64, ta, tb, 0.75f, 4, ta ? (int64_t[]){2, 1, 40, 33} : (int64_t[]){2, 1, 33, 40}, 3,
-                     tb ? (int64_t[]){3, 37, 40} : (int64_t[]){3, 40, 37}, seed + 3);
+        tu_matmul_trans_case(LT_F64, ta, tb, 0.75f, 4, ta ? (int64_t[]){2, 1, 40, 33} : (int64_t[]){2, 1, 33, 40}, 3,
+                             tb ? (int64_t[]){3, 37, 40} : (int64_t[]){3, 40, 37}, seed + 3);
         /* wide: the packed kernels */
-        product_case(LT_F32, ta, tb, 0.125f, 2, ta ? (int64_t[]){70, 65} : (int64_t[]){65, 70}, 2,
-                     tb ? (int64_t[]){97, 70} : (int64_t[]){70, 97}, seed + 4);
+        tu_matmul_trans_case(LT_F32, ta, tb, 0.125f, 2, ta ? (int64_t[]){70, 65} : (int64_t[]){65, 70}, 2,
+                             tb ? (int64_t[]){97, 70} : (int64_t[]){70, 97}, seed + 4);
     }
 }
 
@@ -106,16 +49,9 @@ static void kernel_alpha_refused_for_integers(void **state)
     (void)state;
     tu_graph g = tu_single(LT_OP_MAT_MUL_TRANS, 1, 2, 1);
     tu_attr_float(&g, "alpha", 2.0f);
-    lt_value *in[2] = {tu_rand(LT_I32, 2, (int64_t[]){4, 5}, -3, 3, 5), tu_rand(LT_I32, 2, (int64_t[]){5, 3}, -3, 3, 6)},
-             *out[1] = {NULL};
-    lt_err err;
-    assert_int_not_equal(tu_run(&g, in, out, &err), LT_OK);
-    if (!strstr(err.msg, "alpha"))
-        fail_msg("'%s' does not name alpha", err.msg);
-    lt_value_free(in[0]);
-    lt_value_free(in[1]);
-    lt_value_free(out[0]);
-    tu_free(&g);
+    lt_value *in[2] = {tu_rand(LT_I32, 2, (int64_t[]){4, 5}, -3, 3, 5),
+                       tu_rand(LT_I32, 2, (int64_t[]){5, 3}, -3, 3, 6)};
+    tu_assert_refused(&g, in, 2, "alpha", "integer MatMulTrans with alpha");
 }
 
 /* ---- the pass ---- */
@@ -123,44 +59,13 @@ static void kernel_alpha_refused_for_integers(void **state)
 static lt_model *program(bool f64, bool fold, int *nfolded)
 {
     lt_err err;
-    lt_model *m;
-    if (lt_model_load(MODEL, &m, &err) != LT_OK || (f64 && lt_model_to_f64(m, &err) != LT_OK))
-        fail_msg("%s", err.msg);
-    lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
-    if (lt_model_grad(m, &o, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    lt_model *m = tu_grad_program(MODEL, f64);
     *nfolded = 0;
     if (lt_ir_acc_to_add(m, NULL, &err) != LT_OK || lt_ir_fold_transpose(m, NULL, &err) != LT_OK ||
         (fold && lt_ir_fold_scale(m, nfolded, &err) != LT_OK))
         fail_msg("%s", err.msg);
-    if (lt_ir_verify(m, &err) != LT_OK)
-        fail_msg("verify: %s", err.msg);
+    tu_verify(m);
     return m;
-}
-
-static int run(lt_model *m, const lt_value *x, lt_value **outs)
-{
-    lt_err err;
-    const char *names[1] = {"x"};
-    lt_value *ins[1] = {lt_value_ref((lt_value *)x)};
-    lt_session *s;
-    if (lt_session_new(m, &s, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    if (lt_session_run(s, 1, names, ins, outs, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    lt_session_free(s);
-    lt_value_free(ins[0]);
-    return lt_model_num_outputs(m);
-}
-
-static double loss_of(lt_model *m, const lt_value *x)
-{
-    lt_value *o[16] = {0};
-    int n = run(m, x, o);
-    double l = tu_get(o[0], 0);
-    for (int i = 0; i < n; i++)
-        lt_value_free(o[i]);
-    return l;
 }
 
 /* scalings by a one-element constant or parameter left in m */
@@ -190,19 +95,6 @@ static int scalings(const lt_model *m, int *alphas)
     return n;
 }
 
-static void compare(lt_value **a, lt_value **b, int n, double tol)
-{
-    for (int i = 0; i < n; i++) {
-        const lt_tensor *ta = lt_value_tensor(a[i]), *tb = lt_value_tensor(b[i]);
-        assert_int_equal(ta->numel, tb->numel);
-        for (int64_t e = 0; e < ta->numel; e++) {
-            double u = lt_tensor_get_f64(ta, e), v = lt_tensor_get_f64(tb, e);
-            if (fabs(u - v) > tol * fmax(1, fabs(u)))
-                fail_msg("output %d element %lld: %.17g unfolded, %.17g folded", i, (long long)e, u, v);
-        }
-    }
-}
-
 static void pass_on_attention(void **state)
 {
     (void)state;
@@ -220,45 +112,11 @@ static void pass_on_attention(void **state)
         /* what stays: k v^T's Mul (read twice), its gradient's (read by a sum), the trainable scale's two */
         assert_true(after >= 3);
         const lt_value *in = f64 ? x : x32;
-        lt_value *a[16] = {0}, *b[16] = {0};
-        int n = run(plain, in, a);
-        assert_int_equal(run(folded, in, b), n);
+        /* in float64, the folded program's parameter gradients against central differences too */
+        int n, checked = tu_check_pass(plain, folded, in, f64 ? 1e-12 : 1e-5, f64 ? 9 : 0, MODEL, &n);
         assert_int_equal(n, 6);
-        compare(a, b, n, f64 ? 1e-12 : 1e-5);
-        if (f64) {
-            /* parameter gradients of the folded program against central differences */
-            int checked = 0;
-            for (int i = 1; i < n; i++) {
-                const char *on = lt_model_output_name(folded, i);
-                size_t len = strlen(on);
-                int p = 0;
-                while (p < folded->nparams &&
-                       (strncmp(folded->params[p].name, on, len - 5) || folded->params[p].name[len - 5]))
-                    p++;
-                assert_true(p < folded->nparams);
-                lt_tensor *pt = &folded->params[p].data;
-                const lt_tensor *g = lt_value_tensor(b[i]);
-                assert_int_equal(g->numel, pt->numel);
-                double *w = pt->data;
-                for (int64_t e = 0; e < pt->numel; e += 1 + pt->numel / 9) {
-                    double h = 1e-6, keep = w[e];
-                    w[e] = keep + h;
-                    double up = loss_of(folded, in);
-                    w[e] = keep - h;
-                    double dn = loss_of(folded, in);
-                    w[e] = keep;
-                    double fd = (up - dn) / (2 * h), an = lt_tensor_get_f64(g, e);
-                    if (fabs(fd - an) > 1e-5 * fmax(1, fabs(fd)))
-                        fail_msg("%s[%lld]: analytic %.9g, differences %.9g", on, (long long)e, an, fd);
-                    checked++;
-                }
-            }
+        if (f64)
             assert_true(checked >= 30);
-        }
-        for (int i = 0; i < n; i++) {
-            lt_value_free(a[i]);
-            lt_value_free(b[i]);
-        }
         lt_model_free(plain);
         lt_model_free(folded);
     }

@@ -216,20 +216,6 @@ static int count_op(const lt_block *b, lt_op op)
     return c;
 }
 
-static void run_model(lt_module *m, lt_value *x, lt_value **out, int nout)
-{
-    lt_session *s = NULL;
-    lt_err err;
-    const char *names[1] = {"x"};
-    lt_status st = lt_session_new(m, &s, &err);
-    if (st == LT_OK)
-        st = lt_session_run(s, 1, names, &x, out, &err);
-    lt_session_free(s);
-    if (st != LT_OK)
-        fail_msg("running: %s", err.msg);
-    (void)nout;
-}
-
 /* the form fuses into one Gelu, nothing of the chain is left, and the
  * outputs match the unfused model's within float32 rounding */
 static void check_fuses(const form *f, uint64_t seed)
@@ -253,8 +239,8 @@ static void check_fuses(const form *f, uint64_t seed)
 
     lt_value *x = tu_rand(dtype(f), 2, xdims, -3.5, 3.5, seed);
     lt_value *a = NULL, *b = NULL;
-    run_model(ref, x, &a, 1);
-    run_model(m, x, &b, 1);
+    assert_int_equal(tu_run_x(ref, x, &a), 1);
+    assert_int_equal(tu_run_x(m, x, &b), 1);
     const lt_tensor *ta = lt_value_tensor(a), *tb = lt_value_tensor(b);
     assert_int_equal(ta->numel, 45);
     assert_int_equal(tb->numel, 45);
@@ -367,19 +353,9 @@ static void chained_chains(void **s)
 
 /* ---- gradients: X W + B through the chain, loss sum(y * R) ---- */
 
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void fill(lt_module *m, lt_ival *v, double lo, double hi, uint64_t *seed)
 {
-    lt_tensor *t = &m->params[v->param].data;
-    for (int64_t e = 0; e < t->numel; e++)
-        lt_tensor_set_f64(t, e, lo + (hi - lo) * ((double)(mix(seed) >> 11) / 9007199254740992.0));
+    tu_fill(&m->params[v->param].data, lo, hi, seed);
 }
 
 static lt_status build_mlp(void *ctx, lt_model **out, lt_err *err)

@@ -23,13 +23,7 @@ static void narrow_case(int64_t M, int64_t N, int64_t K, float beta, uint64_t se
             cf[i] = NAN;
     double *want = malloc(sizeof(double) * (size_t)(M * N));
     assert_non_null(want);
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0;
-            for (int64_t q = 0; q < K; q++)
-                s += (double)af[q * lda + i] * bf[q * ldb + j];
-            want[i * N + j] = alpha * s + (beta != 0 ? beta * (double)cf[i * ldc + j] : 0);
-        }
+    tu_gemm_ref(want, N, true, false, M, N, K, alpha, af, lda, bf, ldb, beta, cf, ldc);
     float pad = cf[N]; /* past the row: untouched */
     lt_linalg_gemm(LT_F32, true, false, M, N, K, alpha, af, lda, bf, ldb, beta, cf, ldc);
     for (int64_t i = 0; i < M; i++)

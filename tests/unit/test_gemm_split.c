@@ -180,14 +180,9 @@ static void cat_case(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, floa
     float *cf = c->t.data, alpha = 1.25f;
     double *want = malloc(sizeof(double) * (size_t)(M * N));
     assert_non_null(want);
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0;
-            for (int64_t q = 0; q < K; q++)
-                s += (double)af[ta ? q * lda + i : i * lda + q] *
-                     (j < N1 ? b1f[q * ldb1 + j] : b2f[q * ldb2 + j - N1]);
-            want[i * N + j] = alpha * s + (beta != 0 ? beta * (double)cf[i * ldc + j] : 0);
-        }
+    /* the columns of B1, then those of B2 */
+    tu_gemm_ref(want, N, ta, false, M, N1, K, alpha, af, lda, b1f, ldb1, beta, cf, ldc);
+    tu_gemm_ref(want + N1, N, ta, false, M, N2, K, alpha, af, lda, b2f, ldb2, beta, cf + N1, ldc);
     if (!lt_sgemm_avx512_cat(ta, M, N1, N2, K, alpha, af, lda, b1f, ldb1, N2 ? b2f : NULL, ldb2, beta, cf, ldc)) {
         /* no AVX-512 here: nothing to check, and C untouched */
         free(want);

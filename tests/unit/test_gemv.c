@@ -37,13 +37,7 @@ static bool gemv_case(gemm_fn fn, bool ta, bool tb, int64_t M, int64_t N, int64_
             cf[i] = NAN;
     double *want = malloc(sizeof(double) * (size_t)(M * N));
     assert_non_null(want);
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-            double s = 0;
-            for (int64_t q = 0; q < K; q++)
-                s += tu_get(a, ta ? q * lda + i : i * lda + q) * tu_get(b, tb ? j * ldb + q : q * ldb + j);
-            want[i * N + j] = alpha * s + (beta != 0 ? beta * (double)cf[i * ldc + j] : 0);
-        }
+    tu_gemm_ref(want, N, ta, tb, M, N, K, alpha, a->t.data, lda, b->t.data, ldb, beta, cf, ldc);
     float pad[2];
     memcpy(pad, &cf[N], sizeof pad); /* the two floats past N in row 0 */
     bool done = fn(ta, tb, M, N, K, alpha, a->t.data, lda, b->t.data, ldb, beta, cf, ldc);

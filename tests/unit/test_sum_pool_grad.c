@@ -28,21 +28,6 @@ typedef struct cfg {
     bool drops;      /* dx's sums are not dy's (windows drop dy) */
 } cfg;
 
-typedef struct gb {
-    lt_module *m;
-    lt_block *b;
-    int nv;
-} gb;
-
-static lt_ival *new_out(gb *g, lt_node *n)
-{
-    char nm[32];
-    snprintf(nm, sizeof nm, "v%d", g->nv++);
-    n->out[0] = lt_ival_new(g->m, g->b, nm);
-    n->out[0]->def = n;
-    return n->out[0];
-}
-
 static int64_t grid_of(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe)
 {
     return (in + pb + pe - (k - 1) * d - 1) / s + 1;
@@ -59,22 +44,10 @@ static void dy_dims(const cfg *f, int64_t *dd)
 /* inputs dy, x (and axes): sum = ReduceSum(PoolGrad(dy, x), axes) */
 static lt_module *build(const cfg *f)
 {
-    gb g = {0};
-    g.m = lt_module_new();
-    assert_non_null(g.m);
-    g.m->path = "test";
-    g.b = lt_block_new(g.m, NULL, "main");
-    g.m->main = g.b;
-    int nin = f->axes_input ? 3 : 2;
-    lt_block_set_params(g.m, g.b, nin);
-    g.m->input_default = lt_ir_alloc(g.m, sizeof(int) * 3);
+    const char *names[3] = {"dy", "x", "axes"};
+    tu_builder g = tu_builder_new(f->axes_input ? 3 : 2, names);
     int64_t xd[4] = {f->n, f->c, f->h, f->w}, dd[4], ad[1] = {f->nax};
     dy_dims(f, dd);
-    const char *names[3] = {"dy", "x", "axes"};
-    for (int i = 0; i < nin; i++) {
-        g.m->input_default[i] = -1;
-        g.b->params[i] = lt_ival_new(g.m, g.b, names[i]);
-    }
     lt_type_tensor(&g.b->params[0]->type, LT_F32, 4, dd);
     lt_type_tensor(&g.b->params[1]->type, LT_F32, 4, xd);
     if (f->axes_input)
@@ -89,12 +62,12 @@ static lt_module *build(const cfg *f)
     tu_attr_ints(&t, "strides", 2, f->s);
     tu_attr_ints(&t, "dilations", 2, f->d);
     tu_attr_ints(&t, "pads", 4, f->pads);
-    lt_ival *v = new_out(&g, p);
+    lt_ival *v = tu_out(&g, p, 0);
     if (f->identity) {
         lt_node *id = lt_node_new(g.m, g.b, LT_OP_IDENTITY, 1, 1);
         id->opset = 13;
         id->in[0] = v;
-        v = new_out(&g, id);
+        v = tu_out(&g, id, 0);
     }
     lt_ival *axes = f->axes_input ? g.b->params[2] : NULL;
     if (!axes) {
@@ -111,7 +84,7 @@ static lt_module *build(const cfg *f)
         a->t->numel = f->nax;
         a->t->data = lt_ir_alloc(g.m, sizeof(int64_t) * 4);
         memcpy(a->t->data, f->axes, sizeof(int64_t) * (size_t)f->nax);
-        axes = new_out(&g, k);
+        axes = tu_out(&g, k, 0);
     }
     lt_node *s = lt_node_new(g.m, g.b, LT_OP_REDUCE_SUM, 2, 1);
     s->opset = 13;
@@ -120,7 +93,7 @@ static lt_module *build(const cfg *f)
     tu_graph ts = {g.m, s};
     tu_attr_int(&ts, "keepdims", f->keepdims);
     lt_block_set_results(g.m, g.b, 1);
-    g.b->results[0] = new_out(&g, s);
+    g.b->results[0] = tu_out(&g, s, 0);
     lt_err err;
     lt_status st = lt_infer_module(g.m, &err);
     if (st == LT_OK)

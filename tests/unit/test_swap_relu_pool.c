@@ -13,32 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct gb {
-    lt_module *m;
-    lt_block *b;
-    int nv;
-} gb;
-
-static lt_ival *new_out(gb *g, lt_node *n, int i)
-{
-    char nm[32];
-    snprintf(nm, sizeof nm, "v%d", g->nv++);
-    n->out[i] = lt_ival_new(g->m, g->b, nm);
-    n->out[i]->def = n;
-    return n->out[i];
-}
-
-static lt_ival *relu(gb *g, lt_ival *x)
+static lt_ival *relu(tu_builder *g, lt_ival *x)
 {
     lt_node *n = lt_node_new(g->m, g->b, LT_OP_RELU, 1, 1);
     n->opset = 14;
     n->name = "relu";
     n->in[0] = x;
-    return new_out(g, n, 0);
+    return tu_out(g, n, 0);
 }
 
 /* a k x k pool with stride s and pads p on every side; *node receives it */
-static lt_ival *pool(gb *g, lt_op op, lt_ival *x, int64_t k, int64_t s, int64_t p, int nout, lt_node **node)
+static lt_ival *pool(tu_builder *g, lt_op op, lt_ival *x, int64_t k, int64_t s, int64_t p, int nout, lt_node **node)
 {
     lt_node *n = lt_node_new(g->m, g->b, op, 1, nout);
     n->opset = 12;
@@ -50,10 +35,10 @@ static lt_ival *pool(gb *g, lt_op op, lt_ival *x, int64_t k, int64_t s, int64_t 
     tu_attr_ints(&t, "strides", 2, ss);
     tu_attr_ints(&t, "pads", 4, ps);
     for (int i = 1; i < nout; i++)
-        new_out(g, n, i);
+        tu_out(g, n, i);
     if (node)
         *node = n;
-    return new_out(g, n, 0);
+    return tu_out(g, n, 0);
 }
 
 static const int64_t xdims[4] = {16, 3, 9, 11};
@@ -63,16 +48,9 @@ enum { PLAIN, CHAIN, RELU_READ, RELU_RESULT, INDICES_READ, INDICES_UNREAD, AVERA
 /* graph input x [16, 3, 9, 11] -> Relu -> pool(s) -> output(s) */
 static lt_module *build(int form)
 {
-    gb g = {0};
-    g.m = lt_module_new();
-    assert_non_null(g.m);
-    g.m->path = "test";
-    g.b = lt_block_new(g.m, NULL, "main");
-    g.m->main = g.b;
-    lt_block_set_params(g.m, g.b, 1);
-    g.m->input_default = lt_ir_alloc(g.m, sizeof(int));
-    g.m->input_default[0] = -1;
-    lt_ival *x = g.b->params[0] = lt_ival_new(g.m, g.b, "x");
+    const char *names[1] = {"x"};
+    tu_builder g = tu_builder_new(1, names);
+    lt_ival *x = g.b->params[0];
     lt_type_tensor(&x->type, LT_F32, 4, xdims);
     lt_ival *r = relu(&g, x), *res[2] = {NULL, NULL};
     lt_node *p = NULL;
@@ -127,19 +105,6 @@ static lt_value *make_x(uint64_t seed)
     return x;
 }
 
-static void run_model(lt_module *m, lt_value *x, lt_value **out)
-{
-    lt_session *s = NULL;
-    lt_err err;
-    const char *names[1] = {"x"};
-    lt_status st = lt_session_new(m, &s, &err);
-    if (st == LT_OK)
-        st = lt_session_run(s, 1, names, &x, out, &err);
-    lt_session_free(s);
-    if (st != LT_OK)
-        fail_msg("running: %s", err.msg);
-}
-
 /* equal as numbers, NaN matching NaN (a zero of either sign matches) */
 static void same_values(const lt_value *a, const lt_value *b)
 {
@@ -188,8 +153,8 @@ static void swaps(int form, int want, uint64_t seed)
     for (int i = 0; i < b->nnodes; i++)
         assert_int_equal(b->nodes[i]->index, i);
     lt_value *x = make_x(seed), *a = NULL, *c = NULL;
-    run_model(m, x, &a);
-    run_model(ref, x, &c);
+    assert_int_equal(tu_run_x(m, x, &a), 1);
+    assert_int_equal(tu_run_x(ref, x, &c), 1);
     same_values(a, c);
     lt_value_free(a);
     lt_value_free(c);
@@ -227,16 +192,8 @@ static void left_alone(void **s)
 
 /* ---- gradients: X (trainable) -> Relu -> MaxPool -> * R, loss sum ---- */
 
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static lt_ival *param(gb *g, const char *nm, int rank, const int64_t *dims, bool trainable, double lo, double hi,
-                      uint64_t *seed)
+static lt_ival *param(tu_builder *g, const char *nm, int rank, const int64_t *dims, bool trainable, double lo,
+                      double hi, uint64_t *seed)
 {
     int p = lt_module_add_param(g->m, nm);
     lt_tensor *t = &g->m->params[p].data;
@@ -247,8 +204,7 @@ static lt_ival *param(gb *g, const char *nm, int rank, const int64_t *dims, bool
     t->numel = lt_shape_numel(rank, dims);
     t->data = calloc((size_t)t->numel, sizeof(float));
     assert_non_null(t->data);
-    for (int64_t e = 0; e < t->numel; e++)
-        lt_tensor_set_f64(t, e, lo + (hi - lo) * ((double)(mix(seed) >> 11) / 9007199254740992.0));
+    tu_fill(t, lo, hi, seed);
     lt_ival *v = lt_ival_new(g->m, g->b, nm);
     v->param = p;
     lt_type_tensor(&v->type, LT_F32, rank, dims);
@@ -260,7 +216,7 @@ static lt_ival *param(gb *g, const char *nm, int rank, const int64_t *dims, bool
 static lt_status build_net(void *ctx, lt_model **out, lt_err *err)
 {
     (void)ctx;
-    gb g = {0};
+    tu_builder g = {0};
     g.m = lt_module_new();
     if (!g.m)
         return LT_ERR_NOMEM;
@@ -277,7 +233,7 @@ static lt_status build_net(void *ctx, lt_model **out, lt_err *err)
     mul->in[0] = y;
     mul->in[1] = R;
     lt_block_set_results(g.m, g.b, 1);
-    g.b->results[0] = new_out(&g, mul, 0);
+    g.b->results[0] = tu_out(&g, mul, 0);
     *out = g.m;
     lt_status s = lt_infer_module(g.m, err);
     return s == LT_OK ? lt_ir_verify(g.m, err) : s;

@@ -138,6 +138,12 @@ static uint64_t next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+void tu_fill(lt_tensor *t, double lo, double hi, uint64_t *seed)
+{
+    for (int64_t e = 0; e < t->numel; e++)
+        lt_tensor_set_f64(t, e, lo + (hi - lo) * ((double)(next(seed) >> 11) / 9007199254740992.0));
+}
+
 lt_value *tu_rand(lt_dtype dtype, int rank, const int64_t *dims, double lo, double hi, uint64_t seed)
 {
     lt_value *v = lt_value_new_tensor();
@@ -272,4 +278,226 @@ void tu_grad_check_model(const char *file, int rank, const int64_t *dims, double
         fail_msg("%s: %s got no gradient", file, must_be_nonzero);
     free(rows);
     lt_value_free(x);
+}
+
+lt_model *tu_grad_program(const char *path, bool f64)
+{
+    lt_err err;
+    lt_model *m;
+    if (lt_model_load(path, &m, &err) != LT_OK || (f64 && lt_model_to_f64(m, &err) != LT_OK))
+        fail_msg("%s", err.msg);
+    lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
+    if (lt_model_grad(m, &o, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    return m;
+}
+
+void tu_verify(lt_model *m)
+{
+    lt_err err;
+    if (lt_ir_verify(m, &err) != LT_OK)
+        fail_msg("verify: %s", err.msg);
+}
+
+int tu_run_x(lt_model *m, const lt_value *x, lt_value **outs)
+{
+    lt_err err;
+    const char *names[1] = {"x"};
+    lt_value *ins[1] = {lt_value_ref((lt_value *)x)};
+    lt_session *s;
+    if (lt_session_new(m, &s, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_session_run(s, 1, names, ins, outs, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_session_free(s);
+    lt_value_free(ins[0]);
+    return lt_model_num_outputs(m);
+}
+
+double tu_loss_of(lt_model *m, const lt_value *x)
+{
+    lt_value *o[TU_MAX_OUTPUTS] = {0};
+    int n = tu_run_x(m, x, o);
+    double l = tu_get(o[0], 0);
+    for (int i = 0; i < n; i++)
+        lt_value_free(o[i]);
+    return l;
+}
+
+void tu_assert_same_outputs(lt_value *const *a, lt_value *const *b, int n, double tol, const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        const lt_tensor *ta = lt_value_tensor(a[i]), *tb = lt_value_tensor(b[i]);
+        assert_int_equal(ta->numel, tb->numel);
+        for (int64_t e = 0; e < ta->numel; e++) {
+            double u = lt_tensor_get_f64(ta, e), v = lt_tensor_get_f64(tb, e);
+            if (u != v && !(fabs(u - v) <= tol * fmax(1, fabs(u))))
+                fail_msg("%s: output %d element %lld: %.17g before, %.17g after", what, i, (long long)e, u, v);
+        }
+    }
+}
+
+int tu_fd_check_grads(lt_model *m, const lt_value *x, lt_value *const *outs, int n, int64_t every,
+                      const char *what)
+{
+    int checked = 0;
+    for (int i = 1; i < n; i++) {
+        const char *on = lt_model_output_name(m, i);
+        size_t len = strlen(on);
+        assert_true(len > 5 && !strcmp(on + len - 5, "_grad"));
+        int p = 0;
+        while (p < m->nparams && (strncmp(m->params[p].name, on, len - 5) || m->params[p].name[len - 5]))
+            p++;
+        assert_true(p < m->nparams);
+        lt_tensor *pt = &m->params[p].data;
+        assert_int_equal(pt->dtype, LT_F64);
+        const lt_tensor *g = lt_value_tensor(outs[i]);
+        assert_int_equal(g->numel, pt->numel);
+        double *w = pt->data;
+        for (int64_t e = 0; e < pt->numel; e += 1 + pt->numel / every) {
+            double h = 1e-6, keep = w[e];
+            w[e] = keep + h;
+            double up = tu_loss_of(m, x);
+            w[e] = keep - h;
+            double dn = tu_loss_of(m, x);
+            w[e] = keep;
+            double fd = (up - dn) / (2 * h), an = lt_tensor_get_f64(g, e);
+            if (fabs(fd - an) > 1e-5 * fmax(1, fabs(fd)))
+                fail_msg("%s: %s[%lld]: analytic %.9g, differences %.9g", what, on, (long long)e, an, fd);
+            checked++;
+        }
+    }
+    return checked;
+}
+
+void tu_gemm_ref(double *want, int64_t ldw, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, double beta, const float *c, int64_t ldc)
+{
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t q = 0; q < K; q++)
+                s += (double)a[ta ? q * lda + i : i * lda + q] * (double)b[tb ? j * ldb + q : q * ldb + j];
+            want[i * ldw + j] = alpha * s + (beta != 0 ? beta * (double)c[i * ldc + j] : 0);
+        }
+}
+
+tu_builder tu_builder_new(int nin, const char *const *names)
+{
+    tu_builder g = {0};
+    g.m = lt_module_new();
+    assert_non_null(g.m);
+    g.m->path = "test";
+    g.b = lt_block_new(g.m, NULL, "main");
+    g.m->main = g.b;
+    lt_block_set_params(g.m, g.b, nin);
+    g.m->input_default = lt_ir_alloc(g.m, sizeof(int) * (size_t)(nin ? nin : 1));
+    for (int i = 0; i < nin; i++) {
+        g.m->input_default[i] = -1;
+        g.b->params[i] = lt_ival_new(g.m, g.b, names[i]);
+    }
+    return g;
+}
+
+lt_ival *tu_out(tu_builder *g, lt_node *n, int i)
+{
+    char nm[32];
+    snprintf(nm, sizeof nm, "v%d", g->nv++);
+    n->out[i] = lt_ival_new(g->m, g->b, nm);
+    n->out[i]->def = n;
+    return n->out[i];
+}
+
+int tu_check_pass(lt_model *before, lt_model *after, const lt_value *x, double tol, int64_t every, const char *what,
+                  int *nout)
+{
+    lt_value *a[TU_MAX_OUTPUTS] = {0}, *b[TU_MAX_OUTPUTS] = {0};
+    int n = tu_run_x(before, x, a);
+    assert_int_equal(tu_run_x(after, x, b), n);
+    tu_assert_same_outputs(a, b, n, tol, what);
+    int checked = every > 0 ? tu_fd_check_grads(after, x, b, n, every, what) : 0;
+    for (int i = 0; i < n; i++) {
+        lt_value_free(a[i]);
+        lt_value_free(b[i]);
+    }
+    *nout = n;
+    return checked;
+}
+
+/* element (i, j) of op(X) for the matrix of v starting at base, stored with cols columns */
+static double mat_at(const lt_value *v, int64_t base, int64_t cols, bool t, int64_t i, int64_t j)
+{
+    return tu_get(v, base + (t ? j * cols + i : i * cols + j));
+}
+
+void tu_matmul_trans_case(lt_dtype dt, bool ta, bool tb, float alpha, int ra, const int64_t *da, int rb,
+                          const int64_t *db, uint64_t seed)
+{
+    tu_graph g = tu_single(LT_OP_MAT_MUL_TRANS, 1, 2, 1);
+    tu_attr_int(&g, "transA", ta);
+    tu_attr_int(&g, "transB", tb);
+    if (alpha != 1)
+        tu_attr_float(&g, "alpha", alpha);
+    lt_value *in[2] = {tu_rand(dt, ra, da, -1, 1, seed), tu_rand(dt, rb, db, -1, 1, seed + 1)}, *out[1] = {NULL};
+    lt_err err;
+    if (tu_run(&g, in, out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    /* the shapes: op(A) is [M, K], op(B) [K, N]; batch dims broadcast */
+    int64_t M = ta ? da[ra - 1] : da[ra - 2], K = ta ? da[ra - 2] : da[ra - 1];
+    int64_t N = tb ? db[rb - 2] : db[rb - 1];
+    assert_int_equal(tb ? db[rb - 1] : db[rb - 2], K);
+    const lt_tensor *y = lt_value_tensor(out[0]);
+    int orank = ra > rb ? ra : rb;
+    assert_int_equal(y->rank, orank);
+    assert_int_equal(y->dims[orank - 2], M);
+    assert_int_equal(y->dims[orank - 1], N);
+    int64_t nb = y->numel / (M * N);
+    double *want = malloc(sizeof *want * (size_t)y->numel);
+    assert_non_null(want);
+    for (int64_t bi = 0; bi < nb; bi++) {
+        /* the batch index of each operand: y's batch coordinates, 0 where the operand has 1 */
+        int64_t rem = bi, ia = 0, ib = 0, sa = 1, sb = 1;
+        for (int d = orank - 3; d >= 0; d--) {
+            int64_t yd = y->dims[d], c = rem % yd;
+            rem /= yd;
+            int a = d - (orank - ra), b = d - (orank - rb);
+            if (a >= 0) {
+                ia += (da[a] == 1 ? 0 : c) * sa;
+                sa *= da[a];
+            }
+            if (b >= 0) {
+                ib += (db[b] == 1 ? 0 : c) * sb;
+                sb *= db[b];
+            }
+        }
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0;
+                for (int64_t x = 0; x < K; x++)
+                    s += mat_at(in[0], ia * M * K, ta ? M : K, ta, i, x) *
+                         mat_at(in[1], ib * K * N, tb ? K : N, tb, x, j);
+                want[(bi * M + i) * N + j] = (double)alpha * s;
+            }
+    }
+    tu_assert_close(out[0], want, y->numel, dt == LT_F32 ? 1e-5 : 1e-12, dt == LT_F32 ? 1e-5 : 1e-12, seed);
+    free(want);
+    lt_value_free(in[0]);
+    lt_value_free(in[1]);
+    lt_value_free(out[0]);
+    tu_free(&g);
+}
+
+void tu_assert_refused(tu_graph *g, lt_value **in, int nin, const char *says, const char *what)
+{
+    lt_value *out[TU_MAX_OUTPUTS] = {NULL};
+    assert_true(g->node->nout <= TU_MAX_OUTPUTS);
+    lt_err err;
+    assert_int_not_equal(tu_run(g, in, out, &err), LT_OK);
+    if (!strstr(err.msg, says))
+        fail_msg("%s: '%s' does not say '%s'", what, err.msg, says);
+    for (int i = 0; i < nin; i++)
+        lt_value_free(in[i]);
+    for (int i = 0; i < g->node->nout; i++)
+        lt_value_free(out[i]);
+    tu_free(g);
 }

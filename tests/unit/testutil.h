@@ -1,5 +1,6 @@
-/* Helpers for the cmocka suites: build a one-node module, run it, fill
- * tensors with seeded random values. */
+/* Helpers for the cmocka suites: build a one-node module (or one node by
+ * node), run it, fill tensors with seeded random values, compare a pass's
+ * program with the one without it, reference sums for the GEMM kernels. */
 #ifndef LT_TESTUTIL_H
 #define LT_TESTUTIL_H
 
@@ -34,11 +35,31 @@ lt_status tu_run(tu_graph *g, lt_value *const *inputs, lt_value **outputs, lt_er
 /* The copies and nodes on each side of the backend in tu_run's last run,
  * and whether tests run behind a device path (LANTERN_BACKEND). */
 extern lt_copy_stats tu_last_copies;
+/* Runs g on in[0..nin-1], which must fail with a message holding says
+ * (else the test fails naming what); frees the inputs, any outputs and g. */
+void tu_assert_refused(tu_graph *g, lt_value **in, int nin, const char *says, const char *what);
 bool tu_device_path(void);
 void tu_free(tu_graph *g);
 
+/* A module built node by node: m (path "test"), its main block b, and the
+ * count of values named so far. */
+typedef struct tu_builder {
+    lt_module *m;
+    lt_block *b;
+    int nv;
+} tu_builder;
+
+/* A builder whose main block has nin graph inputs named names[i], none
+ * with a default; their types are the caller's to set. */
+tu_builder tu_builder_new(int nin, const char *const *names);
+/* Output i of n: a new value named "v<count>" that n defines. */
+lt_ival *tu_out(tu_builder *g, lt_node *n, int i);
+
 /* A tensor value with the given shape, uniform in [lo, hi) from seed. */
 lt_value *tu_rand(lt_dtype dtype, int rank, const int64_t *dims, double lo, double hi, uint64_t seed);
+/* Fills t's elements uniform in [lo, hi) from *seed (advanced): the
+ * sequence tu_rand uses. */
+void tu_fill(lt_tensor *t, double lo, double hi, uint64_t *seed);
 /* A tensor value filled from a double array. */
 lt_value *tu_from(lt_dtype dtype, int rank, const int64_t *dims, const double *vals);
 double tu_get(const lt_value *v, int64_t i);
@@ -55,6 +76,55 @@ void tu_assert_close(const lt_value *got, const double *want, int64_t n, double 
  * must_be_nonzero (a parameter name, or NULL) got no gradient. */
 void tu_grad_check_model(const char *file, int rank, const int64_t *dims, double lo, double hi, uint64_t seed,
                          const char *must_be_nonzero);
+
+/* ---- whole models: a pass's program against the program without it ---- */
+
+/* The most outputs tu_loss_of takes from a model. */
+#define TU_MAX_OUTPUTS 64
+
+/* The gradient program of the model file path (loss the sum of its first
+ * output), converted to float64 first when f64; fails the test on error. */
+lt_model *tu_grad_program(const char *path, bool f64);
+/* lt_ir_verify on m; fails the test with its message. */
+void tu_verify(lt_model *m);
+/* Runs m in a fresh session on its one input "x" (x stays the caller's);
+ * outs[i] gets output i, to be freed with lt_value_free. Returns the
+ * number of outputs; fails the test on error. */
+int tu_run_x(lt_model *m, const lt_value *x, lt_value **outs);
+/* Output 0's first element of m run on x: the loss of a gradient program. */
+double tu_loss_of(lt_model *m, const lt_value *x);
+/* Outputs a[i] and b[i], i < n, of the same size and each element within
+ * tol * max(1, |a|) (tol 0: equal); fails the test naming what, the output
+ * and the element. */
+void tu_assert_same_outputs(lt_value *const *a, lt_value *const *b, int n, double tol, const char *what);
+/* The parameter gradients outs[1..n-1] (outputs named <param>_grad, as
+ * m ran them on x) against central differences (h = 1e-6) of m's float64
+ * loss, every (1 + numel / every)-th element of each parameter: fails the
+ * test where |fd - analytic| > 1e-5 max(1, |fd|). Returns the number of
+ * elements checked. m's parameters are moved and put back. */
+int tu_fd_check_grads(lt_model *m, const lt_value *x, lt_value *const *outs, int n, int64_t every,
+                      const char *what);
+/* Runs before and after (a program without and with a pass) on x, checks
+ * their outputs agree (tu_assert_same_outputs with tol) and, where every
+ * > 0, after's parameter gradients against central differences
+ * (tu_fd_check_grads). *nout gets the number of outputs; returns the
+ * number of gradient elements checked. */
+int tu_check_pass(lt_model *before, lt_model *after, const lt_value *x, double tol, int64_t every, const char *what,
+                  int *nout);
+
+/* One MatMulTrans node (transA ta, transB tb, alpha where it is not 1) on
+ * operands of shapes da, db (batch axes broadcasting) uniform in [-1, 1)
+ * from seed and seed + 1, against sums in double: fails the test past
+ * 1e-5 (float32) or 1e-12 (float64). */
+void tu_matmul_trans_case(lt_dtype dt, bool ta, bool tb, float alpha, int ra, const int64_t *da, int rb,
+                          const int64_t *db, uint64_t seed);
+
+/* want[i * ldw + j] = alpha sum_q op(A)[i, q] op(B)[q, j] + beta C[i, j] in
+ * double for i < M, j < N (C not read where beta is 0), the float matrices
+ * stored row-major with leading dimensions lda, ldb, ldc (op(A) = A^T when
+ * ta, op(B) = B^T when tb): the reference for the GEMM kernels. */
+void tu_gemm_ref(double *want, int64_t ldw, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, double beta, const float *c, int64_t ldc);
 
 /* dir/<prefix>-images-idx3-ubyte.gz and -labels-idx1-ubyte.gz holding n
  * seeded 28x28 images and labels, uncompressed (zlib reads them as they
