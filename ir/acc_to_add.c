@@ -5,7 +5,8 @@
 
 typedef struct fold {
     lt_module *m;
-    int *uses; /* per value id: node inputs (regions included) and block results reading it */
+    int *uses;  /* per value id: node inputs (regions included) and block results reading it */
+    bool *dead; /* per node index of the block being rewritten */
     int nfolded;
 } fold;
 
@@ -119,9 +120,9 @@ static lt_status rewrite(fold *f, lt_block *b, int z, const int *adds, int na, i
 static lt_status fold_block(lt_block *b, void *ctx)
 {
     fold *f = ctx;
-    bool *dead = calloc((size_t)b->nnodes + 1, sizeof *dead);
+    bool *dead = f->dead;
     int *adds = malloc(sizeof *adds * ((size_t)b->nnodes + 1));
-    lt_status s = dead && adds ? LT_OK : LT_ERR_NOMEM;
+    lt_status s = adds ? LT_OK : LT_ERR_NOMEM;
     for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
         const lt_node *n = b->nodes[i];
         if (n->op != LT_OP_ACC_ZEROS_LIKE || n->nout != 1 || !n->out[0] || n->out[0]->type.kind != LT_KIND_CELL)
@@ -130,9 +131,6 @@ static lt_status fold_block(lt_block *b, void *ctx)
         if (collect(f, b, i, &adds, &na, &read))
             s = rewrite(f, b, i, adds, na, read, dead);
     }
-    if (s == LT_OK)
-        lt_block_drop_nodes(b, dead);
-    free(dead);
     free(adds);
     return s;
 }
@@ -140,16 +138,7 @@ static lt_status fold_block(lt_block *b, void *ctx)
 lt_status lt_ir_acc_to_add(lt_module *m, int *nfolded, lt_err *err)
 {
     fold f = {.m = m};
-    f.uses = calloc((size_t)m->nvalues + 1, sizeof *f.uses);
-    lt_status s = f.uses ? LT_OK : LT_ERR_NOMEM;
-    if (s == LT_OK) {
-        lt_module_count_uses(m, f.uses);
-        s = lt_module_each_block(m, fold_block, &f);
-    }
-    free(f.uses);
-    if (nfolded)
-        *nfolded = f.nfolded;
-    if (s != LT_OK)
-        return lt_errf(err, s, "%s: out of memory turning accumulation cells into sums", m->path ? m->path : "model");
-    return LT_OK;
+    lt_rewrite r = {.block = fold_block, .ctx = &f, .count = &f.nfolded, .uses = &f.uses, .dead = &f.dead,
+                    .doing = "turning accumulation cells into sums"};
+    return lt_module_rewrite(m, &r, nfolded, err);
 }

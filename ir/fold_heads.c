@@ -6,7 +6,8 @@
 typedef struct fold {
     lt_module *m;
     int *uses;      /* per value id: node inputs (regions included) and block results reading it */
-    bool *unhooked; /* per value id: a value this pass took a reader from */
+    int *unhooked;  /* per value id: a value this pass took a reader from */
+    bool *dead;     /* per node index of the block being rewritten */
     int nfolded;
 } fold;
 
@@ -181,13 +182,23 @@ static bool merged_piece(const fold *f, const lt_block *b, const bool *dead, con
     return true;
 }
 
+/* an Unsqueeze's "axes" attribute holding the one axis, in m's arena; NULL when out of memory */
+static lt_attr *axes_attr(lt_module *m, int64_t axis)
+{
+    int64_t *axes = lt_ir_alloc(m, sizeof *axes);
+    lt_attr *at = lt_ir_alloc(m, sizeof *at);
+    if (!axes || !at)
+        return NULL;
+    axes[0] = axis;
+    *at = (lt_attr){.name = "axes", .kind = LT_ATTR_INTS, .n = 1, .ints = axes};
+    return at;
+}
+
 static lt_status fold_block(lt_block *b, void *ctx)
 {
     fold *f = ctx;
     lt_status s = LT_OK;
-    bool *dead = calloc((size_t)b->nnodes + 1, sizeof *dead);
-    if (!dead)
-        return LT_ERR_NOMEM;
+    bool *dead = f->dead;
     static const int64_t p4[4] = {0, 2, 1, 3};
     /* Transpose(P) {0, 2, 1, 3} of a product read by nothing else: the
      * product, writing the merged layout, in the Transpose's place */
@@ -260,14 +271,11 @@ static lt_status fold_block(lt_block *b, void *ctx)
             lead = dim_eq(v->dims[d + 1], g->dims[d]);
         if (!lead)
             continue;
-        int64_t *axes = lt_ir_alloc(f->m, sizeof *axes);
-        lt_attr *at = lt_ir_alloc(f->m, sizeof *at);
-        if (!axes || !at) {
+        lt_attr *at = axes_attr(f->m, 0);
+        if (!at) {
             s = LT_ERR_NOMEM;
             break;
         }
-        axes[0] = 0;
-        at[0] = (lt_attr){.name = "axes", .kind = LT_ATTR_INTS, .n = 1, .ints = axes};
         f->uses[r->in[1]->id]--;
         f->unhooked[r->in[1]->id] = true;
         r->op = LT_OP_UNSQUEEZE;
@@ -300,14 +308,11 @@ static lt_status fold_block(lt_block *b, void *ctx)
         }
         if (!ok)
             continue;
-        int64_t *axes = lt_ir_alloc(f->m, sizeof *axes);
-        lt_attr *at = lt_ir_alloc(f->m, sizeof *at);
-        if (!axes || !at) {
+        lt_attr *at = axes_attr(f->m, 2);
+        if (!at) {
             s = LT_ERR_NOMEM;
             break;
         }
-        axes[0] = 2;
-        *at = (lt_attr){.name = "axes", .kind = LT_ATTR_INTS, .n = 1, .ints = axes};
         for (int j = 0; j < c->nin && s == LT_OK; j++) {
             s = put_attr(f->m, pr[j], (lt_attr){.name = "viewY", .kind = LT_ATTR_INT, .i = 1});
             lt_type *pt = &pr[j]->out[0]->type, *ut = &u[j]->out[0]->type;
@@ -364,30 +369,14 @@ static lt_status fold_block(lt_block *b, void *ctx)
                 f->unhooked[t->in[j]->id] = true;
             }
     }
-    if (s == LT_OK)
-        lt_block_drop_nodes(b, dead);
-    free(dead);
     return s;
 }
 
 lt_status lt_ir_fold_heads(lt_module *m, int *nfolded, lt_err *err)
 {
     fold f = {.m = m};
-    f.uses = calloc((size_t)m->nvalues + 1, sizeof *f.uses);
-    f.unhooked = calloc((size_t)m->nvalues + 1, sizeof *f.unhooked);
-    lt_status s = f.uses && f.unhooked ? LT_OK : LT_ERR_NOMEM;
-    if (s == LT_OK) {
-        lt_module_count_uses(m, f.uses);
-        s = lt_module_each_block(m, fold_block, &f);
-    }
-    if (s == LT_OK)
-        lt_module_recount_uses(m, f.uses);
-    free(f.uses);
-    free(f.unhooked);
-    if (nfolded)
-        *nfolded = f.nfolded;
-    if (s != LT_OK)
-        return lt_errf(err, s, "%s: out of memory folding attention heads into matrix products",
-                       m->path ? m->path : "model");
-    return LT_OK;
+    lt_rewrite r = {.block = fold_block, .ctx = &f, .count = &f.nfolded, .uses = &f.uses, .dead = &f.dead,
+                    .marks = &f.unhooked, .recount = LT_RECOUNT_ALWAYS,
+                    .doing = "folding attention heads into matrix products"};
+    return lt_module_rewrite(m, &r, nfolded, err);
 }

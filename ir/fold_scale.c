@@ -6,7 +6,8 @@
 
 typedef struct fold {
     lt_module *m;
-    int *uses; /* per value id: node inputs (regions included) and block results reading it */
+    int *uses;  /* per value id: node inputs (regions included) and block results reading it */
+    bool *dead; /* per node index of the block being rewritten */
     int nfolded;
 } fold;
 
@@ -189,9 +190,7 @@ static lt_status fold_block(lt_block *b, void *ctx)
 {
     fold *f = ctx;
     lt_status s = LT_OK;
-    bool *dead = calloc((size_t)b->nnodes + 1, sizeof *dead);
-    if (!dead)
-        return LT_ERR_NOMEM;
+    bool *dead = f->dead;
     for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
         lt_node *n = b->nodes[i];
         lt_ival *x;
@@ -204,27 +203,13 @@ static lt_status fold_block(lt_block *b, void *ctx)
             s = into_readers(f, b, dead, n, x, c, &done);
         f->nfolded += done;
     }
-    if (s == LT_OK)
-        lt_block_drop_nodes(b, dead);
-    free(dead);
     return s;
 }
 
 lt_status lt_ir_fold_scale(lt_module *m, int *nfolded, lt_err *err)
 {
     fold f = {.m = m};
-    f.uses = calloc((size_t)m->nvalues + 1, sizeof *f.uses);
-    lt_status s = f.uses ? LT_OK : LT_ERR_NOMEM;
-    if (s == LT_OK) {
-        lt_module_count_uses(m, f.uses);
-        s = lt_module_each_block(m, fold_block, &f);
-    }
-    if (s == LT_OK)
-        lt_module_recount_uses(m, f.uses);
-    free(f.uses);
-    if (nfolded)
-        *nfolded = f.nfolded;
-    if (s != LT_OK)
-        return lt_errf(err, s, "%s: out of memory folding scales into matrix products", m->path ? m->path : "model");
-    return LT_OK;
+    lt_rewrite r = {.block = fold_block, .ctx = &f, .count = &f.nfolded, .uses = &f.uses, .dead = &f.dead,
+                    .recount = LT_RECOUNT_ALWAYS, .doing = "folding scales into matrix products"};
+    return lt_module_rewrite(m, &r, nfolded, err);
 }

@@ -5,8 +5,9 @@
 
 typedef struct fold {
     lt_module *m;
-    int *uses;     /* per value id: node inputs (regions included) and block results reading it */
-    bool *unhooked; /* per value id: a Transpose output this pass took a reader from */
+    int *uses;      /* per value id: node inputs (regions included) and block results reading it */
+    int *unhooked;  /* per value id: a Transpose output this pass took a reader from */
+    bool *dead;     /* per node index of the block being rewritten */
     int nfolded;
 } fold;
 
@@ -101,9 +102,7 @@ static lt_status fold_block(lt_block *b, void *ctx)
 {
     fold *f = ctx;
     lt_status s = LT_OK;
-    bool *dead = calloc((size_t)b->nnodes + 1, sizeof *dead);
-    if (!dead)
-        return LT_ERR_NOMEM;
+    bool *dead = f->dead;
     /* Transpose(MatMul(a, b)) read by nothing else: MatMulTrans(b, a) with
      * the flags swapped and flipped, at the Transpose's place */
     for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
@@ -165,30 +164,14 @@ static lt_status fold_block(lt_block *b, void *ctx)
         f->uses[t->in[0]->id]--;
         f->unhooked[t->in[0]->id] = true;
     }
-    if (s == LT_OK)
-        lt_block_drop_nodes(b, dead);
-    free(dead);
     return s;
 }
 
 lt_status lt_ir_fold_transpose(lt_module *m, int *nfolded, lt_err *err)
 {
     fold f = {.m = m};
-    f.uses = calloc((size_t)m->nvalues + 1, sizeof *f.uses);
-    f.unhooked = calloc((size_t)m->nvalues + 1, sizeof *f.unhooked);
-    lt_status s = f.uses && f.unhooked ? LT_OK : LT_ERR_NOMEM;
-    if (s == LT_OK) {
-        lt_module_count_uses(m, f.uses);
-        s = lt_module_each_block(m, fold_block, &f);
-    }
-    if (s == LT_OK)
-        lt_module_recount_uses(m, f.uses);
-    free(f.uses);
-    free(f.unhooked);
-    if (nfolded)
-        *nfolded = f.nfolded;
-    if (s != LT_OK)
-        return lt_errf(err, s, "%s: out of memory folding transposes into matrix products",
-                       m->path ? m->path : "model");
-    return LT_OK;
+    lt_rewrite r = {.block = fold_block, .ctx = &f, .count = &f.nfolded, .uses = &f.uses, .dead = &f.dead,
+                    .marks = &f.unhooked, .recount = LT_RECOUNT_ALWAYS,
+                    .doing = "folding transposes into matrix products"};
+    return lt_module_rewrite(m, &r, nfolded, err);
 }

@@ -311,19 +311,9 @@ static lt_status fuse_block(lt_block *b, void *ctx)
 lt_status lt_ir_fuse_elementwise(lt_module *m, lt_err *err)
 {
     fuse f = {.m = m};
-    f.uses = calloc((size_t)m->nvalues + 1, sizeof *f.uses);
-    f.grp = malloc(sizeof *f.grp * ((size_t)m->nvalues + 1));
-    lt_status s = f.uses && f.grp ? LT_OK : LT_ERR_NOMEM;
-    if (s == LT_OK) {
-        for (int i = 0; i <= m->nvalues; i++)
-            f.grp[i] = -1;
-        lt_module_count_uses(m, f.uses);
-        s = lt_module_each_block(m, fuse_block, &f);
-    }
-    free(f.uses);
-    free(f.grp);
+    lt_rewrite r = {.block = fuse_block, .ctx = &f, .uses = &f.uses, .marks = &f.grp, .mark = -1,
+                    .doing = "fusing elementwise nodes"};
+    lt_status s = lt_module_rewrite(m, &r, NULL, err);
     free(f.g);
-    if (s != LT_OK)
-        return lt_errf(err, s, "%s: out of memory fusing elementwise nodes", m->path ? m->path : "model");
-    return LT_OK;
+    return s;
 }

@@ -7,7 +7,7 @@
 typedef struct fuse {
     lt_module *m;
     int *uses;      /* per value id: node inputs (regions included) and block results reading it */
-    bool *unhooked; /* per value id: a value this pass took a reader from */
+    int *unhooked;  /* per value id: a value this pass took a reader from */
     lt_block *b;    /* the block being rewritten */
     bool *dead;     /* per node index of b */
     int nfused;
@@ -196,11 +196,8 @@ static lt_status to_gelu(fuse *f, lt_node *n, lt_ival *x)
 static lt_status fuse_block(lt_block *b, void *ctx)
 {
     fuse *f = ctx;
-    bool *dead = calloc((size_t)b->nnodes + 1, sizeof *dead);
-    if (!dead)
-        return LT_ERR_NOMEM;
+    bool *dead = f->dead;
     f->b = b;
-    f->dead = dead;
     lt_status s = LT_OK;
     for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
         lt_node *n = b->nodes[i], *chain[4];
@@ -223,30 +220,13 @@ static lt_status fuse_block(lt_block *b, void *ctx)
             f->uses[k->out[0]->id] == 0)
             dead[i] = true;
     }
-    if (s == LT_OK)
-        lt_block_drop_nodes(b, dead);
-    free(dead);
-    f->dead = NULL;
     return s;
 }
 
 lt_status lt_ir_fuse_gelu(lt_module *m, int *nfused, lt_err *err)
 {
     fuse f = {.m = m};
-    f.uses = calloc((size_t)m->nvalues + 1, sizeof *f.uses);
-    f.unhooked = calloc((size_t)m->nvalues + 1, sizeof *f.unhooked);
-    lt_status s = f.uses && f.unhooked ? LT_OK : LT_ERR_NOMEM;
-    if (s == LT_OK) {
-        lt_module_count_uses(m, f.uses);
-        s = lt_module_each_block(m, fuse_block, &f);
-    }
-    if (s == LT_OK && f.nfused)
-        lt_module_recount_uses(m, f.uses);
-    free(f.uses);
-    free(f.unhooked);
-    if (nfused)
-        *nfused = f.nfused;
-    if (s != LT_OK)
-        return lt_errf(err, s, "%s: out of memory fusing GELU chains", m->path ? m->path : "model");
-    return LT_OK;
+    lt_rewrite r = {.block = fuse_block, .ctx = &f, .count = &f.nfused, .uses = &f.uses, .dead = &f.dead,
+                    .marks = &f.unhooked, .recount = LT_RECOUNT_IF_COUNTED, .doing = "fusing GELU chains"};
+    return lt_module_rewrite(m, &r, nfused, err);
 }

@@ -217,6 +217,30 @@ void lt_module_recount_uses(lt_module *m, int *uses);
  * before the block itself, main first, then each function body; the first
  * status other than LT_OK stops the walk and is returned. */
 lt_status lt_module_each_block(lt_module *m, lt_status (*fn)(lt_block *b, void *ctx), void *ctx);
+/* When lt_module_rewrite sets the values' uses fields from a fresh count
+ * after a clean walk: never, always, or when the pass's *count != 0 */
+typedef enum lt_recount { LT_RECOUNT_NEVER, LT_RECOUNT_ALWAYS, LT_RECOUNT_IF_COUNTED } lt_recount;
+/* One rewrite pass over a module, for lt_module_rewrite: the pass's block
+ * function and the arrays it reads and keeps up to date. */
+typedef struct lt_rewrite {
+    lt_status (*block)(lt_block *b, void *ctx); /* run on every block, as lt_module_each_block */
+    void *ctx;
+    int **uses;         /* NULL, or set for the walk to each value id's reads (lt_module_count_uses) */
+    int **marks;        /* NULL, or set for the walk to one int per value id, each = mark */
+    int mark;
+    bool **dead;        /* NULL, or set for each block's call to a false flag per node of it; the
+                         * nodes flagged are dropped after a call that returns LT_OK */
+    const int *count;   /* NULL, or the pass's count of rewrites, copied out to lt_module_rewrite's n */
+    lt_recount recount;
+    const char *doing;  /* ends the error "<path>: out of memory <doing>" (NULL: "out of memory") */
+} lt_rewrite;
+/* The driver the IR rewrite passes share: makes the arrays r asks for,
+ * walks every block with r->block (lt_module_each_block; with r->dead,
+ * dropping the nodes it flags), recounts the values' uses as r->recount
+ * says, frees the arrays (*r->uses and *r->marks left NULL), sets *n from
+ * *r->count (where both are given, failure or not) and turns a failure, its
+ * own or the walk's, into r->doing's line in err. */
+lt_status lt_module_rewrite(lt_module *m, const lt_rewrite *r, int *n, lt_err *err);
 int lt_module_sym(lt_module *m, const char *name); /* interns; -1 on OOM */
 int lt_module_add_param(lt_module *m, const char *name); /* -1 on OOM */
 lt_func *lt_module_add_func(lt_module *m, const char *name); /* body has no parent */

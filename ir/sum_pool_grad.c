@@ -103,17 +103,7 @@ static lt_status rewrite_block(lt_block *b, void *ctx)
 
 lt_status lt_ir_sum_pool_grad(lt_module *m, int *nrewritten, lt_err *err)
 {
-    (void)err;
     sums w = {0};
-    lt_status s = lt_module_each_block(m, rewrite_block, &w);
-    if (s == LT_OK && w.nrewritten) {
-        int *uses = calloc((size_t)m->nvalues + 1, sizeof *uses);
-        if (!uses)
-            return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", m->path ? m->path : "model");
-        lt_module_recount_uses(m, uses);
-        free(uses);
-    }
-    if (nrewritten)
-        *nrewritten = w.nrewritten;
-    return s;
+    lt_rewrite r = {.block = rewrite_block, .ctx = &w, .count = &w.nrewritten, .recount = LT_RECOUNT_IF_COUNTED};
+    return lt_module_rewrite(m, &r, nrewritten, err);
 }

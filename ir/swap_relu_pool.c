@@ -66,16 +66,7 @@ static lt_status swap_block(lt_block *b, void *ctx)
 lt_status lt_ir_swap_relu_pool(lt_module *m, int *nswapped, lt_err *err)
 {
     swap w = {0};
-    w.uses = calloc((size_t)m->nvalues + 1, sizeof *w.uses);
-    lt_status s = w.uses ? LT_OK : LT_ERR_NOMEM;
-    if (s == LT_OK) {
-        lt_module_count_uses(m, w.uses);
-        s = lt_module_each_block(m, swap_block, &w);
-    }
-    free(w.uses);
-    if (nswapped)
-        *nswapped = w.nswapped;
-    if (s != LT_OK)
-        return lt_errf(err, s, "%s: out of memory moving Relus after MaxPools", m->path ? m->path : "model");
-    return LT_OK;
+    lt_rewrite r = {.block = swap_block, .ctx = &w, .count = &w.nswapped, .uses = &w.uses,
+                    .doing = "moving Relus after MaxPools"};
+    return lt_module_rewrite(m, &r, nswapped, err);
 }
