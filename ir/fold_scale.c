@@ -1,5 +1,6 @@
 /* Scalar scales folded into matrix products (fold_scale.h). */
 #include "fold_scale.h"
+#include "matmul_trans.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,17 +56,6 @@ static bool scalar_const(const fold *f, const lt_ival *v, const lt_ival *x, doub
     return false;
 }
 
-static bool is_product(const lt_node *n)
-{
-    return (n->op == LT_OP_MAT_MUL || n->op == LT_OP_MAT_MUL_TRANS) && n->nin == 2 && n->nout == 1 && n->out[0] &&
-           float_tensor(n->in[0]) && float_tensor(n->in[1]) && !n->nregions;
-}
-
-static double alpha_of(const lt_node *n)
-{
-    return n->op == LT_OP_MAT_MUL_TRANS ? (double)lt_attr_float(n, "alpha", 1.0f) : 1.0;
-}
-
 /* the alpha a product of dtype dt may take: exact in float32 for float64
  * operands (their sums are exact to far more), rounded to float32 for
  * float32 ones; false for a product that would overflow or vanish */
@@ -76,32 +66,6 @@ static bool alpha_ok(lt_dtype dt, double a, float *out)
         return false;
     *out = af;
     return true;
-}
-
-/* n becomes MatMulTrans(a, b) {transA, transB, alpha} */
-static lt_status set_product(lt_module *m, lt_node *n, lt_ival *a, lt_ival *b, int64_t ta, int64_t tb, float alpha)
-{
-    lt_attr *at = lt_ir_alloc(m, sizeof *at * 3);
-    lt_ival **in = n->nin >= 2 ? n->in : lt_ir_alloc(m, sizeof *in * 2);
-    if (!at || !in)
-        return LT_ERR_NOMEM;
-    at[0] = (lt_attr){.name = "transA", .kind = LT_ATTR_INT, .i = ta};
-    at[1] = (lt_attr){.name = "transB", .kind = LT_ATTR_INT, .i = tb};
-    at[2] = (lt_attr){.name = "alpha", .kind = LT_ATTR_FLOAT, .f = alpha};
-    n->op = LT_OP_MAT_MUL_TRANS;
-    n->domain_name = "";
-    n->in = in;
-    n->nin = 2;
-    n->in[0] = a;
-    n->in[1] = b;
-    n->nattr = 3;
-    n->attrs = at;
-    return LT_OK;
-}
-
-static int64_t flag(const lt_node *n, const char *name)
-{
-    return n->op == LT_OP_MAT_MUL_TRANS ? lt_attr_int(n, name, 0) != 0 : 0;
 }
 
 /* n = Mul(X, c), Mul(c, X) or (div) Div(X, c) with c a scalar constant?
@@ -129,12 +93,13 @@ static lt_status into_producer(fold *f, lt_block *b, bool *dead, lt_node *n, lt_
 {
     lt_node *p = x->def;
     *done = false;
-    if (!p || p->block != b || dead[p->index] || !is_product(p) || p->out[0] != x || f->uses[x->id] != 1)
+    if (!p || p->block != b || dead[p->index] || !lt_ir_is_float_product(p) || p->out[0] != x || f->uses[x->id] != 1)
         return LT_OK;
     float a;
-    if (!alpha_ok(x->type.dtype, alpha_of(p) * c, &a))
+    if (!alpha_ok(x->type.dtype, (double)lt_ir_product_alpha(p) * c, &a))
         return LT_OK;
-    lt_status s = set_product(f->m, n, p->in[0], p->in[1], flag(p, "transA"), flag(p, "transB"), a);
+    lt_status s = lt_ir_set_product(f->m, n, p->in[0], p->in[1], lt_ir_product_trans(p, "transA"),
+                                    lt_ir_product_trans(p, "transB"), a);
     if (s == LT_OK) {
         dead[p->index] = true;
         f->uses[x->id] = 0;
@@ -160,8 +125,8 @@ static lt_status into_readers(fold *f, lt_block *b, bool *dead, lt_node *n, lt_i
         if (!k)
             continue;
         float a;
-        double sc = alpha_of(r) * c * ((r->nin > 1 && r->in[0] == y && r->in[1] == y) ? c : 1.0);
-        if (!is_product(r) || !alpha_ok(y->type.dtype, sc, &a))
+        double sc = (double)lt_ir_product_alpha(r) * c * ((r->nin > 1 && r->in[0] == y && r->in[1] == y) ? c : 1.0);
+        if (!lt_ir_is_float_product(r) || !alpha_ok(y->type.dtype, sc, &a))
             return LT_OK;
         reads += k;
     }
@@ -172,10 +137,10 @@ static lt_status into_readers(fold *f, lt_block *b, bool *dead, lt_node *n, lt_i
         if (dead[i] || r->nin < 2 || (r->in[0] != y && r->in[1] != y))
             continue;
         float a = 1.0f;
-        double sc = alpha_of(r) * c * ((r->in[0] == y && r->in[1] == y) ? c : 1.0);
+        double sc = (double)lt_ir_product_alpha(r) * c * ((r->in[0] == y && r->in[1] == y) ? c : 1.0);
         (void)alpha_ok(y->type.dtype, sc, &a); /* checked in the first loop */
-        lt_status s = set_product(f->m, r, r->in[0] == y ? x : r->in[0], r->in[1] == y ? x : r->in[1],
-                                  flag(r, "transA"), flag(r, "transB"), a);
+        lt_status s = lt_ir_set_product(f->m, r, r->in[0] == y ? x : r->in[0], r->in[1] == y ? x : r->in[1],
+                                        lt_ir_product_trans(r, "transA"), lt_ir_product_trans(r, "transB"), a);
         if (s != LT_OK)
             return s;
     }

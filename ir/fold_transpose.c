@@ -1,5 +1,6 @@
 /* Transposes of the last two axes folded into MatMulTrans (fold_transpose.h). */
 #include "fold_transpose.h"
+#include "matmul_trans.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,37 +35,6 @@ static bool swaps_last_two(const lt_node *n)
         if (perm[i] != i)
             return false;
     return perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
-}
-
-static bool is_product(const lt_node *n)
-{
-    return (n->op == LT_OP_MAT_MUL || n->op == LT_OP_MAT_MUL_TRANS) && n->nin == 2 && n->nout == 1 && n->out[0] &&
-           float_tensor(n->in[0]) && float_tensor(n->in[1]) && !n->nregions;
-}
-
-static int64_t flag(const lt_node *n, const char *name)
-{
-    return n->op == LT_OP_MAT_MUL_TRANS ? lt_attr_int(n, name, 0) != 0 : 0;
-}
-
-/* n becomes MatMulTrans(a, b) {transA, transB} */
-static lt_status set_product(lt_module *m, lt_node *n, lt_ival *a, lt_ival *b, int64_t ta, int64_t tb)
-{
-    lt_attr *at = lt_ir_alloc(m, sizeof *at * 2);
-    lt_ival **in = n->nin >= 2 ? n->in : lt_ir_alloc(m, sizeof *in * 2);
-    if (!at || !in)
-        return LT_ERR_NOMEM;
-    at[0] = (lt_attr){.name = "transA", .kind = LT_ATTR_INT, .i = ta};
-    at[1] = (lt_attr){.name = "transB", .kind = LT_ATTR_INT, .i = tb};
-    n->op = LT_OP_MAT_MUL_TRANS;
-    n->domain_name = "";
-    n->in = in;
-    n->nin = 2;
-    n->in[0] = a;
-    n->in[1] = b;
-    n->nattr = 2;
-    n->attrs = at;
-    return LT_OK;
 }
 
 /* a float Gemm without C (the AD's weight gradients) */
@@ -118,12 +88,12 @@ static lt_status fold_block(lt_block *b, void *ctx)
             f->nfolded++;
             continue;
         }
-        if (!p || p->block != b || dead[p->index] || !is_product(p) || f->uses[p->out[0]->id] != 1 ||
+        if (!p || p->block != b || dead[p->index] || !lt_ir_is_float_product(p) || f->uses[p->out[0]->id] != 1 ||
             p->out[0]->type.rank < 2)
             continue;
-        int64_t ta = flag(p, "transA"), tb = flag(p, "transB");
+        int64_t ta = lt_ir_product_trans(p, "transA"), tb = lt_ir_product_trans(p, "transB");
         lt_ival *a = p->in[0], *bb = p->in[1];
-        s = set_product(f->m, t, bb, a, !tb, !ta);
+        s = lt_ir_set_product(f->m, t, bb, a, !tb, !ta, lt_ir_product_alpha(p));
         dead[p->index] = true;
         f->uses[p->out[0]->id] = 0;
         f->unhooked[p->out[0]->id] = true;
@@ -132,10 +102,10 @@ static lt_status fold_block(lt_block *b, void *ctx)
     /* operands that are swapping Transposes: read their input, flip the flag */
     for (int i = 0; i < b->nnodes && s == LT_OK; i++) {
         lt_node *n = b->nodes[i];
-        if (dead[i] || !is_product(n))
+        if (dead[i] || !lt_ir_is_float_product(n))
             continue;
         lt_ival *op[2] = {n->in[0], n->in[1]};
-        int64_t tr[2] = {flag(n, "transA"), flag(n, "transB")};
+        int64_t tr[2] = {lt_ir_product_trans(n, "transA"), lt_ir_product_trans(n, "transB")};
         bool changed = false;
         for (int j = 0; j < 2; j++)
             for (;;) {
@@ -151,7 +121,7 @@ static lt_status fold_block(lt_block *b, void *ctx)
                 f->nfolded++;
             }
         if (changed)
-            s = set_product(f->m, n, op[0], op[1], tr[0], tr[1]);
+            s = lt_ir_set_product(f->m, n, op[0], op[1], tr[0], tr[1], lt_ir_product_alpha(n));
     }
     /* Transposes of this block that nothing reads any more; a removed one
      * may leave its own input's Transpose unread, so sweep back to front */
