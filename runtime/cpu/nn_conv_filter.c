@@ -43,6 +43,7 @@ bool lt_nn_conv_filter_lanes_usable(const lt_nn_geom *g, int64_t groups, int64_t
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include "nn_conv_tile.h"
 #include <immintrin.h>
 
 #define AVX512 __attribute__((target("avx512f")))
@@ -89,45 +90,10 @@ AVX512 static void pack_dy(const float *dy, int64_t n, int64_t m, int64_t L, flo
 AVX512 static void tile(int64_t N, const float *xp, const int64_t *at, const int64_t *off, const float *dyt,
                         __m512 *acc, bool more)
 {
-    __m512 a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7;
-    if (more) {
-        a0 = acc[0], b0 = acc[1], a1 = acc[2], b1 = acc[3], a2 = acc[4], b2 = acc[5], a3 = acc[6], b3 = acc[7];
-        a4 = acc[8], b4 = acc[9], a5 = acc[10], b5 = acc[11], a6 = acc[12], b6 = acc[13], a7 = acc[14], b7 = acc[15];
-    } else {
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = _mm512_setzero_ps();
-        b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = a0;
-    }
-    int64_t f0 = off[0], f1 = off[1], f2 = off[2], f3 = off[3], f4 = off[4], f5 = off[5], f6 = off[6], f7 = off[7];
-    for (int64_t j = 0; j < N; j++, dyt += TC) {
-        const float *p = xp + at[j];
-        __m512 lo = _mm512_load_ps(dyt), hi = _mm512_load_ps(dyt + 16), v;
-        v = _mm512_set1_ps(p[f0]);
-        a0 = _mm512_fmadd_ps(v, lo, a0);
-        b0 = _mm512_fmadd_ps(v, hi, b0);
-        v = _mm512_set1_ps(p[f1]);
-        a1 = _mm512_fmadd_ps(v, lo, a1);
-        b1 = _mm512_fmadd_ps(v, hi, b1);
-        v = _mm512_set1_ps(p[f2]);
-        a2 = _mm512_fmadd_ps(v, lo, a2);
-        b2 = _mm512_fmadd_ps(v, hi, b2);
-        v = _mm512_set1_ps(p[f3]);
-        a3 = _mm512_fmadd_ps(v, lo, a3);
-        b3 = _mm512_fmadd_ps(v, hi, b3);
-        v = _mm512_set1_ps(p[f4]);
-        a4 = _mm512_fmadd_ps(v, lo, a4);
-        b4 = _mm512_fmadd_ps(v, hi, b4);
-        v = _mm512_set1_ps(p[f5]);
-        a5 = _mm512_fmadd_ps(v, lo, a5);
-        b5 = _mm512_fmadd_ps(v, hi, b5);
-        v = _mm512_set1_ps(p[f6]);
-        a6 = _mm512_fmadd_ps(v, lo, a6);
-        b6 = _mm512_fmadd_ps(v, hi, b6);
-        v = _mm512_set1_ps(p[f7]);
-        a7 = _mm512_fmadd_ps(v, lo, a7);
-        b7 = _mm512_fmadd_ps(v, hi, b7);
-    }
-    acc[0] = a0, acc[1] = b0, acc[2] = a1, acc[3] = b1, acc[4] = a2, acc[5] = b2, acc[6] = a3, acc[7] = b3;
-    acc[8] = a4, acc[9] = b4, acc[10] = a5, acc[11] = b5, acc[12] = a6, acc[13] = b6, acc[14] = a7, acc[15] = b7;
+    LT_CONV_TILE_BEGIN(acc, more, off);
+    for (int64_t j = 0; j < N; j++, dyt += TC)
+        LT_CONV_TILE_STEP(xp + at[j], dyt);
+    LT_CONV_TILE_END(acc);
 }
 
 /* taps [r0, r0 + TR) (clipped to R) by channels [o0, o0 + TC) (clipped to
