@@ -752,13 +752,8 @@ static lt_status k_split(lt_kctx *k)
     if ((s = need(k, 0, &x)) != LT_OK)
         return s;
     int axis;
-    if (!lt_tk_axis(lt_attr_int(k->node, "axis", 0), x->rank, &axis))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "axis %lld is out of range for rank %d",
-                         (long long)lt_attr_int(k->node, "axis", 0), x->rank);
-    int64_t *sizes = lt_k_scratch(k, sizeof *sizes * (size_t)(k->nout ? k->nout : 1));
-    if (!sizes)
-        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    if ((s = lt_tk_split_sizes(k, x->dims[axis], sizes)) != LT_OK)
+    int64_t *sizes;
+    if ((s = lt_tk_split_args(k, x, &axis, &sizes)) != LT_OK)
         return s;
     size_t es = lt_dtype_size(x->dtype);
     int64_t outer = 1, inner = 1, dims[LT_MAX_RANK], off = 0;

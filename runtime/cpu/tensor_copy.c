@@ -87,7 +87,7 @@ static lt_status k_concat(lt_kctx *k)
 }
 
 /* Sizes of Split's outputs along the axis of length dim. */
-lt_status lt_tk_split_sizes(lt_kctx *k, int64_t dim, int64_t *sizes)
+static lt_status split_sizes(lt_kctx *k, int64_t dim, int64_t *sizes)
 {
     int n = k->nout, len = 0;
     const lt_tensor *t = k->node->opset >= 13 || k->node->opset == 1 ? lt_k_in(k, 1) : NULL;
@@ -136,6 +136,17 @@ lt_status lt_tk_split_sizes(lt_kctx *k, int64_t dim, int64_t *sizes)
     return LT_OK;
 }
 
+lt_status lt_tk_split_args(lt_kctx *k, const lt_tensor *x, int *axis, int64_t **sizes)
+{
+    if (!lt_tk_axis(lt_attr_int(k->node, "axis", 0), x->rank, axis))
+        return lt_k_fail(k, LT_ERR_RUNTIME, "axis %lld is out of range for rank %d",
+                         (long long)lt_attr_int(k->node, "axis", 0), x->rank);
+    *sizes = lt_k_scratch(k, sizeof **sizes * (size_t)(k->nout ? k->nout : 1));
+    if (!*sizes)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    return split_sizes(k, x->dims[*axis], *sizes);
+}
+
 static lt_status k_split(lt_kctx *k)
 {
     const lt_tensor *x;
@@ -143,13 +154,8 @@ static lt_status k_split(lt_kctx *k)
     if (st != LT_OK)
         return st;
     int axis;
-    if (!lt_tk_axis(lt_attr_int(k->node, "axis", 0), x->rank, &axis))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "axis %lld is out of range for rank %d",
-                         (long long)lt_attr_int(k->node, "axis", 0), x->rank);
-    int64_t *sizes = lt_k_scratch(k, sizeof *sizes * (size_t)(k->nout ? k->nout : 1));
-    if (!sizes)
-        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
-    st = lt_tk_split_sizes(k, x->dims[axis], sizes);
+    int64_t *sizes;
+    st = lt_tk_split_args(k, x, &axis, &sizes);
     if (st != LT_OK)
         return st;
     size_t es = lt_dtype_size(x->dtype);

@@ -36,10 +36,11 @@ lt_status lt_tk_ints(lt_kctx *k, const lt_tensor *t, int64_t *out, int max, int 
 /* The op's input i, or a failed status when it is missing or not a tensor. */
 lt_status lt_tk_need(lt_kctx *k, int i, const lt_tensor **t);
 
-/* Split's output sizes along an axis of length dim, one per output: the
- * split input (opset 13 on) or attribute, else num_outputs' chunks (opset
- * 18), else equal parts; checked to add up to dim. */
-lt_status lt_tk_split_sizes(lt_kctx *k, int64_t dim, int64_t *sizes);
+/* Split's arguments for input x: *axis (checked against x's rank) and
+ * *sizes (kernel scratch), the outputs' lengths along it, one per output:
+ * the split input (opset 13 on) or attribute, else num_outputs' chunks
+ * (opset 18), else equal parts; checked to add up to the axis' length. */
+lt_status lt_tk_split_args(lt_kctx *k, const lt_tensor *x, int *axis, int64_t **sizes);
 
 /* ConstantOfShape's arguments: the shape (input 0, read on the host) into
  * dims[0..*rank), checked non-negative, and the fill value: its type and
