@@ -17,7 +17,7 @@
 #      bench/make_bench_models.py run with this machine's python3
 # and a summary in OUTDIR/summary.txt. Each step has a time limit and the
 # script goes on after a failure; its exit status is that of step 3.
-# BUILD=dir changes the build folder; CUDNN_ROOT=dir points at a cuDNN 9
+# BUDGET=s (default 470) caps the seconds before the benchmark stops. BUILD=dir changes the build folder; CUDNN_ROOT=dir points at a cuDNN 9
 # outside the toolkit; else, where the toolkit has no cuDNN, the nvidia/cudnn
 # package of python3's environment (PyTorch's) is used, for the build (CMake
 # hint) and at run time (LD_LIBRARY_PATH). PYTHON=... picks that python.
@@ -88,7 +88,7 @@ mkdir -p "$MODELS"
 (cd "$SRC" && timeout 200 "$PY" bench/make_bench_models.py --out "$MODELS" $GPU_MODELS) >"$OUT/bench-models.log" 2>&1 ||
     note "bench models: make_bench_models.py failed (see bench-models.log)"
 if [ -e "$MODELS/bench.txt" ]; then
-    LEFT=$((470 - $(elapsed)))
+    LEFT=$((${BUDGET:-470} - $(elapsed)))
     if [ "$LEFT" -lt 40 ]; then
         note "bench: skipped, the 8-minute budget is spent"
     else
@@ -107,7 +107,7 @@ if [ -e "$MODELS/bench.txt" ]; then
         # where each model's step goes on the GPU: kernel time per op kind,
         # and the calls left to the host (LANTERN_PROFILE), while time is left
         for m in $GPU_MODELS; do
-            [ $((470 - $(elapsed))) -lt 25 ] && break
+            [ $((${BUDGET:-470} - $(elapsed))) -lt 25 ] && break
             LANTERN_PROFILE=1 LANTERN_BACKEND=cuda LANTERN_TF32=0 LANTERN_CUDA_RNN=$TRIAL LANTERN_CUDA_FUSED=$TRIAL \
                 OMP_NUM_THREADS=$JOBS timeout 20 "$BUILD/bench/bench_train" --warmup 2 --iters 3 "$MODELS" "$m" \
                 >"$OUT/profile-$m.txt" 2>&1
