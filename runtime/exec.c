@@ -416,7 +416,13 @@ static lt_status place_inputs(lt_exec *ex, const lt_plan *p, int i, lt_kctx *k, 
         return LT_OK;
     uint64_t keep = unmoved_inputs(n->op);
     for (int j = 0; j < n->nin; j++) {
-        if (!k->in[j] || n->in[j]->type.kind == LT_KIND_CELL || ((keep >> j) & 1))
+        if (!k->in[j] || ((keep >> j) & 1))
+            continue;
+        /* a cell stays where it lives: the ops on a cell run there, and any
+         * other reader (a Gather of a loop's stacked gradient) gets a copy
+         * of its contents for this node only */
+        bool cell = n->in[j]->type.kind == LT_KIND_CELL;
+        if (cell && cell_op(n->op))
             continue;
         const lt_backend *want = dev && !((p->host_in[i] >> j) & 1) ? ex->be : NULL;
         lt_value *moved;
@@ -436,7 +442,7 @@ static lt_status place_inputs(lt_exec *ex, const lt_plan *p, int i, lt_kctx *k, 
         /* a module parameter stays where it lives (the host's borrowed
          * data, or backend memory it is bound to) for the next runs, and a
          * small host value stays on the host for the host's next readers */
-        bool borrowed = (old->kind == LT_VAL_TENSOR && !old->t.buf) || n->in[j]->param >= 0 ||
+        bool borrowed = cell || (old->kind == LT_VAL_TENSOR && !old->t.buf) || n->in[j]->param >= 0 ||
                         (want && small_host_value(old));
         if (borrowed) {
             tmp[j] = moved;
@@ -446,6 +452,19 @@ static lt_status place_inputs(lt_exec *ex, const lt_plan *p, int i, lt_kctx *k, 
             tmp[n->nin + j] = ex->env[n->in[j]->id];
             ex->env[n->in[j]->id] = moved;
         }
+    }
+    /* what the kernel will read is on its side (a host kernel handed device
+     * memory would read it as host memory; on cpu-device that goes unseen) */
+    for (int j = 0; j < n->nin; j++) {
+        const lt_value *v = k->in[j];
+        if (!v || ((keep >> j) & 1) || v->kind != LT_VAL_TENSOR || v->t.dtype == LT_STRING)
+            continue;
+        const lt_backend *at = lt_value_backend(v), *want = dev && !((p->host_in[i] >> j) & 1) ? ex->be : NULL;
+        if (at && at->host)
+            at = NULL;
+        if (at != want)
+            return lt_k_fail(k, LT_ERR_INTERNAL, "input %d is in %s memory but the node runs on %s", j,
+                             at ? at->name : "host", want ? want->name : "the host");
     }
     return LT_OK;
 }
