@@ -591,36 +591,28 @@ static void SFX(steps_slice)(SFX(ws) *w, bool backward, int64_t b0, int64_t b1)
 
 /* Every step of direction w->d, forward or backward. Batch entries never
  * interact, so a slice of the batch goes through all the steps (its own
- * small GEMMs included) with no synchronization per step. With threads the
- * batch is cut into slices of STEP_SLICE entries that the threads take as
- * they finish the last: a thread that shares its core with another
- * process takes fewer. The slices are the same whichever thread runs them,
- * so results do not depend on the timing. */
+ * small GEMMs included) with no synchronization per step. The batch is cut
+ * into slices of STEP_SLICE entries (half that for a batch under four
+ * slices, so two threads still share it), by the batch size alone: one
+ * thread runs them in turn, several take them as they finish the last (a
+ * thread that shares its core with another process takes fewer). Each
+ * slice's products have the same shapes whoever runs it, so results depend
+ * neither on the timing nor on the thread count (a BLAS may round a
+ * product of 131 rows and one of 32 differently). */
 static void SFX(steps)(SFX(ws) *w, bool backward)
 {
     int64_t B = w->B, n = w->r->maxlen;
-    bool par = (double)B * (double)w->G * (double)w->H * (double)n >= STEP_PAR_WORK && B >= 16 &&
+    int64_t sl_len = B >= 4 * STEP_SLICE ? STEP_SLICE : STEP_SLICE / 2, nsl = (B + sl_len - 1) / sl_len;
+    bool par = (double)B * (double)w->G * (double)w->H * (double)n >= STEP_PAR_WORK && nsl > 1 &&
                omp_get_max_threads() > 1 && !omp_in_parallel();
-    if (!par) {
-        SFX(steps_slice)(w, backward, 0, B);
-        return;
-    }
-    int64_t nsl = (B + STEP_SLICE - 1) / STEP_SLICE;
     int cpu0 = lt_par_cpu();
-#pragma omp parallel
+#pragma omp parallel if (par)
     {
-        int nt = omp_get_num_threads();
         if (omp_get_thread_num() > 0)
             lt_par_leave_cpu(cpu0);
-        if (nsl < 2 * nt) {
-            /* too few slices to balance: one part a thread */
-            int id = omp_get_thread_num();
-            SFX(steps_slice)(w, backward, B * id / nt, B * (id + 1) / nt);
-        } else {
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t sl = 0; sl < nsl; sl++)
-                SFX(steps_slice)(w, backward, sl * STEP_SLICE, sl * STEP_SLICE + STEP_SLICE < B ? sl * STEP_SLICE + STEP_SLICE : B);
-        }
+        for (int64_t sl = 0; sl < nsl; sl++)
+            SFX(steps_slice)(w, backward, sl * sl_len, sl * sl_len + sl_len < B ? sl * sl_len + sl_len : B);
     }
 }
 

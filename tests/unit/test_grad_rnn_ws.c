@@ -159,9 +159,11 @@ static void ws_run(const gcfg *c, gdata *g, lt_dtype dt, lt_value **out)
         out[i] = ry[i];
 }
 
-/* With threads the steps cut the batch into slices of 32 entries that the
- * threads take in turn (an odd last one here): everything as with one
- * thread, where the whole batch is one slice */
+/* The steps cut the batch into slices of 32 entries (an odd last one
+ * here) that one thread runs in turn and several take as they finish:
+ * everything is as with one thread, bit for bit within rounding of the
+ * BLAS's products (on a CPU without AVX-512 a BLAS product of the whole
+ * batch rounds differently from one of a slice) */
 static void slices(const gcfg *c)
 {
     int nc = ncot(c), nres = c->gates == 4 ? 7 : 5, saved = omp_get_max_threads();
