@@ -6,7 +6,8 @@
  * list a Loop appends to, Scan forward and reverse over axis 1) and the
  * shipped Loop-RNN. The bodies' nodes run on the device, their counters
  * and conditions on the host, their gradient sums in device cells.
- * Skipped (exit 77) without a CUDA device. */
+ * Skipped (exit 77) without a CUDA device. An argument runs only the tests
+ * whose names match it (cmocka's filter: `*` and `?`). */
 #include "testutil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@ static void loop_rnn(void **s)
     tu_grad_check_model(LT_SOURCE_DIR "/models/rnn_loop.onnx", 3, d, 0, 1, 10, "U");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     lt_err err;
     if (!lt_backend_open("cuda", &err)) {
@@ -47,6 +48,8 @@ int main(void)
     }
     setenv("LANTERN_BACKEND", "cuda", 1);
     setenv("LANTERN_TF32", "0", 1);
+    if (argc > 1) /* one test, or a pattern, by name */
+        cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(if_then),    cmocka_unit_test(if_else),        cmocka_unit_test(loop_trip),
         cmocka_unit_test(loop_cond),  cmocka_unit_test(loop_both),      cmocka_unit_test(loop_in_loop),
