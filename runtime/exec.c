@@ -434,6 +434,8 @@ static lt_status place_inputs(lt_exec *ex, const lt_plan *p, int i, lt_kctx *k, 
         }
         if (!moved)
             continue;
+        if (lt_profile_enabled())
+            lt_profile_copy(n->op, want != NULL);
         /* a value read twice by the node (x * x) moves once */
         lt_value *old = k->in[j];
         for (int jj = j; jj < n->nin; jj++)

@@ -6,7 +6,8 @@
  * ran, which are counted under their own kinds. On a device backend a
  * kernel's time is what the host spent queueing it (the device runs it
  * later), so there the host column matters most: calls that ran on the
- * host, with the copies that brought their inputs there. */
+ * host, with the copies that brought their inputs there (uploads and
+ * downloads of a kind's inputs, made for its nodes). */
 #include "runtime.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 
 static int profile_on = -1;
 static double op_ns[LT_OP_COUNT];
-static long long op_calls[LT_OP_COUNT], op_host[LT_OP_COUNT];
+static long long op_calls[LT_OP_COUNT], op_host[LT_OP_COUNT], op_up[LT_OP_COUNT], op_down[LT_OP_COUNT];
 static bool any_device;
 
 static void profile_report(void)
@@ -34,13 +35,13 @@ static void profile_report(void)
             order[j - 1] = t;
         }
     fprintf(stderr, "lantern profile: %-28s %12s %10s %7s%s\n", "op", "total ms", "calls", "share",
-            any_device ? "  on host" : "");
+            any_device ? "  on host   uploads downloads" : "");
     for (int i = 0; i < n; i++) {
         int o = order[i];
         fprintf(stderr, "lantern profile: %-28s %12.2f %10lld %6.1f%%", lt_op_names[o], op_ns[o] / 1e6, op_calls[o],
                 total > 0 ? 100.0 * op_ns[o] / total : 0.0);
         if (any_device)
-            fprintf(stderr, " %9lld", op_host[o]);
+            fprintf(stderr, " %9lld %9lld %9lld", op_host[o], op_up[o], op_down[o]);
         fputc('\n', stderr);
     }
 }
@@ -54,6 +55,12 @@ bool lt_profile_enabled(void)
             atexit(profile_report);
     }
     return profile_on == 1;
+}
+
+void lt_profile_copy(int op, bool upload)
+{
+    if (op >= 0 && op < LT_OP_COUNT)
+        (upload ? op_up : op_down)[op]++;
 }
 
 /* time the kernels called inside the current one took (nested blocks) */

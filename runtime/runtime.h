@@ -52,6 +52,8 @@ bool lt_checked_memory(void);
 bool lt_profile_enabled(void);
 double lt_profile_enter(void);
 void lt_profile_leave(int op, double ns, double outer, bool on_device);
+/* a copy of an input of an op kind's node to a backend (upload) or back */
+void lt_profile_copy(int op, bool upload);
 /* A digest of n bytes (checked mode). */
 uint64_t lt_bytes_digest(const void *p, size_t n);
 
