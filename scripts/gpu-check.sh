@@ -92,13 +92,8 @@ if [ -e "$MODELS/bench.txt" ]; then
     if [ "$LEFT" -lt 40 ]; then
         note "bench: skipped, the 8-minute budget is spent"
     else
-        # the kernels on trial (cuda/rnn.c, cuda/fused.c) time in the
-        # benchmark only when the kernel suite, which checks them, passed
-        TRIAL=0
-        [ "$TESTS" = 0 ] && TRIAL=1
-        note "bench: LANTERN_CUDA_RNN=$TRIAL LANTERN_CUDA_FUSED=$TRIAL"
         # the rows so far are printed when the budget runs out
-        LANTERN_CUDA_RNN=$TRIAL LANTERN_CUDA_FUSED=$TRIAL OMP_NUM_THREADS=$JOBS OMP_WAIT_POLICY=passive timeout "$LEFT" "$PY" "$SRC/bench/torch_gpu_bench.py" \
+        OMP_NUM_THREADS=$JOBS OMP_WAIT_POLICY=passive timeout "$LEFT" "$PY" "$SRC/bench/torch_gpu_bench.py" \
             --lantern "$BUILD/bench/bench_train" --models "$MODELS" --warmup 5 --iters 20 \
             --budget $((LEFT - 40)) $GPU_MODELS >"$OUT/bench-gpu.txt" 2>&1 ||
             note "bench: exit $? (see bench-gpu.txt)"
@@ -108,7 +103,7 @@ if [ -e "$MODELS/bench.txt" ]; then
         # and the calls left to the host (LANTERN_PROFILE), while time is left
         for m in $GPU_MODELS; do
             [ $((${BUDGET:-470} - $(elapsed))) -lt 25 ] && break
-            LANTERN_PROFILE=1 LANTERN_BACKEND=cuda LANTERN_TF32=0 LANTERN_CUDA_RNN=$TRIAL LANTERN_CUDA_FUSED=$TRIAL \
+            LANTERN_PROFILE=1 LANTERN_BACKEND=cuda LANTERN_TF32=0 \
                 OMP_NUM_THREADS=$JOBS timeout 20 "$BUILD/bench/bench_train" --warmup 2 --iters 3 "$MODELS" "$m" \
                 >"$OUT/profile-$m.txt" 2>&1
         done

@@ -398,12 +398,12 @@ static bool on_cpu(void)
     return !be || strncmp(be->name, "cpu", 3) == 0;
 }
 
-/* FusedElementwise runs on the CPU backends, and on cuda while its kernel
- * is on trial only with LANTERN_CUDA_FUSED=1 (cuda/fused.c) */
+/* FusedElementwise runs on the CPU backends, and on cuda unless
+ * LANTERN_CUDA_FUSED=0 (cuda/fused.c) */
 static bool fuses_elementwise(void)
 {
-    const char *trial = getenv("LANTERN_CUDA_FUSED");
-    return on_cpu() || (trial && strcmp(trial, "1") == 0);
+    const char *off = getenv("LANTERN_CUDA_FUSED");
+    return on_cpu() || !off || strcmp(off, "0") != 0;
 }
 
 lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *o, lt_err *err)
