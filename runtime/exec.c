@@ -367,12 +367,16 @@ bool lt_k_interrupted(void) { return interrupt_flag && *interrupt_flag; }
 static bool cell_op(lt_op op) { return op == LT_OP_ACC_ADD || op == LT_OP_ACC_GEMM || op == LT_OP_ACC_READ; }
 
 /* Inputs that stay where they are, on either side (bit per input): those a
- * kernel reads only the type and dimensions of, and a call's arguments,
- * which it hands to the callee's nodes without reading them. */
+ * kernel reads only the type and dimensions of, a call's arguments, which
+ * it hands to the callee's nodes without reading them, and what Identity
+ * hands on as a view (a host constant stays on the host for a host reader:
+ * the count of a running statistic). */
 static uint64_t unmoved_inputs(lt_op op)
 {
     if (op == LT_OP_CALL)
         return ~(uint64_t)0;
+    if (op == LT_OP_IDENTITY)
+        return 1u;
     if (op == LT_OP_GATHER_GRAD) /* (dy, indices, data): data for its shape */
         return 1u << 2;
     if (op == LT_OP_SLICE_GRAD) /* (dy, x, starts, ...): x for its shape */
