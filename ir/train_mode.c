@@ -398,8 +398,8 @@ lt_status lt_ir_store_running_stats(lt_module *tm, int nout, lt_value *const *ou
     for (int r = 0; r < nout && r < b->nresults; r++) {
         size_t stem;
         const char *on = b->results[r]->name;
-        if (!ends_with(on, LT_RUNNING_SUM, &stem))
-            continue;
+        if (!ends_with(on, LT_RUNNING_SUM, &stem) || !out[r])
+            continue; /* not a sum, or one the caller stored itself */
         lt_param *pp = param_named(tm, on, stem);
         const lt_tensor *sum = lt_value_tensor(out[r]), *cnt = NULL;
         for (int q = 0; q < nout && q < b->nresults && !cnt; q++) {

@@ -26,7 +26,7 @@ int lt_ir_count_running_stats(const lt_module *m);
 
 /* Sets every parameter with a "<param>_running_sum" output among
  * out[0 .. nout) to sum / count (left as it is when count is 0: no batch
- * norm of it ran). */
+ * norm of it ran); a NULL sum is one the caller stored itself. */
 lt_status lt_ir_store_running_stats(lt_module *tm, int nout, lt_value *const *out, lt_err *err);
 
 #endif

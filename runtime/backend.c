@@ -91,9 +91,10 @@ static lt_buf *device_alloc(const lt_backend *be, size_t bytes)
     return b;
 }
 
-/* Ops the device path leaves to the host. */
+/* Ops the device path leaves to the host (Constant too, as cuda does: a
+ * float constant a device node reads goes up with it). */
 static const char *const HOST_OPS[] = {
-    "If", "Loop", "Scan", "Call", "Shape", "Size", "NonZero", "Unique", "Range", "Compress",
+    "Constant", "If", "Loop", "Scan", "Call", "Shape", "Size", "NonZero", "Unique", "Range", "Compress",
     "NonMaxSuppression", "StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "ImageDecoder",
     "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength",
     "SequenceMap", "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalGetElement",

@@ -357,34 +357,93 @@ lt_status lt_trainer_push(lt_trainer *t, lt_err *err)
     return st;
 }
 
-/* On a device, after a run: the loss and the running statistics come to the
- * host (the statistics are stored into their parameters there and sent
- * back, small per-channel vectors), the gradients go to the device where a
- * host kernel made them. Counted with the run's copies. */
+/* A running statistic's sum result r, once only one batch norm added to it
+ * (count 1): the updated statistic itself, copied into the parameter's
+ * device copy there (zeroed, then added: the backend's accumulate hook)
+ * without a round trip through the host; false where that does not apply
+ * (count other than 1 or not readable, no device copy, another shape). */
+static bool stat_on_device(lt_trainer *t, int nout, lt_value *const *out, int r, lt_status *st, lt_err *err)
+{
+    const lt_block *b = t->tm->main;
+    const char *on = b->results[r]->name;
+    size_t l = strlen(on), sl = strlen(LT_RUNNING_SUM);
+    if (l <= sl || strcmp(on + l - sl, LT_RUNNING_SUM) != 0)
+        return false;
+    int p = -1;
+    for (int q = 0; q < t->tm->nparams && p < 0; q++)
+        if (strlen(t->tm->params[q].name) == l - sl && !strncmp(t->tm->params[q].name, on, l - sl))
+            p = q;
+    const lt_tensor *cnt = NULL, *sum = lt_value_tensor(out[r]);
+    for (int q = 0; q < nout && q < b->nresults && !cnt; q++) {
+        const char *qn = b->results[q]->name;
+        size_t ql = qn ? strlen(qn) : 0, cl = strlen(LT_RUNNING_COUNT);
+        /* the count is a host constant handed on by Identity when one
+         * batch norm adds to it; one the device holds is left to the host */
+        if (ql == l - sl + cl && !strncmp(qn, on, l - sl) && !strcmp(qn + l - sl, LT_RUNNING_COUNT) &&
+            !lt_value_backend(out[q]))
+            cnt = lt_value_tensor(out[q]);
+    }
+    if (p < 0 || !t->dparam[p].buf || !sum || !cnt || cnt->numel != 1 || lt_value_backend(out[r]) != t->dev ||
+        sum->dtype != t->dparam[p].dtype || sum->numel != t->dparam[p].numel || lt_tensor_get_f64(cnt, 0) != 1)
+        return false;
+    *st = t->dev->accumulate(t->dev, &t->dparam[p], NULL, err);
+    if (*st == LT_OK)
+        *st = t->dev->accumulate(t->dev, &t->dparam[p], sum, err);
+    t->host_stale = true;
+    return true;
+}
+
+/* On a device, after a run: the loss comes to the host, the gradients go to
+ * the device where a host kernel made them, and each running statistic is
+ * stored: on the device where one batch norm updated it (stat_on_device),
+ * else through the host (its sum and count come back, the statistic is
+ * stored into its parameter there and sent back, small per-channel
+ * vectors). Counted with the run's copies. */
 static lt_status dev_results(lt_trainer *t, int nout, lt_value **out, lt_err *err)
 {
     lt_copy_stats *c = &t->copies;
-    for (int r = 0; r < nout; r++) {
-        bool grad = r >= 1 && r <= t->ngrad;
-        if (!(r == 0 || grad || (r < t->tm->main->nresults && t->stat_result[r])))
+    const lt_block *b = t->tm->main;
+    lt_value **host = t->nstat ? calloc((size_t)nout + 1, sizeof *host) : NULL;
+    if (t->nstat && !host)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    lt_status st = LT_OK;
+    for (int r = 0; r < nout && st == LT_OK; r++) {
+        bool grad = r >= 1 && r <= t->ngrad, stat = r < b->nresults && t->stat_result[r];
+        if (stat && stat_on_device(t, nout, out, r, &st, err))
+            continue;
+        if (host)
+            host[r] = out[r];
+        if (!(r == 0 || grad || stat) || st != LT_OK)
             continue;
         lt_value *moved = NULL;
-        lt_status st = lt_value_move(out[r], grad ? t->dev : NULL, &moved, c, err);
-        if (st != LT_OK)
-            return st;
-        if (moved) {
+        st = lt_value_move(out[r], grad ? t->dev : NULL, &moved, c, err);
+        if (st == LT_OK && moved) {
             lt_value_free(out[r]);
-            out[r] = moved;
+            out[r] = host ? (host[r] = moved) : moved;
         }
     }
-    if (t->nstat == 0)
-        return LT_OK;
+    if (st != LT_OK || t->nstat == 0) {
+        free(host);
+        return st;
+    }
     /* only this store and lt_trainer_push write the statistics' device
-     * copies, so their host data is current: the store keeps what it does
-     * not write (a branch not taken) */
-    lt_status st = lt_ir_store_running_stats(t->tm, nout, out, err);
-    for (int i = 0; i < t->nstat && st == LT_OK; i++)
-        st = push_param(t, t->stat_param[i], err);
+     * copies through the host, so the host data of those is current: the
+     * store keeps what it does not write (a branch not taken) and skips
+     * the sums left out of host[] (stored on the device) */
+    st = lt_ir_store_running_stats(t->tm, nout, host, err);
+    for (int i = 0; i < t->nstat && st == LT_OK; i++) {
+        int p = t->stat_param[i];
+        bool stored_here = false;
+        for (int r = 0; r < nout && r < b->nresults && !stored_here; r++) {
+            const char *on = b->results[r]->name;
+            size_t pl = strlen(t->tm->params[p].name);
+            stored_here = host[r] && t->stat_result[r] && !strncmp(on, t->tm->params[p].name, pl) &&
+                          !strcmp(on + pl, LT_RUNNING_SUM);
+        }
+        if (stored_here)
+            st = push_param(t, p, err);
+    }
+    free(host);
     return st;
 }
 
