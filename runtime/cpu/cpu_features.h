@@ -12,5 +12,10 @@ bool lt_cpu_avx512(void);
  * product to OpenBLAS, for comparisons that must use its kernels): whether
  * lantern's own AVX-512 matrix kernels may run */
 bool lt_cpu_avx512_gemm(void);
+/* AVX2 and FMA (every AVX-512 CPU lantern meets has them too) */
+bool lt_cpu_avx2(void);
+/* AVX2 and FMA, and LANTERN_GEMM is not "blas": lantern's own AVX2 matrix
+ * kernels (the recurrent products) may run */
+bool lt_cpu_avx2_gemm(void);
 
 #endif

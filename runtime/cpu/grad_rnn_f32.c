@@ -24,5 +24,6 @@
 #define SIGMOID lt_ew_sigmoidf
 #if defined(__x86_64__) && defined(__GNUC__)
 #define GRNN_WIDE __attribute__((target("avx512f")))
+#define GRNN_AVX2 __attribute__((target("avx2,fma")))
 #endif
 #include "grad_rnn_tmpl.h"

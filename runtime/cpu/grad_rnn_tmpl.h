@@ -71,7 +71,7 @@ static void SFX(rprod)(const SFX(ws) *w, bool fwd, int64_t M, int64_t N, int64_t
     lt_linalg_gemm(CT, false, fwd, M, N, K, 1.0, A, lda, w->Rd, w->H, 0.0, C, ldc);
 }
 
-/* w->rpf / w->rpb: direction d's R packed (f32 with AVX-512, RNN and
+/* w->rpf / w->rpb: direction d's R packed (f32 with AVX-512 or AVX2, RNN and
  * LSTM), each into its buffer when given; untouched otherwise */
 static void SFX(pack_r)(SFX(ws) *w, T *fbuf, T *bbuf)
 {
@@ -406,9 +406,12 @@ static inline __attribute__((always_inline)) void SFX(lstm_row_bwd_body)(int64_t
 
 LSTM_ROW_FNS(base, )
 #ifdef GRNN_WIDE
-/* the same compiled for AVX-512 (the build targets baseline x86-64) */
+/* the same compiled for AVX-512 and for AVX2 with FMA (the build targets
+ * baseline x86-64) */
 LSTM_ROW_FNS(wide, GRNN_WIDE)
-#define LSTM_ROW(dir) (lt_cpu_avx512() ? SFX(lstm_row_##dir##_wide) : SFX(lstm_row_##dir##_base))
+LSTM_ROW_FNS(avx2, GRNN_AVX2)
+#define LSTM_ROW(dir)                                                                                                \
+    (lt_cpu_avx512() ? SFX(lstm_row_##dir##_wide) : lt_cpu_avx2() ? SFX(lstm_row_##dir##_avx2) : SFX(lstm_row_##dir##_base))
 #else
 #define LSTM_ROW(dir) SFX(lstm_row_##dir##_base)
 #endif
@@ -660,7 +663,8 @@ static inline __attribute__((always_inline)) void SFX(add_bias_body)(int64_t r0,
 SUM_FNS(base, )
 #ifdef GRNN_WIDE
 SUM_FNS(wide, GRNN_WIDE)
-#define WIDE_OR_BASE(fn) (lt_cpu_avx512() ? SFX(fn##_wide) : SFX(fn##_base))
+SUM_FNS(avx2, GRNN_AVX2)
+#define WIDE_OR_BASE(fn) (lt_cpu_avx512() ? SFX(fn##_wide) : lt_cpu_avx2() ? SFX(fn##_avx2) : SFX(fn##_base))
 #else
 #define WIDE_OR_BASE(fn) SFX(fn##_base)
 #endif

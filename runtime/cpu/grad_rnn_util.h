@@ -43,8 +43,9 @@ static inline int64_t lt_grnn_ws_per_dir(const lt_rnn *r)
     return r->S * r->B * (r->gates + nst) * r->H;
 }
 
-/* Products with a recurrent weight packed once (rnn_gemm_avx512.c):
- * lt_rgemm_have says whether the CPU runs them (AVX-512); op(B) [K, N]
+/* Products with a recurrent weight packed once (rnn_gemm.c):
+ * lt_rgemm_have says whether the CPU runs them (AVX-512 or AVX2 with FMA,
+ * unless LANTERN_GEMM=blas); op(B) [K, N]
  * (B^T when tb) packs into lt_rgemm_packed_len(N, K) floats; then C [M, N]
  * = A [M, K] op(B) + beta C (beta 0: C is not read) as often as wanted. */
 bool lt_rgemm_have(void);

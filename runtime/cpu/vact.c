@@ -113,10 +113,7 @@ AVX512 static void gelu_avx512(const float *x, float *y, int64_t n)
 static int use_avx2(void)
 {
 #if LT_VACT_X86
-    static int have = -1; /* benign race: every thread computes the same */
-    if (have < 0)
-        have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return have;
+    return lt_cpu_avx2();
 #else
     return 0;
 #endif

@@ -1,7 +1,8 @@
-/* The recurrent products with R packed once (rnn_gemm_avx512.c, the RNN
+/* The recurrent products with R packed once (rnn_gemm.c, the RNN
  * and LSTM steps' h R^T and gate-gradient R) against sums in double: both
  * packings (R^T and R), widths that leave a short last 32-column panel,
- * batches past and short of the 8- and 4-row blocks, leading dimensions
+ * batches past and short of the 8- and 4-row blocks (AVX-512) and of the
+ * 6-row blocks by every remainder (AVX2), leading dimensions
  * past the matrices, beta 0 (C not read: NaNs there stay out) and 1; and
  * the two-part form (lt_rgemm_run2: the LSTM's [x_t | h] [W | R]^T). */
 #include "runtime/cpu/grad_rnn_util.h"
@@ -94,13 +95,14 @@ static void rgemm2(void **state)
 {
     (void)state;
     if (!lt_rgemm_have()) {
-        print_message("  no AVX-512: the steps use lt_linalg_gemm\n");
+        print_message("  no AVX-512 or AVX2: the steps use lt_linalg_gemm\n");
         return;
     }
     /* {M, N, K1, K2}: the LSTM bench's slice (64 x 512, x 28 + h 128), odd
      * ones with a short last panel, an empty first part, tiny */
     static const int64_t shapes[][4] = {{64, 512, 28, 128}, {19, 148, 9, 37}, {17, 84, 5, 21}, {33, 44, 0, 11},
-                                        {1, 1, 1, 1},       {12, 33, 3, 0}};
+                                        {1, 1, 1, 1},       {12, 33, 3, 0},
+                                        {20, 40, 7, 13}};
     uint64_t seed = 1700;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int t = 0; t < 4; t++) {
@@ -113,13 +115,14 @@ static void rgemm(void **state)
 {
     (void)state;
     if (!lt_rgemm_have()) {
-        print_message("  no AVX-512: the steps use lt_linalg_gemm\n");
+        print_message("  no AVX-512 or AVX2: the steps use lt_linalg_gemm\n");
         return;
     }
     /* {M (batch slice), N, K}: an LSTM's forward (N = 4H, K = H) and
      * backward (N = H, K = 4H) at odd H, a plain RNN's H x H, tiny ones */
     static const int64_t shapes[][3] = {{19, 148, 37}, {19, 37, 148}, {64, 512, 128}, {64, 128, 512}, {33, 76, 19},
-                                        {33, 19, 76},  {1, 1, 1},     {3, 5, 7},      {12, 33, 33},  {16, 64, 16}};
+                                        {33, 19, 76},  {1, 1, 1},     {3, 5, 7},      {12, 33, 33},  {16, 64, 16},
+                                        {14, 40, 20},  {32, 512, 128}, {32, 128, 512}};
     uint64_t seed = 1300;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int t = 0; t < 4; t++) {
