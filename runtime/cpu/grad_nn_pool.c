@@ -221,6 +221,44 @@ static void max_grad_2x2_avx512(const float *x0, const float *x1, const float *g
 static bool have_avx512(void) { return false; }
 #endif
 
+/* One row pair of 2x2 stride-2 windows that tile the plane, by selects,
+ * not branches (random data mispredicts them); compiled for baseline
+ * x86-64 and for AVX2 */
+static inline __attribute__((always_inline)) void max_grad_2x2_body(const float *x0, const float *x1, const float *gy,
+                                                                     float *d0, float *d1, int64_t ow)
+{
+#pragma omp simd
+    for (int64_t ox = 0; ox < ow; ox++) {
+        int64_t c = 2 * ox;
+        float a = x0[c], b = x0[c + 1], e = x1[c], f = x1[c + 1], gv = gy[ox];
+        bool tb = b > a;
+        float best = tb ? b : a;
+        bool te = e > best;
+        best = te ? e : best;
+        bool tf = f > best;
+        /* the first maximum in scan order takes dy */
+        d0[c] = !tb && !te && !tf ? gv : 0;
+        d0[c + 1] = tb && !te && !tf ? gv : 0;
+        d1[c] = te && !tf ? gv : 0;
+        d1[c + 1] = tf ? gv : 0;
+    }
+}
+
+static void max_grad_2x2_base(const float *x0, const float *x1, const float *gy, float *d0, float *d1, int64_t ow)
+{
+    max_grad_2x2_body(x0, x1, gy, d0, d1, ow);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) static void max_grad_2x2_avx2(const float *x0, const float *x1, const float *gy,
+                                                                  float *d0, float *d1, int64_t ow)
+{
+    max_grad_2x2_body(x0, x1, gy, d0, d1, ow);
+}
+#define MAX_GRAD_2X2 (lt_cpu_avx2() ? max_grad_2x2_avx2 : max_grad_2x2_base)
+#else
+#define MAX_GRAD_2X2 max_grad_2x2_base
+#endif
+
 /* MaxPoolGrad on float32 planes with lt_nn_plain2d 2x2 stride-2 windows:
  * dy goes to the first maximum of each window in scan order, found with
  * gp_run's comparisons, by straight loops. */
@@ -239,26 +277,10 @@ static void max_grad2d_f32(const gp_job *j, const float *x, const float *dy, flo
                 const float *x0 = xp + 2 * oy * iw, *x1 = x0 + iw;
                 float *d0 = dxp + 2 * oy * iw, *d1 = d0 + iw;
                 const float *gy = dyp + oy * ow;
-                if (wide) {
+                if (wide)
                     max_grad_2x2_avx512(x0, x1, gy, d0, d1, ow);
-                    continue;
-                }
-                /* selects, not branches: random data mispredicts them */
-#pragma omp simd
-                for (int64_t ox = 0; ox < ow; ox++) {
-                    int64_t c = 2 * ox;
-                    float a = x0[c], b = x0[c + 1], e = x1[c], f = x1[c + 1], gv = gy[ox];
-                    bool tb = b > a;
-                    float best = tb ? b : a;
-                    bool te = e > best;
-                    best = te ? e : best;
-                    bool tf = f > best;
-                    /* the first maximum in scan order takes dy */
-                    d0[c] = !tb && !te && !tf ? gv : 0;
-                    d0[c + 1] = tb && !te && !tf ? gv : 0;
-                    d1[c] = te && !tf ? gv : 0;
-                    d1[c + 1] = tf ? gv : 0;
-                }
+                else
+                    MAX_GRAD_2X2(x0, x1, gy, d0, d1, ow);
             }
             continue;
         }

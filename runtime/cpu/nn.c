@@ -3,6 +3,7 @@
  * GEMM dispatch, dtype conversions (nn_util.h). */
 #include "nn_util.h"
 #include "linalg_util.h"
+#include "cpu_features.h"
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -106,10 +107,12 @@ static void cols2d(const lt_nn_geom *g, int64_t kx, int64_t *lo, int64_t *hi, in
     valid_range(*off, g->s[1], g->img[1], g->grid[1], lo, hi);
 }
 
-void lt_nn_im2col2d_f32(const float *img, float *col, int64_t ldc, const lt_nn_geom *g, int64_t channels)
+/* The general 2-D im2col, im2row and col2im loops, inlined into a
+ * baseline x86-64 and an AVX2 compiled form (nn.c's callers pick one; the
+ * same copies and the same adds in the same order either way) */
+static inline __attribute__((always_inline)) void im2col2d_body(const float *img, float *col, int64_t ldc,
+                                                                 const lt_nn_geom *g, int64_t channels)
 {
-    if (lt_nn_im2col2d_avx512(img, col, ldc, g, channels))
-        return;
     int64_t H = g->img[0], W = g->img[1], OH = g->grid[0], OW = g->grid[1], KH = g->k[0], KW = g->k[1];
     int64_t sh = g->s[0], sw = g->s[1];
     for (int64_t c = 0; c < channels; c++) {
@@ -143,10 +146,9 @@ void lt_nn_im2col2d_f32(const float *img, float *col, int64_t ldc, const lt_nn_g
     }
 }
 
-void lt_nn_im2row2d_f32(const float *img, float *row, int64_t ldr, const lt_nn_geom *g, int64_t channels)
+static inline __attribute__((always_inline)) void im2row2d_body(const float *img, float *row, int64_t ldr,
+                                                                 const lt_nn_geom *g, int64_t channels)
 {
-    if (lt_nn_im2row2d_avx512(img, row, ldr, g, channels))
-        return;
     int64_t H = g->img[0], W = g->img[1], OH = g->grid[0], OW = g->grid[1], KH = g->k[0], KW = g->k[1];
     int64_t sh = g->s[0], sw = g->s[1], dh = g->d[0], dw = g->d[1];
     for (int64_t oy = 0; oy < OH; oy++)
@@ -176,10 +178,9 @@ void lt_nn_im2row2d_f32(const float *img, float *row, int64_t ldr, const lt_nn_g
         }
 }
 
-void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_geom *g, int64_t ch0, int64_t ch1)
+static inline __attribute__((always_inline)) void col2im2d_body(const float *col, int64_t ldc, float *img,
+                                                                 const lt_nn_geom *g, int64_t ch0, int64_t ch1)
 {
-    if (lt_nn_col2im2d_avx512(col, ldc, img, g, ch0, ch1))
-        return;
     int64_t H = g->img[0], W = g->img[1], OH = g->grid[0], OW = g->grid[1], KH = g->k[0], KW = g->k[1];
     int64_t sh = g->s[0], sw = g->s[1];
     for (int64_t c = ch0; c < ch1; c++) {
@@ -206,6 +207,50 @@ void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_g
             }
     }
 }
+
+#define COLS_FNS(NAME, ATTR)                                                                                      \
+    ATTR static void im2col2d_##NAME(const float *img, float *col, int64_t ldc, const lt_nn_geom *g,             \
+                                     int64_t channels)                                                            \
+    {                                                                                                             \
+        im2col2d_body(img, col, ldc, g, channels);                                                                \
+    }                                                                                                             \
+    ATTR static void im2row2d_##NAME(const float *img, float *row, int64_t ldr, const lt_nn_geom *g,             \
+                                     int64_t channels)                                                            \
+    {                                                                                                             \
+        im2row2d_body(img, row, ldr, g, channels);                                                                \
+    }                                                                                                             \
+    ATTR static void col2im2d_##NAME(const float *col, int64_t ldc, float *img, const lt_nn_geom *g, int64_t ch0, \
+                                     int64_t ch1)                                                                 \
+    {                                                                                                             \
+        col2im2d_body(col, ldc, img, g, ch0, ch1);                                                                \
+    }
+COLS_FNS(base, )
+#if defined(__x86_64__) && defined(__GNUC__)
+COLS_FNS(avx2, __attribute__((target("avx2,fma"))))
+#define COLS(fn) (lt_cpu_avx2() ? fn##_avx2 : fn##_base)
+#else
+#define COLS(fn) fn##_base
+#endif
+#undef COLS_FNS
+
+void lt_nn_im2col2d_f32(const float *img, float *col, int64_t ldc, const lt_nn_geom *g, int64_t channels)
+{
+    if (!lt_nn_im2col2d_avx512(img, col, ldc, g, channels))
+        COLS(im2col2d)(img, col, ldc, g, channels);
+}
+
+void lt_nn_im2row2d_f32(const float *img, float *row, int64_t ldr, const lt_nn_geom *g, int64_t channels)
+{
+    if (!lt_nn_im2row2d_avx512(img, row, ldr, g, channels))
+        COLS(im2row2d)(img, row, ldr, g, channels);
+}
+
+void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_geom *g, int64_t ch0, int64_t ch1)
+{
+    if (!lt_nn_col2im2d_avx512(col, ldc, img, g, ch0, ch1))
+        COLS(col2im2d)(col, ldc, img, g, ch0, ch1);
+}
+#undef COLS
 
 void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, int64_t channels, int64_t c0,
                   int64_t c1)
