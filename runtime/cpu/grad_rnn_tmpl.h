@@ -23,6 +23,9 @@
 #define STEP_SLICE 32 /* batch entries a thread takes at a time (a multiple of the products' 8-row blocks) */
 #define DW_THIN 64    /* float dW with at most this many input columns is made as its transpose */
 #define SUMS_PAR_WORK 8388608.0 /* multiply-adds of the final sums worth two threads */
+/* batch entries whose bias gradients the fast LSTM's backward sums together
+ * (the steps' slices, STEP_SLICE or half of it, hold whole groups) */
+#define DB_GROUP 8
 
 #include <omp.h>
 #include "cpu_features.h"
@@ -55,6 +58,8 @@ typedef struct SFX(ws) {
                     * made in each step's product (x_t W^T + h R^T); NULL: buf holds it */
     const T *xb;   /* with rpx: the biases Wb + Rb [G] (zeros without B) */
     bool full;     /* every entry runs all S steps (no sequence_lens shorter than S) */
+    double *dbacc; /* the fast LSTM's backward: [groups of DB_GROUP entries, G] running sums of the gate
+                    * gradients (the bias gradient), or NULL: summed over buf afterwards */
 } SFX(ws);
 
 /* C = A R_d^T (forward) or A R_d (backward) for a slice of the batch */
@@ -417,6 +422,23 @@ LSTM_ROW_FNS(avx2, GRNN_AVX2)
 #endif
 #undef LSTM_ROW_FNS
 
+/* acc[j] += x[j] in double, j < n: one batch entry's gate gradients into
+ * its group's bias-gradient sums */
+static inline __attribute__((always_inline)) void SFX(acc_row_body)(int64_t n, const T *x, double *acc)
+{
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++)
+        acc[j] += (double)x[j];
+}
+static void SFX(acc_row_base)(int64_t n, const T *x, double *acc) { SFX(acc_row_body)(n, x, acc); }
+#ifdef GRNN_WIDE
+GRNN_WIDE static void SFX(acc_row_wide)(int64_t n, const T *x, double *acc) { SFX(acc_row_body)(n, x, acc); }
+GRNN_AVX2 static void SFX(acc_row_avx2)(int64_t n, const T *x, double *acc) { SFX(acc_row_body)(n, x, acc); }
+#define ACC_ROW (lt_cpu_avx512() ? SFX(acc_row_wide) : lt_cpu_avx2() ? SFX(acc_row_avx2) : SFX(acc_row_base))
+#else
+#define ACC_ROW SFX(acc_row_base)
+#endif
+
 static void SFX(lstm_fwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
 {
     const lt_rnn *r = w->r;
@@ -523,6 +545,11 @@ static void SFX(lstm_bwd)(SFX(ws) *w, int64_t st, int64_t b0, int64_t b1)
             const T *dy = w->g->dY ? (const T *)w->g->dY + lt_rnn_yoff(r, t, w->d, b) : NULL;
             LSTM_ROW(bwd)(H, couple ? 0 : 1, pa, w->hc + row * H, pi ? pi : w->zero, po ? po : w->zero,
                           pf ? pf : w->zero, cprev, dh, dy, dc, a, w->full ? a : ds);
+            /* the bias gradient while the row is in cache: each group's
+             * sums run over its entries in the same order (steps from
+             * the last, entries in order) whichever thread takes them */
+            if (w->dbacc)
+                ACC_ROW(G, a, w->dbacc + b / DB_GROUP * G);
             continue;
         }
         SFX(add_dy)(w, t, b, dh);
@@ -918,9 +945,19 @@ static void SFX(sums)(SFX(ws) *w, int d, T *dwt, T *dcat, double *acc)
                                    (T *)g->dW + d * G * I + c0 * I, I);
             } else { /* dB columns [c0, c1) */
                 int64_t c0 = (task - nr - NW_) * cstep, c1 = c0 + cstep < G ? c0 + cstep : G;
-                if (dwb && c1 > c0)
+                if (dwb && c1 > c0 && !w->dbacc)
                     WIDE_OR_BASE(colsum)(rows, c1 - c0, w->buf + c0, G, NULL, 0, acc + c0, dwb + c0);
             }
+        }
+    }
+    if (dwb && w->dbacc) {
+        /* the groups' sums added in group order */
+        int64_t ng = (w->B + DB_GROUP - 1) / DB_GROUP;
+        for (int64_t j = 0; j < G; j++) {
+            double v = 0;
+            for (int64_t q = 0; q < ng; q++)
+                v += w->dbacc[q * G + j];
+            dwb[j] = (T)v;
         }
     }
     if (dwb)
@@ -970,6 +1007,12 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
         !w.wk || !w.zero || !acc)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     T *pf = g->ws ? NULL : SFX(pack_buf)(k, r, G, H), *pb = SFX(pack_buf)(k, r, H, G);
+    /* the fast LSTM's bias gradient summed during its backward steps */
+    int64_t ngroups = (B + DB_GROUP - 1) / DB_GROUP;
+    double *dbacc = NULL;
+    if (gates == 4 && g->ws && g->dB && lt_grnn_lstm_fast(r) && w.full &&
+        !(dbacc = lt_k_scratch(k, sizeof(double) * (size_t)(ngroups * G + 1))))
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     const T *X = g->X, *W = g->W;
     for (int d = 0; d < r->D; d++) {
         w.d = d;
@@ -980,6 +1023,10 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
         if (g->ws) {
             /* the forward recorded gate inputs and states; the backward only reads them */
             SFX(ws_parts)(r, (T *)g->ws, d, &w);
+            if (dbacc && w.fast && w.full) {
+                memset(dbacc, 0, sizeof(double) * (size_t)(ngroups * G));
+                w.dbacc = dbacc;
+            }
         } else {
             SFX(gproject)(g, d, w.buf, bias);
             SFX(steps)(&w, false);
@@ -1036,3 +1083,5 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
 #undef STEP_SLICE
 #undef DW_THIN
 #undef SUMS_PAR_WORK
+#undef DB_GROUP
+#undef ACC_ROW

@@ -384,6 +384,44 @@ static void lstm_fast_rows(void **state)
     fast_f32(&c6);
 }
 
+/* The fast LSTM's bias gradient is summed during its backward steps, per
+ * group of 8 batch entries (the steps' slices are whole groups), the
+ * groups added in order at the end: the same bits with 1, 2 and 3 threads,
+ * and against the double kernels as every other result (fast_f32); both
+ * directions, layout 1, and a batch whose last group is short. */
+static void fused_bias_threads(void **state)
+{
+    (void)state;
+    gcfg cs[2] = {{.name = "LSTM fast B=40 H=64 bias sums", .gates = 4, .S = 6, .B = 40, .I = 5, .H = 64, .bias = true,
+                   .h0 = true, .c0 = true, .seed = 111},
+                  {.name = "LSTM fast B=45 bidirectional layout1 bias sums", .gates = 4, .S = 6, .B = 45, .I = 7,
+                   .H = 48, .dir = 2, .layout = 1, .bias = true, .h0 = true, .c0 = true, .peep = true, .seed = 112}};
+    int saved = omp_get_max_threads();
+    for (int k = 0; k < 2; k++) {
+        const gcfg *c = &cs[k];
+        fast_f32(c);
+        gdata g;
+        gr_init(c, &g);
+        int nc = ncot(c);
+        lt_value *res[3][10];
+        for (int t = 0; t < 3; t++) {
+            omp_set_num_threads(t + 1);
+            ws_run(c, &g, LT_F32, res[t]);
+        }
+        omp_set_num_threads(saved);
+        const lt_value *db1 = res[0][nc + 3];
+        for (int t = 1; t < 3; t++) {
+            const lt_value *db = res[t][nc + 3];
+            assert_int_equal(db->t.numel, db1->t.numel);
+            if (memcmp(db->t.data, db1->t.data, sizeof(float) * (size_t)db1->t.numel) != 0)
+                fail_msg("%s: dB with %d threads differs from one thread's", c->name, t + 1);
+        }
+        for (int t = 0; t < 3; t++)
+            gr_free_vals(res[t], nc + 7);
+        gr_free(&g);
+    }
+}
+
 int main(void)
 {
     (void)gr_check_fd; /* the shared header's finite-difference checks are the other suites' */
@@ -394,6 +432,7 @@ int main(void)
         cmocka_unit_test(lstm_ws),
         cmocka_unit_test(lstm_fast_rows),
         cmocka_unit_test(batch_slices),
+        cmocka_unit_test(fused_bias_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
