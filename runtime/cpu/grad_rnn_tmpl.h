@@ -58,6 +58,7 @@ typedef struct SFX(ws) {
                     * made in each step's product (x_t W^T + h R^T); NULL: buf holds it */
     const T *xb;   /* with rpx: the biases Wb + Rb [G] (zeros without B) */
     bool full;     /* every entry runs all S steps (no sequence_lens shorter than S) */
+    T *hxx;        /* [rows, H + I] hx and X side by side for the joint dR, dW product through BLAS, or NULL */
     double *dbacc; /* the fast LSTM's backward: [groups of DB_GROUP entries, G] running sums of the gate
                     * gradients (the bias gradient), or NULL: summed over buf afterwards */
 } SFX(ws);
@@ -874,26 +875,31 @@ static void SFX(dw_thin)(const SFX(ws) *w, int d, T *dwt, int64_t c0, int64_t c1
 
 /* Rows [r0, r1) of dR and dW together, buf^T [hx | X] in one product into
  * dcat [G, H + I] (op(A) = buf^T packed once for both, no packing of buf
- * for a thin dW), then copied out; false when the kernel is not there. */
+ * for a thin dW): by the AVX-512 kernel reading hx and X where they are,
+ * or through BLAS from w->hxx; then copied out. false when neither is
+ * there. */
 static bool SFX(rows_cat)(const SFX(ws) *w, int d, T *dcat, int64_t r0, int64_t r1)
 {
-#ifdef GRNN_WIDE
     const lt_grnn *g = w->g;
     int64_t G = w->G, H = w->H, I = w->r->I, rows = w->r->S * w->r->B, n = H + I;
     T *c = dcat + r0 * n;
-    if (!lt_sgemm_avx512_cat(true, r1 - r0, H, I, rows, 1.0f, w->buf + r0, G, w->hx, H, (const T *)g->X, I, 0.0f,
-                             c, n))
+    if (w->hxx) {
+        lt_linalg_gemm(CT, true, false, r1 - r0, n, rows, 1.0, w->buf + r0, G, w->hxx, n, 0.0, c, n);
+    } else {
+#ifdef GRNN_WIDE
+        if (!lt_sgemm_avx512_cat(true, r1 - r0, H, I, rows, 1.0f, w->buf + r0, G, w->hx, H, (const T *)g->X, I,
+                                 0.0f, c, n))
+            return false;
+#else
         return false;
+#endif
+    }
     T *dR = (T *)g->dR + d * G * H, *dW = (T *)g->dW + d * G * I;
     for (int64_t j = r0; j < r1; j++) {
         memcpy(dR + j * H, c + (j - r0) * n, sizeof(T) * (size_t)H);
         memcpy(dW + j * I, c + (j - r0) * n + H, sizeof(T) * (size_t)I);
     }
     return true;
-#else
-    (void)w, (void)d, (void)dcat, (void)r0, (void)r1;
-    return false;
-#endif
 }
 
 /* The RNN's and LSTM's sums over all rows of direction d once the steps
@@ -1001,6 +1007,12 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
         !(dcat = SFX(alloc)(k, G * (H + I), false)))
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
 #endif
+    /* otherwise the RNN's and LSTM's float thin dW joins dR through BLAS:
+     * one product over [hx | X] side by side packs buf once, not twice */
+    T *hxx = NULL;
+    if (CT == LT_F32 && !dcat && gates != 3 && g->dW && g->dR && I <= DW_THIN &&
+        (!(dcat = SFX(alloc)(k, G * (H + I), false)) || !(hxx = SFX(alloc)(k, rows * (H + I), false))))
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     if (CT == LT_F32 && !dcat && g->dW && I <= DW_THIN && I < G && !(dwt = SFX(alloc)(k, I * G, false)))
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     if (!bias || !w.buf || (gates == 3 && !w.gh) || !w.h || !w.c || !w.hp || !w.dh || !w.dc || !w.ds || !w.tmp ||
@@ -1046,6 +1058,14 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
             lt_linalg_gemm(CT, false, false, rows, I, G, 1.0, w.buf, G, Wd, I, d ? 1.0 : 0.0, g->dX, I);
         if (gates != 3) {
             /* RNN, LSTM: dW, dR and dB in one parallel region */
+            if (hxx) {
+#pragma omp parallel for if (rows * (H + I) > 8 * PAR_MIN)
+                for (int64_t q = 0; q < rows; q++) {
+                    memcpy(hxx + q * (H + I), w.hx + q * H, sizeof(T) * (size_t)H);
+                    memcpy(hxx + q * (H + I) + H, X + q * I, sizeof(T) * (size_t)I);
+                }
+                w.hxx = hxx;
+            }
             SFX(sums)(&w, d, dwt, dcat, acc);
         } else if (g->dW && dwt) {
             SFX(dw_thin)(&w, d, dwt, 0, G);
