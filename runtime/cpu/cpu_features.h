@@ -15,7 +15,7 @@ bool lt_cpu_avx512_gemm(void);
 /* AVX2 and FMA (every AVX-512 CPU lantern meets has them too) */
 bool lt_cpu_avx2(void);
 /* AVX2 and FMA, and LANTERN_GEMM is not "blas": lantern's own AVX2 matrix
- * kernels (the recurrent products) may run */
+ * kernels (the recurrent products, the small-product GEMM) may run */
 bool lt_cpu_avx2_gemm(void);
 
 #endif

@@ -32,8 +32,9 @@ bool lt_sgemm_avx512_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, 
 
 /* The float form for products of at most 64 columns with K * N <= 16384,
  * or <= 131072 when op(B) is B itself and alpha is 1 (sgemm_small.c);
- * false, with C untouched, when the CPU lacks AVX-512 or the shape is
- * outside those bounds. */
+ * on a CPU without AVX-512 (or LANTERN_GEMM=blas), the AVX2 form below
+ * (at most 32 columns); false, with C untouched, when neither runs or the
+ * shape is outside those bounds. */
 bool lt_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
@@ -43,6 +44,16 @@ bool lt_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
 bool lt_sgemm_small_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                             int64_t lda, const int64_t *offa, const float *B, int64_t ldb, const int64_t *offb,
                             float beta, float *C, int64_t ldc, const int64_t *offc, int64_t nb);
+
+/* lt_sgemm_small and lt_sgemm_small_batched with AVX2 and FMA
+ * (sgemm_small_avx2.c), for products of at most 32 columns within the same
+ * K * N bounds; false, with C untouched, without AVX2 and FMA, with
+ * LANTERN_GEMM=blas, or outside those bounds. */
+bool lt_sgemm_small_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                         int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+bool lt_sgemm_small_avx2_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                                 int64_t lda, const int64_t *offa, const float *B, int64_t ldb, const int64_t *offb,
+                                 float beta, float *C, int64_t ldc, const int64_t *offc, int64_t nb);
 
 /* The float form when M, N or K is 1 (gemv_avx512.c): a vector times a
  * matrix read once, or a rank-1 update; false, with C untouched, for other

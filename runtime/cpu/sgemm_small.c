@@ -6,7 +6,8 @@
  * dense K x N block (alpha folded in) and each group of four rows of C
  * (eight when N <= 16) keeps its N columns in at most four 16-lane registers
  * per row while A's
- * entries are broadcast. */
+ * entries are broadcast. Without AVX-512 the entry points hand the shapes
+ * of at most 32 columns to the AVX2 form (sgemm_small_avx2.c). */
 #include "linalg_util.h"
 #include "cpu_features.h"
 #include <stdint.h>
@@ -210,6 +211,8 @@ static bool small_ok(bool tb, int64_t M, int64_t N, int64_t K, float alpha)
 bool lt_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
+    if (!lt_cpu_avx512_gemm())
+        return lt_sgemm_small_avx2(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     if (!small_ok(tb, M, N, K, alpha))
         return false;
     float bp[SMALL_MAX_KN] __attribute__((aligned(64)));
@@ -337,6 +340,9 @@ bool lt_sgemm_small_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, f
                             int64_t lda, const int64_t *offa, const float *B, int64_t ldb, const int64_t *offb,
                             float beta, float *C, int64_t ldc, const int64_t *offc, int64_t nb)
 {
+    if (!lt_cpu_avx512_gemm())
+        return lt_sgemm_small_avx2_batched(ta, tb, M, N, K, alpha, A, lda, offa, B, ldb, offb, beta, C, ldc, offc,
+                                           nb);
     if (!small_ok(tb, M, N, K, alpha))
         return false;
     float bp[SMALL_MAX_KN] __attribute__((aligned(64)));

@@ -5,8 +5,13 @@
  * blocks, all four transposes, alpha and beta (beta 0: C is not read, NaNs
  * there stay out), leading dimensions past the matrices, op(B) read in
  * place past the packed bound, the batched form over offsets, and the
- * shapes it must refuse (C untouched). Without AVX-512 it refuses every
- * shape; the test then checks only that. */
+ * shapes it must refuse (C untouched). Without AVX-512 the public entry
+ * points run the AVX2 kernel (sgemm_small_avx2.c) on the shapes it takes
+ * (at most 32 columns) and refuse the rest; without AVX2 either, every
+ * shape; the tests expect exactly that. The AVX2 kernel is also called
+ * directly (on any CPU with AVX2 and FMA): every column-vector count (1 to
+ * 4 vectors of 8) and block height, op(B) read in place up to its last
+ * element, and its own refusals. */
 #include "runtime/cpu/linalg_util.h"
 #include "runtime/cpu/cpu_features.h"
 #include "testutil.h"
@@ -70,7 +75,28 @@ static void check_c(const shape *s, const float *C, const float *C0, const doubl
     }
 }
 
-static void one(shape s, float alpha, float beta, uint64_t seed)
+/* the AVX2 kernel's bounds (sgemm_small_avx2.c) */
+static bool avx2_takes(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha)
+{
+    if (!lt_cpu_avx2_gemm() || M < 1 || N < 1 || K < 1 || N > 32 || (ta && K > 512))
+        return false;
+    return K * ((N + 7) / 8 * 8) <= 16384 || (!tb && alpha == 1.0f && K * N <= 131072);
+}
+
+/* whether lt_sgemm_small takes the shape: everything these tests pass it
+ * with AVX-512, the AVX2 kernel's shapes without */
+static bool small_takes(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha)
+{
+    return lt_cpu_avx512_gemm() || avx2_takes(ta, tb, M, N, K, alpha);
+}
+
+typedef bool (*small_fn)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* fn on one product (A, B and C allocated to their last element, so a
+ * read past them trips the sanitizers), checked when it takes the shape;
+ * a refusal must leave C alone */
+static void one_fn(small_fn fn, bool expect, shape s, float alpha, float beta, uint64_t seed)
 {
     int64_t na = (s.ta ? s.K : s.M) * s.lda, nbb = (s.tb ? s.N : s.K) * s.ldb, nc = s.M * s.ldc;
     float *A = rand_buf(na, seed), *B = rand_buf(nbb, seed + 1), *C = rand_buf(nc, seed + 2);
@@ -83,19 +109,26 @@ static void one(shape s, float alpha, float beta, uint64_t seed)
     assert_non_null(want);
     memcpy(C0, C, sizeof(float) * (size_t)nc);
     reference(&s, A, B, C, alpha, beta, want);
-    bool ok = lt_sgemm_small(s.ta, s.tb, s.M, s.N, s.K, alpha, A, s.lda, B, s.ldb, beta, C, s.ldc);
-    if (!lt_cpu_avx512_gemm()) {
-        assert_false(ok);
-    } else {
-        if (!ok)
-            fail_msg("lt_sgemm_small refused %lldx%lldx%lld", (long long)s.M, (long long)s.N, (long long)s.K);
+    bool ok = fn(s.ta, s.tb, s.M, s.N, s.K, alpha, A, s.lda, B, s.ldb, beta, C, s.ldc);
+    if (ok != expect)
+        fail_msg("%s %lldx%lldx%lld (ta %d tb %d alpha %g)", ok ? "took" : "refused", (long long)s.M,
+                 (long long)s.N, (long long)s.K, s.ta, s.tb, alpha);
+    if (ok)
         check_c(&s, C, C0, want, "single");
-    }
+    else
+        for (int64_t i = 0; i < nc; i++)
+            if (memcmp(&C[i], &C0[i], sizeof(float)) != 0)
+                fail_msg("refused, but C[%lld] written", (long long)i);
     free(A);
     free(B);
     free(C);
     free(C0);
     free(want);
+}
+
+static void one(shape s, float alpha, float beta, uint64_t seed)
+{
+    one_fn(lt_sgemm_small, small_takes(s.ta, s.tb, s.M, s.N, s.K, alpha), s, alpha, beta, seed);
 }
 
 /* every vector count and block height, partial blocks, transposes, alpha
@@ -194,7 +227,7 @@ static void batched(void **state)
             reference(&s, A + offa[i], B + offb[i], C + offc[i], alpha, beta, want + i * s.M * s.N);
         bool ok = lt_sgemm_small_batched(ta, tb, s.M, s.N, s.K, alpha, A, s.lda, offa, B, s.ldb, offb, beta, C,
                                          s.ldc, offc, nb);
-        assert_true(ok == lt_cpu_avx512_gemm());
+        assert_true(ok == small_takes(ta, tb, s.M, s.N, s.K, alpha));
         if (ok)
             for (int64_t i = 0; i < nb; i++)
                 check_c(&s, C + offc[i], C0 + offc[i], want + i * s.M * s.N, "batched");
@@ -234,7 +267,7 @@ static void batched_case(shape s, float alpha, float beta, int64_t nb, uint64_t 
         reference(&s, A + offa[i], B + offb[i], C + offc[i], alpha, beta, want + i * s.M * s.N);
     bool ok = lt_sgemm_small_batched(s.ta, s.tb, s.M, s.N, s.K, alpha, A, s.lda, offa, B, s.ldb, offb, beta, C, s.ldc,
                                      offc, nb);
-    assert_true(ok == lt_cpu_avx512_gemm());
+    assert_true(ok == small_takes(s.ta, s.tb, s.M, s.N, s.K, alpha));
     for (int64_t i = 0; ok && i < nb; i++) {
         if (inf_last_k)
             for (int64_t j = 0; j < s.N; j++) {
@@ -282,6 +315,48 @@ static void batched_pairs(void **state)
     }
 }
 
+/* The AVX2 kernel called directly: M picks each block height (one vector
+ * 6, 7, 8, 12; two 4, 5, 6; three 2, 3, 4; four 3) with short last blocks,
+ * N every vector count with full and partial last vectors, all four
+ * transposes, alpha and beta (NaN in C under beta 0), padded strides, K
+ * from 1 up; op(B) read in place with no room past its last row (the last
+ * vector of its final rows loaded under the mask); the attention and
+ * 32-feature shapes; and its refusals (over 32 columns, a transposed A over
+ * K > 512, op(B) too large to pack), C untouched. */
+static void avx2_kernel(void **state)
+{
+    (void)state;
+    static const int64_t ms[] = {1, 2, 5, 6, 7, 8, 9, 12, 13, 24, 28, 31, 100};
+    static const int64_t ns[] = {1, 3, 7, 8, 9, 15, 16, 17, 24, 25, 28, 32};
+    uint64_t seed = 3000;
+    for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++)
+        for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) {
+            int t = (int)((a + b) % 4);
+            int64_t K = 1 + (int64_t)((a * 5 + b * 3) % 31);
+            float alpha = (a + b) % 3 == 0 ? 0.5f : 1.0f, beta = (a + b) % 2 ? 0.75f : 0.0f;
+            shape s = mk(t & 1, t >> 1, ms[a], ns[b], K, (int)(b % 3));
+            one_fn(lt_sgemm_small_avx2, avx2_takes(s.ta, s.tb, s.M, s.N, K, alpha), s, alpha, beta, seed);
+            /* in place, strides tight: op(B)'s last rows end its storage */
+            s = mk(t >> 1, false, ms[a], ns[b], K + 2, 0);
+            one_fn(lt_sgemm_small_avx2, avx2_takes(s.ta, false, s.M, s.N, K + 2, 1.0f), s, 1.0f, 0.0f, seed + 3);
+            seed += 6;
+        }
+    for (int t = 0; t < 4; t++) {
+        bool ta = t & 1, tb = t >> 1;
+        one_fn(lt_sgemm_small_avx2, lt_cpu_avx2_gemm(), mk(ta, tb, 28, 8, 28, 0), 0.35f, 0.0f, seed++);
+        one_fn(lt_sgemm_small_avx2, lt_cpu_avx2_gemm(), mk(ta, tb, 28, 28, 8, 0), 1.0f, 0.0f, seed++);
+        one_fn(lt_sgemm_small_avx2, lt_cpu_avx2_gemm(), mk(ta, tb, 300, 32, 96, 1), 1.0f, 1.0f, seed++);
+        one_fn(lt_sgemm_small_avx2, lt_cpu_avx2_gemm(), mk(ta, tb, 32, 32, 500, 0), 1.0f, 0.0f, seed++);
+    }
+    /* long K in place (past the packed bound), and the refusals */
+    one_fn(lt_sgemm_small_avx2, lt_cpu_avx2_gemm(), mk(false, false, 21, 32, 625, 0), 1.0f, 0.0f, seed++);
+    one_fn(lt_sgemm_small_avx2, false, mk(false, false, 8, 33, 4, 0), 1.0f, 0.0f, seed++);
+    one_fn(lt_sgemm_small_avx2, false, mk(true, false, 32, 28, 513, 0), 1.0f, 0.0f, seed++);
+    one_fn(lt_sgemm_small_avx2, false, mk(false, true, 8, 32, 513, 0), 1.0f, 0.0f, seed++);
+    one_fn(lt_sgemm_small_avx2, false, mk(false, false, 8, 25, 600, 0), 0.5f, 0.0f, seed++);
+    one_fn(lt_sgemm_small_avx2, lt_cpu_avx2_gemm(), mk(false, false, 8, 25, 600, 0), 1.0f, 0.0f, seed++);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +365,7 @@ int main(void)
         cmocka_unit_test(refuses),
         cmocka_unit_test(batched),
         cmocka_unit_test(batched_pairs),
+        cmocka_unit_test(avx2_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
