@@ -67,8 +67,9 @@ static lt_status softmax_like(lt_kctx *k, int mode)
     if (x->dtype == LT_F64) {
         lt_red_softmax_f64(x->data, y->data, outer, c, inner, mode);
     } else if (x->dtype == LT_F32) {
-        if (inner != 1 || mode == LT_RED_HARDMAX ||
-            !lt_softmax_rows_avx512(x->data, y->data, outer, c, mode == LT_RED_LOGSOFTMAX))
+        bool rows = inner == 1 && mode != LT_RED_HARDMAX;
+        if (!(rows && lt_softmax_rows_avx512(x->data, y->data, outer, c, mode == LT_RED_LOGSOFTMAX)) &&
+            !(rows && mode == LT_RED_SOFTMAX && lt_softmax_rows_avx2(x->data, y->data, outer, c)))
             lt_red_softmax_f32(x->data, y->data, outer, c, inner, mode);
     } else {
         const float *xf = lt_red_load_f32(k, x);

@@ -2,6 +2,7 @@
  * LpNormalization and MeanVarianceNormalization against double loops. */
 #include "testutil.h"
 #include "runtime/cpu/reduce_util.h"
+#include "runtime/cpu/cpu_features.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,6 +327,61 @@ static void fast_exp(void **state)
     assert_true(isnan(lt_red_expf(-NAN)));
 }
 
+/* The AVX2 row kernel (softmax_avx2.c) called directly, on any CPU with
+ * AVX2 and FMA: rows of 1 to 100 (whole and partial 8-lane vectors,
+ * attention's 28), enough rows to span several of its blocks and both
+ * threads, against double; a NaN row, -inf entries (exactly 0) and a
+ * maximum far past exp's range; in place too. Without AVX2 it refuses. */
+static void softmax_rows_avx2(void **state)
+{
+    (void)state;
+    static const int64_t lens[] = {1, 7, 8, 9, 28, 33, 100};
+    uint64_t seed = 400;
+    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+        int64_t c = lens[l], rows = 301, n = rows * c, d[1] = {n};
+        lt_value *xv = tu_rand(LT_F32, 1, d, -6, 6, seed++);
+        float *x = (float *)xv->t.data, *y = malloc(sizeof *y * (size_t)n);
+        assert_non_null(y);
+        if (c > 2) {
+            x[5 * c + 1] = NAN;                      /* row 5: all NaN */
+            x[7 * c] = x[7 * c + c - 1] = -INFINITY; /* row 7: two zeros */
+            x[9 * c + c / 2] = 300.0f;               /* row 9: one, the rest underflow */
+        }
+        if (!lt_softmax_rows_avx2(x, y, rows, c)) {
+            assert_false(lt_cpu_avx2());
+            lt_value_free(xv);
+            free(y);
+            return;
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * c;
+            double m = -INFINITY, s = 0;
+            bool nan = false;
+            for (int64_t j = 0; j < c; j++) {
+                nan |= isnan(xr[j]);
+                m = xr[j] > m ? xr[j] : m;
+            }
+            for (int64_t j = 0; j < c; j++)
+                s += exp((double)xr[j] - m);
+            for (int64_t j = 0; j < c; j++) {
+                double want = exp((double)xr[j] - m) / s, got = y[r * c + j];
+                if (nan ? !isnan(got) : !(fabs(got - want) <= 1e-6 * want + 1e-12))
+                    fail_msg("row %lld of %lld: y[%lld] = %.9g, want %.9g", (long long)r, (long long)c,
+                             (long long)j, got, nan ? NAN : want);
+                if (isinf(xr[j]) && got != 0.0)
+                    fail_msg("row %lld: -inf gave %g", (long long)r, got);
+            }
+        }
+        /* in place: the same values */
+        assert_true(lt_softmax_rows_avx2(x, x, rows, c));
+        for (int64_t i = 0; i < n; i++)
+            if (!(x[i] == y[i] || (isnan(x[i]) && isnan(y[i]))))
+                fail_msg("in place: %lld differs (%.9g, %.9g)", (long long)i, x[i], y[i]);
+        lt_value_free(xv);
+        free(y);
+    }
+}
+
 static void bad_axis(void **state)
 {
     (void)state;
@@ -346,7 +402,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(softmax_axis_forms), cmocka_unit_test(softmax_types_and_sizes),
         cmocka_unit_test(softmax_large_values), cmocka_unit_test(softmax_nan_row), cmocka_unit_test(lp_normalization),
-        cmocka_unit_test(mvn), cmocka_unit_test(fast_exp), cmocka_unit_test(bad_axis),
+        cmocka_unit_test(mvn), cmocka_unit_test(fast_exp), cmocka_unit_test(softmax_rows_avx2),
+        cmocka_unit_test(bad_axis),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
