@@ -1,7 +1,9 @@
 /* Array sigmoid, tanh, erf and exp (vact.h): one loop body compiled twice, for
  * baseline x86-64 and for AVX2+FMA, picked once per process from cpuid; erf
  * and exp (Gelu's and softmax-like chains, over whole activations) and Gelu a third
- * time for AVX-512, whose lanes compute the same FMA formula as AVX2's. */
+ * time for AVX-512, whose lanes compute the same FMA formula as AVX2's. With
+ * AVX2 and AVX-512, erf and Gelu go by blocks of 8 or 16 lanes that skip
+ * the large-argument piece where no lane needs it. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math") /* lets the clamps if-convert */
 #endif
@@ -31,27 +33,33 @@
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
             y[i] = lt_ew_tanhf(x[i]);                                    \
     }                                                                    \
-    ATTR static void erf_##SFX(const float *x, float *y, int64_t n)     \
-    {                                                                    \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
-            y[i] = lt_ew_erff(x[i]);                                     \
-    }                                                                    \
     ATTR static void exp_##SFX(const float *x, float *y, int64_t n)     \
     {                                                                    \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
             y[i] = lt_ew_expf(x[i]);                                     \
-    }                                                                    \
-    ATTR static void gelu_##SFX(const float *x, float *y, int64_t n)    \
-    {                                                                    \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
-            y[i] = 0.5f * x[i] * lt_ew_erf1pf(x[i] * 0.7071067811865476f); \
     }
+
+/* erf and Gelu element by element (the baseline build; the vector builds
+ * take them in blocks below) */
+static void erf_base(const float *x, float *y, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        y[i] = lt_ew_erff(x[i]);
+}
+
+static void gelu_base(const float *x, float *y, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        y[i] = 0.5f * x[i] * lt_ew_erf1pf(x[i] * 0.7071067811865476f);
+}
 
 LOOPS(base, )
 #if LT_VACT_X86
 LOOPS(avx2, AVX2)
 
-/* whether any of the 16 t[j] (or scale * t[j]) is outside (-1, 1), NaN
+/* whether any of the W t[j] (or scale * t[j]) is outside (-1, 1), NaN
  * included: erf's large-argument piece (a division and two exponentials,
  * most of its cost) is needed */
 AVX512 static inline bool any_large16(const float *t, float scale)
@@ -60,53 +68,54 @@ AVX512 static inline bool any_large16(const float *t, float scale)
     return _mm512_cmp_ps_mask(u, _mm512_set1_ps(1.0f), _CMP_NLT_UQ) != 0;
 }
 
-/* erf and Gelu a block of 16 at a time: a block whose arguments all lie
- * in (-1, 1) (most of an activation's, for Gelu's x / sqrt 2) computes the
+AVX2 static inline bool any_large8(const float *t, float scale)
+{
+    __m256 u = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_mul_ps(_mm256_loadu_ps(t), _mm256_set1_ps(scale)));
+    return _mm256_movemask_ps(_mm256_cmp_ps(u, _mm256_set1_ps(1.0f), _CMP_NLT_UQ)) != 0;
+}
+
+/* erf and Gelu a block of W at a time: a block whose arguments all lie in
+ * (-1, 1) (most of an activation's, for Gelu's x / sqrt 2) computes the
  * small-argument piece alone, the value the full formula selects there,
  * lane for lane the same operations */
-AVX512 static void erf_avx512(const float *x, float *y, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        if (any_large16(x + i, 1.0f)) {
-#pragma omp simd
-            for (int j = 0; j < 16; j++)
-                y[i + j] = lt_ew_erff(x[i + j]);
-        } else {
-#pragma omp simd
-            for (int j = 0; j < 16; j++)
-                y[i + j] = lt_ew_erf_small(x[i + j]);
-        }
+#define BLOCKED(SFX, ATTR, W, ANY_LARGE)                                                              \
+    ATTR static void erf_##SFX(const float *x, float *y, int64_t n)                                   \
+    {                                                                                                 \
+        int64_t i = 0;                                                                                \
+        for (; i + W <= n; i += W) {                                                                  \
+            if (ANY_LARGE(x + i, 1.0f)) {                                                             \
+                _Pragma("omp simd") for (int j = 0; j < W; j++) y[i + j] = lt_ew_erff(x[i + j]);      \
+            } else {                                                                                  \
+                _Pragma("omp simd") for (int j = 0; j < W; j++) y[i + j] = lt_ew_erf_small(x[i + j]); \
+            }                                                                                         \
+        }                                                                                             \
+        _Pragma("omp simd") for (int64_t k = i; k < n; k++) y[k] = lt_ew_erff(x[k]);                  \
+    }                                                                                                 \
+    ATTR static void gelu_##SFX(const float *x, float *y, int64_t n)                                  \
+    {                                                                                                 \
+        const float h = 0.7071067811865476f;                                                          \
+        int64_t i = 0;                                                                                \
+        for (; i + W <= n; i += W) {                                                                  \
+            if (ANY_LARGE(x + i, h)) {                                                                \
+                _Pragma("omp simd") for (int j = 0; j < W; j++) y[i + j] =                            \
+                    0.5f * x[i + j] * lt_ew_erf1pf(x[i + j] * h);                                     \
+            } else {                                                                                  \
+                _Pragma("omp simd") for (int j = 0; j < W; j++) y[i + j] =                            \
+                    0.5f * x[i + j] * (1.0f + lt_ew_erf_small(x[i + j] * h));                         \
+            }                                                                                         \
+        }                                                                                             \
+        _Pragma("omp simd") for (int64_t k = i; k < n; k++) y[k] =                                    \
+            0.5f * x[k] * lt_ew_erf1pf(x[k] * h);                                                     \
     }
-#pragma omp simd
-    for (int64_t k = i; k < n; k++)
-        y[k] = lt_ew_erff(x[k]);
-}
+
+BLOCKED(avx2, AVX2, 8, any_large8)
+BLOCKED(avx512, AVX512, 16, any_large16)
 
 AVX512 static void exp_avx512(const float *x, float *y, int64_t n)
 {
 #pragma omp simd
     for (int64_t i = 0; i < n; i++)
         y[i] = lt_ew_expf(x[i]);
-}
-
-AVX512 static void gelu_avx512(const float *x, float *y, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        if (any_large16(x + i, 0.7071067811865476f)) {
-#pragma omp simd
-            for (int j = 0; j < 16; j++)
-                y[i + j] = 0.5f * x[i + j] * lt_ew_erf1pf(x[i + j] * 0.7071067811865476f);
-        } else {
-#pragma omp simd
-            for (int j = 0; j < 16; j++)
-                y[i + j] = 0.5f * x[i + j] * (1.0f + lt_ew_erf_small(x[i + j] * 0.7071067811865476f));
-        }
-    }
-#pragma omp simd
-    for (int64_t k = i; k < n; k++)
-        y[k] = 0.5f * x[k] * lt_ew_erf1pf(x[k] * 0.7071067811865476f);
 }
 #endif
 
