@@ -4,8 +4,9 @@
  * straight into it. Each step computes exactly what its unfused kernel
  * does (the same float32 operations and the same array exp, erf, tanh and
  * sigmoid), so fused and unfused programs agree bit for bit. The
- * interpreter is compiled twice, for baseline x86-64 and for AVX-512 (one
- * operation per step, so every width rounds the same), picked from cpuid. */
+ * interpreter is compiled three times, for baseline x86-64, AVX2 and
+ * AVX-512 (one operation per step, so every width rounds the same), picked
+ * from cpuid. */
 #include "../runtime.h"
 #include "cpu_features.h"
 #include "../../ir/fuse_elementwise.h"
@@ -124,6 +125,11 @@ static inline __attribute__((always_inline)) void run_tiles_body(const fe_run *r
 static void run_tiles_base(const fe_run *r, int64_t t0, int64_t t1, int64_t n) { run_tiles_body(r, t0, t1, n); }
 
 #if FE_X86
+__attribute__((target("avx2,fma"))) static void run_tiles_avx2(const fe_run *r, int64_t t0, int64_t t1, int64_t n)
+{
+    run_tiles_body(r, t0, t1, n);
+}
+
 AVX512 static void run_tiles_avx512(const fe_run *r, int64_t t0, int64_t t1, int64_t n)
 {
     run_tiles_body(r, t0, t1, n);
@@ -135,6 +141,10 @@ static void run_tiles(const fe_run *r, int64_t t0, int64_t t1, int64_t n)
 #if FE_X86
     if (lt_cpu_avx512()) {
         run_tiles_avx512(r, t0, t1, n);
+        return;
+    }
+    if (lt_cpu_avx2()) {
+        run_tiles_avx2(r, t0, t1, n);
         return;
     }
 #endif

@@ -132,6 +132,14 @@ static void ln_fast_base(const float *x, const float *dy, float *dx, int64_t r0,
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AVX512 __attribute__((target("avx512f,avx2,fma")))
 
+/* the C row loop again for AVX2 and FMA (CPUs without AVX-512) */
+__attribute__((target("avx2,fma"))) static void ln_fast_avx2(const float *x, const float *dy, float *dx, int64_t r0,
+                                                             int64_t r1, int64_t d, const float *g, float eps,
+                                                             double *ds, double *db)
+{
+    ln_fast_rows(x, dy, dx, r0, r1, d, g, eps, ds, db);
+}
+
 static inline __mmask16 ln_lanes(int64_t n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
 
 /* the row loop above in 16 float lanes (the last piece masked), the same
@@ -198,6 +206,8 @@ static void ln_fast(const float *x, const float *dy, float *dx, int64_t rows, in
 #if defined(__x86_64__) && defined(__GNUC__)
         if (lt_cpu_avx512())
             ln_fast_avx512(x, dy, dx, r0, r1, d, g, eps, ds, db);
+        else if (lt_cpu_avx2())
+            ln_fast_avx2(x, dy, dx, r0, r1, d, g, eps, ds, db);
         else
 #endif
             ln_fast_base(x, dy, dx, r0, r1, d, g, eps, ds, db);

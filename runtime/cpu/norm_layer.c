@@ -53,7 +53,8 @@ static lt_status ln_stat_out(lt_kctx *k, int i, const lt_tensor *x, int axis, co
  * of a transformer: each row's mean and variance (in double, two passes, as
  * lt_nu_row_stats does), its InvStdDev and its normalized values in one
  * visit while the row sits in L1. The per-thread row loop is written
- * twice: in C for baseline x86-64, and with AVX-512 intrinsics (sixteen
+ * twice: in C for baseline x86-64 (compiled again for AVX2 and FMA), and
+ * with AVX-512 intrinsics (sixteen
  * float lanes, the statistics in eight-lane double halves); the parallel
  * region stays outside both. */
 static inline __attribute__((always_inline)) void ln_rows_body(const float *x, float *y, int64_t r0, int64_t r1,
@@ -97,6 +98,14 @@ static void ln_rows_base(const float *x, float *y, int64_t r0, int64_t r1, int64
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+/* the C loop again for AVX2 and FMA (CPUs without AVX-512) */
+__attribute__((target("avx2,fma"))) static void ln_rows_avx2(const float *x, float *y, int64_t r0, int64_t r1,
+                                                             int64_t d, const float *sc, const float *b, double eps,
+                                                             double *mean, double *inv)
+{
+    ln_rows_body(x, y, r0, r1, d, sc, b, eps, mean, inv);
+}
 
 static inline __mmask16 ln_lanes(int64_t n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
 
@@ -157,6 +166,8 @@ static void ln_rows_f32(const float *x, float *y, int64_t rows, int64_t d, const
 #if defined(__x86_64__) && defined(__GNUC__)
         if (lt_cpu_avx512())
             ln_rows_avx512(x, y, r0, r1, d, sc, b, eps, mean, inv);
+        else if (lt_cpu_avx2())
+            ln_rows_avx2(x, y, r0, r1, d, sc, b, eps, mean, inv);
         else
 #endif
             ln_rows_base(x, y, r0, r1, d, sc, b, eps, mean, inv);
