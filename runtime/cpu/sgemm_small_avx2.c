@@ -15,6 +15,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include "avx2_tail.h"
 
 #define AVX2 __attribute__((target("avx2,fma")))
 #define MAX_N 32
@@ -27,31 +28,6 @@ AVX2 static inline __m256i lanes8(int64_t n)
 {
     __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n >= 8 ? 8 : (int)n), idx);
-}
-
-/* the first n (1 to 8) lanes of x stored at c: plain stores of 4, 2 and 1
- * lanes (AMD's masked stores are microcoded) */
-AVX2 static inline void store_part(float *c, __m256 x, int n)
-{
-    if (n == 8) {
-        _mm256_storeu_ps(c, x);
-        return;
-    }
-    __m128 h = _mm256_castps256_ps128(x);
-    if (n >= 4) {
-        _mm_storeu_ps(c, h);
-        h = _mm256_extractf128_ps(x, 1);
-        c += 4;
-        n -= 4;
-    }
-    if (n >= 2) {
-        _mm_storel_pi((__m64 *)c, h);
-        h = _mm_movehl_ps(h, h);
-        c += 2;
-        n -= 2;
-    }
-    if (n)
-        _mm_store_ss(c, h);
 }
 
 /* acc[r][v] += a(r, k) op(B)[k, 8v .. 8v + 7] for one k: op(B)'s row at b,
@@ -115,7 +91,7 @@ rows_block(const int nv, const int rb, int64_t i0, int nr, __m256i mlast, int nl
             } else {
                 if (beta != 0)
                     x = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c + 8 * v, mlast), x);
-                store_part(c + 8 * v, x, nlast);
+                lt_avx2_store_first(c + 8 * v, x, nlast);
             }
         }
     }
