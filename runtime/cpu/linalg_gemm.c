@@ -92,29 +92,28 @@ static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
  * for columns, and for rows enough that a chunk's packing of the shared
  * operand stays small against its products */
 #define NR_UNIT 32
-#define MAX_CHUNKS 64
+/* A split product's chunks, whatever the thread count: up to GEMM_CHUNKS,
+ * enough for four threads to even out their finish when one wakes late or
+ * loses its core, each GEMM_MIN_CHUNK long at least where the side allows
+ * two, so that the shared operand every chunk packs again (one thread
+ * runs them all) stays small against the chunk's products. */
+#define GEMM_CHUNKS 8
+#define GEMM_MIN_CHUNK 128
 
-/* Chunks of a side of len over nt threads, guided: each a share 1/(2 nt)
- * of what is left, but at least 1/(4 nt) of the whole, in whole units, so
- * the first are big (few packings, long kernel runs) and the last small
- * enough to even out the threads' finish. Chunk c is [off[c], off[c + 1]);
- * returns the count. The cuts depend only on the sizes and nt, never on
- * timing. */
-static int gemm_chunks(int64_t len, int64_t unit, int nt, int64_t *off)
+/* The cuts of a side of len into equal chunks of whole units (the last
+ * may be short): chunk c is [off[c], off[c + 1]); returns the count. The
+ * cuts follow from the sizes alone, never from the thread count, so every
+ * chunk, and with it the kernel that computes it and the order of its
+ * sums, is the same on any number of threads: a product's bits do not
+ * depend on them. */
+static int gemm_chunks(int64_t len, int64_t unit, int64_t *off)
 {
-    int64_t least = (len + 4 * nt - 1) / (4 * nt);
-    least = (least + unit - 1) / unit * unit;
-    int n = 0;
-    off[0] = 0;
-    while (off[n] < len) {
-        int64_t left = len - off[n], c = (left + 2 * nt - 1) / (2 * nt);
-        c = (c + unit - 1) / unit * unit;
-        if (c < least)
-            c = least;
-        if (left - c < least || n == MAX_CHUNKS - 1)
-            c = left;
-        off[n + 1] = off[n] + c;
-        n++;
+    int64_t units = (len + unit - 1) / unit, want = len / GEMM_MIN_CHUNK;
+    want = want < 2 ? 2 : want > GEMM_CHUNKS ? GEMM_CHUNKS : want;
+    int n = (int)(units < want ? units : want);
+    for (int c = 0; c <= n; c++) {
+        int64_t o = units * c / n * unit;
+        off[c] = o < len ? o : len;
     }
     return n;
 }
@@ -127,24 +126,26 @@ static int pool_threads(void)
 void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void *A,
                     int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
 {
-    int nt = pool_threads();
-    if (nt <= 1 || (double)M * (double)N * (double)K < PAR_WORK || (M < 16 && N < 16)) {
+    if ((double)M * (double)N * (double)K < PAR_WORK || (M < 16 && N < 16)) {
         blas(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     size_t es = dt == LT_F32 ? sizeof(float) : sizeof(double);
     /* Each chunk packs its part of the split operand and all of the
      * other: split the longer side, so the operand every chunk packs is
-     * the smaller one (rows win ties: they keep B shared and hot). */
+     * the smaller one (rows win ties: they keep B shared and hot). One
+     * thread runs the same chunks in turn. */
     bool rows = M >= N;
-    int64_t len = rows ? M : N, off[MAX_CHUNKS + 1];
-    int nchunks = gemm_chunks(len, dt == LT_F32 && len >= 2 * NR_UNIT * nt ? NR_UNIT : 8, nt, off);
-    int cpu0 = lt_par_cpu();
+    int64_t len = rows ? M : N, off[GEMM_CHUNKS + 1];
+    int nchunks = gemm_chunks(len, dt == LT_F32 && len >= 4 * NR_UNIT ? NR_UNIT : 8, off);
+    int nt = pool_threads();
+    nt = nt < nchunks ? nt : nchunks;
+    int cpu0 = nt > 1 ? lt_par_cpu() : -1;
     int next = 0;
     /* the chunks go to whichever thread is free: a thread woken late, or
      * given a core another process holds, takes fewer; a chunk's result is
      * the same whichever thread computes it */
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (nt > 1)
     {
         if (omp_get_thread_num() > 0)
             lt_par_leave_cpu(cpu0);
@@ -190,10 +191,12 @@ void lt_linalg_gemm_batched(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N,
                 if (small && lt_sgemm_small_batched(ta, tb, M, N, K, (float)alpha, A, lda, offa + i0, B, ldb,
                                                     offb + i0, (float)beta, C, ldc, offc + i0, n))
                     continue;
+                /* each product as the one-thread path below computes it
+                 * (in chunks when it is big): the same bits */
                 for (int64_t i = i0; i < i0 + n; i++)
-                    blas(dt, ta, tb, M, N, K, alpha, (const char *)A + (size_t)offa[i] * es, lda,
-                         (const char *)B + (size_t)offb[i] * es, ldb, beta, (char *)C + (size_t)offc[i] * es,
-                         ldc);
+                    lt_linalg_gemm(dt, ta, tb, M, N, K, alpha, (const char *)A + (size_t)offa[i] * es, lda,
+                                   (const char *)B + (size_t)offb[i] * es, ldb, beta,
+                                   (char *)C + (size_t)offc[i] * es, ldc);
             }
         }
         return;

@@ -11,6 +11,8 @@
 
 #define LT_PAR_ELEMS 524288
 
+#include <omp.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Iterations a chunk of a loop of n independent iterations shared out
@@ -21,5 +23,27 @@
  * thread that runs it (nor then the thread count). */
 #define LT_PAR_CHUNKS 64
 static inline int64_t lt_par_chunk(int64_t n) { return n / LT_PAR_CHUNKS > 0 ? n / LT_PAR_CHUNKS : 1; }
+
+/* The thread count a kernel's work is cut for, whatever the number of
+ * threads that run it. A float sum cut in pieces (partial sums over slices
+ * of a batch, a product's blocks of rows or columns, which select its
+ * kernel) rounds differently when the cuts move: cut as if for
+ * LT_PAR_PLAN threads and shared out among those that run (one included),
+ * the pieces, so the results, are the same bits on any thread count. */
+#define LT_PAR_PLAN 4
+
+/* Pieces of a float sum over n units (at least 1, at most n, and at most
+ * LT_PAR_PLAN): each summed alone, by whichever thread, then the pieces
+ * added in order. Piece p covers units [n p / count, n (p + 1) / count). */
+static inline int lt_par_pieces(int64_t n) { return n < 1 ? 1 : n < LT_PAR_PLAN ? (int)n : LT_PAR_PLAN; }
+
+/* Threads for `items` pieces of work worth sharing (`worth`): the pool's
+ * size at most, never more than the items; 1 when not worth it or inside a
+ * parallel region. */
+static inline int lt_par_threads(int64_t items, bool worth)
+{
+    int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
+    return !worth || items < 2 ? 1 : items < nth ? (int)items : nth;
+}
 
 #endif
