@@ -34,13 +34,15 @@ typedef struct gc_job {
 static int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
 
 /* Column tile width for a buffer of `rows` rows, narrowed so that `tasks`
- * tasks give every thread work when parallel. */
-static int64_t pick_tile(int64_t rows, size_t esz, int64_t L, int64_t tasks, bool parallel, int nth)
+ * tasks give every planned thread work (par.h: the tiles, so the products
+ * and their bits, do not depend on the threads that run them) when the
+ * work is worth sharing. */
+static int64_t pick_tile(int64_t rows, size_t esz, int64_t L, int64_t tasks, bool worth)
 {
     int64_t tile = rows ? TILE_BYTES / (rows * (int64_t)esz) : L;
     tile = tile < 64 ? 64 : tile / 16 * 16;
-    if (parallel && tasks < nth) {
-        int64_t split = (nth + tasks - 1) / tasks, t2 = round16((L + split - 1) / split);
+    if (worth && tasks < LT_PAR_PLAN) {
+        int64_t split = (LT_PAR_PLAN + tasks - 1) / tasks, t2 = round16((L + split - 1) / split);
         tile = t2 < tile ? t2 : tile;
     }
     tile = tile > L ? L : tile;
@@ -107,42 +109,46 @@ static lt_status gc_filter_blocked(lt_kctx *k, const gc_job *j, const float *gri
     int64_t P = j->P, R = j->R, L = j->L, n = j->n, nb = gc_block_images(j), nblk = (n + nb - 1) / nb;
     int64_t wsize = P * R, cols = nb * L;
     bool tr = R < 32 && P >= 32;
-    int nth = omp_get_max_threads();
-    bool parallel = nth > 1 && nblk > 1 && 2.0 * (double)n * (double)wsize * (double)L >= 8.0 * LT_NN_PAR_MIN;
-    int nt = parallel ? (nblk < nth ? (int)nblk : nth) : 1;
-    float *part = nt > 1 || tr ? lt_k_scratch(k, sizeof(float) * (size_t)(wsize * nt)) : dw;
+    bool worth = 2.0 * (double)n * (double)wsize * (double)L >= 8.0 * LT_NN_PAR_MIN;
+    /* the slices follow from the sizes (par.h), the threads share them */
+    int ns = worth ? lt_par_pieces(nblk) : 1, nt = lt_par_threads(ns, worth);
+    float *part = ns > 1 || tr ? lt_k_scratch(k, sizeof(float) * (size_t)(wsize * ns)) : dw;
     float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)((P + R) * cols * nt));
     if (!part || !bufs)
         return too_big(k);
-    memset(part, 0, sizeof(float) * (size_t)(wsize * nt));
-    /* slice t always sums the same blocks in the same order, and the slices
-     * are added in order: the same bits on every run (training resumes
-     * bit-exactly), whichever thread takes a slice */
-#pragma omp parallel for schedule(static, 1) num_threads(nt) if (nt > 1)
-    for (int t = 0; t < nt; t++) {
-        float *acc = part + wsize * t, *dyb = bufs + (P + R) * cols * t, *colb = dyb + P * cols;
-        for (int64_t b = nblk * t / nt; b < nblk * (t + 1) / nt; b++) {
-            int64_t i0 = b * nb, m = n - i0 < nb ? n - i0 : nb;
-            gc_gather_grid(j, grid, i0, m, dyb);
-            if (tr) {
+    memset(part, 0, sizeof(float) * (size_t)(wsize * ns));
+    /* slice s always sums the same blocks in the same order, and the slices
+     * are added in order: the same bits on every run and thread count
+     * (training resumes bit-exactly), whichever thread takes a slice */
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        float *dyb = bufs + (P + R) * cols * omp_get_thread_num(), *colb = dyb + P * cols;
+#pragma omp for schedule(dynamic, 1)
+        for (int s = 0; s < ns; s++) {
+            float *acc = part + wsize * s;
+            for (int64_t b = nblk * s / ns; b < nblk * (s + 1) / ns; b++) {
+                int64_t i0 = b * nb, m = n - i0 < nb ? n - i0 : nb;
+                gc_gather_grid(j, grid, i0, m, dyb);
+                if (tr) {
+                    for (int64_t i = 0; i < m; i++)
+                        lt_nn_im2col2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L, m * L, &j->g, j->Q);
+                    gemm_nt(4, R, P, m * L, colb, m * L, dyb, m * L, acc, P);
+                    continue;
+                }
+                /* the columns as rows [m L, R]: a plain B operand, no transpose to pack */
                 for (int64_t i = 0; i < m; i++)
-                    lt_nn_im2col2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L, m * L, &j->g, j->Q);
-                gemm_nt(4, R, P, m * L, colb, m * L, dyb, m * L, acc, P);
-                continue;
+                    lt_nn_im2row2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L * R, R, &j->g, j->Q);
+                lt_nn_gemm(4, false, P, R, m * L, dyb, m * L, colb, R, true, acc, R);
             }
-            /* the columns as rows [m L, R]: a plain B operand, no transpose to pack */
-            for (int64_t i = 0; i < m; i++)
-                lt_nn_im2row2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L * R, R, &j->g, j->Q);
-            lt_nn_gemm(4, false, P, R, m * L, dyb, m * L, colb, R, true, acc, R);
         }
     }
-    if (nt > 1 || tr)
+    if (ns > 1 || tr)
         for (int64_t q = 0; q < wsize; q++) {
             /* dW[p, r] from [p, r] or, transposed, [r, p] */
             int64_t at = tr ? q % R * P + q / R : q;
             float v = 0;
-            for (int t = 0; t < nt; t++)
-                v += part[t * wsize + at];
+            for (int s = 0; s < ns; s++)
+                v += part[s * wsize + at];
             dw[q] = v;
         }
     return LT_OK;
@@ -195,14 +201,14 @@ static lt_status gc_forward(lt_kctx *k, const gc_job *j, const char *img, const 
         return lt_nn_conv_regions(k, &j->g, j->n, j->Q, P, (const float *)img, (const float *)w, NULL, (float *)out);
     if (esz == 4 && lt_nn_conv_panels_usable(&j->g, j->groups, j->Q))
         return lt_nn_conv_panels(k, &j->g, j->n, j->Q, P, (const float *)img, (const float *)w, NULL, (float *)out);
-    int nth = omp_get_max_threads();
-    bool parallel = nth > 1 && 2.0 * (double)tasks * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
-    int64_t tile = pick_tile(R, esz, L, tasks, parallel, nth), ntiles = (L + tile - 1) / tile, bytes;
-    int nbuf = j->direct ? 0 : parallel ? nth : 1;
+    bool worth = 2.0 * (double)tasks * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
+    int64_t tile = pick_tile(R, esz, L, tasks, worth), ntiles = (L + tile - 1) / tile, bytes;
+    int nt = lt_par_threads(tasks * ntiles, worth);
+    int nbuf = j->direct ? 0 : nt;
     char *scratch = NULL;
     if (nbuf && (!lt_nn_mul(R * tile, (int64_t)esz * nbuf, &bytes) || !(scratch = lt_k_scratch(k, (size_t)bytes))))
         return too_big(k);
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (int64_t it = 0; it < tasks * ntiles; it++) {
         int64_t t = it / ntiles, n = t / j->groups, gi = t % j->groups;
         int64_t c0 = it % ntiles * tile, c1 = c0 + tile < L ? c0 + tile : L;
@@ -289,18 +295,19 @@ static lt_status gc_backward(lt_kctx *k, const gc_job *j, const char *grid, cons
         return gc_data_panels(k, j, &g2, (const float *)grid, (const float *)w, (float *)img);
     if (gc_blocked(j))
         return gc_backward_blocked(k, j, (const float *)grid, (const float *)w, (float *)img);
-    int nth = omp_get_max_threads();
-    bool parallel = nth > 1 && 2.0 * (double)tasks * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
-    /* enough images x groups for every thread: one task per thread at a
-     * time; else the threads share each task */
-    bool per_task = !parallel || tasks >= nth;
-    int64_t tile = pick_tile(R, esz, L, per_task ? tasks : 1, !per_task, nth), bytes;
-    int nbuf = j->direct ? 0 : per_task && parallel ? nth : 1;
+    /* enough images x groups for every planned thread (par.h): one task
+     * per thread at a time; else the threads share each task, its
+     * columns cut for LT_PAR_PLAN threads */
+    bool worth = 2.0 * (double)tasks * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
+    bool per_task = !worth || tasks >= LT_PAR_PLAN;
+    int64_t tile = pick_tile(R, esz, L, per_task ? tasks : 1, !per_task), bytes;
+    int nt = lt_par_threads(per_task ? tasks : LT_PAR_PLAN, worth);
+    int nbuf = j->direct ? 0 : per_task ? nt : 1;
     char *scratch = NULL;
     if (nbuf && (!lt_nn_mul(R * tile, (int64_t)esz * nbuf, &bytes) || !(scratch = lt_k_scratch(k, (size_t)bytes))))
         return too_big(k);
     if (per_task) {
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
         for (int64_t t = 0; t < tasks; t++) {
             int64_t n = t / j->groups, gi = t % j->groups;
             const char *gt = grid + (size_t)((n * j->gch + gi * P) * L) * esz, *wt = w + (size_t)(gi * P * R) * esz;
@@ -323,25 +330,33 @@ static lt_status gc_backward(lt_kctx *k, const gc_job *j, const char *grid, cons
         int64_t n = t / j->groups, gi = t % j->groups;
         const char *gt = grid + (size_t)((n * j->gch + gi * P) * L) * esz, *wt = w + (size_t)(gi * P * R) * esz;
         char *it = img + (size_t)((n * j->ich + gi * Q) * plane) * esz;
-#pragma omp parallel
+#pragma omp parallel num_threads(nt) if (nt > 1)
         {
-            int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+            /* the GEMMs' columns in LT_PAR_PLAN parts whatever the thread
+             * count, the threads taking parts tid, tid + nth, ... */
+            int tid = omp_get_thread_num(), nth = omp_get_num_threads(), np = LT_PAR_PLAN;
             if (j->direct) {
                 /* the image is the column matrix: split its columns */
-                int64_t blk = round16((L + nt - 1) / nt), c0 = blk * tid, c1 = c0 + blk < L ? c0 + blk : L;
-                if (c0 < c1)
-                    lt_nn_gemm(esz, true, R, c1 - c0, P, wt, R, gt + (size_t)c0 * esz, L, false,
-                               it + (size_t)c0 * esz, plane);
+                int64_t blk = round16((L + np - 1) / np);
+                for (int pc = tid; pc < np; pc += nth) {
+                    int64_t c0 = blk * pc, c1 = c0 + blk < L ? c0 + blk : L;
+                    if (c0 < c1)
+                        lt_nn_gemm(esz, true, R, c1 - c0, P, wt, R, gt + (size_t)c0 * esz, L, false,
+                                   it + (size_t)c0 * esz, plane);
+                }
             } else {
-                int64_t q0 = Q * tid / nt, q1 = Q * (tid + 1) / nt;
+                int64_t q0 = Q * tid / nth, q1 = Q * (tid + 1) / nth;
                 memset(it + (size_t)(q0 * plane) * esz, 0, (size_t)((q1 - q0) * plane) * esz);
                 for (int64_t c0 = 0; c0 < L; c0 += tile) {
                     int64_t c1 = c0 + tile < L ? c0 + tile : L, tw = c1 - c0;
                     /* the tile's GEMM split by columns, its scatter by channels */
-                    int64_t blk = round16((tw + nt - 1) / nt), a = blk * tid, b = a + blk < tw ? a + blk : tw;
-                    if (a < b)
-                        lt_nn_gemm(esz, true, R, b - a, P, wt, R, gt + (size_t)(c0 + a) * esz, L, false,
-                                   scratch + (size_t)a * esz, tw);
+                    int64_t blk = round16((tw + np - 1) / np);
+                    for (int pc = tid; pc < np; pc += nth) {
+                        int64_t a = blk * pc, b = a + blk < tw ? a + blk : tw;
+                        if (a < b)
+                            lt_nn_gemm(esz, true, R, b - a, P, wt, R, gt + (size_t)(c0 + a) * esz, L, false,
+                                       scratch + (size_t)a * esz, tw);
+                    }
 #pragma omp barrier
                     lt_nn_col2im(scratch, it, esz, &j->g, q0, q1, c0, c1);
 #pragma omp barrier
@@ -376,28 +391,30 @@ static lt_status gc_filter(lt_kctx *k, const gc_job *j, const char *grid, const 
         return LT_OK;
     if (gc_blocked(j))
         return gc_filter_blocked(k, j, (const float *)grid, (const float *)img, (float *)dw);
-    int nth = omp_get_max_threads();
-    bool parallel = nth > 1 && 2.0 * (double)n * (double)wsize * (double)L >= 8.0 * LT_NN_PAR_MIN;
+    /* slices of the batch (partial sums) and blocks of channels cut for
+     * LT_PAR_PLAN threads whatever the count that runs them (par.h) */
+    bool worth = 2.0 * (double)n * (double)wsize * (double)L >= 8.0 * LT_NN_PAR_MIN;
     int64_t nslices = 1, nblocks = 1;
-    if (parallel) {
+    if (worth) {
         int64_t fit = PARTIAL_BYTES / (wsize * (int64_t)esz);
-        nslices = nth < n ? nth : n;
+        nslices = lt_par_pieces(n);
         nslices = fit < nslices ? (fit < 1 ? 1 : fit) : nslices;
-        nblocks = (nth + nslices * G - 1) / (nslices * G);
+        nblocks = (LT_PAR_PLAN + nslices * G - 1) / (nslices * G);
         nblocks = nblocks > Q ? Q : nblocks < 1 ? 1 : nblocks;
     }
     int64_t qb = (Q + nblocks - 1) / nblocks, rb = qb * K, bytes;
-    int64_t tile = j->direct ? L : pick_tile(rb, esz, L, 1, false, nth);
+    int64_t tile = j->direct ? L : pick_tile(rb, esz, L, 1, false);
+    int nt = lt_par_threads(nslices * G * nblocks, worth);
     char *acc = dw, *cols = NULL;
     if (nslices > 1) {
         if (!lt_nn_mul(wsize * nslices, (int64_t)esz, &bytes) || !(acc = lt_k_scratch(k, (size_t)bytes)))
             return too_big(k);
         memset(acc, 0, (size_t)bytes);
     }
-    int nbuf = j->direct ? 0 : parallel ? nth : 1;
+    int nbuf = j->direct ? 0 : nt;
     if (nbuf && (!lt_nn_mul(rb * tile, (int64_t)esz * nbuf, &bytes) || !(cols = lt_k_scratch(k, (size_t)bytes))))
         return too_big(k);
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (int64_t u = 0; u < nslices * G * nblocks; u++) {
         int64_t s = u / (G * nblocks), gi = u / nblocks % G, b = u % nblocks;
         int64_t q0 = Q * b / nblocks, q1 = Q * (b + 1) / nblocks, n0 = n * s / nslices, n1 = n * (s + 1) / nslices;

@@ -59,28 +59,30 @@ static lt_status conv_run(lt_kctx *k, const conv_job *j)
     bool direct = K == 1;
     for (int i = 0; i < nsp; i++)
         direct = direct && g->s[i] == 1 && g->pb[i] == 0 && g->pe[i] == 0;
-    int nth = omp_get_max_threads();
     double flops = 2.0 * (double)tasks * (double)mg * (double)L * (double)R;
-    bool parallel = flops >= 8.0 * LT_NN_PAR_MIN && nth > 1;
+    bool worth = flops >= 8.0 * LT_NN_PAR_MIN;
     /* Work items are column tiles of (image, group) tasks: small enough for
      * the im2col buffer to stay in cache, and enough of them for every
-     * thread. Widths are multiples of 16 for the GEMM's sake. */
+     * planned thread (par.h: the tiles, so the products' bits, do not
+     * depend on the threads that run them). Widths are multiples of 16
+     * for the GEMM's sake. */
     int64_t tile = R ? TILE_BYTES / (R * (int64_t)esz) : L;
     tile = tile < 64 ? 64 : tile / 16 * 16;
-    if (parallel && tasks < nth) {
-        int64_t split = (nth + tasks - 1) / tasks, t2 = ((L + split - 1) / split + 15) / 16 * 16;
+    if (worth && tasks < LT_PAR_PLAN) {
+        int64_t split = (LT_PAR_PLAN + tasks - 1) / tasks, t2 = ((L + split - 1) / split + 15) / 16 * 16;
         tile = t2 < tile ? t2 : tile;
     }
     tile = tile > L ? L : tile;
     int64_t ntiles = (L + tile - 1) / tile, items = tasks * ntiles, bytes;
-    int nbuf = direct ? 0 : parallel ? nth : 1;
+    int nt = lt_par_threads(items, worth);
+    int nbuf = direct ? 0 : nt;
     char *scratch = NULL;
     if (nbuf && (!lt_nn_mul(R * tile, (int64_t)esz * nbuf, &bytes) || !(scratch = lt_k_scratch(k, (size_t)bytes))))
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (im2col buffer of %lld x %lld)", (long long)R,
                          (long long)tile);
     const char *x = j->x, *w = j->w, *b = j->b;
     char *y = j->y;
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (int64_t it = 0; it < items; it++) {
         int64_t t = it / ntiles, n = t / j->groups, gi = t % j->groups;
         int64_t c0 = it % ntiles * tile, c1 = c0 + tile < L ? c0 + tile : L;

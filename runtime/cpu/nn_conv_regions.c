@@ -50,8 +50,8 @@ typedef struct plan {
     int64_t wsize;    /* the regions' filter-gradient sums [M, rows] */
     int64_t max_rc;   /* largest rows x cols */
     int64_t max_cols; /* largest cols */
-    int nth;
-    bool parallel;
+    int nth;       /* the threads the work is cut for: LT_PAR_PLAN, whatever the count that runs it */
+    bool parallel; /* worth sharing among threads */
 } plan;
 
 static int64_t cdiv(int64_t a, int64_t d) { return a >= 0 ? (a + d - 1) / d : -((-a) / d); }
@@ -92,9 +92,11 @@ static lt_status plan_of(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, 
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory (convolution regions)");
     memset(p->used, 0, (size_t)(g->k[0] * g->k[1]));
     span1 *sx = sy + g->grid[0];
-    p->nth = omp_get_max_threads();
+    /* the blocks and parts follow from the sizes, never from the threads
+     * that run them (par.h): the products, so the bits, stay the same */
+    p->nth = LT_PAR_PLAN;
     double flops = 2.0 * (double)n * (double)m * (double)p->L * (double)c * (double)(g->k[0] * g->k[1]);
-    p->parallel = p->nth > 1 && flops >= 8.0 * LT_NN_PAR_MIN;
+    p->parallel = flops >= 8.0 * LT_NN_PAR_MIN;
     int ny = axis_spans(g, 0, sy), nx = axis_spans(g, 1, sx);
     for (int a = 0; a < ny; a++)
         for (int b = 0; b < nx; b++) {
@@ -386,7 +388,10 @@ lt_status lt_nn_conv_regions(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t
         int64_t most = m / 32 > 1 ? m / 32 : 1;
         ms = ms > most ? most : ms;
     }
-    int nt = p.parallel ? p.nth : 1;
+    int64_t items = 0;
+    for (int q = 0; q < p.nreg; q++)
+        items += p.reg[q].nblk * ms;
+    int nt = lt_par_threads(items, p.parallel);
     const float *wt = weights_taps_last(k, &p, w);
     float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)((p.max_rc + m * p.max_cols) * nt));
     int64_t *first = lt_k_scratch(k, sizeof(int64_t) * (size_t)(p.nreg + 1));
@@ -395,7 +400,6 @@ lt_status lt_nn_conv_regions(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t
     first[0] = 0;
     for (int q = 0; q < p.nreg; q++)
         first[q + 1] = first[q] + p.reg[q].nblk * ms;
-    int64_t items = first[p.nreg];
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int t = omp_get_thread_num();
@@ -441,11 +445,6 @@ lt_status lt_nn_conv_regions_data(lt_kctx *k, const lt_nn_geom *g, int64_t n, in
     if (s != LT_OK)
         return s;
     int64_t K = g->k[0] * g->k[1], KW = g->k[1];
-    int nt = p.parallel ? p.nth : 1;
-    const float *wt = weights_taps_last(k, &p, w);
-    float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)((p.max_rc + m * p.max_cols) * nt));
-    if (!wt || !bufs)
-        return no_memory(k);
     /* an item: a block of images (the smallest of the regions' blocks)
      * through every region in order, so that items write apart (the
      * regions overlap in dx, the images do not) and no thread waits for
@@ -456,10 +455,15 @@ lt_status lt_nn_conv_regions_data(lt_kctx *k, const lt_nn_geom *g, int64_t n, in
         if (p.reg[q].ntap && p.reg[q].nb < nb)
             nb = p.reg[q].nb;
     int64_t nblk = cdiv(n, nb), cs = 1;
-    if (nt > 1 && nblk < nt) {
-        cs = cdiv(nt, nblk);
+    if (p.parallel && nblk < p.nth) {
+        cs = cdiv(p.nth, nblk);
         cs = cs > c ? c : cs;
     }
+    int nt = lt_par_threads(nblk * cs, p.parallel);
+    const float *wt = weights_taps_last(k, &p, w);
+    float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)((p.max_rc + m * p.max_cols) * nt));
+    if (!wt || !bufs)
+        return no_memory(k);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int t = omp_get_thread_num();
@@ -511,12 +515,12 @@ lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, 
     lt_status s = plan_of(k, g, n, c, m, &p);
     if (s != LT_OK)
         return s;
-    int nt = p.parallel ? p.nth : 1;
-    /* one part of dW's rows a thread, of at least 8 rows (each part reads
-     * every block's rows again) */
-    int64_t ms = nt;
+    /* one part of dW's rows a planned thread, of at least 8 rows (each
+     * part reads every block's rows again) */
+    int64_t ms = p.parallel ? p.nth : 1;
     if (ms > 1 && m / ms < 8)
         ms = m / 8 > 1 ? m / 8 : 1;
+    int nt = lt_par_threads(ms, p.parallel);
     int64_t K = g->k[0] * g->k[1], KW = g->k[1], per = p.max_rc + m * p.max_cols + K * c;
     float *acc = lt_k_scratch(k, sizeof(float) * (size_t)(p.wsize ? p.wsize : 1));
     float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)(per * nt));
