@@ -916,15 +916,16 @@ static void SFX(sums)(SFX(ws) *w, int d, T *dwt, T *dcat, double *acc)
     const lt_rnn *r = w->r;
     int64_t G = w->G, H = w->H, I = r->I, rows = r->S * r->B;
     enum { NW_ = 4, NB_ = 4 }; /* pieces of dW and dB */
-    bool par = omp_get_max_threads() > 1 && !omp_in_parallel() &&
-               (double)rows * (double)G * (double)(H + I) >= SUMS_PAR_WORK;
-    /* dR in one piece a thread, as the GEMM would split it: each piece
-     * packs all of hx */
-    int nr = par ? (omp_get_max_threads() < 8 ? omp_get_max_threads() : 8) : 1;
+    bool worth = (double)rows * (double)G * (double)(H + I) >= SUMS_PAR_WORK;
+    /* dR in one piece a planned thread (par.h), as the GEMM would split
+     * it: each piece packs all of hx. The pieces follow from the sizes,
+     * never from the threads that run them: their products, so the
+     * bits, stay the same. */
+    int nr = worth ? LT_PAR_PLAN : 1, nt = lt_par_threads(nr + NW_ + NB_, worth);
     int64_t rstep = (G + nr - 1) / nr, cstep = ((G + NW_ - 1) / NW_ + 15) / 16 * 16;
     T *dwb = g->dB ? (T *)g->dB + d * 2 * G : NULL;
-    int cpu0 = lt_par_cpu();
-#pragma omp parallel if (par)
+    int cpu0 = nt > 1 ? lt_par_cpu() : -1;
+#pragma omp parallel num_threads(nt) if (nt > 1)
     {
         if (omp_get_thread_num() > 0)
             lt_par_leave_cpu(cpu0);

@@ -4,6 +4,7 @@
 #ifndef LT_CPU_GRAD_RNN_UTIL_H
 #define LT_CPU_GRAD_RNN_UTIL_H
 
+#include "par.h"
 #include "rnn_util.h"
 
 typedef struct lt_grnn {
