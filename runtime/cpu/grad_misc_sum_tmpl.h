@@ -174,18 +174,20 @@ static void RSL_FN(by_output)(const T *g, const rsl_plan *p, int64_t a0, int64_t
 }
 
 /* The whole reduction. Strong reductions walk g once in memory order
- * (by_input; per-thread partial sums when parallel); mild ones compute
- * each output from its few sources (by_output) with no accumulator array. */
+ * (by_input; partial sums over pieces of g when large); mild ones compute
+ * each output from its few sources (by_output) with no accumulator array.
+ * The choice and the pieces follow from the sizes (par.h), never from the
+ * thread count: the sums' order, so their bits, stay the same on any. */
 static lt_status RSL_FN(run)(lt_kctx *k, const T *g, T *out, rsl_plan *p)
 {
-    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
     int64_t gn = p->gn, on = p->on;
-    if (gn < LT_GM_PAR_MIN)
-        nt = 1;
-    if (on > gn / (8 * (int64_t)nt)) {
+    bool worth = gn >= LT_GM_PAR_MIN;
+    int np = worth ? LT_PAR_PLAN : 1;
+    if (on > gn / (8 * (int64_t)np)) {
         lt_status st = rsl_offsets(k, p);
         if (st != LT_OK)
             return st;
+        int nt = lt_par_threads(on, worth);
         if (nt < 2) {
             RSL_FN(by_output)(g, p, 0, on, out);
             return LT_OK;
@@ -197,7 +199,7 @@ static lt_status RSL_FN(run)(lt_kctx *k, const T *g, T *out, rsl_plan *p)
         }
         return LT_OK;
     }
-    if (nt < 2) {
+    if (np < 2) {
         ACC *acc = RSL_SAME ? (ACC *)(void *)out : lt_k_scratch(k, sizeof(ACC) * (size_t)on);
         if (!acc)
             return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
@@ -208,22 +210,25 @@ static lt_status RSL_FN(run)(lt_kctx *k, const T *g, T *out, rsl_plan *p)
                 out[q] = (T)acc[q];
         return LT_OK;
     }
-    /* on <= gn / (8 nt): nt partial outputs cost little next to reading g */
-    ACC *part = lt_k_scratch(k, sizeof(ACC) * (size_t)on * (size_t)nt);
+    /* on <= gn / (8 np): np partial outputs cost little next to reading g */
+    ACC *part = lt_k_scratch(k, sizeof(ACC) * (size_t)on * (size_t)np);
     if (!part)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
-#pragma omp parallel num_threads(nt)
+    int nt = lt_par_threads(np, true);
+#pragma omp parallel num_threads(nt) if (nt > 1)
     {
+#pragma omp for schedule(dynamic, 1)
+        for (int u = 0; u < np; u++) {
+            ACC *mine = part + (size_t)u * (size_t)on;
+            memset(mine, 0, sizeof(ACC) * (size_t)on);
+            RSL_FN(by_input)(g, p, rsl_chunk(gn, u, np), rsl_chunk(gn, u + 1, np), mine);
+        }
+        /* partials are added in piece order: the result does not depend
+         * on which thread finished first, nor on the thread count */
         int t = omp_get_thread_num(), n = omp_get_num_threads();
-        ACC *mine = part + (size_t)t * (size_t)on;
-        memset(mine, 0, sizeof(ACC) * (size_t)on);
-        RSL_FN(by_input)(g, p, rsl_chunk(gn, t, n), rsl_chunk(gn, t + 1, n), mine);
-#pragma omp barrier
-        /* partials are added in thread order: the result does not depend
-         * on which thread finished first */
         for (int64_t q = rsl_chunk(on, t, n), e = rsl_chunk(on, t + 1, n); q < e; q++) {
             ACC s = 0;
-            for (int u = 0; u < n; u++)
+            for (int u = 0; u < np; u++)
                 s += part[(size_t)u * (size_t)on + (size_t)q];
             out[q] = (T)s;
         }

@@ -49,19 +49,22 @@ static void sum_to(const lt_tensor *p, int rank, const int64_t *dims, const doub
 }
 
 /* Rows of x [rows, d] with scale g[(r % srows) * d + j]: dx, and the sums
- * of dy * xhat and dy into per-thread partials [nth][srows * d] each. */
+ * of dy * xhat and dy into partials [np][srows * d] each, one per piece of
+ * the rows (par.h: the pieces follow from the sizes, not the threads). */
 #define LN_CORE(T, S)                                                                                         \
     static void ln_rows_##S(const T *x, const T *dy, T *dx, int64_t rows, int64_t d, const double *mean,       \
-                            const double *inv, const double *g, int64_t srows, double *pds, double *pdb)      \
+                            const double *inv, const double *g, int64_t srows, double *pds, double *pdb,     \
+                            int np)                                                                           \
     {                                                                                                         \
         int64_t span = srows * d;                                                                             \
-        _Pragma("omp parallel for schedule(static) if (rows * d > LT_NU_PAR && rows > 1)")                   \
-        for (int64_t r = 0; r < rows; r++) {                                                                  \
+        _Pragma("omp parallel for schedule(dynamic, 1) num_threads(lt_par_threads(np, true))")               \
+        for (int p = 0; p < np; p++)                                                                          \
+        for (int64_t r = rows * p / np; r < rows * (p + 1) / np; r++) {                                       \
             const T *xp = x + r * d, *gp = dy + r * d;                                                        \
             const double *gr = g + r % srows * d;                                                             \
             double m = mean[r], iv = inv[r], s1 = 0, s2 = 0;                                                  \
-            double *ds = pds + (size_t)omp_get_thread_num() * (size_t)span + r % srows * d;                   \
-            double *db = pdb + (size_t)omp_get_thread_num() * (size_t)span + r % srows * d;                   \
+            double *ds = pds + (size_t)p * (size_t)span + r % srows * d;                                      \
+            double *db = pdb + (size_t)p * (size_t)span + r % srows * d;                                      \
             for (int64_t j = 0; j < d; j++) {                                                                 \
                 double h = gr[j] * gp[j], xc = (double)xp[j] - m;                                             \
                 s1 += h;                                                                                      \
@@ -195,14 +198,12 @@ AVX512 static void ln_fast_avx512(const float *x, const float *dy, float *dx, in
 #endif
 
 static void ln_fast(const float *x, const float *dy, float *dx, int64_t rows, int64_t d, const float *g, float eps,
-                    double *pds, double *pdb)
+                    double *pds, double *pdb, int np)
 {
-    int nth = rows * d > LT_NU_PAR && rows > 1 ? omp_get_max_threads() : 1;
-#pragma omp parallel num_threads(nth)
-    {
-        int nt = omp_get_num_threads(), id = omp_get_thread_num();
-        int64_t r0 = rows * id / nt, r1 = rows * (id + 1) / nt;
-        double *ds = pds + (size_t)id * (size_t)d, *db = pdb + (size_t)id * (size_t)d;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(lt_par_threads(np, true))
+    for (int p = 0; p < np; p++) {
+        int64_t r0 = rows * p / np, r1 = rows * (p + 1) / np;
+        double *ds = pds + (size_t)p * (size_t)d, *db = pdb + (size_t)p * (size_t)d;
 #if defined(__x86_64__) && defined(__GNUC__)
         if (lt_cpu_avx512())
             ln_fast_avx512(x, dy, dx, r0, r1, d, g, eps, ds, db);
@@ -241,19 +242,20 @@ static lt_status k_layer_norm_grad(lt_kctx *k)
         first = ln_first(bias, x, ax);
     int erank = x->rank - first;
     int64_t srows = lt_shape_numel(ax - first, x->dims + first), span = srows * d;
-    int nth = omp_get_max_threads();
+    /* the rows in pieces with a partial sum each */
+    int np = rows * d > LT_NU_PAR && rows > 1 ? lt_par_pieces(rows) : 1;
     bool f32 = x->dtype == LT_F32;
     const double *g = lt_nu_expand_f64(k, scale, erank, x->dims + first, "scale");
     const void *xw = g ? lt_nu_work_in(k, x, f32) : NULL, *dyw = xw ? lt_nu_work_in(k, dy, f32) : NULL;
     double *mean = dyw ? lt_nu_scratch(k, 2 * rows, sizeof(double)) : NULL;
-    double *pds = mean ? lt_nu_scratch(k, 2 * (int64_t)nth * span, sizeof(double)) : NULL;
+    double *pds = mean ? lt_nu_scratch(k, 2 * (int64_t)np * span, sizeof(double)) : NULL;
     double *ds = pds ? lt_nu_scratch(k, scale->numel + (bias ? bias->numel : scale->numel), sizeof(double)) : NULL;
     if (!ds)
         return LT_ERR_RUNTIME;
     if (bias && !lt_nu_expand_f64(k, bias, erank, x->dims + first, "B"))
         return LT_ERR_RUNTIME; /* B must broadcast as the forward requires */
-    double *inv = mean + rows, *pdb = pds + (int64_t)nth * span, *db = ds + scale->numel;
-    memset(pds, 0, sizeof(double) * (size_t)(2 * (int64_t)nth * span));
+    double *inv = mean + rows, *pdb = pds + (int64_t)np * span, *db = ds + scale->numel;
+    memset(pds, 0, sizeof(double) * (size_t)(2 * (int64_t)np * span));
     lt_tensor *dx = NULL;
     void *dxw = NULL;
     if (lt_k_want(k, 0)) {
@@ -268,7 +270,7 @@ static lt_status k_layer_norm_grad(lt_kctx *k)
             return LT_ERR_RUNTIME;
         for (int64_t j = 0; j < d; j++)
             gf[j] = (float)g[j];
-        ln_fast(xw, dyw, dxw, rows, d, gf, (float)eps, pds, pdb);
+        ln_fast(xw, dyw, dxw, rows, d, gf, (float)eps, pds, pdb, np);
     } else {
         if (f32)
             lt_nu_row_stats_f32(xw, rows, d, mean, inv);
@@ -277,13 +279,13 @@ static lt_status k_layer_norm_grad(lt_kctx *k)
         for (int64_t r = 0; r < rows; r++)
             inv[r] = 1 / sqrt(inv[r] + eps);
         if (f32)
-            ln_rows_f32(xw, dyw, dxw, rows, d, mean, inv, g, srows, pds, pdb);
+            ln_rows_f32(xw, dyw, dxw, rows, d, mean, inv, g, srows, pds, pdb, np);
         else
-            ln_rows_f64(xw, dyw, dxw, rows, d, mean, inv, g, srows, pds, pdb);
+            ln_rows_f64(xw, dyw, dxw, rows, d, mean, inv, g, srows, pds, pdb, np);
     }
     if (dx)
         lt_nu_work_store(dx, dxw, f32);
-    for (int t = 1; t < nth; t++)
+    for (int t = 1; t < np; t++)
         for (int64_t e = 0; e < span; e++) {
             pds[e] += pds[t * span + e];
             pdb[e] += pdb[t * span + e];
