@@ -4,9 +4,10 @@
  * kept until the next probe, or until runs turn slow (another process took
  * a core). On a loaded machine a parallel region waits for a thread that is
  * not running, which can make two threads slower than one; the governor
- * keeps such a step at one. It is opt-in (LANTERN_THREAD_GOV=1): kernels
- * split sums by thread, so a run whose thread count follows the machine's
- * load is not bit-identical to another, and training with a fixed seed is. */
+ * keeps such a step at one. It is on by default (LANTERN_THREAD_GOV=0
+ * turns it off): the kernels cut their sums by the sizes alone
+ * (runtime/cpu/par.h), so a step's bits do not depend on its thread count
+ * and a seeded run stays bit-identical whatever the governor chose. */
 #ifndef LT_TRAIN_THREAD_GOV_H
 #define LT_TRAIN_THREAD_GOV_H
 

@@ -471,7 +471,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
     t->path = path;
     lt_pool_reset_peak(); /* --stats reports this trainer's peak */
     const char *gov = getenv("LANTERN_THREAD_GOV");
-    lt_thread_gov_init(&t->gov, gov && !strcmp(gov, "1") ? 0 : 1); /* opt-in: see thread_gov.h */
+    lt_thread_gov_init(&t->gov, gov && !strcmp(gov, "0") ? 1 : 0); /* on unless LANTERN_THREAD_GOV=0 */
     lt_mplan_stats_reset();
     lt_status st = check_opts(o, err);
     if (st == LT_OK)

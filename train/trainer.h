@@ -27,7 +27,7 @@ struct lt_trainer {
     int64_t nacc;       /* runs summed in acc since the last step */
     lt_copy_stats copies; /* summed over the training program's runs */
     int64_t runs;
-    lt_thread_gov gov; /* threads per run (LANTERN_THREAD_GOV=1; else always all) */
+    lt_thread_gov gov; /* threads per run (LANTERN_THREAD_GOV=0: always all) */
     /* On a device backend (the training session's, when it has the
      * training hooks of backend.h): every float parameter of tm lives in
      * its memory (dparam[p], bound to the session), gradients stay there
