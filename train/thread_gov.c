@@ -2,8 +2,11 @@
  * time per input element, so runs over samples of different sizes (trees,
  * sentences) compare. A probe alternates all threads and one thread,
  * LT_GOV_PROBE runs each, so a change of load during it falls on both, and
- * takes each setting's least cost; one thread is kept only when it was
- * clearly faster (LT_GOV_MARGIN), so an idle machine keeps every thread.
+ * takes each setting's median cost (with another process on a core, a run
+ * on all threads now and then finds that core free and runs fast, which a
+ * least cost would take for the setting's); one thread is kept only when
+ * it was clearly faster (LT_GOV_MARGIN), so an idle machine keeps every
+ * thread.
  * The first probe waits out the first runs (planning, first allocations,
  * the pool's threads starting) and the second comes soon after it. */
 #include "thread_gov.h"
@@ -17,7 +20,6 @@ void lt_set_num_threads(int n);
 enum { GOV_WARM, GOV_PROBE, GOV_SETTLED };
 
 #define LT_GOV_WARM 3      /* runs before the first probe */
-#define LT_GOV_PROBE 3     /* runs timed per setting in a probe */
 #define LT_GOV_FIRST 20    /* settled runs before the second probe */
 #define LT_GOV_EVERY 100   /* settled runs between later probes */
 #define LT_GOV_MARGIN 0.95 /* one thread is kept when it costs less than this times all of them */
@@ -59,11 +61,23 @@ void lt_thread_gov_before(lt_thread_gov *g)
         lt_set_num_threads(g->cur);
 }
 
+/* The median of n costs (n <= LT_GOV_PROBE), sorted in a copy. */
+static double median(const double *c, int n)
+{
+    double s[LT_GOV_PROBE];
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        for (; j > 0 && s[j - 1] > c[i]; j--)
+            s[j] = s[j - 1];
+        s[j] = c[i];
+    }
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
 static void start_probe(lt_thread_gov *g)
 {
     g->phase = GOV_PROBE;
     g->n = 0;
-    g->best[0] = g->best[1] = -1;
     g->probes++;
     use(g, g->max);
 }
@@ -78,16 +92,16 @@ void lt_thread_gov_after(lt_thread_gov *g, double seconds, double work)
             start_probe(g);
     } else if (g->phase == GOV_PROBE) {
         int k = g->cur == 1; /* runs alternate: all threads, one, all, one, ... */
-        if (g->best[k] < 0 || cost < g->best[k])
-            g->best[k] = cost;
+        g->seen[k][g->n / 2] = cost;
         if (++g->n < 2 * LT_GOV_PROBE) {
             use(g, k ? g->max : 1);
             return;
         }
-        int one = g->best[1] < LT_GOV_MARGIN * g->best[0];
+        double med[2] = {median(g->seen[0], LT_GOV_PROBE), median(g->seen[1], LT_GOV_PROBE)};
+        int one = med[1] < LT_GOV_MARGIN * med[0];
         g->one += one;
         use(g, one ? 1 : g->max);
-        g->base = g->best[one];
+        g->base = med[one];
         g->phase = GOV_SETTLED;
         g->settled = 0;
         g->slow = 0;

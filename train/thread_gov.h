@@ -13,12 +13,15 @@
 
 #include <stdint.h>
 
+/* runs timed per setting in a probe */
+#define LT_GOV_PROBE 3
+
 typedef struct lt_thread_gov {
     int max;         /* threads allowed (OpenMP's at the start); 1 turns the governor off */
     int cur;         /* threads the next run uses */
     int phase;       /* warm-up, probing (all threads and one in turn), settled */
     int n;           /* runs in this phase */
-    double best[2];  /* the least cost seen this probe with all threads and with one */
+    double seen[2][LT_GOV_PROBE]; /* the costs seen this probe with all threads and with one */
     double base;     /* the kept setting's cost when it was chosen */
     int slow;        /* settled runs in a row costing over LT_GOV_SLOW * base */
     int64_t settled; /* runs since the last choice */

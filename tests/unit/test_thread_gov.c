@@ -1,10 +1,11 @@
 /* The trainer's thread governor (train/thread_gov.c) on scripted run times
  * (3 warm-up runs, then probes of 3 runs per setting in turn): an idle
  * machine keeps every thread, a machine where one thread is clearly
- * faster gets one, a near tie keeps every thread, runs turning slow start a
- * probe before the regular one, costs are per input element (a large sample
- * is not mistaken for a slow setting), and the pool's size is given back at
- * the end. Plus a training run with the governor on (the default) and off
+ * faster gets one (a lucky fast run on all threads in the probe does not
+ * hide it: medians are compared), a near tie keeps every thread, runs
+ * turning slow start a probe before the regular one, costs are per input
+ * element (a large sample is not mistaken for a slow setting), and the
+ * pool's size is given back at the end. Plus a training run with the governor on (the default) and off
  * reaching the same parameters bit for bit: it only changes how many
  * threads run a step, and the kernels' sums do not depend on that. */
 #include "testutil.h"
@@ -91,6 +92,27 @@ static void cost_is_per_element(void **state)
     lt_thread_gov_fini(&g);
 }
 
+static void lucky_run_ignored(void **state)
+{
+    (void)state;
+    lt_set_num_threads(2);
+    lt_thread_gov g;
+    lt_thread_gov_init(&g, 0);
+    /* another process on a core: runs on both threads cost 1.5, but the
+     * probe's first finds the core free (0.8); one thread costs 1.0. The
+     * medians (1.5 against 1.0) choose one thread, where the least costs
+     * (0.8 against 1.0) would keep both */
+    int all_runs = 0;
+    for (int i = 0; i < 9; i++) {
+        lt_thread_gov_before(&g);
+        double ms = g.cur == 1 ? 1.0 : i < 3 ? 1.5 : all_runs++ == 0 ? 0.8 : 1.5;
+        lt_thread_gov_after(&g, ms * 1e-3, 1);
+    }
+    assert_int_equal(g.cur, 1);
+    assert_int_equal(g.one, 1);
+    lt_thread_gov_fini(&g);
+}
+
 static void off_with_one_thread(void **state)
 {
     (void)state;
@@ -158,7 +180,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(choices),           cmocka_unit_test(slow_runs_probe_early),
-        cmocka_unit_test(cost_is_per_element), cmocka_unit_test(off_with_one_thread),
+        cmocka_unit_test(cost_is_per_element), cmocka_unit_test(lucky_run_ignored),
+        cmocka_unit_test(off_with_one_thread),
         cmocka_unit_test(training_unchanged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
