@@ -249,10 +249,54 @@ static void max_grad_2x2_base(const float *x0, const float *x1, const float *gy,
     max_grad_2x2_body(x0, x1, gy, d0, d1, ow);
 }
 #if defined(__x86_64__) && defined(__GNUC__)
+/* Eight 2x2 windows of x (16 floats of a row) split into their even and
+ * odd columns: [x0 x2 .. x14] and [x1 x3 .. x15]. */
+__attribute__((target("avx2,fma"))) static inline void split_even_odd(const float *x, __m256 *even, __m256 *odd)
+{
+    __m256 lo = _mm256_loadu_ps(x), hi = _mm256_loadu_ps(x + 8);
+    /* per 128-bit lane: [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6], then the
+     * 64-bit quarters put in order */
+    __m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)), o = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* the inverse: a's and b's lanes interleaved, [a0 b0 a1 b1 .. a7 b7], stored */
+__attribute__((target("avx2,fma"))) static inline void store_interleaved(float *d, __m256 a, __m256 b)
+{
+    __m256 lo = _mm256_unpacklo_ps(a, b), hi = _mm256_unpackhi_ps(a, b);
+    _mm256_storeu_ps(d, _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_storeu_ps(d + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+/* One row pair, eight windows a step with AVX2 (the same comparisons and
+ * choices as max_grad_2x2_body, as masks and blends: random data defeats
+ * the branches a compiler makes of the selects), the rest by the body. */
 __attribute__((target("avx2,fma"))) static void max_grad_2x2_avx2(const float *x0, const float *x1, const float *gy,
                                                                   float *d0, float *d1, int64_t ow)
 {
-    max_grad_2x2_body(x0, x1, gy, d0, d1, ow);
+    int64_t ox = 0;
+    for (; ox + 8 <= ow; ox += 8) {
+        int64_t c = 2 * ox;
+        __m256 a, b, e, f;
+        split_even_odd(x0 + c, &a, &b);
+        split_even_odd(x1 + c, &e, &f);
+        __m256 g = _mm256_loadu_ps(gy + ox);
+        __m256 tb = _mm256_cmp_ps(b, a, _CMP_GT_OQ);
+        __m256 best = _mm256_blendv_ps(a, b, tb);
+        __m256 te = _mm256_cmp_ps(e, best, _CMP_GT_OQ);
+        best = _mm256_blendv_ps(best, e, te);
+        __m256 tf = _mm256_cmp_ps(f, best, _CMP_GT_OQ);
+        /* gf where f won; ge where e won and f did not; then b, then a */
+        __m256 gf = _mm256_and_ps(tf, g), rest = _mm256_andnot_ps(tf, g);
+        __m256 ge = _mm256_and_ps(te, rest);
+        rest = _mm256_andnot_ps(te, rest);
+        __m256 gb = _mm256_and_ps(tb, rest), ga = _mm256_andnot_ps(tb, rest);
+        store_interleaved(d0 + c, ga, gb);
+        store_interleaved(d1 + c, ge, gf);
+    }
+    if (ox < ow)
+        max_grad_2x2_body(x0 + 2 * ox, x1 + 2 * ox, gy + ox, d0 + 2 * ox, d1 + 2 * ox, ow - ox);
 }
 #define MAX_GRAD_2X2 (lt_cpu_avx2() ? max_grad_2x2_avx2 : max_grad_2x2_base)
 #else
