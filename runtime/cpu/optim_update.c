@@ -75,9 +75,26 @@ LT_DEFINE_UPDATE(double, sqrt, update_f64)
 #include <immintrin.h>
 #include <omp.h>
 
-/* float32 with AVX-512: sixteen elements a step, the last step masked; the
- * same operations in the same order as the loops above (no fused
- * multiply-adds, correctly rounded sqrt and division), so the same bits. */
+/* One float32 element of the step, as the loops above compute it: the
+ * tail past the last whole vector of the AVX2 path. */
+static void update_one_f32(const lt_optim_update *c, int64_t i)
+{
+    lt_optim_update one = *c;
+    one.n = 1;
+    one.p = (float *)c->p + i;
+    one.g = (const float *)c->g + i;
+    one.s1 = c->s1 ? (float *)c->s1 + i : NULL;
+    one.s2 = c->s2 ? (float *)c->s2 + i : NULL;
+    update_f32(&one);
+}
+
+/* float32 with AVX-512: sixteen elements a step, the last step masked */
+#define NAME update_f32_avx512
+#define TARGET __attribute__((target("avx512f")))
+#define W 16
+#define VT __m512
+#define TAIL 1
+#define MASK_OF(r) const __mmask16 m = (r) >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (r)) - 1u)
 #define V(x) _mm512_set1_ps(x)
 #define LD(a) _mm512_maskz_loadu_ps(m, (a) + i)
 #define ST(a, v) _mm512_mask_storeu_ps((a) + i, m, (v))
@@ -85,68 +102,14 @@ LT_DEFINE_UPDATE(double, sqrt, update_f64)
 #define SUB _mm512_sub_ps
 #define MUL _mm512_mul_ps
 #define DIV _mm512_div_ps
-
-__attribute__((target("avx512f"))) static void update_f32_avx512(const lt_optim_update *c)
-{
-    const int64_t n = c->n, nb = (n + 15) / 16;
-    float *restrict p = c->p;
-    const float *restrict gr = c->g;
-    float *restrict s1 = c->s1, *restrict s2 = c->s2;
-    const float lr = (float)c->lr, scale = (float)c->scale, mu = (float)c->mu, b1 = (float)c->b1,
-                b2 = (float)c->b2, eps = (float)c->eps, step = (float)c->adam_step, ibc2 = (float)c->inv_sqrt_bc2,
-                decay = (float)c->decay;
-    const float wd = c->kind == LT_OPTIM_ADAMW ? 0.0f : (float)c->wd;
-    const int kind = (int)c->kind;
-    /* blocks of 2048 vectors taken in turn (a thread given a busy core
-     * takes fewer), the second thread kept off the first one's CPU */
-    const int cpu0 = lt_par_cpu();
-#pragma omp parallel if (n > LT_OPTIM_PAR_MIN)
-    {
-        if (omp_get_thread_num() > 0)
-            lt_par_leave_cpu(cpu0);
-#pragma omp for schedule(dynamic, 2048)
-        for (int64_t b = 0; b < nb; b++) {
-            const int64_t i = b * 16;
-            const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
-            __m512 P = LD(p);
-            if (kind == LT_OPTIM_ADAM || kind == LT_OPTIM_ADAMW)
-                P = MUL(P, V(decay));
-            const __m512 G = ADD(MUL(LD(gr), V(scale)), MUL(V(wd), P));
-            switch (kind) {
-            case LT_OPTIM_SGD:
-                P = SUB(P, MUL(V(lr), G));
-                break;
-            case LT_OPTIM_MOMENTUM: {
-                const __m512 S = ADD(MUL(V(mu), LD(s1)), G);
-                ST(s1, S);
-                P = SUB(P, MUL(V(lr), S));
-                break;
-            }
-            case LT_OPTIM_NESTEROV: {
-                const __m512 S = ADD(MUL(V(mu), LD(s1)), G);
-                ST(s1, S);
-                P = SUB(P, MUL(V(lr), ADD(G, MUL(V(mu), S))));
-                break;
-            }
-            case LT_OPTIM_ADAGRAD: {
-                const __m512 S = ADD(LD(s1), MUL(G, G));
-                ST(s1, S);
-                P = SUB(P, DIV(MUL(V(lr), G), ADD(_mm512_sqrt_ps(S), V(eps))));
-                break;
-            }
-            default: { /* Adam, AdamW */
-                const __m512 M = ADD(MUL(V(b1), LD(s1)), MUL(V(1 - b1), G));
-                const __m512 S = ADD(MUL(V(b2), LD(s2)), MUL(MUL(V(1 - b2), G), G));
-                ST(s1, M);
-                ST(s2, S);
-                P = SUB(P, DIV(MUL(V(step), M), ADD(MUL(_mm512_sqrt_ps(S), V(ibc2)), V(eps))));
-                break;
-            }
-            }
-            ST(p, P);
-        }
-    }
-}
+#define SQRTV _mm512_sqrt_ps
+#include "optim_update_vec.h"
+#undef NAME
+#undef TARGET
+#undef W
+#undef VT
+#undef TAIL
+#undef MASK_OF
 #undef V
 #undef LD
 #undef ST
@@ -154,6 +117,39 @@ __attribute__((target("avx512f"))) static void update_f32_avx512(const lt_optim_
 #undef SUB
 #undef MUL
 #undef DIV
+#undef SQRTV
+
+/* float32 with AVX2: eight elements a step, the rest one by one (AMD's
+ * masked stores are microcoded) */
+#define NAME update_f32_avx2
+#define TARGET __attribute__((target("avx2")))
+#define W 8
+#define VT __m256
+#define TAIL 0
+#define MASK_OF(r) (void)0
+#define V(x) _mm256_set1_ps(x)
+#define LD(a) _mm256_loadu_ps((a) + i)
+#define ST(a, v) _mm256_storeu_ps((a) + i, (v))
+#define ADD _mm256_add_ps
+#define SUB _mm256_sub_ps
+#define MUL _mm256_mul_ps
+#define DIV _mm256_div_ps
+#define SQRTV _mm256_sqrt_ps
+#include "optim_update_vec.h"
+#undef NAME
+#undef TARGET
+#undef W
+#undef VT
+#undef TAIL
+#undef MASK_OF
+#undef V
+#undef LD
+#undef ST
+#undef ADD
+#undef SUB
+#undef MUL
+#undef DIV
+#undef SQRTV
 #endif
 
 void lt_cpu_optim_update(const lt_optim_update *u)
@@ -162,6 +158,10 @@ void lt_cpu_optim_update(const lt_optim_update *u)
 #if defined(__x86_64__) && defined(__GNUC__)
         if (lt_cpu_avx512()) {
             update_f32_avx512(u);
+            return;
+        }
+        if (lt_cpu_avx2()) {
+            update_f32_avx2(u);
             return;
         }
 #endif

@@ -1,0 +1,73 @@
+/* The float32 optimizer step of optim_update.c over vectors, included once
+ * per instruction set. The includer defines NAME (the function), TARGET
+ * (its target attribute), W (lanes), VT (the vector type), V(x)
+ * (broadcast), LD(a) and ST(a, v) (the vector at a + i), ADD, SUB, MUL,
+ * DIV, SQRTV, and TAIL when the last, partial vector needs a mask (LD/ST
+ * then read the mask m); without TAIL the elements past the last whole
+ * vector go through update_one_f32. The same operations in the same order
+ * as the scalar loops (no fused multiply-adds, correctly rounded sqrt and
+ * division), so the same bits. */
+TARGET static void NAME(const lt_optim_update *c)
+{
+    const int64_t n = c->n, nb = TAIL ? (n + W - 1) / W : n / W;
+    float *restrict p = c->p;
+    const float *restrict gr = c->g;
+    float *restrict s1 = c->s1, *restrict s2 = c->s2;
+    const float lr = (float)c->lr, scale = (float)c->scale, mu = (float)c->mu, b1 = (float)c->b1,
+                b2 = (float)c->b2, eps = (float)c->eps, step = (float)c->adam_step, ibc2 = (float)c->inv_sqrt_bc2,
+                decay = (float)c->decay;
+    const float wd = c->kind == LT_OPTIM_ADAMW ? 0.0f : (float)c->wd;
+    const int kind = (int)c->kind;
+    /* blocks of 32768 elements taken in turn (a thread given a busy core
+     * takes fewer), the second thread kept off the first one's CPU */
+    const int cpu0 = lt_par_cpu();
+#pragma omp parallel if (n > LT_OPTIM_PAR_MIN)
+    {
+        if (omp_get_thread_num() > 0)
+            lt_par_leave_cpu(cpu0);
+#pragma omp for schedule(dynamic, 32768 / W)
+        for (int64_t b = 0; b < nb; b++) {
+            const int64_t i = b * W;
+            MASK_OF(n - i);
+            VT P = LD(p);
+            if (kind == LT_OPTIM_ADAM || kind == LT_OPTIM_ADAMW)
+                P = MUL(P, V(decay));
+            const VT G = ADD(MUL(LD(gr), V(scale)), MUL(V(wd), P));
+            switch (kind) {
+            case LT_OPTIM_SGD:
+                P = SUB(P, MUL(V(lr), G));
+                break;
+            case LT_OPTIM_MOMENTUM: {
+                const VT S = ADD(MUL(V(mu), LD(s1)), G);
+                ST(s1, S);
+                P = SUB(P, MUL(V(lr), S));
+                break;
+            }
+            case LT_OPTIM_NESTEROV: {
+                const VT S = ADD(MUL(V(mu), LD(s1)), G);
+                ST(s1, S);
+                P = SUB(P, MUL(V(lr), ADD(G, MUL(V(mu), S))));
+                break;
+            }
+            case LT_OPTIM_ADAGRAD: {
+                const VT S = ADD(LD(s1), MUL(G, G));
+                ST(s1, S);
+                P = SUB(P, DIV(MUL(V(lr), G), ADD(SQRTV(S), V(eps))));
+                break;
+            }
+            default: { /* Adam, AdamW */
+                const VT M = ADD(MUL(V(b1), LD(s1)), MUL(V(1 - b1), G));
+                const VT S = ADD(MUL(V(b2), LD(s2)), MUL(MUL(V(1 - b2), G), G));
+                ST(s1, M);
+                ST(s2, S);
+                P = SUB(P, DIV(MUL(V(step), M), ADD(MUL(SQRTV(S), V(ibc2)), V(eps))));
+                break;
+            }
+            }
+            ST(p, P);
+        }
+    }
+    if (!TAIL)
+        for (int64_t i = nb * W; i < n; i++)
+            update_one_f32(c, i);
+}
