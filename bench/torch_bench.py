@@ -22,7 +22,13 @@ and prints one table row per model:
 
   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive /usr/bin/python3 bench/torch_bench.py \\
       [--lantern build-bench/bench/bench_train] [--models build/bench_models] \\
-      [--torch2 /tmp/venv-bench/bin/python] [--warmup 5] [--iters 30] [--rounds 1] [--spin] [NAME...]
+      [--torch2 /tmp/venv-bench/bin/python] [--warmup 40] [--iters 40] [--rounds 1] [--spin] [NAME...]
+
+Warm-up: 40 steps on both sides by default, so that lantern's timed steps
+come after its thread governor's first two probes (train/thread_gov.c:
+3 warm-up runs, 3 runs at each thread count, 20 settled runs, a second
+probe), as they would in a training run of any length; later probes, one
+every 100 steps, are rare enough to leave the median alone.
 
 --rounds R runs lantern and each torch R times per model, alternating, and
 keeps each side's lower median: steadier figures on a busy machine.
@@ -203,8 +209,8 @@ def main():
     ap.add_argument("--lantern", default=None, help="bench_train binary")
     ap.add_argument("--models", default=os.path.join(ROOT, "build", "bench_models"))
     ap.add_argument("--torch2", help="python of a second torch (e.g. a venv with PyPI torch 2.x)")
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=40)
+    ap.add_argument("--iters", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=1,
                     help="run each side this many times, alternating, and keep the lower median (busy machines)")
     ap.add_argument("--spin", action="store_true",
