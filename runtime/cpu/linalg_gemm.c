@@ -53,9 +53,10 @@ static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
             }
         return;
     }
-    /* M = 1, N = 1 or K = 1 (gemv_avx512.c): the matrix streamed once, no packing */
+    /* M = 1, N = 1 or K = 1 (gemv_avx512.c, gemv_avx2.c): the matrix streamed once, no packing */
     if (dt == LT_F32 && (M == 1 || N == 1 || K == 1) &&
-        lt_sgemv_avx512(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
+        (lt_sgemv_avx512(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc) ||
+         lt_sgemv_avx2(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc)))
         return;
     /* fewer columns than the AVX-512 tile is wide, or one tile's width
      * (the 32 features of a small transformer: no packing of op(A), and

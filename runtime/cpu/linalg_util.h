@@ -60,6 +60,11 @@ bool lt_sgemm_small_avx2_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t
  * shapes or without AVX-512. */
 bool lt_sgemv_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* The same with AVX2 and FMA (gemv_avx2.c), for CPUs without AVX-512;
+ * false, with C untouched, for other shapes, without AVX2 and FMA, or
+ * with LANTERN_GEMM=blas. */
+bool lt_sgemv_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* nb independent products; A, B, C of product i start at element offsets
  * offa[i], offb[i], offc[i]. Parallel over the batch when there are many. */

@@ -1,4 +1,5 @@
-/* The float32 matrix-vector and rank-1 kernels (gemv_avx512.c) against
+/* The float32 matrix-vector and rank-1 kernels (gemv_avx512.c, and
+ * gemv_avx2.c with its one-by-one last lanes) against
  * sums in double: M = 1 and N = 1 with every transpose (both the axpy and
  * the dot form), K = 1 (rank-1 updates, as AccGemm adds a weight gradient),
  * alpha and beta (beta 0 must not read C), leading dimensions past the
@@ -93,6 +94,16 @@ static void kernel(void **state)
     assert_true(c[0] == 5 && c[3] == 8);
 }
 
+static void kernel_avx2(void **state)
+{
+    (void)state;
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !getenv("LANTERN_GEMM");
+    run_shapes(lt_sgemv_avx2, avx2);
+    float a[4] = {1, 2, 3, 4}, c[4] = {5, 6, 7, 8};
+    assert_false(lt_sgemv_avx2(false, false, 2, 2, 2, 1.0f, a, 2, a, 2, 0.0f, c, 2));
+    assert_true(c[0] == 5 && c[3] == 8);
+}
+
 static void routed(void **state)
 {
     (void)state;
@@ -108,6 +119,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kernel),
+        cmocka_unit_test(kernel_avx2),
         cmocka_unit_test(routed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
