@@ -28,7 +28,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define CELL_AVX512 1
+#define CELL_X86 1
 #endif
 
 /* cells of at least this many elements defer products of rank at most
@@ -185,7 +185,7 @@ static lt_status op_acc_zeros_like(lt_kctx *k)
     return LT_OK;
 }
 
-#ifdef CELL_AVX512
+#ifdef CELL_X86
 /* d += a, 64 floats at a time; blocks of a that are all zeros leave d as
  * it is (d + 0 == d for every d a cell holds: it starts at +0, and sums
  * that start at +0 never reach -0) */
@@ -211,13 +211,39 @@ __attribute__((target("avx512f"))) static void add_f32_avx512(float *d, const fl
         _mm512_mask_storeu_ps(d + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d + i), av));
     }
 }
+
+/* the same with AVX2, 32 floats at a time, the last ones one by one
+ * (blocks of zeros skipped alike: the sums are the same bits) */
+__attribute__((target("avx2"))) static void add_f32_avx2(float *d, const float *a, int64_t n)
+{
+    const __m256 z = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256 a0 = _mm256_loadu_ps(a + i), a1 = _mm256_loadu_ps(a + i + 8), a2 = _mm256_loadu_ps(a + i + 16),
+               a3 = _mm256_loadu_ps(a + i + 24);
+        __m256 nz = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(a0, z, _CMP_NEQ_UQ), _mm256_cmp_ps(a1, z, _CMP_NEQ_UQ)),
+                                 _mm256_or_ps(_mm256_cmp_ps(a2, z, _CMP_NEQ_UQ), _mm256_cmp_ps(a3, z, _CMP_NEQ_UQ)));
+        if (_mm256_testz_ps(nz, nz))
+            continue;
+        _mm256_storeu_ps(d + i, _mm256_add_ps(_mm256_loadu_ps(d + i), a0));
+        _mm256_storeu_ps(d + i + 8, _mm256_add_ps(_mm256_loadu_ps(d + i + 8), a1));
+        _mm256_storeu_ps(d + i + 16, _mm256_add_ps(_mm256_loadu_ps(d + i + 16), a2));
+        _mm256_storeu_ps(d + i + 24, _mm256_add_ps(_mm256_loadu_ps(d + i + 24), a3));
+    }
+    for (; i < n; i++)
+        d[i] += a[i];
+}
 #endif
 
 static void add_f32(float *d, const float *a, int64_t n)
 {
-#ifdef CELL_AVX512
+#ifdef CELL_X86
     if (lt_cpu_avx512()) {
         add_f32_avx512(d, a, n);
+        return;
+    }
+    if (lt_cpu_avx2()) {
+        add_f32_avx2(d, a, n);
         return;
     }
 #endif
