@@ -30,6 +30,16 @@ bool lt_sgemm_avx512_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, 
                          int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
                          float *C, int64_t ldc);
 
+/* lt_sgemm_avx512 and lt_sgemm_avx512_cat with AVX2 and FMA
+ * (sgemm_avx2.c), for CPUs without AVX-512: any shape with M, N, K >= 1;
+ * false, with C untouched, without AVX2 and FMA or with LANTERN_GEMM=blas.
+ * linalg_gemm.c picks the shapes where it beats OpenBLAS. */
+bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+bool lt_sgemm_avx2_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float alpha, const float *A,
+                       int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
+                       float *C, int64_t ldc);
+
 /* The float form for products of at most 64 columns with K * N <= 16384,
  * or <= 131072 when op(B) is B itself and alpha is 1 (sgemm_small.c);
  * on a CPU without AVX-512 (or LANTERN_GEMM=blas), the AVX2 form below

@@ -1,0 +1,367 @@
+/* float32 GEMM with AVX2 and FMA kernels for CPUs without AVX-512 (the
+ * build targets baseline x86-64; sgemm_avx512.c is the wide form). The
+ * same blocking as there in 8-lane registers: op(B) packed in panels of NR
+ * columns for a KC slice of K, op(A) packed in panels of MR rows (alpha
+ * folded in) or, with alpha 1, read in place; an MR x NR register tile of
+ * accumulators, 6 x 16 here (12 of the 16 ymm registers, two for op(B)'s
+ * row and one for a broadcast). Transposed operands are packed through
+ * 8x8 in-register transposes. beta is applied as each tile is stored, so
+ * there is no separate pass over C (OpenBLAS's sgemm_beta), and partial
+ * tiles store with plain 8/4/2/1-lane stores: AMD's masked stores are
+ * microcoded. linalg_gemm.c routes float products here and keeps OpenBLAS
+ * for the shapes this does no better on. */
+#include "linalg_util.h"
+#include "cpu_features.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include "avx2_tail.h"
+
+#define MR 6
+#define NR 16
+/* KC x NR of op(B) (16 KiB) stays in Zen 3's and Haswell's 32 KiB L1
+ * while a block's MR-row panels of op(A) (MC x KC, 144 KiB) stream from
+ * L2; NC bounds the packed op(B) (2 MiB, L3) */
+#define KC 256
+#define MC 144
+#define NC 2048
+/* floats past a packed A panel's end: its last row is stored 8 lanes wide */
+#define SLACK 8
+#define AVX2 __attribute__((target("avx2,fma")))
+
+/* lanes [0, n) set (n <= 8), for masked loads (fast on AMD, unlike the
+ * masked stores) */
+AVX2 static inline __m256i lanes(int64_t n)
+{
+    __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n >= 8 ? 8 : (int)n), idx);
+}
+
+/* ---- packing ---- */
+
+/* r[0..7] become their transpose: r[c] = (old r[0][c], ..., old r[7][c]) */
+AVX2 static inline void tr8(__m256 *r)
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4h + j], 128-bit half l: element 4l + j of rows 4h .. 4h + 3 */
+    for (int h = 0; h < 2; h++) {
+        u[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
+        u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xee);
+        u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+        u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xee);
+    }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
+}
+
+/* dst[k * ld + c] = alpha src[c * lds + k] for c < rows, k < kc (rows <=
+ * 8; lanes from `rows` to 8 are zero). Each k stores 8 lanes, in order of
+ * k: with ld 6 (an A panel) the 2 lanes past a row land on the next one,
+ * which is stored after, and the last row's on the slack past the panel. */
+AVX2 static void pack_transposed(const float *src, int64_t lds, int64_t rows, int64_t kc, float *dst, int64_t ld,
+                                 float alpha)
+{
+    __m256 va = _mm256_set1_ps(alpha);
+    for (int64_t k0 = 0; k0 < kc; k0 += 8) {
+        int64_t n = kc - k0 < 8 ? kc - k0 : 8;
+        __m256 r[8];
+        if (n == 8) {
+            for (int c = 0; c < 8; c++)
+                r[c] = c < rows ? _mm256_mul_ps(va, _mm256_loadu_ps(src + c * lds + k0)) : _mm256_setzero_ps();
+        } else {
+            __m256i m = lanes(n);
+            for (int c = 0; c < 8; c++)
+                r[c] = c < rows ? _mm256_mul_ps(va, _mm256_maskload_ps(src + c * lds + k0, m)) : _mm256_setzero_ps();
+        }
+        tr8(r);
+        for (int64_t k = 0; k < n; k++)
+            _mm256_storeu_ps(dst + (k0 + k) * ld, r[k]);
+    }
+}
+
+/* op(A) rows [i0, i0 + mc), k [k0, k0 + kc), times alpha, into panels of
+ * MR rows: row r of panel p at k is pa[(p * kc + k) * MR + r] (zero past
+ * mc); each row of a panel is stored 8 lanes wide, spilling onto the next
+ * one as in pack_transposed */
+AVX2 static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
+                        float alpha, float *pa)
+{
+    __m256 va = _mm256_set1_ps(alpha);
+    for (int64_t p = 0; p < mc; p += MR) {
+        int64_t mr = mc - p < MR ? mc - p : MR;
+        float *dst = pa + p * kc;
+        if (ta) {
+            /* A is [K, M]: the panel's rows lie side by side in A's row k */
+            __m256i m = lanes(mr);
+            for (int64_t k = 0; k < kc; k++)
+                _mm256_storeu_ps(dst + k * MR, _mm256_mul_ps(va, _mm256_maskload_ps(A + (k0 + k) * lda + i0 + p, m)));
+        } else {
+            pack_transposed(A + (i0 + p) * lda + k0, lda, mr, kc, dst, MR, alpha);
+        }
+    }
+}
+
+/* op(B): B [K, N] (B^T when tb), or with B2 the columns side by side
+ * [B | B2] of B [K, n1] and B2 [K, N - n1] (not transposed) */
+typedef struct {
+    const float *B, *B2;
+    int64_t ldb, ldb2, n1;
+    bool tb;
+} bsrc;
+
+/* columns [j, j + nr) of [B | B2] at rows [k0, k0 + kc) into a panel, one
+ * column at a time (the one panel across the seam) */
+static void pack_seam(const bsrc *b, int64_t k0, int64_t kc, int64_t j, int64_t nr, float *dst)
+{
+    for (int64_t k = 0; k < kc; k++)
+        for (int64_t c = 0; c < NR; c++)
+            dst[k * NR + c] = c >= nr         ? 0.0f
+                              : j + c < b->n1 ? b->B[(k0 + k) * b->ldb + j + c]
+                                              : b->B2[(k0 + k) * b->ldb2 + j + c - b->n1];
+}
+
+/* op(B) k [k0, k0 + kc), columns [j0, j0 + nc) into panels of NR columns:
+ * column c of panel q at k is pb[(q * kc + k) * NR + c] (zero past nc) */
+AVX2 static void pack_b(const bsrc *bs, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float *pb)
+{
+    for (int64_t q = 0; q < nc; q += NR) {
+        int64_t nr = nc - q < NR ? nc - q : NR;
+        float *dst = pb + q * kc;
+        const float *B = bs->B;
+        int64_t ldb = bs->ldb, j = j0 + q;
+        if (bs->B2 && j + nr > bs->n1) {
+            if (j < bs->n1) {
+                pack_seam(bs, k0, kc, j, nr, dst);
+                continue;
+            }
+            /* wholly in B2 */
+            B = bs->B2;
+            ldb = bs->ldb2;
+            j -= bs->n1;
+        }
+        if (!bs->tb) {
+            const float *src = B + k0 * ldb + j;
+            if (nr == NR) {
+                for (int64_t k = 0; k < kc; k++, src += ldb) {
+                    _mm256_storeu_ps(dst + k * NR, _mm256_loadu_ps(src));
+                    _mm256_storeu_ps(dst + k * NR + 8, _mm256_loadu_ps(src + 8));
+                }
+            } else {
+                __m256i m0 = lanes(nr), m1 = lanes(nr > 8 ? nr - 8 : 0);
+                for (int64_t k = 0; k < kc; k++, src += ldb) {
+                    _mm256_storeu_ps(dst + k * NR, _mm256_maskload_ps(src, m0));
+                    _mm256_storeu_ps(dst + k * NR + 8, _mm256_maskload_ps(src + 8, m1));
+                }
+            }
+        } else {
+            /* B is [N, K]: column c of op(B) is B's row j + c */
+            const float *src = B + j * ldb + k0;
+            pack_transposed(src, ldb, nr < 8 ? nr : 8, kc, dst, NR, 1.0f);
+            pack_transposed(src + 8 * ldb, ldb, nr > 8 ? nr - 8 : 0, kc, dst + 8, NR, 1.0f);
+        }
+    }
+}
+
+/* ---- the register tile ---- */
+
+/* 8 lanes (the first n of them, n <= 8) of a tile row into C: written
+ * (mode 0), added (mode 1) or added to beta C (mode 2) */
+AVX2 static inline __attribute__((always_inline)) void store8(float *c, __m256 v, int64_t n, int mode, __m256 vb)
+{
+    if (n >= 8) {
+        if (mode == 1)
+            v = _mm256_add_ps(v, _mm256_loadu_ps(c));
+        else if (mode == 2)
+            v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c), v);
+        _mm256_storeu_ps(c, v);
+    } else if (n > 0) {
+        if (mode) {
+            __m256 old = _mm256_maskload_ps(c, lanes(n));
+            v = mode == 1 ? _mm256_add_ps(v, old) : _mm256_fmadd_ps(vb, old, v);
+        }
+        lt_avx2_store_first(c, v, (int)n);
+    }
+}
+
+/* A tile's accumulators into its mr x nr corner of C (mode as store8) */
+AVX2 static inline __attribute__((always_inline)) void store_tile(__m256 acc[MR][2], float *c, int64_t ldc,
+                                                                   int64_t mr, int64_t nr, int mode, float beta)
+{
+    __m256 vb = _mm256_set1_ps(beta);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) {
+        if (r >= mr)
+            break;
+        store8(c + r * ldc, acc[r][0], nr, mode, vb);
+        store8(c + r * ldc + 8, acc[r][1], nr - 8, mode, vb);
+    }
+}
+
+/* C[mr, nr] of the tile from packed panels: mode 0 stores the product, 1
+ * adds it to C, 2 stores beta C + product */
+AVX2 static void tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, int64_t mr, int64_t nr,
+                      int mode, float beta)
+{
+    /* fully unrolled, so that the 12 accumulators live in registers */
+    __m256 acc[MR][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++)
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+#pragma GCC unroll 2
+    for (int64_t k = 0; k < kc; k++) {
+        __m256 b0 = _mm256_loadu_ps(pb + k * NR), b1 = _mm256_loadu_ps(pb + k * NR + 8);
+        const float *a = pa + k * MR;
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) {
+            __m256 ar = _mm256_broadcast_ss(a + r);
+            acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
+        }
+    }
+    store_tile(acc, c, ldc, mr, nr, mode, beta);
+}
+
+/* The tile with op(A) read in place: a(r, k) at a0 + r * rs + k * ks (A
+ * itself: rs = lda, ks = 1; A transposed: rs = 1, ks = lda), one broadcast
+ * per row and k, the same sums as from a packed panel; rows past mr repeat
+ * row mr - 1 and are not stored. Saves packing op(A) (through transposes
+ * when A is not transposed). */
+AVX2 static void tile_direct(int64_t kc, const float *a0, int64_t rs, int64_t ks, const float *pb, float *c,
+                             int64_t ldc, int64_t mr, int64_t nr, int mode, float beta)
+{
+    const float *ar[MR];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++)
+        ar[r] = a0 + (r < mr ? r : mr - 1) * rs;
+    __m256 acc[MR][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++)
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < kc; k++) {
+        __m256 b0 = _mm256_loadu_ps(pb + k * NR), b1 = _mm256_loadu_ps(pb + k * NR + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) {
+            __m256 ak = _mm256_broadcast_ss(ar[r] + k * ks);
+            acc[r][0] = _mm256_fmadd_ps(ak, b0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(ak, b1, acc[r][1]);
+        }
+    }
+    store_tile(acc, c, ldc, mr, nr, mode, beta);
+}
+
+/* ---- driver ---- */
+
+/* per-thread packing buffers, freed with the thread; nothing in them
+ * outlives a call, so a chunk's bits do not depend on the thread */
+static pthread_key_t buf_key;
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+
+static void buf_init(void) { (void)pthread_key_create(&buf_key, free); }
+
+#define PA_LEN (MC * KC + SLACK)
+#define PB_LEN (KC * (NC + NR))
+
+static float *buffers(void)
+{
+    pthread_once(&buf_once, buf_init);
+    float *b = pthread_getspecific(buf_key);
+    if (!b) {
+        b = aligned_alloc(64, sizeof(float) * (PA_LEN + PB_LEN + (64 - PA_LEN % 64)));
+        if (b && pthread_setspecific(buf_key, b) != 0) {
+            free(b);
+            b = NULL;
+        }
+    }
+    return b;
+}
+
+AVX2 static void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                     const bsrc *bs, float beta, float *C, int64_t ldc, float *pa, float *pb)
+{
+    /* alpha 1: op(A) read in place, no packed panels; a transposed A only
+     * when its rows are short (a tile's KC rows of A then span few pages) */
+    bool direct = alpha == 1.0f && (!ta || lda <= 128);
+    /* K in slices of equal depth (multiples of 8, the transposes' height)
+     * rather than KC-deep ones and a thin rest: each slice is a pass over
+     * the tiles of C */
+    int64_t nk = (K + KC - 1) / KC, kstep = ((K + nk - 1) / nk + 7) / 8 * 8;
+    if (kstep > KC)
+        kstep = KC;
+    for (int64_t j0 = 0; j0 < N; j0 += NC) {
+        int64_t nc = N - j0 < NC ? N - j0 : NC;
+        for (int64_t k0 = 0; k0 < K; k0 += kstep) {
+            int64_t kc = K - k0 < kstep ? K - k0 : kstep;
+            int mode = k0 > 0 ? 1 : beta == 0 ? 0 : 2;
+            pack_b(bs, k0, kc, j0, nc, pb);
+            for (int64_t i0 = 0; i0 < M; i0 += MC) {
+                int64_t mc = M - i0 < MC ? M - i0 : MC;
+                if (direct) {
+                    for (int64_t q = 0; q < nc; q += NR)
+                        for (int64_t p = 0; p < mc; p += MR)
+                            tile_direct(kc, ta ? A + k0 * lda + i0 + p : A + (i0 + p) * lda + k0, ta ? 1 : lda,
+                                        ta ? lda : 1, pb + q * kc, C + (i0 + p) * ldc + j0 + q, ldc,
+                                        mc - p < MR ? mc - p : MR, nc - q < NR ? nc - q : NR, mode, beta);
+                    continue;
+                }
+                pack_a(A, lda, ta, i0, mc, k0, kc, alpha, pa);
+                for (int64_t q = 0; q < nc; q += NR)
+                    for (int64_t p = 0; p < mc; p += MR)
+                        tile(kc, pa + p * kc, pb + q * kc, C + (i0 + p) * ldc + j0 + q, ldc,
+                             mc - p < MR ? mc - p : MR, nc - q < NR ? nc - q : NR, mode, beta);
+            }
+        }
+    }
+}
+
+bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    if (!lt_cpu_avx2_gemm() || N < 1 || M < 1 || K < 1)
+        return false;
+    float *buf = buffers();
+    if (!buf)
+        return false;
+    bsrc bs = {.B = B, .ldb = ldb, .tb = tb};
+    run(ta, M, N, K, alpha, A, lda, &bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64));
+    return true;
+}
+
+bool lt_sgemm_avx2_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float alpha, const float *A,
+                       int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
+                       float *C, int64_t ldc)
+{
+    if (!lt_cpu_avx2_gemm() || N1 < 0 || N2 < 0 || N1 + N2 < 1 || M < 1 || K < 1)
+        return false;
+    float *buf = buffers();
+    if (!buf)
+        return false;
+    bsrc bs = {.B = B1, .ldb = ldb1, .B2 = N2 > 0 ? B2 : NULL, .ldb2 = ldb2, .n1 = N1};
+    run(ta, M, N1 + N2, K, alpha, A, lda, &bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64));
+    return true;
+}
+
+#else
+
+bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    return false;
+}
+
+bool lt_sgemm_avx2_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float alpha, const float *A,
+                       int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
+                       float *C, int64_t ldc)
+{
+    return false;
+}
+
+#endif
