@@ -43,55 +43,114 @@ AVX2 static inline __m256i lanes(int64_t n)
 /* ---- packing ---- */
 
 /* r[0..7] become their transpose: r[c] = (old r[0][c], ..., old r[7][c]) */
-AVX2 static inline void tr8(__m256 *r)
+AVX2 static inline __attribute__((always_inline)) void tr8(__m256 *r)
 {
     __m256 t[8], u[8];
+#pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
     }
     /* u[4h + j], 128-bit half l: element 4l + j of rows 4h .. 4h + 3 */
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         u[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
         u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xee);
         u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
         u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xee);
     }
+#pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
         r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
         r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
     }
 }
 
-/* dst[k * ld + c] = alpha src[c * lds + k] for c < rows, k < kc (rows <=
- * 8; lanes from `rows` to 8 are zero). Each k stores 8 lanes, in order of
- * k: with ld 6 (an A panel) the 2 lanes past a row land on the next one,
- * which is stored after, and the last row's on the slack past the panel. */
-AVX2 static void pack_transposed(const float *src, int64_t lds, int64_t rows, int64_t kc, float *dst, int64_t ld,
-                                 float alpha)
+/* 8 rows from src (row stride lds) at k [k0, k0 + n) into r[0..7],
+ * times alpha (rows from `rows` on zero), transposed: r[k] holds k0 + k
+ * of each row */
+AVX2 static inline __attribute__((always_inline)) void load_tr8(__m256 *r, const float *src, int64_t lds,
+                                                                 int64_t rows, int64_t k0, int64_t n, __m256 va,
+                                                                 bool scale)
+{
+    if (n == 8) {
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++)
+            r[c] = c < rows ? _mm256_loadu_ps(src + c * lds + k0) : _mm256_setzero_ps();
+    } else {
+        __m256i m = lanes(n);
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++)
+            r[c] = c < rows ? _mm256_maskload_ps(src + c * lds + k0, m) : _mm256_setzero_ps();
+    }
+    if (scale)
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++)
+            r[c] = _mm256_mul_ps(va, r[c]);
+    tr8(r);
+}
+
+/* dst[k * MR + c] = alpha src[c * lds + k] for c < rows, k < kc (rows <=
+ * MR; the rest of the panel's rows zero). Each k stores 8 lanes, in order
+ * of k: the 2 lanes past a row land on the next one, which is stored
+ * after, and the last row's on the slack past the panel. */
+AVX2 static void pack_a_rows(const float *src, int64_t lds, int64_t rows, int64_t kc, float *dst, float alpha)
 {
     __m256 va = _mm256_set1_ps(alpha);
     for (int64_t k0 = 0; k0 < kc; k0 += 8) {
         int64_t n = kc - k0 < 8 ? kc - k0 : 8;
         __m256 r[8];
+        load_tr8(r, src, lds, rows, k0, n, va, alpha != 1.0f);
         if (n == 8) {
-            for (int c = 0; c < 8; c++)
-                r[c] = c < rows ? _mm256_mul_ps(va, _mm256_loadu_ps(src + c * lds + k0)) : _mm256_setzero_ps();
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++)
+                _mm256_storeu_ps(dst + (k0 + k) * MR, r[k]);
         } else {
-            __m256i m = lanes(n);
-            for (int c = 0; c < 8; c++)
-                r[c] = c < rows ? _mm256_mul_ps(va, _mm256_maskload_ps(src + c * lds + k0, m)) : _mm256_setzero_ps();
+            for (int64_t k = 0; k < n; k++)
+                _mm256_storeu_ps(dst + (k0 + k) * MR, r[k]);
         }
-        tr8(r);
-        for (int64_t k = 0; k < n; k++)
-            _mm256_storeu_ps(dst + (k0 + k) * ld, r[k]);
+    }
+}
+
+/* dst[k * NR + c] = src[c * lds + k] for c < rows, k < kc (rows <= NR; the
+ * rest zero): both halves of a k's 16 columns at once, so each k's row of
+ * the panel is written whole; next, when not NULL, is the next panel's
+ * src */
+AVX2 static void pack_b_rows(const float *src, int64_t lds, int64_t rows, int64_t kc, float *dst, const float *next)
+{
+    __m256 one = _mm256_set1_ps(1.0f);
+    int64_t r1 = rows > 8 ? rows - 8 : 0;
+    for (int64_t k0 = 0; k0 < kc; k0 += 8) {
+        int64_t n = kc - k0 < 8 ? kc - k0 : 8;
+        /* 16 strided rows are more streams than the hardware prefetcher
+         * follows, and an operand too big for L2 waits on L3 for each
+         * line: fetch the next panel's lines while this one is packed */
+        if (next && k0 % 16 == 0)
+#pragma GCC unroll 16
+            for (int c = 0; c < NR; c++)
+                _mm_prefetch((const char *)(next + c * lds + k0), _MM_HINT_T0);
+        __m256 lo[8], hi[8];
+        load_tr8(lo, src, lds, rows < 8 ? rows : 8, k0, n, one, false);
+        load_tr8(hi, src + 8 * lds, lds, r1, k0, n, one, false);
+        if (n == 8) {
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                _mm256_storeu_ps(dst + (k0 + k) * NR, lo[k]);
+                _mm256_storeu_ps(dst + (k0 + k) * NR + 8, hi[k]);
+            }
+        } else {
+            for (int64_t k = 0; k < n; k++) {
+                _mm256_storeu_ps(dst + (k0 + k) * NR, lo[k]);
+                _mm256_storeu_ps(dst + (k0 + k) * NR + 8, hi[k]);
+            }
+        }
     }
 }
 
 /* op(A) rows [i0, i0 + mc), k [k0, k0 + kc), times alpha, into panels of
  * MR rows: row r of panel p at k is pa[(p * kc + k) * MR + r] (zero past
  * mc); each row of a panel is stored 8 lanes wide, spilling onto the next
- * one as in pack_transposed */
+ * one as in pack_a_rows */
 AVX2 static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
                         float alpha, float *pa)
 {
@@ -105,7 +164,7 @@ AVX2 static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_
             for (int64_t k = 0; k < kc; k++)
                 _mm256_storeu_ps(dst + k * MR, _mm256_mul_ps(va, _mm256_maskload_ps(A + (k0 + k) * lda + i0 + p, m)));
         } else {
-            pack_transposed(A + (i0 + p) * lda + k0, lda, mr, kc, dst, MR, alpha);
+            pack_a_rows(A + (i0 + p) * lda + k0, lda, mr, kc, dst, alpha);
         }
     }
 }
@@ -129,46 +188,65 @@ static void pack_seam(const bsrc *b, int64_t k0, int64_t kc, int64_t j, int64_t 
                                               : b->B2[(k0 + k) * b->ldb2 + j + c - b->n1];
 }
 
+/* B's rows [k0, k0 + kc), columns [j, j + ncols) (B not transposed) into
+ * the panels from dst on: 8 rows at a time across all the panels, so that
+ * the reads run along B's rows (a wide B's rows lie a page or more apart:
+ * one panel's kc rows at a time would touch kc pages) */
+AVX2 static void pack_b_plain(const float *B, int64_t ldb, int64_t k0, int64_t kc, int64_t j, int64_t ncols,
+                              float *dst)
+{
+    int64_t full = ncols / NR * NR, rest = ncols - full;
+    __m256i m0 = lanes(rest), m1 = lanes(rest > 8 ? rest - 8 : 0);
+    for (int64_t kb = 0; kb < kc; kb += 8) {
+        int64_t kn = kc - kb < 8 ? kc - kb : 8;
+        const float *src = B + (k0 + kb) * ldb + j;
+        for (int64_t q = 0; q < full; q += NR) {
+            float *d = dst + q * kc + kb * NR;
+            for (int64_t k = 0; k < kn; k++) {
+                _mm256_storeu_ps(d + k * NR, _mm256_loadu_ps(src + k * ldb + q));
+                _mm256_storeu_ps(d + k * NR + 8, _mm256_loadu_ps(src + k * ldb + q + 8));
+            }
+        }
+        if (rest) {
+            float *d = dst + full * kc + kb * NR;
+            for (int64_t k = 0; k < kn; k++) {
+                _mm256_storeu_ps(d + k * NR, _mm256_maskload_ps(src + k * ldb + full, m0));
+                _mm256_storeu_ps(d + k * NR + 8, _mm256_maskload_ps(src + k * ldb + full + 8, m1));
+            }
+        }
+    }
+}
+
 /* op(B) k [k0, k0 + kc), columns [j0, j0 + nc) into panels of NR columns:
  * column c of panel q at k is pb[(q * kc + k) * NR + c] (zero past nc) */
 AVX2 static void pack_b(const bsrc *bs, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float *pb)
 {
-    for (int64_t q = 0; q < nc; q += NR) {
-        int64_t nr = nc - q < NR ? nc - q : NR;
-        float *dst = pb + q * kc;
-        const float *B = bs->B;
-        int64_t ldb = bs->ldb, j = j0 + q;
-        if (bs->B2 && j + nr > bs->n1) {
-            if (j < bs->n1) {
-                pack_seam(bs, k0, kc, j, nr, dst);
-                continue;
-            }
-            /* wholly in B2 */
-            B = bs->B2;
-            ldb = bs->ldb2;
-            j -= bs->n1;
+    if (bs->tb) {
+        /* B is [N, K]: column c of op(B) is B's row j + c */
+        for (int64_t q = 0; q < nc; q += NR) {
+            int64_t nr = nc - q < NR ? nc - q : NR;
+            const float *src = bs->B + (j0 + q) * bs->ldb + k0;
+            /* the next panel, when it is a whole one */
+            const float *next = q + 2 * NR <= nc ? src + NR * bs->ldb : NULL;
+            pack_b_rows(src, bs->ldb, nr, kc, pb + q * kc, next);
         }
-        if (!bs->tb) {
-            const float *src = B + k0 * ldb + j;
-            if (nr == NR) {
-                for (int64_t k = 0; k < kc; k++, src += ldb) {
-                    _mm256_storeu_ps(dst + k * NR, _mm256_loadu_ps(src));
-                    _mm256_storeu_ps(dst + k * NR + 8, _mm256_loadu_ps(src + 8));
-                }
-            } else {
-                __m256i m0 = lanes(nr), m1 = lanes(nr > 8 ? nr - 8 : 0);
-                for (int64_t k = 0; k < kc; k++, src += ldb) {
-                    _mm256_storeu_ps(dst + k * NR, _mm256_maskload_ps(src, m0));
-                    _mm256_storeu_ps(dst + k * NR + 8, _mm256_maskload_ps(src + 8, m1));
-                }
-            }
-        } else {
-            /* B is [N, K]: column c of op(B) is B's row j + c */
-            const float *src = B + j * ldb + k0;
-            pack_transposed(src, ldb, nr < 8 ? nr : 8, kc, dst, NR, 1.0f);
-            pack_transposed(src + 8 * ldb, ldb, nr > 8 ? nr - 8 : 0, kc, dst + 8, NR, 1.0f);
-        }
+        return;
     }
+    if (!bs->B2) {
+        pack_b_plain(bs->B, bs->ldb, k0, kc, j0, nc, pb);
+        return;
+    }
+    /* [B | B2]: the whole panels in B, the one across the seam, those in B2 */
+    int64_t in1 = bs->n1 - j0 <= 0 ? 0 : bs->n1 - j0 >= nc ? nc : (bs->n1 - j0) / NR * NR;
+    if (in1 > 0)
+        pack_b_plain(bs->B, bs->ldb, k0, kc, j0, in1, pb);
+    int64_t q = in1;
+    if (q < nc && j0 + q < bs->n1) {
+        pack_seam(bs, k0, kc, j0 + q, nc - q < NR ? nc - q : NR, pb + q * kc);
+        q += NR;
+    }
+    if (q < nc)
+        pack_b_plain(bs->B2, bs->ldb2, k0, kc, j0 + q - bs->n1, nc - q, pb + q * kc);
 }
 
 /* ---- the register tile ---- */
@@ -206,17 +284,29 @@ AVX2 static inline __attribute__((always_inline)) void store_tile(__m256 acc[MR]
     }
 }
 
+/* the tile's rows of C towards L1 while its products run: they are
+ * stored (and read, past the first slice of K) only at the end, and a
+ * block of C is not revisited before its next slice */
+static inline __attribute__((always_inline)) void prefetch_c(const float *c, int64_t ldc, int64_t mr)
+{
+    for (int64_t r = 0; r < mr; r++) {
+        __builtin_prefetch(c + r * ldc, 1, 3);
+        __builtin_prefetch(c + r * ldc + 15, 1, 3);
+    }
+}
+
 /* C[mr, nr] of the tile from packed panels: mode 0 stores the product, 1
  * adds it to C, 2 stores beta C + product */
 AVX2 static void tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, int64_t mr, int64_t nr,
                       int mode, float beta)
 {
     /* fully unrolled, so that the 12 accumulators live in registers */
+    prefetch_c(c, ldc, mr);
     __m256 acc[MR][2];
 #pragma GCC unroll 6
     for (int r = 0; r < MR; r++)
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int64_t k = 0; k < kc; k++) {
         __m256 b0 = _mm256_loadu_ps(pb + k * NR), b1 = _mm256_loadu_ps(pb + k * NR + 8);
         const float *a = pa + k * MR;
@@ -242,10 +332,12 @@ AVX2 static void tile_direct(int64_t kc, const float *a0, int64_t rs, int64_t ks
 #pragma GCC unroll 6
     for (int r = 0; r < MR; r++)
         ar[r] = a0 + (r < mr ? r : mr - 1) * rs;
+    prefetch_c(c, ldc, mr);
     __m256 acc[MR][2];
 #pragma GCC unroll 6
     for (int r = 0; r < MR; r++)
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+#pragma GCC unroll 4
     for (int64_t k = 0; k < kc; k++) {
         __m256 b0 = _mm256_loadu_ps(pb + k * NR), b1 = _mm256_loadu_ps(pb + k * NR + 8);
 #pragma GCC unroll 6
