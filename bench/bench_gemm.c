@@ -2,10 +2,11 @@
  * (the default) against OpenBLAS (LANTERN_GEMM=blas), on 1 and 2 threads:
  * the shapes of the MLP, CNN, RNN and transformer benchmarks and square
  * ones. LANTERN_GEMM is read once per process, so each setting runs in a
- * child process (this program again, with --child), the two alternating
- * over the rounds; a shape's figure is the median over its reps, and the
- * table shows the median over the rounds.
+ * child process (this program again, with --child), one shape at a time,
+ * the two back to back in each round; a shape's figure is the median over
+ * its reps, and the table shows the median over the rounds.
  *   bench_gemm [--reps N] [--rounds R] [--filter SUBSTR] */
+#include "lantern.h"
 #include "runtime/cpu/linalg_util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,8 @@ static const shape shapes[] = {
     {"tfm qkv", 0, 1, 3584, 128, 32},
     {"tfm out", 0, 1, 3584, 32, 128},
     {"tfm dW", 1, 0, 32, 128, 3584},
+    {"narrow dW", 1, 0, 512, 28, 3584},
+    {"narrow tb", 0, 1, 128, 20, 1000},
     {"sq 256", 0, 0, 256, 256, 256},
     {"sq 512", 0, 0, 512, 512, 512},
     {"sq 1024", 0, 0, 1024, 1024, 1024},
@@ -96,9 +99,10 @@ static bool picked(const shape *s, const char *filter) { return !filter || strst
 
 int main(int argc, char **argv)
 {
-    int reps = 200, rounds = 3;
+    int reps = 200, rounds = 5;
     const char *filter = NULL;
     bool child = false;
+    int only = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
@@ -106,6 +110,8 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
             filter = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--child"))
             child = true;
         else {
@@ -116,9 +122,11 @@ int main(int argc, char **argv)
     reps = reps < 1 ? 1 : reps;
     rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
     if (child) {
-        /* one setting, as the environment gives it: "index GFLOP/s" lines */
+        /* one setting, as the environment gives it: "index GFLOP/s" lines;
+         * OpenBLAS pinned to one thread as a lantern session pins it */
+        lt_set_num_threads(0);
         for (int i = 0; i < NSHAPES; i++)
-            if (picked(&shapes[i], filter))
+            if (picked(&shapes[i], filter) && (only < 0 || only == i))
                 printf("%d %.4f\n", i, time_shape(&shapes[i], reps));
         return 0;
     }
@@ -128,26 +136,32 @@ int main(int argc, char **argv)
     if (n <= 0)
         return 1;
     exe[n] = 0;
-    for (int r = 0; r < rounds; r++)
-        for (int th = 1; th <= 2; th++)
-            for (int own = 0; own < 2; own++) {
-                /* alternate which setting goes first from round to round */
-                int o = (r % 2) ? 1 - own : own;
-                char cmd[8192];
-                snprintf(cmd, sizeof cmd, "%s OMP_NUM_THREADS=%d OMP_WAIT_POLICY=passive '%s' --child --reps %d%s%s%s",
-                         o ? "env -u LANTERN_GEMM" : "env LANTERN_GEMM=blas", th, exe, reps,
-                         filter ? " --filter '" : "", filter ? filter : "", filter ? "'" : "");
-                FILE *p = popen(cmd, "r");
-                if (!p)
-                    return 1;
-                int idx;
-                double g;
-                while (fscanf(p, "%d %lf", &idx, &g) == 2)
-                    if (idx >= 0 && idx < NSHAPES)
-                        gf[th - 1][o][idx][r] = g;
-                if (pclose(p) != 0)
-                    return 1;
-            }
+    /* shape by shape, each round running both settings back to back
+     * (alternating which goes first), so that load from elsewhere on the
+     * machine falls on both alike */
+    for (int i = 0; i < NSHAPES; i++) {
+        if (!picked(&shapes[i], filter))
+            continue;
+        for (int r = 0; r < rounds; r++)
+            for (int th = 1; th <= 2; th++)
+                for (int own = 0; own < 2; own++) {
+                    int o = (r + th) % 2 ? 1 - own : own;
+                    char cmd[8192];
+                    snprintf(cmd, sizeof cmd,
+                             "%s OMP_NUM_THREADS=%d OMP_WAIT_POLICY=passive '%s' --child --reps %d --only %d",
+                             o ? "env -u LANTERN_GEMM" : "env LANTERN_GEMM=blas", th, exe, reps, i);
+                    FILE *p = popen(cmd, "r");
+                    if (!p)
+                        return 1;
+                    int idx;
+                    double g;
+                    while (fscanf(p, "%d %lf", &idx, &g) == 2)
+                        if (idx == i)
+                            gf[th - 1][o][idx][r] = g;
+                    if (pclose(p) != 0)
+                        return 1;
+                }
+    }
     printf("%-12s %2s %2s %5s %5s %5s | %8s %8s %6s | %8s %8s %6s\n", "shape", "ta", "tb", "M", "N", "K",
            "blas 1t", "own 1t", "ratio", "blas 2t", "own 2t", "ratio");
     for (int i = 0; i < NSHAPES; i++) {

@@ -19,13 +19,15 @@ bool lt_linalg_blas_ok(int64_t a, int64_t b, int64_t c)
 }
 
 /* C = alpha op(A) op(B) + beta C for float32 computed as its transpose
- * C^T = op(B)^T op(A)^T by the packed kernel into a buffer, then added into
- * C: false when the kernel or the buffer is not there. */
+ * C^T = op(B)^T op(A)^T by the packed kernel (AVX-512, or AVX2 without it)
+ * into a buffer, then added into C: false when the kernel or the buffer is
+ * not there. */
 static bool sgemm_by_transpose(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                                int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
     float *t = malloc(sizeof(float) * (size_t)(M * N));
-    bool ok = t && lt_sgemm_avx512(!tb, !ta, N, M, K, alpha, B, ldb, A, lda, 0.0f, t, M);
+    bool ok = t && (lt_sgemm_avx512(!tb, !ta, N, M, K, alpha, B, ldb, A, lda, 0.0f, t, M) ||
+                    lt_sgemm_avx2(!tb, !ta, N, M, K, alpha, B, ldb, A, lda, 0.0f, t, M));
     if (ok)
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++)
@@ -75,8 +77,16 @@ static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
         return;
     if (dt == LT_F32 && lt_sgemm_avx512(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
         return;
-    /* too few columns for the AVX-512 tile (a weight gradient against a
-     * narrow input): C^T = op(B)^T op(A)^T has more */
+    /* without AVX-512, the AVX2 kernel (sgemm_avx2.c): ahead of OpenBLAS
+     * on a chunk's products (no separate pass over C for beta, op(A) read
+     * in place), level with it where op(B) passes 4 MiB (1024-square
+     * chunks), which stay with OpenBLAS (bench/bench_gemm.c); narrower
+     * than its 16-column tile, C^T below has more columns */
+    if (dt == LT_F32 && (N >= 32 || N >= M) && (double)K * (double)N < (double)(1 << 20) &&
+        lt_sgemm_avx2(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
+        return;
+    /* too few columns for the AVX-512 tile, or the AVX2 one (a weight
+     * gradient against a narrow input): C^T = op(B)^T op(A)^T has more */
     if (dt == LT_F32 && N < M && M * N <= 65536 &&
         sgemm_by_transpose(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
         return;
