@@ -875,8 +875,9 @@ static void SFX(dw_thin)(const SFX(ws) *w, int d, T *dwt, int64_t c0, int64_t c1
 
 /* Rows [r0, r1) of dR and dW together, buf^T [hx | X] in one product into
  * dcat [G, H + I] (op(A) = buf^T packed once for both, no packing of buf
- * for a thin dW): by the AVX-512 kernel reading hx and X where they are,
- * or through BLAS from w->hxx; then copied out. false when neither is
+ * for a thin dW): by the AVX-512 kernel (or the AVX2 one without it)
+ * reading hx and X where they are, or through BLAS from w->hxx; then
+ * copied out. false when neither is
  * there. */
 static bool SFX(rows_cat)(const SFX(ws) *w, int d, T *dcat, int64_t r0, int64_t r1)
 {
@@ -888,7 +889,9 @@ static bool SFX(rows_cat)(const SFX(ws) *w, int d, T *dcat, int64_t r0, int64_t 
     } else {
 #ifdef GRNN_WIDE
         if (!lt_sgemm_avx512_cat(true, r1 - r0, H, I, rows, 1.0f, w->buf + r0, G, w->hx, H, (const T *)g->X, I,
-                                 0.0f, c, n))
+                                 0.0f, c, n) &&
+            !lt_sgemm_avx2_cat(true, r1 - r0, H, I, rows, 1.0f, w->buf + r0, G, w->hx, H, (const T *)g->X, I, 0.0f,
+                               c, n))
             return false;
 #else
         return false;
@@ -1003,9 +1006,10 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
     double *acc = lt_k_scratch(k, sizeof *acc * (size_t)(G > 0 ? G : 1));
     T *dwt = NULL, *dcat = NULL;
 #ifdef GRNN_WIDE
-    /* RNN, LSTM in float with AVX-512: a thin dW made with dR, one product */
-    if (gates != 3 && g->dW && g->dR && I <= DW_THIN && H + I >= 32 && lt_cpu_avx512_gemm() &&
-        !(dcat = SFX(alloc)(k, G * (H + I), false)))
+    /* RNN, LSTM in float with AVX-512 (or AVX2): a thin dW made with dR,
+     * one product */
+    if (gates != 3 && g->dW && g->dR && I <= DW_THIN && H + I >= 32 &&
+        (lt_cpu_avx512_gemm() || lt_cpu_avx2_gemm()) && !(dcat = SFX(alloc)(k, G * (H + I), false)))
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
 #endif
     /* otherwise the RNN's and LSTM's float thin dW joins dR through BLAS:

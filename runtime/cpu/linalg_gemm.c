@@ -79,10 +79,8 @@ static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
         return;
     /* without AVX-512, the AVX2 kernel (sgemm_avx2.c): ahead of OpenBLAS
      * on a chunk's products (no separate pass over C for beta, op(A) read
-     * in place), level with it where op(B) passes 4 MiB (1024-square
-     * chunks), which stay with OpenBLAS (bench/bench_gemm.c); narrower
-     * than its 16-column tile, C^T below has more columns */
-    if (dt == LT_F32 && (N >= 32 || N >= M) && (double)K * (double)N < (double)(1 << 20) &&
+     * in place) except the big and the narrow (lt_sgemm_avx2_pays) */
+    if (dt == LT_F32 && lt_sgemm_avx2_pays(M, N, K) &&
         lt_sgemm_avx2(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
         return;
     /* too few columns for the AVX-512 tile, or the AVX2 one (a weight

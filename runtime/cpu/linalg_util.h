@@ -39,6 +39,14 @@ bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 bool lt_sgemm_avx2_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float alpha, const float *A,
                        int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
                        float *C, int64_t ldc);
+/* Whether lt_sgemm_avx2 beats OpenBLAS on a product (bench/bench_gemm.c):
+ * at least its 16-column tile's width twice over, or no fewer columns
+ * than rows (narrower ones do better as C^T), and op(B) under 4 MiB (at a
+ * 1024-square chunk the two kernels are level). */
+static inline bool lt_sgemm_avx2_pays(int64_t M, int64_t N, int64_t K)
+{
+    return (N >= 32 || N >= M) && (double)K * (double)N < (double)(1 << 20);
+}
 
 /* The float form for products of at most 64 columns with K * N <= 16384,
  * or <= 131072 when op(B) is B itself and alpha is 1 (sgemm_small.c);
