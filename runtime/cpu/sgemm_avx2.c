@@ -161,8 +161,13 @@ AVX2 static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_
         if (ta) {
             /* A is [K, M]: the panel's rows lie side by side in A's row k */
             __m256i m = lanes(mr);
-            for (int64_t k = 0; k < kc; k++)
-                _mm256_storeu_ps(dst + k * MR, _mm256_mul_ps(va, _mm256_maskload_ps(A + (k0 + k) * lda + i0 + p, m)));
+            const float *src = A + k0 * lda + i0 + p;
+            if (alpha == 1.0f)
+                for (int64_t k = 0; k < kc; k++)
+                    _mm256_storeu_ps(dst + k * MR, _mm256_maskload_ps(src + k * lda, m));
+            else
+                for (int64_t k = 0; k < kc; k++)
+                    _mm256_storeu_ps(dst + k * MR, _mm256_mul_ps(va, _mm256_maskload_ps(src + k * lda, m)));
         } else {
             pack_a_rows(A + (i0 + p) * lda + k0, lda, mr, kc, dst, alpha);
         }
