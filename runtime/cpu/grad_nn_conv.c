@@ -58,14 +58,14 @@ static void gemm_nt(size_t esz, int64_t m, int64_t n, int64_t k, const void *a, 
     if (esz == 4 && lt_sgemm_avx512(false, true, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc))
         return;
     /* without AVX-512, the AVX2 kernel where it beats OpenBLAS */
-    if (esz == 4 && lt_sgemm_avx2_pays(m, n, k) &&
+    if (esz == 4 && lt_sgemm_avx2_here() && lt_sgemm_avx2_pays(m, n, k) &&
         lt_sgemm_avx2(false, true, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc))
         return;
     if (esz == 4 && n < m && m * n <= 4096) {
         /* too few columns for the AVX-512 (or AVX2) tile: C^T = B A^T has more */
         float t[4096];
         if (lt_sgemm_avx512(false, true, n, m, k, 1.0f, b, ldb, a, lda, 0.0f, t, m) ||
-            lt_sgemm_avx2(false, true, n, m, k, 1.0f, b, ldb, a, lda, 0.0f, t, m)) {
+            (lt_sgemm_avx2_here() && lt_sgemm_avx2(false, true, n, m, k, 1.0f, b, ldb, a, lda, 0.0f, t, m))) {
             for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < n; j++)
                     ((float *)c)[i * ldc + j] += t[j * m + i];

@@ -890,8 +890,9 @@ static bool SFX(rows_cat)(const SFX(ws) *w, int d, T *dcat, int64_t r0, int64_t 
 #ifdef GRNN_WIDE
         if (!lt_sgemm_avx512_cat(true, r1 - r0, H, I, rows, 1.0f, w->buf + r0, G, w->hx, H, (const T *)g->X, I,
                                  0.0f, c, n) &&
-            !lt_sgemm_avx2_cat(true, r1 - r0, H, I, rows, 1.0f, w->buf + r0, G, w->hx, H, (const T *)g->X, I, 0.0f,
-                               c, n))
+            (!lt_sgemm_avx2_here() ||
+             !lt_sgemm_avx2_cat(true, r1 - r0, H, I, rows, 1.0f, w->buf + r0, G, w->hx, H, (const T *)g->X, I, 0.0f,
+                                c, n)))
             return false;
 #else
         return false;
@@ -1009,7 +1010,7 @@ lt_status SFX(lt_grnn_run)(lt_kctx *k, const lt_grnn *g)
     /* RNN, LSTM in float with AVX-512 (or AVX2): a thin dW made with dR,
      * one product */
     if (gates != 3 && g->dW && g->dR && I <= DW_THIN && H + I >= 32 &&
-        (lt_cpu_avx512_gemm() || lt_cpu_avx2_gemm()) && !(dcat = SFX(alloc)(k, G * (H + I), false)))
+        (lt_cpu_avx512_gemm() || lt_sgemm_avx2_here()) && !(dcat = SFX(alloc)(k, G * (H + I), false)))
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
 #endif
     /* otherwise the RNN's and LSTM's float thin dW joins dR through BLAS:

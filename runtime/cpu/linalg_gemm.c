@@ -27,7 +27,7 @@ static bool sgemm_by_transpose(bool ta, bool tb, int64_t M, int64_t N, int64_t K
 {
     float *t = malloc(sizeof(float) * (size_t)(M * N));
     bool ok = t && (lt_sgemm_avx512(!tb, !ta, N, M, K, alpha, B, ldb, A, lda, 0.0f, t, M) ||
-                    lt_sgemm_avx2(!tb, !ta, N, M, K, alpha, B, ldb, A, lda, 0.0f, t, M));
+                    (lt_sgemm_avx2_here() && lt_sgemm_avx2(!tb, !ta, N, M, K, alpha, B, ldb, A, lda, 0.0f, t, M)));
     if (ok)
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++)
@@ -80,7 +80,7 @@ static void blas(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
     /* without AVX-512, the AVX2 kernel (sgemm_avx2.c): ahead of OpenBLAS
      * on a chunk's products (no separate pass over C for beta, op(A) read
      * in place) except the big and the narrow (lt_sgemm_avx2_pays) */
-    if (dt == LT_F32 && lt_sgemm_avx2_pays(M, N, K) &&
+    if (dt == LT_F32 && lt_sgemm_avx2_here() && lt_sgemm_avx2_pays(M, N, K) &&
         lt_sgemm_avx2(ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc))
         return;
     /* too few columns for the AVX-512 tile, or the AVX2 one (a weight

@@ -39,6 +39,9 @@ bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 bool lt_sgemm_avx2_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float alpha, const float *A,
                        int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
                        float *C, int64_t ldc);
+/* AVX2 and FMA but no AVX-512 (and LANTERN_GEMM not "blas"): where float
+ * products go to lt_sgemm_avx2 (an AVX-512 CPU keeps its own routing) */
+bool lt_sgemm_avx2_here(void);
 /* Whether lt_sgemm_avx2 beats OpenBLAS on a product (bench/bench_gemm.c):
  * at least its 16-column tile's width twice over, or no fewer columns
  * than rows (narrower ones do better as C^T), and op(B) under 4 MiB (at a

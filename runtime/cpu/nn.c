@@ -358,7 +358,7 @@ void lt_nn_gemm(size_t esz, bool trans_a, int64_t m, int64_t n, int64_t k, const
     if (esz == 4 && lt_sgemm_avx512(trans_a, false, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc))
         return;
     /* without AVX-512, the AVX2 kernel where it beats OpenBLAS */
-    if (esz == 4 && lt_sgemm_avx2_pays(m, n, k) &&
+    if (esz == 4 && lt_sgemm_avx2_here() && lt_sgemm_avx2_pays(m, n, k) &&
         lt_sgemm_avx2(trans_a, false, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc))
         return;
     enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;

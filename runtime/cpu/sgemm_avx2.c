@@ -419,6 +419,8 @@ AVX2 static void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, cons
     }
 }
 
+bool lt_sgemm_avx2_here(void) { return lt_cpu_avx2_gemm() && !lt_cpu_avx512(); }
+
 bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
@@ -447,6 +449,8 @@ bool lt_sgemm_avx2_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, fl
 }
 
 #else
+
+bool lt_sgemm_avx2_here(void) { return false; }
 
 bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
