@@ -13,6 +13,7 @@
  * results do not depend on the thread count. */
 #include "linalg_util.h"
 #include "cpu_features.h"
+#include "gemv_plan.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,6 @@
 #include <immintrin.h>
 
 #define AVX512 __attribute__((target("avx512f")))
-#define XSTACK 4096 /* x of at most this many floats lives on the stack */
 #define JC 2048     /* output columns accumulated per pass of the axpy form */
 
 static inline __mmask16 mask_of(int64_t n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
@@ -144,33 +144,8 @@ static bool have_avx512(void) { return lt_cpu_avx512_gemm(); }
 bool lt_sgemv_avx512(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    if (!have_avx512() || M < 1 || N < 1 || K < 1 || (M != 1 && N != 1 && K != 1))
-        return false;
-    int64_t len = M == 1 || N == 1 ? K : N;
-    float stack[XSTACK] __attribute__((aligned(64)));
-    float *buf = len <= XSTACK ? stack : malloc(sizeof(float) * (size_t)len);
-    if (!buf)
-        return false;
-    if (M == 1 || N == 1) {
-        /* x: alpha times A's only row (M = 1) or B's only column (N = 1), made contiguous */
-        int64_t xs = M == 1 ? (ta ? lda : 1) : (tb ? 1 : ldb);
-        const float *xsrc = M == 1 ? A : B;
-        for (int64_t k = 0; k < K; k++)
-            buf[k] = alpha * xsrc[k * xs];
-        /* P (k, j): M = 1: op(B)[k, j]; N = 1: op(A)[j, k] */
-        bool along_out = M == 1 ? !tb : ta; /* P's elements are contiguous along j */
-        const float *P = M == 1 ? B : A;
-        int64_t ldp = M == 1 ? ldb : lda, n = M == 1 ? N : M, ys = M == 1 ? 1 : ldc;
-        if (along_out)
-            gemv_axpy(K, n, buf, P, ldp, beta, C, ys);
-        else
-            gemv_dot(K, n, buf, P, ldp, beta, C, ys);
-    } else {
-        rank1(M, N, alpha, A, ta ? 1 : lda, B, tb ? ldb : 1, beta, C, ldc, buf);
-    }
-    if (buf != stack)
-        free(buf);
-    return true;
+    static const lt_gemv_forms forms = {gemv_axpy, gemv_dot, rank1};
+    return have_avx512() && lt_gemv_run(&forms, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 #else

@@ -104,20 +104,6 @@ static void update_one_f32(const lt_optim_update *c, int64_t i)
 #define DIV _mm512_div_ps
 #define SQRTV _mm512_sqrt_ps
 #include "optim_update_vec.h"
-#undef NAME
-#undef TARGET
-#undef W
-#undef VT
-#undef TAIL
-#undef MASK_OF
-#undef V
-#undef LD
-#undef ST
-#undef ADD
-#undef SUB
-#undef MUL
-#undef DIV
-#undef SQRTV
 
 /* float32 with AVX2: eight elements a step, the rest one by one (AMD's
  * masked stores are microcoded) */
@@ -136,20 +122,6 @@ static void update_one_f32(const lt_optim_update *c, int64_t i)
 #define DIV _mm256_div_ps
 #define SQRTV _mm256_sqrt_ps
 #include "optim_update_vec.h"
-#undef NAME
-#undef TARGET
-#undef W
-#undef VT
-#undef TAIL
-#undef MASK_OF
-#undef V
-#undef LD
-#undef ST
-#undef ADD
-#undef SUB
-#undef MUL
-#undef DIV
-#undef SQRTV
 #endif
 
 void lt_cpu_optim_update(const lt_optim_update *u)

@@ -6,7 +6,7 @@
  * then read the mask m); without TAIL the elements past the last whole
  * vector go through update_one_f32. The same operations in the same order
  * as the scalar loops (no fused multiply-adds, correctly rounded sqrt and
- * division), so the same bits. */
+ * division), so the same bits. The macros are undefined at the end. */
 TARGET static void NAME(const lt_optim_update *c)
 {
     const int64_t n = c->n, nb = TAIL ? (n + W - 1) / W : n / W;
@@ -71,3 +71,18 @@ TARGET static void NAME(const lt_optim_update *c)
         for (int64_t i = nb * W; i < n; i++)
             update_one_f32(c, i);
 }
+
+#undef NAME
+#undef TARGET
+#undef W
+#undef VT
+#undef TAIL
+#undef MASK_OF
+#undef V
+#undef LD
+#undef ST
+#undef ADD
+#undef SUB
+#undef MUL
+#undef DIV
+#undef SQRTV
