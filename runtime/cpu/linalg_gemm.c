@@ -1,6 +1,7 @@
 /* Matrix-product plumbing shared by the linalg and rnn kernels: BLAS calls
  * split over OpenMP threads, numpy matmul shapes, float conversions. */
 #include "linalg_util.h"
+#include "par_pool.h"
 #include "par_spread.h"
 #include <cblas.h>
 #include <limits.h>
@@ -11,7 +12,7 @@
 /* below this many multiply-adds (about 100 us of work) a product runs on
  * the calling thread: splitting it costs a wake-up and a join (par.h) and
  * packs the shared operand twice */
-#define PAR_WORK (1 << 23)
+#define PAR_WORK (1 << 20)
 
 bool lt_linalg_blas_ok(int64_t a, int64_t b, int64_t c)
 {
@@ -129,7 +130,39 @@ static int gemm_chunks(int64_t len, int64_t unit, int64_t *off)
 
 static int pool_threads(void)
 {
-    return omp_in_parallel() ? 1 : omp_get_max_threads();
+    return omp_in_parallel() || lt_pool_in_job() ? 1 : omp_get_max_threads();
+}
+
+/* A split product as a pool job (par_pool.h): chunks taken in turn from
+ * `next` by whichever thread is free */
+typedef struct gemm_job {
+    lt_dtype dt;
+    bool ta, tb, rows;
+    int64_t M, N, K, lda, ldb, ldc;
+    double alpha, beta;
+    const void *A, *B;
+    void *C;
+    const int64_t *off;
+    int nchunks;
+    int next;
+} gemm_job;
+
+static void gemm_chunks_run(void *ctx)
+{
+    gemm_job *j = ctx;
+    size_t es = j->dt == LT_F32 ? sizeof(float) : sizeof(double);
+    for (int c; (c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->nchunks;) {
+        int64_t o = j->off[c], n = j->off[c + 1] - o;
+        if (j->rows) {
+            const char *a = (const char *)j->A + (size_t)(j->ta ? o : o * j->lda) * es;
+            blas(j->dt, j->ta, j->tb, n, j->N, j->K, j->alpha, a, j->lda, j->B, j->ldb, j->beta,
+                 (char *)j->C + (size_t)(o * j->ldc) * es, j->ldc);
+        } else {
+            const char *b = (const char *)j->B + (size_t)(j->tb ? o * j->ldb : o) * es;
+            blas(j->dt, j->ta, j->tb, j->M, n, j->K, j->alpha, j->A, j->lda, b, j->ldb, j->beta,
+                 (char *)j->C + (size_t)o * es, j->ldc);
+        }
+    }
 }
 
 void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void *A,
@@ -149,6 +182,13 @@ void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t
     int nchunks = gemm_chunks(len, dt == LT_F32 && len >= 4 * NR_UNIT ? NR_UNIT : 8, off);
     int nt = pool_threads();
     nt = nt < nchunks ? nt : nchunks;
+    if (lt_pool_enabled()) {
+        gemm_job j = {.dt = dt, .ta = ta, .tb = tb, .rows = rows, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb,
+                      .ldc = ldc, .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .off = off,
+                      .nchunks = nchunks};
+        lt_pool_run(nt, gemm_chunks_run, &j);
+        return;
+    }
     int cpu0 = nt > 1 ? lt_par_cpu() : -1;
     int next = 0;
     /* the chunks go to whichever thread is free: a thread woken late, or
