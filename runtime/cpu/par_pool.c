@@ -16,6 +16,7 @@
  * re-reads gen inside the futex call), so no wake-up is lost. */
 #define _GNU_SOURCE
 #include "par_pool.h"
+#include "par_spread.h"
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -86,10 +87,27 @@ static void futex_wait(uint32_t *w, uint32_t v)
 
 static void futex_wake_all(uint32_t *w) { syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0); }
 
-/* until gen moves past seen: spinning for the spin time, then asleep */
+/* the CPUs this process may run on */
+static int cpus(void)
+{
+    static int n;
+    if (!__atomic_load_n(&n, __ATOMIC_RELAXED)) {
+        cpu_set_t all;
+        int c = sched_getaffinity(0, sizeof all, &all) == 0 ? CPU_COUNT(&all) : 1;
+        __atomic_store_n(&n, c > 0 ? c : 1, __ATOMIC_RELAXED);
+    }
+    return __atomic_load_n(&n, __ATOMIC_RELAXED);
+}
+
+/* until gen moves past seen: spinning for the spin time, then asleep. On
+ * a crowded machine (more runnable threads than CPUs: another process
+ * holds a core) a worker sleeps at once: spinning, it would share its CPU
+ * with that process by time slices, and a job it joins could wait a whole
+ * slice for its chunk; woken from sleep, the scheduler runs it promptly. */
 static uint32_t await_job(uint32_t seen)
 {
-    int64_t until = now_ns() + __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+    int n = lt_par_runnable();
+    int64_t until = now_ns() + (n < 0 || n > cpus() ? 0 : __atomic_load_n(&spin_ns, __ATOMIC_RELAXED));
     for (unsigned i = 1;; i++) {
         uint32_t g = __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE);
         if (g != seen)

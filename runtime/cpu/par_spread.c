@@ -61,6 +61,8 @@ static int runnable(void)
     return n;
 }
 
+int lt_par_runnable(void) { return runnable(); }
+
 int lt_par_cpu(void)
 {
     return sched_getcpu();

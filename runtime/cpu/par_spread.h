@@ -5,6 +5,10 @@
 #ifndef LT_CPU_PAR_SPREAD_H
 #define LT_CPU_PAR_SPREAD_H
 
+/* The system's runnable threads now (/proc/loadavg, re-read at most every
+ * 5 ms), -1 when unknown. */
+int lt_par_runnable(void);
+
 /* The CPU the calling thread runs on, -1 when unknown. */
 int lt_par_cpu(void);
 
