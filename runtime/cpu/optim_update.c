@@ -71,9 +71,17 @@ LT_DEFINE_UPDATE(double, sqrt, update_f64)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "cpu_features.h"
-#include "par_spread.h"
+#include "par_pool.h"
 #include <immintrin.h>
 #include <omp.h>
+
+/* A step shared out as a product-pool job (par_pool.h) */
+typedef struct update_job {
+    const lt_optim_update *c;
+    int64_t nb, nblk, next;
+} update_job;
+
+static int update_threads(void) { return omp_in_parallel() || lt_pool_in_job() ? 1 : omp_get_max_threads(); }
 
 /* One float32 element of the step, as the loops above compute it: the
  * tail past the last whole vector of the AVX2 path. */
@@ -90,6 +98,8 @@ static void update_one_f32(const lt_optim_update *c, int64_t i)
 
 /* float32 with AVX-512: sixteen elements a step, the last step masked */
 #define NAME update_f32_avx512
+#define RANGE update_f32_avx512_range
+#define JOB update_f32_avx512_job
 #define TARGET __attribute__((target("avx512f")))
 #define W 16
 #define VT __m512
@@ -108,6 +118,8 @@ static void update_one_f32(const lt_optim_update *c, int64_t i)
 /* float32 with AVX2: eight elements a step, the rest one by one (AMD's
  * masked stores are microcoded) */
 #define NAME update_f32_avx2
+#define RANGE update_f32_avx2_range
+#define JOB update_f32_avx2_job
 #define TARGET __attribute__((target("avx2")))
 #define W 8
 #define VT __m256

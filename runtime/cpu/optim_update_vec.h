@@ -7,9 +7,11 @@
  * vector go through update_one_f32. The same operations in the same order
  * as the scalar loops (no fused multiply-adds, correctly rounded sqrt and
  * division), so the same bits. The macros are undefined at the end. */
-TARGET static void NAME(const lt_optim_update *c)
+/* the vectors [blk0, blk1) of the step */
+TARGET static void RANGE(const lt_optim_update *c, int64_t blk0, int64_t blk1)
 {
-    const int64_t n = c->n, nb = TAIL ? (n + W - 1) / W : n / W;
+    const int64_t n = c->n;
+    (void)n; /* the masks' bound */
     float *restrict p = c->p;
     const float *restrict gr = c->g;
     float *restrict s1 = c->s1, *restrict s2 = c->s2;
@@ -18,15 +20,8 @@ TARGET static void NAME(const lt_optim_update *c)
                 decay = (float)c->decay;
     const float wd = c->kind == LT_OPTIM_ADAMW ? 0.0f : (float)c->wd;
     const int kind = (int)c->kind;
-    /* blocks of 32768 elements taken in turn (a thread given a busy core
-     * takes fewer), the second thread kept off the first one's CPU */
-    const int cpu0 = lt_par_cpu();
-#pragma omp parallel if (n > LT_OPTIM_PAR_MIN)
     {
-        if (omp_get_thread_num() > 0)
-            lt_par_leave_cpu(cpu0);
-#pragma omp for schedule(dynamic, 32768 / W)
-        for (int64_t b = 0; b < nb; b++) {
+        for (int64_t b = blk0; b < blk1; b++) {
             const int64_t i = b * W;
             MASK_OF(n - i);
             VT P = LD(p);
@@ -67,12 +62,32 @@ TARGET static void NAME(const lt_optim_update *c)
             ST(p, P);
         }
     }
+}
+
+/* blocks of 32768 elements taken in turn by the product pool's threads (a
+ * thread given a busy core takes fewer) */
+static void JOB(void *ctx)
+{
+    update_job *j = ctx;
+    for (int64_t k; (k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->nblk;) {
+        int64_t b0 = k * (32768 / W), b1 = b0 + 32768 / W;
+        RANGE(j->c, b0, b1 < j->nb ? b1 : j->nb);
+    }
+}
+
+static void NAME(const lt_optim_update *c)
+{
+    const int64_t n = c->n, nb = TAIL ? (n + W - 1) / W : n / W;
+    update_job j = {.c = c, .nb = nb, .nblk = (nb + 32768 / W - 1) / (32768 / W)};
+    lt_pool_run(n > LT_OPTIM_PAR_MIN ? update_threads() : 1, JOB, &j);
     if (!TAIL)
         for (int64_t i = nb * W; i < n; i++)
             update_one_f32(c, i);
 }
 
 #undef NAME
+#undef RANGE
+#undef JOB
 #undef TARGET
 #undef W
 #undef VT
