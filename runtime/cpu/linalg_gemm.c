@@ -128,10 +128,6 @@ static int gemm_chunks(int64_t len, int64_t unit, int64_t *off)
     return n;
 }
 
-static int pool_threads(void)
-{
-    return omp_in_parallel() || lt_pool_in_job() ? 1 : omp_get_max_threads();
-}
 
 /* A split product as a pool job (par_pool.h): chunks taken in turn from
  * `next` by whichever thread is free */
@@ -172,7 +168,6 @@ void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t
         blas(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    size_t es = dt == LT_F32 ? sizeof(float) : sizeof(double);
     /* Each chunk packs its part of the split operand and all of the
      * other: split the longer side, so the operand every chunk packs is
      * the smaller one (rows win ties: they keep B shared and hot). One
@@ -180,34 +175,21 @@ void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t
     bool rows = M >= N;
     int64_t len = rows ? M : N, off[GEMM_CHUNKS + 1];
     int nchunks = gemm_chunks(len, dt == LT_F32 && len >= 4 * NR_UNIT ? NR_UNIT : 8, off);
-    int nt = pool_threads();
+    int nt = lt_pool_threads();
     nt = nt < nchunks ? nt : nchunks;
+    gemm_job j = {.dt = dt, .ta = ta, .tb = tb, .rows = rows, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb,
+                  .ldc = ldc, .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .off = off, .nchunks = nchunks};
     if (lt_pool_enabled()) {
-        gemm_job j = {.dt = dt, .ta = ta, .tb = tb, .rows = rows, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb,
-                      .ldc = ldc, .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .off = off,
-                      .nchunks = nchunks};
         lt_pool_run(nt, gemm_chunks_run, &j);
         return;
     }
+    /* LANTERN_POOL=0: the same chunks over OpenMP's threads */
     int cpu0 = nt > 1 ? lt_par_cpu() : -1;
-    int next = 0;
-    /* the chunks go to whichever thread is free: a thread woken late, or
-     * given a core another process holds, takes fewer; a chunk's result is
-     * the same whichever thread computes it */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         if (omp_get_thread_num() > 0)
             lt_par_leave_cpu(cpu0);
-        for (int c; (c = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED)) < nchunks;) {
-            int64_t o = off[c], n = off[c + 1] - o;
-            if (rows) {
-                const char *a = (const char *)A + (size_t)(ta ? o : o * lda) * es;
-                blas(dt, ta, tb, n, N, K, alpha, a, lda, B, ldb, beta, (char *)C + (size_t)(o * ldc) * es, ldc);
-            } else {
-                const char *b = (const char *)B + (size_t)(tb ? o * ldb : o) * es;
-                blas(dt, ta, tb, M, n, K, alpha, A, lda, b, ldb, beta, (char *)C + (size_t)o * es, ldc);
-            }
-        }
+        gemm_chunks_run(&j);
     }
 }
 
@@ -217,7 +199,7 @@ void lt_linalg_gemm_batched(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N,
                             int64_t nb)
 {
     size_t es = dt == LT_F32 ? sizeof(float) : sizeof(double);
-    int nt = pool_threads();
+    int nt = lt_pool_threads();
     double work = (double)M * (double)N * (double)K * (double)nb;
     /* many small products (attention's per head): the small-product kernel
      * over each thread's contiguous share of the batch, no per-product

@@ -81,8 +81,6 @@ typedef struct update_job {
     int64_t nb, nblk, next;
 } update_job;
 
-static int update_threads(void) { return omp_in_parallel() || lt_pool_in_job() ? 1 : omp_get_max_threads(); }
-
 /* One float32 element of the step, as the loops above compute it: the
  * tail past the last whole vector of the AVX2 path. */
 static void update_one_f32(const lt_optim_update *c, int64_t i)

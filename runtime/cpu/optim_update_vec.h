@@ -20,47 +20,45 @@ TARGET static void RANGE(const lt_optim_update *c, int64_t blk0, int64_t blk1)
                 decay = (float)c->decay;
     const float wd = c->kind == LT_OPTIM_ADAMW ? 0.0f : (float)c->wd;
     const int kind = (int)c->kind;
-    {
-        for (int64_t b = blk0; b < blk1; b++) {
-            const int64_t i = b * W;
-            MASK_OF(n - i);
-            VT P = LD(p);
-            if (kind == LT_OPTIM_ADAM || kind == LT_OPTIM_ADAMW)
-                P = MUL(P, V(decay));
-            const VT G = ADD(MUL(LD(gr), V(scale)), MUL(V(wd), P));
-            switch (kind) {
-            case LT_OPTIM_SGD:
-                P = SUB(P, MUL(V(lr), G));
-                break;
-            case LT_OPTIM_MOMENTUM: {
-                const VT S = ADD(MUL(V(mu), LD(s1)), G);
-                ST(s1, S);
-                P = SUB(P, MUL(V(lr), S));
-                break;
-            }
-            case LT_OPTIM_NESTEROV: {
-                const VT S = ADD(MUL(V(mu), LD(s1)), G);
-                ST(s1, S);
-                P = SUB(P, MUL(V(lr), ADD(G, MUL(V(mu), S))));
-                break;
-            }
-            case LT_OPTIM_ADAGRAD: {
-                const VT S = ADD(LD(s1), MUL(G, G));
-                ST(s1, S);
-                P = SUB(P, DIV(MUL(V(lr), G), ADD(SQRTV(S), V(eps))));
-                break;
-            }
-            default: { /* Adam, AdamW */
-                const VT M = ADD(MUL(V(b1), LD(s1)), MUL(V(1 - b1), G));
-                const VT S = ADD(MUL(V(b2), LD(s2)), MUL(MUL(V(1 - b2), G), G));
-                ST(s1, M);
-                ST(s2, S);
-                P = SUB(P, DIV(MUL(V(step), M), ADD(MUL(SQRTV(S), V(ibc2)), V(eps))));
-                break;
-            }
-            }
-            ST(p, P);
+    for (int64_t b = blk0; b < blk1; b++) {
+        const int64_t i = b * W;
+        MASK_OF(n - i);
+        VT P = LD(p);
+        if (kind == LT_OPTIM_ADAM || kind == LT_OPTIM_ADAMW)
+            P = MUL(P, V(decay));
+        const VT G = ADD(MUL(LD(gr), V(scale)), MUL(V(wd), P));
+        switch (kind) {
+        case LT_OPTIM_SGD:
+            P = SUB(P, MUL(V(lr), G));
+            break;
+        case LT_OPTIM_MOMENTUM: {
+            const VT S = ADD(MUL(V(mu), LD(s1)), G);
+            ST(s1, S);
+            P = SUB(P, MUL(V(lr), S));
+            break;
         }
+        case LT_OPTIM_NESTEROV: {
+            const VT S = ADD(MUL(V(mu), LD(s1)), G);
+            ST(s1, S);
+            P = SUB(P, MUL(V(lr), ADD(G, MUL(V(mu), S))));
+            break;
+        }
+        case LT_OPTIM_ADAGRAD: {
+            const VT S = ADD(LD(s1), MUL(G, G));
+            ST(s1, S);
+            P = SUB(P, DIV(MUL(V(lr), G), ADD(SQRTV(S), V(eps))));
+            break;
+        }
+        default: { /* Adam, AdamW */
+            const VT M = ADD(MUL(V(b1), LD(s1)), MUL(V(1 - b1), G));
+            const VT S = ADD(MUL(V(b2), LD(s2)), MUL(MUL(V(1 - b2), G), G));
+            ST(s1, M);
+            ST(s2, S);
+            P = SUB(P, DIV(MUL(V(step), M), ADD(MUL(SQRTV(S), V(ibc2)), V(eps))));
+            break;
+        }
+        }
+        ST(p, P);
     }
 }
 
@@ -79,7 +77,7 @@ static void NAME(const lt_optim_update *c)
 {
     const int64_t n = c->n, nb = TAIL ? (n + W - 1) / W : n / W;
     update_job j = {.c = c, .nb = nb, .nblk = (nb + 32768 / W - 1) / (32768 / W)};
-    lt_pool_run(n > LT_OPTIM_PAR_MIN ? update_threads() : 1, JOB, &j);
+    lt_pool_run(n > LT_OPTIM_PAR_MIN ? lt_pool_threads() : 1, JOB, &j);
     if (!TAIL)
         for (int64_t i = nb * W; i < n; i++)
             update_one_f32(c, i);

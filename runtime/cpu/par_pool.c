@@ -18,6 +18,7 @@
 #include "par_pool.h"
 #include "par_spread.h"
 #include <linux/futex.h>
+#include <omp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -72,6 +73,8 @@ void lt_pool_set_enabled(bool on)
 }
 
 bool lt_pool_in_job(void) { return in_job; }
+
+int lt_pool_threads(void) { return omp_in_parallel() || in_job ? 1 : omp_get_max_threads(); }
 
 static int64_t now_ns(void)
 {

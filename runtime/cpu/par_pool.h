@@ -25,6 +25,10 @@ void lt_pool_set_enabled(bool on);
  * then runs on its thread alone). */
 bool lt_pool_in_job(void);
 
+/* Threads a job started here may use: the OpenMP pool's size, 1 inside an
+ * OpenMP region or a pool job. */
+int lt_pool_threads(void);
+
 /* Runs fn(ctx) on the calling thread and on n - 1 workers at once, and
  * returns when every call has returned. fn must share its work out itself
  * (an atomic counter of chunks), so that a worker that comes late, or not
