@@ -16,7 +16,9 @@
  * Every output is one tile's sum over the taps in the same order whatever
  * the thread count, so results repeat bit for bit. */
 #include "nn_util.h"
+#include "nn_panels.h"
 #include "cpu_features.h"
+#include "linalg_util.h"
 #include <omp.h>
 #include <string.h>
 
@@ -24,15 +26,14 @@
 #define NR 32 /* columns a panel */
 #define MAX_SEGS (NR + 2)
 
-typedef struct seg {
-    int64_t img, pos, oy, ox; /* the first position of image img (pos = oy OW + ox) */
-    int64_t n, lane;          /* n positions, from panel lane `lane` on */
-} seg;
+typedef lt_panel_seg seg;
 
 bool lt_nn_conv_panels_usable(const lt_nn_geom *g, int64_t groups, int64_t c)
 {
-    if (!lt_cpu_avx512_gemm() || g->nsp != 2 || groups != 1 || g->s[0] < 1 || g->s[1] < 1 || g->s[1] > 2 ||
-        g->d[0] < 1 || g->d[1] < 1 || g->pb[0] < 0 || g->pb[1] < 0 || g->grid[0] < 1 || g->grid[1] < 1)
+    /* AVX-512 here, AVX2 (nn_conv_panels_avx2.c) on CPUs without it */
+    if (!(lt_cpu_avx512_gemm() || lt_sgemm_avx2_here()) || g->nsp != 2 || groups != 1 || g->s[0] < 1 ||
+        g->s[1] < 1 || g->s[1] > 2 || g->d[0] < 1 || g->d[1] < 1 || g->pb[0] < 0 || g->pb[1] < 0 ||
+        g->grid[0] < 1 || g->grid[1] < 1)
         return false;
     /* a 1x1 kernel with unit strides and no pads reads the images as they
      * are (no packing to save) unless its grid is small (the per-image
@@ -49,23 +50,11 @@ bool lt_nn_conv_panels_usable(const lt_nn_geom *g, int64_t groups, int64_t c)
 
 #define AVX512 __attribute__((target("avx512f")))
 
-/* The segments of the panel of columns [col0, col0 + NR) clipped to ncols:
- * by grid rows (split) or by images (by_image: runs of positions of one
- * image), never across the two 16-lane halves. */
+/* The segments of the panel of columns [col0, col0 + NR) clipped to ncols
+ * (nn_panels.h) */
 static int segments(int64_t col0, int64_t ncols, int64_t L, int64_t OW, bool by_image, seg *out)
 {
-    int cnt = 0;
-    int64_t end = col0 + NR < ncols ? col0 + NR : ncols;
-    for (int64_t col = col0; col < end;) {
-        int64_t lane = col - col0, img = col / L, pos = col % L;
-        int64_t n = by_image ? L - pos : OW - pos % OW;
-        int64_t room = (lane < 16 ? 16 : NR) - lane;
-        n = n < room ? n : room;
-        n = n < end - col ? n : end - col;
-        out[cnt++] = (seg){img, pos, pos / OW, pos % OW, n, lane};
-        col += n;
-    }
-    return cnt;
+    return lt_panel_segments(col0, ncols, L, OW, by_image, NR / 2, out);
 }
 
 /* lanes [lo, hi) of 16, clipped to 0..16 */
@@ -159,24 +148,10 @@ AVX512 static void pack_panel(const lt_nn_geom *g, int64_t C, const float *x, co
     }
 }
 
-/* w [M, R] -> panels of MR rows: pa[(p R + r) MR + i] = w[p MR + i, r], 0
- * past M; row panels p0..p1 */
+/* w [M, R] -> panels of MR rows (nn_panels.h) */
 static void pack_weights(const float *w, int64_t M, int64_t R, float *pa, int64_t p0, int64_t p1)
 {
-    for (int64_t p = p0; p < p1; p++) {
-        float *d = pa + p * R * MR;
-        for (int64_t i = 0; i < MR; i++) {
-            int64_t o = p * MR + i;
-            if (o >= M) {
-                for (int64_t r = 0; r < R; r++)
-                    d[r * MR + i] = 0;
-                continue;
-            }
-            const float *s = w + o * R;
-            for (int64_t r = 0; r < R; r++)
-                d[r * MR + i] = s[r];
-        }
-    }
+    lt_panel_pack_weights(w, M, R, MR, pa, p0, p1);
 }
 
 /* the register tile: acc[i][h] = sum over r of pa[r MR + i] * pb[r NR + 16 h + lane] */
@@ -242,6 +217,8 @@ AVX512 static void panel_out(int64_t M, int64_t R, int64_t L, const float *pa, c
 lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
                             const float *w, const float *bias, float *y)
 {
+    if (!lt_cpu_avx512_gemm())
+        return lt_nn_conv_panels_avx2(k, g, n, c, m, x, w, bias, y);
     int64_t OW = g->grid[1], L = g->grid[0] * OW, R = c * g->k[0] * g->k[1], ncols = n * L;
     int64_t npan = (ncols + NR - 1) / NR, mp = (m + MR - 1) / MR;
     int nth = omp_get_max_threads();
@@ -402,9 +379,9 @@ AVX512 static void filter_taps(const lt_nn_geom *g, int64_t c, int64_t m, int64_
 
 bool lt_nn_conv_panels_filter_usable(const lt_nn_geom *g, int64_t groups, int64_t c, int64_t m)
 {
-    if (!lt_cpu_avx512_gemm() || g->nsp != 2 || groups != 1 || g->d[1] != 1 || g->d[0] < 1 || g->s[0] < 1 ||
-        g->s[1] < 1 || g->pb[0] < 0 || g->pb[1] < 0 || g->grid[0] < 1 || g->grid[1] < 1 ||
-        g->grid[0] * g->grid[1] > 4096 || m < 16 || c * g->k[0] * g->k[1] < 64)
+    if (!(lt_cpu_avx512_gemm() || lt_sgemm_avx2_here()) || g->nsp != 2 || groups != 1 || g->d[1] != 1 ||
+        g->d[0] < 1 || g->s[0] < 1 || g->s[1] < 1 || g->pb[0] < 0 || g->pb[1] < 0 || g->grid[0] < 1 ||
+        g->grid[1] < 1 || g->grid[0] * g->grid[1] > 4096 || m < 16 || c * g->k[0] * g->k[1] < 64)
         return false;
     /* a plain 1x1 kernel's products read the images as they are */
     return !(g->k[0] == 1 && g->k[1] == 1 && g->s[0] == 1 && g->s[1] == 1 && g->pb[0] == 0 && g->pb[1] == 0 &&
@@ -414,6 +391,8 @@ bool lt_nn_conv_panels_filter_usable(const lt_nn_geom *g, int64_t groups, int64_
 lt_status lt_nn_conv_panels_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
                                    const float *x, float *dw)
 {
+    if (!lt_cpu_avx512_gemm())
+        return lt_nn_conv_panels_filter_avx2(k, g, n, c, m, dy, x, dw);
     int64_t L = g->grid[0] * g->grid[1], R = c * g->k[0] * g->k[1], N = n * L;
     int64_t nq = (R + NR - 1) / NR, mp = (m + MR - 1) / MR, kc = N < KCOLS ? N : KCOLS;
     int nth = omp_get_max_threads();

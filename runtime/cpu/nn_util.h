@@ -129,7 +129,7 @@ lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, 
 
 /* float32 2-D convolutions with one group, column strides 1 or 2,
  * non-negative pads, at least 64 taps x channels and not a plain 1x1 over
- * more than 16 positions (and AVX-512 with lantern's own matrix kernels:
+ * more than 16 positions (and lantern's own AVX-512 or AVX2 matrix kernels:
  * lt_nn_conv_panels_usable) as
  * one product over the batch, 32 output columns a panel built straight
  * from the images (nn_conv_panels.c): x [n, c, img], w [m, c, k], bias [m]
@@ -137,6 +137,11 @@ lt_status lt_nn_conv_regions_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, 
 bool lt_nn_conv_panels_usable(const lt_nn_geom *g, int64_t groups, int64_t c);
 lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
                             const float *w, const float *bias, float *y);
+
+/* The same with AVX2 and FMA (nn_conv_panels_avx2.c: 16 columns a panel),
+ * which lt_nn_conv_panels hands the job on CPUs without AVX-512 */
+lt_status lt_nn_conv_panels_avx2(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *x,
+                                 const float *w, const float *bias, float *y);
 
 /* The filter gradient the same way (lt_nn_conv_panels_filter_usable: one
  * group, any strides, unit column dilation, non-negative pads, at most
@@ -146,6 +151,8 @@ lt_status lt_nn_conv_panels(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t 
 bool lt_nn_conv_panels_filter_usable(const lt_nn_geom *g, int64_t groups, int64_t c, int64_t m);
 lt_status lt_nn_conv_panels_filter(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const float *dy,
                                    const float *x, float *dw);
+lt_status lt_nn_conv_panels_filter_avx2(lt_kctx *k, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m,
+                                        const float *dy, const float *x, float *dw);
 
 /* The filter gradient with the output channels in the vector lanes and
  * each tap's image value broadcast from a zero-padded copy of the images

@@ -19,9 +19,10 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #include "avx2_tail.h"
+#include "avx2_tile.h"
 
-#define MR 6
-#define NR 16
+#define MR LT_AVX2_MR
+#define NR LT_AVX2_NR
 /* KC x NR of op(B) (16 KiB) stays in Zen 3's and Haswell's 32 KiB L1
  * while a block's MR-row panels of op(A) (MC x KC, 144 KiB) stream from
  * L2; NC bounds the packed op(B) (2 MiB, L3) */
@@ -41,30 +42,6 @@ AVX2 static inline __m256i lanes(int64_t n)
 }
 
 /* ---- packing ---- */
-
-/* r[0..7] become their transpose: r[c] = (old r[0][c], ..., old r[7][c]) */
-AVX2 static inline __attribute__((always_inline)) void tr8(__m256 *r)
-{
-    __m256 t[8], u[8];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    /* u[4h + j], 128-bit half l: element 4l + j of rows 4h .. 4h + 3 */
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-        u[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
-        u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xee);
-        u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
-        u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xee);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
-        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
-    }
-}
 
 /* 8 rows from src (row stride lds) at k [k0, k0 + n) into r[0..7],
  * times alpha (rows from `rows` on zero), transposed: r[k] holds k0 + k
@@ -87,7 +64,7 @@ AVX2 static inline __attribute__((always_inline)) void load_tr8(__m256 *r, const
 #pragma GCC unroll 8
         for (int c = 0; c < 8; c++)
             r[c] = _mm256_mul_ps(va, r[c]);
-    tr8(r);
+    lt_avx2_tr8(r);
 }
 
 /* dst[k * MR + c] = alpha src[c * lds + k] for c < rows, k < kc (rows <=
@@ -305,23 +282,9 @@ static inline __attribute__((always_inline)) void prefetch_c(const float *c, int
 AVX2 static void tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, int64_t mr, int64_t nr,
                       int mode, float beta)
 {
-    /* fully unrolled, so that the 12 accumulators live in registers */
     prefetch_c(c, ldc, mr);
     __m256 acc[MR][2];
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; r++)
-        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-#pragma GCC unroll 4
-    for (int64_t k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_loadu_ps(pb + k * NR), b1 = _mm256_loadu_ps(pb + k * NR + 8);
-        const float *a = pa + k * MR;
-#pragma GCC unroll 6
-        for (int r = 0; r < MR; r++) {
-            __m256 ar = _mm256_broadcast_ss(a + r);
-            acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
-            acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
-        }
-    }
+    lt_avx2_tile_sums(kc, pa, pb, acc);
     store_tile(acc, c, ldc, mr, nr, mode, beta);
 }
 

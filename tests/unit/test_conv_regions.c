@@ -9,6 +9,7 @@
 #include "testutil.h"
 #include "runtime/cpu/nn_util.h"
 #include "runtime/cpu/cpu_features.h"
+#include "runtime/cpu/linalg_util.h"
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -257,7 +258,8 @@ static void cols_wide(void **state)
     run_all(cases, sizeof cases / sizeof cases[0], 7900);
 }
 
-/* Conv's forward and filter gradient by panels (runtime/cpu/nn_conv_panels.c): panels that
+/* Conv's forward and filter gradient by panels (runtime/cpu/nn_conv_panels.c,
+ * nn_conv_panels_avx2.c without AVX-512): panels that
  * straddle images and grid rows, output channels not a multiple of the
  * tile's 8, one position an image, strides 2 with dilations, a batch
  * whose columns end mid-panel, 1x1 kernels over at most 16 positions (the
@@ -276,13 +278,14 @@ static void run_panels(const cfg *f, uint64_t seed, bool want)
         geo.pb[a] = f->pads[a];
         geo.pe[a] = f->pads[a + 2];
     }
-    assert_int_equal(lt_nn_conv_panels_usable(&geo, f->group, f->c / f->group), want && lt_cpu_avx512_gemm());
+    /* AVX-512's panels (nn_conv_panels.c) or, without it, AVX2's (nn_conv_panels_avx2.c) */
+    bool isa = lt_cpu_avx512_gemm() || lt_sgemm_avx2_here();
+    assert_int_equal(lt_nn_conv_panels_usable(&geo, f->group, f->c / f->group), want && isa);
     /* the filter gradient by panels: any strides, but unit column dilation
      * and 16 output channels or more */
     bool plain = f->k[0] == 1 && f->k[1] == 1 && f->s[0] == 1 && f->s[1] == 1 && f->pads[0] == 0 && f->pads[1] == 0 &&
                  f->pads[2] == 0 && f->pads[3] == 0;
-    bool filter = f->group == 1 && f->d[1] == 1 && f->m >= 16 && f->c * f->k[0] * f->k[1] >= 64 && !plain &&
-                  lt_cpu_avx512_gemm();
+    bool filter = f->group == 1 && f->d[1] == 1 && f->m >= 16 && f->c * f->k[0] * f->k[1] >= 64 && !plain && isa;
     assert_int_equal(lt_nn_conv_panels_filter_usable(&geo, f->group, f->c / f->group, f->m), filter);
     run_case(f, seed);
 }
