@@ -277,9 +277,14 @@ static lt_status gemm(lt_kctx *k)
             return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     }
     if (use_c && C->dtype == ct) {
-        /* the common bias row (or matrix) in the compute type */
+        /* the common bias row (or matrix) in the compute type: a whole row
+         * of C as one copy */
+        size_t es = ct == LT_F32 ? sizeof(float) : sizeof(double);
         for (int64_t i = 0; i < M; i++) {
-            if (ct == LT_F32) {
+            if (cn == 1) {
+                memcpy((char *)y + (size_t)(i * N) * es, (const char *)C->data + (size_t)(i * cm) * es,
+                       (size_t)N * es);
+            } else if (ct == LT_F32) {
                 const float *cs = (const float *)C->data + i * cm;
                 float *yr = (float *)y + i * N;
                 for (int64_t j = 0; j < N; j++)
