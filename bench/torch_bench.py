@@ -26,8 +26,9 @@ and prints one table row per model:
 
 Warm-up: 40 steps on both sides by default, so that lantern's timed steps
 come after its thread governor's first two probes (train/thread_gov.c:
-3 warm-up runs, 3 runs at each thread count, 20 settled runs, a second
-probe), as they would in a training run of any length; later probes, one
+3 warm-up runs, a probe of 12 runs (3 counted at each thread count, each
+after an uncounted one), 12 settled runs, a second probe: steps 3 to 38),
+as they would in a training run of any length; later probes, one
 every 100 steps, are rare enough to leave the median alone.
 
 --rounds R runs lantern and each torch R times per model, alternating, and

@@ -1,8 +1,11 @@
 /* The trainer's thread governor (thread_gov.h). The cost of a run is its
  * time per input element, so runs over samples of different sizes (trees,
  * sentences) compare. A probe alternates all threads and one thread,
- * LT_GOV_PROBE runs each, so a change of load during it falls on both, and
- * takes each setting's median cost (with another process on a core, a run
+ * LT_GOV_PROBE runs each, so a change of load during it falls on both; each
+ * counted run follows an uncounted one with the same setting, since the
+ * first run after a change pays for it (on a loaded machine the threads
+ * take a while to find their CPUs again, and one thread then looked 30 %
+ * slower than it runs). It takes each setting's median cost (with another process on a core, a run
  * on all threads now and then finds that core free and runs fast, which a
  * least cost would take for the setting's); one thread is kept only when
  * it was clearly faster (LT_GOV_MARGIN), so an idle machine keeps every
@@ -20,7 +23,7 @@ void lt_set_num_threads(int n);
 enum { GOV_WARM, GOV_PROBE, GOV_SETTLED };
 
 #define LT_GOV_WARM 3      /* runs before the first probe */
-#define LT_GOV_FIRST 20    /* settled runs before the second probe */
+#define LT_GOV_FIRST 12    /* settled runs before the second probe */
 #define LT_GOV_EVERY 100   /* settled runs between later probes */
 #define LT_GOV_MARGIN 0.95 /* one thread is kept when it costs less than this times all of them */
 #define LT_GOV_SLOW 1.5    /* a settled run this much costlier than base counts as slow */
@@ -91,10 +94,15 @@ void lt_thread_gov_after(lt_thread_gov *g, double seconds, double work)
         if (++g->n >= LT_GOV_WARM)
             start_probe(g);
     } else if (g->phase == GOV_PROBE) {
-        int k = g->cur == 1; /* runs alternate: all threads, one, all, one, ... */
-        g->seen[k][g->n / 2] = cost;
-        if (++g->n < 2 * LT_GOV_PROBE) {
-            use(g, k ? g->max : 1);
+        /* runs come in pairs that alternate: all threads twice, one twice,
+         * all twice, ...; the first run of a pair settles the change (the
+         * threads' caches and CPUs) and is not counted */
+        int k = g->cur == 1, slot = g->n / 2;
+        if (g->n % 2)
+            g->seen[k][slot / 2] = cost;
+        if (++g->n < 4 * LT_GOV_PROBE) {
+            if (g->n % 2 == 0)
+                use(g, k ? g->max : 1);
             return;
         }
         double med[2] = {median(g->seen[0], LT_GOV_PROBE), median(g->seen[1], LT_GOV_PROBE)};

@@ -2,7 +2,8 @@
  * (3 warm-up runs, then probes of 3 runs per setting in turn): an idle
  * machine keeps every thread, a machine where one thread is clearly
  * faster gets one (a lucky fast run on all threads in the probe does not
- * hide it: medians are compared), a near tie keeps every thread, runs
+ * hide it: medians are compared, nor does the first run after each change
+ * of setting, which is not counted), a near tie keeps every thread, runs
  * turning slow start a probe before the regular one, costs are per input
  * element (a large sample is not mistaken for a slow setting), and the
  * pool's size is given back at the end. Plus a training run with the governor on (the default) and off
@@ -51,7 +52,7 @@ static void choices(void **state)
     /* load arrives: all threads now twice as slow, so slow runs start a probe
      * at once and one thread is chosen; when it goes away, the regular probe
      * (every 100 runs) goes back to all threads */
-    assert_int_equal(drive(&g, 10, 2.0, 1.0, 100), 1);
+    assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 2.0, 1.0, 100), 1);
     int64_t p = g.probes;
     assert_int_equal(drive(&g, 120, 0.5, 1.0, 100), 4);
     assert_true(g.probes > p);
@@ -65,12 +66,12 @@ static void slow_runs_probe_early(void **state)
     lt_set_num_threads(2);
     lt_thread_gov g;
     lt_thread_gov_init(&g, 0);
-    assert_int_equal(drive(&g, 10, 1.0, 2.0, 10), 2);
+    assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 1.0, 2.0, 10), 2);
     int64_t p = g.probes;
     /* every run now twice as slow with both threads, one thread unaffected */
     assert_int_equal(drive(&g, 3, 2.5, 2.0, 10), 2);
     assert_int_equal(g.probes, p + 1); /* three slow runs in a row: a probe at once */
-    assert_int_equal(drive(&g, 6, 2.5, 2.0, 10), 1);
+    assert_int_equal(drive(&g, 4 * LT_GOV_PROBE, 2.5, 2.0, 10), 1);
     lt_thread_gov_fini(&g);
     assert_int_equal(omp_get_max_threads(), 2);
 }
@@ -83,7 +84,7 @@ static void cost_is_per_element(void **state)
     lt_thread_gov_init(&g, 0);
     /* the one-thread probe happens to get large samples: its total time is
      * larger, its time per element smaller, so one thread wins */
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 3 + 4 * LT_GOV_PROBE; i++) {
         lt_thread_gov_before(&g);
         double work = g.cur == 1 ? 1000 : 100;
         lt_thread_gov_after(&g, (g.cur == 1 ? 0.8 : 1.0) * 1e-3 * work, work);
@@ -99,17 +100,42 @@ static void lucky_run_ignored(void **state)
     lt_thread_gov g;
     lt_thread_gov_init(&g, 0);
     /* another process on a core: runs on both threads cost 1.5, but the
-     * probe's first finds the core free (0.8); one thread costs 1.0. The
-     * medians (1.5 against 1.0) choose one thread, where the least costs
-     * (0.8 against 1.0) would keep both */
+     * probe's first counted one (after the uncounted first) finds the core
+     * free (0.8); one thread costs 1.0. The medians (1.5 against 1.0)
+     * choose one thread, where the least costs (0.8 against 1.0) would keep
+     * both */
     int all_runs = 0;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 3 + 4 * LT_GOV_PROBE; i++) {
         lt_thread_gov_before(&g);
-        double ms = g.cur == 1 ? 1.0 : i < 3 ? 1.5 : all_runs++ == 0 ? 0.8 : 1.5;
+        double ms = g.cur == 1 ? 1.0 : i < 3 ? 1.5 : all_runs++ == 1 ? 0.8 : 1.5;
         lt_thread_gov_after(&g, ms * 1e-3, 1);
     }
     assert_int_equal(g.cur, 1);
     assert_int_equal(g.one, 1);
+    lt_thread_gov_fini(&g);
+}
+
+static void switch_run_ignored(void **state)
+{
+    (void)state;
+    lt_set_num_threads(2);
+    lt_thread_gov g;
+    lt_thread_gov_init(&g, 0);
+    /* a loaded machine: both threads cost 1.3, one thread 1.0, except the
+     * first run after each change to one thread (3.0: the threads finding
+     * their CPUs again). The probe counts only the second run of each
+     * pair, so one thread is chosen; counting the first would have kept
+     * both (a median of 3.0 against 1.3). */
+    int prev = g.cur;
+    for (int i = 0; i < 3 + 4 * LT_GOV_PROBE; i++) {
+        lt_thread_gov_before(&g);
+        double ms = g.cur == 1 ? (prev != 1 ? 3.0 : 1.0) : 1.3;
+        prev = g.cur;
+        lt_thread_gov_after(&g, ms * 1e-3, 1);
+    }
+    assert_int_equal(g.cur, 1);
+    assert_int_equal(g.one, 1);
+    assert_int_equal(g.probes, 1);
     lt_thread_gov_fini(&g);
 }
 
@@ -181,6 +207,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(choices),           cmocka_unit_test(slow_runs_probe_early),
         cmocka_unit_test(cost_is_per_element), cmocka_unit_test(lucky_run_ignored),
+        cmocka_unit_test(switch_run_ignored),
         cmocka_unit_test(off_with_one_thread),
         cmocka_unit_test(training_unchanged),
     };
