@@ -9,7 +9,8 @@
  * on all threads now and then finds that core free and runs fast, which a
  * least cost would take for the setting's); one thread is kept only when
  * it was clearly faster (LT_GOV_MARGIN), so an idle machine keeps every
- * thread.
+ * thread. Between probes the median of the last LT_GOV_RECENT runs is held
+ * against the other setting's probe cost (LT_GOV_DRIFT).
  * The first probe waits out the first runs (planning, first allocations,
  * the pool's threads starting) and the second comes soon after it. */
 #include "thread_gov.h"
@@ -28,6 +29,7 @@ enum { GOV_WARM, GOV_PROBE, GOV_SETTLED };
 #define LT_GOV_MARGIN 0.95 /* one thread is kept when it costs less than this times all of them */
 #define LT_GOV_SLOW 1.5    /* a settled run this much costlier than base counts as slow */
 #define LT_GOV_SLOW_RUNS 3 /* slow runs in a row that start a probe early */
+#define LT_GOV_DRIFT 1.1   /* recent runs this much costlier than the other setting was: change over */
 
 double lt_thread_gov_now(void)
 {
@@ -64,10 +66,10 @@ void lt_thread_gov_before(lt_thread_gov *g)
         lt_set_num_threads(g->cur);
 }
 
-/* The median of n costs (n <= LT_GOV_PROBE), sorted in a copy. */
+/* The median of n costs (n <= LT_GOV_PROBE, LT_GOV_RECENT), sorted in a copy. */
 static double median(const double *c, int n)
 {
-    double s[LT_GOV_PROBE];
+    double s[LT_GOV_PROBE > LT_GOV_RECENT ? LT_GOV_PROBE : LT_GOV_RECENT];
     for (int i = 0; i < n; i++) {
         int j = i;
         for (; j > 0 && s[j - 1] > c[i]; j--)
@@ -110,10 +112,29 @@ void lt_thread_gov_after(lt_thread_gov *g, double seconds, double work)
         g->one += one;
         use(g, one ? 1 : g->max);
         g->base = med[one];
+        g->alt = med[!one];
         g->phase = GOV_SETTLED;
         g->settled = 0;
         g->slow = 0;
     } else {
+        /* a probe's runs on all threads can come out fast where the runs
+         * that follow do not (under load the threads drift onto the busy
+         * core over some runs): the kept setting is held against what the
+         * other one cost, and given up once it clearly costs more */
+        g->recent[g->settled % LT_GOV_RECENT] = cost;
+        if (g->settled + 1 >= LT_GOV_RECENT) {
+            double now = median(g->recent, LT_GOV_RECENT);
+            if (now > LT_GOV_DRIFT * g->alt) {
+                int one = g->cur != 1;
+                g->one += one;
+                use(g, one ? 1 : g->max);
+                g->base = g->alt;
+                g->alt = now;
+                g->settled = 0;
+                g->slow = 0;
+                return;
+            }
+        }
         g->slow = cost > LT_GOV_SLOW * g->base ? g->slow + 1 : 0;
         if (++g->settled >= (g->probes == 1 ? LT_GOV_FIRST : LT_GOV_EVERY) || g->slow >= LT_GOV_SLOW_RUNS)
             start_probe(g);

@@ -1,8 +1,9 @@
 /* The trainer's thread governor: each run of the training program is timed
  * per element of its inputs, and every so often a few runs are made with
  * one thread and a few with all the threads allowed; the faster setting is
- * kept until the next probe, or until runs turn slow (another process took
- * a core). On a loaded machine a parallel region waits for a thread that is
+ * kept until the next probe, until runs turn slow (another process took
+ * a core), or until the kept setting's recent runs cost clearly more than
+ * the other one did in the probe (then the other is taken). On a loaded machine a parallel region waits for a thread that is
  * not running, which can make two threads slower than one; the governor
  * keeps such a step at one. It is on by default (LANTERN_THREAD_GOV=0
  * turns it off): the kernels cut their sums by the sizes alone
@@ -15,6 +16,8 @@
 
 /* runs timed per setting in a probe */
 #define LT_GOV_PROBE 3
+/* settled runs whose median is held against the other setting's cost */
+#define LT_GOV_RECENT 5
 
 typedef struct lt_thread_gov {
     int max;         /* threads allowed (OpenMP's at the start); 1 turns the governor off */
@@ -23,6 +26,8 @@ typedef struct lt_thread_gov {
     int n;           /* runs in this phase */
     double seen[2][LT_GOV_PROBE]; /* the costs seen this probe with all threads and with one */
     double base;     /* the kept setting's cost when it was chosen */
+    double alt;      /* the other setting's cost then */
+    double recent[LT_GOV_RECENT]; /* the last settled runs' costs, in a ring */
     int slow;        /* settled runs in a row costing over LT_GOV_SLOW * base */
     int64_t settled; /* runs since the last choice */
     int64_t probes;  /* probes made (for tests and --stats) */

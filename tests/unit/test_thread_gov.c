@@ -4,7 +4,9 @@
  * faster gets one (a lucky fast run on all threads in the probe does not
  * hide it: medians are compared, nor does the first run after each change
  * of setting, which is not counted), a near tie keeps every thread, runs
- * turning slow start a probe before the regular one, costs are per input
+ * turning slow start a probe before the regular one, a kept setting whose
+ * recent runs cost clearly more than the other setting did is given up,
+ * costs are per input
  * element (a large sample is not mistaken for a slow setting), and the
  * pool's size is given back at the end. Plus a training run with the governor on (the default) and off
  * reaching the same parameters bit for bit: it only changes how many
@@ -48,7 +50,7 @@ static void choices(void **state)
     assert_int_equal(omp_get_max_threads(), 4);
     /* a near tie (one thread 2 % faster) keeps every thread */
     lt_thread_gov_init(&g, 0);
-    assert_int_equal(drive(&g, 20, 1.02, 1.0, 100), 4);
+    assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 1.02, 1.0, 100), 4);
     /* load arrives: all threads now twice as slow, so slow runs start a probe
      * at once and one thread is chosen; when it goes away, the regular probe
      * (every 100 runs) goes back to all threads */
@@ -72,6 +74,36 @@ static void slow_runs_probe_early(void **state)
     assert_int_equal(drive(&g, 3, 2.5, 2.0, 10), 2);
     assert_int_equal(g.probes, p + 1); /* three slow runs in a row: a probe at once */
     assert_int_equal(drive(&g, 4 * LT_GOV_PROBE, 2.5, 2.0, 10), 1);
+    lt_thread_gov_fini(&g);
+    assert_int_equal(omp_get_max_threads(), 2);
+}
+
+static void drift_changes_over(void **state)
+{
+    (void)state;
+    lt_set_num_threads(2);
+    lt_thread_gov g;
+    lt_thread_gov_init(&g, 0);
+    /* the probe finds both threads faster (1.0 against one thread's 1.2) */
+    assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 1.0, 1.2, 10), 2);
+    int64_t p = g.probes;
+    /* then runs on both threads cost 1.4: not slow against their own 1.0
+     * (under LT_GOV_SLOW), but over 1.1 times one thread's 1.2. Once the
+     * median of the last LT_GOV_RECENT runs shows it, one thread is taken,
+     * without a probe; not before */
+    assert_int_equal(drive(&g, LT_GOV_RECENT - 1, 1.4, 1.2, 10), 2);
+    assert_int_equal(drive(&g, 1, 1.4, 1.2, 10), 1);
+    assert_int_equal(g.probes, p);
+    assert_int_equal(g.one, 1);
+    /* one thread at 1.2 is no worse than both threads' recent 1.4: kept */
+    assert_int_equal(drive(&g, 10, 1.4, 1.2, 10), 1);
+    /* runs at 1.05 on both threads, within 1.1 times one thread's 1.0:
+     * both kept however long they run (only the regular probe may
+     * change them) */
+    lt_thread_gov_fini(&g);
+    lt_thread_gov_init(&g, 0);
+    assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 0.9, 1.0, 10), 2);
+    assert_int_equal(drive(&g, 11, 1.05, 1.0, 10), 2);
     lt_thread_gov_fini(&g);
     assert_int_equal(omp_get_max_threads(), 2);
 }
@@ -207,7 +239,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(choices),           cmocka_unit_test(slow_runs_probe_early),
         cmocka_unit_test(cost_is_per_element), cmocka_unit_test(lucky_run_ignored),
-        cmocka_unit_test(switch_run_ignored),
+        cmocka_unit_test(switch_run_ignored), cmocka_unit_test(drift_changes_over),
         cmocka_unit_test(off_with_one_thread),
         cmocka_unit_test(training_unchanged),
     };
