@@ -9,8 +9,8 @@
  * on all threads now and then finds that core free and runs fast, which a
  * least cost would take for the setting's); one thread is kept only when
  * it was clearly faster (LT_GOV_MARGIN), so an idle machine keeps every
- * thread. Between probes the median of the last LT_GOV_RECENT runs is held
- * against the other setting's probe cost (LT_GOV_DRIFT).
+ * thread. Between probes the median of the last LT_GOV_RECENT runs on all
+ * threads is held against one thread's probe cost (LT_GOV_DRIFT).
  * The first probe waits out the first runs (planning, first allocations,
  * the pool's threads starting) and the second comes soon after it. */
 #include "thread_gov.h"
@@ -119,15 +119,18 @@ void lt_thread_gov_after(lt_thread_gov *g, double seconds, double work)
     } else {
         /* a probe's runs on all threads can come out fast where the runs
          * that follow do not (under load the threads drift onto the busy
-         * core over some runs): the kept setting is held against what the
-         * other one cost, and given up once it clearly costs more */
+         * core over some runs): all threads, when kept, are held against
+         * what one thread cost, and given up once they clearly cost more.
+         * Not the other way round: one thread's runs slow down with the
+         * load as well, and changing back and forth on that costs runs on
+         * the worse setting each time; the regular probe goes back to all
+         * threads when the load is gone. */
         g->recent[g->settled % LT_GOV_RECENT] = cost;
-        if (g->settled + 1 >= LT_GOV_RECENT) {
+        if (g->cur != 1 && g->settled + 1 >= LT_GOV_RECENT) {
             double now = median(g->recent, LT_GOV_RECENT);
             if (now > LT_GOV_DRIFT * g->alt) {
-                int one = g->cur != 1;
-                g->one += one;
-                use(g, one ? 1 : g->max);
+                g->one++;
+                use(g, 1);
                 g->base = g->alt;
                 g->alt = now;
                 g->settled = 0;

@@ -2,8 +2,8 @@
  * per element of its inputs, and every so often a few runs are made with
  * one thread and a few with all the threads allowed; the faster setting is
  * kept until the next probe, until runs turn slow (another process took
- * a core), or until the kept setting's recent runs cost clearly more than
- * the other one did in the probe (then the other is taken). On a loaded machine a parallel region waits for a thread that is
+ * a core), or, with all threads kept, until their recent runs cost clearly
+ * more than one thread did in the probe (then one thread is taken). On a loaded machine a parallel region waits for a thread that is
  * not running, which can make two threads slower than one; the governor
  * keeps such a step at one. It is on by default (LANTERN_THREAD_GOV=0
  * turns it off): the kernels cut their sums by the sizes alone

@@ -4,8 +4,8 @@
  * faster gets one (a lucky fast run on all threads in the probe does not
  * hide it: medians are compared, nor does the first run after each change
  * of setting, which is not counted), a near tie keeps every thread, runs
- * turning slow start a probe before the regular one, a kept setting whose
- * recent runs cost clearly more than the other setting did is given up,
+ * turning slow start a probe before the regular one, all threads kept
+ * whose recent runs cost clearly more than one thread did are given up,
  * costs are per input
  * element (a large sample is not mistaken for a slow setting), and the
  * pool's size is given back at the end. Plus a training run with the governor on (the default) and off
@@ -95,8 +95,11 @@ static void drift_changes_over(void **state)
     assert_int_equal(drive(&g, 1, 1.4, 1.2, 10), 1);
     assert_int_equal(g.probes, p);
     assert_int_equal(g.one, 1);
-    /* one thread at 1.2 is no worse than both threads' recent 1.4: kept */
-    assert_int_equal(drive(&g, 10, 1.4, 1.2, 10), 1);
+    /* one thread's runs slowing down to 1.6, over 1.1 times both threads'
+     * recent 1.4, do not change back (only a probe may: the regular one,
+     * or one started by slow runs) */
+    assert_int_equal(drive(&g, 10, 1.4, 1.6, 10), 1);
+    assert_int_equal(g.probes, p);
     /* runs at 1.05 on both threads, within 1.1 times one thread's 1.0:
      * both kept however long they run (only the regular probe may
      * change them) */
