@@ -5,6 +5,7 @@
 #include "par_spread.h"
 #include <cblas.h>
 #include <limits.h>
+#include <pthread.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,7 @@ typedef struct gemm_job {
     const void *A, *B;
     void *C;
     const int64_t *off;
+    const float *pre; /* op(A) packed for all the column chunks (lt_sgemm_avx2_pack_a), or NULL */
     int nchunks;
     int next;
 } gemm_job;
@@ -155,10 +157,80 @@ static void gemm_chunks_run(void *ctx)
                  (char *)j->C + (size_t)(o * j->ldc) * es, j->ldc);
         } else {
             const char *b = (const char *)j->B + (size_t)(j->tb ? o * j->ldb : o) * es;
-            blas(j->dt, j->ta, j->tb, j->M, n, j->K, j->alpha, j->A, j->lda, b, j->ldb, j->beta,
-                 (char *)j->C + (size_t)o * es, j->ldc);
+            if (!j->pre || !lt_sgemm_avx2_prepacked(j->pre, j->M, n, j->K, j->tb, (const float *)b, j->ldb,
+                                                    (float)j->beta, (float *)j->C + o, j->ldc))
+                blas(j->dt, j->ta, j->tb, j->M, n, j->K, j->alpha, j->A, j->lda, b, j->ldb, j->beta,
+                     (char *)j->C + (size_t)o * es, j->ldc);
         }
     }
+}
+
+/* op(A) packed once at most this big for a split product's chunks */
+#define SHARED_A_BYTES ((int64_t)8 << 20)
+
+/* the calling thread's buffer for a shared packed op(A), kept for its next
+ * products (no allocation in a steady-state step), freed with the thread */
+typedef struct shared_buf {
+    int64_t cap; /* floats */
+    float *p;
+} shared_buf;
+
+static pthread_key_t shared_key;
+static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
+
+static void shared_free(void *v)
+{
+    shared_buf *b = v;
+    free(b->p);
+    free(b);
+}
+
+static void shared_init(void) { (void)pthread_key_create(&shared_key, shared_free); }
+
+static float *shared_buffer(int64_t floats)
+{
+    pthread_once(&shared_once, shared_init);
+    shared_buf *b = pthread_getspecific(shared_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b)))
+            return NULL;
+        if (pthread_setspecific(shared_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->cap < floats) {
+        float *p = realloc(b->p, sizeof(float) * (size_t)floats);
+        if (!p)
+            return NULL;
+        b->p = p;
+        b->cap = floats;
+    }
+    return b->p;
+}
+
+/* For a float product split by columns (chunks off[0..n]): op(A) packed
+ * once for all the chunks, where each would go to lt_sgemm_avx2 (blas's
+ * routing: M, K and the chunk's width above 1, widths above 32 so neither
+ * the small kernel nor the transposed product takes it, and
+ * lt_sgemm_avx2_pays) and that kernel would pack op(A) in each; NULL
+ * otherwise. The chunks' products then read the same packed values, so
+ * their bits are unchanged. */
+static const float *shared_a(bool ta, int64_t M, int64_t K, float alpha, const float *A, int64_t lda,
+                             const int64_t *off, int n)
+{
+    if (!lt_sgemm_avx2_here() || M < 2 || K < 2 || !lt_sgemm_avx2_packs_a(ta, lda, alpha))
+        return NULL;
+    for (int c = 0; c < n; c++) {
+        int64_t w = off[c + 1] - off[c];
+        if (w <= 32 || !lt_sgemm_avx2_pays(M, w, K))
+            return NULL;
+    }
+    int64_t len = lt_sgemm_avx2_packed_a_len(M, K);
+    if (len * (int64_t)sizeof(float) > SHARED_A_BYTES)
+        return NULL;
+    float *pa = shared_buffer(len);
+    return pa && lt_sgemm_avx2_pack_a(ta, M, K, alpha, A, lda, pa) ? pa : NULL;
 }
 
 void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void *A,
@@ -179,6 +251,10 @@ void lt_linalg_gemm(lt_dtype dt, bool ta, bool tb, int64_t M, int64_t N, int64_t
     nt = nt < nchunks ? nt : nchunks;
     gemm_job j = {.dt = dt, .ta = ta, .tb = tb, .rows = rows, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb,
                   .ldc = ldc, .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C, .off = off, .nchunks = nchunks};
+    /* chunks of columns share all of op(A): packed once here rather than
+     * once a chunk */
+    if (!rows && dt == LT_F32)
+        j.pre = shared_a(ta, M, K, (float)alpha, A, lda, off, nchunks);
     if (lt_pool_enabled()) {
         lt_pool_run(nt, gemm_chunks_run, &j);
         return;

@@ -39,6 +39,16 @@ bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 bool lt_sgemm_avx2_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float alpha, const float *A,
                        int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
                        float *C, int64_t ldc);
+/* op(A) packed once for every chunk of a product split by columns
+ * (linalg_gemm.c), where lt_sgemm_avx2 would pack it in each: whether it
+ * packs op(A) at all (lt_sgemm_avx2_packs_a), the packed length in floats,
+ * the packing (false without AVX2 and FMA), and a product from the packed
+ * op(A) (alpha folded in there) with the same bits as lt_sgemm_avx2's */
+bool lt_sgemm_avx2_packs_a(bool ta, int64_t lda, float alpha);
+int64_t lt_sgemm_avx2_packed_a_len(int64_t M, int64_t K);
+bool lt_sgemm_avx2_pack_a(bool ta, int64_t M, int64_t K, float alpha, const float *A, int64_t lda, float *pa);
+bool lt_sgemm_avx2_prepacked(const float *pa, int64_t M, int64_t N, int64_t K, bool tb, const float *B,
+                             int64_t ldb, float beta, float *C, int64_t ldc);
 /* AVX2 and FMA but no AVX-512 (and LANTERN_GEMM not "blas"): where float
  * products go to lt_sgemm_avx2 (an AVX-512 CPU keeps its own routing) */
 bool lt_sgemm_avx2_here(void);

@@ -344,18 +344,27 @@ static float *buffers(void)
     return b;
 }
 
-AVX2 static void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                     const bsrc *bs, float beta, float *C, int64_t ldc, float *pa, float *pb)
+/* K in slices of equal depth (multiples of 8, the transposes' height)
+ * rather than KC-deep ones and a thin rest: each slice is a pass over the
+ * tiles of C */
+static int64_t k_step(int64_t K)
 {
-    /* alpha 1: op(A) read in place, no packed panels; a transposed A only
-     * when its rows are short (a tile's KC rows of A then span few pages) */
-    bool direct = alpha == 1.0f && (!ta || lda <= 128);
-    /* K in slices of equal depth (multiples of 8, the transposes' height)
-     * rather than KC-deep ones and a thin rest: each slice is a pass over
-     * the tiles of C */
     int64_t nk = (K + KC - 1) / KC, kstep = ((K + nk - 1) / nk + 7) / 8 * 8;
-    if (kstep > KC)
-        kstep = KC;
+    return kstep > KC ? KC : kstep;
+}
+
+/* alpha 1: op(A) read in place, no packed panels; a transposed A only
+ * when its rows are short (a tile's KC rows of A then span few pages) */
+static bool reads_a_in_place(bool ta, int64_t lda, float alpha) { return alpha == 1.0f && (!ta || lda <= 128); }
+
+/* The product from panels: op(A) read in place, packed a block at a time
+ * into pa, or (pre, not NULL) taken from lt_sgemm_avx2_pack_a's panels of
+ * all of op(A), the same values pack_a would give */
+AVX2 static void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                     const bsrc *bs, float beta, float *C, int64_t ldc, float *pa, float *pb, const float *pre)
+{
+    bool direct = !pre && reads_a_in_place(ta, lda, alpha);
+    int64_t kstep = k_step(K), mpad = (M + MR - 1) / MR * MR;
     for (int64_t j0 = 0; j0 < N; j0 += NC) {
         int64_t nc = N - j0 < NC ? N - j0 : NC;
         for (int64_t k0 = 0; k0 < K; k0 += kstep) {
@@ -372,10 +381,14 @@ AVX2 static void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, cons
                                         mc - p < MR ? mc - p : MR, nc - q < NR ? nc - q : NR, mode, beta);
                     continue;
                 }
-                pack_a(A, lda, ta, i0, mc, k0, kc, alpha, pa);
+                const float *pab = pa;
+                if (pre)
+                    pab = pre + mpad * k0 + i0 * kc; /* panels in order, slice after slice */
+                else
+                    pack_a(A, lda, ta, i0, mc, k0, kc, alpha, pa);
                 for (int64_t q = 0; q < nc; q += NR)
                     for (int64_t p = 0; p < mc; p += MR)
-                        tile(kc, pa + p * kc, pb + q * kc, C + (i0 + p) * ldc + j0 + q, ldc,
+                        tile(kc, pab + p * kc, pb + q * kc, C + (i0 + p) * ldc + j0 + q, ldc,
                              mc - p < MR ? mc - p : MR, nc - q < NR ? nc - q : NR, mode, beta);
             }
         }
@@ -393,7 +406,36 @@ bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
     if (!buf)
         return false;
     bsrc bs = {.B = B, .ldb = ldb, .tb = tb};
-    run(ta, M, N, K, alpha, A, lda, &bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64));
+    run(ta, M, N, K, alpha, A, lda, &bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64), NULL);
+    return true;
+}
+
+bool lt_sgemm_avx2_packs_a(bool ta, int64_t lda, float alpha) { return !reads_a_in_place(ta, lda, alpha); }
+
+int64_t lt_sgemm_avx2_packed_a_len(int64_t M, int64_t K) { return (M + MR - 1) / MR * MR * K + SLACK; }
+
+bool lt_sgemm_avx2_pack_a(bool ta, int64_t M, int64_t K, float alpha, const float *A, int64_t lda, float *pa)
+{
+    if (!lt_cpu_avx2_gemm() || M < 1 || K < 1)
+        return false;
+    int64_t kstep = k_step(K), mpad = (M + MR - 1) / MR * MR;
+    /* slice after slice, panel after panel: each 8-lane store past a
+     * panel's rows lands on what is packed after it (or the slack) */
+    for (int64_t k0 = 0; k0 < K; k0 += kstep)
+        pack_a(A, lda, ta, 0, M, k0, K - k0 < kstep ? K - k0 : kstep, alpha, pa + mpad * k0);
+    return true;
+}
+
+bool lt_sgemm_avx2_prepacked(const float *pa, int64_t M, int64_t N, int64_t K, bool tb, const float *B,
+                             int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    if (!lt_cpu_avx2_gemm() || N < 1 || M < 1 || K < 1)
+        return false;
+    float *buf = buffers();
+    if (!buf)
+        return false;
+    bsrc bs = {.B = B, .ldb = ldb, .tb = tb};
+    run(false, M, N, K, 1.0f, NULL, 0, &bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64), pa);
     return true;
 }
 
@@ -407,13 +449,28 @@ bool lt_sgemm_avx2_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, fl
     if (!buf)
         return false;
     bsrc bs = {.B = B1, .ldb = ldb1, .B2 = N2 > 0 ? B2 : NULL, .ldb2 = ldb2, .n1 = N1};
-    run(ta, M, N1 + N2, K, alpha, A, lda, &bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64));
+    run(ta, M, N1 + N2, K, alpha, A, lda, &bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64), NULL);
     return true;
 }
 
 #else
 
 bool lt_sgemm_avx2_here(void) { return false; }
+
+bool lt_sgemm_avx2_packs_a(bool ta, int64_t lda, float alpha) { return false; }
+
+int64_t lt_sgemm_avx2_packed_a_len(int64_t M, int64_t K) { return 0; }
+
+bool lt_sgemm_avx2_pack_a(bool ta, int64_t M, int64_t K, float alpha, const float *A, int64_t lda, float *pa)
+{
+    return false;
+}
+
+bool lt_sgemm_avx2_prepacked(const float *pa, int64_t M, int64_t N, int64_t K, bool tb, const float *B,
+                             int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    return false;
+}
 
 bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc)

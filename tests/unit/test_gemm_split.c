@@ -8,7 +8,8 @@
  * calling thread and is checked the same way, as are depths K that the
  * AVX-512 kernel cuts into slices of equal depth, and products whose op(B)
  * is two matrices side by side (lt_sgemm_avx512_cat), and batches of
- * products shared out over the threads. And the helper that moves a
+ * products shared out over the threads, and (without AVX-512) op(A)
+ * packed once for all the chunks giving the bits of one whole product. And the helper that moves a
  * region's second thread off the first one's CPU gives back the thread's
  * affinity unchanged. */
 #define _GNU_SOURCE
@@ -166,6 +167,59 @@ static void k_slices(void **state)
     omp_set_num_threads(saved);
 }
 
+/* Without AVX-512, a float product split by columns whose chunks would
+ * each pack op(A) (a transposed A of long rows, or alpha not 1) packs it
+ * once for all of them (linalg_gemm.c): the same bits as lt_sgemm_avx2
+ * over the whole product, which packs it itself, on 1 and 2 threads; K
+ * past one slice, M not a multiple of the tile's 6 rows nor of a block's
+ * 144. Checked against double sums by split_products above. */
+static void shared_a_same_bits(void **state)
+{
+    (void)state;
+    if (!lt_sgemm_avx2_here())
+        skip();
+    static const struct {
+        bool ta, tb;
+        int64_t M, N, K, lda;
+        float alpha, beta;
+    } cases[] = {
+        {true, false, 512, 784, 128, 512, 1.0f, 0.0f}, /* an MLP's weight gradient */
+        {true, false, 301, 700, 300, 333, 1.0f, 1.0f},
+        {false, true, 200, 650, 530, 530, 0.75f, 0.5f},
+        {false, false, 149, 900, 90, 95, -2.0f, 0.0f},
+    };
+    int saved = omp_get_max_threads();
+    uint64_t seed = 900;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t M = cases[i].M, N = cases[i].N, K = cases[i].K, lda = cases[i].lda;
+        bool ta = cases[i].ta, tb = cases[i].tb;
+        int64_t ldb = tb ? K : N, na = (ta ? K : M) * lda, nb = tb ? N * K : K * N;
+        lt_value *a = tu_rand(LT_F32, 1, &na, -1, 1, seed++), *b = tu_rand(LT_F32, 1, &nb, -1, 1, seed++);
+        int64_t nc = M * N;
+        lt_value *c = tu_rand(LT_F32, 1, &nc, -1, 1, seed++);
+        float *whole = malloc(sizeof(float) * (size_t)nc), *split = malloc(sizeof(float) * (size_t)nc);
+        assert_non_null(whole);
+        assert_non_null(split);
+        memcpy(whole, c->t.data, sizeof(float) * (size_t)nc);
+        assert_true(lt_sgemm_avx2(ta, tb, M, N, K, cases[i].alpha, a->t.data, lda, b->t.data, ldb, cases[i].beta,
+                                  whole, N));
+        for (int nt = 1; nt <= 2; nt++) {
+            omp_set_num_threads(nt);
+            memcpy(split, c->t.data, sizeof(float) * (size_t)nc);
+            lt_linalg_gemm(LT_F32, ta, tb, M, N, K, cases[i].alpha, a->t.data, lda, b->t.data, ldb, cases[i].beta,
+                           split, N);
+            if (memcmp(whole, split, sizeof(float) * (size_t)nc) != 0)
+                fail_msg("case %zu on %d threads: the split product's bits differ from the whole one's", i, nt);
+        }
+        free(whole);
+        free(split);
+        lt_value_free(a);
+        lt_value_free(b);
+        lt_value_free(c);
+    }
+    omp_set_num_threads(saved);
+}
+
 /* lt_sgemm_avx512_cat: C = alpha op(A) [B1 | B2] + beta C against double
  * sums, the seam between B1 and B2 on a panel's edge, inside a panel, and
  * with no B2; op(A) transposed or not */
@@ -293,7 +347,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(split_products), cmocka_unit_test(whole_product),
                                        cmocka_unit_test(k_slices), cmocka_unit_test(cat_products),
-                                       cmocka_unit_test(batched_products),
+                                       cmocka_unit_test(batched_products), cmocka_unit_test(shared_a_same_bits),
                                        cmocka_unit_test(leave_cpu_keeps_affinity)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
