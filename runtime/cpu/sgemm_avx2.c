@@ -395,19 +395,25 @@ AVX2 static void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, cons
     }
 }
 
+/* run with this thread's packing buffers: false without AVX2 and FMA or
+ * the buffers (the entry points have checked the shape) */
+static bool start(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                  const bsrc *bs, float beta, float *C, int64_t ldc, const float *pre)
+{
+    float *buf = lt_cpu_avx2_gemm() ? buffers() : NULL;
+    if (!buf)
+        return false;
+    run(ta, M, N, K, alpha, A, lda, bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64), pre);
+    return true;
+}
+
 bool lt_sgemm_avx2_here(void) { return lt_cpu_avx2_gemm() && !lt_cpu_avx512(); }
 
 bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    if (!lt_cpu_avx2_gemm() || N < 1 || M < 1 || K < 1)
-        return false;
-    float *buf = buffers();
-    if (!buf)
-        return false;
     bsrc bs = {.B = B, .ldb = ldb, .tb = tb};
-    run(ta, M, N, K, alpha, A, lda, &bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64), NULL);
-    return true;
+    return N >= 1 && M >= 1 && K >= 1 && start(ta, M, N, K, alpha, A, lda, &bs, beta, C, ldc, NULL);
 }
 
 bool lt_sgemm_avx2_packs_a(bool ta, int64_t lda, float alpha) { return !reads_a_in_place(ta, lda, alpha); }
@@ -429,28 +435,18 @@ bool lt_sgemm_avx2_pack_a(bool ta, int64_t M, int64_t K, float alpha, const floa
 bool lt_sgemm_avx2_prepacked(const float *pa, int64_t M, int64_t N, int64_t K, bool tb, const float *B,
                              int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    if (!lt_cpu_avx2_gemm() || N < 1 || M < 1 || K < 1)
-        return false;
-    float *buf = buffers();
-    if (!buf)
-        return false;
     bsrc bs = {.B = B, .ldb = ldb, .tb = tb};
-    run(false, M, N, K, 1.0f, NULL, 0, &bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64), pa);
-    return true;
+    return N >= 1 && M >= 1 && K >= 1 && start(false, M, N, K, 1.0f, NULL, 0, &bs, beta, C, ldc, pa);
 }
 
 bool lt_sgemm_avx2_cat(bool ta, int64_t M, int64_t N1, int64_t N2, int64_t K, float alpha, const float *A,
                        int64_t lda, const float *B1, int64_t ldb1, const float *B2, int64_t ldb2, float beta,
                        float *C, int64_t ldc)
 {
-    if (!lt_cpu_avx2_gemm() || N1 < 0 || N2 < 0 || N1 + N2 < 1 || M < 1 || K < 1)
-        return false;
-    float *buf = buffers();
-    if (!buf)
+    if (N1 < 0 || N2 < 0 || N1 + N2 < 1 || M < 1 || K < 1)
         return false;
     bsrc bs = {.B = B1, .ldb = ldb1, .B2 = N2 > 0 ? B2 : NULL, .ldb2 = ldb2, .n1 = N1};
-    run(ta, M, N1 + N2, K, alpha, A, lda, &bs, beta, C, ldc, buf, buf + PA_LEN + (64 - PA_LEN % 64), NULL);
-    return true;
+    return start(ta, M, N1 + N2, K, alpha, A, lda, &bs, beta, C, ldc, NULL);
 }
 
 #else
