@@ -32,16 +32,6 @@
 #define MAX_SEGS (NR + 2)
 #define AVX2 __attribute__((target("avx2,fma")))
 
-/* lanes [lo, hi) of 8, clipped to 0..8, as a maskload mask */
-AVX2 static inline __m256i lanes(int64_t lo, int64_t hi)
-{
-    lo = lo < 0 ? 0 : lo > HALF ? HALF : lo;
-    hi = hi < lo ? lo : hi > HALF ? HALF : hi;
-    __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), idx),
-                            _mm256_cmpgt_epi32(idx, _mm256_set1_epi32((int)lo - 1)));
-}
-
 /* ---- forward ---- */
 
 /* One segment's stretch for one tap in one half: lane l reads the channel
@@ -79,8 +69,8 @@ AVX2 static void pieces_of(const lt_nn_geom *g, int64_t plane, int64_t C, const 
                     hi = hi < W - p0 ? hi : W - p0;
                     if (hi <= lo)
                         continue; /* wholly in the padding */
-                    pc[cnt].ma = lanes(lo, hi);
-                    pc[cnt].mb = lanes(lo - HALF, hi - HALF);
+                    pc[cnt].ma = lt_avx2_lanes(lo, hi);
+                    pc[cnt].mb = lt_avx2_lanes(lo - HALF, hi - HALF);
                     pc[cnt].off = s->img * C * plane + iy * W + p0;
                     cnt++;
                 }
@@ -243,7 +233,7 @@ AVX2 static void runs_of(const lt_nn_geom *g, int64_t C, int64_t r0, run_at *ru,
                     /* lane at + e reads column ix + e */
                     int64_t e0 = -ix > 0 ? -ix : 0, e1 = W - ix < n ? W - ix : n;
                     if (e1 > e0) {
-                        ru[cnt].mask = lanes(at + e0, at + e1);
+                        ru[cnt].mask = lt_avx2_lanes(at + e0, at + e1);
                         ru[cnt].off = (c * H + iy) * W + ix - at;
                         cnt++;
                     }
@@ -310,7 +300,7 @@ AVX2 static void filter_taps(const lt_nn_geom *g, int64_t c, int64_t m, int64_t 
     int64_t L = g->grid[0] * g->grid[1], R = c * g->k[0] * g->k[1], plane = g->img[0] * g->img[1];
     int64_t nr = R - r0 < NR ? R - r0 : NR, mp = (m + MR - 1) / MR;
     int n0 = nr < HALF ? (int)nr : HALF, n1 = (int)nr - n0;
-    __m256i m0 = lanes(0, n0), m1 = lanes(0, n1);
+    __m256i m0 = lt_avx2_lanes(0, n0), m1 = lt_avx2_lanes(0, n1);
     runs_of(g, c, r0, ru, first);
     for (int64_t j0 = 0; j0 < N; j0 += kc) {
         int64_t j1 = j0 + kc < N ? j0 + kc : N;

@@ -15,6 +15,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include "avx2_tail.h"
 
 #define AVX512 __attribute__((target("avx512f")))
 #define AVX2 __attribute__((target("avx2,fma")))
@@ -124,13 +125,6 @@ AVX512 static void run2_avx512(int64_t M, int64_t N, int64_t K1, const float *A1
     }
 }
 
-/* the first n of 8 lanes (n clamped to 0 .. 8) */
-AVX2 static inline __m256i lanes_of(int64_t n)
-{
-    static const int32_t ramp[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-    return _mm256_loadu_si256((const __m256i *)(ramp + 8 - (n < 0 ? 0 : n > 8 ? 8 : n)));
-}
-
 /* the AVX2 block: rows i0 .. i0 + R - 1 (R <= MR2, a constant where
  * inlined) of C's columns n0 .. n0 + nc - 1 (nc <= HR) against half a
  * panel (pb: its first column; its rows NR apart) */
@@ -162,7 +156,7 @@ AVX2 static inline __attribute__((always_inline)) void block_avx2(const int R, i
             acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
         }
     }
-    __m256i m0 = lanes_of(nc), m1 = lanes_of(nc - 8);
+    __m256i m0 = lt_avx2_lanes(0, nc), m1 = lt_avx2_lanes(0, nc - 8);
     __m256 vb = _mm256_set1_ps(beta);
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++) {

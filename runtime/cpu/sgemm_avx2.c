@@ -33,14 +33,6 @@
 #define SLACK 8
 #define AVX2 __attribute__((target("avx2,fma")))
 
-/* lanes [0, n) set (n <= 8), for masked loads (fast on AMD, unlike the
- * masked stores) */
-AVX2 static inline __m256i lanes(int64_t n)
-{
-    __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n >= 8 ? 8 : (int)n), idx);
-}
-
 /* ---- packing ---- */
 
 /* 8 rows from src (row stride lds) at k [k0, k0 + n) into r[0..7],
@@ -55,7 +47,7 @@ AVX2 static inline __attribute__((always_inline)) void load_tr8(__m256 *r, const
         for (int c = 0; c < 8; c++)
             r[c] = c < rows ? _mm256_loadu_ps(src + c * lds + k0) : _mm256_setzero_ps();
     } else {
-        __m256i m = lanes(n);
+        __m256i m = lt_avx2_lanes(0, n);
 #pragma GCC unroll 8
         for (int c = 0; c < 8; c++)
             r[c] = c < rows ? _mm256_maskload_ps(src + c * lds + k0, m) : _mm256_setzero_ps();
@@ -137,7 +129,7 @@ AVX2 static void pack_a(const float *A, int64_t lda, bool ta, int64_t i0, int64_
         float *dst = pa + p * kc;
         if (ta) {
             /* A is [K, M]: the panel's rows lie side by side in A's row k */
-            __m256i m = lanes(mr);
+            __m256i m = lt_avx2_lanes(0, mr);
             const float *src = A + k0 * lda + i0 + p;
             if (alpha == 1.0f)
                 for (int64_t k = 0; k < kc; k++)
@@ -178,7 +170,7 @@ AVX2 static void pack_b_plain(const float *B, int64_t ldb, int64_t k0, int64_t k
                               float *dst)
 {
     int64_t full = ncols / NR * NR, rest = ncols - full;
-    __m256i m0 = lanes(rest), m1 = lanes(rest > 8 ? rest - 8 : 0);
+    __m256i m0 = lt_avx2_lanes(0, rest), m1 = lt_avx2_lanes(0, rest > 8 ? rest - 8 : 0);
     for (int64_t kb = 0; kb < kc; kb += 8) {
         int64_t kn = kc - kb < 8 ? kc - kb : 8;
         const float *src = B + (k0 + kb) * ldb + j;
@@ -245,7 +237,7 @@ AVX2 static inline __attribute__((always_inline)) void store8(float *c, __m256 v
         _mm256_storeu_ps(c, v);
     } else if (n > 0) {
         if (mode) {
-            __m256 old = _mm256_maskload_ps(c, lanes(n));
+            __m256 old = _mm256_maskload_ps(c, lt_avx2_lanes(0, n));
             v = mode == 1 ? _mm256_add_ps(v, old) : _mm256_fmadd_ps(vb, old, v);
         }
         lt_avx2_store_first(c, v, (int)n);
