@@ -7,10 +7,13 @@
  * take a while to find their CPUs again, and one thread then looked 30 %
  * slower than it runs). It takes each setting's median cost (with another process on a core, a run
  * on all threads now and then finds that core free and runs fast, which a
- * least cost would take for the setting's); one thread is kept only when
- * it was clearly faster (LT_GOV_MARGIN), so an idle machine keeps every
- * thread. Between probes the median of the last LT_GOV_RECENT runs on all
- * threads is held against one thread's probe cost (LT_GOV_DRIFT).
+ * least cost would take for the setting's); all threads are kept only when
+ * they were clearly faster (LT_GOV_MARGIN): on an idle machine they are
+ * (1.4-2x on the models that gain from them), and where they were about
+ * even the machine is busy or the model too small to share, and one thread
+ * runs steadier and leaves the other core to whoever needs it. Between
+ * probes the median of the last LT_GOV_RECENT runs on all threads is held
+ * against one thread's probe cost (LT_GOV_DRIFT).
  * The first probe waits out the first runs (planning, first allocations,
  * the pool's threads starting) and the second comes soon after it. */
 #include "thread_gov.h"
@@ -26,10 +29,10 @@ enum { GOV_WARM, GOV_PROBE, GOV_SETTLED };
 #define LT_GOV_WARM 3      /* runs before the first probe */
 #define LT_GOV_FIRST 12    /* settled runs before the second probe */
 #define LT_GOV_EVERY 100   /* settled runs between later probes */
-#define LT_GOV_MARGIN 0.95 /* one thread is kept when it costs less than this times all of them */
+#define LT_GOV_MARGIN 0.95 /* all threads are kept when they cost less than this times one */
 #define LT_GOV_SLOW 1.5    /* a settled run this much costlier than base counts as slow */
 #define LT_GOV_SLOW_RUNS 3 /* slow runs in a row that start a probe early */
-#define LT_GOV_DRIFT 1.1   /* recent runs this much costlier than the other setting was: change over */
+#define LT_GOV_DRIFT 1.05  /* recent runs this much costlier than one thread was: change over */
 
 double lt_thread_gov_now(void)
 {
@@ -108,7 +111,7 @@ void lt_thread_gov_after(lt_thread_gov *g, double seconds, double work)
             return;
         }
         double med[2] = {median(g->seen[0], LT_GOV_PROBE), median(g->seen[1], LT_GOV_PROBE)};
-        int one = med[1] < LT_GOV_MARGIN * med[0];
+        int one = !(med[0] < LT_GOV_MARGIN * med[1]);
         g->one += one;
         use(g, one ? 1 : g->max);
         g->base = med[one];

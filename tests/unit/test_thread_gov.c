@@ -3,7 +3,8 @@
  * machine keeps every thread, a machine where one thread is clearly
  * faster gets one (a lucky fast run on all threads in the probe does not
  * hide it: medians are compared, nor does the first run after each change
- * of setting, which is not counted), a near tie keeps every thread, runs
+ * of setting, which is not counted), a near tie either way takes one
+ * thread (all threads are kept only when clearly faster), runs
  * turning slow start a probe before the regular one, all threads kept
  * whose recent runs cost clearly more than one thread did are given up,
  * costs are per input
@@ -48,9 +49,16 @@ static void choices(void **state)
     assert_int_equal(g.one, 1);
     lt_thread_gov_fini(&g);
     assert_int_equal(omp_get_max_threads(), 4);
-    /* a near tie (one thread 2 % faster) keeps every thread */
+    /* near ties take one thread: one thread 2 % faster, or all threads
+     * 2 % faster; all threads 10 % faster are kept */
     lt_thread_gov_init(&g, 0);
-    assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 1.02, 1.0, 100), 4);
+    assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 1.02, 1.0, 100), 1);
+    lt_thread_gov_fini(&g);
+    lt_thread_gov_init(&g, 0);
+    assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 0.98, 1.0, 100), 1);
+    lt_thread_gov_fini(&g);
+    lt_thread_gov_init(&g, 0);
+    assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 0.9, 1.0, 100), 4);
     /* load arrives: all threads now twice as slow, so slow runs start a probe
      * at once and one thread is chosen; when it goes away, the regular probe
      * (every 100 runs) goes back to all threads */
@@ -88,25 +96,28 @@ static void drift_changes_over(void **state)
     assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 1.0, 1.2, 10), 2);
     int64_t p = g.probes;
     /* then runs on both threads cost 1.4: not slow against their own 1.0
-     * (under LT_GOV_SLOW), but over 1.1 times one thread's 1.2. Once the
+     * (under LT_GOV_SLOW), but over 1.05 times one thread's 1.2. Once the
      * median of the last LT_GOV_RECENT runs shows it, one thread is taken,
      * without a probe; not before */
     assert_int_equal(drive(&g, LT_GOV_RECENT - 1, 1.4, 1.2, 10), 2);
     assert_int_equal(drive(&g, 1, 1.4, 1.2, 10), 1);
     assert_int_equal(g.probes, p);
     assert_int_equal(g.one, 1);
-    /* one thread's runs slowing down to 1.6, over 1.1 times both threads'
+    /* one thread's runs slowing down to 1.6, over 1.05 times both threads'
      * recent 1.4, do not change back (only a probe may: the regular one,
      * or one started by slow runs) */
     assert_int_equal(drive(&g, 10, 1.4, 1.6, 10), 1);
     assert_int_equal(g.probes, p);
-    /* runs at 1.05 on both threads, within 1.1 times one thread's 1.0:
-     * both kept however long they run (only the regular probe may
-     * change them) */
+    /* runs at 1.03 on both threads, within 1.05 times one thread's 1.0:
+     * both kept (the next probe is 12 runs on); then runs at
+     * 1.08 give them up without a probe */
     lt_thread_gov_fini(&g);
     lt_thread_gov_init(&g, 0);
     assert_int_equal(drive(&g, 3 + 4 * LT_GOV_PROBE, 0.9, 1.0, 10), 2);
-    assert_int_equal(drive(&g, 11, 1.05, 1.0, 10), 2);
+    p = g.probes;
+    assert_int_equal(drive(&g, 6, 1.03, 1.0, 10), 2);
+    assert_int_equal(drive(&g, LT_GOV_RECENT, 1.08, 1.0, 10), 1);
+    assert_int_equal(g.probes, p);
     lt_thread_gov_fini(&g);
     assert_int_equal(omp_get_max_threads(), 2);
 }
