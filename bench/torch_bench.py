@@ -35,7 +35,8 @@ every 100 steps, are rare enough to leave the median alone.
 keeps each side's lower median: steadier figures on a busy machine.
 
 --spin instead times lantern alone with 1 and with 2 threads while a
-spinning process keeps one core busy, and prints the ratio (2 threads / 1).
+spinning process keeps one core busy, and prints the ratio (2 threads / 1),
+beside that of a second 1-thread series to the first (the noise floor).
 
 Threads: OMP_NUM_THREADS (default 2 when unset) for lantern and
 torch.set_num_threads for torch; OMP_WAIT_POLICY is passed through as set
@@ -162,26 +163,32 @@ def worker(a):
 def spin_check(a, entries):
     """lantern with 1 and with 2 threads while one core is kept busy by a
     spinning process (issue 9: 2 threads never slower than 1 by more than
-    10 %); the two runs of a model alternate, three times, medians taken."""
+    10 %); the runs of a model alternate, three times, medians taken. A
+    second series on 1 thread runs in the same rotation as a control: its
+    ratio to the first (1' / 1) is what the machine's noise alone does to
+    two series of the same setting."""
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         print("lantern %s, 1 against 2 threads (OMP_WAIT_POLICY=%s) with a spinning process on one core; "
-              "median of %d steps after %d warm-up steps, best of 3 alternating runs" %
+              "median of %d steps after %d warm-up steps, best of 3 alternating runs; 1' = a second "
+              "1-thread series (the noise between two series of one setting)" %
               (a.lantern, os.environ.get("OMP_WAIT_POLICY", "(unset)"), a.iters, a.warmup))
-        print("%-11s %10s %10s %8s" % ("model", "1 thr ms", "2 thr ms", "2 / 1"))
+        print("%-11s %10s %10s %8s %9s" % ("model", "1 thr ms", "2 thr ms", "2 / 1", "1' / 1"))
         for name, _, _, _ in entries:
-            best = {1: None, 2: None}
+            best = {"1": None, "2": None, "1'": None}
             for _ in range(3):
-                for t in (1, 2):
+                for series in ("1", "2", "1'"):
+                    t = int(series[0])
                     r = run([a.lantern, "--warmup", str(a.warmup), "--iters", str(a.iters), a.models, name],
                             dict(os.environ, OMP_NUM_THREADS=str(t)), "bench_train %s (%d threads)" % (name, t))
                     if r:
                         ms = float(r["median_ms"])
-                        best[t] = ms if best[t] is None else min(best[t], ms)
-            if best[1] and best[2]:
-                print("%-11s %10.2f %10.2f %8.2f" % (name, best[1], best[2], best[2] / best[1]))
+                        best[series] = ms if best[series] is None else min(best[series], ms)
+            if all(best.values()):
+                print("%-11s %10.2f %10.2f %8.2f %9.2f" %
+                      (name, best["1"], best["2"], best["2"] / best["1"], best["1'"] / best["1"]))
             else:
-                print("%-11s %10s %10s %8s" % (name, "fail", "fail", "-"))
+                print("%-11s %10s %10s %8s %9s" % (name, "fail", "fail", "-", "-"))
             sys.stdout.flush()
     finally:
         spinner.kill()
