@@ -3,9 +3,9 @@
 #include "linalg_util.h"
 #include "par_pool.h"
 #include "par_spread.h"
+#include "thread_buf.h"
 #include <cblas.h>
 #include <limits.h>
-#include <pthread.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,47 +168,6 @@ static void gemm_chunks_run(void *ctx)
 /* op(A) packed once at most this big for a split product's chunks */
 #define SHARED_A_BYTES ((int64_t)8 << 20)
 
-/* the calling thread's buffer for a shared packed op(A), kept for its next
- * products (no allocation in a steady-state step), freed with the thread */
-typedef struct shared_buf {
-    int64_t cap; /* floats */
-    float *p;
-} shared_buf;
-
-static pthread_key_t shared_key;
-static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
-
-static void shared_free(void *v)
-{
-    shared_buf *b = v;
-    free(b->p);
-    free(b);
-}
-
-static void shared_init(void) { (void)pthread_key_create(&shared_key, shared_free); }
-
-static float *shared_buffer(int64_t floats)
-{
-    pthread_once(&shared_once, shared_init);
-    shared_buf *b = pthread_getspecific(shared_key);
-    if (!b) {
-        if (!(b = calloc(1, sizeof *b)))
-            return NULL;
-        if (pthread_setspecific(shared_key, b) != 0) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->cap < floats) {
-        float *p = realloc(b->p, sizeof(float) * (size_t)floats);
-        if (!p)
-            return NULL;
-        b->p = p;
-        b->cap = floats;
-    }
-    return b->p;
-}
-
 /* For a float product split by columns (chunks off[0..n]): op(A) packed
  * once for all the chunks, where each would go to lt_sgemm_avx2 (blas's
  * routing: M, K and the chunk's width above 1, widths above 32 so neither
@@ -229,7 +188,7 @@ static const float *shared_a(bool ta, int64_t M, int64_t K, float alpha, const f
     int64_t len = lt_sgemm_avx2_packed_a_len(M, K);
     if (len * (int64_t)sizeof(float) > SHARED_A_BYTES)
         return NULL;
-    float *pa = shared_buffer(len);
+    float *pa = lt_thread_buf(LT_THREAD_BUF_SHARED_A, sizeof(float) * (size_t)len);
     return pa && lt_sgemm_avx2_pack_a(ta, M, K, alpha, A, lda, pa) ? pa : NULL;
 }
 

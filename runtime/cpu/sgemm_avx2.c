@@ -12,7 +12,7 @@
  * for the shapes this does no better on. */
 #include "linalg_util.h"
 #include "cpu_features.h"
-#include <pthread.h>
+#include "thread_buf.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,28 +312,14 @@ AVX2 static void tile_direct(int64_t kc, const float *a0, int64_t rs, int64_t ks
 
 /* ---- driver ---- */
 
-/* per-thread packing buffers, freed with the thread; nothing in them
- * outlives a call, so a chunk's bits do not depend on the thread */
-static pthread_key_t buf_key;
-static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
-
-static void buf_init(void) { (void)pthread_key_create(&buf_key, free); }
-
+/* this thread's packing buffers (thread_buf.h); nothing in them outlives
+ * a call, so a chunk's bits do not depend on the thread */
 #define PA_LEN (MC * KC + SLACK)
 #define PB_LEN (KC * (NC + NR))
 
 static float *buffers(void)
 {
-    pthread_once(&buf_once, buf_init);
-    float *b = pthread_getspecific(buf_key);
-    if (!b) {
-        b = aligned_alloc(64, sizeof(float) * (PA_LEN + PB_LEN + (64 - PA_LEN % 64)));
-        if (b && pthread_setspecific(buf_key, b) != 0) {
-            free(b);
-            b = NULL;
-        }
-    }
-    return b;
+    return lt_thread_buf(LT_THREAD_BUF_SGEMM, sizeof(float) * (PA_LEN + PB_LEN + (64 - PA_LEN % 64)));
 }
 
 /* K in slices of equal depth (multiples of 8, the transposes' height)
@@ -344,6 +330,10 @@ static int64_t k_step(int64_t K)
     int64_t nk = (K + KC - 1) / KC, kstep = ((K + nk - 1) / nk + 7) / 8 * 8;
     return kstep > KC ? KC : kstep;
 }
+
+/* M rounded up to whole panels: the rows of a slice of all of op(A) packed
+ * (lt_sgemm_avx2_pack_a) */
+static int64_t m_pad(int64_t M) { return (M + MR - 1) / MR * MR; }
 
 /* alpha 1: op(A) read in place, no packed panels; a transposed A only
  * when its rows are short (a tile's KC rows of A then span few pages) */
@@ -356,7 +346,7 @@ AVX2 static void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, cons
                      const bsrc *bs, float beta, float *C, int64_t ldc, float *pa, float *pb, const float *pre)
 {
     bool direct = !pre && reads_a_in_place(ta, lda, alpha);
-    int64_t kstep = k_step(K), mpad = (M + MR - 1) / MR * MR;
+    int64_t kstep = k_step(K), mpad = m_pad(M);
     for (int64_t j0 = 0; j0 < N; j0 += NC) {
         int64_t nc = N - j0 < NC ? N - j0 : NC;
         for (int64_t k0 = 0; k0 < K; k0 += kstep) {
@@ -410,13 +400,13 @@ bool lt_sgemm_avx2(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 
 bool lt_sgemm_avx2_packs_a(bool ta, int64_t lda, float alpha) { return !reads_a_in_place(ta, lda, alpha); }
 
-int64_t lt_sgemm_avx2_packed_a_len(int64_t M, int64_t K) { return (M + MR - 1) / MR * MR * K + SLACK; }
+int64_t lt_sgemm_avx2_packed_a_len(int64_t M, int64_t K) { return m_pad(M) * K + SLACK; }
 
 bool lt_sgemm_avx2_pack_a(bool ta, int64_t M, int64_t K, float alpha, const float *A, int64_t lda, float *pa)
 {
     if (!lt_cpu_avx2_gemm() || M < 1 || K < 1)
         return false;
-    int64_t kstep = k_step(K), mpad = (M + MR - 1) / MR * MR;
+    int64_t kstep = k_step(K), mpad = m_pad(M);
     /* slice after slice, panel after panel: each 8-lane store past a
      * panel's rows lands on what is packed after it (or the slack) */
     for (int64_t k0 = 0; k0 < K; k0 += kstep)

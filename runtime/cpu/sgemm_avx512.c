@@ -7,7 +7,7 @@
  * products here and keeps OpenBLAS for the shapes this does no better on. */
 #include "linalg_util.h"
 #include "cpu_features.h"
-#include <pthread.h>
+#include "thread_buf.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,25 +232,8 @@ AVX512 static void tile_direct(int64_t kc, const float *a0, int64_t rs, int64_t 
 
 /* ---- driver ---- */
 
-/* per-thread packing buffers, freed with the thread */
-static pthread_key_t buf_key;
-static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
-
-static void buf_init(void) { (void)pthread_key_create(&buf_key, free); }
-
-static float *buffers(void)
-{
-    pthread_once(&buf_once, buf_init);
-    float *b = pthread_getspecific(buf_key);
-    if (!b) {
-        b = aligned_alloc(64, sizeof(float) * (MC * KC + KC * (NC + NR)));
-        if (b && pthread_setspecific(buf_key, b) != 0) {
-            free(b);
-            b = NULL;
-        }
-    }
-    return b;
-}
+/* this thread's packing buffers (thread_buf.h) */
+static float *buffers(void) { return lt_thread_buf(LT_THREAD_BUF_SGEMM, sizeof(float) * (MC * KC + KC * (NC + NR))); }
 
 AVX512 static void run(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                        const bsrc *bs, float beta, float *C, int64_t ldc, float *pa, float *pb)
