@@ -3,12 +3,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* LANTERN_CPU caps the instruction sets the kernels may pick: "avx2" leaves
+ * out AVX-512, "baseline" every vector extension past x86-64's SSE2. Unset,
+ * or any other value, means what the CPU has. */
+static int cpu_cap(void)
+{
+    static int cap = -1; /* benign race: every thread computes the same */
+    if (cap < 0) {
+        const char *e = getenv("LANTERN_CPU");
+        cap = e && !strcmp(e, "baseline") ? 0 : e && !strcmp(e, "avx2") ? 1 : 2;
+    }
+    return cap;
+}
+
 bool lt_cpu_avx512(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    static int have = -1; /* benign race: every thread computes the same */
+    static int have = -1; /* benign race, as above */
     if (have < 0)
-        have = __builtin_cpu_supports("avx512f");
+        have = cpu_cap() >= 2 && __builtin_cpu_supports("avx512f");
     return have;
 #else
     return false;
@@ -33,7 +46,7 @@ bool lt_cpu_avx2(void)
 #if defined(__x86_64__) && defined(__GNUC__)
     static int have = -1; /* benign race, as above */
     if (have < 0)
-        have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        have = cpu_cap() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     return have;
 #else
     return false;

@@ -7,6 +7,7 @@
  * 300x750 and 150x600 weights, x longer than the stack buffer and outputs
  * wider than one accumulation pass; then the same shapes through
  * lt_linalg_gemm (the route Gemm and MatMul take) with 1 and 2 threads. */
+#include "runtime/cpu/cpu_features.h"
 #include "runtime/cpu/linalg_util.h"
 #include "testutil.h"
 #include <math.h>
@@ -86,7 +87,7 @@ static void run_shapes(gemm_fn fn, bool must)
 static void kernel(void **state)
 {
     (void)state;
-    bool avx512 = __builtin_cpu_supports("avx512f") && !getenv("LANTERN_GEMM");
+    bool avx512 = lt_cpu_avx512_gemm();
     run_shapes(lt_sgemv_avx512, avx512);
     /* products it is not for are declined, C untouched */
     float a[4] = {1, 2, 3, 4}, c[4] = {5, 6, 7, 8};
@@ -97,7 +98,7 @@ static void kernel(void **state)
 static void kernel_avx2(void **state)
 {
     (void)state;
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !getenv("LANTERN_GEMM");
+    bool avx2 = lt_cpu_avx2_gemm();
     run_shapes(lt_sgemv_avx2, avx2);
     float a[4] = {1, 2, 3, 4}, c[4] = {5, 6, 7, 8};
     assert_false(lt_sgemv_avx2(false, false, 2, 2, 2, 1.0f, a, 2, a, 2, 0.0f, c, 2));
