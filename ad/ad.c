@@ -383,5 +383,10 @@ lt_status lt_model_grad(lt_model *m, const lt_grad_opts *o, lt_err *err)
     if (m->nunsupported)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: the model has ops lantern does not know (see lantern import)",
                        m->path);
+    if (o->npadding > 0) {
+        lt_status s = lt_ad_mark_padding(m, o->npadding, o->padding, err);
+        if (s != LT_OK)
+            return s;
+    }
     return lt_ad_transform(m, &spec, err);
 }

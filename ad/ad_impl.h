@@ -66,6 +66,10 @@ bool lt_ad_taint_pass(lt_ad *c, const lt_block *b, bool *taint, const lt_node **
 lt_status lt_ad_append_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **loss, int *nextra, lt_ival **extra,
                             lt_err *err);
 
+/* padding_rows.c: the Gathers along axis 0 of each named parameter marked
+ * with its padding row (attribute padding_idx), which their gradients skip */
+lt_status lt_ad_mark_padding(lt_module *m, int n, const lt_padding_row *rows, lt_err *err);
+
 /* flex_expand.c: every FlexAttention node written out as ordinary ops, its
  * score_mod and prob_mod graphs moved inline, so the transform
  * differentiates through them */

@@ -21,6 +21,9 @@
       0)                                                                                                             \
     X(G_OUTPUT_DIR, "--output-dir", "DIR", "write DIR/<param>.npy for every gradient (DIR is created)",              \
       "print only", 0)                                                                                               \
+    X(G_PADDING, "--padding-idx", "PARAM=ROW",                                                                    \
+      "an embedding's padding row, as PyTorch's padding_idx: its lookups (Gather along axis 0 of PARAM) send no "   \
+      "gradient to ROW (negative: from the end)", "none", LT_OPT_REPEAT)                                            \
     X(G_PRINT, "--print", NULL, "print the combined forward/backward program", NULL, 0)                              \
     X(G_CHECK, "--check", NULL, "compare every gradient with central finite differences in float64", NULL, 0)        \
     X(G_F64, "--f64", NULL, "run the whole program in float64", "the model's types", 0)
@@ -36,11 +39,13 @@ static int cmd_grad(const lt_cli_args *a)
     lt_value **vals = calloc((size_t)n + 1, sizeof *vals), **outs = NULL;
     char **pnames = NULL; /* the parameter each gradient output belongs to */
     char **owned_names = calloc((size_t)n, sizeof *owned_names);
+    lt_padding_row *pads = calloc((size_t)n, sizeof *pads);
+    char **pad_names = calloc((size_t)n, sizeof *pad_names);
     lt_err err;
     lt_model *m = NULL;
     lt_session *sess = NULL;
     lt_status s = LT_OK;
-    if (!names || !vals || !seed_names || !owned_names) {
+    if (!names || !vals || !seed_names || !owned_names || !pads || !pad_names) {
         fprintf(stderr, "lantern: out of memory\n");
         rc = 1;
         goto done;
@@ -100,6 +105,14 @@ static int cmd_grad(const lt_cli_args *a)
         case G_WRT_INPUTS: o.wrt_inputs = 1; break;
         case G_PRINT: print = 1; break;
         case G_CHECK: check = 1; break;
+        case G_PADDING:
+            if (!lt_cli_padding(a->items[i].name, val, &pads[o.npadding], &pad_names[o.npadding])) {
+                rc = 2;
+                goto done;
+            }
+            o.npadding++;
+            o.padding = pads;
+            break;
         case G_F64: f64 = 1; break;
         }
     }
@@ -126,6 +139,12 @@ static int cmd_grad(const lt_cli_args *a)
         o.loss = LT_LOSS_SEEDS;
         o.nseeds = nseeds;
         o.seed_outputs = seed_names;
+    }
+    if (check && o.npadding) {
+        fprintf(stderr, "lantern grad: --check compares with the function's own derivative, which --padding-idx "
+                        "departs from by design; use one or the other\n");
+        rc = 2;
+        goto done;
     }
     if (check) {
         lt_gradcheck_row *rows = NULL;
@@ -215,6 +234,10 @@ done:
     for (int i = 0; owned_names && i < n; i++)
         free(owned_names[i]);
     free(owned_names);
+    for (int i = 0; pad_names && i < n; i++)
+        free(pad_names[i]);
+    free(pad_names);
+    free(pads);
     free(vals);
     free(names);
     free(seed_names);

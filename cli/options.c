@@ -313,6 +313,28 @@ int lt_cli_int(const char *opt, const char *s, double lo, double hi, int64_t *ou
     return 1;
 }
 
+int lt_cli_padding(const char *opt, const char *s, lt_padding_row *out, char **owned)
+{
+    char shown[512];
+    const char *eq = strrchr(s, '=');
+    if (!eq || eq == s) {
+        fprintf(stderr, "lantern: %s wants PARAM=ROW, got '%s'\n", opt, lt_str_printable(s, shown, sizeof shown));
+        return 0;
+    }
+    int64_t row;
+    if (!lt_cli_int(opt, eq + 1, -9007199254740992.0, 9007199254740992.0, &row))
+        return 0;
+    char *name = strndup(s, (size_t)(eq - s));
+    if (!name) {
+        fprintf(stderr, "lantern: out of memory\n");
+        return 0;
+    }
+    *owned = name;
+    out->param = name;
+    out->row = row;
+    return 1;
+}
+
 int lt_cli_pick(const char *opt, const char *s, const char *const *names, int n, int *out)
 {
     for (int i = 0; i < n; i++)

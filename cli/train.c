@@ -282,6 +282,9 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     X(T_CLIP_NORM, "--clip-norm", "X", "scale the gradients down to a global L2 norm of at most X",                  \
       "no clipping", 0)                                                                                              \
     X(T_FREEZE, "--freeze", "NAME", "keep parameter NAME as it is", NULL, LT_OPT_REPEAT)                             \
+    X(T_PADDING, "--padding-idx", "PARAM=ROW",                                                                    \
+      "an embedding's padding row, as PyTorch's padding_idx: its lookups (Gather along axis 0 of PARAM) send no "   \
+      "gradient to ROW (negative: from the end)", "none", LT_OPT_REPEAT)                                            \
     X(T_INIT, "--init", "keep|random",                                                                               \
       "keep: train the weights in MODEL; random: from scratch, fresh seeded weights (below)", "keep", 0)              \
     X(T_SEED, "--seed", "S", "seed of the shuffling, --augment, --init random and --val-split", "1", 0)              \
@@ -346,9 +349,14 @@ static int cmd_train(const lt_cli_args *a)
     int64_t iv = 0;
     const char **freeze = calloc((size_t)a->nitems + 1, sizeof *freeze);
     const char **axes = calloc((size_t)a->nitems + 1, sizeof *axes);
-    if (!freeze || !axes) {
+    lt_padding_row *pads = calloc((size_t)a->nitems + 1, sizeof *pads);
+    char **pad_names = calloc((size_t)a->nitems + 1, sizeof *pad_names);
+    int npads = 0;
+    if (!freeze || !axes || !pads || !pad_names) {
         free(freeze);
         free(axes);
+        free(pads);
+        free(pad_names);
         fprintf(stderr, "lantern: out of memory\n");
         return 1;
     }
@@ -388,6 +396,10 @@ static int cmd_train(const lt_cli_args *a)
         case T_GAMMA: ok = lt_cli_num(opt, val, 1e-9, 1, &o.schedule.gamma); break;
         case T_CLIP_NORM: ok = lt_cli_num(opt, val, 0, 1e12, &o.clip_norm); break;
         case T_FREEZE: freeze[nfreeze++] = val; break;
+        case T_PADDING:
+            ok = lt_cli_padding(opt, val, &pads[npads], &pad_names[npads]);
+            npads += ok;
+            break;
         case T_LABELS: o.labels = val; break;
         case T_AUGMENT: o.augment = val; break;
         case T_BATCH_AXIS: axes[o.nbatch_axes++] = val; break;
@@ -467,6 +479,8 @@ static int cmd_train(const lt_cli_args *a)
     o.init_random = init;
     o.nfreeze = nfreeze;
     o.freeze = freeze;
+    o.npadding = npads;
+    o.padding = pads;
     o.batch_axes = axes;
     if (plot_path && !(pr.plot = lt_plot_new())) {
         fprintf(stderr, "lantern: out of memory\n");
@@ -584,6 +598,10 @@ done:
     log_close(&pr);
     lt_plot_free(pr.plot);
     free(freeze);
+    for (int i = 0; i < npads; i++)
+        free(pad_names[i]);
+    free(pads);
+    free(pad_names);
     free(axes);
     return rc;
 }

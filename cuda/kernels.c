@@ -906,8 +906,9 @@ static lt_status k_gather(lt_kctx *k)
 }
 
 /* GatherGrad (dy, indices, data) -> ddata: zeros shaped like data, dy's
- * rows added at the indices (read on the host, checked, uploaded); data is
- * read on the host for its shape only. */
+ * rows added at the indices (read on the host, checked, uploaded), the row
+ * the attribute padding_idx names (if any) cleared after; data is read on
+ * the host for its shape only. */
 static lt_status k_gather_grad(lt_kctx *k)
 {
     const lt_tensor *dy, *ix, *x;
@@ -931,6 +932,10 @@ static lt_status k_gather_grad(lt_kctx *k)
     if (dy->numel != outer * m * inner)
         return lt_k_fail(k, LT_ERR_RUNTIME, "dy has %lld values, the gather gave %lld", (long long)dy->numel,
                          (long long)(outer * m * inner));
+    const lt_attr *pad = lt_attr_find(k->node, "padding_idx");
+    if (pad && (pad->i < 0 || pad->i >= ax))
+        return lt_k_fail(k, LT_ERR_INVALID, "padding_idx %lld is out of range for axis %lld of size %lld",
+                         (long long)pad->i, (long long)axis, (long long)ax);
     int64_t *idx = lt_k_scratch(k, sizeof(int64_t) * (size_t)(m ? m : 1));
     if (!idx)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
@@ -956,6 +961,12 @@ static lt_status k_gather_grad(lt_kctx *k)
     if (e == cudaSuccess)
         e = lt_cu_scatter_add(st, dy->dtype == LT_F64, dy->data, dix->data, dx->data, outer, ax, inner, m);
     lt_buf_release(dix);
+    /* an embedding's padding row (ad/padding_rows.c) takes nothing back */
+    if (e == cudaSuccess && pad) {
+        size_t es = lt_dtype_size(dy->dtype), row = es * (size_t)inner;
+        for (int64_t o = 0; o < outer && e == cudaSuccess; o++)
+            e = cudaMemsetAsync((char *)dx->data + (size_t)(o * ax + pad->i) * row, 0, row, st);
+    }
     if (e != cudaSuccess)
         return lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_scatter_add", "CUDA", cudaGetErrorString(e));
     return LT_OK;

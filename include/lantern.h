@@ -174,6 +174,15 @@ typedef enum lt_loss_kind {
 const char *lt_loss_name(lt_loss_kind k);
 int lt_loss_parse(const char *name, lt_loss_kind *out);
 
+/* An embedding's padding row, as PyTorch's padding_idx: the lookups of
+ * parameter `param` (Gather along axis 0, as exporters write an embedding)
+ * send no gradient to row `row` (negative: counted from the end); the
+ * parameter's other uses (a tied output projection) still do. */
+typedef struct lt_padding_row {
+    const char *param;
+    int64_t row;
+} lt_padding_row;
+
 typedef struct lt_grad_opts {
     lt_loss_kind loss;
     int nseeds;
@@ -184,6 +193,11 @@ typedef struct lt_grad_opts {
      * nothing (the mean runs over the others); -100 (PyTorch's) unless set */
     int set_ignore_index;
     int64_t ignore_index;
+    /* embeddings' padding rows (lt_padding_row): a name the model lacks, a
+     * parameter no Gather reads along axis 0, or a row out of range is an
+     * error */
+    int npadding;
+    const lt_padding_row *padding;
 } lt_grad_opts;
 
 /* Turns the model into its combined forward/backward program (reverse-mode
@@ -503,6 +517,10 @@ typedef struct lt_train_opts {
     /* where a stop (*stop set) writes its checkpoint when checkpoint_dir is
      * NULL (created if missing); NULL: nowhere */
     const char *stop_checkpoint_dir;
+    /* embeddings' padding rows, as lt_grad_opts.padding: they keep their
+     * values unless weight decay or a tied use moves them */
+    int npadding;
+    const lt_padding_row *padding;
 } lt_train_opts;
 
 void lt_train_defaults(lt_train_opts *o);

@@ -488,7 +488,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         init_random(t->tm, o->seed);
         t->em_stale = true;
     }
-    lt_grad_opts g = {o->loss, 0, NULL, 0, o->output, o->set_ignore_index, o->ignore_index};
+    lt_grad_opts g = {o->loss, 0, NULL, 0, o->output, o->set_ignore_index, o->ignore_index, o->npadding, o->padding};
     st = lt_ir_set_training(t->tm, err);
     int all_stats = st == LT_OK ? lt_ir_count_running_stats(t->tm) : 0;
     if (st == LT_OK)
@@ -803,6 +803,8 @@ lt_status lt_trainer_new(const char *model_path, const lt_train_opts *o, lt_trai
     t->own_opts = *o;
     t->own_opts.nfreeze = 0; /* the patterns are only read here */
     t->own_opts.freeze = NULL;
+    t->own_opts.npadding = 0; /* so are the padding rows */
+    t->own_opts.padding = NULL;
     lt_train_opts setup = *o;
     lt_status st = lt_trainer_init(t, model_path, &setup, err);
     t->o = &t->own_opts;

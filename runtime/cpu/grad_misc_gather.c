@@ -1,7 +1,8 @@
 /* CPU kernels: GatherGrad, GatherElementsGrad and GatherNDGrad, each
  * (dy, indices, data) -> ddata: zeros shaped like data with dy added back
  * at the positions the forward gather read (repeated indices accumulate;
- * negative indices wrap as in the forward). Float32 and float64 natively,
+ * negative indices wrap as in the forward; GatherGrad leaves the row its
+ * attribute padding_idx names, if any, zero). Float32 and float64 natively,
  * float16 and bfloat16 through float32. */
 #include "grad_misc_util.h"
 #include "index_util.h"
@@ -130,6 +131,16 @@ static lt_status k_gather_grad(lt_kctx *k)
         for (int64_t j = 0; j < nidx; j++)
             row[o * nidx + j] = o * n + row[j];
     gg_rows(dy, acc, src, row, rows, inner);
+    /* an embedding's padding row (ad/padding_rows.c) takes nothing back */
+    const lt_attr *pad = lt_attr_find(k->node, "padding_idx");
+    if (pad) {
+        if (pad->i < 0 || pad->i >= n)
+            return lt_k_fail(k, LT_ERR_INVALID, "padding_idx %lld is out of range for axis %d of size %lld",
+                             (long long)pad->i, axis, (long long)n);
+        size_t es = dy->dtype == LT_F64 ? sizeof(double) : sizeof(float);
+        for (int64_t o = 0; o < outer; o++)
+            lt_gm_zero((char *)acc + (size_t)((o * n + pad->i) * inner) * es, es * (size_t)inner);
+    }
     gg_store(dy, dx, acc);
     return LT_OK;
 }

@@ -2,7 +2,8 @@
  * through the forward gathers in float64 and the probe reference (which
  * data element each output read) for axes, negative and repeated indices,
  * scalar indices, narrower GatherElements indices and batch_dims; float32
- * at sizes that take each parallel split; float16; bad input; the rules. */
+ * at sizes that take each parallel split; float16; bad input; the rules;
+ * GatherGrad's padding row. */
 #include "test_grad_misc.h"
 
 typedef struct {
@@ -184,6 +185,90 @@ static void bad_input(void **state)
     lt_value_free(x);
 }
 
+/* GatherGrad with padding_idx (ad/padding_rows.c): the named row of the
+ * gathered axis takes nothing back, whatever dy holds there (NaN
+ * included); every other element is the brute-force scatter-add. */
+typedef struct {
+    int64_t axis, pad;
+} pad_attrs;
+
+static void set_pad(tu_graph *g, const void *ctx)
+{
+    const pad_attrs *a = ctx;
+    tu_attr_int(g, "axis", a->axis);
+    tu_attr_int(g, "padding_idx", a->pad);
+}
+
+static void padding_row(void **state)
+{
+    (void)state;
+    static const struct {
+        int xr;
+        int64_t xd[3];
+        int64_t nidx, axis, pad;
+        lt_dtype dt;
+    } cases[] = {
+        {2, {1000, 16}, 4096, 0, 0, LT_F32},  /* an embedding, past the parallel threshold */
+        {2, {40, 3000}, 64, 0, 39, LT_F32},   /* wide rows: the column split */
+        {3, {6, 9, 5}, 30, 1, 4, LT_F64},     /* axis 1: the row in every outer slice */
+        {2, {12, 8}, 50, -2, 11, LT_F16},     /* through float32 scratch */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int r = cases[c].xr, axis = (int)(cases[c].axis < 0 ? cases[c].axis + r : cases[c].axis);
+        int64_t n = cases[c].xd[axis], pad = cases[c].pad, outer = 1, inner = 1;
+        for (int d = 0; d < axis; d++)
+            outer *= cases[c].xd[d];
+        for (int d = axis + 1; d < r; d++)
+            inner *= cases[c].xd[d];
+        lt_value *x = tu_rand(cases[c].dt, r, cases[c].xd, -1, 1, 40 + c);
+        lt_value *ind = tu_rand(LT_I64, 1, (int64_t[]){cases[c].nidx}, (double)-n, (double)n, 50 + c);
+        int64_t *iv = (int64_t *)ind->t.data;
+        iv[0] = pad, iv[1] = pad - n, iv[2] = pad; /* the padding row, also as a negative index */
+        int64_t dd[3];
+        memcpy(dd, cases[c].xd, sizeof dd);
+        dd[axis] = cases[c].nidx;
+        lt_value *dy = tu_rand(cases[c].dt, r, dd, -1, 1, 60 + c);
+        lt_tensor_set_f64(&dy->t, 1 * inner, NAN); /* dy at a padding position */
+        pad_attrs a = {cases[c].axis, pad};
+        lt_value *g = gm_run(LT_OP_GATHER_GRAD, 13, 3, (lt_value *[]){dy, ind, x}, set_pad, &a, NULL);
+        double *want = calloc((size_t)x->t.numel, sizeof *want);
+        assert_non_null(want);
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t j = 0; j < cases[c].nidx; j++) {
+                int64_t w = iv[j] < 0 ? iv[j] + n : iv[j];
+                if (w == pad)
+                    continue;
+                for (int64_t i = 0; i < inner; i++)
+                    want[(o * n + w) * inner + i] += lt_tensor_get_f64(&dy->t, (o * cases[c].nidx + j) * inner + i);
+            }
+        double tol = cases[c].dt == LT_F64 ? 1e-12 : cases[c].dt == LT_F32 ? 1e-4 : 2e-2;
+        for (int64_t e = 0; e < x->t.numel; e++) {
+            double v = lt_tensor_get_f64(&g->t, e);
+            if (!(fabs(v - want[e]) <= tol * fmax(1, fabs(want[e]))))
+                fail_msg("case %zu element %lld: %g, want %g", c, (long long)e, v, want[e]);
+            if ((e / inner) % n == pad)
+                assert_true(v == 0);
+        }
+        /* without the attribute the padding row does take its share */
+        int_attr ax = {"axis", cases[c].axis};
+        lt_value *h = gm_run(LT_OP_GATHER_GRAD, 13, 3, (lt_value *[]){dy, ind, x}, set_attr, &ax, NULL);
+        assert_true(isnan(lt_tensor_get_f64(&h->t, pad * inner)));
+        /* a row out of range is refused */
+        pad_attrs bad = {cases[c].axis, n};
+        char msg[LT_ERR_MSG_MAX];
+        assert_int_equal(gm_run_status(LT_OP_GATHER_GRAD, 13, 3, (lt_value *[]){dy, ind, x}, set_pad, &bad, msg,
+                                       sizeof msg),
+                         LT_ERR_INVALID);
+        assert_non_null(strstr(msg, "padding_idx"));
+        free(want);
+        lt_value_free(h);
+        lt_value_free(g);
+        lt_value_free(dy);
+        lt_value_free(ind);
+        lt_value_free(x);
+    }
+}
+
 /* Empty data or empty indices give (empty or zero) gradients, no error. */
 static void empty_tensors(void **state)
 {
@@ -230,7 +315,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gather),    cmocka_unit_test(gather_elements), cmocka_unit_test(gather_nd),
-        cmocka_unit_test(bad_input), cmocka_unit_test(empty_tensors),   cmocka_unit_test(shape_rules),
+        cmocka_unit_test(bad_input), cmocka_unit_test(padding_row), cmocka_unit_test(empty_tensors),   cmocka_unit_test(shape_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
