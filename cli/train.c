@@ -282,6 +282,9 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     X(T_CLIP_NORM, "--clip-norm", "X", "scale the gradients down to a global L2 norm of at most X",                  \
       "no clipping", 0)                                                                                              \
     X(T_FREEZE, "--freeze", "NAME", "keep parameter NAME as it is", NULL, LT_OPT_REPEAT)                             \
+    X(T_NO_TIE, "--no-tie", NULL,                                                                                  \
+      "train an initializer that holds exactly the transpose of another (torch's dynamo exporter's folded copy of " \
+      "a tied weight) on its own instead of as that one tensor", "tied", 0)                                         \
     X(T_PADDING, "--padding-idx", "PARAM=ROW",                                                                    \
       "an embedding's padding row, as PyTorch's padding_idx: its lookups (Gather along axis 0 of PARAM) send no "   \
       "gradient to ROW (negative: from the end)", "none", LT_OPT_REPEAT)                                            \
@@ -396,6 +399,7 @@ static int cmd_train(const lt_cli_args *a)
         case T_GAMMA: ok = lt_cli_num(opt, val, 1e-9, 1, &o.schedule.gamma); break;
         case T_CLIP_NORM: ok = lt_cli_num(opt, val, 0, 1e12, &o.clip_norm); break;
         case T_FREEZE: freeze[nfreeze++] = val; break;
+        case T_NO_TIE: o.no_tie = 1; break;
         case T_PADDING:
             ok = lt_cli_padding(opt, val, &pads[npads], &pad_names[npads]);
             npads += ok;

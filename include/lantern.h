@@ -521,6 +521,12 @@ typedef struct lt_train_opts {
      * values unless weight decay or a tied use moves them */
     int npadding;
     const lt_padding_row *padding;
+    /* a trainable 2-D initializer holding exactly the transpose of another
+     * (torch's dynamo exporter folds a tied weight's transpose into a copy)
+     * is trained as that one tensor, as PyTorch trains the tie, and written
+     * back as its transpose (o->on_note names the pairs); no_tie keeps the
+     * copies apart, each trained on its own */
+    int no_tie;
 } lt_train_opts;
 
 void lt_train_defaults(lt_train_opts *o);

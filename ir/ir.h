@@ -132,6 +132,11 @@ typedef struct lt_param {
      * (an exporter that merged equal initializers); the exporter writes it
      * back as an initializer of its own and drops that Identity */
     const char *untied_from;
+    /* set when the parameter held exactly the transpose of the main-graph
+     * parameter of this name, an exporter's folded copy of a tied weight
+     * (ir/tie_transposed.c): its readers read a Transpose of that one, it
+     * is not trained, and lt_ir_refresh_tied writes it from that one */
+    const char *transpose_of;
 } lt_param;
 
 typedef struct lt_opset {
@@ -275,6 +280,14 @@ lt_status lt_ir_to_f64(lt_module *m, lt_err *err);
 /* Main-graph Identity nodes reading an initializer become parameters of
  * their own, named after the Identity's output (see ir/untie.c). */
 lt_status lt_ir_untie_identity_params(lt_module *m, lt_err *err);
+/* ir/tie_transposed.c: every trainable 2-D parameter of the main graph
+ * that holds exactly the transpose of another (not constant-valued) is
+ * read through a Transpose of that one instead and no longer trained;
+ * *ntied gets how many, names[i] (may be NULL; up to cap) the pairs as
+ * "COPY=SOURCE" strings from the module's arena */
+lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, const char **names, int cap, lt_err *err);
+/* the tied copies' values written again from their sources */
+void lt_ir_refresh_tied(lt_module *m);
 /* Loops that append to a carried list stacked after the loop (TorchScript's
  * list.append and torch.stack) get a scan output instead (loop_lists.c) */
 lt_status lt_ir_loop_lists_to_scans(lt_module *m, lt_err *err);

@@ -834,6 +834,8 @@ char *lt_ckpt_run_text(const char *model_path, const lt_train_opts *o)
         fprintf(f, "--batch-axis %s\n", o->batch_axes[i]);
     if (o->set_ignore_index)
         fprintf(f, "--ignore-index %lld\n", (long long)o->ignore_index);
+    if (o->no_tie)
+        fprintf(f, "--no-tie\n");
     for (int i = 0; i < o->npadding; i++)
         fprintf(f, "--padding-idx %s=%lld\n", o->padding[i].param ? o->padding[i].param : "",
                 (long long)o->padding[i].row);

@@ -129,6 +129,39 @@ static lt_status check_opts(const lt_train_opts *o, lt_err *err)
     return LT_OK;
 }
 
+static bool on_cpu(void);
+
+/* Folded copies of tied weights (ir/tie_transposed.c), in both model
+ * copies alike (the same file gives the same pairs); the note names them. */
+static lt_status tie_copies(lt_trainer *t, int *ntied, lt_err *err)
+{
+    enum { SHOWN = 4 };
+    const char *pairs[SHOWN];
+    int n2 = 0;
+    lt_status st = lt_ir_tie_transposed_params(t->tm, ntied, pairs, SHOWN, err);
+    if (st == LT_OK)
+        st = lt_ir_tie_transposed_params(t->em, &n2, NULL, 0, err);
+    if (st == LT_OK && n2 != *ntied)
+        return lt_errf(err, LT_ERR_INTERNAL, "%s: the two model copies tie different weights", t->path);
+    if (st == LT_OK && *ntied && on_cpu())
+        st = lt_ir_fold_transpose(t->em, NULL, err); /* the evaluations read the tie in place too */
+    if (st != LT_OK || !*ntied || !t->o->on_note)
+        return st;
+    char note[1024];
+    int len = snprintf(note, sizeof note, "%s: %d initializer(s) hold exactly the transpose of another (an exporter's "
+                       "folded copy of a tied weight), trained as that one tensor as PyTorch trains the tie and "
+                       "written back as its transpose (--no-tie keeps them apart):", t->path, *ntied);
+    for (int i = 0; i < *ntied && i < SHOWN && len > 0 && (size_t)len < sizeof note; i++) {
+        const char *eq = strchr(pairs[i], '=');
+        len += snprintf(note + len, sizeof note - (size_t)len, "%s %.*s = transpose of %s", i ? "," : "",
+                        (int)(eq - pairs[i]), pairs[i], eq + 1);
+    }
+    if (*ntied > SHOWN && len > 0 && (size_t)len < sizeof note)
+        snprintf(note + len, sizeof note - (size_t)len, ", ...");
+    t->o->on_note(note, t->o->user);
+    return LT_OK;
+}
+
 static lt_status apply_freeze(lt_trainer *t, lt_err *err)
 {
     for (int f = 0; f < t->o->nfreeze; f++) {
@@ -137,6 +170,10 @@ static lt_status apply_freeze(lt_trainer *t, lt_err *err)
             if (fnmatch(t->o->freeze[f], t->tm->params[p].name, 0) == 0) {
                 t->tm->params[p].trainable = false;
                 hits++;
+                /* a tied weight's folded copy (tie_copies) freezes the tie */
+                for (int q = 0; t->tm->params[p].transpose_of && q < t->tm->nparams; q++)
+                    if (!strcmp(t->tm->params[q].name, t->tm->params[p].transpose_of))
+                        t->tm->params[q].trainable = false;
             }
         if (!hits)
             return lt_errf(err, LT_ERR_INVALID, "%s: --freeze %s: the model has no parameter of that name", t->path,
@@ -211,6 +248,7 @@ lt_status lt_trainer_sync(lt_trainer *t, lt_err *err)
         if (src->dtype != LT_STRING && src->numel > 0)
             memcpy(t->em->params[p].data.data, src->data, (size_t)src->numel * lt_dtype_size(src->dtype));
     }
+    lt_ir_refresh_tied(t->em);
     t->em_stale = false;
     return LT_OK;
 }
@@ -478,6 +516,9 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         st = lt_model_load(path, &t->tm, err);
     if (st == LT_OK)
         st = lt_model_load(path, &t->em, err);
+    int ntied = 0;
+    if (st == LT_OK && !o->no_tie)
+        st = tie_copies(t, &ntied, err);
     if (st == LT_OK)
         st = check_copies(t, err);
     if (st == LT_OK)

@@ -1,0 +1,183 @@
+/* A weight tied between an embedding and the output projection (GPT-2,
+ * T5, LLaMA with tied word embeddings) is one tensor in PyTorch. torch's
+ * dynamo exporter folds the projection's Transpose of it into an
+ * initializer of its own, so the file holds the table and, separately, its
+ * exact transpose; trained as found, the two would get separate updates and
+ * drift apart, where PyTorch trains one tensor on the sum of both uses'
+ * gradients. So a trainable 2-D parameter of the main graph that holds
+ * exactly, bit for bit, the transpose of another is read through a
+ * Transpose of that other one instead (which the CPU folds into the
+ * products that read it) and is no longer trained; lt_ir_refresh_tied
+ * writes its values from the source again for export. Tensors whose
+ * values are all one number (a fresh bias, a scale of ones) are never
+ * taken for copies: their equality says nothing. */
+#include "ir.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool tie_candidate(const lt_module *m, const lt_param *p)
+{
+    const lt_tensor *t = &p->data;
+    return p->trainable && !p->is_input_default && !p->untied_from && !p->transpose_of && p->value &&
+           p->value->block == m->main && t->rank == 2 && t->numel >= 2 && lt_dtype_is_float(t->dtype) && t->data;
+}
+
+static bool all_one_value(const lt_tensor *t)
+{
+    size_t es = lt_dtype_size(t->dtype);
+    const char *d = t->data;
+    for (int64_t i = 1; i < t->numel; i++)
+        if (memcmp(d, d + (size_t)i * es, es) != 0)
+            return false;
+    return true;
+}
+
+/* b holds a's transpose, bit for bit */
+static bool is_transpose(const lt_tensor *a, const lt_tensor *b)
+{
+    if (a->dtype != b->dtype || a->dims[0] != b->dims[1] || a->dims[1] != b->dims[0])
+        return false;
+    size_t es = lt_dtype_size(a->dtype);
+    int64_t r = a->dims[0], c = a->dims[1];
+    const char *ad = a->data, *bd = b->data;
+    for (int64_t j = 0; j < c; j++)
+        for (int64_t i = 0; i < r; i++)
+            if (memcmp(bd + (size_t)(j * r + i) * es, ad + (size_t)(i * c + j) * es, es) != 0)
+                return false;
+    return true;
+}
+
+typedef struct {
+    const lt_ival *from;
+    lt_ival *to;
+} swap_ctx;
+
+static lt_status swap_reads(lt_block *b, void *ctx)
+{
+    const swap_ctx *s = ctx;
+    for (int i = 0; i < b->nnodes; i++)
+        for (int k = 0; k < b->nodes[i]->nin; k++)
+            if (b->nodes[i]->in[k] == s->from && b->nodes[i]->in[k] != s->to && b->nodes[i] != s->to->def)
+                b->nodes[i]->in[k] = s->to;
+    for (int r = 0; r < b->nresults; r++)
+        if (b->results[r] == s->from)
+            b->results[r] = s->to;
+    return LT_OK;
+}
+
+/* the opset of the first node reading v (Transpose reads the same in every version) */
+static int reader_opset(const lt_module *m, const lt_ival *v)
+{
+    for (int i = 0; i < m->main->nnodes; i++)
+        for (int k = 0; k < m->main->nodes[i]->nin; k++)
+            if (m->main->nodes[i]->in[k] == v)
+                return m->main->nodes[i]->opset;
+    return 13;
+}
+
+/* Transpose(src) at the head of the main block, named after the copy */
+static lt_ival *transpose_at_head(lt_module *m, lt_param *src, const lt_param *copy)
+{
+    lt_block *b = m->main;
+    lt_node *n = lt_node_new(m, b, LT_OP_TRANSPOSE, 1, 1);
+    int64_t *perm = n ? lt_ir_alloc(m, 2 * sizeof *perm) : NULL;
+    if (!perm || lt_node_set_attrs(m, n, 1) != LT_OK)
+        return NULL;
+    perm[0] = 1;
+    perm[1] = 0;
+    n->attrs[0] = (lt_attr){.name = "perm", .kind = LT_ATTR_INTS, .n = 2, .ints = perm};
+    n->opset = reader_opset(m, copy->value);
+    n->in[0] = src->value;
+    char nm[512];
+    snprintf(nm, sizeof nm, "%s_tied", copy->name);
+    lt_ival *v = lt_ival_new(m, b, nm);
+    if (!v)
+        return NULL;
+    v->def = n;
+    v->param = -1;
+    v->type = copy->value->type;
+    n->out[0] = v;
+    for (int k = b->nnodes - 1; k > 0; k--) {
+        b->nodes[k] = b->nodes[k - 1];
+        b->nodes[k]->index = k;
+    }
+    b->nodes[0] = n;
+    n->index = 0;
+    return v;
+}
+
+/* whether a Gather in the main block reads v (as its data: a table) */
+static bool gathered(const lt_module *m, const lt_ival *v)
+{
+    for (int i = 0; i < m->main->nnodes; i++)
+        if (m->main->nodes[i]->op == LT_OP_GATHER && m->main->nodes[i]->nin > 0 && m->main->nodes[i]->in[0] == v)
+            return true;
+    return false;
+}
+
+lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, const char **names, int cap, lt_err *err)
+{
+    *ntied = 0;
+    for (int c = 0; c < m->nparams; c++) {
+        if (!tie_candidate(m, &m->params[c]) || m->params[c].value->uses < 1)
+            continue;
+        /* the pair's earlier initializer is the one kept, unless only the
+         * later one is an embedding's table (what the user knows by name) */
+        int src = -1;
+        for (int a = 0; a < c && src < 0; a++)
+            if (tie_candidate(m, &m->params[a]) && m->params[a].value->uses > 0 &&
+                is_transpose(&m->params[a].data, &m->params[c].data) && !all_one_value(&m->params[a].data))
+                src = a;
+        if (src < 0)
+            continue;
+        int copy = c;
+        if (gathered(m, m->params[c].value) && !gathered(m, m->params[src].value))
+            copy = src, src = c;
+        lt_param *sp = &m->params[src], *cp = &m->params[copy];
+        lt_ival *t = transpose_at_head(m, sp, cp);
+        if (!t)
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        swap_ctx s = {cp->value, t};
+        lt_module_each_block(m, swap_reads, &s);
+        cp->trainable = false;
+        cp->transpose_of = sp->name;
+        if (names && *ntied < cap) {
+            char pair[1024];
+            snprintf(pair, sizeof pair, "%s=%s", cp->name, sp->name);
+            names[*ntied] = lt_ir_strdup(m, pair);
+        }
+        (*ntied)++;
+    }
+    if (*ntied) {
+        int *uses = calloc((size_t)m->nvalues + 1, sizeof *uses);
+        if (!uses)
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        lt_module_recount_uses(m, uses);
+        free(uses);
+    }
+    return LT_OK;
+}
+
+void lt_ir_refresh_tied(lt_module *m)
+{
+    for (int c = 0; c < m->nparams; c++) {
+        lt_param *cp = &m->params[c];
+        if (!cp->transpose_of)
+            continue;
+        for (int a = 0; a < m->nparams; a++) {
+            const lt_tensor *s = &m->params[a].data;
+            lt_tensor *d = &cp->data;
+            if (a == c || strcmp(m->params[a].name, cp->transpose_of) != 0 || s->rank != 2 || s->dtype != d->dtype ||
+                s->dims[0] != d->dims[1] || s->dims[1] != d->dims[0])
+                continue;
+            size_t es = lt_dtype_size(s->dtype);
+            int64_t r = s->dims[0], cols = s->dims[1];
+            for (int64_t i = 0; i < r; i++)
+                for (int64_t j = 0; j < cols; j++)
+                    memcpy((char *)d->data + (size_t)(j * r + i) * es, (const char *)s->data + (size_t)(i * cols + j) * es,
+                           es);
+            break;
+        }
+    }
+}

@@ -1,0 +1,182 @@
+/* A weight tied between an embedding table and the output projection, as
+ * torch's dynamo exporter writes it: the table, and the projection's
+ * transpose of it folded into an initializer of its own
+ * (tests/data/make_tied_model.py; ir/tie_transposed.c).
+ * - three trainer steps of SGD with momentum train the two as one tensor:
+ *   every parameter within 1e-5 of PyTorch's, the copy exactly the
+ *   table's transpose after the steps, and in the export;
+ * - with no_tie the copy trains on its own and the table ends far from
+ *   PyTorch's (the reference can tell);
+ * - the pass itself: a copy of a constant-valued tensor, a frozen table
+ *   and a copy that is off by one element are left alone. */
+#include "testutil.h"
+#include "ir/ir.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DIR LT_SOURCE_DIR "/tests/data/tied/"
+#define TABLE "out.weight"
+#define COPY "val_2"
+
+static double rel_err(const lt_tensor *got, const lt_tensor *want)
+{
+    assert_int_equal(got->numel, want->numel);
+    double d = 0, w = 0;
+    for (int64_t e = 0; e < got->numel; e++) {
+        d = fmax(d, fabs(lt_tensor_get_f64(got, e) - lt_tensor_get_f64(want, e)));
+        w = fmax(w, fabs(lt_tensor_get_f64(want, e)));
+    }
+    return d / fmax(w, 1e-12);
+}
+
+static const lt_tensor *param(lt_model *m, const char *name)
+{
+    for (int p = 0; p < lt_model_num_params(m); p++)
+        if (!strcmp(lt_model_param_name(m, p), name))
+            return lt_model_param(m, p);
+    fail_msg("no parameter %s", name);
+    return NULL;
+}
+
+static bool transposes(const lt_tensor *a, const lt_tensor *b)
+{
+    if (a->rank != 2 || b->rank != 2 || a->dims[0] != b->dims[1] || a->dims[1] != b->dims[0])
+        return false;
+    const float *x = a->data, *y = b->data;
+    for (int64_t i = 0; i < a->dims[0]; i++)
+        for (int64_t j = 0; j < a->dims[1]; j++)
+            if (memcmp(&x[i * a->dims[1] + j], &y[j * a->dims[0] + i], sizeof(float)) != 0)
+                return false;
+    return true;
+}
+
+static int notes;
+static void on_note(const char *msg, void *user)
+{
+    (void)user;
+    if (strstr(msg, COPY " = transpose of " TABLE))
+        notes++;
+}
+
+/* the table's relative error against PyTorch after three steps */
+static double train(int no_tie, const char *export_to)
+{
+    lt_err err;
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    lt_optim_defaults(LT_OPTIM_MOMENTUM, &o.optim);
+    o.optim.momentum = 0.9;
+    o.schedule.lr = 0.1;
+    o.data = "unused";
+    o.no_tie = no_tie;
+    o.on_note = on_note;
+    notes = 0;
+    lt_trainer *t;
+    if (lt_trainer_new(DIR "tied.onnx", &o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(notes, no_tie ? 0 : 1);
+    const char *names[2] = {"ids", "labels"};
+    for (int s = 0; s < 3; s++) {
+        char pi[512], py[512];
+        snprintf(pi, sizeof pi, DIR "sgd/ids%d.npy", s);
+        snprintf(py, sizeof py, DIR "sgd/y%d.npy", s);
+        lt_value *in[2] = {tu_load(pi), tu_load(py)};
+        if (lt_trainer_step(t, 0.1, 2, names, in, NULL, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        lt_value_free(in[0]);
+        lt_value_free(in[1]);
+    }
+    lt_model *m = lt_trainer_model(t);
+    double table = 0;
+    static const char *const files[] = {TABLE, "val_0", "mix.bias"};
+    for (int f = 0; f < 3; f++) {
+        char path[512];
+        snprintf(path, sizeof path, DIR "sgd/%s.npy", files[f]);
+        lt_value *want = tu_load(path);
+        double e = rel_err(param(m, files[f]), &want->t);
+        printf("  %-10s %s rel err %.2e\n", files[f], no_tie ? "apart" : "tied ", e);
+        if (f == 0)
+            table = e;
+        else if (!no_tie)
+            assert_true(e < 1e-5);
+        lt_value_free(want);
+    }
+    assert_int_equal(transposes(param(m, TABLE), param(m, COPY)), !no_tie);
+    if (export_to) {
+        if (lt_trainer_export(t, DIR "tied.onnx", export_to, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        lt_model *back;
+        assert_int_equal(lt_model_load(export_to, &back, &err), LT_OK);
+        assert_true(transposes(param(back, TABLE), param(back, COPY)));
+        assert_memory_equal(param(back, TABLE)->data, param(m, TABLE)->data, 50 * 16 * sizeof(float));
+        lt_model_free(back);
+    }
+    lt_trainer_free(t);
+    return table;
+}
+
+static void trains_as_one(void **state)
+{
+    (void)state;
+    char out[] = "/tmp/lt_tied_XXXXXX.onnx";
+    int fd = mkstemps(out, 5);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_true(train(0, out) < 1e-5);
+    unlink(out);
+    assert_true(train(1, NULL) > 1e-3); /* 100 times the tied error bound */
+}
+
+/* the pass on a loaded model with the copy's or the table's values edited */
+static int ties(void (*edit)(lt_model *m))
+{
+    lt_err err;
+    lt_model *m;
+    assert_int_equal(lt_model_load(DIR "tied.onnx", &m, &err), LT_OK);
+    edit(m);
+    int n = -1;
+    assert_int_equal(lt_ir_tie_transposed_params(m, &n, NULL, 0, &err), LT_OK);
+    assert_int_equal(lt_ir_verify(m, &err), LT_OK);
+    lt_model_free(m);
+    return n;
+}
+
+static lt_param *find(lt_model *m, const char *name)
+{
+    for (int p = 0; p < m->nparams; p++)
+        if (!strcmp(m->params[p].name, name))
+            return &m->params[p];
+    fail_msg("no parameter %s", name);
+    return NULL;
+}
+
+static void keep(lt_model *m) { (void)m; }
+static void constant(lt_model *m)
+{
+    float *a = find(m, TABLE)->data.data, *b = find(m, COPY)->data.data;
+    for (int i = 0; i < 800; i++)
+        a[i] = b[i] = 0.5f;
+}
+static void frozen(lt_model *m) { find(m, TABLE)->trainable = false; }
+static void off_by_one(lt_model *m) { ((float *)find(m, COPY)->data.data)[799] += 1.0f; }
+
+static void leaves_alone(void **state)
+{
+    (void)state;
+    assert_int_equal(ties(keep), 1);
+    assert_int_equal(ties(constant), 0);
+    assert_int_equal(ties(frozen), 0);
+    assert_int_equal(ties(off_by_one), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(trains_as_one),
+        cmocka_unit_test(leaves_alone),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
