@@ -5,6 +5,7 @@
  * - three trainer steps of SGD with momentum train the two as one tensor:
  *   every parameter within 1e-5 of PyTorch's, the copy exactly the
  *   table's transpose after the steps, and in the export;
+ * - a checkpoint after two steps resumes to the same bits as three steps;
  * - with no_tie the copy trains on its own and the table ends far from
  *   PyTorch's (the reference can tell);
  * - the pass itself: a copy of a constant-valued tensor, a frozen table
@@ -130,6 +131,52 @@ static void trains_as_one(void **state)
     assert_true(train(1, NULL) > 1e-3); /* 100 times the tied error bound */
 }
 
+/* two steps, a checkpoint, a fresh trainer from it and the third step:
+ * the same bits as three steps in one trainer */
+static void resumes(void **state)
+{
+    (void)state;
+    lt_err err;
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    lt_optim_defaults(LT_OPTIM_ADAM, &o.optim);
+    o.data = "unused";
+    const char *names[2] = {"ids", "labels"};
+    lt_trainer *t[3];
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(lt_trainer_new(DIR "tied.onnx", &o, &t[k], &err), LT_OK);
+    char dir[] = "/tmp/lt_tied_ck_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    for (int s = 0; s < 3; s++) {
+        char pi[512], py[512];
+        snprintf(pi, sizeof pi, DIR "sgd/ids%d.npy", s);
+        snprintf(py, sizeof py, DIR "sgd/y%d.npy", s);
+        lt_value *in[2] = {tu_load(pi), tu_load(py)};
+        assert_int_equal(lt_trainer_step(t[0], 0.01, 2, names, in, NULL, &err), LT_OK);
+        if (s == 2) {
+            if (lt_trainer_load_checkpoint(t[2], dir, &err) != LT_OK)
+                fail_msg("%s", err.msg);
+            assert_int_equal(lt_trainer_step(t[2], 0.01, 2, names, in, NULL, &err), LT_OK);
+        } else {
+            assert_int_equal(lt_trainer_step(t[1], 0.01, 2, names, in, NULL, &err), LT_OK);
+        }
+        if (s == 1 && lt_trainer_save_checkpoint(t[1], dir, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        lt_value_free(in[0]);
+        lt_value_free(in[1]);
+    }
+    lt_model *a = lt_trainer_model(t[0]), *b = lt_trainer_model(t[2]);
+    for (int p = 0; p < lt_model_num_params(a); p++)
+        assert_memory_equal(lt_model_param(a, p)->data, lt_model_param(b, p)->data,
+                            (size_t)lt_model_param(a, p)->numel * lt_dtype_size(lt_model_param(a, p)->dtype));
+    assert_true(transposes(param(b, TABLE), param(b, COPY)));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    for (int k = 0; k < 3; k++)
+        lt_trainer_free(t[k]);
+}
+
 /* the pass on a loaded model with the copy's or the table's values edited */
 static int ties(void (*edit)(lt_model *m))
 {
@@ -176,6 +223,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(trains_as_one),
+        cmocka_unit_test(resumes),
         cmocka_unit_test(leaves_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
