@@ -62,11 +62,12 @@ CASES = [
     ("squeezenet", 64, "momentum", 0.01, (3, 32, 32)),
     ("resnet18", 64, "momentum", 0.01, (3, 32, 32)),
     ("resnet50", 64, "momentum", 0.01, (3, 32, 32)),
+    ("mobilenet_v2", 64, "momentum", 0.01, (3, 32, 32)),
     ("transformer", 128, "adam", 0.001, (28, 28)),
     ("treelstm", 1, "adagrad", 0.05, None),
 ]
 SHIPPED = ("mlp", "cnn", "rnn_loop", "lstm", "treelstm")
-ON_REQUEST = ("resnet50",)  # big: written (and listed in bench.txt) only when named
+ON_REQUEST = ("resnet50", "mobilenet_v2")  # big: written (and listed in bench.txt) only when named
 TREE_LEN = (10, 30)  # words per benchmark sentence (SST's sentences average about 19)
 
 
@@ -115,8 +116,10 @@ def build(name):
     """The torch module of a benchmark model, default-initialised under a
     fixed seed (torch_bench.py then loads NAME.pt into it where there is one)."""
     torch.manual_seed(1234)
-    if name in ("squeezenet", "resnet18"):
+    if name in ("squeezenet", "resnet18", "mobilenet_v2"):
         import torchvision
+    if name == "mobilenet_v2":
+        return torchvision.models.mobilenet_v2(num_classes=10)
     if name == "squeezenet":
         return torchvision.models.squeezenet1_1(num_classes=10)
     if name == "resnet18":

@@ -6,10 +6,12 @@
  * products: grid = W * im2col(image) (Conv forward, ConvTranspose's data
  * gradient), image = col2im(W^T * grid) (ConvTranspose forward, Conv's data
  * gradient) and dW = grid * im2col(image)^T summed over the batch (both
- * filter gradients). float32 and float64 run natively, the half types
+ * filter gradients); depthwise convolutions' gradients are swept directly
+ * (nn_conv_depthwise.c). float32 and float64 run natively, the half types
  * through float32. */
 #include "grad_nn_util.h"
 #include "linalg_util.h"
+#include "nn_conv_depthwise.h"
 #include <cblas.h>
 #include <limits.h>
 #include <omp.h>
@@ -563,7 +565,12 @@ static lt_status conv_grad(lt_kctx *k, bool transpose, gc_what what)
         if (!(po = lt_k_scratch(k, sizeof(float) * (size_t)out->numel)))
             return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     }
-    if (what == GC_DATA)
+    if (!transpose && lt_nn_depthwise_usable(&j.g, j.groups, j.ich, j.gch)) {
+        if (what == GC_DATA)
+            lt_nn_depthwise_grad_data(j.esz, &j.g, j.n, j.ich, j.gch, pdy, pw, po);
+        else
+            lt_nn_depthwise_grad_filter(j.esz, &j.g, j.n, j.ich, j.gch, pdy, px, po);
+    } else if (what == GC_DATA)
         s = transpose ? gc_forward(k, &j, pdy, pw, po) : gc_backward(k, &j, pdy, pw, po);
     else
         s = transpose ? gc_filter(k, &j, px, pdy, po) : gc_filter(k, &j, pdy, px, po);

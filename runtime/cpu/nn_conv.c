@@ -1,7 +1,9 @@
 /* CPU kernels: Conv, ConvInteger, QLinearConv. One im2col + GEMM core on
- * float (float16 / bfloat16 go through it) or double; the integer
+ * float (float16 / bfloat16 go through it) or double, depthwise
+ * convolutions swept directly (nn_conv_depthwise.c); the integer
  * convolutions run it on double, which holds their sums exactly. */
 #include "nn_util.h"
+#include "nn_conv_depthwise.h"
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -209,12 +211,17 @@ static lt_status k_conv(lt_kctx *k)
         s = check_bias(k, b, j.m, false, x->dtype);
     if (s != LT_OK || y->numel == 0)
         return s;
+    bool depthwise = lt_nn_depthwise_usable(&j.g, j.groups, j.c, j.m);
     if (x->dtype == LT_F32 || x->dtype == LT_F64) {
         j.esz = x->dtype == LT_F32 ? 4 : 8;
         j.x = x->data;
         j.w = w->data;
         j.b = b ? b->data : NULL;
         j.y = y->data;
+        if (depthwise) {
+            lt_nn_depthwise_fwd(j.esz, &j.g, j.n, j.c, j.m, j.x, j.w, j.b, j.y);
+            return LT_OK;
+        }
         if (j.esz == 4) {
             int64_t K = lt_nn_prod(j.g.nsp, j.g.k), L = lt_nn_prod(j.g.nsp, j.g.grid);
             bool direct = K == 1;
@@ -245,7 +252,10 @@ static lt_status k_conv(lt_kctx *k)
     if (!yf)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     j.y = yf;
-    s = conv_run(k, &j);
+    if (depthwise)
+        lt_nn_depthwise_fwd(j.esz, &j.g, j.n, j.c, j.m, j.x, j.w, j.b, j.y);
+    else
+        s = conv_run(k, &j);
     if (s == LT_OK)
         lt_nn_store_f32(y, yf);
     return s;

@@ -1,6 +1,7 @@
 /* Buffers a thread keeps for its later calls (no allocation once a
  * steady-state step has run), freed when the thread ends: the float
- * products' packing buffers and a split product's shared packed op(A).
+ * products' packing buffers, a split product's shared packed op(A), the
+ * depthwise convolution's plane buffers.
  * One slot per use, so one use's buffer never moves under another's. */
 #ifndef LT_CPU_THREAD_BUF_H
 #define LT_CPU_THREAD_BUF_H
@@ -10,6 +11,7 @@
 enum {
     LT_THREAD_BUF_SGEMM,    /* sgemm_avx2.c / sgemm_avx512.c: a call's packed panels */
     LT_THREAD_BUF_SHARED_A, /* linalg_gemm.c: op(A) packed once for a split product's chunks */
+    LT_THREAD_BUF_DEPTHWISE, /* nn_conv_depthwise.c: a padded plane and a wide grid */
     LT_THREAD_BUF_SLOTS
 };
 

@@ -115,6 +115,24 @@ static void conv_grads(void **state)
         {"conv one image, parallel", false, 2, 1, 16, 16, 1, {20, 20}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
         {"conv one image 1x1, parallel", false, 2, 1, 32, 32, 1, {20, 20}, {1, 1}, {1, 1}, {1, 1}, {0}},
         {"conv depthwise, parallel", false, 2, 4, 16, 16, 16, {16, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        /* depthwise as the mobile networks write it (nn_conv_depthwise.c) */
+        {"depthwise stride 2 (MobileNet)", false, 2, 3, 8, 8, 8, {9, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+        {"depthwise stride 2, pads 0 1 (TF SAME)", false, 2, 2, 5, 5, 5, {8, 7}, {3, 3}, {2, 2}, {1, 1},
+         {0, 0, 1, 1}},
+        {"depthwise 5x5 stride 2 (EfficientNet)", false, 2, 2, 3, 3, 3, {11, 10}, {5, 5}, {2, 2}, {1, 1},
+         {2, 2, 2, 2}},
+        {"depthwise 7x7 (ConvNeXt)", false, 2, 2, 4, 4, 4, {9, 8}, {7, 7}, {1, 1}, {1, 1}, {3, 3, 3, 3}},
+        {"depthwise dilated, multiplier 2", false, 2, 2, 3, 6, 3, {9, 9}, {3, 3}, {1, 2}, {2, 2}, {2, 1, 2, 3}},
+        {"depthwise 1-d, multiplier 3", false, 1, 2, 3, 9, 3, {12}, {5}, {1}, {2}, {4, 2}},
+        {"depthwise 1-d stride 3", false, 1, 2, 4, 4, 4, {13}, {3}, {3}, {1}, {1, 0}},
+        {"depthwise kernel past the image", false, 2, 1, 2, 2, 2, {2, 3}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+        {"depthwise batch 32", false, 2, 32, 16, 16, 16, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        {"depthwise plane over 1024 (row sweep)", false, 2, 2, 3, 3, 3, {40, 30}, {3, 3}, {1, 1}, {1, 1},
+         {1, 1, 1, 1}},
+        {"depthwise 80 channels (blocks of 16)", false, 2, 2, 80, 80, 80, {5, 5}, {3, 3}, {2, 2}, {1, 1},
+         {1, 1, 1, 1}},
+        {"depthwise 300 channels (blocks of 64)", false, 2, 2, 300, 300, 300, {3, 3}, {3, 3}, {1, 1}, {1, 1},
+         {1, 1, 1, 1}},
     };
     run_all(cases, sizeof cases / sizeof cases[0], 100);
 }
