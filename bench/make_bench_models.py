@@ -63,11 +63,14 @@ CASES = [
     ("resnet18", 64, "momentum", 0.01, (3, 32, 32)),
     ("resnet50", 64, "momentum", 0.01, (3, 32, 32)),
     ("mobilenet_v2", 64, "momentum", 0.01, (3, 32, 32)),
+    ("efficientnet_b0", 64, "momentum", 0.01, (3, 32, 32)),
+    ("shufflenet_v2", 64, "momentum", 0.01, (3, 32, 32)),
+    ("regnet_x_400mf", 64, "momentum", 0.01, (3, 32, 32)),
     ("transformer", 128, "adam", 0.001, (28, 28)),
     ("treelstm", 1, "adagrad", 0.05, None),
 ]
 SHIPPED = ("mlp", "cnn", "rnn_loop", "lstm", "treelstm")
-ON_REQUEST = ("resnet50", "mobilenet_v2")  # big: written (and listed in bench.txt) only when named
+ON_REQUEST = ("resnet50", "mobilenet_v2", "efficientnet_b0", "shufflenet_v2", "regnet_x_400mf")  # big: written (and listed in bench.txt) only when named
 TREE_LEN = (10, 30)  # words per benchmark sentence (SST's sentences average about 19)
 
 
@@ -116,10 +119,12 @@ def build(name):
     """The torch module of a benchmark model, default-initialised under a
     fixed seed (torch_bench.py then loads NAME.pt into it where there is one)."""
     torch.manual_seed(1234)
-    if name in ("squeezenet", "resnet18", "mobilenet_v2"):
+    if name in ("squeezenet", "resnet18") or name in ON_REQUEST[1:]:
         import torchvision
-    if name == "mobilenet_v2":
-        return torchvision.models.mobilenet_v2(num_classes=10)
+    if name == "shufflenet_v2":
+        return torchvision.models.shufflenet_v2_x1_0(num_classes=10)
+    if name in ON_REQUEST[1:]:
+        return getattr(torchvision.models, name)(num_classes=10)
     if name == "squeezenet":
         return torchvision.models.squeezenet1_1(num_classes=10)
     if name == "resnet18":

@@ -98,13 +98,13 @@ static bool gc_regions(const gc_job *j, bool filter)
 
 static int64_t gc_block_images(const gc_job *j) { return lt_nn_block_images(j->L, j->n); }
 
-/* dst [P, nb L]: the grid rows of images i0..i0+nb side by side */
-static void gc_gather_grid(const gc_job *j, const float *grid, int64_t i0, int64_t nb, float *dst)
+/* dst [P, nb L]: group gi's grid rows of images i0..i0+nb side by side */
+static void gc_gather_grid(const gc_job *j, const float *grid, int64_t gi, int64_t i0, int64_t nb, float *dst)
 {
     int64_t P = j->P, L = j->L;
     for (int64_t i = 0; i < nb; i++)
         for (int64_t p = 0; p < P; p++)
-            memcpy(dst + p * nb * L + i * L, grid + ((i0 + i) * j->gch + p) * L, sizeof(float) * (size_t)L);
+            memcpy(dst + p * nb * L + i * L, grid + ((i0 + i) * j->gch + gi * P + p) * L, sizeof(float) * (size_t)L);
 }
 
 /* gc_filter for gc_blocked jobs: one partial sum per slice of blocks. With
@@ -114,16 +114,18 @@ static void gc_gather_grid(const gc_job *j, const float *grid, int64_t i0, int64
 static lt_status gc_filter_blocked(lt_kctx *k, const gc_job *j, const float *grid, const float *img, float *dw)
 {
     int64_t P = j->P, R = j->R, L = j->L, n = j->n, nb = gc_block_images(j), nblk = (n + nb - 1) / nb;
-    int64_t wsize = P * R, cols = nb * L;
+    int64_t G = j->groups, wsize = P * R, cols = nb * L;
     bool tr = R < 32 && P >= 32;
-    bool worth = 2.0 * (double)n * (double)wsize * (double)L >= 8.0 * LT_NN_PAR_MIN;
-    /* the slices follow from the sizes (par.h), the threads share them */
-    int ns = worth ? lt_par_pieces(nblk) : 1, nt = lt_par_threads(ns, worth);
-    float *part = ns > 1 || tr ? lt_k_scratch(k, sizeof(float) * (size_t)(wsize * ns)) : dw;
+    bool worth = 2.0 * (double)n * (double)(G * wsize) * (double)L >= 8.0 * LT_NN_PAR_MIN;
+    /* the slices follow from the sizes (par.h), the threads share them
+     * with the groups */
+    int ns = worth ? lt_par_pieces(nblk) : 1, nt = lt_par_threads(ns * G, worth);
+    bool apart = ns > 1 || tr;
+    float *part = apart ? lt_k_scratch(k, sizeof(float) * (size_t)(G * wsize * ns)) : dw;
     float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)((P + R) * cols * nt));
     if (!part || !bufs)
         return too_big(k);
-    memset(part, 0, sizeof(float) * (size_t)(wsize * ns));
+    memset(part, 0, sizeof(float) * (size_t)(G * wsize * ns));
     /* slice s always sums the same blocks in the same order, and the slices
      * are added in order: the same bits on every run and thread count
      * (training resumes bit-exactly), whichever thread takes a slice */
@@ -131,44 +133,48 @@ static lt_status gc_filter_blocked(lt_kctx *k, const gc_job *j, const float *gri
     {
         float *dyb = bufs + (P + R) * cols * omp_get_thread_num(), *colb = dyb + P * cols;
 #pragma omp for schedule(dynamic, 1)
-        for (int s = 0; s < ns; s++) {
-            float *acc = part + wsize * s;
+        for (int64_t u = 0; u < ns * G; u++) {
+            int64_t s = u / G, gi = u % G;
+            float *acc = part + (apart ? (s * G + gi) * wsize : gi * wsize);
             for (int64_t b = nblk * s / ns; b < nblk * (s + 1) / ns; b++) {
                 int64_t i0 = b * nb, m = n - i0 < nb ? n - i0 : nb;
-                gc_gather_grid(j, grid, i0, m, dyb);
+                gc_gather_grid(j, grid, gi, i0, m, dyb);
+                const float *ig = img + gi * j->Q * j->plane;
                 if (tr) {
                     for (int64_t i = 0; i < m; i++)
-                        lt_nn_im2col2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L, m * L, &j->g, j->Q);
+                        lt_nn_im2col2d_f32(ig + (i0 + i) * j->ich * j->plane, colb + i * L, m * L, &j->g, j->Q);
                     gemm_nt(4, R, P, m * L, colb, m * L, dyb, m * L, acc, P);
                     continue;
                 }
                 /* the columns as rows [m L, R]: a plain B operand, no transpose to pack */
                 for (int64_t i = 0; i < m; i++)
-                    lt_nn_im2row2d_f32(img + (i0 + i) * j->ich * j->plane, colb + i * L * R, R, &j->g, j->Q);
+                    lt_nn_im2row2d_f32(ig + (i0 + i) * j->ich * j->plane, colb + i * L * R, R, &j->g, j->Q);
                 lt_nn_gemm(4, false, P, R, m * L, dyb, m * L, colb, R, true, acc, R);
             }
         }
     }
-    if (ns > 1 || tr)
-        for (int64_t q = 0; q < wsize; q++) {
-            /* dW[p, r] from [p, r] or, transposed, [r, p] */
-            int64_t at = tr ? q % R * P + q / R : q;
-            float v = 0;
-            for (int s = 0; s < ns; s++)
-                v += part[s * wsize + at];
-            dw[q] = v;
-        }
+    if (apart)
+        for (int64_t gi = 0; gi < G; gi++)
+            for (int64_t q = 0; q < wsize; q++) {
+                /* dW[p, r] from [p, r] or, transposed, [r, p] */
+                int64_t at = tr ? q % R * P + q / R : q;
+                float v = 0;
+                for (int64_t s = 0; s < ns; s++)
+                    v += part[(s * G + gi) * wsize + at];
+                dw[gi * wsize + q] = v;
+            }
     return LT_OK;
 }
 
-/* gc_backward for gc_blocked jobs: blocks of images in parallel */
+/* gc_backward for gc_blocked jobs: (block of images, group) in parallel */
 static lt_status gc_backward_blocked(lt_kctx *k, const gc_job *j, const float *grid, const float *w, float *img)
 {
     int64_t P = j->P, R = j->R, L = j->L, Q = j->Q, n = j->n, nb = gc_block_images(j), nblk = (n + nb - 1) / nb;
-    int64_t cols = nb * L;
+    int64_t G = j->groups, cols = nb * L, items = nblk * G;
     int nth = omp_get_max_threads();
-    bool parallel = nth > 1 && nblk > 1 && 2.0 * (double)n * (double)P * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
-    int nt = parallel ? (nblk < nth ? (int)nblk : nth) : 1;
+    bool parallel =
+        nth > 1 && items > 1 && 2.0 * (double)n * (double)j->gch * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
+    int nt = parallel ? (items < nth ? (int)items : nth) : 1;
     float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)((P + R) * cols * nt));
     if (!bufs)
         return too_big(k);
@@ -177,12 +183,12 @@ static lt_status gc_backward_blocked(lt_kctx *k, const gc_job *j, const float *g
         int t = omp_get_thread_num();
         float *dyb = bufs + (P + R) * cols * t, *colb = dyb + P * cols;
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t b = 0; b < nblk; b++) {
-            int64_t i0 = b * nb, m = n - i0 < nb ? n - i0 : nb;
-            gc_gather_grid(j, grid, i0, m, dyb);
-            lt_nn_gemm(4, true, R, m * L, P, w, R, dyb, m * L, false, colb, m * L);
+        for (int64_t item = 0; item < items; item++) {
+            int64_t b = item / G, gi = item % G, i0 = b * nb, m = n - i0 < nb ? n - i0 : nb;
+            gc_gather_grid(j, grid, gi, i0, m, dyb);
+            lt_nn_gemm(4, true, R, m * L, P, w + gi * P * R, R, dyb, m * L, false, colb, m * L);
             for (int64_t i = 0; i < m; i++) {
-                float *it = img + (i0 + i) * j->ich * j->plane;
+                float *it = img + ((i0 + i) * j->ich + gi * Q) * j->plane;
                 memset(it, 0, sizeof(float) * (size_t)(Q * j->plane));
                 lt_nn_col2im2d_f32(colb + i * L, m * L, it, &j->g, 0, Q);
             }

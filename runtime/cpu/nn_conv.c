@@ -105,18 +105,20 @@ static lt_status conv_run(lt_kctx *k, const conv_job *j)
     return LT_OK;
 }
 
-/* conv_run for lt_nn_blocked jobs: each GEMM covers a block of images,
- * their columns side by side, so the weights are packed once a block
- * rather than once an image; the product goes through a buffer into y,
- * the bias added on the way. */
+/* conv_run for lt_nn_blocked jobs: each GEMM covers a block of images (in
+ * one group), their columns side by side, so the weights are packed once a
+ * block rather than once an image; the product goes through a buffer into
+ * y, the bias added on the way. */
 static lt_status conv_run_blocked(lt_kctx *k, const conv_job *j)
 {
     const lt_nn_geom *g = &j->g;
     int64_t K = lt_nn_prod(g->nsp, g->k), L = lt_nn_prod(g->nsp, g->grid), plane = lt_nn_prod(g->nsp, g->img);
-    int64_t R = j->c * K, M = j->m, n = j->n, nb = lt_nn_block_images(L, n), nblk = (n + nb - 1) / nb;
+    int64_t G = j->groups, cg = j->c / G, R = cg * K, M = j->m / G, n = j->n, nb = lt_nn_block_images(L, n);
+    int64_t nblk = (n + nb - 1) / nb, items = nblk * G;
     int nth = omp_get_max_threads();
-    bool parallel = nth > 1 && nblk > 1 && 2.0 * (double)n * (double)M * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
-    int nt = parallel ? (nblk < nth ? (int)nblk : nth) : 1;
+    bool parallel =
+        nth > 1 && items > 1 && 2.0 * (double)n * (double)j->m * (double)L * (double)R >= 8.0 * LT_NN_PAR_MIN;
+    int nt = parallel ? (items < nth ? (int)items : nth) : 1;
     int64_t per = (R + M) * nb * L;
     float *bufs = lt_k_scratch(k, sizeof(float) * (size_t)(per * nt));
     if (!bufs)
@@ -128,15 +130,15 @@ static lt_status conv_run_blocked(lt_kctx *k, const conv_job *j)
     {
         float *colb = bufs + per * omp_get_thread_num(), *out = colb + R * nb * L;
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t blk = 0; blk < nblk; blk++) {
-            int64_t i0 = blk * nb, m = n - i0 < nb ? n - i0 : nb;
+        for (int64_t item = 0; item < items; item++) {
+            int64_t blk = item / G, gi = item % G, i0 = blk * nb, m = n - i0 < nb ? n - i0 : nb;
             for (int64_t i = 0; i < m; i++)
-                lt_nn_im2col2d_f32(x + (i0 + i) * j->c * plane, colb + i * L, m * L, g, j->c);
-            lt_nn_gemm(4, false, M, m * L, R, w, R, colb, m * L, false, out, m * L);
+                lt_nn_im2col2d_f32(x + ((i0 + i) * j->c + gi * cg) * plane, colb + i * L, m * L, g, cg);
+            lt_nn_gemm(4, false, M, m * L, R, w + gi * M * R, R, colb, m * L, false, out, m * L);
             for (int64_t i = 0; i < m; i++)
                 for (int64_t o = 0; o < M; o++) {
                     const float *src = out + o * m * L + i * L;
-                    float *dst = y + ((i0 + i) * M + o) * L, bv = b ? b[o] : 0;
+                    float *dst = y + ((i0 + i) * j->m + gi * M + o) * L, bv = b ? b[gi * M + o] : 0;
 #pragma omp simd
                     for (int64_t q = 0; q < L; q++)
                         dst[q] = src[q] + bv;

@@ -102,7 +102,7 @@ static inline bool lt_nn_plain2d(const lt_nn_geom *g)
 
 static inline bool lt_nn_blocked(size_t esz, const lt_nn_geom *g, int64_t groups, bool direct, int64_t L, int64_t n)
 {
-    return esz == 4 && g->nsp == 2 && groups == 1 && !direct && L > 0 && L < LT_NN_BLOCK_COLS / 2 && n > 1;
+    return esz == 4 && g->nsp == 2 && groups >= 1 && !direct && L > 0 && L < LT_NN_BLOCK_COLS / 2 && n > 1;
 }
 
 static inline int64_t lt_nn_block_images(int64_t L, int64_t n)

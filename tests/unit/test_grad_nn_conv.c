@@ -127,6 +127,12 @@ static void conv_grads(void **state)
         {"depthwise 1-d stride 3", false, 1, 2, 4, 4, 4, {13}, {3}, {3}, {1}, {1, 0}},
         {"depthwise kernel past the image", false, 2, 1, 2, 2, 2, {2, 3}, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}},
         {"depthwise batch 32", false, 2, 32, 16, 16, 16, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        /* groups over a batch of small grids: blocks of images a group */
+        {"grouped width 16, 4x4 grid", false, 2, 8, 64, 64, 4, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        {"grouped stride 2 (RegNet)", false, 2, 6, 32, 32, 2, {8, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+        {"grouped, few taps (filter sums transposed)", false, 2, 4, 4, 64, 2, {5, 5}, {3, 3}, {1, 1}, {1, 1},
+         {1, 1, 1, 1}},
+        {"grouped, batch 40 (slices)", false, 2, 40, 32, 32, 4, {6, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
         {"depthwise plane over 1024 (row sweep)", false, 2, 2, 3, 3, 3, {40, 30}, {3, 3}, {1, 1}, {1, 1},
          {1, 1, 1, 1}},
         {"depthwise 80 channels (blocks of 16)", false, 2, 2, 80, 80, 80, {5, 5}, {3, 3}, {2, 2}, {1, 1},
