@@ -66,11 +66,14 @@ CASES = [
     ("efficientnet_b0", 64, "momentum", 0.01, (3, 32, 32)),
     ("shufflenet_v2", 64, "momentum", 0.01, (3, 32, 32)),
     ("regnet_x_400mf", 64, "momentum", 0.01, (3, 32, 32)),
+    ("gru", 128, "momentum", 0.01, (28, 28)),
+    ("vit", 64, "adam", 0.001, (3, 32, 32)),
     ("transformer", 128, "adam", 0.001, (28, 28)),
     ("treelstm", 1, "adagrad", 0.05, None),
 ]
 SHIPPED = ("mlp", "cnn", "rnn_loop", "lstm", "treelstm")
-ON_REQUEST = ("resnet50", "mobilenet_v2", "efficientnet_b0", "shufflenet_v2", "regnet_x_400mf")  # big: written (and listed in bench.txt) only when named
+TORCHVISION = ("mobilenet_v2", "efficientnet_b0", "shufflenet_v2", "regnet_x_400mf")
+ON_REQUEST = ("resnet50", "gru", "vit") + TORCHVISION  # big: written (and listed in bench.txt) only when named
 TREE_LEN = (10, 30)  # words per benchmark sentence (SST's sentences average about 19)
 
 
@@ -115,16 +118,37 @@ class TinyTransformer(torch.nn.Module):
         return self.head(self.ln(h).mean(dim=1))
 
 
+class TinyViT(torch.nn.Module):
+    """A small vision transformer: 4x4 patches of a 3x32x32 image (64
+    tokens), d 64, 4 pre-LN blocks of 4 heads, mean-pooled."""
+
+    def __init__(self, d=64, heads=4, blocks=4, ff=256, classes=10):
+        super().__init__()
+        self.patch = torch.nn.Conv2d(3, d, 4, stride=4)
+        self.pos = torch.nn.Parameter(0.02 * torch.randn(64, d))
+        self.blocks = torch.nn.ModuleList([Block(64, d, heads, ff) for _ in range(blocks)])
+        self.ln = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, classes)
+
+    def forward(self, x):
+        h = self.patch(x).flatten(2).transpose(1, 2) + self.pos
+        for b in self.blocks:
+            h = b(h)
+        return self.head(self.ln(h).mean(dim=1))
+
+
 def build(name):
     """The torch module of a benchmark model, default-initialised under a
     fixed seed (torch_bench.py then loads NAME.pt into it where there is one)."""
     torch.manual_seed(1234)
-    if name in ("squeezenet", "resnet18") or name in ON_REQUEST[1:]:
+    if name in ("squeezenet", "resnet18") or name in TORCHVISION:
         import torchvision
     if name == "shufflenet_v2":
         return torchvision.models.shufflenet_v2_x1_0(num_classes=10)
-    if name in ON_REQUEST[1:]:
+    if name in TORCHVISION:
         return getattr(torchvision.models, name)(num_classes=10)
+    if name == "vit":
+        return TinyViT()
     if name == "squeezenet":
         return torchvision.models.squeezenet1_1(num_classes=10)
     if name == "resnet18":
@@ -145,6 +169,8 @@ def build(name):
         return mm.RowRNN(torch.nn.RNN)
     if name == "lstm":
         return mm.RowRNN(torch.nn.LSTM)
+    if name == "gru":
+        return mm.RowRNN(torch.nn.GRU)
     if name == "treelstm":
         import make_treelstm
         return make_treelstm.torch_module()
@@ -211,9 +237,14 @@ def main():
         else:
             model = build(name)
             torch.save(model.state_dict(), os.path.join(a.out, name + ".pt"))
-            if name == "transformer":
-                export(model, shape, onnx_path, 17)
+            if name in ("transformer", "gru"):
+                export(model, shape, onnx_path, 17 if name == "transformer" else 13)
                 x, y = idx_images(a.batches * batch)
+            elif name == "vit":
+                export(model, shape, onnx_path, 17)
+                rng = np.random.default_rng(23)
+                x = rng.standard_normal((a.batches * batch,) + shape).astype(np.float32)
+                y = rng.integers(0, 10, a.batches * batch).astype(np.int64)
             else:
                 export(model, shape, onnx_path, 13, train_mode=(name == "squeezenet"))
                 rng = np.random.default_rng(20 + len(name))  # N(0,1) images, random labels
