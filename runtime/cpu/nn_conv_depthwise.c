@@ -74,15 +74,18 @@ bool lt_nn_depthwise_usable(const lt_nn_geom *g, int64_t groups, int64_t c, int6
 #undef SFX
 #undef T
 
-/* one channels-last task of each kernel, for one tier */
+/* the operands of a channels-last call */
 typedef struct {
-    void (*fwd)(const dw_geom *v, const float *x, const float *w, const float *b, float *y, int64_t it, int64_t c,
-                int64_t bs, float *buf);
-    void (*back)(const dw_geom *v, const float *dy, const float *w, float *dx, int64_t it, int64_t c, int64_t bs,
-                 float *buf);
-    void (*filter)(const dw_geom *v, const float *dy, const float *x, float *dw, int64_t blk, int64_t n, int64_t c,
-                   int64_t bs, float *buf);
-} cl_tasks;
+    const dw_geom *v;
+    const float *x, *w, *b, *dy;
+    float *y, *dx, *dw;
+    int64_t n, c, bs;
+} cl_args;
+
+/* one task of a kernel: forward and data gradient take (image, channel
+ * block) items, the filter gradient channel blocks */
+typedef void (*cl_task)(const cl_args *a, int64_t item, float *buf);
+enum { CL_FWD, CL_BACK, CL_FILTER };
 
 #define ATTR
 #define SFX base
@@ -104,15 +107,15 @@ typedef struct {
 #endif
 
 /* the widest tier this CPU runs (cpu_features.h) */
-static const cl_tasks *cl_tier(void)
+static const cl_task *cl_tier(void)
 {
 #ifdef HAVE_TIERS
     if (lt_cpu_avx512())
-        return &cl_tasks_avx512;
+        return cl_tasks_avx512;
     if (lt_cpu_avx2())
-        return &cl_tasks_avx2;
+        return cl_tasks_avx2;
 #endif
-    return &cl_tasks_base;
+    return cl_tasks_base;
 }
 
 static bool channels_last(size_t esz, const dw_geom *v, int64_t c, int64_t m)
@@ -140,26 +143,35 @@ static double madds(const dw_geom *v, int64_t n, int64_t m)
     return (double)n * (double)m * (double)(v->oh * v->ow) * (double)(v->kh * v->kw);
 }
 
+/* Runs a channels-last kernel over its items; false (nothing written)
+ * when a thread's buffer cannot be had: the row sweep runs instead. */
+static bool run_cl(cl_args *a, int kind, double work)
+{
+    a->bs = block_of(a->c);
+    int64_t nblk = (a->c + a->bs - 1) / a->bs, items = kind == CL_FILTER ? nblk : a->n * nblk;
+    cl_task task = cl_tier()[kind];
+    int nt = threads_for(items, work);
+    bool failed = false;
+#pragma omp parallel num_threads(nt) if (nt > 1) reduction(|| : failed)
+    {
+        float *buf = cl_buf();
+        failed = !buf;
+#pragma omp for schedule(dynamic, kind == CL_FILTER ? 1 : lt_par_chunk(items))
+        for (int64_t it = 0; it < items; it++)
+            if (buf)
+                task(a, it, buf);
+    }
+    return !failed;
+}
+
 void lt_nn_depthwise_fwd(size_t esz, const lt_nn_geom *g, int64_t n, int64_t c, int64_t m, const void *x,
                          const void *w, const void *b, void *y)
 {
     dw_geom v;
     view(g, &v);
     if (channels_last(esz, &v, c, m)) {
-        const cl_tasks *k = cl_tier();
-        int64_t bs = block_of(c), items = n * ((c + bs - 1) / bs);
-        int nt = threads_for(items, madds(&v, n, m));
-        bool failed = false;
-#pragma omp parallel num_threads(nt) if (nt > 1) reduction(|| : failed)
-        {
-            float *buf = cl_buf();
-            failed = !buf;
-#pragma omp for schedule(dynamic, lt_par_chunk(items))
-            for (int64_t it = 0; it < items; it++)
-                if (buf)
-                    k->fwd(&v, x, w, b, y, it, c, bs, buf);
-        }
-        if (!failed)
+        cl_args a = {.v = &v, .x = x, .w = w, .b = b, .y = y, .n = n, .c = c};
+        if (run_cl(&a, CL_FWD, madds(&v, n, m)))
             return;
     }
     int64_t items = n * m;
@@ -179,20 +191,8 @@ void lt_nn_depthwise_grad_data(size_t esz, const lt_nn_geom *g, int64_t n, int64
     dw_geom v;
     view(g, &v);
     if (channels_last(esz, &v, c, m)) {
-        const cl_tasks *k = cl_tier();
-        int64_t bs = block_of(c), items = n * ((c + bs - 1) / bs);
-        int nt = threads_for(items, madds(&v, n, m));
-        bool failed = false;
-#pragma omp parallel num_threads(nt) if (nt > 1) reduction(|| : failed)
-        {
-            float *buf = cl_buf();
-            failed = !buf;
-#pragma omp for schedule(dynamic, lt_par_chunk(items))
-            for (int64_t it = 0; it < items; it++)
-                if (buf)
-                    k->back(&v, dy, w, dx, it, c, bs, buf);
-        }
-        if (!failed)
+        cl_args a = {.v = &v, .w = w, .dy = dy, .dx = dx, .n = n, .c = c};
+        if (run_cl(&a, CL_BACK, madds(&v, n, m)))
             return;
     }
     int64_t items = n * c;
@@ -212,20 +212,8 @@ void lt_nn_depthwise_grad_filter(size_t esz, const lt_nn_geom *g, int64_t n, int
     dw_geom v;
     view(g, &v);
     if (channels_last(esz, &v, c, m)) {
-        const cl_tasks *k = cl_tier();
-        int64_t bs = block_of(c), nblk = (c + bs - 1) / bs;
-        int nt = threads_for(nblk, madds(&v, n, m));
-        bool failed = false;
-#pragma omp parallel num_threads(nt) if (nt > 1) reduction(|| : failed)
-        {
-            float *buf = cl_buf();
-            failed = !buf;
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t blk = 0; blk < nblk; blk++)
-                if (buf)
-                    k->filter(&v, dy, x, dw, blk, n, c, bs, buf);
-        }
-        if (!failed)
+        cl_args a = {.v = &v, .x = x, .dy = dy, .dw = dw, .n = n, .c = c};
+        if (run_cl(&a, CL_FILTER, madds(&v, n, m)))
             return;
     }
     int nt = threads_for(m, madds(&v, n, m));

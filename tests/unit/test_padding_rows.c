@@ -22,17 +22,6 @@
 
 static const lt_padding_row rows[2] = {{"tok.weight", 0}, {"aux.weight", -1}};
 
-static double rel_err(const lt_tensor *got, const lt_tensor *want)
-{
-    assert_int_equal(got->numel, want->numel);
-    double d = 0, w = 0;
-    for (int64_t e = 0; e < got->numel; e++) {
-        d = fmax(d, fabs(lt_tensor_get_f64(got, e) - lt_tensor_get_f64(want, e)));
-        w = fmax(w, fabs(lt_tensor_get_f64(want, e)));
-    }
-    return d / fmax(w, 1e-12);
-}
-
 /* worst relative error of the tables' gradients against PyTorch's */
 static double grads_vs_torch(int npadding)
 {
@@ -54,7 +43,7 @@ static double grads_vs_torch(int npadding)
     if (lt_session_run(s, 2, names, ins, outs, &err) != LT_OK)
         fail_msg("%s", err.msg);
     lt_value *loss = tu_load(DIR "grads/loss.npy");
-    assert_true(rel_err(lt_value_tensor(outs[0]), &loss->t) < 1e-5);
+    assert_true(tu_max_rel_err(lt_value_tensor(outs[0]), &loss->t) < 1e-5);
     double worst_table = 0;
     for (int i = 1; i < nout; i++) {
         char pname[256], path[512];
@@ -62,7 +51,7 @@ static double grads_vs_torch(int npadding)
         pname[strlen(pname) - 5] = 0; /* "_grad" */
         snprintf(path, sizeof path, DIR "grads/%s.npy", pname);
         lt_value *want = tu_load(path);
-        double e = rel_err(lt_value_tensor(outs[i]), &want->t);
+        double e = tu_max_rel_err(lt_value_tensor(outs[i]), &want->t);
         printf("  %-12s %s rel err %.2e\n", pname, npadding ? "rows" : "none", e);
         if (strstr(pname, "mix."))
             assert_true(e < 1e-5); /* untouched by the rows either way */
@@ -120,7 +109,7 @@ static void sgd_steps(void **state)
         char path[512];
         snprintf(path, sizeof path, DIR "sgd/%s.npy", lt_model_param_name(m, p));
         lt_value *want = tu_load(path);
-        double e = rel_err(lt_model_param(m, p), &want->t);
+        double e = tu_max_rel_err(lt_model_param(m, p), &want->t);
         printf("  %-12s after 3 steps rel err %.2e\n", lt_model_param_name(m, p), e);
         assert_true(e < 1e-5);
         lt_value_free(want);

@@ -22,26 +22,6 @@
 #define TABLE "out.weight"
 #define COPY "val_2"
 
-static double rel_err(const lt_tensor *got, const lt_tensor *want)
-{
-    assert_int_equal(got->numel, want->numel);
-    double d = 0, w = 0;
-    for (int64_t e = 0; e < got->numel; e++) {
-        d = fmax(d, fabs(lt_tensor_get_f64(got, e) - lt_tensor_get_f64(want, e)));
-        w = fmax(w, fabs(lt_tensor_get_f64(want, e)));
-    }
-    return d / fmax(w, 1e-12);
-}
-
-static const lt_tensor *param(lt_model *m, const char *name)
-{
-    for (int p = 0; p < lt_model_num_params(m); p++)
-        if (!strcmp(lt_model_param_name(m, p), name))
-            return lt_model_param(m, p);
-    fail_msg("no parameter %s", name);
-    return NULL;
-}
-
 static bool transposes(const lt_tensor *a, const lt_tensor *b)
 {
     if (a->rank != 2 || b->rank != 2 || a->dims[0] != b->dims[1] || a->dims[1] != b->dims[0])
@@ -97,7 +77,7 @@ static double train(int no_tie, const char *export_to)
         char path[512];
         snprintf(path, sizeof path, DIR "sgd/%s.npy", files[f]);
         lt_value *want = tu_load(path);
-        double e = rel_err(param(m, files[f]), &want->t);
+        double e = tu_max_rel_err(tu_param(m, files[f]), &want->t);
         printf("  %-10s %s rel err %.2e\n", files[f], no_tie ? "apart" : "tied ", e);
         if (f == 0)
             table = e;
@@ -105,14 +85,14 @@ static double train(int no_tie, const char *export_to)
             assert_true(e < 1e-5);
         lt_value_free(want);
     }
-    assert_int_equal(transposes(param(m, TABLE), param(m, COPY)), !no_tie);
+    assert_int_equal(transposes(tu_param(m, TABLE), tu_param(m, COPY)), !no_tie);
     if (export_to) {
         if (lt_trainer_export(t, DIR "tied.onnx", export_to, &err) != LT_OK)
             fail_msg("%s", err.msg);
         lt_model *back;
         assert_int_equal(lt_model_load(export_to, &back, &err), LT_OK);
-        assert_true(transposes(param(back, TABLE), param(back, COPY)));
-        assert_memory_equal(param(back, TABLE)->data, param(m, TABLE)->data, 50 * 16 * sizeof(float));
+        assert_true(transposes(tu_param(back, TABLE), tu_param(back, COPY)));
+        assert_memory_equal(tu_param(back, TABLE)->data, tu_param(m, TABLE)->data, 50 * 16 * sizeof(float));
         lt_model_free(back);
     }
     lt_trainer_free(t);
@@ -169,7 +149,7 @@ static void resumes(void **state)
     for (int p = 0; p < lt_model_num_params(a); p++)
         assert_memory_equal(lt_model_param(a, p)->data, lt_model_param(b, p)->data,
                             (size_t)lt_model_param(a, p)->numel * lt_dtype_size(lt_model_param(a, p)->dtype));
-    assert_true(transposes(param(b, TABLE), param(b, COPY)));
+    assert_true(transposes(tu_param(b, TABLE), tu_param(b, COPY)));
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);

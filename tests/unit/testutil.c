@@ -223,6 +223,26 @@ int tu_write_idx_split(const char *dir, const char *prefix, uint32_t n, unsigned
     return fclose(fi) != 0 || bad ? -1 : 0;
 }
 
+double tu_max_rel_err(const lt_tensor *got, const lt_tensor *want)
+{
+    assert_int_equal(got->numel, want->numel);
+    double d = 0, w = 0;
+    for (int64_t e = 0; e < got->numel; e++) {
+        d = fmax(d, fabs(lt_tensor_get_f64(got, e) - lt_tensor_get_f64(want, e)));
+        w = fmax(w, fabs(lt_tensor_get_f64(want, e)));
+    }
+    return d / fmax(w, 1e-12);
+}
+
+const lt_tensor *tu_param(lt_model *m, const char *name)
+{
+    for (int p = 0; p < lt_model_num_params(m); p++)
+        if (!strcmp(lt_model_param_name(m, p), name))
+            return lt_model_param(m, p);
+    fail_msg("no parameter %s", name);
+    return NULL;
+}
+
 lt_value *tu_load(const char *path)
 {
     lt_err err;

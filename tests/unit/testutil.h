@@ -65,6 +65,10 @@ lt_value *tu_from(lt_dtype dtype, int rank, const int64_t *dims, const double *v
 double tu_get(const lt_value *v, int64_t i);
 /* A .npy / .pb file as a value; fails the test with the message. */
 lt_value *tu_load(const char *path);
+/* max |got - want| over max |want| (a floor of 1e-12), element counts equal */
+double tu_max_rel_err(const lt_tensor *got, const lt_tensor *want);
+/* the model's parameter of that name (fails the test when there is none) */
+const lt_tensor *tu_param(lt_model *m, const char *name);
 /* Largest |a-b|/(atol+|b|)-style mismatch check; fails the test with the seed. */
 void tu_assert_close(const lt_value *got, const double *want, int64_t n, double rtol, double atol, uint64_t seed);
 
