@@ -22,8 +22,7 @@
     X(G_OUTPUT_DIR, "--output-dir", "DIR", "write DIR/<param>.npy for every gradient (DIR is created)",              \
       "print only", 0)                                                                                               \
     X(G_PADDING, "--padding-idx", "PARAM=ROW",                                                                    \
-      "an embedding's padding row, as PyTorch's padding_idx: its lookups (Gather along axis 0 of PARAM) send no "   \
-      "gradient to ROW (negative: from the end)", "none", LT_OPT_REPEAT)                                            \
+      LT_PADDING_IDX_HELP, "none", LT_OPT_REPEAT)                                            \
     X(G_PRINT, "--print", NULL, "print the combined forward/backward program", NULL, 0)                              \
     X(G_CHECK, "--check", NULL, "compare every gradient with central finite differences in float64", NULL, 0)        \
     X(G_F64, "--f64", NULL, "run the whole program in float64", "the model's types", 0)

@@ -108,6 +108,11 @@ int lt_cli_num(const char *opt, const char *s, double lo, double hi, double *out
 int lt_cli_int(const char *opt, const char *s, double lo, double hi, int64_t *out);
 /* s must be one of names[0..n); *out receives its index. */
 int lt_cli_pick(const char *opt, const char *s, const char *const *names, int n, int *out);
+/* --padding-idx's help (lantern train and lantern grad) */
+#define LT_PADDING_IDX_HELP                                                                                          \
+    "an embedding's padding row, as PyTorch's padding_idx: its lookups (Gather along axis 0 of PARAM) send no "     \
+    "gradient to ROW (negative: from the end)"
+
 /* "NAME=ROW" (split at the last '='; ROW a whole number, negative from the
  * end): an embedding's padding row. s is borrowed: out->param points into
  * a copy the caller frees through *owned. */

@@ -286,8 +286,7 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
       "train an initializer that holds exactly the transpose of another (torch's dynamo exporter's folded copy of " \
       "a tied weight) on its own instead of as that one tensor", "tied", 0)                                         \
     X(T_PADDING, "--padding-idx", "PARAM=ROW",                                                                    \
-      "an embedding's padding row, as PyTorch's padding_idx: its lookups (Gather along axis 0 of PARAM) send no "   \
-      "gradient to ROW (negative: from the end)", "none", LT_OPT_REPEAT)                                            \
+      LT_PADDING_IDX_HELP, "none", LT_OPT_REPEAT)                                            \
     X(T_INIT, "--init", "keep|random",                                                                               \
       "keep: train the weights in MODEL; random: from scratch, fresh seeded weights (below)", "keep", 0)              \
     X(T_SEED, "--seed", "S", "seed of the shuffling, --augment, --init random and --val-split", "1", 0)              \
