@@ -375,6 +375,11 @@ done:
     return s;
 }
 
+lt_status lt_model_tie_transposed(lt_model *m, int *ntied, const char **pairs, int cap, lt_err *err)
+{
+    return lt_ir_tie_transposed_params(m, ntied, pairs, cap, err);
+}
+
 lt_status lt_model_grad(lt_model *m, const lt_grad_opts *o, lt_err *err)
 {
     lt_ad_spec spec = {.loss = (lt_ad_loss)o->loss, .nseeds = o->nseeds, .seed_outputs = o->seed_outputs,
@@ -383,6 +388,12 @@ lt_status lt_model_grad(lt_model *m, const lt_grad_opts *o, lt_err *err)
     if (m->nunsupported)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: the model has ops lantern does not know (see lantern import)",
                        m->path);
+    if (o->tie_transposed) {
+        int ntied = 0;
+        lt_status s = lt_ir_tie_transposed_params(m, &ntied, NULL, 0, err);
+        if (s != LT_OK)
+            return s;
+    }
     if (o->npadding > 0) {
         lt_status s = lt_ad_mark_padding(m, o->npadding, o->padding, err);
         if (s != LT_OK)

@@ -23,16 +23,38 @@
       "print only", 0)                                                                                               \
     X(G_PADDING, "--padding-idx", "PARAM=ROW",                                                                    \
       LT_PADDING_IDX_HELP, "none", LT_OPT_REPEAT)                                            \
+    X(G_NO_TIE, "--no-tie", NULL, LT_NO_TIE_HELP, "tied: the source's gradient sums both uses", 0)                  \
     X(G_PRINT, "--print", NULL, "print the combined forward/backward program", NULL, 0)                              \
     X(G_CHECK, "--check", NULL, "compare every gradient with central finite differences in float64", NULL, 0)        \
     X(G_F64, "--f64", NULL, "run the whole program in float64", "the model's types", 0)
 typedef enum { GRAD_OPTIONS(LT_OPT_ENUM) } grad_opt;
 static const lt_cli_opt grad_opts[] = {GRAD_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
 
+/* Ties the folded transposed copies now (lt_model_grad would) so that the
+ * note on stderr can name them. */
+static lt_status note_ties(lt_model *m, const char *path, lt_err *err)
+{
+    enum { SHOWN = 4 };
+    const char *pairs[SHOWN];
+    int n = 0;
+    lt_status s = lt_model_tie_transposed(m, &n, pairs, SHOWN, err);
+    if (s != LT_OK || !n)
+        return s;
+    fprintf(stderr, "lantern grad: %s: %d initializer(s) hold exactly the transpose of another (an exporter's folded "
+            "copy of a tied weight) and are read as that one, whose gradient sums both uses (--no-tie keeps them "
+            "apart):", path, n);
+    for (int i = 0; i < n && i < SHOWN; i++) {
+        const char *eq = strchr(pairs[i], '=');
+        fprintf(stderr, "%s %.*s = transpose of %s", i ? "," : "", (int)(eq - pairs[i]), pairs[i], eq + 1);
+    }
+    fprintf(stderr, "%s\n", n > SHOWN ? ", ..." : "");
+    return LT_OK;
+}
+
 static int cmd_grad(const lt_cli_args *a)
 {
     const char *path = a->ops[0], *outdir = NULL, *labels = NULL, *targets = NULL;
-    int print = 0, check = 0, f64 = 0, rc = 0, nin = 0, nseeds = 0, n = a->nitems + 1;
+    int print = 0, check = 0, f64 = 0, no_tie = 0, rc = 0, nin = 0, nseeds = 0, n = a->nitems + 1;
     lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
     const char **names = calloc((size_t)n + 1, sizeof *names), **seed_names = calloc((size_t)n, sizeof *seed_names);
     lt_value **vals = calloc((size_t)n + 1, sizeof *vals), **outs = NULL;
@@ -102,6 +124,7 @@ static int cmd_grad(const lt_cli_args *a)
         case G_OUTPUT: o.output = val; break;
         case G_OUTPUT_DIR: outdir = val; break;
         case G_WRT_INPUTS: o.wrt_inputs = 1; break;
+        case G_NO_TIE: no_tie = 1; break;
         case G_PRINT: print = 1; break;
         case G_CHECK: check = 1; break;
         case G_PADDING:
@@ -134,6 +157,7 @@ static int cmd_grad(const lt_cli_args *a)
             goto fail;
         nin++;
     }
+    o.tie_transposed = !no_tie;
     if (nseeds) {
         o.loss = LT_LOSS_SEEDS;
         o.nseeds = nseeds;
@@ -159,7 +183,7 @@ static int cmd_grad(const lt_cli_args *a)
         free(rows);
     }
     if ((s = lt_model_load(path, &m, &err)) != LT_OK || (f64 && (s = lt_model_to_f64(m, &err)) != LT_OK) ||
-        (s = lt_model_grad(m, &o, &err)) != LT_OK)
+        (!no_tie && (s = note_ties(m, path, &err)) != LT_OK) || (s = lt_model_grad(m, &o, &err)) != LT_OK)
         goto fail;
     for (int i = 0; f64 && i < nin; i++) {
         lt_value *w = lt_value_to_f64(vals[i]);

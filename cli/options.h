@@ -113,6 +113,11 @@ int lt_cli_pick(const char *opt, const char *s, const char *const *names, int n,
     "an embedding's padding row, as PyTorch's padding_idx: its lookups (Gather along axis 0 of PARAM) send no "     \
     "gradient to ROW (negative: from the end)"
 
+/* --no-tie (train, grad) */
+#define LT_NO_TIE_HELP                                                                                               \
+    "keep an initializer that holds exactly the transpose of another (torch's dynamo exporter's folded copy of a "   \
+    "tied weight) a parameter of its own instead of that one tensor read transposed"
+
 /* "NAME=ROW" (split at the last '='; ROW a whole number, negative from the
  * end): an embedding's padding row. s is borrowed: out->param points into
  * a copy the caller frees through *owned. */

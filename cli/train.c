@@ -282,9 +282,7 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     X(T_CLIP_NORM, "--clip-norm", "X", "scale the gradients down to a global L2 norm of at most X",                  \
       "no clipping", 0)                                                                                              \
     X(T_FREEZE, "--freeze", "NAME", "keep parameter NAME as it is", NULL, LT_OPT_REPEAT)                             \
-    X(T_NO_TIE, "--no-tie", NULL,                                                                                  \
-      "train an initializer that holds exactly the transpose of another (torch's dynamo exporter's folded copy of " \
-      "a tied weight) on its own instead of as that one tensor", "tied", 0)                                         \
+    X(T_NO_TIE, "--no-tie", NULL, LT_NO_TIE_HELP, "tied", 0)                                                       \
     X(T_PADDING, "--padding-idx", "PARAM=ROW",                                                                    \
       LT_PADDING_IDX_HELP, "none", LT_OPT_REPEAT)                                            \
     X(T_INIT, "--init", "keep|random",                                                                               \

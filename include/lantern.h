@@ -198,12 +198,23 @@ typedef struct lt_grad_opts {
      * error */
     int npadding;
     const lt_padding_row *padding;
+    /* tie_transposed: a trainable 2-D initializer holding exactly the
+     * transpose of another (torch's dynamo exporter folds a tied weight's
+     * transpose into such a copy) is read as a Transpose of that one and is
+     * no longer a parameter: the source's gradient sums both uses, as
+     * PyTorch's does for the tie (lt_model_tie_transposed names the pairs) */
+    int tie_transposed;
 } lt_grad_opts;
 
 /* Turns the model into its combined forward/backward program (reverse-mode
  * AD as a CPS transform): outputs become "loss" then "<param>_grad" for each
  * trainable float parameter (then "<input>_grad" with wrt_inputs). */
 lt_status lt_model_grad(lt_model *m, const lt_grad_opts *opts, lt_err *err);
+
+/* The ties of lt_grad_opts.tie_transposed, made in m now: *ntied gets how
+ * many copies were tied, pairs[i] (i < cap; pairs may be NULL) "COPY=SOURCE"
+ * strings that live as long as m. */
+lt_status lt_model_tie_transposed(lt_model *m, int *ntied, const char **pairs, int cap, lt_err *err);
 
 /* Turns a float32 (or float16/bfloat16) model into the same model in
  * float64: parameters, constants, casts and value types. Its float inputs

@@ -1,6 +1,7 @@
 /* The lantern command end to end: run writes .npy outputs that match
  * PyTorch, import reports unsupported ops with exit 2, bad input gets one
- * line and exit 2. */
+ * line and exit 2, grad ties a folded transposed copy to its weight (one
+ * note; --no-tie keeps the copy's gradient). */
 #include "testutil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,35 @@ static void grad_outputs(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static bool exists(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static void grad_ties(void **state)
+{
+    (void)state;
+    const char *tied = LT_SOURCE_DIR "/tests/data/tied/";
+    for (int no_tie = 0; no_tie < 2; no_tie++) {
+        char d[] = "/tmp/lt_cli_tieXXXXXX", cmd[2048], text[4096];
+        assert_non_null(mkdtemp(d));
+        int lines;
+        snprintf(cmd, sizeof cmd,
+                 "%s grad %stied.onnx --input ids=%ssgd/ids0.npy --loss softmax-cross-entropy --labels %ssgd/y0.npy "
+                 "--output-dir %s%s",
+                 LANTERN, tied, tied, tied, d, no_tie ? " --no-tie" : "");
+        assert_int_equal(sh(cmd, &lines, text, sizeof text), 0);
+        assert_int_equal(lines, no_tie ? 0 : 1);
+        assert_int_equal(strstr(text, "val_2 = transpose of out.weight") != NULL, !no_tie);
+        assert_true(exists(d, "out.weight"));
+        assert_int_equal(exists(d, "val_2"), no_tie);
+        snprintf(cmd, sizeof cmd, "rm -rf %s", d);
+        assert_int_equal(system(cmd), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +183,7 @@ int main(void)
         cmocka_unit_test(bad_input_one_line),
         cmocka_unit_test(import_reports),
         cmocka_unit_test(grad_outputs),
+        cmocka_unit_test(grad_ties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,10 @@
  * - a checkpoint after two steps resumes to the same bits as three steps;
  * - with no_tie the copy trains on its own and the table ends far from
  *   PyTorch's (the reference can tell);
+ * - lantern grad's tie_transposed: the table's gradient is the sum of the
+ *   untied program's table and copy gradients (the copy's transposed), and
+ *   agrees with central finite differences in float64 on the table, which
+ *   move the copy's use as well;
  * - the pass itself: a copy of a constant-valued tensor, a frozen table
  *   and a copy that is off by one element are left alone. */
 #include "testutil.h"
@@ -199,12 +203,100 @@ static void leaves_alone(void **state)
     assert_int_equal(ties(off_by_one), 0);
 }
 
+/* The gradient outputs of the combined program on the first batch, by name. */
+static lt_value *grad_of(lt_model *m, lt_value **outs, const char *param)
+{
+    char want[128];
+    snprintf(want, sizeof want, "%s_grad", param);
+    for (int i = 0; i < lt_model_num_outputs(m); i++)
+        if (!strcmp(lt_model_output_name(m, i), want))
+            return outs[i];
+    return NULL;
+}
+
+static lt_value **grads(int tie, lt_model **mo, lt_value **in)
+{
+    lt_err err;
+    lt_model *m;
+    lt_session *s;
+    lt_grad_opts o = {.loss = LT_LOSS_SOFTMAX_CROSS_ENTROPY, .tie_transposed = tie};
+    const char *names[2] = {"ids", "labels"};
+    assert_int_equal(lt_model_load(DIR "tied.onnx", &m, &err), LT_OK);
+    if (lt_model_grad(m, &o, &err) != LT_OK || lt_session_new(m, &s, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_value **outs = calloc((size_t)lt_model_num_outputs(m), sizeof *outs);
+    assert_non_null(outs);
+    if (lt_session_run(s, 2, names, in, outs, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_session_free(s);
+    *mo = m;
+    return outs;
+}
+
+static void grad_sums_the_uses(void **state)
+{
+    (void)state;
+    lt_value *in[2] = {tu_load(DIR "sgd/ids0.npy"), tu_load(DIR "sgd/y0.npy")};
+    lt_model *mt, *mu;
+    lt_value **gt = grads(1, &mt, in), **gu = grads(0, &mu, in);
+    lt_value *table = grad_of(mt, gt, TABLE), *alone = grad_of(mu, gu, TABLE), *copy = grad_of(mu, gu, COPY);
+    assert_non_null(table);
+    assert_non_null(alone);
+    assert_non_null(copy);
+    assert_null(grad_of(mt, gt, COPY));
+    /* the sum, built in float64 */
+    const lt_tensor *a = &alone->t, *c = &copy->t;
+    int64_t rows = a->dims[0], cols = a->dims[1];
+    assert_int_equal(c->dims[0], cols);
+    lt_value *sum = tu_load(DIR "sgd/out.weight.npy"); /* a float32 tensor of the table's shape */
+    float *w = sum->t.data;
+    double spread = 0;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            double u = ((const float *)a->data)[i * cols + j], v = ((const float *)c->data)[j * rows + i];
+            w[i * cols + j] = (float)(u + v);
+            spread = fmax(spread, fabs(v));
+        }
+    assert_true(spread > 1e-3); /* the copy's use matters */
+    assert_true(tu_max_rel_err(&table->t, &sum->t) < 1e-5);
+    for (int k = 0; k < lt_model_num_outputs(mt); k++)
+        lt_value_free(gt[k]);
+    for (int k = 0; k < lt_model_num_outputs(mu); k++)
+        lt_value_free(gu[k]);
+    free(gt);
+    free(gu);
+    lt_value_free(sum);
+    lt_model_free(mt);
+    lt_model_free(mu);
+    /* finite differences on the table see both uses */
+    lt_err err;
+    lt_grad_opts o = {.loss = LT_LOSS_SOFTMAX_CROSS_ENTROPY, .tie_transposed = 1};
+    const char *names[2] = {"ids", "labels"};
+    lt_gradcheck_row *r = NULL;
+    int nr = 0, seen = 0;
+    if (lt_grad_check(DIR "tied.onnx", &o, 2, names, in, 64, &r, &nr, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    for (int i = 0; i < nr; i++) {
+        assert_string_not_equal(r[i].name, COPY);
+        if (!strcmp(r[i].name, TABLE)) {
+            seen = 1;
+            if (!(r[i].err64 < 1e-4)) /* without the copy's use it is of order one */
+                fail_msg("%s: %g against finite differences", TABLE, r[i].err64);
+        }
+    }
+    assert_true(seen);
+    free(r);
+    lt_value_free(in[0]);
+    lt_value_free(in[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(trains_as_one),
         cmocka_unit_test(resumes),
         cmocka_unit_test(leaves_alone),
+        cmocka_unit_test(grad_sums_the_uses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
