@@ -164,6 +164,7 @@ static bool value_fits(const lt_ival *iv, const lt_value *v)
 }
 
 typedef struct big_run {
+    int threads; /* the caller's OpenMP thread count, which the runner takes */
     lt_exec *ex;
     const lt_block *b;
     lt_value *const *args;
@@ -183,6 +184,11 @@ static void *runner_main(void *p)
             break;
         big_run *j = r->job;
         pthread_mutex_unlock(&r->mu);
+        /* OpenMP keeps a thread count per thread: the one the caller set
+         * (lt_set_num_threads: --threads, the trainer's governor) holds
+         * for the kernels run here too */
+        if (omp_get_max_threads() != j->threads)
+            omp_set_num_threads(j->threads);
         j->st = lt_exec_block(j->ex, j->b, j->args, j->outputs);
         pthread_mutex_lock(&r->mu);
         r->job = NULL;
@@ -232,7 +238,7 @@ static lt_status run_main(lt_session *s, lt_value *const *args, lt_value **outpu
             return st;
     }
     s->ex.max_depth = LT_EXEC_BIG_DEPTH;
-    big_run j = {&s->ex, s->m->main, args, outputs, LT_OK};
+    big_run j = {omp_get_max_threads(), &s->ex, s->m->main, args, outputs, LT_OK};
     pthread_mutex_lock(&r->mu);
     r->job = &j;
     pthread_cond_broadcast(&r->cv);

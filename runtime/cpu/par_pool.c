@@ -47,6 +47,7 @@ static struct {
     int done;               /* workers finished */
     int sleepers;           /* workers asleep on gen */
     int workers;            /* started */
+    int cpu;                /* the CPU the job's caller was on (lt_par_cpu) */
     lt_pool_fn fn;
     void *ctx;
 } P = {.run = PTHREAD_MUTEX_INITIALIZER, .create = PTHREAD_MUTEX_INITIALIZER};
@@ -142,6 +143,10 @@ static void *worker(void *arg)
         int place = __atomic_fetch_add(&P.taken, 1, __ATOMIC_ACQ_REL);
         if (place >= __atomic_load_n(&P.want, __ATOMIC_ACQUIRE))
             continue;
+        /* woken onto the caller's CPU (after a spell of one-thread jobs the
+         * workers sleep, and the wake-up often lands there), the two would
+         * take turns on one core for as long as jobs keep coming */
+        lt_par_leave_cpu(__atomic_load_n(&P.cpu, __ATOMIC_RELAXED));
         P.fn(P.ctx);
         __atomic_add_fetch(&P.done, 1, __ATOMIC_RELEASE);
     }
@@ -189,6 +194,7 @@ void lt_pool_run(int n, lt_pool_fn fn, void *ctx)
      * opposite order) */
     P.fn = fn;
     P.ctx = ctx;
+    __atomic_store_n(&P.cpu, lt_par_cpu(), __ATOMIC_RELAXED);
     __atomic_store_n(&P.want, want, __ATOMIC_RELEASE);
     __atomic_store_n(&P.done, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&P.taken, 0, __ATOMIC_RELEASE);
