@@ -1,4 +1,4 @@
-/* Files replaced atomically (runtime/atomic_file.c): written to a temp file
+/* Files replaced atomically (atomic_file.c): written to a temp file
  * in the target's folder, flushed to disk, renamed over the target, and the
  * folder synced, so a reader sees the old file or the whole new one and a
  * crash never leaves a part. Used by the exporter, checkpoints and plots. */

@@ -1,5 +1,5 @@
 /* Opening a file for reading without trusting what the path names
- * (runtime/open_read.c). A FIFO, a terminal or a device would block a plain
+ * (open_read.c). A FIFO, a terminal or a device would block a plain
  * open() or read() forever or hand over endless bytes; every reader in the
  * library (models, external data, tensor files, datasets, checkpoints)
  * opens through here so that only regular files are read. */

@@ -72,7 +72,7 @@ static void scratch_release(lt_exec *ex, scratch_mark mk)
 
 /* One workspace for every kernel's scratch: when no scratch is taken, the
  * cached chunks give way to a single one as large as the most scratch a
- * run has held at once. */
+ * run has held at once, its pages faulted in at once. */
 static void scratch_reserve(lt_exec *ex)
 {
     if (ex->scratch || !ex->scratch_hw)
@@ -85,6 +85,10 @@ static void scratch_reserve(lt_exec *ex)
         return;
     f->cap = want;
     f->used = 0;
+    /* every page faulted in now: a kernel's per-thread slices are touched
+     * by whichever thread takes a task, and a thread that first reaches a
+     * page of its slice many steps later would fault in a steady step */
+    memset(f->data, 0, want);
     while (ex->scratch_free) {
         lt_scratch_chunk *c = ex->scratch_free;
         ex->scratch_free = c->next;

@@ -2,6 +2,7 @@
 #include "thread_buf.h"
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct slots {
     void *p[LT_THREAD_BUF_SLOTS];
@@ -40,6 +41,9 @@ void *lt_thread_buf(int slot, size_t bytes)
         void *p = aligned_alloc(64, len);
         if (!p)
             return NULL;
+        /* faulted in now: a call uses as much of it as its sizes need, and a
+         * larger one many steps later would otherwise fault in a steady step */
+        memset(p, 0, len);
         free(s->p[slot]);
         s->p[slot] = p;
         s->cap[slot] = len;

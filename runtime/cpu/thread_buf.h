@@ -1,5 +1,6 @@
 /* Buffers a thread keeps for its later calls (no allocation once a
- * steady-state step has run), freed when the thread ends: the float
+ * steady-state step has run, their pages faulted in when allocated),
+ * freed when the thread ends: the float
  * products' packing buffers, a split product's shared packed op(A), the
  * depthwise convolution's plane buffers.
  * One slot per use, so one use's buffer never moves under another's. */
