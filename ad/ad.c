@@ -375,9 +375,9 @@ done:
     return s;
 }
 
-lt_status lt_model_tie_transposed(lt_model *m, int *ntied, const char **pairs, int cap, lt_err *err)
+lt_status lt_model_tie_transposed(lt_model *m, int *ntied, char *list, size_t len, lt_err *err)
 {
-    return lt_ir_tie_transposed_params(m, ntied, pairs, cap, err);
+    return lt_ir_tie_transposed_params(m, ntied, list, len, err);
 }
 
 lt_status lt_model_grad(lt_model *m, const lt_grad_opts *o, lt_err *err)

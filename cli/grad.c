@@ -30,25 +30,18 @@
 typedef enum { GRAD_OPTIONS(LT_OPT_ENUM) } grad_opt;
 static const lt_cli_opt grad_opts[] = {GRAD_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
 
-/* Ties the folded transposed copies now (lt_model_grad would) so that the
- * note on stderr can name them. */
+/* Ties the folded transposed copies (lt_grad_opts.tie_transposed's work,
+ * done here so that the note on stderr can name them). */
 static lt_status note_ties(lt_model *m, const char *path, lt_err *err)
 {
-    enum { SHOWN = 4 };
-    const char *pairs[SHOWN];
+    char list[1024];
     int n = 0;
-    lt_status s = lt_model_tie_transposed(m, &n, pairs, SHOWN, err);
-    if (s != LT_OK || !n)
-        return s;
-    fprintf(stderr, "lantern grad: %s: %d initializer(s) hold exactly the transpose of another (an exporter's folded "
-            "copy of a tied weight) and are read as that one, whose gradient sums both uses (--no-tie keeps them "
-            "apart):", path, n);
-    for (int i = 0; i < n && i < SHOWN; i++) {
-        const char *eq = strchr(pairs[i], '=');
-        fprintf(stderr, "%s %.*s = transpose of %s", i ? "," : "", (int)(eq - pairs[i]), pairs[i], eq + 1);
-    }
-    fprintf(stderr, "%s\n", n > SHOWN ? ", ..." : "");
-    return LT_OK;
+    lt_status s = lt_model_tie_transposed(m, &n, list, sizeof list, err);
+    if (s == LT_OK && n)
+        fprintf(stderr, "lantern grad: %s: %d initializer(s) hold exactly the transpose of another (an exporter's "
+                "folded copy of a tied weight) and are read as that one, whose gradient sums both uses (--no-tie "
+                "keeps them apart): %s\n", path, n, list);
+    return s;
 }
 
 static int cmd_grad(const lt_cli_args *a)
@@ -182,6 +175,7 @@ static int cmd_grad(const lt_cli_args *a)
         }
         free(rows);
     }
+    o.tie_transposed = 0; /* note_ties ties them, naming the pairs */
     if ((s = lt_model_load(path, &m, &err)) != LT_OK || (f64 && (s = lt_model_to_f64(m, &err)) != LT_OK) ||
         (!no_tie && (s = note_ties(m, path, &err)) != LT_OK) || (s = lt_model_grad(m, &o, &err)) != LT_OK)
         goto fail;

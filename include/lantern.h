@@ -212,9 +212,10 @@ typedef struct lt_grad_opts {
 lt_status lt_model_grad(lt_model *m, const lt_grad_opts *opts, lt_err *err);
 
 /* The ties of lt_grad_opts.tie_transposed, made in m now: *ntied gets how
- * many copies were tied, pairs[i] (i < cap; pairs may be NULL) "COPY=SOURCE"
- * strings that live as long as m. */
-lt_status lt_model_tie_transposed(lt_model *m, int *ntied, const char **pairs, int cap, lt_err *err);
+ * many copies were tied, list (may be NULL; len bytes) the first four as
+ * "COPY = transpose of SOURCE", comma-separated, then ", ..." where there
+ * are more. */
+lt_status lt_model_tie_transposed(lt_model *m, int *ntied, char *list, size_t len, lt_err *err);
 
 /* Turns a float32 (or float16/bfloat16) model into the same model in
  * float64: parameters, constants, casts and value types. Its float inputs

@@ -283,9 +283,11 @@ lt_status lt_ir_untie_identity_params(lt_module *m, lt_err *err);
 /* ir/tie_transposed.c: every trainable 2-D parameter of the main graph
  * that holds exactly the transpose of another (not constant-valued) is
  * read through a Transpose of that one instead and no longer trained;
- * *ntied gets how many, names[i] (may be NULL; up to cap) the pairs as
- * "COPY=SOURCE" strings from the module's arena */
-lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, const char **names, int cap, lt_err *err);
+ * *ntied gets how many, list (may be NULL; len bytes, cut short where
+ * full) the first LT_TIE_LISTED pairs as "COPY = transpose of SOURCE",
+ * comma-separated, then ", ..." where there are more */
+#define LT_TIE_LISTED 4
+lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, char *list, size_t len, lt_err *err);
 /* the tied copies' values written again from their sources */
 void lt_ir_refresh_tied(lt_module *m);
 /* Loops that append to a carried list stacked after the loop (TorchScript's

@@ -116,9 +116,12 @@ static bool gathered(const lt_module *m, const lt_ival *v)
     return false;
 }
 
-lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, const char **names, int cap, lt_err *err)
+lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, char *list, size_t len, lt_err *err)
 {
     *ntied = 0;
+    size_t at = 0;
+    if (list && len)
+        list[0] = 0;
     for (int c = 0; c < m->nparams; c++) {
         if (!tie_candidate(m, &m->params[c]) || m->params[c].value->uses < 1)
             continue;
@@ -142,10 +145,12 @@ lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, const char **nam
         lt_module_each_block(m, swap_reads, &s);
         cp->trainable = false;
         cp->transpose_of = sp->name;
-        if (names && *ntied < cap) {
-            char pair[1024];
-            snprintf(pair, sizeof pair, "%s=%s", cp->name, sp->name);
-            names[*ntied] = lt_ir_strdup(m, pair);
+        if (list && at < len) {
+            int w = *ntied < LT_TIE_LISTED ? snprintf(list + at, len - at, "%s%s = transpose of %s", *ntied ? ", " : "",
+                                                      cp->name, sp->name)
+                    : *ntied == LT_TIE_LISTED ? snprintf(list + at, len - at, ", ...")
+                                              : 0;
+            at += w > 0 ? (size_t)w : 0;
         }
         (*ntied)++;
     }

@@ -135,10 +135,9 @@ static bool on_cpu(void);
  * copies alike (the same file gives the same pairs); the note names them. */
 static lt_status tie_copies(lt_trainer *t, int *ntied, lt_err *err)
 {
-    enum { SHOWN = 4 };
-    const char *pairs[SHOWN];
+    char list[1024], note[1400];
     int n2 = 0;
-    lt_status st = lt_ir_tie_transposed_params(t->tm, ntied, pairs, SHOWN, err);
+    lt_status st = lt_ir_tie_transposed_params(t->tm, ntied, list, sizeof list, err);
     if (st == LT_OK)
         st = lt_ir_tie_transposed_params(t->em, &n2, NULL, 0, err);
     if (st == LT_OK && n2 != *ntied)
@@ -147,17 +146,9 @@ static lt_status tie_copies(lt_trainer *t, int *ntied, lt_err *err)
         st = lt_ir_fold_transpose(t->em, NULL, err); /* the evaluations read the tie in place too */
     if (st != LT_OK || !*ntied || !t->o->on_note)
         return st;
-    char note[1024];
-    int len = snprintf(note, sizeof note, "%s: %d initializer(s) hold exactly the transpose of another (an exporter's "
-                       "folded copy of a tied weight), trained as that one tensor as PyTorch trains the tie and "
-                       "written back as its transpose (--no-tie keeps them apart):", t->path, *ntied);
-    for (int i = 0; i < *ntied && i < SHOWN && len > 0 && (size_t)len < sizeof note; i++) {
-        const char *eq = strchr(pairs[i], '=');
-        len += snprintf(note + len, sizeof note - (size_t)len, "%s %.*s = transpose of %s", i ? "," : "",
-                        (int)(eq - pairs[i]), pairs[i], eq + 1);
-    }
-    if (*ntied > SHOWN && len > 0 && (size_t)len < sizeof note)
-        snprintf(note + len, sizeof note - (size_t)len, ", ...");
+    snprintf(note, sizeof note, "%s: %d initializer(s) hold exactly the transpose of another (an exporter's folded "
+             "copy of a tied weight), trained as that one tensor as PyTorch trains the tie and written back as its "
+             "transpose (--no-tie keeps them apart): %s", t->path, *ntied, list);
     t->o->on_note(note, t->o->user);
     return LT_OK;
 }
