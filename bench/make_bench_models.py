@@ -66,14 +66,19 @@ CASES = [
     ("efficientnet_b0", 64, "momentum", 0.01, (3, 32, 32)),
     ("shufflenet_v2", 64, "momentum", 0.01, (3, 32, 32)),
     ("regnet_x_400mf", 64, "momentum", 0.01, (3, 32, 32)),
+    ("densenet121", 64, "momentum", 0.01, (3, 32, 32)),
+    ("mobilenet_v3_small", 64, "momentum", 0.01, (3, 32, 32)),
+    ("mnasnet0_5", 64, "momentum", 0.01, (3, 32, 32)),
     ("gru", 128, "momentum", 0.01, (28, 28)),
+    ("textcls", 32, "adamw", 0.001, (64,)),
     ("vit", 64, "adam", 0.001, (3, 32, 32)),
     ("transformer", 128, "adam", 0.001, (28, 28)),
     ("treelstm", 1, "adagrad", 0.05, None),
 ]
 SHIPPED = ("mlp", "cnn", "rnn_loop", "lstm", "treelstm")
-TORCHVISION = ("mobilenet_v2", "efficientnet_b0", "shufflenet_v2", "regnet_x_400mf")
-ON_REQUEST = ("resnet50", "gru", "vit") + TORCHVISION  # big: written (and listed in bench.txt) only when named
+TORCHVISION = ("mobilenet_v2", "efficientnet_b0", "shufflenet_v2", "regnet_x_400mf", "densenet121",
+               "mobilenet_v3_small", "mnasnet0_5")
+ON_REQUEST = ("resnet50", "gru", "vit", "textcls") + TORCHVISION  # big: written (and listed in bench.txt) only when named
 TREE_LEN = (10, 30)  # words per benchmark sentence (SST's sentences average about 19)
 
 
@@ -137,6 +142,45 @@ class TinyViT(torch.nn.Module):
         return self.head(self.ln(h).mean(dim=1))
 
 
+class TextClassifier(torch.nn.Module):
+    """A small BERT-like sentence classifier: int64 token ids and an int64
+    attention mask ([N, 64] each), token and position embeddings, two post-LN
+    nn.TransformerEncoder layers (d 128, 4 heads, GELU MLP 512, no dropout)
+    with the mask as the key padding mask, a mean over the unmasked tokens, and
+    a 2-class head."""
+
+    def __init__(self, vocab=8000, tokens=64, d=128, heads=4, layers=2, ff=512, classes=2):
+        super().__init__()
+        self.tok = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Embedding(tokens, d)
+        layer = torch.nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, activation="gelu", batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(d, classes)
+
+    def forward(self, input_ids, attention_mask):
+        pos = torch.arange(input_ids.shape[1], device=input_ids.device)
+        h = self.tok(input_ids) + self.pos(pos)
+        h = self.enc(h, src_key_padding_mask=attention_mask == 0)
+        m = attention_mask.unsqueeze(-1).to(h.dtype)
+        return self.head((h * m).sum(dim=1) / m.sum(dim=1))
+
+
+def text_batches(n, tokens=64, vocab=8000, seed=31):
+    """n seeded sentences of 8..tokens word ids (zero padding after them, mask 0
+    there) and labels 0/1 that depend on the words (the mean id above or below
+    the middle of the vocabulary)."""
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((n, tokens), np.int64)
+    mask = np.zeros((n, tokens), np.int64)
+    y = np.zeros(n, np.int64)
+    for i in range(n):
+        k = int(rng.integers(8, tokens + 1))
+        ids[i, :k] = rng.integers(1, vocab, k)
+        mask[i, :k] = 1
+        y[i] = int(ids[i, :k].mean() > vocab / 2)
+    return ids, mask, y
+
+
 def build(name):
     """The torch module of a benchmark model, default-initialised under a
     fixed seed (torch_bench.py then loads NAME.pt into it where there is one)."""
@@ -149,6 +193,8 @@ def build(name):
         return getattr(torchvision.models, name)(num_classes=10)
     if name == "vit":
         return TinyViT()
+    if name == "textcls":
+        return TextClassifier()
     if name == "squeezenet":
         return torchvision.models.squeezenet1_1(num_classes=10)
     if name == "resnet18":
@@ -240,6 +286,17 @@ def main():
             if name in ("transformer", "gru"):
                 export(model, shape, onnx_path, 17 if name == "transformer" else 13)
                 x, y = idx_images(a.batches * batch)
+            elif name == "textcls":
+                m = copy.deepcopy(model).eval()
+                ids, mask, y = text_batches(a.batches * batch)
+                kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+                torch.onnx.export(m, (torch.from_numpy(ids[:2]), torch.from_numpy(mask[:2])), onnx_path,
+                                  input_names=["input_ids", "attention_mask"], output_names=["logits"],
+                                  dynamic_axes={"input_ids": {0: "N"}, "attention_mask": {0: "N"}, "logits": {0: "N"}},
+                                  opset_version=17, do_constant_folding=False, **kw)
+                np.savez(npz_path, input_ids=ids, attention_mask=mask, y=y)
+                print("wrote %s, %s" % (onnx_path, npz_path))
+                continue
             elif name == "vit":
                 export(model, shape, onnx_path, 17)
                 rng = np.random.default_rng(23)

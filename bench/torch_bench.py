@@ -122,10 +122,11 @@ def worker(a):
             units.append(((torch.from_numpy(data["words"][s[i]:s[i + 1]]),
                            torch.from_numpy(data["children"][s[i]:s[i + 1]])),
                           torch.from_numpy(data["y"][s[i]:s[i + 1]])))
-    else:
-        x, y = data["x"], data["y"]
-        for b in range(len(x) // batch):
-            units.append(((torch.from_numpy(x[b * batch:(b + 1) * batch].copy()),),
+    else:  # x, or the model's inputs by name in the npz's order (bench_train feeds them by name)
+        names = ["x"] if "x" in data else [k for k in data if k != "y"]
+        y = data["y"]
+        for b in range(len(y) // batch):
+            units.append((tuple(torch.from_numpy(data[k][b * batch:(b + 1) * batch].copy()) for k in names),
                           torch.from_numpy(y[b * batch:(b + 1) * batch].copy())))
     params = model.parameters()
     if optim == "momentum":
@@ -134,6 +135,8 @@ def worker(a):
         opt = torch.optim.SGD(params, lr=lr)
     elif optim == "adam":
         opt = torch.optim.Adam(params, lr=lr)
+    elif optim == "adamw":
+        opt = torch.optim.AdamW(params, lr=lr)
     elif optim == "adagrad":
         opt = torch.optim.Adagrad(params, lr=lr)
     else:
