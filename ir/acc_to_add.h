@@ -9,8 +9,12 @@
  * read's value is that sum (or an Identity of c1 when k is 1). The cell's
  * zeroing, its in-place adds and the read's copy disappear, and the Adds
  * can fuse with the elementwise chains around them (fuse_elementwise.h).
- * Cells passed to calls, read inside regions, fed by AccGemm, or summing
- * contributions of another shape are left as they are. */
+ * Where the types leave a size open (an unknown dimension, two symbols),
+ * the cell's node becomes Shape of the value it was made like and the read a
+ * Reshape of the sum to it, which fails at run time unless the
+ * contributions had that shape. Cells passed to calls, read inside regions,
+ * fed by AccGemm, or summing contributions of another rank or known size
+ * are left as they are. */
 #ifndef LT_IR_ACC_TO_ADD_H
 #define LT_IR_ACC_TO_ADD_H
 

@@ -494,6 +494,30 @@ static bool fuses_elementwise(void)
     return on_cpu() || !off || strcmp(off, "0") != 0;
 }
 
+lt_status lt_trainer_rewrite(lt_model *tm, bool cpu, bool fuse, lt_err *err)
+{
+    /* cells into sums first (on every backend: a sum is cheaper than a
+     * cell's zeroing, adding and copying out), so that the sums join the
+     * elementwise chains around them; the sums of MaxPool gradients over
+     * their planes taken from dy; for the CPU only, transposes of the last
+     * two axes into the matrix products that read them, then scalar scales on
+     * either side of a product into it, then attention's head split and merge
+     * into the per-head products; the fused chains where the backend runs
+     * them */
+    lt_status st = lt_ir_acc_to_add(tm, NULL, err);
+    if (st == LT_OK)
+        st = lt_ir_sum_pool_grad(tm, NULL, err);
+    if (st == LT_OK && cpu)
+        st = lt_ir_fold_transpose(tm, NULL, err);
+    if (st == LT_OK && cpu)
+        st = lt_ir_fold_scale(tm, NULL, err);
+    if (st == LT_OK && cpu)
+        st = lt_ir_fold_heads(tm, NULL, err);
+    if (st == LT_OK && fuse)
+        st = lt_ir_fuse_elementwise(tm, err);
+    return st;
+}
+
 lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *o, lt_err *err)
 {
     t->o = o;
@@ -541,26 +565,8 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
                  path, all_stats - nstats, all_stats);
         o->on_note(note, o->user);
     }
-    /* post-AD rewrites: cells into sums first (on every backend: a sum is
-     * cheaper than a cell's zeroing, adding and copying out), so that the
-     * sums join the elementwise chains around them; the sums of MaxPool
-     * gradients over their planes taken from dy; for the CPU only,
-     * transposes of the last two axes into the matrix products that read
-     * them, then scalar scales on either side of a product into it, then
-     * attention's head split and merge into the per-head products; the
-     * fused chains where the backend runs them */
     if (st == LT_OK)
-        st = lt_ir_acc_to_add(t->tm, NULL, err);
-    if (st == LT_OK)
-        st = lt_ir_sum_pool_grad(t->tm, NULL, err);
-    if (st == LT_OK && on_cpu())
-        st = lt_ir_fold_transpose(t->tm, NULL, err);
-    if (st == LT_OK && on_cpu())
-        st = lt_ir_fold_scale(t->tm, NULL, err);
-    if (st == LT_OK && on_cpu())
-        st = lt_ir_fold_heads(t->tm, NULL, err);
-    if (st == LT_OK && fuses_elementwise())
-        st = lt_ir_fuse_elementwise(t->tm, err);
+        st = lt_trainer_rewrite(t->tm, on_cpu(), fuses_elementwise(), err);
     if (st == LT_OK)
         st = lt_optim_new(&o->optim, t->ngrad, (const lt_tensor *const *)t->params, &t->opt, err);
     if (st == LT_OK)

@@ -50,6 +50,11 @@ uint64_t lt_train_rand(uint64_t *state);
  * both sessions. t is zeroed by the caller; free with lt_trainer_fini. */
 lt_status lt_trainer_init(struct lt_trainer *t, const char *path, const lt_train_opts *o, lt_err *err);
 void lt_trainer_fini(struct lt_trainer *t);
+/* The rewrites lt_trainer_init makes to a training program after the AD:
+ * accumulation cells into sums, MaxPool gradients' plane sums, with cpu the
+ * transposes, scales and attention heads folded into the matrix products,
+ * and with fuse the elementwise chains fused. */
+lt_status lt_trainer_rewrite(lt_model *tm, bool cpu, bool fuse, lt_err *err);
 /* One optimizer step; names/inputs are what the training program takes. */
 lt_status lt_trainer_step_in(struct lt_trainer *t, double lr, int n, const char *const *names,
                              lt_value *const *inputs, double *loss, lt_err *err);

@@ -20,6 +20,7 @@
  * A case listed with a reason is an expected failure: it must still fail
  * (so a fix shows up), and its reason is printed. */
 #include "testutil.h"
+#include "train/trainer.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,18 +128,105 @@ static bool diff(const lt_tensor *got, const lt_tensor *want, double *maxd, doub
     return true;
 }
 
+/* The gradients of the case's model against torch's, of the program
+ * lt_model_grad makes or (rewrite) of the one lantern train runs; *grad_err
+ * keeps the largest relative error seen. */
+static bool check_grads(const char *dir, const zoo_files *z, const char *path, bool rewrite, char *why, size_t wlen,
+                        double *grad_err)
+{
+    const char *tag = rewrite ? " (trainer's rewrites)" : "";
+    lt_err err;
+    lt_model *gm = NULL;
+    lt_session *gs = NULL;
+    lt_value *ins[2 * MAX_IO] = {0}, **gouts = NULL;
+    const char *names[2 * MAX_IO];
+    char seed_names[MAX_IO][160];
+    bool ok = false;
+    if (lt_model_load(path, &gm, &err) != LT_OK) {
+        snprintf(why, wlen, "import: %.700s", err.msg);
+        goto done;
+    }
+    const char *seed_outputs[MAX_IO];
+    for (int k = 0; k < z->nout; k++)
+        seed_outputs[k] = z->out_name[k];
+    lt_grad_opts o = {LT_LOSS_SEEDS, z->nout, seed_outputs, 1};
+    if (lt_model_grad(gm, &o, &err) != LT_OK || (rewrite && lt_trainer_rewrite(gm, true, true, &err) != LT_OK)) {
+        snprintf(why, wlen, "grad%s: %.700s", tag, err.msg);
+        goto done;
+    }
+    int n = z->nin;
+    for (int i = 0; i < z->nin; i++) {
+        ins[i] = load_file(dir, z->in_file[i]);
+        names[i] = z->in_name[i];
+    }
+    for (int k = 0; k < z->nout; k++) {
+        snprintf(seed_names[k], sizeof seed_names[k], "%s_seed", z->out_name[k]);
+        names[n] = seed_names[k];
+        ins[n++] = load_file(dir, z->seed_file[k]);
+    }
+    int ngout = lt_model_num_outputs(gm);
+    gouts = calloc((size_t)ngout, sizeof *gouts);
+    assert_non_null(gouts);
+    if (lt_session_new(gm, &gs, &err) != LT_OK || lt_session_run(gs, n, names, ins, gouts, &err) != LT_OK) {
+        snprintf(why, wlen, "run gradients%s: %.700s", tag, err.msg);
+        goto done;
+    }
+    double scale = 0; /* the largest |torch gradient| of the model */
+    for (int g = 0; g < z->ngrad; g++) {
+        lt_value *w = load_file(dir, z->grad_file[g]);
+        const lt_tensor *t = lt_value_tensor(w);
+        for (int64_t e = 0; e < t->numel; e++)
+            scale = fmax(scale, fabs(lt_tensor_get_f64(t, e)));
+        lt_value_free(w);
+    }
+    for (int g = 0; g < z->ngrad; g++) {
+        char gname[300];
+        snprintf(gname, sizeof gname, "%s_grad", z->grad_name[g]);
+        int oi = output_index(gm, gname);
+        if (oi < 0) {
+            snprintf(why, wlen, "no gradient for %s%s", z->grad_name[g], tag);
+            goto done;
+        }
+        lt_value *w = load_file(dir, z->grad_file[g]);
+        double maxd, maxw;
+        bool same = diff(lt_value_tensor(gouts[oi]), lt_value_tensor(w), &maxd, &maxw);
+        lt_value_free(w);
+        if (!same) {
+            snprintf(why, wlen, "gradient of %s shaped unlike torch's%s", z->grad_name[g], tag);
+            goto done;
+        }
+        double floor = fmax(maxw, 1e-3 * scale);
+        double e = floor > 0 ? maxd / floor : maxd;
+        *grad_err = fmax(*grad_err, e);
+        if (!(e <= GRAD_TOL)) {
+            snprintf(why, wlen, "gradient of %s differs from torch by %.3g relative (max |torch| %.3g)%s",
+                     z->grad_name[g], e, maxw, tag);
+            goto done;
+        }
+    }
+    ok = true;
+done:
+    for (int i = 0; i < 2 * MAX_IO; i++)
+        lt_value_free(ins[i]);
+    if (gouts)
+        for (int i = 0; i < lt_model_num_outputs(gm); i++)
+            lt_value_free(gouts[i]);
+    free(gouts);
+    lt_session_free(gs);
+    lt_model_free(gm);
+    return ok;
+}
+
 /* Runs one case; false with the reason in why when lantern disagrees. */
 static bool run_case(const char *dir, char *why, size_t wlen, double *out_err, double *grad_err, int *ngrad)
 {
     static zoo_files z;
     char path[512];
     lt_err err;
-    lt_model *m = NULL, *gm = NULL;
-    lt_session *s = NULL, *gs = NULL;
+    lt_model *m = NULL;
+    lt_session *s = NULL;
     lt_value *ins[2 * MAX_IO] = {0}, *outs[MAX_IO] = {0}, *want[MAX_IO] = {0};
-    lt_value **gouts = NULL;
     const char *names[2 * MAX_IO];
-    char seed_names[MAX_IO][160];
     bool ok = false;
     *out_err = *grad_err = 0;
     *ngrad = 0;
@@ -177,65 +265,10 @@ static bool run_case(const char *dir, char *why, size_t wlen, double *out_err, d
             goto done;
         }
     }
-    /* gradients: the combined program of a fresh import */
-    if (lt_model_load(path, &gm, &err) != LT_OK) {
-        snprintf(why, wlen, "import: %.700s", err.msg);
+    /* gradients: the combined program of a fresh import, as lantern grad
+     * runs it, then with the trainer's rewrites (lantern train's program) */
+    if (!check_grads(dir, &z, path, false, why, wlen, grad_err) || !check_grads(dir, &z, path, true, why, wlen, grad_err))
         goto done;
-    }
-    const char *seed_outputs[MAX_IO];
-    for (int k = 0; k < z.nout; k++)
-        seed_outputs[k] = z.out_name[k];
-    lt_grad_opts o = {LT_LOSS_SEEDS, z.nout, seed_outputs, 1};
-    if (lt_model_grad(gm, &o, &err) != LT_OK) {
-        snprintf(why, wlen, "grad: %.700s", err.msg);
-        goto done;
-    }
-    int n = z.nin;
-    for (int k = 0; k < z.nout; k++) {
-        snprintf(seed_names[k], sizeof seed_names[k], "%s_seed", z.out_name[k]);
-        names[n] = seed_names[k];
-        ins[n++] = load_file(dir, z.seed_file[k]);
-    }
-    int ngout = lt_model_num_outputs(gm);
-    gouts = calloc((size_t)ngout, sizeof *gouts);
-    assert_non_null(gouts);
-    if (lt_session_new(gm, &gs, &err) != LT_OK || lt_session_run(gs, n, names, ins, gouts, &err) != LT_OK) {
-        snprintf(why, wlen, "run gradients: %.700s", err.msg);
-        goto done;
-    }
-    double scale = 0; /* the largest |torch gradient| of the model */
-    for (int g = 0; g < z.ngrad; g++) {
-        lt_value *w = load_file(dir, z.grad_file[g]);
-        const lt_tensor *t = lt_value_tensor(w);
-        for (int64_t e = 0; e < t->numel; e++)
-            scale = fmax(scale, fabs(lt_tensor_get_f64(t, e)));
-        lt_value_free(w);
-    }
-    for (int g = 0; g < z.ngrad; g++) {
-        char gname[300];
-        snprintf(gname, sizeof gname, "%s_grad", z.grad_name[g]);
-        int oi = output_index(gm, gname);
-        if (oi < 0) {
-            snprintf(why, wlen, "no gradient for %s", z.grad_name[g]);
-            goto done;
-        }
-        lt_value *w = load_file(dir, z.grad_file[g]);
-        double maxd, maxw;
-        bool same = diff(lt_value_tensor(gouts[oi]), lt_value_tensor(w), &maxd, &maxw);
-        lt_value_free(w);
-        if (!same) {
-            snprintf(why, wlen, "gradient of %s shaped unlike torch's", z.grad_name[g]);
-            goto done;
-        }
-        double floor = fmax(maxw, 1e-3 * scale);
-        double e = floor > 0 ? maxd / floor : maxd;
-        *grad_err = fmax(*grad_err, e);
-        if (!(e <= GRAD_TOL)) {
-            snprintf(why, wlen, "gradient of %s differs from torch by %.3g relative (max |torch| %.3g)",
-                     z.grad_name[g], e, maxw);
-            goto done;
-        }
-    }
     *ngrad = z.ngrad;
     ok = true;
 done:
@@ -245,14 +278,8 @@ done:
         lt_value_free(outs[i]);
         lt_value_free(want[i]);
     }
-    if (gouts)
-        for (int i = 0; i < lt_model_num_outputs(gm); i++)
-            lt_value_free(gouts[i]);
-    free(gouts);
     lt_session_free(s);
-    lt_session_free(gs);
     lt_model_free(m);
-    lt_model_free(gm);
     return ok;
 }
 
