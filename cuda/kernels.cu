@@ -766,7 +766,8 @@ __global__ void k_vec_f64(lt_cu_vec v, double *out, int64_t c)
         out[j] = vec_at(v, j);
 }
 
-__global__ void k_bn_coeffs(int64_t c, bool training, double eps, double mom, lt_cu_vec g, lt_cu_vec b, lt_cu_vec m,
+__global__ void k_bn_coeffs(int64_t c, bool training, double eps, double mom, double vs, lt_cu_vec g, lt_cu_vec b,
+                            lt_cu_vec m,
                             lt_cu_vec v, const double *bm, const double *bv, double *a, double *off, lt_cu_out rm,
                             lt_cu_out rv, lt_cu_out om, lt_cu_out ov)
 {
@@ -776,7 +777,7 @@ __global__ void k_bn_coeffs(int64_t c, bool training, double eps, double mom, lt
         a[j] = aj;
         off[j] = __dsub_rn(vec_at(b, j), __dmul_rn(bm[j], aj));
         out_at(rm, j, training ? __dadd_rn(__dmul_rn(mj, mom), __dmul_rn(bm[j], __dsub_rn(1.0, mom))) : mj);
-        out_at(rv, j, training ? __dadd_rn(__dmul_rn(vj, mom), __dmul_rn(bv[j], __dsub_rn(1.0, mom))) : vj);
+        out_at(rv, j, training ? __dadd_rn(__dmul_rn(vj, mom), __dmul_rn(__dmul_rn(bv[j], vs), __dsub_rn(1.0, mom))) : vj);
         out_at(om, j, training ? bm[j] : mj);
         out_at(ov, j, training ? bv[j] : vj);
     }
@@ -806,13 +807,15 @@ cudaError_t lt_cu_vec_f64(cudaStream_t s, lt_cu_vec v, double *out, int64_t c)
     return cudaGetLastError();
 }
 
-cudaError_t lt_cu_bn_coeffs(cudaStream_t s, int64_t c, bool training, double eps, double mom, lt_cu_vec g, lt_cu_vec b,
+cudaError_t lt_cu_bn_coeffs(cudaStream_t s, int64_t c, bool training, double eps, double mom, double vs, lt_cu_vec g,
+                            lt_cu_vec b,
                             lt_cu_vec m, lt_cu_vec v, const double *bm, const double *bv, double *a, double *off,
                             lt_cu_out rm, lt_cu_out rv, lt_cu_out om, lt_cu_out ov)
 {
     if (c == 0)
         return cudaSuccess;
-    k_bn_coeffs<<<blocks_for(c), THREADS, 0, s>>>(c, training, eps, mom, g, b, m, v, bm, bv, a, off, rm, rv, om, ov);
+    k_bn_coeffs<<<blocks_for(c), THREADS, 0, s>>>(c, training, eps, mom, vs, g, b, m, v, bm, bv, a, off, rm, rv, om,
+                                                  ov);
     return cudaGetLastError();
 }
 

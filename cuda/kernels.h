@@ -145,7 +145,8 @@ cudaError_t lt_cu_bn_dx(cudaStream_t s, bool f64, const void *dy, const void *x,
  * double with the CPU kernel's operations in its order (no contraction):
  * vectors are given as (pointer, whether float64, else float32). Forward:
  * a = g / sqrt(bv + eps), off = b - bm a, and when training the running
- * statistics m mom + bm (1 - mom) (likewise v, bv), else m and v passed
+ * statistics m mom + bm (1 - mom) (likewise v, bv vs: vs = cnt / (cnt - 1)
+ * for the unbiased variance, else 1), else m and v passed
  * on; rm, rv, om, ov (the outputs: running then saved statistics; NULL
  * where not wanted) are written in their own types. Gradient: with
  * istd = 1 / sqrt(var + eps): ds = sdyx istd, A = g istd, and when
@@ -161,7 +162,8 @@ typedef struct lt_cu_out {
     bool f64;
 } lt_cu_out;
 cudaError_t lt_cu_vec_f64(cudaStream_t s, lt_cu_vec v, double *out, int64_t c);
-cudaError_t lt_cu_bn_coeffs(cudaStream_t s, int64_t c, bool training, double eps, double mom, lt_cu_vec g, lt_cu_vec b,
+cudaError_t lt_cu_bn_coeffs(cudaStream_t s, int64_t c, bool training, double eps, double mom, double vs, lt_cu_vec g,
+                            lt_cu_vec b,
                             lt_cu_vec m, lt_cu_vec v, const double *bm, const double *bv, double *a, double *off,
                             lt_cu_out rm, lt_cu_out rv, lt_cu_out om, lt_cu_out ov);
 cudaError_t lt_cu_bn_grad_coeffs(cudaStream_t s, int64_t c, bool training, double eps, double cnt, lt_cu_vec g,

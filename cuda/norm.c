@@ -110,6 +110,9 @@ static lt_status k_batch_norm(lt_kctx *k)
         (s = chan_vec(k, mean_in, c, "mean", &m)) || (s = chan_vec(k, var_in, c, "var", &v)))
         return s;
     bool training = bn_training(k);
+    /* the unbiased variance for the running one where the trainer asks (ir.h) */
+    int64_t cnt = n * sp;
+    double vs = lt_attr_int(k->node, LT_BN_UNBIASED_ATTR, 0) && cnt > 1 ? (double)cnt / (double)(cnt - 1) : 1.0;
     cudaStream_t st = lt_cuda_of(k->be)->stream;
     lt_buf *dev;
     if ((s = lt_cuda_scratch(k, sizeof(double) * 4 * (size_t)(c ? c : 1), &dev)) != LT_OK)
@@ -127,7 +130,7 @@ static lt_status k_batch_norm(lt_kctx *k)
     lt_cu_out rm, rv, om, ov;
     if (s == LT_OK && (s = chan_out(k, 1, mean_in, &rm)) == LT_OK && (s = chan_out(k, 2, var_in, &rv)) == LT_OK &&
         (s = chan_out(k, 3, mean_in, &om)) == LT_OK && (s = chan_out(k, 4, var_in, &ov)) == LT_OK)
-        s = launched(k, lt_cu_bn_coeffs(st, c, training, eps, mom, g, b, m, v, bm, bv, a, off, rm, rv, om, ov),
+        s = launched(k, lt_cu_bn_coeffs(st, c, training, eps, mom, vs, g, b, m, v, bm, bv, a, off, rm, rv, om, ov),
                      "lt_cu_bn_coeffs", __LINE__);
     lt_tensor *y = NULL;
     if (s == LT_OK)

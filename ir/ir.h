@@ -294,6 +294,12 @@ void lt_ir_refresh_tied(lt_module *m);
  * list.append and torch.stack) get a scan output instead (loop_lists.c) */
 lt_status lt_ir_loop_lists_to_scans(lt_module *m, lt_err *err);
 lt_status lt_ir_set_training(lt_module *m, lt_err *err); /* BatchNorm, Dropout to training mode; before the AD */
+/* The int attribute lt_ir_set_training gives the batch norms it switches:
+ * where it is 1 their running_var output moves towards the batch's unbiased
+ * variance (the sum of squares over count - 1, as PyTorch's running_var),
+ * not ONNX's population variance; a batch of one value per channel keeps
+ * the population variance (0) */
+#define LT_BN_UNBIASED_ATTR "lantern_unbiased_running_var"
 
 /* Shape inference over the whole module (runs at import). */
 lt_status lt_infer_module(lt_module *m, lt_err *err);

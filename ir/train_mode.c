@@ -152,6 +152,11 @@ static lt_status train_batch_norm(lt_module *m, lt_node *n)
         s = set_attr_int(m, n, "training_mode", 1);
     if (s == LT_OK && n->opset < 7)
         s = set_attr_int(m, n, "is_test", 0);
+    /* the running variance moves towards the batch's unbiased variance, as
+     * PyTorch's does (ONNX's own running_var output takes the population
+     * variance); the kernels read this attribute of lantern's own */
+    if (s == LT_OK)
+        s = set_attr_int(m, n, LT_BN_UNBIASED_ATTR, 1);
     return s;
 }
 

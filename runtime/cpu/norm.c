@@ -63,9 +63,10 @@ static bool bn_training(const lt_kctx *k)
 }
 
 /* Training mode's outputs 1-4: the running statistics, moved towards the
- * batch's bm, bv by 1 - momentum, and the batch's own. */
+ * batch's bm, bv by 1 - momentum (the variance towards bv's unbiased form
+ * where the node says so: cnt values a channel), and the batch's own. */
 static lt_status bn_stats_out(lt_kctx *k, const lt_tensor *mean_in, const lt_tensor *var_in, const double *m,
-                              const double *v, double mom, const double *bm, const double *bv)
+                              const double *v, double mom, const double *bm, const double *bv, int64_t cnt)
 {
     int64_t c = mean_in->numel;
     lt_status st;
@@ -73,9 +74,10 @@ static lt_status bn_stats_out(lt_kctx *k, const lt_tensor *mean_in, const lt_ten
     if (!rm)
         return LT_ERR_NOMEM;
     double *rv = rm + c;
+    double vs = lt_attr_int(k->node, LT_BN_UNBIASED_ATTR, 0) && cnt > 1 ? (double)cnt / (double)(cnt - 1) : 1.0;
     for (int64_t j = 0; j < c; j++) {
         rm[j] = m[j] * mom + bm[j] * (1 - mom);
-        rv[j] = v[j] * mom + bv[j] * (1 - mom);
+        rv[j] = v[j] * mom + bv[j] * vs * (1 - mom);
     }
     if (lt_k_want(k, 1) && (st = lt_nu_out_like(k, 1, mean_in, rm)) != LT_OK)
         return st;
@@ -121,7 +123,7 @@ static lt_status batch_norm(lt_kctx *k)
         if ((st = lt_k_out_over(k, 0, 0, x->dtype, x->rank, x->dims, &y)) != LT_OK ||
             (st = lt_nu_bn_train_fwd_f32(k, x->data, y->data, n, c, s, g, b, eps, bm, bv)) != LT_OK)
             return st;
-        return bn_stats_out(k, mean_in, var_in, m, v, mom, bm, bv);
+        return bn_stats_out(k, mean_in, var_in, m, v, mom, bm, bv, n * s);
     }
     if (training) {
         bool f32 = x->dtype == LT_F32;
@@ -145,7 +147,7 @@ static lt_status batch_norm(lt_kctx *k)
     if ((st = affine_out(k, x, n, c, s, a, off, 0)) != LT_OK)
         return st;
     if (training)
-        return bn_stats_out(k, mean_in, var_in, m, v, mom, bm, bv);
+        return bn_stats_out(k, mean_in, var_in, m, v, mom, bm, bv, n * s);
     /* inference: statistics outputs, where a model still lists them, pass
      * the running values through */
     for (int i = 1; i < k->nout && i < 5; i++)

@@ -1,7 +1,8 @@
 /* lt_ir_set_training and the running-statistics helpers: a tiny
  * Gemm + BatchNormalization model (tests/data/make_bn_model.py) trained for
  * a few SGD steps keeps its running mean and variance on the momentum
- * formula over the batch statistics, evaluates in inference mode and
+ * formula over the batch statistics (the variance unbiased, as PyTorch's
+ * running_var; the normalization itself the population variance), evaluates in inference mode and
  * exports them; Dropout in training drops about `ratio` of the units and its
  * gradient follows the same mask. */
 #include "testutil.h"
@@ -176,7 +177,8 @@ static void train_bn(const char *name)
             fail_msg("%s", err.msg);
         for (int c = 0; c < 3; c++) {
             mean[c] = mean[c] * MOM + bm[c] * (1 - MOM);
-            var[c] = var[c] * MOM + bv[c] * (1 - MOM);
+            /* PyTorch's running variance: the batch's unbiased one */
+            var[c] = var[c] * MOM + bv[c] * NB / (NB - 1) * (1 - MOM);
             assert_true(fabs(pget(tm, "bn_mean", c) - mean[c]) < 1e-5);
             assert_true(fabs(pget(tm, "bn_var", c) - var[c]) < 1e-5 * fmax(1, var[c]));
         }

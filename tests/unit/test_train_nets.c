@@ -9,7 +9,8 @@
  * true gradient is zero (a BatchNormalization bias before a 1x1 convolution
  * and another BatchNormalization): within 1e-3 when lantern runs in
  * float32, within 1e-5 (the references are stored in float32) when it runs
- * the same program in float64. CTest runs this suite a second time with
+ * the same program in float64. One trainer step moves the running
+ * statistics as PyTorch's train() forward does. CTest runs this suite a second time with
  * LANTERN_CHECKED_MEMORY=1. */
 #include "testutil.h"
 #include <math.h>
@@ -189,11 +190,66 @@ static void untied_parameters_export_separately(void **state)
 
 static const int batches[] = {2, 4, 8, 16, 32};
 
+/* One trainer step (learning rate 0) on the batch moves every running
+ * statistic as one train() forward moves PyTorch's: mean towards the batch
+ * mean, variance towards the batch's unbiased variance, by momentum 0.1
+ * (<net>/running_b<N>, float64 in PyTorch); at batch 2 the unbiased and
+ * the population variance differ by a factor 2N*H*W / (2N*H*W - 1), 3% on
+ * the 4x4 planes, far above the tolerance. */
+static void check_running(const char *net, int batch)
+{
+    char path[1024];
+    lt_err err;
+    snprintf(path, sizeof path, NETS "%s.onnx", net);
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    lt_trainer *t;
+    if (lt_trainer_new(path, &o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    snprintf(path, sizeof path, NETS "%s/b%d/x.npy", net, batch);
+    lt_value *ins[2] = {tu_load(path), NULL};
+    snprintf(path, sizeof path, NETS "%s/b%d/y.npy", net, batch);
+    ins[1] = tu_load(path);
+    const char *names[2] = {"x", "labels"};
+    if (lt_trainer_step(t, 0.0, 2, names, ins, NULL, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    const lt_model *m = lt_trainer_model(t);
+    int nstats = 0;
+    double worst = 0;
+    for (int i = 0; i < lt_model_num_params(m); i++) {
+        const char *pn = lt_model_param_name(m, i);
+        size_t l = strlen(pn);
+        if (!((l > 13 && !strcmp(pn + l - 13, ".running_mean")) || (l > 12 && !strcmp(pn + l - 12, ".running_var"))))
+            continue;
+        char fn[256];
+        sanitize(pn, fn, sizeof fn);
+        snprintf(path, sizeof path, NETS "%s/running_b%d/%s.npy", net, batch, fn);
+        lt_value *w = tu_load(path);
+        const lt_tensor *g = lt_model_param(m, i);
+        assert_int_equal(g->numel, w->t.numel);
+        for (int64_t e = 0; e < g->numel; e++) {
+            double gv = lt_tensor_get_f64(g, e), wv = lt_tensor_get_f64(&w->t, e);
+            double rel = fabs(gv - wv) / fmax(fabs(wv), 1e-3);
+            if (rel > 1e-5)
+                fail_msg("%s b%d: %s[%ld] is %.9g, PyTorch's %.9g", net, batch, pn, (long)e, gv, wv);
+            worst = fmax(worst, rel);
+        }
+        lt_value_free(w);
+        nstats++;
+    }
+    assert_true(nstats >= 8);
+    printf("%-10s b%-2d: %d running statistics match PyTorch's, worst %.3g\n", net, batch, nstats, worst);
+    lt_value_free(ins[0]);
+    lt_value_free(ins[1]);
+    lt_trainer_free(t);
+}
+
 static void check_all(const char *net)
 {
     for (size_t b = 0; b < sizeof batches / sizeof *batches; b++) {
         check_net(net, batches[b], false);
         check_net(net, batches[b], true);
+        check_running(net, batches[b]);
     }
 }
 

@@ -16,9 +16,10 @@ window with a positive maximum has two values within MARGIN (in float64): a floa
 takes the same branches as the float64 reference, and the gradients can be
 compared at 1e-3. The gradient of every parameter, of the batch-mean softmax
 cross-entropy in train() mode, in float64, is saved as float32 in
-<net>/b<N>/<param>.npy beside x.npy, y.npy and loss.npy.
-Run: /usr/bin/python3 tests/data/nets/make_nets.py"""
-import os, re
+<net>/b<N>/<param>.npy beside x.npy, y.npy and loss.npy, and the running
+statistics after that batch in <net>/running_b<N>/.
+Run: /usr/bin/python3 tests/data/nets/make_nets.py [--running]"""
+import os, re, sys
 import numpy as np
 import torch
 import torch.nn as nn
@@ -191,7 +192,29 @@ def sanitize(name):
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
+def running_stats(name, cls, seed):
+    """<net>/running_b<N>/<module>.running_mean.npy and .running_var.npy: the
+    running statistics after one train() forward in float64 of the freshly
+    initialised network on b<N>/x.npy (PyTorch's momentum 0.1, unbiased batch
+    variance for running_var)"""
+    for b in BATCHES:
+        torch.manual_seed(seed)
+        net = cls().double().train()
+        x = torch.from_numpy(np.load(os.path.join(HERE, name, "b%d" % b, "x.npy"))).double()
+        with torch.no_grad():
+            net(x)
+        out = os.path.join(HERE, name, "running_b%d" % b)
+        os.makedirs(out, exist_ok=True)
+        for k, v in net.named_buffers():
+            if k.endswith(".running_mean") or k.endswith(".running_var"):
+                np.save(os.path.join(out, sanitize(k) + ".npy"), v.float().numpy())
+
+
 def main():
+    if "--running" in sys.argv:  # only the running statistics, from the saved inputs
+        for name, cls, seed in (("resnet", ResNet, 1), ("densenet", DenseNet, 2), ("shufflenet", ShuffleNet, 3)):
+            running_stats(name, cls, seed)
+        return
     for name, cls, seed in (("resnet", ResNet, 1), ("densenet", DenseNet, 2), ("shufflenet", ShuffleNet, 3)):
         torch.manual_seed(seed)
         model = cls()
@@ -219,6 +242,7 @@ def main():
             for k, p in ref.named_parameters():
                 np.save(os.path.join(out, sanitize(k) + ".npy"), p.grad.float().numpy())
             print(name, b, "trial", trial, "loss", loss.item())
+        running_stats(name, cls, seed)
 
 
 if __name__ == "__main__":
