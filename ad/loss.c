@@ -151,13 +151,21 @@ lt_status lt_ad_append_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **loss
         if (spec->loss == LT_AD_LOSS_MODEL) {
             bool known = y->type.rank >= 0;
             int64_t numel = 1;
+            const char *sym = NULL;
             for (int d = 0; d < y->type.rank; d++) {
                 known = known && y->type.dims[d].sym < 0 && y->type.dims[d].v >= 0;
                 numel *= known ? y->type.dims[d].v : 1;
+                if (y->type.dims[d].sym >= 0 && !sym)
+                    sym = y->type.dims[d].sym < m->nsyms ? m->syms[y->type.dims[d].sym] : "?";
             }
             if (known && numel != 1)
                 return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' has %lld elements; --loss model needs the output "
                                "to be the scalar loss", m->path, y->name, (long long)numel);
+            /* an axis named like a batch (one loss a sample, reduction='none') */
+            if (sym)
+                return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' has an axis of size %s; --loss model needs the "
+                               "output to be the scalar loss (reduce it in the model, e.g. reduction='mean')", m->path,
+                               y->name, sym);
         }
         L = loss_node(m, LT_OP_REDUCE_SUM, "loss", 1, spec->loss == LT_AD_LOSS_MODEL ? as_scalar(m, y) : y, NULL);
         break;

@@ -275,7 +275,7 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     X(T_BETA2, "--beta2", "B2", "adam's second-moment decay", "0.999", 0)                                            \
     X(T_EPS, "--eps", "EPS", "added to the denominator of adagrad and adam", "1e-8; 1e-10 for adagrad", 0)           \
     X(T_SCHEDULE, "--schedule", "NAME", "learning-rate schedule: constant | step | cosine", "constant", 0)           \
-    X(T_WARMUP, "--warmup", "STEPS", "linear warmup from 0 over the first STEPS steps", "0", 0)                      \
+    X(T_WARMUP, "--warmup", "STEPS", "linear warmup: step k of the first STEPS (k = 1..STEPS) at lr x k/STEPS", "0", 0) \
     X(T_STEP_SIZE, "--step-size", "STEPS", "--schedule step: multiply by --gamma every STEPS steps",                 \
       "a third of the run", 0)                                                                                       \
     X(T_GAMMA, "--gamma", "G", "--schedule step's factor", "0.1", 0)                                                 \
@@ -304,8 +304,8 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     X(T_LOG, "--log", "FILE.csv", "a CSV row per step and per epoch (a FIFO or device is written in place)",         \
       NULL, 0)                                                                                                       \
     X(T_PLOT, "--plot", "FILE.svg", "an SVG of the loss and accuracy curves", NULL, 0)                               \
-    X(T_CHECKPOINT_DIR, "--checkpoint-dir", "DIR", "write DIR/checkpoint.ltck (every epoch and on Ctrl-C)",          \
-      "none; Ctrl-C writes OUT.checkpoint/ beside -o", 0)                                                            \
+    X(T_CHECKPOINT_DIR, "--checkpoint-dir", "DIR", "write DIR/checkpoint.ltck (every epoch and on Ctrl-C; DIR is made "\
+      "when missing)", "none; Ctrl-C writes OUT.checkpoint/ beside -o OUT.onnx", 0)                                  \
     X(T_CHECKPOINT_EVERY, "--checkpoint-every", "STEPS", "also every STEPS steps", "epoch ends only", 0)             \
     X(T_RESUME, "--resume", NULL, "continue the run in --checkpoint-dir bit-exactly (same options)", NULL, 0)
 typedef enum { TRAIN_OPTIONS(LT_OPT_ENUM) } train_opt;
@@ -461,7 +461,9 @@ static int cmd_train(const lt_cli_args *a)
         if (snprintf(stop_dir, sizeof stop_dir, "%.*s.checkpoint", (int)l, out) < (int)sizeof stop_dir)
             o.stop_checkpoint_dir = stop_dir;
     }
-    if (o.checkpoint_dir && !lt_cli_out_dir(o.checkpoint_dir, "--checkpoint-dir", 0))
+    /* a new run makes its checkpoint folder (its parent must exist); a
+     * resumed one reads it */
+    if (o.checkpoint_dir && !lt_cli_out_dir(o.checkpoint_dir, "--checkpoint-dir", !resume))
         goto done;
     o.resume = resume;
     lt_optim_defaults((lt_optim_kind)kind, &o.optim);
@@ -735,7 +737,7 @@ const lt_cli_cmd lt_cli_train = {
     "test figures, in --log and --plot); --save-best writes the best epoch's weights and says which;\n"
     "--early-stop N ends the run after N epochs without a better validation figure.\n"
     "Ctrl-C finishes the step, writes a checkpoint to --checkpoint-dir (without one, to\n"
-    "OUT.checkpoint/ beside -o; OUT.onnx is not written) and exits 130; continue with the same\n"
+    "OUT.checkpoint/ beside -o OUT.onnx; OUT.onnx is not written) and exits 130; continue with the same\n"
     "options and --checkpoint-dir DIR --resume. A second Ctrl-C ends it at once.\n",
     train_opts, cmd_train, true};
 

@@ -110,7 +110,7 @@ static lt_status elements_plan(lt_kctx *k, const lt_tensor *x, const lt_tensor *
         int64_t v = lt_tensor_get_i64(ind, i);
         idx[i] = v;
         if (!wrap(&idx[i], n))
-            return lt_k_fail(k, LT_ERR_RUNTIME,
+            return lt_k_fail(k, LT_ERR_INVALID,
                              "index %lld (at position %lld of indices) is out of range for axis %d of size %lld",
                              (long long)v, (long long)i, axis, (long long)n);
     }
@@ -204,7 +204,7 @@ static lt_status k_gather_nd(lt_kctx *k)
         for (int j = 0; j < kk; j++) {
             int64_t v = lt_tensor_get_i64(ind, t * kk + j), w = v;
             if (!wrap(&w, x->dims[b + j]))
-                return lt_k_fail(k, LT_ERR_RUNTIME,
+                return lt_k_fail(k, LT_ERR_INVALID,
                                  "index %lld (at position %lld of indices) is out of range for axis %d of size %lld",
                                  (long long)v, (long long)(t * kk + j), (int)b + j, (long long)x->dims[b + j]);
             off[t] += w * strides[j];
@@ -269,7 +269,7 @@ static lt_status k_scatter_nd(lt_kctx *k)
         for (int j = 0; j < kk; j++) {
             int64_t v = lt_tensor_get_i64(ind, t * kk + j), w = v;
             if (!wrap(&w, x->dims[j]))
-                return lt_k_fail(k, LT_ERR_RUNTIME,
+                return lt_k_fail(k, LT_ERR_INVALID,
                                  "index %lld (tuple %lld, component %d) is out of range for dim %d of size %lld",
                                  (long long)v, (long long)t, j, j, (long long)x->dims[j]);
             off += w * strides[j];

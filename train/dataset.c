@@ -140,6 +140,7 @@ lt_status lt_dataset_open_opts(const char *spec, int split, const lt_dataset_opt
     lt_dataset *d = calloc(1, sizeof *d);
     if (!d)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    d->neg_sample = -1;
     switch (kind) {
     case DS_FASHION:
     case DS_MNIST:
@@ -245,7 +246,22 @@ void lt_dataset_free(lt_dataset *d)
     for (int64_t c = 0; d->class_names && c < d->num_classes; c++)
         free(d->class_names[c]);
     free(d->class_names);
+    free(d->label_src);
     free(d);
+}
+
+bool lt_ds_negative_label(const lt_dataset *d, int64_t except, int64_t *sample, int64_t *value, const char **src)
+{
+    if (!d->classes || !d->cls || d->neg_sample < 0)
+        return false;
+    for (int64_t i = d->neg_sample; i < d->n; i++)
+        if (d->cls[i] < 0 && d->cls[i] != except) {
+            *sample = i;
+            *value = d->cls[i];
+            *src = d->label_src ? d->label_src : "the labels";
+            return true;
+        }
+    return false;
 }
 
 int64_t lt_dataset_size(const lt_dataset *d) { return d->n; }
@@ -267,6 +283,15 @@ void lt_dataset_target_shape(const lt_dataset *d, int *rank, int64_t *dims)
 {
     *rank = d->classes ? 0 : d->trank;
     memcpy(dims, d->tdims, sizeof *dims * (size_t)*rank);
+}
+
+/* the index of the first nan or inf of v[0..n), -1 when all are finite */
+static int64_t first_not_finite(const float *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return i;
+    return -1;
 }
 
 lt_status lt_ds_from_arrays(lt_dataset *d, const lt_tensor *x, const lt_tensor *y, void **x_owned,
@@ -316,27 +341,48 @@ lt_status lt_ds_from_arrays(lt_dataset *d, const lt_tensor *x, const lt_tensor *
         d->xu8 = xs;
     else
         d->xf = xs;
+    /* a nan or inf among the samples or targets would only show as a
+     * diverged loss many steps in: name it now */
+    int64_t bad = d->xf ? first_not_finite(d->xf, x->numel) : -1;
+    if (bad >= 0)
+        return lt_errf(err, LT_ERR_INVALID, "%s: sample %lld holds %g (element %lld); samples must be finite numbers",
+                       xname, (long long)(bad / d->numel), (double)d->xf[bad], (long long)(bad % d->numel));
 
     if (ycls) {
         d->cls = malloc(sizeof *d->cls * (size_t)n);
         if (!d->cls)
             return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", yname);
+        /* negative labels are kept for the feed to judge: an ignore index
+         * (PyTorch's -100) counts for nothing under softmax-cross-entropy
+         * and nll, and is refused under the other losses */
+        d->neg_sample = -1;
+        bool uns = y->dtype == LT_U64;
         for (int64_t i = 0; i < n; i++) {
             int64_t v = lt_tensor_get_i64(y, i);
             /* an unsigned 64-bit label past INT64_MAX reads as negative */
-            if (v < 0 || v > INT32_MAX)
-                return lt_errf(err, LT_ERR_INVALID, "%s: label %lld is %lld; classes must be in 0..%d", yname,
-                               (long long)i, (long long)v, INT32_MAX);
+            if (v > INT32_MAX || (v < 0 && uns))
+                return lt_errf(err, LT_ERR_INVALID, "%s: sample %lld's label is %llu; classes must be in 0..%d", yname,
+                               (long long)i, (unsigned long long)v, INT32_MAX);
             d->cls[i] = v;
+            if (v < 0 && d->neg_sample < 0) {
+                d->neg_sample = i;
+                d->neg_value = v;
+            }
             if (v + 1 > d->num_classes)
                 d->num_classes = v + 1;
         }
+        if (d->neg_sample >= 0 && !(d->label_src = strdup(yname)))
+            return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", yname);
     } else {
         d->tgt = malloc(sizeof *d->tgt * (size_t)(y->numel ? y->numel : 1));
         if (!d->tgt)
             return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", yname);
         for (int64_t i = 0; i < y->numel; i++)
             d->tgt[i] = (float)lt_tensor_get_f64(y, i);
+        int64_t bad = first_not_finite(d->tgt, y->numel);
+        if (bad >= 0)
+            return lt_errf(err, LT_ERR_INVALID, "%s: sample %lld's target holds %g; targets must be finite numbers",
+                           yname, (long long)(bad / d->tnumel), (double)d->tgt[bad]);
     }
     return LT_OK;
 }

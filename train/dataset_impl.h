@@ -33,7 +33,16 @@ struct lt_dataset {
     int64_t tnumel;
     float *tgt;           /* n * tnumel */
     char **class_names;   /* num_classes names (image folders), or NULL */
+    /* the first negative class label of x/y arrays (an ignore index, which
+     * the feed accepts or refuses by the loss): its sample, value and the
+     * labels' file; neg_sample < 0 when there is none */
+    int64_t neg_sample, neg_value;
+    char *label_src;
 };
+
+/* The first negative label other than except (lt_feed checks them against
+ * its loss); false when there is none. */
+bool lt_ds_negative_label(const lt_dataset *d, int64_t except, int64_t *sample, int64_t *value, const char **src);
 
 /* Openers fill a zeroed dataset: n, sample shape, xu8 or xf, labels. They
  * leave normalisation to the caller. On failure the caller frees what was set. */

@@ -74,7 +74,7 @@ lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *
     if (st == LT_OK)
         st = lt_dataset_open_opts(o->data, 1, &dopt, &d, err);
     if (st == LT_OK)
-        st = lt_feed_plan(m, d, loss, o->output, &f, err);
+        st = lt_feed_plan(m, d, loss, o->output, -100, &f, err);
     if (st == LT_OK)
         st = lt_session_new(m, &s, err);
     if (st == LT_OK)
@@ -269,7 +269,8 @@ static lt_status setup(trainer *tr, const char *path)
     if (st == LT_OK && tr->augment)
         st = lt_ds_aug_check(tr->train, &tr->aug.a, o->train_set ? "the training set" : o->data, tr->err);
     if (st == LT_OK)
-        st = lt_feed_plan(tr->t.em, tr->train, o->loss, o->output, &tr->feed, tr->err);
+        st = lt_feed_plan(tr->t.em, tr->train, o->loss, o->output, o->set_ignore_index ? o->ignore_index : -100,
+                          &tr->feed, tr->err);
     if (st == LT_OK && tr->feed.fixed_batch && tr->feed.fixed_batch != o->batch)
         st = lt_errf(tr->err, LT_ERR_INVALID, "%s: input '%s' has a fixed batch size of %lld; use --batch %lld", path,
                      tr->feed.x_name, (long long)tr->feed.fixed_batch, (long long)tr->feed.fixed_batch);

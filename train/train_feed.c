@@ -3,6 +3,7 @@
  * with, and scoring of forward outputs with the same loss definitions the
  * training program uses (ad/ad.c appends them). */
 #include "train_feed.h"
+#include "dataset_impl.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,13 +176,34 @@ int lt_feed_image_channels(const lt_model *m)
     return 0;
 }
 
-lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss, const char *output, lt_feed *f,
-                       lt_err *err)
+/* Negative class labels: the ignore index under the losses that skip it,
+ * nothing else. */
+static lt_status check_labels(const lt_feed *f, const lt_dataset *d, lt_err *err)
+{
+    bool skips = f->loss == LT_LOSS_SOFTMAX_CROSS_ENTROPY || f->loss == LT_LOSS_NLL;
+    int64_t s, v;
+    const char *src;
+    if (!lt_ds_negative_label(d, skips ? f->ignore_index : INT64_MIN, &s, &v, &src))
+        return LT_OK;
+    if (skips)
+        return lt_errf(err, LT_ERR_INVALID, "%s: sample %lld's label is %lld; classes are 0 and up, and %lld (the "
+                       "ignore index, --ignore-index) counts for nothing", src, (long long)s, (long long)v,
+                       (long long)f->ignore_index);
+    return lt_errf(err, LT_ERR_INVALID, "%s: sample %lld's label is %lld; classes are 0 and up (an ignore index "
+                   "counts for nothing only under softmax-cross-entropy and nll)", src, (long long)s, (long long)v);
+}
+
+lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss, const char *output,
+                       int64_t ignore_index, lt_feed *f, lt_err *err)
 {
     memset(f, 0, sizeof *f);
     f->path = m->path;
     f->loss = loss;
+    f->ignore_index = ignore_index;
     f->classes = lt_dataset_has_classes(d);
+    lt_status cs = check_labels(f, d, err);
+    if (cs != LT_OK)
+        return cs;
     const lt_block *b = m->main;
     if (output) {
         f->out_index = -1;
@@ -360,13 +382,16 @@ static int64_t argmax_row(const lt_tensor *t, int64_t off, int64_t C)
 }
 
 static lt_status score_classes(const lt_feed *f, const lt_tensor *o, const int64_t *lab, int64_t n, double *loss_sum,
-                               int64_t *correct, lt_err *err)
+                               int64_t *correct, int64_t *counted, lt_err *err)
 {
     if (o->rank != 2 || o->dims[0] != n || o->dims[1] < 1)
         return lt_errf(err, LT_ERR_INVALID, "%s: the output must be class scores [N, classes], got rank %d", f->path,
                        o->rank);
     int64_t C = o->dims[1];
     for (int64_t i = 0; i < n; i++) {
+        if (lab[i] == f->ignore_index)
+            continue;
+        ++*counted;
         if (lab[i] < 0 || lab[i] >= C)
             return lt_errf(err, LT_ERR_INVALID, "%s: label %lld does not fit the model's %lld classes", f->path,
                            (long long)lab[i], (long long)C);
@@ -419,15 +444,17 @@ static lt_status score_targets(const lt_feed *f, const lt_tensor *o, const lt_fe
 }
 
 lt_status lt_feed_score(const lt_feed *f, const lt_value *out, const lt_feed_batch *b, double *loss_sum,
-                        int64_t *correct, lt_err *err)
+                        int64_t *correct, int64_t *counted, lt_err *err)
 {
     const lt_tensor *o = lt_value_tensor(out);
     if (!o || (o->dtype != LT_F32 && o->dtype != LT_F64))
         return lt_errf(err, LT_ERR_INVALID, "%s: the output the loss reads is not a float tensor", f->path);
+    if (f->loss != LT_LOSS_SOFTMAX_CROSS_ENTROPY && f->loss != LT_LOSS_NLL)
+        *counted += b->n;
     switch (f->loss) {
     case LT_LOSS_SOFTMAX_CROSS_ENTROPY:
     case LT_LOSS_NLL:
-        return score_classes(f, o, b->raw->t.data, b->n, loss_sum, correct, err);
+        return score_classes(f, o, b->raw->t.data, b->n, loss_sum, correct, counted, err);
     case LT_LOSS_MSE:
     case LT_LOSS_BCE_LOGITS:
         return score_targets(f, o, b, loss_sum, correct, err);
@@ -458,6 +485,9 @@ lt_status lt_feed_evaluate_sel(const lt_feed *f, lt_session *s, lt_model *m, con
     if (n <= 0)
         return lt_errf(err, LT_ERR_INVALID, "%s: no samples to evaluate (the model's batch is %lld)", f->path,
                        (long long)batch);
+    lt_status ls = check_labels(f, d, err);
+    if (ls != LT_OK)
+        return ls;
     int nout = lt_model_num_outputs(m);
     lt_value **out = calloc((size_t)nout, sizeof *out);
     int64_t *idx = malloc(sizeof *idx * (size_t)batch);
@@ -467,7 +497,7 @@ lt_status lt_feed_evaluate_sel(const lt_feed *f, lt_session *s, lt_model *m, con
     if (st == LT_OK && n > batch && n % batch)
         st = lt_feed_batch_new(f, d, n % batch, &last, err);
     double loss = 0;
-    int64_t correct = 0;
+    int64_t correct = 0, counted = 0;
     for (int64_t at = 0; at < n && st == LT_OK; at += batch) {
         lt_feed_batch *b = n - at >= full.n ? &full : &last;
         for (int64_t i = 0; i < b->n; i++)
@@ -480,16 +510,18 @@ lt_status lt_feed_evaluate_sel(const lt_feed *f, lt_session *s, lt_model *m, con
         if (st == LT_OK)
             st = lt_session_run(s, f->loss == LT_LOSS_MODEL ? 2 : 1, names, in, out, err);
         if (st == LT_OK)
-            st = lt_feed_score(f, out[f->out_index], b, &loss, &correct, err);
+            st = lt_feed_score(f, out[f->out_index], b, &loss, &correct, &counted, err);
         for (int i = 0; i < nout; i++) {
             lt_value_free(out[i]);
             out[i] = NULL;
         }
     }
     if (st == LT_OK) {
-        r->loss = loss / (double)n;
+        /* means over the samples counted (none counted: nan, as PyTorch's
+         * mean over no labels) */
+        r->loss = counted ? loss / (double)counted : NAN;
         r->has_accuracy = f->classes && f->loss != LT_LOSS_MODEL;
-        r->accuracy = r->has_accuracy ? (double)correct / (double)n : NAN;
+        r->accuracy = r->has_accuracy && counted ? (double)correct / (double)counted : NAN;
         r->count = n;
     }
     lt_feed_batch_free(&full);

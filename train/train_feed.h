@@ -30,6 +30,7 @@ typedef struct lt_feed {
     int y_rank;
     int64_t y_shape[LT_MAX_RANK]; /* y_shape[0] is the batch */
     int classes;                  /* the data has class labels */
+    int64_t ignore_index;         /* softmax-cross-entropy, nll: the label that counts for nothing */
     /* the forward model's output the loss reads */
     int out_index;
 } lt_feed;
@@ -42,9 +43,12 @@ void lt_feed_type_text(const lt_model *m, const lt_type *t, char *buf, size_t le
  * [N,H,W]; 0 when the model does not say. */
 int lt_feed_image_channels(const lt_model *m);
 
-/* Plans the feed of dataset d into forward model m (not yet differentiated). */
-lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss, const char *output, lt_feed *f,
-                       lt_err *err);
+/* Plans the feed of dataset d into forward model m (not yet differentiated);
+ * labels equal to ignore_index count for nothing under softmax-cross-entropy
+ * and nll (any other negative label, or one under another loss, is an
+ * error naming the sample). */
+lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss, const char *output,
+                       int64_t ignore_index, lt_feed *f, lt_err *err);
 
 /* Batch buffers for n samples: x as the model takes it, raw the data's
  * labels (int64 [n]) or targets, y what the program is fed besides x: NULL
@@ -61,10 +65,11 @@ void lt_feed_batch_free(lt_feed_batch *b);
  * the output's classes is an error. */
 lt_status lt_feed_targets(const lt_feed *f, lt_feed_batch *b, lt_err *err);
 
-/* Adds the batch's loss (summed over samples, so that dividing by the sample
- * count gives the training loss's mean) and correct predictions. */
+/* Adds the batch's loss (summed over samples, so that dividing by the
+ * samples counted gives the training loss's mean), correct predictions and
+ * the samples counted (all but those labelled ignore_index). */
 lt_status lt_feed_score(const lt_feed *f, const lt_value *out, const lt_feed_batch *b, double *loss_sum,
-                        int64_t *correct, lt_err *err);
+                        int64_t *correct, int64_t *counted, lt_err *err);
 
 /* Evaluates forward model m (session s) on d. */
 lt_status lt_feed_evaluate(const lt_feed *f, lt_session *s, lt_model *m, const lt_dataset *d, int64_t limit,

@@ -122,7 +122,7 @@ static lt_status k_gather_grad(lt_kctx *k)
     for (int64_t j = 0; j < nidx; j++) {
         int64_t v = lt_ix_get(ind, j), w = v;
         if (!lt_ix_wrap(&w, n))
-            return lt_k_fail(k, LT_ERR_RUNTIME,
+            return lt_k_fail(k, LT_ERR_INVALID,
                              "index %lld (at position %lld of indices) is out of range for axis %d of size %lld",
                              (long long)v, (long long)j, axis, (long long)n);
         row[j] = w;

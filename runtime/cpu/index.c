@@ -41,7 +41,7 @@ static lt_status k_gather(lt_kctx *k)
         int64_t v = lt_ix_get(ind, j);
         idx[j] = v;
         if (!lt_ix_wrap(&idx[j], n))
-            return lt_k_fail(k, LT_ERR_RUNTIME,
+            return lt_k_fail(k, LT_ERR_INVALID,
                              "index %lld (at position %lld of indices) is out of range for axis %d of size %lld",
                              (long long)v, (long long)j, axis, (long long)n);
     }

@@ -200,7 +200,7 @@ static lt_status k_scatter_nd(lt_kctx *k)
         for (int j = 0; j < kk; j++) {
             int64_t v = lt_ix_get(ind, t * kk + j), w = v;
             if (!lt_ix_wrap(&w, x->dims[j]))
-                return lt_k_fail(k, LT_ERR_RUNTIME,
+                return lt_k_fail(k, LT_ERR_INVALID,
                                  "index %lld (tuple %lld, component %d) is out of range for dim %d of size %lld",
                                  (long long)v, (long long)t, j, j, (long long)x->dims[j]);
             off += w * strides[j];

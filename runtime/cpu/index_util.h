@@ -81,7 +81,7 @@ static inline void lt_ix_bad_note(lt_ix_bad *b, int64_t pos, int64_t val, int64_
 
 static inline lt_status lt_ix_bad_fail(lt_kctx *k, const lt_ix_bad *b)
 {
-    return lt_k_fail(k, LT_ERR_RUNTIME,
+    return lt_k_fail(k, LT_ERR_INVALID,
                      "index %lld (at position %lld of indices) is out of range for axis %d of size %lld",
                      (long long)b->val, (long long)b->pos, b->axis, (long long)b->bound);
 }

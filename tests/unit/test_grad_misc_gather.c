@@ -143,7 +143,7 @@ static void bad_input(void **state)
     /* index 3 out of range for axis 0 of size 3 */
     assert_int_equal(gm_run_status(LT_OP_GATHER_GRAD, 13, 3, (lt_value *[]){dy, ind, x}, set_attr, &none, msg,
                                    sizeof msg),
-                     LT_ERR_RUNTIME);
+                     LT_ERR_INVALID);
     assert_non_null(strstr(msg, "index 3"));
     /* dy of the wrong shape; a bad axis */
     assert_int_equal(gm_run_status(LT_OP_GATHER_GRAD, 13, 3, (lt_value *[]){dy, ind, x}, set_attr, &ax1, msg,
@@ -157,7 +157,7 @@ static void bad_input(void **state)
     lt_value *ie = gm_ints(2, (int64_t[]){2, 4}, (int64_t[]){0, 1, 2, 3, -4, 0, 1, 2});
     assert_int_equal(gm_run_status(LT_OP_GATHER_ELEMENTS_GRAD, 13, 3, (lt_value *[]){dy, ie, x}, set_attr, &none,
                                    msg, sizeof msg),
-                     LT_ERR_RUNTIME);
+                     LT_ERR_INVALID);
     assert_int_equal(
         gm_run_status(LT_OP_GATHER_ELEMENTS_GRAD, 13, 3, (lt_value *[]){dy, dy, x}, set_attr, &none, NULL, 0),
         LT_ERR_INVALID);
@@ -166,7 +166,7 @@ static void bad_input(void **state)
     lt_value *dn = tu_rand(LT_F32, 1, (int64_t[]){2}, -1, 1, 3);
     assert_int_equal(
         gm_run_status(LT_OP_GATHER_ND_GRAD, 13, 3, (lt_value *[]){dn, in, x}, set_attr, &none, msg, sizeof msg),
-        LT_ERR_RUNTIME);
+        LT_ERR_INVALID);
     int_attr b2 = {"batch_dims", 2};
     assert_int_equal(gm_run_status(LT_OP_GATHER_ND_GRAD, 13, 3, (lt_value *[]){dn, in, x}, set_attr, &b2, NULL, 0),
                      LT_ERR_INVALID);

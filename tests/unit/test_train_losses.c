@@ -171,7 +171,7 @@ static void program_loss_equals_formula(void **state)
         assert_int_equal(lt_model_load(cases[c].model, &fwd, &err), LT_OK);
         assert_int_equal(lt_model_load(cases[c].model, &prog, &err), LT_OK);
         lt_feed f;
-        if (lt_feed_plan(fwd, d, cases[c].loss, cases[c].output, &f, &err) != LT_OK)
+        if (lt_feed_plan(fwd, d, cases[c].loss, cases[c].output, -100, &f, &err) != LT_OK)
             fail_msg("%s", err.msg);
         lt_feed_batch b;
         assert_int_equal(lt_feed_batch_new(&f, d, 16, &b, &err), LT_OK);
@@ -187,8 +187,8 @@ static void program_loss_equals_formula(void **state)
         const char *xn = "x";
         assert_int_equal(lt_session_run(s, 1, &xn, &b.x, out, &err), LT_OK);
         double sum = 0;
-        int64_t correct = 0;
-        assert_int_equal(lt_feed_score(&f, out[f.out_index], &b, &sum, &correct, &err), LT_OK);
+        int64_t correct = 0, counted = 0;
+        assert_int_equal(lt_feed_score(&f, out[f.out_index], &b, &sum, &correct, &counted, &err), LT_OK);
         lt_session_free(s);
         for (int i = 0; i < 2; i++)
             lt_value_free(out[i]);
