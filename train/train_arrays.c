@@ -366,11 +366,20 @@ static lt_status convert(lt_tensor *dst, int64_t off, const void *src, lt_dtype 
                          const lt_afeed_slot *s, lt_err *err)
 {
     size_t es = lt_dtype_size(sdt);
+    lt_tensor view = {.dtype = sdt, .rank = 1, .dims = {count}, .numel = count, .data = (void *)src};
+    if (lt_dtype_is_float(sdt))
+        for (int64_t j = 0; j < count; j++) {
+            /* a nan would only show as a diverged loss (an infinity may be
+             * meant: an additive attention mask's -inf) */
+            double v = lt_tensor_get_f64(&view, j);
+            if (isnan(v))
+                return lt_errf(err, LT_ERR_INVALID, "%s: holds nan where %s takes a value; the data must be numbers",
+                               s->src->member, s->name);
+        }
     if (sdt == dst->dtype) {
         memcpy((char *)dst->data + (size_t)off * es, src, (size_t)count * es);
         return LT_OK;
     }
-    lt_tensor view = {.dtype = sdt, .rank = 1, .dims = {count}, .numel = count, .data = (void *)src};
     if (lt_dtype_is_float(dst->dtype)) {
         for (int64_t j = 0; j < count; j++)
             lt_tensor_set_f64(dst, off + j, lt_tensor_get_f64(&view, j));

@@ -183,6 +183,14 @@ static lt_status check_labels(const lt_feed *f, const lt_dataset *d, lt_err *err
     bool skips = f->loss == LT_LOSS_SOFTMAX_CROSS_ENTROPY || f->loss == LT_LOSS_NLL;
     int64_t s, v;
     const char *src;
+    if (skips && d->classes && d->cls && d->n > 0) {
+        int64_t kept = 0;
+        for (int64_t i = 0; i < d->n && !kept; i++)
+            kept += d->cls[i] != f->ignore_index;
+        if (!kept) /* the loss would be a mean over nothing */
+            return lt_errf(err, LT_ERR_INVALID, "%s: every label is %lld, the ignore index (--ignore-index): no "
+                           "sample counts", d->label_src ? d->label_src : "the labels", (long long)f->ignore_index);
+    }
     if (!lt_ds_negative_label(d, skips ? f->ignore_index : INT64_MIN, &s, &v, &src))
         return LT_OK;
     if (skips)
