@@ -89,57 +89,122 @@ RULE(r_topk)
     return ACC(0, k->out[0]);
 }
 
-/* whether the scatter's reduction has a rule: none (the written positions
- * lose data's gradient) or add (data's gradient passes whole) */
-static lt_status scatter_reduction(lt_ad *c, const lt_node *n, bool *add)
+/* The scatter's reduction: none (the written positions lose data's
+ * gradient), add (data's gradient passes whole), max / min (the gradient
+ * goes to the values that are the result, shared evenly among ties, as
+ * PyTorch's scatter_reduce amax/amin) or mul (each factor's gradient is the
+ * product of the others, zeros included). */
+typedef enum { RED_NONE, RED_ADD, RED_EXTREME, RED_MUL } scatter_red;
+
+static lt_status scatter_reduction(lt_ad *c, const lt_node *n, scatter_red *red)
 {
-    const char *red = n->op == LT_OP_SCATTER ? "none" : lt_attr_str(n, "reduction", "none");
-    *add = !strcmp(red, "add");
-    if (!*add && strcmp(red, "none"))
-        return lt_ad_fail(c, n, "no gradient rule for reduction '%s' (only none and add)", red);
+    const char *r = n->op == LT_OP_SCATTER ? "none" : lt_attr_str(n, "reduction", "none");
+    if (!strcmp(r, "none"))
+        *red = RED_NONE;
+    else if (!strcmp(r, "add"))
+        *red = RED_ADD;
+    else if (!strcmp(r, "max") || !strcmp(r, "min"))
+        *red = RED_EXTREME;
+    else if (!strcmp(r, "mul"))
+        *red = RED_MUL;
+    else
+        return lt_ad_fail(c, n, "no gradient rule for reduction '%s'", r);
     return LT_OK;
+}
+
+/* The scatter n is (ScatterElements along its axis, or ScatterND) of upd
+ * into data at idx, with reduction red ("none" for none) */
+static lt_ival *scatter_as(lt_ad *c, const lt_node *n, lt_ival *data, lt_ival *idx, lt_ival *upd, const char *red)
+{
+    bool nd = n->op == LT_OP_SCATTER_ND;
+    lt_ival *ins[3] = {data, idx, upd};
+    lt_node *k = lt_ad_node_of(c, nd ? LT_OP_SCATTER_ND : LT_OP_SCATTER_ELEMENTS, 3, ins);
+    if (!k)
+        return NULL;
+    if (!nd)
+        lt_ad_attr_int(c, k, "axis", lt_attr_int(n, "axis", 0));
+    if (strcmp(red, "none"))
+        lt_ad_attr_str(c, k, "reduction", red);
+    lt_ad_infer(c, k);
+    return k->out[0];
+}
+
+/* its inverse read: the values of v at the updates' positions */
+static lt_ival *gather_as(lt_ad *c, const lt_node *n, lt_ival *v, lt_ival *idx)
+{
+    bool nd = n->op == LT_OP_SCATTER_ND;
+    lt_ival *ins[2] = {v, idx};
+    lt_node *k = lt_ad_node_of(c, nd ? LT_OP_GATHER_ND : LT_OP_GATHER_ELEMENTS, 2, ins);
+    if (!k)
+        return NULL;
+    if (!nd)
+        lt_ad_attr_int(c, k, "axis", lt_attr_int(n, "axis", 0));
+    lt_ad_infer(c, k);
+    return k->out[0];
+}
+
+/* max / min: y[p] is data[p] or an update written at p, whichever wins;
+ * each value equal to y[p] gets dy[p] over the number of such values */
+static lt_status scatter_extreme(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                                 lt_ival *const *dout)
+{
+    lt_dtype dt = lt_ad_float_dtype(in[0]);
+    lt_ival *xs = lt_ad_cast(c, OP2(EQUAL, in[0], out[0]), dt);
+    lt_ival *us = lt_ad_cast(c, OP2(EQUAL, in[2], gather_as(c, n, out[0], in[1])), dt);
+    lt_ival *share = OP2(DIV, G, scatter_as(c, n, xs, in[1], us, "add"));
+    lt_status s = LT_OK;
+    if (lt_ad_wants(c, n, 0))
+        s = ACC(0, OP2(MUL, xs, share));
+    if (s == LT_OK && lt_ad_wants(c, n, 2))
+        s = ACC(2, OP2(MUL, us, gather_as(c, n, share, in[1])));
+    return s;
+}
+
+/* mul: y[p] = data[p] prod u_i (i written at p). d data = dy prod u_i;
+ * d u_i = dy data[p] prod_{j != i} u_j, taken as Q[p] / u_i over the
+ * nonzero factors (Q the product with zero updates as 1) when no update
+ * at p is zero, Q[p] for the one zero update when exactly one is, else 0 */
+static lt_status scatter_mul(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *dout)
+{
+    lt_dtype dt = lt_ad_float_dtype(in[0]);
+    lt_status s = LT_OK;
+    if (lt_ad_wants(c, n, 0)) {
+        lt_ival *ones = OP2(ADD, lt_ad_zeros_like(c, in[0]), K(1));
+        s = ACC(0, OP2(MUL, G, scatter_as(c, n, ones, in[1], in[2], "mul")));
+    }
+    if (s != LT_OK || !lt_ad_wants(c, n, 2))
+        return s;
+    lt_ival *z = OP2(EQUAL, in[2], K(0));
+    lt_ival *u1 = OP3(WHERE, z, K(1), in[2]);
+    lt_ival *q = scatter_as(c, n, in[0], in[1], u1, "mul");
+    lt_ival *zeros = scatter_as(c, n, lt_ad_zeros_like(c, in[0]), in[1], lt_ad_cast(c, z, dt), "add");
+    lt_ival *gq = gather_as(c, n, OP2(MUL, G, q), in[1]), *zg = gather_as(c, n, zeros, in[1]);
+    lt_ival *nonzero = OP2(DIV, lt_ad_cast(c, OP2(EQUAL, zg, K(0)), dt), u1);
+    lt_ival *only_zero = lt_ad_cast(c, OP2(EQUAL, zg, K(1)), dt);
+    return ACC(2, OP2(MUL, gq, OP3(WHERE, z, only_zero, nonzero)));
 }
 
 /* ScatterElements (and Scatter-9/11): (data, indices, updates) along axis */
 RULE(r_scatter_elements)
 {
-    bool add;
-    lt_status s = scatter_reduction(c, n, &add);
-    int64_t axis = lt_attr_int(n, "axis", 0);
-    if (s == LT_OK && lt_ad_wants(c, n, 0)) {
-        if (add) {
-            s = ACC(0, G);
-        } else {
-            lt_ival *ins[3] = {G, in[1], lt_ad_zeros_like(c, in[2])};
-            lt_node *k = lt_ad_node_of(c, LT_OP_SCATTER_ELEMENTS, 3, ins);
-            if (!k)
-                return LT_ERR_NOMEM;
-            lt_ad_attr_int(c, k, "axis", axis);
-            lt_ad_infer(c, k);
-            s = ACC(0, k->out[0]);
-        }
-    }
-    if (s == LT_OK && lt_ad_wants(c, n, 2)) {
-        lt_ival *ins[2] = {G, in[1]};
-        lt_node *k = lt_ad_node_of(c, LT_OP_GATHER_ELEMENTS, 2, ins);
-        if (!k)
-            return LT_ERR_NOMEM;
-        lt_ad_attr_int(c, k, "axis", axis);
-        lt_ad_infer(c, k);
-        s = ACC(2, k->out[0]);
-    }
+    scatter_red red = RED_NONE;
+    lt_status s = scatter_reduction(c, n, &red);
+    if (s != LT_OK)
+        return s;
+    if (red == RED_EXTREME)
+        return scatter_extreme(c, n, in, out, dout);
+    if (red == RED_MUL)
+        return scatter_mul(c, n, in, dout);
+    if (lt_ad_wants(c, n, 0))
+        s = ACC(0, red == RED_ADD ? G : scatter_as(c, n, G, in[1], lt_ad_zeros_like(c, in[2]), "none"));
+    if (s == LT_OK && lt_ad_wants(c, n, 2))
+        s = ACC(2, gather_as(c, n, G, in[1]));
     return s;
 }
 
 RULE(r_scatter_nd)
 {
-    bool add;
-    lt_status s = scatter_reduction(c, n, &add);
-    if (s == LT_OK && lt_ad_wants(c, n, 0))
-        s = ACC(0, add ? G : lt_ad_op3(c, LT_OP_SCATTER_ND, G, in[1], lt_ad_zeros_like(c, in[2])));
-    if (s == LT_OK && lt_ad_wants(c, n, 2))
-        s = ACC(2, OP2(GATHER_ND, G, in[1]));
-    return s;
+    return r_scatter_elements(c, n, in, out, dout);
 }
 
 /* DepthToSpace or SpaceToDepth of g with blocksize b, in mode CRD when crd

@@ -96,6 +96,8 @@ static void a_topk1(tu_graph *g)
 }
 static void a_add(tu_graph *g) { tu_attr_str(g, "reduction", "add"); }
 static void a_mul(tu_graph *g) { tu_attr_str(g, "reduction", "mul"); }
+static void a_max(tu_graph *g) { tu_attr_str(g, "reduction", "max"); }
+static void a_min(tu_graph *g) { tu_attr_str(g, "reduction", "min"); }
 static void a_bs2(tu_graph *g) { tu_attr_int(g, "blocksize", 2); }
 static void a_bs2_crd(tu_graph *g)
 {
@@ -131,6 +133,7 @@ static void a_is_test1(tu_graph *g) { tu_attr_int(g, "is_test", 1); }
 #define IDX(r, d0, d1, n, ...)                                                                                     \
     {.rank = r, .dims = {d0, d1}, .dt = LT_I64, .frozen = true, .nvals = n, .vals = {__VA_ARGS__}}
 #define FROZEN(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = 0.5, .hi = 1.5, .frozen = true}
+#define FVALS(r, d0, d1, n, ...) {.rank = r, .dims = {d0, d1}, .nvals = n, .vals = {__VA_ARGS__}}
 #define SCALES(...) {.rank = 1, .dims = {4}, .frozen = true, .nvals = 4, .vals = {__VA_ARGS__}}
 
 static const rcase cases[] = {
@@ -208,6 +211,21 @@ static const rcase cases[] = {
     {"Scatter", LT_OP_SCATTER, 9, 3, 1, {F(2, 3, 4), IDX(2, 2, 4, 8, 2, 0, 1, 1, 0, 1, 0, 2), F(2, 2, 4)}},
     {"ScatterND", LT_OP_SCATTER_ND, 16, 3, 1, {F(2, 4, 3), IDX(2, 2, 1, 2, 0, 2), F(2, 2, 3)}},
     {"ScatterND.add", LT_OP_SCATTER_ND, 16, 3, 1, {F(2, 4, 3), IDX(2, 3, 2, 6, 0, 1, 3, 2, 0, 1), F(1, 3)}, a_add},
+    /* max, min, mul with two updates written to one place (columns 0-2) */
+    {"ScatterElements.max", LT_OP_SCATTER_ELEMENTS, 18, 3, 1,
+     {F(2, 3, 4), IDX(2, 2, 4, 8, 0, 2, 1, 0, 0, 2, 1, 1), F(2, 2, 4)}, a_max},
+    {"ScatterElements.min", LT_OP_SCATTER_ELEMENTS, 18, 3, 1,
+     {F(2, 3, 4), IDX(2, 2, 4, 8, 0, 2, 1, 0, 0, 2, 1, 1), F(2, 2, 4)}, a_min},
+    {"ScatterElements.mul", LT_OP_SCATTER_ELEMENTS, 18, 3, 1,
+     {F(2, 3, 4), IDX(2, 2, 4, 8, 0, 2, 1, 0, 0, 2, 1, 1), F(2, 2, 4)}, a_mul},
+    /* zero updates: two at one place (column 1: both gradients 0), one
+     * alone (column 3) and one beside a nonzero one (column 2) */
+    {"ScatterElements.mul_zeros", LT_OP_SCATTER_ELEMENTS, 18, 3, 1,
+     {F(2, 3, 4), IDX(2, 2, 4, 8, 0, 2, 1, 0, 0, 2, 1, 1), FVALS(2, 2, 4, 8, 0.5, 0, 0, 0, 0.9, 0, -1.2, -0.4)},
+     a_mul},
+    {"ScatterND.max", LT_OP_SCATTER_ND, 18, 3, 1, {F(2, 4, 3), IDX(2, 3, 2, 6, 0, 1, 3, 2, 0, 1), F(1, 3)}, a_max},
+    {"ScatterND.min", LT_OP_SCATTER_ND, 18, 3, 1, {F(2, 4, 3), IDX(2, 3, 2, 6, 0, 1, 3, 2, 0, 1), F(1, 3)}, a_min},
+    {"ScatterND.mul", LT_OP_SCATTER_ND, 18, 3, 1, {F(2, 4, 3), IDX(2, 3, 1, 3, 0, 3, 0), F(2, 3, 3)}, a_mul},
     {"DepthToSpace", LT_OP_DEPTH_TO_SPACE, 13, 1, 1, {F(4, 1, 8, 2, 3)}, a_bs2},
     {"DepthToSpace.CRD", LT_OP_DEPTH_TO_SPACE, 13, 1, 1, {F(4, 2, 8, 2, 3)}, a_bs2_crd},
     {"SpaceToDepth", LT_OP_SPACE_TO_DEPTH, 13, 1, 1, {F(4, 2, 2, 4, 6)}, a_bs2},
@@ -248,9 +266,6 @@ static const rcase cases[] = {
      {F(3, 4, 3, 5), F(1, 3), F(1, 3), FROZEN(1, 3), FROZEN(1, 3)}, a_is_test1},
     {"BatchNormalization-9.infer", LT_OP_BATCH_NORMALIZATION, 9, 5, 1,
      {F(4, 2, 3, 2, 2), F(1, 3), F(1, 3), FROZEN(1, 3), FROZEN(1, 3)}},
-    /* refused, with a reason */
-    {"ScatterElements.mul", LT_OP_SCATTER_ELEMENTS, 18, 3, 1,
-     {F(2, 3, 4), IDX(2, 2, 4, 8, 0, 2, 1, 0, 2, 1, 0, 1), F(2, 2, 4)}, a_mul, .refusal = "reduction 'mul'"},
 };
 
 static void all_rules(void **state)
