@@ -61,6 +61,7 @@ typedef struct if_branch_env {
     lt_func *k1;
     const lt_node *n;
     int r;
+    int nesc; /* escaping values k1 returns (lt_ad.esc) */
 } if_branch_env;
 
 /* Inside a branch, once its forward is written: call the continuation with
@@ -88,10 +89,25 @@ static lt_status if_branch_kont(lt_ad *c, void *envp)
         if (!cell)
             s = lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
     }
-    if (s == LT_OK && !lt_ad_call(c, e->k1, na, args, 0))
+    lt_node *call = s == LT_OK ? lt_ad_call(c, e->k1, na, args, e->nesc) : NULL;
+    if (s == LT_OK && !call)
         s = lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
+    for (int r = 0; call && r < e->nesc; r++) {
+        call->out[r]->type = e->k1->body->results[r]->type;
+        c->esc[r] = call->out[r];
+    }
     free(args);
     return s;
+}
+
+/* whether the escaping values changed from was[] (made while writing a
+ * continuation, so held in its function's body) */
+static bool esc_moved(const lt_ad *c, lt_ival *const *was)
+{
+    for (int r = 0; r < c->nesc; r++)
+        if (c->esc[r] != was[r])
+            return true;
+    return false;
 }
 
 static lt_status ad_if(lt_ad *c, const lt_block *b, int i, lt_ad_kont k)
@@ -127,15 +143,25 @@ static lt_status ad_if(lt_ad *c, const lt_block *b, int i, lt_ad_kont k)
             c->cell[n->out[j]->id] = v;
         }
     lt_block *saved = c->out;
+    lt_ival *was[64];
+    if (c->nesc > 64)
+        return lt_ad_fail(c, n, "too many values to return from a loop iteration");
+    for (int r = 0; r < c->nesc; r++)
+        was[r] = c->esc[r];
     c->out = f->body;
     s = lt_ad_block(c, b, i + 1, k);
     c->out = saved;
+    /* a loop iteration's results made in the continuation leave it as its
+     * results, then as each branch's and the If's */
+    int nesc = s == LT_OK && esc_moved(c, was) ? c->nesc : 0;
     if (s == LT_OK)
-        s = lt_block_set_results(c->m, f->body, 0);
+        s = lt_block_set_results(c->m, f->body, nesc);
+    for (int r = 0; r < nesc; r++)
+        f->body->results[r] = c->esc[r];
     if (s != LT_OK)
         return s;
     /* if (c) { then-forward; k1(...); then-backward } else { ... } */
-    lt_node *iff = lt_node_new(c->m, c->out, LT_OP_IF, 1, 0);
+    lt_node *iff = lt_node_new(c->m, c->out, LT_OP_IF, 1, nesc);
     if (!iff || lt_node_set_regions(c->m, iff, 2) != LT_OK)
         return lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
     iff->opset = n->opset;
@@ -147,12 +173,24 @@ static lt_status ad_if(lt_ad *c, const lt_block *b, int i, lt_ad_kont k)
         lt_block *rb = lt_block_new(c->m, c->out, n->regions[r]->name);
         rb->owner = iff;
         iff->regions[r] = rb;
-        lt_block_set_results(c->m, rb, 0);
-        if_branch_env e = {f, n, r};
+        if_branch_env e = {f, n, r, nesc};
         lt_block *outer = c->out;
         c->out = rb;
         s = lt_ad_block(c, n->regions[r], 0, (lt_ad_kont){if_branch_kont, &e});
         c->out = outer;
+        if (s == LT_OK)
+            s = lt_block_set_results(c->m, rb, nesc);
+        for (int q = 0; q < nesc && s == LT_OK; q++)
+            rb->results[q] = c->esc[q];
+    }
+    for (int q = 0; q < nesc && s == LT_OK; q++) {
+        lt_ival *o = lt_ival_new(c->m, c->out, "iteration_result");
+        if (!o)
+            return lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
+        o->type = f->body->results[q]->type;
+        o->def = iff;
+        iff->out[q] = o;
+        c->esc[q] = o;
     }
     return s;
 }

@@ -15,6 +15,13 @@ struct lt_ad {
     bool *active;   /* source value depends on something differentiated */
     int counter;    /* fresh names */
     lt_ival *loss_src, *loss_cell;
+    /* values a loop iteration returns upward (its scan-output adjoints),
+     * as the block being written holds them: made by the recursive call
+     * deep in the iteration's continuations, and carried out of each
+     * continuation function an If or a Loop in the body made (its results,
+     * its calls' and the If's outputs) until the iteration's own block */
+    lt_ival **esc;
+    int nesc;
 };
 
 typedef struct lt_ad_kont {

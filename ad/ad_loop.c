@@ -29,7 +29,10 @@ typedef struct loopx {
     lt_ival *idx_in[MAXV]; /* per scan input: the index of this iteration's slice */
     lt_ival *slice_cell[MAXV];
     lt_node *self_call;
-    lt_ival *ret[MAXV]; /* adjoint cells of active scan outputs returned upward */
+    lt_ival *ret[MAXV]; /* adjoint cells of active scan outputs returned upward, then
+                         * the enclosing loop iteration's results (nesc_o) that
+                         * its continuation k made, passed up through this loop */
+    int nesc_o;
 } loopx;
 
 static bool active(lt_ad *c, const lt_ival *v) { return v && v->id < c->nsrc && c->active[v->id]; }
@@ -86,10 +89,14 @@ static lt_status iter_kont(lt_ad *c, void *envp)
     int nret = 0;
     for (int k = 0; k < x->K; k++)
         nret += active(c, x->n->out[x->N + k]);
-    lt_node *call = lt_ad_call(c, x->f, na, args, nret);
+    lt_node *call = lt_ad_call(c, x->f, na, args, nret + x->nesc_o);
     if (!call)
         return oom(c);
     x->self_call = call;
+    for (int q = 0; q < x->nesc_o; q++) {
+        call->out[nret + q]->type = x->k->body->results[q]->type;
+        x->ret[nret + q] = call->out[nret + q];
+    }
     int r = 0;
     for (int k = 0; k < x->K; k++) {
         if (!active(c, x->n->out[x->N + k]))
@@ -139,7 +146,8 @@ static lt_status emit_loop_body(lt_ad *c, loopx *x)
     int nret = 0;
     for (int k = 0; k < x->K; k++)
         nret += active(c, n->out[x->N + k]);
-    lt_node *iff = lt_ad_node(c, LT_OP_IF, 1, nret);
+    int nall = nret + x->nesc_o;
+    lt_node *iff = lt_ad_node(c, LT_OP_IF, 1, nall);
     if (!iff || lt_node_set_regions(c->m, iff, 2) != LT_OK)
         return oom(c);
     iff->in[0] = go;
@@ -187,7 +195,17 @@ static lt_status emit_loop_body(lt_ad *c, loopx *x)
                 return oom(c);
         }
     }
+    /* the scan-output adjoints the recursive call returns are this
+     * iteration's results, carried out of the body's continuations */
+    lt_ival **outer_esc = c->esc;
+    int outer_nesc = c->nesc;
+    for (int r = 0; r < nall; r++)
+        x->ret[r] = NULL;
+    c->esc = x->ret;
+    c->nesc = nall;
     s = lt_ad_block(c, body, 0, (lt_ad_kont){iter_kont, x});
+    c->esc = outer_esc;
+    c->nesc = outer_nesc;
     if (s != LT_OK)
         return s;
     /* scanned inputs: each iteration's slice adjoint goes back into place */
@@ -209,8 +227,8 @@ static lt_status emit_loop_body(lt_ad *c, loopx *x)
         acc->in[0] = c->cell[xs_src->id];
         acc->in[1] = gg->out[0];
     }
-    lt_block_set_results(c->m, tb, nret);
-    for (int r = 0; r < nret; r++)
+    lt_block_set_results(c->m, tb, nall);
+    for (int r = 0; r < nall; r++)
         tb->results[r] = x->ret[r];
 
     /* else: the loop is over; stack the scan outputs and continue */
@@ -236,7 +254,7 @@ static lt_status emit_loop_body(lt_ad *c, loopx *x)
     for (int j = 0; j < x->N; j++)
         if (active(c, body->params[x->bp_carried + j]))
             args[na++] = x->cells[q++];
-    lt_block_set_results(c->m, eb, nret);
+    lt_block_set_results(c->m, eb, nall);
     int r = 0;
     for (int k = 0; k < x->K; k++)
         if (active(c, n->out[x->N + k])) {
@@ -246,12 +264,19 @@ static lt_status emit_loop_body(lt_ad *c, loopx *x)
             args[na++] = cell;
             eb->results[r++] = cell;
         }
-    if (!lt_ad_call(c, x->k, na, args, 0))
+    lt_node *kc = lt_ad_call(c, x->k, na, args, x->nesc_o);
+    if (!kc)
         return oom(c);
+    for (int q = 0; q < x->nesc_o; q++) {
+        kc->out[q]->type = x->k->body->results[q]->type;
+        eb->results[r++] = kc->out[q];
+    }
     c->out = F;
-    lt_block_set_results(c->m, F, nret);
-    for (r = 0; r < nret; r++)
+    lt_block_set_results(c->m, F, nall);
+    for (r = 0; r < nall; r++) {
+        iff->out[r]->type = tb->results[r] ? tb->results[r]->type : eb->results[r]->type;
         F->results[r] = iff->out[r];
+    }
     return LT_OK;
 }
 
@@ -366,13 +391,29 @@ lt_status lt_ad_loop(lt_ad *c, const lt_block *b, int i, lt_ad_kont kont)
             c->cell[n->out[j]->id] = param(c, x->k->body, p++, "cell", &t);
         }
     lt_block *outer = c->out;
+    lt_ival *was[MAXV];
+    if (c->nesc + MAXV / 2 > MAXV) {
+        s = lt_ad_fail(c, n, "too many values to return from a loop iteration");
+        goto done;
+    }
+    for (int r = 0; r < c->nesc; r++)
+        was[r] = c->esc[r];
     c->out = x->k->body;
     s = lt_ad_block(c, b, i + 1, kont);
     c->out = outer;
+    /* an enclosing iteration's results made in k come back up through
+     * this loop's calls (their last results) */
+    bool moved = false;
+    for (int r = 0; s == LT_OK && r < c->nesc; r++)
+        moved |= c->esc[r] != was[r];
+    x->nesc_o = moved ? c->nesc : 0;
     if (s == LT_OK)
-        s = lt_block_set_results(c->m, x->k->body, 0);
+        s = lt_block_set_results(c->m, x->k->body, x->nesc_o);
+    for (int r = 0; s == LT_OK && r < x->nesc_o; r++)
+        x->k->body->results[r] = c->esc[r];
     if (s != LT_OK)
         goto done;
+    lt_ival **outer_esc = c->esc;
 
     /* the loop function */
     snprintf(nm, sizeof nm, "loop_%s", *n->name ? n->name : lt_op_names[n->op]);
@@ -448,8 +489,13 @@ lt_status lt_ad_loop(lt_ad *c, const lt_block *b, int i, lt_ad_kont kont)
     int nret = 0;
     for (int k = 0; k < x->K; k++)
         nret += active(c, n->out[x->N + k]);
-    if (s == LT_OK && !lt_ad_call(c, x->f, na, args, nret))
+    lt_node *first = s == LT_OK ? lt_ad_call(c, x->f, na, args, nret + x->nesc_o) : NULL;
+    if (s == LT_OK && !first)
         s = oom(c);
+    for (int q = 0; first && q < x->nesc_o; q++) {
+        first->out[nret + q]->type = x->k->body->results[q]->type;
+        outer_esc[q] = first->out[nret + q];
+    }
 done:
     free(x);
     return s;

@@ -180,3 +180,55 @@ save("ad_seq_refused",
      [h.make_node("Mul", ["x", "P"], ["xp"]), h.make_node("SequenceConstruct", ["xp", "x"], ["sq"]),
       h.make_node("ConcatFromSequence", ["sq"], ["cat"], axis=0), h.make_node("Add", ["cat", "Q"], ["y"])],
      [vi("x", [2, 4])], [vi("y", [4, 4])], [w("P", 2, 4), w("Q", 4, 4)])
+
+# A scan output made by an If in the body (the If's branches hold the rest
+# of the iteration, the recursion included): even iterations h * W1, odd
+# ones tanh(h @ W2); the scan output is h * V
+sbody = h.make_graph(
+    [h.make_node("Mod", ["it", "two"], ["r"]), h.make_node("Equal", ["r", "zero"], ["is_even"]),
+     h.make_node("If", ["is_even"], ["h_out"], then_branch=even_g, else_branch=odd_g),
+     h.make_node("Mul", ["h_out", "V"], ["sc"])] + identity_cond,
+    "ifscan", [vi("it", [], TP.INT64), vi("cond_in", [], TP.BOOL), vi("h_in", [2, 4])],
+    [vi("cond_out", [], TP.BOOL), vi("h_out", [2, 4]), vi("sc", [2, 4])], initializer=[i64("two", 2), i64("zero", 0)])
+save("ad_if_in_loop_scan",
+     [h.make_node("Loop", ["M", "", "x"], ["hT", "stack"], body=sbody),
+      h.make_node("ReduceSum", ["stack"], ["ss"], keepdims=0), h.make_node("ReduceSum", ["hT"], ["hs"], keepdims=0),
+      h.make_node("Add", ["ss", "hs"], ["y"])],
+     [vi("x", [2, 4])], [vi("y", [])], [w("W1", 2, 4), w("W2", 4, 4), w("V", 2, 4), i64("M", 4)])
+
+# A scan output of an outer loop whose body runs an inner loop
+outer_scan = h.make_graph(
+    [h.make_node("Loop", ["two", "", "h_in"], ["g"], body=inner)] + rnn_step("g", "h_out", "W", "xs", prefix="o")
+    + [h.make_node("Mul", ["h_out", "V"], ["sc"])] + identity_cond,
+    "outer_scan", [vi("it", [], TP.INT64), vi("cond_in", [], TP.BOOL), vi("h_in", [2, 4])],
+    [vi("cond_out", [], TP.BOOL), vi("h_out", [2, 4]), vi("sc", [2, 4])], initializer=[i64("two", 2)])
+save("ad_loop_in_loop_scan",
+     [h.make_node("Tanh", ["x"], ["xs"]), h.make_node("Loop", ["M", "", "h0"], ["hT", "stack"], body=outer_scan),
+      h.make_node("ReduceSum", ["stack"], ["ss"], keepdims=0), h.make_node("ReduceSum", ["hT"], ["hs"], keepdims=0),
+      h.make_node("Add", ["ss", "hs"], ["y"])],
+     [vi("x", [2, 4])], [vi("y", [])], [w("W", 4, 4), w("V", 2, 4), w("h0", 2, 4), i64("M", 3)])
+
+# A while loop (no trip count) appending an If's result to a list that is
+# then concatenated on axis 0 and on axis 1 (torch's dynamo exporter writes
+# EmbeddingBag so): iteration 1 appends tanh(x * P), the others x * P * i
+cat_then = h.make_graph([h.make_node("Mul", ["x", "P"], ["xp1"]), h.make_node("Tanh", ["xp1"], ["e1"])], "one", [],
+                        [vi("e1", [2, 4])])
+cat_else = h.make_graph([h.make_node("Mul", ["x", "P"], ["xp2"]), h.make_node("Cast", ["i"], ["fi"], to=F),
+                         h.make_node("Mul", ["xp2", "fi"], ["e2"])], "other", [], [vi("e2", [2, 4])])
+cat_body = h.make_graph(
+    [h.make_node("Equal", ["i", "one"], ["is_one"]),
+     h.make_node("If", ["is_one"], ["e"], then_branch=cat_then, else_branch=cat_else),
+     h.make_node("SequenceInsert", ["l_in", "e"], ["l_out"]), h.make_node("Add", ["i", "one"], ["i2"]),
+     h.make_node("Less", ["i2", "three"], ["cond_out"])],
+    "cat_body", [vi("it", [], TP.INT64), vi("cond_in", [], TP.BOOL), vi("i", [], TP.INT64),
+                 h.make_tensor_sequence_value_info("l_in", F, None)],
+    [vi("cond_out", [], TP.BOOL), vi("i2", [], TP.INT64), h.make_tensor_sequence_value_info("l_out", F, None)])
+save("ad_loop_concat",
+     [h.make_node("SequenceEmpty", [], ["l0"], dtype=F),
+      h.make_node("Loop", ["", "T", "zero_i", "l0"], ["iT", "l"], body=cat_body),
+      h.make_node("ConcatFromSequence", ["l"], ["c0"], axis=0), h.make_node("ConcatFromSequence", ["l"], ["c1"], axis=-1),
+      h.make_node("Mul", ["c0", "c0"], ["c0sq"]), h.make_node("Sin", ["c1"], ["c1s"]),
+      h.make_node("ReduceSum", ["c0sq"], ["a"], keepdims=0), h.make_node("ReduceSum", ["c1s"], ["b"], keepdims=0),
+      h.make_node("Add", ["a", "b"], ["y"])],
+     [vi("x", [2, 4])], [vi("y", [])],
+     [w("P", 2, 4, scale=1.0), nh.from_array(np.array(True), "T"), i64("zero_i", 0), i64("one", 1), i64("three", 3)])

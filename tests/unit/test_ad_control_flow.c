@@ -1,9 +1,12 @@
 /* The AD through control flow, against central finite differences of the
  * same model in float64: If (each branch, outer captures, an initializer in
  * a branch), Loop (trip count, condition, both, carried values, scan
- * outputs, captured parameters, Loop in Loop, If in Loop), Scan (forward,
+ * outputs, captured parameters, Loop in Loop, If in Loop, scan outputs made
+ * by an If or after an inner Loop in the body, whose adjoints come back out
+ * of the body's continuations), Scan (forward,
  * reverse, non-zero axes), sequences (SplitToSequence read by SequenceAt in
- * its three forms; a list a Loop appends to, stacked after it; a sequence
+ * its three forms; a list a Loop appends to, stacked after it or
+ * concatenated on an axis, from a loop without a trip count; a sequence
  * the AD cannot follow is refused), and FlexAttention's score_mod and
  * prob_mod graphs (their own initializers, an outer capture, GQA;
  * tests/data/make_flex_models.py): the AD writes FlexAttention out as
@@ -37,6 +40,26 @@ static void loop_list_stacked(void **s)
 {
     (void)s;
     tu_grad_check_model(DATA "ad_loop_list.onnx", 2, d24, -1, 1, 12, "V");
+}
+
+static void if_in_loop_scan(void **s)
+{
+    (void)s;
+    tu_grad_check_model(DATA "ad_if_in_loop_scan.onnx", 2, d24, -1, 1, 15, "W1");
+    tu_grad_check_model(DATA "ad_if_in_loop_scan.onnx", 2, d24, -1, 1, 16, "V");
+}
+
+static void loop_in_loop_scan(void **s)
+{
+    (void)s;
+    tu_grad_check_model(DATA "ad_loop_in_loop_scan.onnx", 2, d24, -1, 1, 17, "U");
+    tu_grad_check_model(DATA "ad_loop_in_loop_scan.onnx", 2, d24, -1, 1, 18, "V");
+}
+
+static void loop_list_concatenated(void **s)
+{
+    (void)s;
+    tu_grad_check_model(DATA "ad_loop_concat.onnx", 2, d24, -1, 1, 19, "P");
 }
 
 /* a gradient that would have to pass through SequenceConstruct and
@@ -86,6 +109,7 @@ int main(void)
         cmocka_unit_test(if_in_loop),      cmocka_unit_test(scan_forward),   cmocka_unit_test(scan_reverse_axis1),
         cmocka_unit_test(loop_rnn_model),  cmocka_unit_test(flex_attention_mods), cmocka_unit_test(flex_attention_plain),
         cmocka_unit_test(seq_split_at),    cmocka_unit_test(loop_list_stacked), cmocka_unit_test(seq_refused),
+        cmocka_unit_test(if_in_loop_scan), cmocka_unit_test(loop_in_loop_scan), cmocka_unit_test(loop_list_concatenated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
