@@ -18,9 +18,9 @@ static lt_ival *tile_sum_by_axis(lt_ad *c, lt_ival *g, lt_ival *x, bool known, c
 {
     int r = x->type.rank;
     lt_ival *sx = known ? NULL : OP1(SHAPE, x), *sy = known ? NULL : OP1(SHAPE, g);
-    lt_ival *pre[LT_MAX_RANK + 1], *q = INTS(1);
+    lt_ival *pre[LT_MAX_RANK + 1], *q = known ? NULL : INTS(1);
     int64_t ppre[LT_MAX_RANK + 1], pq = 1;
-    pre[0] = INTS(1);
+    pre[0] = q;
     ppre[0] = 1;
     for (int i = 0; i < r; i++) {
         if (known)
