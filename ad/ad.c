@@ -220,11 +220,7 @@ lt_status lt_ad_block(lt_ad *c, const lt_block *b, int i, lt_ad_kont k)
 /* What the whole program's continuation does once the loss is computed:
  * seed its adjoint with 1 and record its value. */
 /* the loss's own float type (float32 where it is not known to be a float) */
-static lt_dtype loss_dtype(const lt_ival *loss)
-{
-    lt_dtype dt = loss->type.dtype;
-    return dt == LT_F64 || dt == LT_F16 || dt == LT_BF16 ? dt : LT_F32;
-}
+static lt_dtype loss_dtype(const lt_ival *loss) { return lt_ad_float_dtype(loss); }
 
 static lt_status top_kont(lt_ad *c, void *env)
 {

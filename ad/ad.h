@@ -93,6 +93,12 @@ lt_node *lt_ad_grad_node(lt_ad *c, const lt_node *n, lt_op op, int ndy, lt_ival 
                          lt_ival *const *in, int nout);
 /* scalar constant of the given dtype */
 lt_ival *lt_ad_scalar(lt_ad *c, lt_dtype dt, double v);
+/* the float type of the backward values derived from v: v's own when it is
+ * float16, bfloat16, float32 or float64 (a constant combined with v must
+ * match it, as binary ops do not promote), float32 when v is not a float */
+lt_dtype lt_ad_float_dtype(const lt_ival *v);
+/* a scalar constant of like's float type, to combine with like */
+lt_ival *lt_ad_scalar_like(lt_ad *c, const lt_ival *like, double v);
 /* zeros shaped and typed like v */
 lt_ival *lt_ad_zeros_like(lt_ad *c, lt_ival *v);
 /* 1-D int64 constant */

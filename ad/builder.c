@@ -152,6 +152,17 @@ lt_ival *lt_ad_scalar(lt_ad *c, lt_dtype dt, double v)
     return const_tensor(c, t.dtype, 0, NULL, buf);
 }
 
+lt_dtype lt_ad_float_dtype(const lt_ival *v)
+{
+    lt_dtype dt = v ? v->type.dtype : LT_UNDEFINED;
+    return lt_dtype_is_float(dt) ? dt : LT_F32;
+}
+
+lt_ival *lt_ad_scalar_like(lt_ad *c, const lt_ival *like, double v)
+{
+    return lt_ad_scalar(c, lt_ad_float_dtype(like), v);
+}
+
 lt_ival *lt_ad_zeros_like(lt_ad *c, lt_ival *v)
 {
     lt_ival *shape = lt_ad_op1(c, LT_OP_SHAPE, v);

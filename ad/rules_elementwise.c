@@ -2,16 +2,17 @@
  * derivative; broadcast operands get their contribution summed back to
  * their own shape. */
 #include "ad_impl.h"
+#include "rules_util.h"
 
-#define G dout[0]
-#define ACC(i, v) lt_ad_accum(c, n, (i), (v))
 #define UB(v, i) lt_ad_unbroadcast(c, (v), in[i])
-#define OP1(op, a) lt_ad_op1(c, LT_OP_##op, (a))
-#define OP2(op, a, b) lt_ad_op2(c, LT_OP_##op, (a), (b))
-#define OP3(op, a, b, d) lt_ad_op3(c, LT_OP_##op, (a), (b), (d))
 
-static lt_dtype dt(lt_ival *const *in) { return in[0]->type.dtype == LT_F64 ? LT_F64 : LT_F32; }
-#define K(v) lt_ad_scalar(c, dt(in), (v))
+/* v in like's float type (an operand ONNX lets differ in type, such as
+ * Pow's exponent or Dropout's ratio), unchanged when it already is */
+static lt_ival *as_float_of(lt_ad *c, lt_ival *v, const lt_ival *like)
+{
+    lt_dtype to = like->type.dtype, from = v ? v->type.dtype : LT_UNDEFINED;
+    return !lt_dtype_is_float(to) || from == LT_UNDEFINED || from == to ? v : lt_ad_cast(c, v, to);
+}
 
 static lt_status r_add(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out, lt_ival *const *dout)
 {
@@ -168,10 +169,12 @@ static lt_status r_cos(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *
 static lt_status r_pow(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out, lt_ival *const *dout)
 {
     lt_status s = LT_OK;
-    if (lt_ad_wants(c, n, 0)) /* b a^(b-1) */
-        s = ACC(0, UB(OP2(MUL, G, OP2(MUL, in[1], OP2(POW, in[0], OP2(SUB, in[1], K(1))))), 0));
-    if (s == LT_OK && lt_ad_wants(c, n, 1)) /* a^b log a */
-        s = ACC(1, UB(OP2(MUL, G, OP2(MUL, out[0], OP1(LOG, in[0]))), 1));
+    if (lt_ad_wants(c, n, 0)) { /* b a^(b-1), with b in a's type (ONNX lets an exponent's type differ) */
+        lt_ival *b = as_float_of(c, in[1], in[0]);
+        s = ACC(0, UB(OP2(MUL, G, OP2(MUL, b, OP2(POW, in[0], OP2(SUB, b, K(1))))), 0));
+    }
+    if (s == LT_OK && lt_ad_wants(c, n, 1)) /* a^b log a, back in b's type */
+        s = ACC(1, UB(as_float_of(c, OP2(MUL, G, OP2(MUL, out[0], OP1(LOG, in[0]))), in[1]), 1));
     return s;
 }
 
@@ -179,7 +182,7 @@ static lt_status r_where(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival
                          lt_ival *const *dout)
 {
     lt_status s = LT_OK;
-    lt_ival *zero = lt_ad_scalar(c, in[1]->type.dtype == LT_F64 ? LT_F64 : LT_F32, 0);
+    lt_ival *zero = lt_ad_scalar_like(c, in[1], 0);
     if (lt_ad_wants(c, n, 1))
         s = ACC(1, UB(OP3(WHERE, in[0], G, zero), 1));
     if (s == LT_OK && lt_ad_wants(c, n, 2))
@@ -252,12 +255,12 @@ static lt_status r_dropout(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iv
         return ACC(0, G);
     if (n->nout < 2 || !out[1])
         return lt_ad_fail(c, n, "training-mode Dropout needs its mask output to be differentiated");
-    lt_ival *ratio = n->nin > 1 && in[1] ? in[1] : K(0.5);
+    lt_ival *ratio = n->nin > 1 && in[1] ? as_float_of(c, in[1], in[0]) : K(0.5);
     lt_node *cast = lt_ad_node(c, LT_OP_CAST, 1, 1);
     if (!cast)
         return LT_ERR_NOMEM;
     cast->in[0] = out[1];
-    lt_ad_attr_int(c, cast, "to", dt(in));
+    lt_ad_attr_int(c, cast, "to", lt_ad_float_dtype(in[0]));
     lt_ad_infer(c, cast);
     lt_ival *mask = cast->out[0];
     return ACC(0, OP2(DIV, OP2(MUL, G, mask), OP2(SUB, K(1), ratio)));

@@ -7,8 +7,61 @@
 
 static bool static_dim(const lt_type *t, int i) { return t->dims[i].sym < 0 && t->dims[i].v >= 0; }
 
+/* dy (shaped like y) summed over the copies one tiled axis at a time, from
+ * the last: at axis i, with the axes after it summed already, dy is viewed
+ * as [P, rep_i, d_i, Q] (P the size of y's axes before i, Q that of x's
+ * after it) and its axis 1 reduced. Four dims at most, where the view of
+ * every axis at once needs twice the rank. Sizes are constants where known
+ * (v holds [rep0, d0, rep1, d1, ...], axes tiled once skipped), else read
+ * from the shapes at run time (reps: the repeat counts). */
+static lt_ival *tile_sum_by_axis(lt_ad *c, lt_ival *g, lt_ival *x, bool known, const int64_t *v, lt_ival *reps)
+{
+    int r = x->type.rank;
+    lt_ival *sx = known ? NULL : OP1(SHAPE, x), *sy = known ? NULL : OP1(SHAPE, g);
+    lt_ival *pre[LT_MAX_RANK + 1], *q = known ? NULL : INTS(1);
+    int64_t ppre[LT_MAX_RANK + 1], pq = 1;
+    pre[0] = q;
+    ppre[0] = 1;
+    for (int i = 0; i < r; i++) {
+        if (known)
+            ppre[i + 1] = ppre[i] * v[2 * i] * v[2 * i + 1];
+        else
+            pre[i + 1] = OP2(MUL, pre[i], OP2(GATHER, sy, INTS(i)));
+    }
+    for (int i = r - 1; i >= 0; i--) {
+        if (known && v[2 * i] == 1) {
+            pq *= v[2 * i + 1];
+            continue;
+        }
+        lt_ival *shape;
+        if (known) {
+            shape = INTS(ppre[i], v[2 * i], v[2 * i + 1], pq);
+        } else {
+            lt_ival *parts[4] = {pre[i], OP2(GATHER, reps, INTS(i)), OP2(GATHER, sx, INTS(i)), q};
+            lt_node *cat = lt_ad_node_of(c, LT_OP_CONCAT, 4, parts);
+            if (!cat)
+                return NULL;
+            lt_ad_attr_int(c, cat, "axis", 0);
+            lt_ad_infer(c, cat);
+            shape = cat->out[0];
+        }
+        g = lt_ad_sum_over(c, OP2(RESHAPE, g, shape), false, 1, (int64_t[]){1});
+        if (known)
+            pq *= v[2 * i + 1];
+        else
+            q = OP2(MUL, q, OP2(GATHER, sx, INTS(i)));
+    }
+    if (!known)
+        return OP2(RESHAPE, g, sx);
+    int64_t xd[LT_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        xd[i] = v[2 * i + 1];
+    return OP2(RESHAPE, g, lt_ad_ints(c, r, xd));
+}
+
 /* dy summed over the copies: y viewed as [rep0, d0, rep1, d1, ...] and the
- * rep axes reduced */
+ * rep axes reduced; above rank LT_MAX_RANK / 2 that view has too many dims,
+ * and the axes are summed one at a time (tile_sum_by_axis) */
 RULE(r_tile)
 {
     lt_ival *x = in[0];
@@ -26,6 +79,15 @@ RULE(r_tile)
             v[2 * i] = out[0]->type.dims[i].v / x->type.dims[i].v;
             v[2 * i + 1] = x->type.dims[i].v;
         }
+    }
+    if (2 * r > LT_MAX_RANK) {
+        lt_ival *reps = NULL; /* at run time: as below */
+        if (!known && n->opset >= 6)
+            reps = lt_ad_as_i64(c, in[1]);
+        else if (!known)
+            reps = OP2(DIV, OP1(SHAPE, out[0]), OP2(MAX, OP1(SHAPE, x), lt_ad_scalar(c, LT_I64, 1)));
+        lt_ival *d = tile_sum_by_axis(c, G, x, known, v, reps);
+        return d ? ACC(0, d) : LT_ERR_NOMEM;
     }
     lt_ival *shape;
     if (known) {

@@ -2,9 +2,8 @@
  * layers and Resize, mostly through the dedicated gradient ops (whose
  * kernels map onto cuDNN's backward calls on the GPU). */
 #include "ad_impl.h"
+#include "rules_util.h"
 
-#define G dout[0]
-#define ACC(i, v) lt_ad_accum(c, n, (i), (v))
 
 static lt_node *grad_node(lt_ad *c, const lt_node *n, lt_op op, int nin, lt_ival *const *ins, int nout)
 {
@@ -80,17 +79,11 @@ static lt_status r_global_pool(lt_ad *c, const lt_node *n, lt_ival *const *in, l
     lt_ival *ge = lt_ad_op2(c, LT_OP_EXPAND, G, lt_ad_op1(c, LT_OP_SHAPE, x));
     if (n->op == LT_OP_GLOBAL_MAX_POOL) {
         lt_ival *ye = lt_ad_op2(c, LT_OP_EXPAND, out[0], lt_ad_op1(c, LT_OP_SHAPE, x));
-        lt_ival *zero = lt_ad_scalar(c, x->type.dtype == LT_F64 ? LT_F64 : LT_F32, 0);
+        lt_ival *zero = lt_ad_scalar_like(c, x, 0);
         return ACC(0, lt_ad_op3(c, LT_OP_WHERE, lt_ad_op2(c, LT_OP_EQUAL, x, ye), ge, zero));
     }
     lt_ival *cnt = lt_ad_op2(c, LT_OP_DIV, lt_ad_op1(c, LT_OP_SIZE, x), lt_ad_op1(c, LT_OP_SIZE, out[0]));
-    lt_node *k = lt_ad_node(c, LT_OP_CAST, 1, 1);
-    if (!k)
-        return LT_ERR_NOMEM;
-    k->in[0] = cnt;
-    lt_ad_attr_int(c, k, "to", x->type.dtype == LT_F64 ? LT_F64 : LT_F32);
-    lt_ad_infer(c, k);
-    return ACC(0, lt_ad_op2(c, LT_OP_DIV, ge, k->out[0]));
+    return ACC(0, lt_ad_div_count(c, ge, cnt));
 }
 
 /* normalizations: (dy, x, scale[, bias, mean, var]) -> dx, dscale, dbias */

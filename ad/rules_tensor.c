@@ -1,14 +1,9 @@
 /* Gradient rules: shape manipulation, indexing, reductions and MatMul/Gemm.
  * Shapes that are only known at run time are read with Shape nodes. */
 #include "ad_impl.h"
+#include "rules_util.h"
 #include <string.h>
 
-#define G dout[0]
-#define ACC(i, v) lt_ad_accum(c, n, (i), (v))
-#define OP1(op, a) lt_ad_op1(c, LT_OP_##op, (a))
-#define OP2(op, a, b) lt_ad_op2(c, LT_OP_##op, (a), (b))
-
-static lt_dtype fdt(const lt_ival *v) { return v->type.dtype == LT_F64 ? LT_F64 : LT_F32; }
 
 /* g reshaped to x's shape */
 static lt_status r_reshape_like(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
@@ -181,18 +176,10 @@ static lt_status r_reduce(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iva
     if (n->op != LT_OP_REDUCE_SUM && n->op != LT_OP_REDUCE_MEAN)
         ye = unreduce(c, n, in, out[0], &s);
     lt_ival *x = in[0], *d = NULL;
-    lt_dtype t = fdt(x);
+    lt_dtype t = lt_ad_float_dtype(x);
     switch (n->op) {
     case LT_OP_REDUCE_SUM: d = ge; break;
-    case LT_OP_REDUCE_MEAN: {
-        lt_ival *cnt = OP2(DIV, OP1(SIZE, x), OP1(SIZE, out[0]));
-        lt_node *k = lt_ad_node(c, LT_OP_CAST, 1, 1);
-        k->in[0] = cnt;
-        lt_ad_attr_int(c, k, "to", t);
-        lt_ad_infer(c, k);
-        d = OP2(DIV, ge, k->out[0]);
-        break;
-    }
+    case LT_OP_REDUCE_MEAN: d = lt_ad_div_count(c, ge, OP2(DIV, OP1(SIZE, x), OP1(SIZE, out[0]))); break;
     case LT_OP_REDUCE_SUM_SQUARE: d = OP2(MUL, ge, OP2(MUL, x, lt_ad_scalar(c, t, 2))); break;
     case LT_OP_REDUCE_L1: d = OP2(MUL, ge, OP1(SIGN, x)); break;
     case LT_OP_REDUCE_L2: d = OP2(MUL, ge, OP2(DIV, x, ye)); break;
@@ -299,7 +286,7 @@ static lt_status r_gemm(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival 
     if (s == LT_OK && lt_ad_wants(c, n, 1))
         s = ACC(1, tb ? gemm(c, G, A, 1, ta, alpha) : gemm(c, A, G, !ta, 0, alpha));
     if (s == LT_OK && n->nin > 2 && lt_ad_wants(c, n, 2)) {
-        lt_ival *g = beta == 1.0f ? G : OP2(MUL, G, lt_ad_scalar(c, fdt(G), beta));
+        lt_ival *g = beta == 1.0f ? G : OP2(MUL, G, lt_ad_scalar_like(c, G, beta));
         s = ACC(2, lt_ad_unbroadcast(c, g, in[2]));
     }
     return s;

@@ -20,8 +20,6 @@ void lt_ad_attr_str(lt_ad *c, lt_node *n, const char *name, const char *s)
     n->nattr++;
 }
 
-lt_dtype lt_ad_float_dtype(const lt_ival *v) { return v->type.dtype == LT_F64 ? LT_F64 : LT_F32; }
-
 lt_node *lt_ad_node_of(lt_ad *c, lt_op op, int nin, lt_ival *const *ins)
 {
     for (int i = 0; i < nin; i++)
@@ -127,3 +125,13 @@ lt_ival *lt_ad_sum_over(lt_ad *c, lt_ival *v, bool all, int na, const int64_t *a
     return k->out[0];
 }
 
+/* g divided by cnt, an int64 element count, in g's float type; float16
+ * divides in float32, where a count above 65504 does not overflow */
+lt_ival *lt_ad_div_count(lt_ad *c, lt_ival *g, lt_ival *cnt)
+{
+    lt_dtype dt = lt_ad_float_dtype(g);
+    if (dt != LT_F16)
+        return lt_ad_op2(c, LT_OP_DIV, g, lt_ad_cast(c, cnt, dt));
+    lt_ival *q = lt_ad_op2(c, LT_OP_DIV, lt_ad_cast(c, g, LT_F32), lt_ad_cast(c, cnt, LT_F32));
+    return q ? lt_ad_cast(c, q, LT_F16) : NULL;
+}

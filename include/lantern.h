@@ -112,8 +112,9 @@ lt_status lt_value_load_as(const char *path, lt_value_kind kind, lt_value **out,
 lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err);
 /* Releases a value (NULL does nothing). */
 void lt_value_free(lt_value *v);
-/* A float64 copy of a float32 tensor value; any other value is shared as it
- * is (free the result with lt_value_free). NULL when out of memory. */
+/* A float64 copy of a float32, float16 or bfloat16 tensor value; any other
+ * value is shared as it is (free the result with lt_value_free). NULL when
+ * out of memory. */
 lt_value *lt_value_to_f64(const lt_value *v);
 /* The tensor inside a tensor value, NULL for sequences and empty optionals. */
 const lt_tensor *lt_value_tensor(const lt_value *v);

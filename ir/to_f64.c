@@ -1,25 +1,30 @@
-/* An IR pass that turns a float32 model into the same model in float64
- * (parameters, inputs, constants, casts and every attribute tensor), so a
- * gradient can be checked against finite differences at double precision. */
+/* An IR pass that turns a float32, float16 or bfloat16 model into the same
+ * model in float64 (parameters, inputs, constants, casts and every attribute
+ * tensor), so a gradient can be checked against finite differences at
+ * double precision, or a half-precision gradient against the exact one. */
 #include "ir.h"
 #include <stdlib.h>
 #include <string.h>
 
+/* the float types the pass widens (the narrow float8/float4 types stay:
+ * they are storage formats a model casts from, not arithmetic types) */
+static bool widened(lt_dtype t) { return t == LT_F32 || t == LT_F16 || t == LT_BF16; }
+
 static void retype(lt_type *t)
 {
-    if (t->dtype == LT_F32 || t->dtype == LT_F16 || t->dtype == LT_BF16)
+    if (widened(t->dtype))
         t->dtype = LT_F64;
 }
 
 static bool tensor_to_f64(lt_module *m, lt_tensor *t, bool arena)
 {
-    if (t->dtype != LT_F32)
+    if (!widened(t->dtype))
         return true;
     double *d = arena ? lt_ir_alloc(m, sizeof *d * (t->numel ? t->numel : 1)) : malloc(sizeof *d * (t->numel ? t->numel : 1));
     if (!d)
         return false;
     for (int64_t i = 0; i < t->numel; i++)
-        d[i] = ((const float *)t->data)[i];
+        d[i] = lt_tensor_get_f64(t, i);
     if (!arena)
         free(t->data);
     t->data = d;
@@ -36,10 +41,10 @@ static bool block_to_f64(lt_module *m, lt_block *b)
         bool copied = false;
         for (int a = 0; a < n->nattr; a++) {
             lt_attr *at = &n->attrs[a];
-            bool is_f32_tensor = at->kind == LT_ATTR_TENSOR && at->t && at->t->dtype == LT_F32;
-            bool is_cast_to = at->kind == LT_ATTR_INT && at->i == LT_F32 &&
+            bool is_float_tensor = at->kind == LT_ATTR_TENSOR && at->t && widened(at->t->dtype);
+            bool is_cast_to = at->kind == LT_ATTR_INT && widened((lt_dtype)at->i) &&
                               (!strcmp(at->name, "to") || !strcmp(at->name, "dtype"));
-            if (!is_f32_tensor && !is_cast_to)
+            if (!is_float_tensor && !is_cast_to)
                 continue;
             if (!copied) { /* attributes may be shared between nodes: copy before changing */
                 lt_attr *na = lt_ir_alloc(m, sizeof *na * n->nattr);

@@ -5,9 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* float32, float16 and bfloat16 tensors widen (each value exact), as
+ * lt_model_to_f64 widens the model's own values of those types */
 lt_value *lt_value_to_f64(const lt_value *v)
 {
-    if (v->kind != LT_VAL_TENSOR || v->t.dtype != LT_F32)
+    lt_dtype dt = v->kind == LT_VAL_TENSOR ? v->t.dtype : LT_UNDEFINED;
+    if (dt != LT_F32 && dt != LT_F16 && dt != LT_BF16)
         return lt_value_ref(v);
     lt_value *d = lt_value_new_tensor();
     lt_err err;
@@ -16,7 +19,7 @@ lt_value *lt_value_to_f64(const lt_value *v)
         return NULL;
     }
     for (int64_t i = 0; i < v->t.numel; i++)
-        ((double *)d->t.data)[i] = ((const float *)v->t.data)[i];
+        ((double *)d->t.data)[i] = lt_tensor_get_f64(&v->t, i);
     return d;
 }
 

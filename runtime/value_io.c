@@ -47,9 +47,10 @@ static lt_status npy_parse(const char *path, const uint8_t *d, size_t n, lt_valu
 
 static lt_status save_npy(const lt_tensor *t, const char *path, lt_err *err);
 
-/* NumPy has no 4- or 2-bit integers and no float8/float4: int4 and int2
- * are written as int8, uint4 and uint2 as uint8 (their bytes in memory
- * already are), the narrow floats as float32 values (each one exact). */
+/* NumPy has no 4- or 2-bit integers and no bfloat16, float8 or float4:
+ * int4 and int2 are written as int8, uint4 and uint2 as uint8 (their bytes
+ * in memory already are), bfloat16 and the narrow floats as float32 values
+ * (each one exact). */
 lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err)
 {
     const lt_tensor *t = lt_value_tensor(v);
@@ -60,7 +61,7 @@ lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err)
         w.dtype = t->dtype == LT_I4 || t->dtype == LT_I2 ? LT_I8 : LT_U8;
         return save_npy(&w, path, err);
     }
-    if (!lt_dtype_is_narrow_float(t->dtype))
+    if (!lt_dtype_is_narrow_float(t->dtype) && t->dtype != LT_BF16)
         return save_npy(t, path, err);
     lt_tensor w = *t;
     w.dtype = LT_F32;
@@ -68,7 +69,7 @@ lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err)
     if (!w.data)
         return lt_errf(err, LT_ERR_NOMEM, "%s: out of memory", path);
     for (int64_t i = 0; i < t->numel; i++)
-        ((float *)w.data)[i] = (float)lt_narrow_to_f64(t->dtype, ((const uint8_t *)t->data)[i]);
+        ((float *)w.data)[i] = (float)lt_tensor_get_f64(t, i);
     lt_status s = save_npy(&w, path, err);
     free(w.data);
     return s;

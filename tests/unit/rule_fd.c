@@ -91,7 +91,10 @@ lt_status tu_fd_build(const tu_fd_model *fm, lt_model **out, lt_err *err)
             return lt_errf(err, LT_ERR_INTERNAL, "%s: output dim %d unknown", fm->name, d);
         dims[d] = y->type.dims[d].v;
     }
-    lt_ival *r = add_param(m, "R", y->type.dtype == LT_F64 ? LT_F64 : LT_F32, y->type.rank, dims, false);
+    /* R in y's float type: binary ops do not promote, so a float16 or
+     * bfloat16 output needs an R of its own type */
+    lt_dtype rt_dt = lt_dtype_is_float(y->type.dtype) ? y->type.dtype : LT_F32;
+    lt_ival *r = add_param(m, "R", rt_dt, y->type.rank, dims, false);
     lt_tensor *rt = &m->params[r->param].data;
     for (int64_t e = 0; e < rt->numel; e++)
         lt_tensor_set_f64(rt, e, (float)(unif(&seed) * 2 - 1));

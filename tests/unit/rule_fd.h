@@ -10,7 +10,7 @@
 /* One input of the node: its shape and type, and how it is filled. */
 typedef struct tu_fd_in {
     int rank;
-    int64_t dims[5];
+    int64_t dims[LT_MAX_RANK];
     lt_dtype dt;     /* LT_UNDEFINED means float32 */
     double lo, hi;   /* uniform range */
     bool signed_mag; /* random sign, magnitude in [lo, hi] */
