@@ -141,6 +141,11 @@ lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, char *list, size
         lt_ival *t = transpose_at_head(m, sp, cp);
         if (!t)
             return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        /* a graph output that was the copy stays an output of that name
+         * (a seed or a caller names it), now the transpose of the source */
+        for (int r = 0; r < m->main->nresults; r++)
+            if (m->main->results[r] == cp->value)
+                t->name = cp->value->name;
         swap_ctx s = {cp->value, t};
         lt_module_each_block(m, swap_reads, &s);
         cp->trainable = false;

@@ -290,6 +290,52 @@ static void grad_sums_the_uses(void **state)
     lt_value_free(in[1]);
 }
 
+/* A graph output that is the folded copy itself (tied/copy_out.onnx: y =
+ * x W^T + b, and Wt = W^T as an output): it keeps its name, and a seed on
+ * it reaches W's gradient: dW = dy^T x + dWt^T. */
+static void copy_output_keeps_its_name(void **state)
+{
+    (void)state;
+    lt_err err;
+    lt_model *m;
+    assert_int_equal(lt_model_load(DIR "copy_out.onnx", &m, &err), LT_OK);
+    const char *seeds[2] = {"y", "Wt"};
+    lt_grad_opts o = {.loss = LT_LOSS_SEEDS, .nseeds = 2, .seed_outputs = seeds, .tie_transposed = 1};
+    if (lt_model_grad(m, &o, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_value *x = tu_rand(LT_F32, 2, (int64_t[]){5, 4}, -1, 1, 41);
+    lt_value *dy = tu_rand(LT_F32, 2, (int64_t[]){5, 3}, -1, 1, 42);
+    lt_value *dwt = tu_rand(LT_F32, 2, (int64_t[]){4, 3}, -1, 1, 43);
+    const char *names[3] = {"x", "y_seed", "Wt_seed"};
+    lt_value *in[3] = {x, dy, dwt};
+    lt_session *s;
+    int nout = lt_model_num_outputs(m);
+    lt_value **outs = calloc((size_t)nout, sizeof *outs);
+    assert_non_null(outs);
+    if (lt_session_new(m, &s, &err) != LT_OK || lt_session_run(s, 3, names, in, outs, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_value *gw = grad_of(m, outs, "W");
+    assert_non_null(gw);
+    assert_null(grad_of(m, outs, "Wt"));
+    double worst = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) {
+            double want = tu_get(dwt, j * 3 + i);
+            for (int n = 0; n < 5; n++)
+                want += tu_get(dy, n * 3 + i) * tu_get(x, n * 4 + j);
+            worst = fmax(worst, fabs(tu_get(gw, i * 4 + j) - want));
+        }
+    assert_true(worst < 1e-5);
+    for (int k = 0; k < nout; k++)
+        lt_value_free(outs[k]);
+    free(outs);
+    lt_session_free(s);
+    lt_value_free(x);
+    lt_value_free(dy);
+    lt_value_free(dwt);
+    lt_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,6 +343,7 @@ int main(void)
         cmocka_unit_test(resumes),
         cmocka_unit_test(leaves_alone),
         cmocka_unit_test(grad_sums_the_uses),
+        cmocka_unit_test(copy_output_keeps_its_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
