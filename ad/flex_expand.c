@@ -27,13 +27,7 @@ typedef struct fx {
 
 static void place(fx *x, lt_node *k)
 {
-    lt_block *b = x->b;
-    for (int i = b->nnodes - 1; i > x->at; i--) {
-        b->nodes[i] = b->nodes[i - 1];
-        b->nodes[i]->index = i;
-    }
-    b->nodes[x->at] = k;
-    k->index = x->at++;
+    lt_block_place_at(x->b, k, x->at++);
 }
 
 /* a node of op over nin inputs with one fresh output, placed at x->at */

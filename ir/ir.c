@@ -200,6 +200,16 @@ lt_node *lt_node_new(lt_module *m, lt_block *b, lt_op op, int nin, int nout)
     return n;
 }
 
+void lt_block_place_at(lt_block *b, lt_node *n, int at)
+{
+    for (int k = b->nnodes - 1; k > at; k--) {
+        b->nodes[k] = b->nodes[k - 1];
+        b->nodes[k]->index = k;
+    }
+    b->nodes[at] = n;
+    n->index = at;
+}
+
 lt_status lt_block_set_params(lt_module *m, lt_block *b, int n)
 {
     b->nparams = n;

@@ -203,6 +203,9 @@ const char *lt_ir_strndup(lt_module *m, const char *s, size_t n);
 lt_block *lt_block_new(lt_module *m, lt_block *parent, const char *name);
 lt_ival *lt_ival_new(lt_module *m, lt_block *b, const char *name);
 lt_node *lt_node_new(lt_module *m, lt_block *b, lt_op op, int nin, int nout);
+/* Moves n, which lt_node_new just appended to b, to index at (the nodes
+ * from at on move one place down). */
+void lt_block_place_at(lt_block *b, lt_node *n, int at);
 lt_status lt_block_set_params(lt_module *m, lt_block *b, int n);
 lt_status lt_block_set_results(lt_module *m, lt_block *b, int n);
 lt_status lt_node_set_attrs(lt_module *m, lt_node *n, int nattr);

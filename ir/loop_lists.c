@@ -91,13 +91,7 @@ static lt_node *node_before(lt_module *m, lt_node *before, lt_op op, int nin, in
         k->out[o]->def = k;
         lt_type_unknown(&k->out[o]->type, dt, rank);
     }
-    int at = before->index;
-    for (int i = b->nnodes - 1; i > at; i--) {
-        b->nodes[i] = b->nodes[i - 1];
-        b->nodes[i]->index = i;
-    }
-    b->nodes[at] = k;
-    k->index = at;
+    lt_block_place_at(b, k, before->index);
     return k;
 }
 

@@ -98,12 +98,7 @@ static lt_ival *transpose_at_head(lt_module *m, lt_param *src, const lt_param *c
     v->param = -1;
     v->type = copy->value->type;
     n->out[0] = v;
-    for (int k = b->nnodes - 1; k > 0; k--) {
-        b->nodes[k] = b->nodes[k - 1];
-        b->nodes[k]->index = k;
-    }
-    b->nodes[0] = n;
-    n->index = 0;
+    lt_block_place_at(b, n, 0);
     return v;
 }
 

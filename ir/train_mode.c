@@ -93,25 +93,8 @@ static lt_ival *constant_before(lt_module *m, lt_node *before, lt_dtype dt, doub
     c->out[0]->def = c;
     lt_type_tensor(&c->out[0]->type, dt, 0, NULL);
     /* lt_node_new appended it: move it in front of `before` */
-    int at = before->index;
-    for (int k = b->nnodes - 1; k > at; k--) {
-        b->nodes[k] = b->nodes[k - 1];
-        b->nodes[k]->index = k;
-    }
-    b->nodes[at] = c;
-    c->index = at;
+    lt_block_place_at(b, c, before->index);
     return c->out[0];
-}
-
-/* Moves node c (just appended to block b by lt_node_new) to index at. */
-static void place_at(lt_block *b, lt_node *c, int at)
-{
-    for (int k = b->nnodes - 1; k > at; k--) {
-        b->nodes[k] = b->nodes[k - 1];
-        b->nodes[k]->index = k;
-    }
-    b->nodes[at] = c;
-    c->index = at;
 }
 
 /* A node of op in block b at index at reading a (and bb when given), with
@@ -134,7 +117,7 @@ static lt_node *node_at(lt_module *m, lt_block *b, int at, lt_op op, lt_ival *a,
             return NULL;
         n->out[0]->def = n;
     }
-    place_at(b, n, at);
+    lt_block_place_at(b, n, at);
     return n;
 }
 
@@ -301,7 +284,7 @@ static lt_ival *scalar_at(lt_module *m, lt_block *b, int at, double val, const c
         return NULL;
     c->out[0]->def = c;
     lt_type_tensor(&c->out[0]->type, LT_F32, 0, NULL);
-    place_at(b, c, at);
+    lt_block_place_at(b, c, at);
     return c->out[0];
 }
 
