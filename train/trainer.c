@@ -494,6 +494,21 @@ static bool fuses_elementwise(void)
     return on_cpu() || !off || strcmp(off, "0") != 0;
 }
 
+/* The optimizers update float32 and float64 weights: a half-precision one
+ * is named before anything else is done (not frozen: frozen ones only run) */
+static lt_status check_param_types(const lt_trainer *t, lt_err *err)
+{
+    for (int p = 0; p < t->tm->nparams; p++) {
+        const lt_param *pp = &t->tm->params[p];
+        lt_dtype dt = pp->data.dtype;
+        if (pp->trainable && lt_dtype_is_float(dt) && dt != LT_F32 && dt != LT_F64)
+            return lt_errf(err, LT_ERR_UNSUPPORTED,
+                           "%s: parameter '%s' is %s; lantern trains float32 and float64 weights (convert the model to "
+                           "float32, or --freeze it)", t->path, pp->name, lt_dtype_name(dt));
+    }
+    return LT_OK;
+}
+
 lt_status lt_trainer_rewrite(lt_model *tm, bool cpu, bool fuse, lt_err *err)
 {
     /* cells into sums first (on every backend: a sum is cheaper than a
@@ -538,6 +553,8 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         st = check_copies(t, err);
     if (st == LT_OK)
         st = apply_freeze(t, err);
+    if (st == LT_OK)
+        st = check_param_types(t, err);
     if (st != LT_OK)
         return st;
     if (o->init_random) {

@@ -2,7 +2,9 @@
  * weights uniform within He's bound sqrt(6 / fan_in) (not all equal, the
  * same for a seed, others for another seed), biases zero, and the scale of a
  * BatchNormalization one, so that a network with batch norms trains from
- * scratch; its running statistics start fresh (mean 0, variance 1). */
+ * scratch; its running statistics start fresh (mean 0, variance 1). A
+ * float16 weight, which the optimizers do not update, is named before
+ * training; frozen, it only runs. */
 #include "testutil.h"
 #include <math.h>
 #include <string.h>
@@ -64,8 +66,26 @@ static void scales_start_at_one(void **state)
     lt_trainer_free(c);
 }
 
+static void half_weight_named(void **state)
+{
+    (void)state;
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    lt_trainer *t = NULL;
+    lt_err err;
+    assert_int_equal(lt_trainer_new(DATA "half_mlp.onnx", &o, &t, &err), LT_ERR_UNSUPPORTED);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "parameter 'W' is float16"));
+    const char *frozen[1] = {"W"};
+    o.nfreeze = 1;
+    o.freeze = frozen;
+    if (lt_trainer_new(DATA "half_mlp.onnx", &o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_trainer_free(t);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(scales_start_at_one)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(scales_start_at_one), cmocka_unit_test(half_weight_named)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
