@@ -187,9 +187,21 @@ static lt_status r_reduce(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iva
     case LT_OP_REDUCE_LOG_SUM: d = OP2(MUL, ge, OP1(EXP, OP1(NEG, ye))); break;
     case LT_OP_REDUCE_PROD: d = OP2(MUL, ge, OP2(DIV, ye, x)); break;
     case LT_OP_REDUCE_MAX:
-    case LT_OP_REDUCE_MIN:
-        d = lt_ad_op3(c, LT_OP_WHERE, OP2(EQUAL, x, ye), ge, lt_ad_scalar(c, t, 0));
+    case LT_OP_REDUCE_MIN: {
+        /* the values equal to the result share its gradient evenly, as
+         * PyTorch's amax/amin: dy / (how many there are) */
+        lt_ival *mask = lt_ad_cast(c, OP2(EQUAL, x, ye), t);
+        int na = 0;
+        const int64_t *axes = lt_attr_ints(n, "axes", &na);
+        lt_ival *ins[2] = {mask, n->nin > 1 && n->in[1] ? in[1] : axes && na > 0 ? lt_ad_ints(c, na, axes) : NULL};
+        lt_node *k = lt_ad_node_of(c, LT_OP_REDUCE_SUM, ins[1] ? 2 : 1, ins);
+        if (!k)
+            return LT_ERR_NOMEM;
+        lt_ad_attr_int(c, k, "keepdims", lt_attr_int(n, "keepdims", 1) != 0);
+        lt_ad_infer(c, k);
+        d = OP2(DIV, OP2(MUL, mask, ge), unreduce(c, n, in, k->out[0], &s));
         break;
+    }
     default: return lt_ad_fail(c, n, "no gradient rule");
     }
     return ACC(0, d);

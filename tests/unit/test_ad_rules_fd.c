@@ -30,6 +30,7 @@ static tu_fd_model model_of(const rcase *rc)
 
 /* attribute setters */
 static void a_keep0(tu_graph *g) { tu_attr_int(g, "keepdims", 0); }
+static void a_axes1(tu_graph *g) { tu_attr_ints(g, "axes", 1, (int64_t[]){1}); }
 static void a_axis1(tu_graph *g) { tu_attr_int(g, "axis", 1); }
 static void a_axis0(tu_graph *g) { tu_attr_int(g, "axis", 0); }
 static void a_perm(tu_graph *g) { tu_attr_ints(g, "perm", 3, (int64_t[]){2, 0, 1}); }
@@ -133,6 +134,12 @@ static const rcase cases[] = {
     {"ReduceMean", LT_OP_REDUCE_MEAN, 13, 1, 1, {F(3, 2, 3, 4)}},
     {"ReduceMax", LT_OP_REDUCE_MAX, 13, 1, 1, {F(3, 2, 3, 4)}, a_keep0},
     {"ReduceMin", LT_OP_REDUCE_MIN, 13, 1, 1, {F(3, 2, 3, 4)}},
+    /* two-way ties: the central difference there is 1/2, the even share
+     * PyTorch's amax/amin gives each tied value */
+    {"ReduceMax.ties", LT_OP_REDUCE_MAX, 18, 2, 1,
+     {{.rank = 2, .dims = {3, 4}, .nvals = 12, .vals = {1, 2, 0.5, 3, 1, -1, 0.5, 2, 0, 2, 0.1, 3}}, I64(1, 1, 0)}},
+    {"ReduceMin.ties", LT_OP_REDUCE_MIN, 13, 1, 1,
+     {{.rank = 2, .dims = {3, 4}, .nvals = 12, .vals = {1, -2, 1, 3, 0.5, 0.5, 2, 4, -1, 0, -1, 7}}}, a_axes1},
     {"ReduceProd", LT_OP_REDUCE_PROD, 13, 1, 1, {KINK(2, 3, 4)}},
     {"ReduceL1", LT_OP_REDUCE_L1, 13, 1, 1, {KINK(2, 3, 4)}},
     {"ReduceL2", LT_OP_REDUCE_L2, 13, 1, 1, {F(2, 3, 4)}},
