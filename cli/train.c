@@ -283,6 +283,9 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
       "no clipping", 0)                                                                                              \
     X(T_FREEZE, "--freeze", "NAME", "keep parameter NAME as it is", NULL, LT_OPT_REPEAT)                             \
     X(T_NO_TIE, "--no-tie", NULL, LT_NO_TIE_HELP, "tied", 0)                                                       \
+    X(T_TRAIN_CONSTANTS, "--train-constants", NULL,                                                                  \
+      "train the single-valued initializers an exporter names as its own (dynamo's val_N, onnx::*) or keeps in "    \
+      "an If/Loop/Scan body, which are the graph's constants (GELU's 3.0, an attention scale)", "kept fixed", 0)    \
     X(T_PADDING, "--padding-idx", "PARAM=ROW",                                                                    \
       LT_PADDING_IDX_HELP, "none", LT_OPT_REPEAT)                                            \
     X(T_INIT, "--init", "keep|random",                                                                               \
@@ -397,6 +400,7 @@ static int cmd_train(const lt_cli_args *a)
         case T_CLIP_NORM: ok = lt_cli_num(opt, val, 0, 1e12, &o.clip_norm); break;
         case T_FREEZE: freeze[nfreeze++] = val; break;
         case T_NO_TIE: o.no_tie = 1; break;
+        case T_TRAIN_CONSTANTS: o.train_constants = 1; break;
         case T_PADDING:
             ok = lt_cli_padding(opt, val, &pads[npads], &pad_names[npads]);
             npads += ok;

@@ -540,6 +540,13 @@ typedef struct lt_train_opts {
      * back as its transpose (o->on_note names the pairs); no_tie keeps the
      * copies apart, each trained on its own */
     int no_tie;
+    /* float initializers holding one value throughout that an exporter
+     * names as its own (torch's dynamo val_N, the TorchScript exporter's
+     * onnx::* scalars, lifted or _tensor_constant ones) or that sit in an If/Loop/Scan
+     * body are the graph's constants (GELU's 0.5 and 3.0, an attention
+     * scale, a mask value, a zero row), not weights: they stay fixed
+     * (o->on_note names them) unless train_constants is set */
+    int train_constants;
 } lt_train_opts;
 
 void lt_train_defaults(lt_train_opts *o);

@@ -836,6 +836,8 @@ char *lt_ckpt_run_text(const char *model_path, const lt_train_opts *o)
         fprintf(f, "--ignore-index %lld\n", (long long)o->ignore_index);
     if (o->no_tie)
         fprintf(f, "--no-tie\n");
+    if (o->train_constants)
+        fprintf(f, "--train-constants\n");
     for (int i = 0; i < o->npadding; i++)
         fprintf(f, "--padding-idx %s=%lld\n", o->padding[i].param ? o->padding[i].param : "",
                 (long long)o->padding[i].row);

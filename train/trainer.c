@@ -494,6 +494,59 @@ static bool fuses_elementwise(void)
     return on_cpu() || !off || strcmp(off, "0") != 0;
 }
 
+/* whether p is one of the graph's constants (lt_train_opts.train_constants):
+ * one value throughout, and a name an exporter gives its own values or a
+ * place in an If/Loop/Scan body */
+static bool graph_constant(const lt_module *m, const lt_param *p)
+{
+    const lt_tensor *t = &p->data;
+    if (!p->trainable || !lt_dtype_is_float(t->dtype) || t->numel < 1 || !p->value)
+        return false;
+    size_t es = lt_dtype_size(t->dtype);
+    for (int64_t i = 1; i < t->numel; i++)
+        if (memcmp((const char *)t->data + (size_t)i * es, t->data, es) != 0)
+            return false;
+    const char *n = p->name;
+    /* TorchScript's onnx::* also names folded weights (a zero-initialized
+     * weight's transpose is single-valued too): only its scalars count */
+    bool temp = (!strncmp(n, "onnx::", 6) && t->numel == 1) || !strncmp(n, "_tensor_constant", 16) ||
+                !strncmp(n, "lifted_tensor", 13) ||
+                (!strncmp(n, "val_", 4) && n[4] && strspn(n + 4, "0123456789") == strlen(n + 4));
+    return temp || p->value->block != m->main;
+}
+
+/* The graph's constants stay fixed; the note names the first few. */
+static lt_status keep_constants(lt_trainer *t, lt_err *err)
+{
+    (void)err;
+    char list[512] = "";
+    size_t at = 0;
+    int kept = 0;
+    for (int p = 0; p < t->tm->nparams; p++) {
+        lt_param *pp = &t->tm->params[p];
+        if (!graph_constant(t->tm, pp))
+            continue;
+        pp->trainable = false;
+        if (kept < 4 && at < sizeof list) {
+            int w = snprintf(list + at, sizeof list - at, "%s%s", kept ? ", " : "", pp->name);
+            at += w > 0 ? (size_t)w : 0;
+        } else if (kept == 4 && at < sizeof list) {
+            int w = snprintf(list + at, sizeof list - at, ", ...");
+            at += w > 0 ? (size_t)w : 0;
+        }
+        kept++;
+    }
+    if (kept && t->o->on_note) {
+        char note[800];
+        snprintf(note, sizeof note,
+                 "%s: %d single-valued initializer(s) named as an exporter names its constants, or in an If/Loop/Scan "
+                 "body, stay fixed as the graph's constants (%s); --train-constants trains them",
+                 t->path, kept, list);
+        t->o->on_note(note, t->o->user);
+    }
+    return LT_OK;
+}
+
 /* The optimizers update float32 and float64 weights: a half-precision one
  * is named before anything else is done (not frozen: frozen ones only run) */
 static lt_status check_param_types(const lt_trainer *t, lt_err *err)
@@ -553,6 +606,8 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         st = check_copies(t, err);
     if (st == LT_OK)
         st = apply_freeze(t, err);
+    if (st == LT_OK && !o->train_constants)
+        st = keep_constants(t, err);
     if (st == LT_OK)
         st = check_param_types(t, err);
     if (st != LT_OK)

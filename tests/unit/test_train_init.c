@@ -4,7 +4,9 @@
  * BatchNormalization one, so that a network with batch norms trains from
  * scratch; its running statistics start fresh (mean 0, variance 1). A
  * float16 weight, which the optimizers do not update, is named before
- * training; frozen, it only runs. */
+ * training; frozen, it only runs. The graph's constants as torch's
+ * exporters store them (single-valued val_N, onnx::* scalars) stay fixed,
+ * with a note, unless train_constants. */
 #include "testutil.h"
 #include <math.h>
 #include <string.h>
@@ -84,8 +86,58 @@ static void half_weight_named(void **state)
     lt_trainer_free(t);
 }
 
+static char noted[1024];
+static void keep_note(const char *msg, void *user)
+{
+    (void)user;
+    snprintf(noted, sizeof noted, "%s", msg);
+}
+
+static double value_of(const lt_model *m, const char *name) { return lt_tensor_get_f64(param(m, name), 0); }
+
+/* one SGD step at lr 0.1 on a seeded batch; the model after it */
+static lt_trainer *one_step(int train_constants)
+{
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.train_constants = train_constants;
+    o.on_note = keep_note;
+    o.schedule.lr = 0.1;
+    noted[0] = 0;
+    lt_trainer *t = NULL;
+    lt_err err;
+    if (lt_trainer_new(DATA "const_model.onnx", &o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_value *in[2] = {tu_rand(LT_F32, 2, (int64_t[]){8, 4}, -1, 1, 77),
+                       tu_from(LT_I64, 1, (int64_t[]){8}, (double[]){0, 1, 2, 0, 1, 2, 0, 1})};
+    const char *names[2] = {"x", "labels"};
+    if (lt_trainer_step(t, 0.1, 2, names, in, NULL, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_value_free(in[0]);
+    lt_value_free(in[1]);
+    return t;
+}
+
+static void graph_constants_stay(void **state)
+{
+    (void)state;
+    lt_trainer *t = one_step(0);
+    const lt_model *m = lt_trainer_model(t);
+    assert_non_null(strstr(noted, "3 single-valued initializer(s)"));
+    assert_true(value_of(m, "val_1") == 3.0f && value_of(m, "val_2") == 0.044715f && value_of(m, "onnx::Mul_9") == 0.5f);
+    assert_true(value_of(m, "scale") != 1.0f); /* a scalar weight of its own name trains */
+    assert_true(value_of(m, "fc.bias") != 0.0f); /* zeros, but a weight */
+    lt_trainer_free(t);
+    t = one_step(1);
+    m = lt_trainer_model(t);
+    assert_int_equal(noted[0], 0);
+    assert_true(value_of(m, "val_2") != 0.044715f);
+    lt_trainer_free(t);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(scales_start_at_one), cmocka_unit_test(half_weight_named)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(scales_start_at_one), cmocka_unit_test(half_weight_named),
+                                       cmocka_unit_test(graph_constants_stay)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/python3
+"""Writes tests/data/const_model.onnx: a Linear, then HF's tanh-free GELU
+core (h + 0.044715 h^3) * 0.5, times a learned scalar, with the constants
+stored as torch's exporters store them: dynamo's scalar initializers val_1
+(3.0, Pow's exponent) and val_2 (0.044715), a TorchScript folded scalar
+onnx::Mul_9 (0.5), beside real parameters fc.weight, fc.bias (zeros) and a
+scalar weight `scale` (1.0). Training keeps the three constants fixed.
+Run with Debian's /usr/bin/python3 (onnx)."""
+import os
+import numpy as np
+import onnx
+from onnx import helper as h, numpy_helper as nh, TensorProto as TP
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "const_model.onnx")
+rng = np.random.default_rng(9)
+f32 = lambda v: np.array(v, np.float32)  # noqa: E731
+g = h.make_graph(
+    [h.make_node("Gemm", ["x", "fc.weight", "fc.bias"], ["h"], transB=1), h.make_node("Pow", ["h", "val_1"], ["p"]),
+     h.make_node("Mul", ["p", "val_2"], ["q"]), h.make_node("Add", ["h", "q"], ["r"]),
+     h.make_node("Mul", ["r", "onnx::Mul_9"], ["s"]), h.make_node("Mul", ["s", "scale"], ["logits"])],
+    "const_model", [h.make_tensor_value_info("x", TP.FLOAT, ["N", 4])],
+    [h.make_tensor_value_info("logits", TP.FLOAT, ["N", 3])],
+    initializer=[nh.from_array((rng.standard_normal((3, 4)) * 0.5).astype(np.float32), "fc.weight"),
+                 nh.from_array(np.zeros(3, np.float32), "fc.bias"), nh.from_array(f32(3.0), "val_1"),
+                 nh.from_array(f32(0.044715), "val_2"), nh.from_array(f32(0.5), "onnx::Mul_9"),
+                 nh.from_array(f32(1.0), "scale")])
+m = h.make_model(g, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 13)])
+onnx.checker.check_model(m)
+onnx.save(m, OUT)
