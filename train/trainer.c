@@ -733,6 +733,29 @@ void lt_trainer_stats(const lt_trainer *t, lt_run_stats *out)
     out->pooled = (double)m.pooled / n;
 }
 
+/* A loss that is not finite: a batch whose labels all equal the ignore
+ * index (a mean over no label) is bad data, named as such; anything else
+ * diverged. */
+static lt_status bad_loss(const lt_trainer *t, double loss, int n, const char *const *names,
+                          lt_value *const *inputs, lt_err *err)
+{
+    const lt_train_opts *o = t->o;
+    int64_t ign = o->set_ignore_index ? o->ignore_index : -100;
+    for (int i = 0; (o->loss == LT_LOSS_SOFTMAX_CROSS_ENTROPY || o->loss == LT_LOSS_NLL) && i < n; i++) {
+        const lt_tensor *y = lt_value_tensor(inputs[i]);
+        if (strcmp(names[i], "labels") != 0 || !y || !lt_dtype_is_int(y->dtype) || y->numel < 1)
+            continue;
+        bool all = true;
+        for (int64_t e = 0; e < y->numel && all; e++)
+            all = lt_tensor_get_i64(y, e) == ign;
+        if (all)
+            return lt_errf(err, LT_ERR_INVALID, "%s: every label of the batch of step %lld is %lld, the ignore index: "
+                           "its loss is a mean over no label (%g)", t->path, (long long)t->steps + 1, (long long)ign,
+                           loss);
+    }
+    return lt_errf(err, LT_ERR_RUNTIME, "%s: the loss is %g (diverged: try a lower --lr or --clip-norm)", t->path, loss);
+}
+
 lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const *names, lt_value *const *inputs,
                              double *loss, lt_err *err)
 {
@@ -753,8 +776,7 @@ lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const 
         const lt_tensor *L = lt_value_tensor(out[0]);
         *loss = L && L->numel == 1 ? lt_tensor_get_f64(L, 0) : NAN;
         if (!isfinite(*loss))
-            st = lt_errf(err, LT_ERR_RUNTIME, "%s: the loss is %g (diverged: try a lower --lr or --clip-norm)", t->path,
-                         *loss);
+            st = bad_loss(t, *loss, n, names, inputs, err);
     }
     double scale = 1, norm = 0;
     if (st == LT_OK && t->o->clip_norm > 0) {
@@ -804,8 +826,7 @@ lt_status lt_trainer_accum_in(lt_trainer *t, int n, const char *const *names, lt
         const lt_tensor *L = lt_value_tensor(out[0]);
         *loss = L && L->numel == 1 ? lt_tensor_get_f64(L, 0) : NAN;
         if (!isfinite(*loss))
-            st = lt_errf(err, LT_ERR_RUNTIME, "%s: the loss is %g (diverged: try a lower --lr or --clip-norm)", t->path,
-                         *loss);
+            st = bad_loss(t, *loss, n, names, inputs, err);
     }
     for (int g = 0; g < t->ngrad && st == LT_OK; g++) {
         const lt_tensor *gr = lt_value_tensor(out[g + 1]);

@@ -203,6 +203,10 @@ static void ignored_labels(void **state)
     y[4] = -5;
     assert_int_equal(train_ignoring(x, y, LT_LOSS_SOFTMAX_CROSS_ENTROPY, &err), LT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "sample 4's label is -5"));
+    for (int i = 0; i < N; i++) /* a first batch with nothing to count */
+        y[i] = i < B ? -100 : i % 10;
+    assert_int_equal(train_ignoring(x, y, LT_LOSS_SOFTMAX_CROSS_ENTROPY, &err), LT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "every label of the batch of step 1 is -100"));
     for (int i = 0; i < N; i++) /* nothing left to count */
         y[i] = -100;
     assert_int_equal(train_ignoring(x, y, LT_LOSS_SOFTMAX_CROSS_ENTROPY, &err), LT_ERR_INVALID);
