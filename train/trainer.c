@@ -547,6 +547,46 @@ static lt_status keep_constants(lt_trainer *t, lt_err *err)
     return LT_OK;
 }
 
+/* A trainable weight of more than one element holding one value throughout
+ * and read by several nodes is most likely equal initializers an exporter
+ * merged (torch's dynamo exporter does so for the fresh LayerNorm scales
+ * and zero biases of an untrained model, with no Identity to untie): they
+ * train as one tensor. The file cannot tell that from a real share, so
+ * this is a note, not a change. */
+static void note_merged(const lt_trainer *t)
+{
+    if (!t->o->on_note)
+        return;
+    int n = 0, most = 0;
+    const char *name = NULL;
+    for (int p = 0; p < t->tm->nparams; p++) {
+        const lt_param *pp = &t->tm->params[p];
+        const lt_tensor *d = &pp->data;
+        if (!pp->trainable || !lt_dtype_is_float(d->dtype) || d->numel < 2 || !pp->value || pp->value->uses < 2)
+            continue;
+        size_t es = lt_dtype_size(d->dtype);
+        bool one = true;
+        for (int64_t i = 1; i < d->numel && one; i++)
+            one = memcmp((const char *)d->data + (size_t)i * es, d->data, es) == 0;
+        if (!one)
+            continue;
+        n++;
+        if (pp->value->uses > most) {
+            most = pp->value->uses;
+            name = pp->name;
+        }
+    }
+    if (!n)
+        return;
+    char note[700];
+    snprintf(note, sizeof note,
+             "%s: %d weight(s) holding one value throughout feed several nodes each (%s feeds %d): an exporter may "
+             "have merged equal initializers of separate layers (torch's dynamo exporter does for an untrained "
+             "model's LayerNorm scales and zero biases); they train as one tensor, as the file says",
+             t->path, n, name, most);
+    t->o->on_note(note, t->o->user);
+}
+
 /* The optimizers update float32 and float64 weights: a half-precision one
  * is named before anything else is done (not frozen: frozen ones only run) */
 static lt_status check_param_types(const lt_trainer *t, lt_err *err)
@@ -612,6 +652,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         st = check_param_types(t, err);
     if (st != LT_OK)
         return st;
+    note_merged(t);
     if (o->init_random) {
         init_random(t->tm, o->seed);
         t->em_stale = true;

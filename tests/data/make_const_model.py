@@ -27,3 +27,21 @@ g = h.make_graph(
 m = h.make_model(g, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 13)])
 onnx.checker.check_model(m)
 onnx.save(m, OUT)
+
+# merged_scales.onnx: two LayerNormalization nodes read one scale (ones)
+# and one bias (zeros), as torch's dynamo exporter writes an untrained
+# model whose equal initializers it merged
+OUT2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "merged_scales.onnx")
+g2 = h.make_graph(
+    [h.make_node("LayerNormalization", ["x", "ln.weight", "ln.bias"], ["a"], axis=-1),
+     h.make_node("Gemm", ["a", "fc1.weight"], ["b"], transB=1),
+     h.make_node("LayerNormalization", ["b", "ln.weight", "ln.bias"], ["c"], axis=-1),
+     h.make_node("Gemm", ["c", "fc2.weight"], ["logits"], transB=1)],
+    "merged_scales", [h.make_tensor_value_info("x", TP.FLOAT, ["N", 4])],
+    [h.make_tensor_value_info("logits", TP.FLOAT, ["N", 3])],
+    initializer=[nh.from_array(np.ones(4, np.float32), "ln.weight"), nh.from_array(np.zeros(4, np.float32), "ln.bias"),
+                 nh.from_array((rng.standard_normal((4, 4)) * 0.5).astype(np.float32), "fc1.weight"),
+                 nh.from_array((rng.standard_normal((3, 4)) * 0.5).astype(np.float32), "fc2.weight")])
+m2 = h.make_model(g2, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 17)])
+onnx.checker.check_model(m2)
+onnx.save(m2, OUT2)

@@ -135,9 +135,29 @@ static void graph_constants_stay(void **state)
     lt_trainer_free(t);
 }
 
+/* One all-ones scale and one zero bias read by two LayerNormalizations:
+ * the note says they train as one tensor each; const_model.onnx, whose
+ * weights are each read once, gets no such note. */
+static void merged_weights_noted(void **state)
+{
+    (void)state;
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.on_note = keep_note;
+    lt_trainer *t = NULL;
+    lt_err err;
+    noted[0] = 0;
+    if (lt_trainer_new(DATA "merged_scales.onnx", &o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_non_null(strstr(noted, "2 weight(s) holding one value throughout feed several nodes each"));
+    lt_trainer_free(t);
+    lt_trainer_free(one_step(0));
+    assert_null(strstr(noted, "feed several nodes"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(scales_start_at_one), cmocka_unit_test(half_weight_named),
-                                       cmocka_unit_test(graph_constants_stay)};
+                                       cmocka_unit_test(graph_constants_stay), cmocka_unit_test(merged_weights_noted)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
