@@ -107,6 +107,11 @@ static void conv_grads(void **state)
         {"conv VALID", false, 2, 2, 2, 2, 1, {6, 6}, {3, 2}, {1, 2}, {1, 1}, {0}, "VALID"},
         {"conv 1-d", false, 1, 2, 3, 2, 1, {10}, {3}, {2}, {1}, {2, 1}},
         {"conv 3-d", false, 3, 1, 2, 2, 1, {4, 5, 3}, {2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}},
+        /* 3-D over a batch, grouped and strided too */
+        {"conv 3-d, batch 4", false, 3, 4, 4, 6, 1, {4, 5, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1},
+         {1, 1, 1, 1, 1, 1}},
+        {"conv 3-d grouped, strides, dilation, batch 3", false, 3, 3, 4, 4, 2, {5, 6, 4}, {2, 3, 2},
+         {2, 1, 2}, {1, 2, 1}, {1, 0, 1, 1, 0, 1}},
         {"conv 1x1 (no im2col)", false, 2, 2, 3, 4, 1, {5, 4}, {1, 1}, {1, 1}, {1, 1}, {0}},
         {"conv 1x1 stride 2", false, 2, 2, 3, 4, 1, {5, 4}, {1, 1}, {2, 2}, {1, 1}, {0}},
         /* big enough for the parallel paths: batch slices, channel blocks,
