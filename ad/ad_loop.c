@@ -392,7 +392,9 @@ lt_status lt_ad_loop(lt_ad *c, const lt_block *b, int i, lt_ad_kont kont)
         }
     lt_block *outer = c->out;
     lt_ival *was[MAXV];
-    if (c->nesc + MAXV / 2 > MAXV) {
+    /* x->ret holds this loop's scan-output adjoints, then the enclosing
+     * iteration's results it passes up */
+    if (x->K + c->nesc > MAXV) {
         s = lt_ad_fail(c, n, "too many values to return from a loop iteration");
         goto done;
     }

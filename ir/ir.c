@@ -210,6 +210,16 @@ void lt_block_place_at(lt_block *b, lt_node *n, int at)
     n->index = at;
 }
 
+bool lt_ir_one_value(const lt_tensor *t)
+{
+    size_t es = lt_dtype_size(t->dtype);
+    const char *d = t->data;
+    for (int64_t i = 1; i < t->numel; i++)
+        if (memcmp(d, d + (size_t)i * es, es) != 0)
+            return false;
+    return true;
+}
+
 lt_status lt_block_set_params(lt_module *m, lt_block *b, int n)
 {
     b->nparams = n;

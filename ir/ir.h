@@ -206,6 +206,9 @@ lt_node *lt_node_new(lt_module *m, lt_block *b, lt_op op, int nin, int nout);
 /* Moves n, which lt_node_new just appended to b, to index at (the nodes
  * from at on move one place down). */
 void lt_block_place_at(lt_block *b, lt_node *n, int at);
+/* Whether every element of t has the first one's bits (true for one
+ * element): a constant's or a fresh scale's, not a trained weight's. */
+bool lt_ir_one_value(const lt_tensor *t);
 lt_status lt_block_set_params(lt_module *m, lt_block *b, int n);
 lt_status lt_block_set_results(lt_module *m, lt_block *b, int n);
 lt_status lt_node_set_attrs(lt_module *m, lt_node *n, int nattr);

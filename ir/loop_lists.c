@@ -105,10 +105,9 @@ static lt_status set_ints(lt_module *m, lt_node *k, int at, const char *name, in
     return LT_OK;
 }
 
-static lt_status set_int(lt_node *k, int at, const char *name, int64_t v)
+static void set_int(lt_node *k, int at, const char *name, int64_t v)
 {
     k->attrs[at] = (lt_attr){.name = name, .kind = LT_ATTR_INT, .i = v};
-    return LT_OK;
 }
 
 /* Shape(v)[lo:hi] (hi 0: to the end) in front of st */

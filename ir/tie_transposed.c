@@ -23,16 +23,6 @@ static bool tie_candidate(const lt_module *m, const lt_param *p)
            p->value->block == m->main && t->rank == 2 && t->numel >= 2 && lt_dtype_is_float(t->dtype) && t->data;
 }
 
-static bool all_one_value(const lt_tensor *t)
-{
-    size_t es = lt_dtype_size(t->dtype);
-    const char *d = t->data;
-    for (int64_t i = 1; i < t->numel; i++)
-        if (memcmp(d, d + (size_t)i * es, es) != 0)
-            return false;
-    return true;
-}
-
 /* b holds a's transpose, bit for bit */
 static bool is_transpose(const lt_tensor *a, const lt_tensor *b)
 {
@@ -125,7 +115,7 @@ lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, char *list, size
         int src = -1;
         for (int a = 0; a < c && src < 0; a++)
             if (tie_candidate(m, &m->params[a]) && m->params[a].value->uses > 0 &&
-                is_transpose(&m->params[a].data, &m->params[c].data) && !all_one_value(&m->params[a].data))
+                is_transpose(&m->params[a].data, &m->params[c].data) && !lt_ir_one_value(&m->params[a].data))
                 src = a;
         if (src < 0)
             continue;

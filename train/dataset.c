@@ -364,10 +364,8 @@ lt_status lt_ds_from_arrays(lt_dataset *d, const lt_tensor *x, const lt_tensor *
                 return lt_errf(err, LT_ERR_INVALID, "%s: sample %lld's label is %llu; classes must be in 0..%d", yname,
                                (long long)i, (unsigned long long)v, INT32_MAX);
             d->cls[i] = v;
-            if (v < 0 && d->neg_sample < 0) {
+            if (v < 0 && d->neg_sample < 0)
                 d->neg_sample = i;
-                d->neg_value = v;
-            }
             if (v + 1 > d->num_classes)
                 d->num_classes = v + 1;
         }

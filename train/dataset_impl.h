@@ -34,9 +34,9 @@ struct lt_dataset {
     float *tgt;           /* n * tnumel */
     char **class_names;   /* num_classes names (image folders), or NULL */
     /* the first negative class label of x/y arrays (an ignore index, which
-     * the feed accepts or refuses by the loss): its sample, value and the
-     * labels' file; neg_sample < 0 when there is none */
-    int64_t neg_sample, neg_value;
+     * the feed accepts or refuses by the loss): its sample and the labels'
+     * file; neg_sample < 0 when there is none */
+    int64_t neg_sample;
     char *label_src;
 };
 

@@ -500,12 +500,8 @@ static bool fuses_elementwise(void)
 static bool graph_constant(const lt_module *m, const lt_param *p)
 {
     const lt_tensor *t = &p->data;
-    if (!p->trainable || !lt_dtype_is_float(t->dtype) || t->numel < 1 || !p->value)
+    if (!p->trainable || !lt_dtype_is_float(t->dtype) || t->numel < 1 || !p->value || !lt_ir_one_value(t))
         return false;
-    size_t es = lt_dtype_size(t->dtype);
-    for (int64_t i = 1; i < t->numel; i++)
-        if (memcmp((const char *)t->data + (size_t)i * es, t->data, es) != 0)
-            return false;
     const char *n = p->name;
     /* TorchScript's onnx::* also names folded weights (a zero-initialized
      * weight's transpose is single-valued too): only its scalars count */
@@ -516,9 +512,8 @@ static bool graph_constant(const lt_module *m, const lt_param *p)
 }
 
 /* The graph's constants stay fixed; the note names the first few. */
-static lt_status keep_constants(lt_trainer *t, lt_err *err)
+static void keep_constants(lt_trainer *t)
 {
-    (void)err;
     char list[512] = "";
     size_t at = 0;
     int kept = 0;
@@ -544,7 +539,6 @@ static lt_status keep_constants(lt_trainer *t, lt_err *err)
                  t->path, kept, list);
         t->o->on_note(note, t->o->user);
     }
-    return LT_OK;
 }
 
 /* A trainable weight of more than one element holding one value throughout
@@ -562,13 +556,8 @@ static void note_merged(const lt_trainer *t)
     for (int p = 0; p < t->tm->nparams; p++) {
         const lt_param *pp = &t->tm->params[p];
         const lt_tensor *d = &pp->data;
-        if (!pp->trainable || !lt_dtype_is_float(d->dtype) || d->numel < 2 || !pp->value || pp->value->uses < 2)
-            continue;
-        size_t es = lt_dtype_size(d->dtype);
-        bool one = true;
-        for (int64_t i = 1; i < d->numel && one; i++)
-            one = memcmp((const char *)d->data + (size_t)i * es, d->data, es) == 0;
-        if (!one)
+        if (!pp->trainable || !lt_dtype_is_float(d->dtype) || d->numel < 2 || !pp->value || pp->value->uses < 2 ||
+            !lt_ir_one_value(d))
             continue;
         n++;
         if (pp->value->uses > most) {
@@ -647,7 +636,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
     if (st == LT_OK)
         st = apply_freeze(t, err);
     if (st == LT_OK && !o->train_constants)
-        st = keep_constants(t, err);
+        keep_constants(t);
     if (st == LT_OK)
         st = check_param_types(t, err);
     if (st != LT_OK)

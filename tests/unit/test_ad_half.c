@@ -5,7 +5,7 @@
  * differentiated in its own type and, widened by lt_model_to_f64, in
  * float64; the half-precision gradients must agree with the float64 ones
  * within what the type carries, relative to the largest gradient. */
-#include "rule_fd.h"
+#include "rule_fd_inputs.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,13 +46,9 @@ static void a_thr(tu_graph *g) { tu_attr_float(g, "alpha", 0.3f); }
 static void a_shrink(tu_graph *g) { tu_attr_float(g, "lambd", 0.3f); }
 
 /* float inputs (dt left unset) take the half type the case runs in */
-#define F(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = -1, .hi = 1}
-#define POS(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = 0.2, .hi = 1.5}
-#define KINK(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = 0.1, .hi = 1, .signed_mag = true}
 #define SMALL(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = -0.8, .hi = 0.8}
 #define WIDE(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = 0.5, .hi = 4, .signed_mag = true}
 #define FIXED(v) {.rank = 0, .frozen = true, .nvals = 1, .vals = {v}}
-#define I64(r, n, ...) {.rank = r, .dims = {n}, .dt = LT_I64, .frozen = true, .nvals = n, .vals = {__VA_ARGS__}}
 
 static const hcase cases[] = {
     /* the ops the probe found failing */

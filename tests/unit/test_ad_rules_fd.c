@@ -3,7 +3,7 @@
  * fixed random R, random non-zero inputs from fixed seeds (kinks avoided),
  * each differentiable input checked. Prints the number of (op, input) pairs
  * and the worst relative error. */
-#include "rule_fd.h"
+#include "rule_fd_inputs.h"
 
 #define MAXIN 8
 
@@ -80,10 +80,6 @@ static void a_gru_lbr(tu_graph *g)
     tu_attr_str(g, "direction", "reverse");
 }
 
-#define F(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = -1, .hi = 1}
-#define POS(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = 0.2, .hi = 1.5}
-#define KINK(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = 0.1, .hi = 1, .signed_mag = true}
-#define I64(r, n, ...) {.rank = r, .dims = {n}, .dt = LT_I64, .frozen = true, .nvals = n, .vals = {__VA_ARGS__}}
 #define I64S(n, ...) {.rank = 0, .dt = LT_I64, .frozen = true, .nvals = 1, .vals = {__VA_ARGS__}}
 #define FROZEN(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = 0.5, .hi = 1.5, .frozen = true}
 #define ABSENT {.absent = true}

@@ -6,7 +6,7 @@
  * differentiable input checked. Ops whose gradient is zero must give exactly
  * zero; rules that refuse an op must say why. Prints the number of
  * (op, input) pairs and the worst relative error. */
-#include "rule_fd.h"
+#include "rule_fd_inputs.h"
 #include <string.h>
 
 #define MAXIN 6
@@ -125,10 +125,7 @@ static void a_ccp_axes(tu_graph *g) { tu_attr_ints(g, "axes", 2, (int64_t[]){0, 
 static void a_is_test0(tu_graph *g) { tu_attr_int(g, "is_test", 0); }
 static void a_is_test1(tu_graph *g) { tu_attr_int(g, "is_test", 1); }
 
-#define F(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = -1, .hi = 1}
 #define RNG(lo_, hi_, r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = lo_, .hi = hi_}
-#define KINK(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = 0.1, .hi = 1, .signed_mag = true}
-#define I64(r, n, ...) {.rank = r, .dims = {n}, .dt = LT_I64, .frozen = true, .nvals = n, .vals = {__VA_ARGS__}}
 #define I64S(v) {.rank = 0, .dt = LT_I64, .frozen = true, .nvals = 1, .vals = {v}}
 #define IDX(r, d0, d1, n, ...)                                                                                     \
     {.rank = r, .dims = {d0, d1}, .dt = LT_I64, .frozen = true, .nvals = n, .vals = {__VA_ARGS__}}

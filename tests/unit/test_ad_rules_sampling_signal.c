@@ -7,7 +7,7 @@
  * probability zero: grid points, maxima and folds move continuously), each
  * differentiable input checked. Prints the number of (op, input) pairs and
  * the worst relative error. */
-#include "rule_fd.h"
+#include "rule_fd_inputs.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,7 +143,6 @@ static void dq_last(tu_graph *g) { tu_attr_int(g, "axis", -1); }
 static void oh_axis0(tu_graph *g) { tu_attr_int(g, "axis", 0); }
 static void seeded(tu_graph *g) { tu_attr_float(g, "seed", 3.0f); }
 
-#define F(r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = -1, .hi = 1}
 #define RNG(lo_, hi_, r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = lo_, .hi = hi_}
 #define FROZEN(lo_, hi_, r, ...) {.rank = r, .dims = {__VA_ARGS__}, .lo = lo_, .hi = hi_, .frozen = true}
 #define UNPAREN(...) __VA_ARGS__
