@@ -268,6 +268,54 @@ static lt_status write_untied(exporter *x, Onnx__GraphProto *g)
     return LT_OK;
 }
 
+/* Points the node inputs (in g and its subgraphs, by node name and slot)
+ * that read pp->split_from and now read parameter pp at pp's name; *hits
+ * counts the inputs changed. false when out of memory. */
+static bool point_inputs(Onnx__GraphProto *g, const lt_param *pp, int *hits, int depth)
+{
+    for (size_t n = 0; g && depth <= 64 && n < g->n_node; n++) {
+        Onnx__NodeProto *np = g->node[n];
+        for (int r = 0; np && np->name && r < pp->nsplit; r++) {
+            size_t k = (size_t)pp->split_slot[r];
+            if (strcmp(np->name, pp->split_node[r]) != 0 || k >= np->n_input || !np->input[k] ||
+                strcmp(np->input[k], pp->split_from) != 0)
+                continue;
+            char *name = dup_bytes(pp->name, strlen(pp->name) + 1);
+            if (!name)
+                return false;
+            free(np->input[k]);
+            np->input[k] = name;
+            ++*hits;
+        }
+        for (size_t a = 0; np && a < np->n_attribute; a++)
+            if (np->attribute[a] && np->attribute[a]->g && !point_inputs(np->attribute[a]->g, pp, hits, depth + 1))
+                return false;
+    }
+    return true;
+}
+
+/* Parameters split from an initializer an exporter merged (ir/split_merged.c)
+ * become initializers of the main graph, and their readers read them. */
+static lt_status write_split(exporter *x, Onnx__GraphProto *g)
+{
+    for (int p = 0; p < x->m->nparams; p++) {
+        const lt_param *pp = &x->m->params[p];
+        if (x->used[p] || !pp->split_from)
+            continue;
+        x->used[p] = true;
+        int hits = 0;
+        if (!point_inputs(g, pp, &hits, 0))
+            return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+        if (hits != pp->nsplit)
+            return lt_errf(x->err, LT_ERR_INVALID, "%s: %d of the %d node inputs that read '%s' as '%s' are not in the "
+                           "file", x->path, pp->nsplit - hits, pp->nsplit, pp->split_from, pp->name);
+        lt_status s = append_initializer(x, g, pp->name, &pp->data);
+        if (s != LT_OK)
+            return s;
+    }
+    return LT_OK;
+}
+
 /* The trained model's metadata_props entries whose value differs from the
  * file's (or that the file lacks, appended); every other entry stays. */
 static lt_status write_metadata(exporter *x, Onnx__ModelProto *mp)
@@ -357,6 +405,8 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
         s = export_graph(&x, mp->graph, NULL, 0);
     if (s == LT_OK)
         s = write_untied(&x, mp->graph);
+    if (s == LT_OK)
+        s = write_split(&x, mp->graph);
     if (s == LT_OK)
         s = write_metadata(&x, mp);
     if (s == LT_OK) {

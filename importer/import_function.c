@@ -5,44 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A string field the schema lantern is built with (Debian's onnx.proto, IR 8)
- * does not name, read from protobuf-c's unknown fields: the overload of
- * IR 10's functions and calls (NodeProto 8, FunctionProto 13). A
- * length-delimited unknown field keeps its length prefix. Absent is "". */
-static void unknown_string(const ProtobufCMessage *msg, uint32_t tag, const uint8_t **p, size_t *len)
-{
-    *p = (const uint8_t *)"";
-    *len = 0;
-    for (unsigned i = 0; i < msg->n_unknown_fields; i++) {
-        const ProtobufCMessageUnknownField *u = &msg->unknown_fields[i];
-        if (u->tag != tag || u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
-            continue;
-        uint64_t n = 0;
-        size_t k = 0;
-        for (int shift = 0; k < u->len && shift < 64; shift += 7) {
-            uint8_t b = u->data[k++];
-            n |= (uint64_t)(b & 0x7f) << shift;
-            if (!(b & 0x80))
-                break;
-        }
-        if (k <= u->len && n == u->len - k) {
-            *p = u->data + k;
-            *len = (size_t)n; /* the last occurrence wins, as protobuf's own parsers do */
-        }
-    }
-}
-
 /* The model-local function (domain, name, overload) names. */
 const Onnx__FunctionProto *lt_imp_find_function(imp *im, const char *domain, const Onnx__NodeProto *np)
 {
     const uint8_t *want, *have;
     size_t nwant, nhave;
-    unknown_string(&np->base, 8, &want, &nwant);
+    lt_imp_unknown_string(&np->base, 8, &want, &nwant);
     for (size_t i = 0; i < im->mp->n_functions; i++) {
         const Onnx__FunctionProto *f = im->mp->functions[i];
         if (!f->name || strcmp(f->name, np->op_type) != 0 || strcmp(f->domain ? f->domain : "", domain) != 0)
             continue;
-        unknown_string(&f->base, 13, &have, &nhave);
+        lt_imp_unknown_string(&f->base, 13, &have, &nhave);
         if (nhave == nwant && memcmp(have, want, nwant) == 0)
             return f;
     }

@@ -68,6 +68,22 @@ lt_status lt_imp_define_value(imp *im, scope *s, lt_block *b, const char *name, 
                               const Onnx__NodeProto *np);
 /* model-local functions (import_function.c): the one np calls in domain,
  * and inlining a call to f in place of np */
+/* importer/unknown_fields.c: a length-delimited unknown field's bytes
+ * (false for another wire type or a bad length); the string field `tag` of
+ * msg the schema does not name ("" when absent); a StringStringEntryProto's
+ * key (1) and value (2) from its bytes (false when they do not parse) */
+typedef struct lt_imp_span {
+    const uint8_t *p;
+    size_t len;
+} lt_imp_span;
+bool lt_imp_unknown_payload(const ProtobufCMessageUnknownField *u, const uint8_t **p, size_t *len);
+void lt_imp_unknown_string(const ProtobufCMessage *msg, uint32_t tag, const uint8_t **p, size_t *len);
+bool lt_imp_string_entry(const uint8_t *p, size_t len, lt_imp_span *key, lt_imp_span *value);
+/* importer/torch_meta.c: the module path and rewrite rule of a node, and
+ * the graph signature's parameter and buffer names, from torch's exporter's
+ * metadata_props (nothing where the file has none) */
+lt_status lt_imp_node_torch_meta(imp *im, const Onnx__NodeProto *np, lt_node *n);
+lt_status lt_imp_torch_signature(imp *im, const Onnx__GraphProto *g);
 const Onnx__FunctionProto *lt_imp_find_function(imp *im, const char *domain, const Onnx__NodeProto *np);
 /* a graph imported into block b, its outer names resolved through outer */
 lt_status lt_imp_graph(imp *im, scope *outer, const Onnx__GraphProto *g, lt_block *b, bool is_main,

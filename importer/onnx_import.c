@@ -186,6 +186,9 @@ lt_status lt_imp_node(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np,
     snprintf(nm, sizeof nm, "%s%s", fc ? fc->prefix : "", str_or(np->name, ""));
     n->name = lt_ir_strdup(m, nm);
     n->domain_name = lt_ir_strdup(m, domain);
+    lt_status ms = lt_imp_node_torch_meta(im, np, n);
+    if (ms != LT_OK)
+        return ms;
     for (size_t i = 0; i < np->n_input; i++) {
         if (!np->input[i] || !*np->input[i])
             continue;
@@ -477,7 +480,12 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
     lt_status st = lt_imp_graph(&im, NULL, mp->graph, m->main, true, &im.model_ops);
     free(im.fn_size);
     if (st == LT_OK)
+        st = lt_imp_torch_signature(&im, mp->graph);
+    if (st == LT_OK)
         st = lt_ir_untie_identity_params(m, err);
+    int nsplit = 0;
+    if (st == LT_OK)
+        st = lt_ir_split_merged_params(m, &nsplit, err);
     if (st != LT_OK)
         return st;
     if (m->nunsupported)

@@ -107,6 +107,11 @@ typedef struct lt_node {
     struct lt_block **regions; /* If: then, else; Loop/Scan: body */
     struct lt_block *block;    /* enclosing block */
     int index;                 /* position in the block */
+    /* from torch's exporter's node metadata (importer/torch_meta.c), NULL
+     * where the file has none: the module path the node came from
+     * ("h.0.ln"; "" for the root module) and the onnxscript rewrite rule
+     * that made it ("FuseBatchNormIntoConv") */
+    const char *scope, *rule;
 } lt_node;
 
 typedef struct lt_block {
@@ -137,6 +142,14 @@ typedef struct lt_param {
      * (ir/tie_transposed.c): its readers read a Transpose of that one, it
      * is not trained, and lt_ir_refresh_tied writes it from that one */
     const char *transpose_of;
+    /* set when the parameter is one of the separate tensors an exporter
+     * merged into initializer `split_from` (ir/split_merged.c): the nodes
+     * (by file name) and input slots that read it; the exporter writes it
+     * as an initializer of its own and points those inputs at it */
+    const char *split_from;
+    int nsplit;
+    const char **split_node;
+    int *split_slot;
 } lt_param;
 
 typedef struct lt_opset {
@@ -166,6 +179,12 @@ struct lt_model {
     const char **meta_key, **meta_value;
     int nopsets;
     lt_opset *opsets;
+    /* the parameters and buffers of the source module by their PyTorch
+     * names, from the main graph's torch.export graph signature metadata
+     * (importer/torch_meta.c); none where the file has no signature */
+    int ntorch;
+    const char **torch_name;
+    bool *torch_buffer; /* per name: a buffer (running statistics), not a parameter */
 
     lt_block *main;
     int nfuncs, cap_funcs;
@@ -286,6 +305,12 @@ lt_status lt_ir_to_f64(lt_module *m, lt_err *err);
 /* Main-graph Identity nodes reading an initializer become parameters of
  * their own, named after the Identity's output (see ir/untie.c). */
 lt_status lt_ir_untie_identity_params(lt_module *m, lt_err *err);
+/* Initializers an exporter merged because their values were equal (torch's
+ * dynamo exporter's optimizer, for a fresh model's norm scales, zero biases
+ * and running statistics) become the source module's separate tensors
+ * again, told apart by the readers' module paths and the graph signature
+ * (see ir/split_merged.c); *nsplit gets how many tensors were made */
+lt_status lt_ir_split_merged_params(lt_module *m, int *nsplit, lt_err *err);
 /* ir/tie_transposed.c: every trainable 2-D parameter of the main graph
  * that holds exactly the transpose of another (not constant-valued) is
  * read through a Transpose of that one instead and no longer trained;

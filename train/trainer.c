@@ -576,6 +576,76 @@ static void note_merged(const lt_trainer *t)
     t->o->on_note(note, t->o->user);
 }
 
+/* What the importer made of torch's exporter's optimizations: tensors it
+ * split from one merged initializer (ir/split_merged.c), and BatchNorms
+ * the exporter folded into a Conv or Gemm, which train as that product's
+ * weights with no batch statistics (the file keeps no trace of the
+ * BatchNorm's own tensors, so this is a note). */
+static void note_exporter_rewrites(const lt_trainer *t)
+{
+    if (!t->o->on_note)
+        return;
+    const lt_module *m = t->tm;
+    int nsplit = 0, nfold = 0;
+    const lt_param *split = NULL;
+    const lt_node *fold = NULL;
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].split_from && !nsplit++)
+            split = &m->params[p];
+    for (int i = 0; i < m->main->nnodes; i++) {
+        const lt_node *n = m->main->nodes[i];
+        if (n->rule && strstr(n->rule, "FuseBatchNormInto") && !nfold++)
+            fold = n;
+    }
+    char note[900];
+    if (nsplit) {
+        snprintf(note, sizeof note,
+                 "%s: %d tensor(s) of the source module that the exporter had merged into one initializer for holding "
+                 "equal values train apart again, as the graph signature and the nodes' module paths name them "
+                 "(%s, split from %s); the written model holds each as an initializer of its own",
+                 t->path, nsplit, split->name, split->split_from);
+        t->o->on_note(note, t->o->user);
+    }
+    /* parameters the signature names that the file lacks, bias-named ones
+     * (likely dropped, where folded weights still train) listed first */
+    char list[300] = "";
+    size_t at = 0;
+    int nmissing = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < m->ntorch; i++) {
+            const char *tn = m->torch_name[i];
+            bool bias = strstr(tn, "bias") != NULL, have = false;
+            for (int p = 0; p < m->nparams && !have; p++)
+                have = m->params[p].name && !strcmp(m->params[p].name, tn);
+            if (m->torch_buffer[i] || have || bias != (pass == 0))
+                continue;
+            if (nmissing++ < 3 && at < sizeof list) {
+                int w = snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", tn);
+                at += w > 0 ? (size_t)w : 0;
+            }
+        }
+    if (nmissing) {
+        snprintf(note, sizeof note,
+                 "%s: %d parameter(s) of the source module the graph signature names have no initializer of that "
+                 "name (%s%s): the exporter's optimizer folded them into others (a weight's transpose, val_N, "
+                 "trains in its place) or dropped them (a zero bias it removed, which does not train here as it "
+                 "would in PyTorch); torch.onnx.export(..., optimize=False) keeps every one",
+                 t->path, nmissing, list, nmissing > 3 ? ", ..." : "");
+        t->o->on_note(note, t->o->user);
+    }
+    if (nfold) {
+        const char *rule = strstr(fold->rule, "FuseBatchNormInto");
+        int rl = (int)strcspn(rule, ", ");
+        snprintf(note, sizeof note,
+                 "%s: %d node(s) have a BatchNorm the exporter folded in (onnxscript rule %.*s; node '%s' of module "
+                 "'%s'): they train as plain %s weights, with no batch statistics, unlike the source module; "
+                 "torch.onnx.export(..., optimize=False) keeps the BatchNorm",
+                 t->path, nfold, rl, rule, fold->name ? fold->name : "?", fold->scope ? fold->scope : "?",
+                 lt_op_names[fold->op]);
+        t->o->on_note(note, t->o->user);
+    }
+}
+
 /* The optimizers update float32 and float64 weights: a half-precision one
  * is named before anything else is done (not frozen: frozen ones only run) */
 static lt_status check_param_types(const lt_trainer *t, lt_err *err)
@@ -642,6 +712,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
     if (st != LT_OK)
         return st;
     note_merged(t);
+    note_exporter_rewrites(t);
     if (o->init_random) {
         init_random(t->tm, o->seed);
         t->em_stale = true;

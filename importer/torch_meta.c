@@ -1,0 +1,143 @@
+/* What torch's exporter records beside the graph (metadata_props of nodes,
+ * NodeProto 9, and of the main graph, GraphProto 16, which the IR 8 schema
+ * does not name): the module path each node came from, the onnxscript
+ * rewrite rule that made a node, and the graph signature of the exported
+ * program, which names every parameter and buffer of the source module.
+ * The IR keeps them so that what the exporter's optimizer merged or folded
+ * can be told apart (ir/split_merged.c) or named to the user. */
+#include "import_impl.h"
+#include <string.h>
+
+static bool span_is(const lt_imp_span *s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s->len == n && memcmp(s->p, lit, n) == 0;
+}
+
+/* The next quoted element of a Python list literal of strings at *p, as
+ * ['', 'h.0', 'h.0.ln', 'layer_norm'] is written: false at the end or on
+ * anything else. Names hold no escapes; a backslash ends the parse. */
+static bool next_element(const uint8_t **p, const uint8_t *end, lt_imp_span *el)
+{
+    const uint8_t *q = *p;
+    while (q < end && (*q == '[' || *q == ',' || *q == ' '))
+        q++;
+    if (q >= end || (*q != '\'' && *q != '"'))
+        return false;
+    uint8_t quote = *q++;
+    const uint8_t *s = q;
+    while (q < end && *q != quote && *q != '\\')
+        q++;
+    if (q >= end || *q != quote)
+        return false;
+    el->p = s;
+    el->len = (size_t)(q - s);
+    *p = q + 1;
+    return true;
+}
+
+/* name_scopes lists the module paths from the root ('') down, then the
+ * graph node's own name: the module is the one before last. */
+static const char *module_of(lt_module *m, const lt_imp_span *v)
+{
+    const uint8_t *p = v->p, *end = v->p + v->len;
+    lt_imp_span el, prev = {NULL, 0}, last = {NULL, 0};
+    int n = 0;
+    while (next_element(&p, end, &el)) {
+        prev = last;
+        last = el;
+        n++;
+    }
+    if (n < 2)
+        return NULL;
+    return lt_ir_strndup(m, (const char *)prev.p, prev.len);
+}
+
+lt_status lt_imp_node_torch_meta(imp *im, const Onnx__NodeProto *np, lt_node *n)
+{
+    for (unsigned i = 0; i < np->base.n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *u = &np->base.unknown_fields[i];
+        const uint8_t *p;
+        size_t len;
+        lt_imp_span key, value;
+        if (u->tag != 9 || !lt_imp_unknown_payload(u, &p, &len) || !lt_imp_string_entry(p, len, &key, &value))
+            continue;
+        if (span_is(&key, "pkg.torch.onnx.name_scopes")) {
+            n->scope = module_of(im->m, &value);
+        } else if (span_is(&key, "pkg.onnxscript.rewriter.rule_name")) {
+            n->rule = lt_ir_strndup(im->m, (const char *)value.p, value.len);
+            if (!n->rule)
+                return lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
+        }
+    }
+    return LT_OK;
+}
+
+/* One "NAME: PARAMETER target='a.b'" or "NAME: BUFFER target='a.b' ..."
+ * line of the signature's inputs: the target, else an empty span; *buffer
+ * says which kind. */
+static lt_imp_span signature_target(const uint8_t *line, const uint8_t *end, bool *buffer)
+{
+    static const char *const kinds[] = {": PARAMETER target='", ": BUFFER target='"};
+    lt_imp_span t = {NULL, 0};
+    for (int k = 0; k < 2; k++) {
+        size_t kl = strlen(kinds[k]);
+        for (const uint8_t *q = line; q + kl <= end; q++) {
+            if (memcmp(q, kinds[k], kl) != 0)
+                continue;
+            const uint8_t *s = q + kl, *e = s;
+            while (e < end && *e != '\'')
+                e++;
+            if (e < end && e > s) {
+                t.p = s;
+                t.len = (size_t)(e - s);
+                *buffer = k == 1;
+            }
+            return t;
+        }
+    }
+    return t;
+}
+
+lt_status lt_imp_torch_signature(imp *im, const Onnx__GraphProto *g)
+{
+    lt_module *m = im->m;
+    for (unsigned i = 0; i < g->base.n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *u = &g->base.unknown_fields[i];
+        const uint8_t *p;
+        size_t len;
+        lt_imp_span key, value;
+        if (u->tag != 16 || !lt_imp_unknown_payload(u, &p, &len) || !lt_imp_string_entry(p, len, &key, &value) ||
+            !span_is(&key, "pkg.torch.export.ExportedProgram.graph_signature"))
+            continue;
+        /* twice over the text: count the names, then keep them */
+        for (int pass = 0; pass < 2; pass++) {
+            const uint8_t *q = value.p, *end = value.p + value.len;
+            bool inputs = false;
+            int n = 0;
+            while (q < end) {
+                const uint8_t *e = memchr(q, '\n', (size_t)(end - q));
+                if (!e)
+                    e = end;
+                if (e - q >= 1 && q[0] == '#') {
+                    inputs = e - q >= 8 && memcmp(q, "# inputs", 8) == 0;
+                } else if (inputs) {
+                    bool buffer = false;
+                    lt_imp_span t = signature_target(q, e, &buffer);
+                    if (t.len && pass == 1) {
+                        m->torch_buffer[n] = buffer;
+                        if (!(m->torch_name[n] = lt_ir_strndup(m, (const char *)t.p, t.len)))
+                            return lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
+                    }
+                    n += t.len > 0;
+                }
+                q = e + (e < end);
+            }
+            if (pass == 0 && (!(m->torch_name = lt_ir_alloc(m, sizeof *m->torch_name * (size_t)(n + 1))) ||
+                              !(m->torch_buffer = lt_ir_alloc(m, sizeof *m->torch_buffer * (size_t)(n + 1)))))
+                return lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
+            m->ntorch = n;
+        }
+    }
+    return LT_OK;
+}

@@ -1,0 +1,362 @@
+/* torch's dynamo exporter optimises the graph it writes, and one of its
+ * passes merges initializers of up to 1024 elements that hold the same
+ * values: one is kept and every node reads it. In a freshly initialised
+ * model that joins every LayerNorm and BatchNorm scale (ones) with every
+ * running variance (ones too), and every zero bias with every running mean.
+ * Trained as found, one tensor would take the updates of all of them and
+ * the running statistics of a BatchNorm would overwrite its own scale.
+ *
+ * The file still says what the source module had: each node carries the
+ * module path it came from (metadata pkg.torch.onnx.name_scopes) and the
+ * main graph the exported program's signature, which names every
+ * parameter and buffer. A node of module S reading the initializer in an
+ * input slot that stands for S's tensor LEAF (a BatchNormalization's slot 4
+ * is its running_var; elsewhere the leaf of the initializer's own name)
+ * read S.LEAF in the source; when the signature names S.LEAF and it is not
+ * the initializer itself, the readers of S.LEAF get a parameter of that
+ * name holding a copy of the values. The exporter writes it back as an
+ * initializer and points those node inputs at it (importer/export.c).
+ * Values that are not one number repeated are split only where the names
+ * differ in layer numbers alone (clones of one layer, as
+ * nn.TransformerEncoder deep-copies its layer): a tie the source meant
+ * (an embedding read by the output layer) stays one tensor, as does one
+ * module's tensor read by several nodes, and without the metadata (other
+ * exporters, TorchScript) nothing changes. An all-ones or all-zeros tensor
+ * the source tied across modules of different names on purpose cannot be
+ * told from a merged one and is split. */
+#include "ir.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct reader {
+    lt_node *n;
+    int slot;
+} reader;
+
+typedef struct readers {
+    int *start; /* per parameter: its readers are at[start[p] .. start[p + 1]) */
+    reader *at;
+} readers;
+
+static void walk(const lt_module *m, const lt_block *b, int *count, reader *at, int *fill)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        lt_node *n = b->nodes[i];
+        for (int k = 0; k < n->nin; k++) {
+            const lt_ival *v = n->in[k];
+            if (!v || v->param < 0 || v->param >= m->nparams || m->params[v->param].value != v)
+                continue;
+            if (at)
+                at[fill[v->param]++] = (reader){n, k};
+            else
+                count[v->param]++;
+        }
+        for (int r = 0; r < n->nregions; r++)
+            walk(m, n->regions[r], count, at, fill);
+    }
+}
+
+/* Every node input (at any depth) reading a parameter, by parameter. */
+static bool find_readers(const lt_module *m, readers *rd)
+{
+    int np = m->nparams;
+    int *count = calloc((size_t)np + 1, sizeof *count), *fill = calloc((size_t)np + 1, sizeof *fill);
+    rd->start = calloc((size_t)np + 1, sizeof *rd->start);
+    rd->at = NULL;
+    if (count && fill && rd->start) {
+        walk(m, m->main, count, NULL, NULL);
+        for (int p = 0; p < np; p++)
+            rd->start[p + 1] = rd->start[p] + count[p];
+        memcpy(fill, rd->start, sizeof *fill * (size_t)np);
+        rd->at = malloc(sizeof *rd->at * ((size_t)rd->start[np] + 1));
+        if (rd->at)
+            walk(m, m->main, NULL, rd->at, fill);
+    }
+    free(count);
+    free(fill);
+    return rd->start && rd->at;
+}
+
+static bool torch_names(const lt_module *m, const char *name)
+{
+    for (int i = 0; i < m->ntorch; i++)
+        if (!strcmp(m->torch_name[i], name))
+            return true;
+    return false;
+}
+
+/* The tensor a slot of op stands for in PyTorch's module of that op, or
+ * NULL where the slot has no fixed meaning. */
+static const char *slot_leaf(lt_op op, int slot)
+{
+    static const char *const bn[] = {NULL, "weight", "bias", "running_mean", "running_var"};
+    switch (op) {
+    case LT_OP_BATCH_NORMALIZATION:
+        return slot < 5 ? bn[slot] : NULL;
+    case LT_OP_CONV:
+    case LT_OP_CONV_TRANSPOSE:
+    case LT_OP_GEMM:
+    case LT_OP_LAYER_NORMALIZATION:
+    case LT_OP_GROUP_NORMALIZATION:
+    case LT_OP_INSTANCE_NORMALIZATION:
+    case LT_OP_RMS_NORMALIZATION:
+        return slot == 1 ? "weight" : slot == 2 ? "bias" : NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* scope.leaf in the module's arena ("leaf" under the root module). */
+static const char *join(lt_module *m, const char *scope, const char *leaf)
+{
+    size_t ls = strlen(scope), ll = strlen(leaf);
+    char *name = lt_ir_alloc(m, ls + ll + 2);
+    if (!name)
+        return NULL;
+    if (ls) {
+        memcpy(name, scope, ls);
+        name[ls++] = '.';
+    }
+    memcpy(name + ls, leaf, ll + 1);
+    return name;
+}
+
+/* The source tensor a node input read, as a signature name: the slot's own
+ * tensor under the node's module (a BatchNormalization's running_var),
+ * else the parameter's path below its home module (the module of a reader
+ * its name starts with) under the node's module, so that
+ * layers.0.attn.out_proj.weight read by a product of layers.1.attn is
+ * layers.1.attn.out_proj.weight, else the one tensor of that last name
+ * below the node's module that was merged away. NULL when the signature
+ * does not tell. */
+static bool is_param(const lt_module *m, const char *name)
+{
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].name && !strcmp(m->params[p].name, name))
+            return true;
+    return false;
+}
+
+/* The one signature name below module scope whose last part is leaf and
+ * that the file has no initializer of (merged away), or NULL: the tensor a
+ * module's function call read from a submodule (attention's
+ * out_proj.bias, read by the attention module's own product). */
+static const char *missing_below(const lt_module *m, const char *scope, const char *leaf)
+{
+    size_t ls = strlen(scope), ll = strlen(leaf);
+    const char *found = NULL;
+    for (int i = 0; i < m->ntorch; i++) {
+        const char *t = m->torch_name[i];
+        size_t lt = strlen(t);
+        if (lt <= ls + ll + 1 || (ls && (strncmp(t, scope, ls) != 0 || t[ls] != '.')) ||
+            strcmp(t + lt - ll, leaf) != 0 || t[lt - ll - 1] != '.' || is_param(m, t))
+            continue;
+        if (found)
+            return NULL;
+        found = t;
+    }
+    return found;
+}
+
+static const char *source_name(lt_module *m, const lt_node *n, int slot, const char *below_home)
+{
+    if (!n->scope)
+        return NULL;
+    const char *leaves[2] = {slot_leaf(n->op, slot), below_home};
+    for (int i = 0; i < 2; i++) {
+        const char *name = leaves[i] ? join(m, n->scope, leaves[i]) : NULL;
+        if (name && torch_names(m, name))
+            return name;
+    }
+    const char *dot = strrchr(below_home, '.');
+    const char *leaf = leaves[0] ? leaves[0] : dot ? dot + 1 : below_home;
+    return missing_below(m, n->scope, leaf);
+}
+
+/* The part of the parameter's name below the longest reader module its
+ * name starts with (the whole name under the root; the last part when no
+ * reader's module is a prefix). */
+static const char *below_home(const char *own, const reader *r, int nr)
+{
+    const char *dot = strrchr(own, '.');
+    const char *best = dot ? dot + 1 : own;
+    size_t best_len = 0;
+    for (int i = 0; i < nr; i++) {
+        const char *sc = r[i].n->scope;
+        size_t l = sc ? strlen(sc) : 0;
+        if (sc && l > best_len && !strncmp(own, sc, l) && own[l] == '.') {
+            best = l ? own + l + 1 : own;
+            best_len = l;
+        }
+    }
+    return best;
+}
+
+/* Whether a parameter or a main-graph value already has the name. */
+static bool name_taken(const lt_module *m, const char *name)
+{
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].name && !strcmp(m->params[p].name, name))
+            return true;
+    const lt_block *b = m->main;
+    for (int i = 0; i < b->nparams; i++)
+        if (b->params[i]->name && !strcmp(b->params[i]->name, name))
+            return true;
+    for (int i = 0; i < b->nnodes; i++)
+        for (int k = 0; k < b->nodes[i]->nout; k++)
+            if (b->nodes[i]->out[k] && b->nodes[i]->out[k]->name && !strcmp(b->nodes[i]->out[k]->name, name))
+                return true;
+    return false;
+}
+
+/* A parameter named name copying p's values, read by the readers r[i]
+ * with src[i] == name. */
+static lt_status split_off(lt_module *m, int p, const char *name, const reader *r, const char **src, int nr,
+                           lt_err *err)
+{
+    int nread = 0;
+    for (int i = 0; i < nr; i++)
+        nread += src[i] == name;
+    const lt_tensor *t = &m->params[p].data;
+    size_t bytes = (size_t)t->numel * lt_dtype_size(t->dtype);
+    void *copy = malloc(bytes ? bytes : 1);
+    int q = copy ? lt_module_add_param(m, name) : -1;
+    lt_ival *v = q >= 0 ? lt_ival_new(m, m->main, name) : NULL;
+    const char **nodes = lt_ir_alloc(m, sizeof *nodes * (size_t)nread);
+    int *slots = lt_ir_alloc(m, sizeof *slots * (size_t)nread);
+    if (!v || !nodes || !slots) {
+        free(copy);
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    }
+    lt_param *sp = &m->params[p], *np = &m->params[q]; /* after add_param moved them */
+    memcpy(copy, sp->data.data, bytes);
+    np->data = sp->data;
+    np->data.data = copy;
+    np->data.buf = NULL;
+    np->trainable = sp->trainable;
+    np->split_from = sp->name;
+    np->value = v;
+    v->param = q;
+    lt_type_tensor(&v->type, np->data.dtype, np->data.rank, np->data.dims);
+    for (int i = 0, j = 0; i < nr; i++) {
+        if (src[i] != name)
+            continue;
+        r[i].n->in[r[i].slot] = v;
+        sp->value->uses--;
+        v->uses++;
+        nodes[j] = r[i].n->name;
+        slots[j++] = r[i].slot;
+    }
+    np->nsplit = nread;
+    np->split_node = nodes;
+    np->split_slot = slots;
+    return LT_OK;
+}
+
+/* Whether a and b are the same once every run of digits counts as one. */
+static bool same_but_numbers(const char *a, const char *b)
+{
+    while (*a && *b) {
+        bool da = *a >= '0' && *a <= '9', db = *b >= '0' && *b <= '9';
+        if (da != db)
+            return false;
+        if (da) {
+            while (*a >= '0' && *a <= '9')
+                a++;
+            while (*b >= '0' && *b <= '9')
+                b++;
+        } else if (*a++ != *b++) {
+            return false;
+        }
+    }
+    return !*a && !*b;
+}
+
+/* The separate tensors a parameter's readers read in the source module,
+ * src[i] for reader i (NULL: the parameter itself). Named in the signature:
+ * by source_name. Not named there (the exporter's own name for a folded
+ * transpose, val_N, of clones' weights): one tensor per reader module,
+ * named MODULE.NAME, where the modules are clones of one layer. */
+static bool find_sources(lt_module *m, const char *own, bool named, const reader *r, int nr, const char **src)
+{
+    if (named) {
+        const char *home = below_home(own, r, nr);
+        for (int i = 0; i < nr; i++) {
+            const char *s = source_name(m, r[i].n, r[i].slot, home);
+            /* readers of one source tensor share one pointer */
+            for (int j = 0; s && j < i; j++)
+                if (src[j] && !strcmp(src[j], s))
+                    s = src[j];
+            src[i] = s && strcmp(s, own) ? s : NULL;
+        }
+        return true;
+    }
+    const char *first = r[0].n->scope;
+    for (int i = 0; i < nr; i++) {
+        const char *sc = r[i].n->scope;
+        if (!first || !sc || !same_but_numbers(sc, first))
+            return false;
+        src[i] = NULL;
+        for (int j = 0; j < i && strcmp(sc, first); j++)
+            if (!strcmp(r[j].n->scope, sc))
+                src[i] = src[j];
+        if (!src[i] && strcmp(sc, first) && !(src[i] = join(m, sc, own)))
+            return false;
+    }
+    return true;
+}
+
+static lt_status split_param(lt_module *m, int p, const reader *r, int nr, int *nsplit, lt_err *err)
+{
+    const char **src = calloc((size_t)nr, sizeof *src);
+    if (!src)
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    const char *own = m->params[p].name;
+    bool one = lt_ir_one_value(&m->params[p].data);
+    /* values that are not one number repeated were equal as clones of one
+     * layer are (nn.TransformerEncoder deep-copies its layer): the names
+     * then differ in layer numbers only; anything else is a tie. A
+     * single-valued one without a signature name is a graph constant. */
+    bool named = torch_names(m, own);
+    bool split = (!one || named) && find_sources(m, own, named, r, nr, src);
+    for (int i = 0; i < nr && split && !one && named; i++)
+        split = !src[i] || same_but_numbers(src[i], own);
+    lt_status st = LT_OK;
+    for (int i = 0; i < nr && st == LT_OK && split; i++) {
+        bool first = src[i] != NULL;
+        for (int j = 0; first && j < i; j++)
+            first = src[j] != src[i];
+        if (!first || name_taken(m, src[i]))
+            continue;
+        st = split_off(m, p, src[i], r, src, nr, err);
+        ++*nsplit;
+    }
+    free(src);
+    return st;
+}
+
+lt_status lt_ir_split_merged_params(lt_module *m, int *nsplit, lt_err *err)
+{
+    *nsplit = 0;
+    if (!m->ntorch)
+        return LT_OK;
+    readers rd;
+    if (!find_readers(m, &rd)) {
+        free(rd.start);
+        free(rd.at);
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    }
+    lt_status st = LT_OK;
+    int np = m->nparams; /* the ones split off come after */
+    for (int p = 0; p < np && st == LT_OK; p++) {
+        const lt_param *pp = &m->params[p];
+        int nr = rd.start[p + 1] - rd.start[p];
+        if (nr < 2 || !pp->name || pp->is_input_default || !pp->value || pp->value->block != m->main ||
+            !lt_dtype_is_float(pp->data.dtype))
+            continue;
+        st = split_param(m, p, rd.at + rd.start[p], nr, nsplit, err);
+    }
+    free(rd.start);
+    free(rd.at);
+    return st;
+}

@@ -1,0 +1,125 @@
+"""Test data for ir/split_merged.c (tests/unit/test_split_merged.c).
+
+torch's dynamo exporter (torch.onnx.export(..., dynamo=True), the default
+since torch 2.9) optimises the graph it writes and merges initializers that
+hold equal values. This script exports a freshly initialised network that
+way and stores what PyTorch makes of three SGD steps on fixed data, so the
+test can check that lantern trains the source module's separate tensors:
+
+  fresh.onnx      the network: two blocks of LayerNorm, Linear, BatchNorm1d
+                  (every norm scale and running variance is ones, every norm
+                  bias and running mean zeros: all merged), then two
+                  deep-copied Linear layers (equal random weights: merged),
+                  then a head
+  x.npy, y.npy    32 samples of 8 features, labels 0..3
+  ref/NAME.npy    every parameter and running statistic after 3 steps of
+                  SGD (lr 0.1, batch 8, softmax cross-entropy, in order)
+  tie.onnx        a random 4x4 weight two modules of different names read
+                  (a tie the source meant: stays one tensor)
+  ones_tie.onnx   the same with a weight of ones (split, as a merged one)
+  folded.onnx     Conv, BatchNorm2d, ReLU, Linear as the default export
+                  writes it: the BatchNorm folded into the Conv, the zero
+                  bias of the Linear dropped (both named in a note)
+
+Run with a Python that has torch >= 2.9, onnxscript and onnx >= 1.16:
+  python make_merged.py [OUTDIR]
+"""
+import copy
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+from onnx import TensorProto, helper
+
+out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+os.makedirs(os.path.join(out, "ref"), exist_ok=True)
+torch.manual_seed(7)
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(8)
+        self.fc = torch.nn.Linear(8, 8)
+        self.bn = torch.nn.BatchNorm1d(8)
+
+    def forward(self, x):
+        return self.bn(torch.relu(self.fc(self.ln(x))))
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.h = torch.nn.ModuleList([Block(), Block()])
+        one = torch.nn.Linear(8, 8)
+        self.c = torch.nn.ModuleList([copy.deepcopy(one) for _ in range(2)])
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        for b in self.h:
+            x = b(x)
+        for c in self.c:
+            x = torch.tanh(c(x))
+        return self.head(x)
+
+
+net = Net().train()
+x = torch.randn(32, 8)
+y = torch.randint(0, 4, (32,))
+np.save(os.path.join(out, "x.npy"), x.numpy())
+np.save(os.path.join(out, "y.npy"), y.numpy())
+torch.onnx.export(net, (x[:8],), os.path.join(out, "fresh.onnx"), dynamo=True,
+                  training=torch.onnx.TrainingMode.TRAINING,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for s in range(3):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(net(x[8 * s:8 * s + 8]), y[8 * s:8 * s + 8]).backward()
+    opt.step()
+for k, v in net.state_dict().items():
+    if "num_batches" not in k:
+        np.save(os.path.join(out, "ref", k + ".npy"), v.numpy())
+
+
+def tie_model(path, w):
+    """y = x @ a.weight + x @ a.weight read by nodes of modules a and b."""
+    sig = ("\n# inputs\np_a_weight: PARAMETER target='a.weight'\n"
+           "p_b_weight: PARAMETER target='b.weight'\nx: USER_INPUT\n\n# outputs\nadd: USER_OUTPUT\n")
+    nodes = []
+    for i, mod in enumerate(["a", "b"]):
+        n = helper.make_node("MatMul", ["x", "a.weight"], ["m%d" % i], name="node_mm_%d" % i)
+        e = n.metadata_props.add()
+        e.key, e.value = "pkg.torch.onnx.name_scopes", "['', '%s', 'linear_%d']" % (mod, i)
+        nodes.append(n)
+    nodes.append(helper.make_node("Add", ["m0", "m1"], ["add"], name="node_add"))
+    g = helper.make_graph(nodes, "tie", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("add", TensorProto.FLOAT, [2, 4])],
+                          [onnx.numpy_helper.from_array(w, "a.weight")])
+    e = g.metadata_props.add()
+    e.key, e.value = "pkg.torch.export.ExportedProgram.graph_signature", sig
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+tie_model(os.path.join(out, "tie.onnx"), np.random.default_rng(3).standard_normal((4, 4)).astype(np.float32))
+tie_model(os.path.join(out, "ones_tie.onnx"), np.ones((4, 4), np.float32))
+
+
+class Folded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.fc = torch.nn.Linear(4, 2)
+        torch.nn.init.zeros_(self.fc.bias)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.bn(self.conv(x))).mean((2, 3)))
+
+
+torch.onnx.export(Folded().train(), (torch.randn(2, 3, 6, 6),), os.path.join(out, "folded.onnx"), dynamo=True,
+                  external_data=False, training=torch.onnx.TrainingMode.TRAINING,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))

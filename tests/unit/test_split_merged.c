@@ -1,0 +1,201 @@
+/* Initializers torch's dynamo exporter merged for holding equal values
+ * (ir/split_merged.c), on files that exporter wrote
+ * (tests/data/merged/make_merged.py): a fresh network whose norm scales,
+ * running variances, norm biases and running means are all one of two
+ * initializers, and whose two deep-copied layers share one weight and one
+ * bias. lantern splits them into the module's 20 tensors by their PyTorch
+ * names, three SGD steps then match PyTorch's (every parameter and running
+ * statistic within 2e-5 relative), and the written model holds each as an
+ * initializer of its own that its nodes read. A random weight two
+ * differently named modules read stays one tensor (a tie); a weight of
+ * ones read that way is split. The trainer's notes name what was split,
+ * a BatchNorm folded into a Conv and parameters the exporter dropped. */
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DIR LT_SOURCE_DIR "/tests/data/merged/"
+
+static const char *const names[] = {
+    "h.0.ln.weight", "h.0.ln.bias", "h.0.fc.weight", "h.0.fc.bias", "h.0.bn.weight", "h.0.bn.bias",
+    "h.0.bn.running_mean", "h.0.bn.running_var", "h.1.ln.weight", "h.1.ln.bias", "h.1.fc.weight", "h.1.fc.bias",
+    "h.1.bn.weight", "h.1.bn.bias", "h.1.bn.running_mean", "h.1.bn.running_var", "c.0.weight", "c.0.bias",
+    "c.1.weight", "c.1.bias", "head.weight", "head.bias"};
+#define NNAMES (int)(sizeof names / sizeof *names)
+
+static int split_count(const lt_model *m)
+{
+    int n = 0;
+    for (int p = 0; p < m->nparams; p++)
+        n += m->params[p].split_from != NULL;
+    return n;
+}
+
+/* The value a node input reads, by node name and slot. */
+static const lt_ival *input_of(const lt_model *m, const char *node, int slot)
+{
+    for (int i = 0; i < m->main->nnodes; i++)
+        if (!strcmp(m->main->nodes[i]->name, node))
+            return slot < m->main->nodes[i]->nin ? m->main->nodes[i]->in[slot] : NULL;
+    return NULL;
+}
+
+static void splits_into_source_tensors(void **state)
+{
+    (void)state;
+    lt_model *m = NULL;
+    lt_err err;
+    if (lt_model_load(DIR "fresh.onnx", &m, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(m->nparams, NNAMES);
+    assert_int_equal(split_count(m), 12);
+    for (int i = 0; i < NNAMES; i++) {
+        const lt_tensor *t = tu_param(m, names[i]);
+        assert_true(t->numel > 0);
+    }
+    /* each node reads its own module's tensor: a BatchNormalization's
+     * scale and running variance are apart although both were ones */
+    for (int p = 0; p < m->nparams; p++) {
+        const lt_param *pp = &m->params[p];
+        assert_non_null(pp->value);
+        for (int r = 0; r < pp->nsplit; r++)
+            assert_ptr_equal(input_of(m, pp->split_node[r], pp->split_slot[r]), pp->value);
+        if (strstr(pp->name, "running_") || strstr(pp->name, ".ln."))
+            assert_int_equal(pp->value->uses, 1);
+    }
+    lt_model_free(m);
+}
+
+static void trains_as_pytorch(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/lt_split_XXXXXX", out[128], path[512];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/trained.onnx", tmp);
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.data = "npy=" DIR "x.npy," DIR "y.npy";
+    o.schedule.lr = 0.1;
+    o.batch = 8;
+    o.limit = 24;
+    o.no_shuffle = 1;
+    lt_model *trained = NULL, *back = NULL;
+    lt_err err;
+    if (lt_train(DIR "fresh.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    double worst = 0;
+    for (int i = 0; i < NNAMES; i++) {
+        snprintf(path, sizeof path, DIR "ref/%s.npy", names[i]);
+        lt_value *want = tu_load(path);
+        double e = tu_max_rel_err(tu_param(trained, names[i]), lt_value_tensor(want));
+        if (e > 2e-5)
+            fail_msg("%s: %g off PyTorch after three steps", names[i], e);
+        worst = e > worst ? e : worst;
+        lt_value_free(want);
+    }
+    print_message("worst relative error against PyTorch: %.2g\n", worst);
+    /* written back: every tensor an initializer of its own, read by its
+     * nodes; importing the file again splits nothing */
+    if (lt_model_export(trained, DIR "fresh.onnx", out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_model_load(out, &back, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(back->nparams, NNAMES);
+    assert_int_equal(split_count(back), 0);
+    for (int i = 0; i < NNAMES; i++) {
+        const lt_tensor *a = tu_param(trained, names[i]), *b = tu_param(back, names[i]);
+        assert_int_equal(a->numel, b->numel);
+        assert_memory_equal(a->data, b->data, (size_t)a->numel * sizeof(float));
+    }
+    for (int p = 0; p < trained->nparams; p++)
+        for (int r = 0; r < trained->params[p].nsplit; r++) {
+            const lt_ival *v = input_of(back, trained->params[p].split_node[r], trained->params[p].split_slot[r]);
+            assert_non_null(v);
+            assert_string_equal(v->name, trained->params[p].name);
+        }
+    lt_model_free(back);
+    lt_model_free(trained);
+    unlink(out);
+    rmdir(tmp);
+}
+
+static void tie_of_random_weight_stays(void **state)
+{
+    (void)state;
+    lt_model *m = NULL;
+    lt_err err;
+    assert_int_equal(lt_model_load(DIR "tie.onnx", &m, &err), LT_OK);
+    assert_int_equal(m->nparams, 1);
+    assert_int_equal(m->params[0].value->uses, 2);
+    lt_model_free(m);
+    assert_int_equal(lt_model_load(DIR "ones_tie.onnx", &m, &err), LT_OK);
+    assert_int_equal(m->nparams, 2);
+    assert_string_equal(m->params[1].name, "b.weight");
+    assert_string_equal(m->params[1].split_from, "a.weight");
+    assert_ptr_equal(input_of(m, "node_mm_1", 1), m->params[1].value);
+    assert_ptr_equal(input_of(m, "node_mm_0", 1), m->params[0].value);
+    lt_model_free(m);
+}
+
+/* Without the signature (any other exporter) nothing is split: the
+ * shipped TorchScript nets keep their parameter counts. */
+static void no_signature_no_split(void **state)
+{
+    (void)state;
+    lt_model *m = NULL;
+    lt_err err;
+    assert_int_equal(lt_model_load(LT_SOURCE_DIR "/tests/data/nets/resnet.onnx", &m, &err), LT_OK);
+    assert_int_equal(m->ntorch, 0);
+    assert_int_equal(split_count(m), 0);
+    lt_model_free(m);
+}
+
+static char noted[4096];
+static void keep_note(const char *msg, void *user)
+{
+    (void)user;
+    size_t at = strlen(noted);
+    snprintf(noted + at, sizeof noted - at, "%s\n", msg);
+}
+
+/* The trainer says what it split, and what it cannot undo: a BatchNorm
+ * folded into a Conv and a zero bias the exporter dropped. */
+static void notes_name_the_rewrites(void **state)
+{
+    (void)state;
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.on_note = keep_note;
+    lt_trainer *t = NULL;
+    lt_err err;
+    noted[0] = 0;
+    if (lt_trainer_new(DIR "fresh.onnx", &o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_non_null(strstr(noted, "12 tensor(s) of the source module that the exporter had merged"));
+    assert_null(strstr(noted, "folded in"));
+    assert_null(strstr(noted, "have no initializer of that name"));
+    lt_trainer_free(t);
+    noted[0] = 0;
+    if (lt_trainer_new(DIR "folded.onnx", &o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_non_null(strstr(noted, "1 node(s) have a BatchNorm the exporter folded in (onnxscript rule "
+                                  "FuseBatchNormIntoConv; node 'node_Conv_"));
+    assert_non_null(strstr(noted, "of module 'bn')"));
+    assert_non_null(strstr(noted, "3 parameter(s) of the source module the graph signature names have no "
+                                  "initializer of that name (bn.bias, fc.bias, bn.weight)"));
+    lt_trainer_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(splits_into_source_tensors),
+        cmocka_unit_test(trains_as_pytorch),
+        cmocka_unit_test(tie_of_random_weight_stays),
+        cmocka_unit_test(no_signature_no_split),
+        cmocka_unit_test(notes_name_the_rewrites),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
