@@ -158,10 +158,11 @@ int lt_cli_import_json(const lt_model *m, FILE *f)
     for (int i = 0; m->main && i < m->main->nresults; i++)
         value(&j, m, m->main->results[i], -1);
     lt_json_close(&j, ']');
-    int64_t count = 0, bytes = 0;
+    int64_t count = 0, bytes = 0, split = 0;
     for (int i = 0; i < m->nparams; i++) {
         count += m->params[i].data.numel;
         bytes += m->params[i].data.numel * (int64_t)lt_dtype_size(m->params[i].data.dtype);
+        split += m->params[i].split_from != NULL;
     }
     lt_json_key(&j, "parameters");
     lt_json_open(&j, '{');
@@ -171,6 +172,8 @@ int lt_cli_import_json(const lt_model *m, FILE *f)
     lt_json_int(&j, count);
     lt_json_key(&j, "bytes");
     lt_json_int(&j, bytes);
+    lt_json_key(&j, "split_from_merged");
+    lt_json_int(&j, split);
     lt_json_close(&j, '}');
     int hist[LT_OP_COUNT] = {0}, total = m->nunsupported;
     if (m->main)

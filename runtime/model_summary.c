@@ -92,6 +92,11 @@ void lt_model_summary(const lt_model *m, FILE *f, int *n_unsupported)
     }
     fprintf(f, "parameters: %d tensors, %lld values, %lld bytes\n", m->nparams, (long long)count,
             (long long)bytes);
+    int split = 0;
+    for (int p = 0; p < m->nparams; p++)
+        split += m->params[p].split_from != NULL;
+    if (split)
+        fprintf(f, "  %d of them split from initializers the exporter merged for holding equal values\n", split);
     int hist[LT_OP_COUNT] = {0}, total = 0;
     count_ops(m->main, hist);
     fprintf(f, "ops:\n");

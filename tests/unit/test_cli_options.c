@@ -731,6 +731,7 @@ static void import_json(void **state)
     assert_int_equal((int64_t)num(p, "tensors"), lt_model_num_params(m));
     assert_int_equal((int64_t)num(p, "values"), values);
     assert_int_equal((int64_t)num(p, "bytes"), bytes);
+    assert_int_equal((int64_t)num(p, "split_from_merged"), 0);
     const jv *in = at(get(v, "inputs"), 0);
     assert_string_equal(str(in, "name"), lt_model_input_name(m, 0));
     assert_string_equal(str(in, "elem_type"), "float32");
