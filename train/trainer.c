@@ -576,11 +576,13 @@ static void note_merged(const lt_trainer *t)
     t->o->on_note(note, t->o->user);
 }
 
-/* What the importer made of torch's exporter's optimizations: tensors it
- * split from one merged initializer (ir/split_merged.c), and BatchNorms
- * the exporter folded into a Conv or Gemm, which train as that product's
- * weights with no batch statistics (the file keeps no trace of the
- * BatchNorm's own tensors, so this is a note). */
+/* What the importer made of torch's exporters' optimizations: tensors it
+ * split from one merged initializer (ir/split_merged.c); BatchNorms the
+ * exporter folded into a Conv or Gemm (dynamo's rewrite rule, or a
+ * TorchScript Conv weight named as its constant folding names what it
+ * makes), which train as that product's weights with no batch statistics;
+ * parameters the graph signature names that the file lacks. The file keeps
+ * no trace of the folded or dropped tensors' values, so these are notes. */
 static void note_exporter_rewrites(const lt_trainer *t)
 {
     if (!t->o->on_note)
@@ -592,12 +594,29 @@ static void note_exporter_rewrites(const lt_trainer *t)
     for (int p = 0; p < m->nparams; p++)
         if (m->params[p].split_from && !nsplit++)
             split = &m->params[p];
+    int nconst = 0;
+    const lt_node *cfold = NULL;
     for (int i = 0; i < m->main->nnodes; i++) {
         const lt_node *n = m->main->nodes[i];
         if (n->rule && strstr(n->rule, "FuseBatchNormInto") && !nfold++)
             fold = n;
+        /* TorchScript names a weight its constant folding made onnx::OP_N;
+         * a Conv's own weight keeps its parameter's name */
+        const lt_ival *w = n->nin > 1 ? n->in[1] : NULL;
+        if ((n->op == LT_OP_CONV || n->op == LT_OP_CONV_TRANSPOSE) && w && w->param >= 0 &&
+            m->params[w->param].trainable && !strncmp(m->params[w->param].name, "onnx::Conv", 10) && !nconst++)
+            cfold = n;
     }
     char note[900];
+    if (nconst) {
+        snprintf(note, sizeof note,
+                 "%s: %d Conv weight(s) are tensors the exporter made by constant folding (%s, read by node '%s'): "
+                 "an eval-mode TorchScript export folds the BatchNorm after a Conv into it, which then trains "
+                 "without batch statistics, unlike the source module; torch.onnx.export(..., "
+                 "training=torch.onnx.TrainingMode.TRAINING) keeps the BatchNorm",
+                 t->path, nconst, m->params[cfold->in[1]->param].name, cfold->name ? cfold->name : "?");
+        t->o->on_note(note, t->o->user);
+    }
     if (nsplit) {
         snprintf(note, sizeof note,
                  "%s: %d tensor(s) of the source module that the exporter had merged into one initializer for holding "

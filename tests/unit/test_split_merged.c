@@ -9,7 +9,8 @@
  * initializer of its own that its nodes read. A random weight two
  * differently named modules read stays one tensor (a tie); a weight of
  * ones read that way is split. The trainer's notes name what was split,
- * a BatchNorm folded into a Conv and parameters the exporter dropped. */
+ * a BatchNorm folded into a Conv (by either exporter) and parameters the
+ * exporter dropped. */
 #include "testutil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,12 @@ static void notes_name_the_rewrites(void **state)
     assert_non_null(strstr(noted, "of module 'bn')"));
     assert_non_null(strstr(noted, "3 parameter(s) of the source module the graph signature names have no "
                                   "initializer of that name (bn.bias, fc.bias, bn.weight)"));
+    assert_null(strstr(noted, "constant folding"));
+    lt_trainer_free(t);
+    noted[0] = 0;
+    if (lt_trainer_new(DIR "ts_folded.onnx", &o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_non_null(strstr(noted, "1 Conv weight(s) are tensors the exporter made by constant folding (onnx::Conv_"));
     lt_trainer_free(t);
 }
 

@@ -20,6 +20,9 @@ test can check that lantern trains the source module's separate tensors:
   folded.onnx     Conv, BatchNorm2d, ReLU, Linear as the default export
                   writes it: the BatchNorm folded into the Conv, the zero
                   bias of the Linear dropped (both named in a note)
+  ts_folded.onnx  the same network from the TorchScript exporter in eval
+                  mode (its default): the BatchNorm folded into the Conv,
+                  whose weight is then onnx::Conv_N (named in a note)
 
 Run with a Python that has torch >= 2.9, onnxscript and onnx >= 1.16:
   python make_merged.py [OUTDIR]
@@ -123,3 +126,5 @@ class Folded(torch.nn.Module):
 torch.onnx.export(Folded().train(), (torch.randn(2, 3, 6, 6),), os.path.join(out, "folded.onnx"), dynamo=True,
                   external_data=False, training=torch.onnx.TrainingMode.TRAINING,
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
+torch.onnx.export(Folded().eval(), (torch.randn(2, 3, 6, 6),), os.path.join(out, "ts_folded.onnx"), dynamo=False,
+                  input_names=["x"], dynamic_axes={"x": {0: "batch"}})
