@@ -21,6 +21,8 @@ test; nothing here is committed) into OUT (default build/bench_models):
   transformer  28x28           128    Adam             pre-LN encoder: 28 tokens (image rows) of 28
                                                        features -> d 32, 2 blocks, 4 heads, GELU MLP
                                                        128, final LayerNorm, mean over tokens, fc 10
+  video3d      3x8x32x32       16     SGD momentum     Video3D below: three Conv3d+BatchNorm3d+ReLU stages
+                                                       with MaxPool3d, mean, fc 10 (written only when named)
   treelstm     one tree        1      Adagrad          models/treelstm.onnx (emb 300, hidden 150) on
                                                        trees of models/make_trees.py (10..30 words)
 
@@ -72,14 +74,34 @@ CASES = [
     ("gru", 128, "momentum", 0.01, (28, 28)),
     ("textcls", 32, "adamw", 0.001, (64,)),
     ("vit", 64, "adam", 0.001, (3, 32, 32)),
+    ("video3d", 16, "momentum", 0.01, (3, 8, 32, 32)),
     ("transformer", 128, "adam", 0.001, (28, 28)),
     ("treelstm", 1, "adagrad", 0.05, None),
 ]
 SHIPPED = ("mlp", "cnn", "rnn_loop", "lstm", "treelstm")
 TORCHVISION = ("mobilenet_v2", "efficientnet_b0", "shufflenet_v2", "regnet_x_400mf", "densenet121",
                "mobilenet_v3_small", "mnasnet0_5")
-ON_REQUEST = ("resnet50", "gru", "vit", "textcls") + TORCHVISION  # big: written (and listed in bench.txt) only when named
+ON_REQUEST = ("resnet50", "gru", "vit", "textcls", "video3d") + TORCHVISION  # big: written (and listed in bench.txt) only when named
 TREE_LEN = (10, 30)  # words per benchmark sentence (SST's sentences average about 19)
+
+
+class Video3D(torch.nn.Module):
+    """A small C3D-style clip classifier: three 3x3x3 Conv3d + BatchNorm3d +
+    ReLU stages with max-pooling, global average, fc 10."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+
+        def stage(ci, co, pool):
+            layers = [nn.Conv3d(ci, co, 3, padding=1), nn.BatchNorm3d(co), nn.ReLU()]
+            return nn.Sequential(*layers, nn.MaxPool3d(pool)) if pool else nn.Sequential(*layers)
+
+        self.features = nn.Sequential(stage(3, 16, (1, 2, 2)), stage(16, 32, 2), stage(32, 64, None))
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(self.features(x).mean((2, 3, 4)))
 
 
 class Block(torch.nn.Module):
@@ -193,6 +215,8 @@ def build(name):
         return getattr(torchvision.models, name)(num_classes=10)
     if name == "vit":
         return TinyViT()
+    if name == "video3d":
+        return Video3D()
     if name == "textcls":
         return TextClassifier()
     if name == "squeezenet":

@@ -407,6 +407,52 @@ static void max_grad2d_any_f32(const gp_job *j, const float *x, const float *dy,
     }
 }
 
+/* MaxPoolGrad over three spatial axes (MaxPool3d), any window: the first
+ * maximum of each window in scan order found without branches (a branch
+ * on the comparison mispredicts on every new maximum), dy added there. */
+static void max_grad3d_any_f32(const gp_job *j, const float *x, const float *dy, float *dx)
+{
+    const lt_nn_geom *g = &j->g;
+    const gp_win *tz_tab = j->tab[0], *ty_tab = j->tab[1], *tx_tab = j->tab[2];
+    int64_t od = g->grid[0], oh = g->grid[1], ow = g->grid[2], ih = g->img[1], iw = g->img[2];
+    int64_t dd = g->d[0], dh = g->d[1], dw = g->d[2];
+#pragma omp parallel for schedule(dynamic, lt_par_chunk(j->planes)) if (j->planes > 1 && j->planes * j->out_plane * j->taps >= LT_NN_PAR_MIN)
+    for (int64_t pl = 0; pl < j->planes; pl++) {
+        const float *xp = x + pl * j->in_plane, *gy = dy + pl * j->out_plane;
+        float *dxp = dx + pl * j->in_plane;
+        memset(dxp, 0, sizeof(float) * (size_t)j->in_plane);
+        for (int64_t oz = 0; oz < od; oz++) {
+            const gp_win *wz = &tz_tab[oz];
+            int64_t nz = wz->hi - wz->lo, z0 = wz->start + wz->lo * dd;
+            for (int64_t oy = 0; oy < oh; oy++, gy += ow) {
+                const gp_win *wy = &ty_tab[oy];
+                int64_t ny = wy->hi - wy->lo, y0 = wy->start + wy->lo * dh;
+                if (nz <= 0 || ny <= 0)
+                    continue; /* an empty window's output is a constant */
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    const gp_win *wx = &tx_tab[ox];
+                    int64_t nx = wx->hi - wx->lo, x0 = wx->start + wx->lo * dw;
+                    if (nx <= 0)
+                        continue;
+                    int64_t at = (z0 * ih + y0) * iw + x0;
+                    float best = xp[at];
+                    for (int64_t a = 0; a < nz; a++)
+                        for (int64_t b = 0; b < ny; b++) {
+                            int64_t row = ((z0 + a * dd) * ih + y0 + b * dh) * iw + x0;
+                            for (int64_t c = 0; c < nx; c++) {
+                                float v = xp[row + c * dw];
+                                bool gt = v > best;
+                                best = gt ? v : best;
+                                at = gt ? row + c * dw : at;
+                            }
+                        }
+                    dxp[at] += gy[ox];
+                }
+            }
+        }
+    }
+}
+
 /* LpPool's p: a float attribute in version 1, an int later */
 static double lp_order(const lt_node *n)
 {
@@ -484,6 +530,10 @@ static lt_status pool_grad(lt_kctx *k, gp_kind kind)
         return LT_OK;
     if (x->dtype == LT_F32 && kind == GP_MAX && nsp == 2) {
         max_grad2d_any_f32(&j, x->data, dy->data, dx->data);
+        return LT_OK;
+    }
+    if (x->dtype == LT_F32 && kind == GP_MAX && nsp == 3) {
+        max_grad3d_any_f32(&j, x->data, dy->data, dx->data);
         return LT_OK;
     }
     if (x->dtype == LT_F32) {

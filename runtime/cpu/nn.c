@@ -252,11 +252,92 @@ void lt_nn_col2im2d_f32(const float *col, int64_t ldc, float *img, const lt_nn_g
 }
 #undef COLS
 
+/* A geometry of 1 to 3 spatial axes as three, missing leading axes of
+ * size 1 (window 1, stride 1, no pads). */
+typedef struct geom3 {
+    int64_t k[3], s[3], d[3], pb[3], img[3], grid[3];
+} geom3;
+
+static void geom3_of(const lt_nn_geom *g, geom3 *t)
+{
+    int lead = 3 - g->nsp;
+    for (int a = 0; a < 3; a++) {
+        int d = a - lead;
+        t->k[a] = d < 0 ? 1 : g->k[d];
+        t->s[a] = d < 0 ? 1 : g->s[d];
+        t->d[a] = d < 0 ? 1 : g->d[d];
+        t->pb[a] = d < 0 ? 0 : g->pb[d];
+        t->img[a] = d < 0 ? 1 : g->img[d];
+        t->grid[a] = d < 0 ? 1 : g->grid[d];
+    }
+}
+
+/* Columns [c0, c1) of the column matrix rows [r0, r1) (row c K + tap) of a
+ * float32 image of up to 3 spatial axes, walked as output rows (z, y) with
+ * the x runs clipped once per tap: im2col writes them (zeros outside the
+ * image), col2im adds them back. The general loops' per-run bookkeeping
+ * over any number of axes costs more than the copying at these sizes. */
+static inline __attribute__((always_inline)) void cols3_f32(float *img, float *col, const lt_nn_geom *g,
+                                                          int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                                                          bool add)
+{
+    geom3 t;
+    geom3_of(g, &t);
+    int64_t K = t.k[0] * t.k[1] * t.k[2], plane = t.img[0] * t.img[1] * t.img[2];
+    int64_t ow = t.grid[2], oh = t.grid[1], sx = t.s[2], tw = c1 - c0;
+    int64_t q0 = c0 / ow, q1 = (c1 + ow - 1) / ow;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t tap = r % K, tx = tap % t.k[2], ty = tap / t.k[2] % t.k[1], tz = tap / (t.k[2] * t.k[1]);
+        int64_t offz = tz * t.d[0] - t.pb[0], offy = ty * t.d[1] - t.pb[1], offx = tx * t.d[2] - t.pb[2];
+        int64_t lo, hi;
+        valid_range(offx, sx, t.img[2], ow, &lo, &hi);
+        float *src = img + (r / K) * plane;
+        float *row = col + (r - r0) * tw - c0; /* index by grid column */
+        int64_t oz = q0 / oh, oy = q0 % oh;
+        for (int64_t q = q0; q < q1; q++) {
+            int64_t start = q * ow, a = c0 > start ? c0 - start : 0, b = c1 - start < ow ? c1 - start : ow;
+            int64_t iz = oz * t.s[0] + offz, iy = oy * t.s[1] + offy;
+            float *d = row + start;
+            if (++oy == oh) {
+                oy = 0;
+                oz++;
+            }
+            if (iz < 0 || iz >= t.img[0] || iy < 0 || iy >= t.img[1]) {
+                if (!add)
+                    memset(d + a, 0, sizeof(float) * (size_t)(b - a));
+                continue;
+            }
+            float *sp = src + (iz * t.img[1] + iy) * t.img[2] + offx;
+            int64_t x0 = lo > a ? lo : a, x1 = hi < b ? hi : b;
+            if (x1 < x0)
+                x1 = x0;
+            if (add) {
+                for (int64_t p = x0; p < x1; p++)
+                    sp[p * sx] += d[p];
+                continue;
+            }
+            for (int64_t p = a; p < x0; p++)
+                d[p] = 0;
+            if (sx == 1)
+                memcpy(d + x0, sp + x0, sizeof(float) * (size_t)(x1 - x0));
+            else
+                for (int64_t p = x0; p < x1; p++)
+                    d[p] = sp[p * sx];
+            for (int64_t p = x1; p < b; p++)
+                d[p] = 0;
+        }
+    }
+}
+
 void lt_nn_im2col(const void *img, void *col, size_t esz, const lt_nn_geom *g, int64_t channels, int64_t c0,
                   int64_t c1)
 {
     if (esz == 4 && g->nsp == 2 && c0 == 0 && c1 == g->grid[0] * g->grid[1]) {
         lt_nn_im2col2d_f32(img, col, c1, g, channels);
+        return;
+    }
+    if (esz == 4 && g->nsp <= 3) {
+        cols3_f32((float *)img, col, g, 0, channels * lt_nn_prod(g->nsp, g->k), c0, c1, false);
         return;
     }
     int64_t K = lt_nn_prod(g->nsp, g->k), plane = lt_nn_prod(g->nsp, g->img);
@@ -311,6 +392,11 @@ void lt_nn_col2im(const void *col, void *img, size_t esz, const lt_nn_geom *g, i
 {
     if (esz == 4 && g->nsp == 2 && c0 == 0 && c1 == g->grid[0] * g->grid[1]) {
         lt_nn_col2im2d_f32(col, c1, img, g, ch0, ch1);
+        return;
+    }
+    if (esz == 4 && g->nsp <= 3) {
+        int64_t K = lt_nn_prod(g->nsp, g->k);
+        cols3_f32(img, (float *)col + ch0 * K * (c1 - c0), g, ch0 * K, ch1 * K, c0, c1, true);
         return;
     }
     int64_t K = lt_nn_prod(g->nsp, g->k), plane = lt_nn_prod(g->nsp, g->img);
