@@ -270,6 +270,30 @@ int lt_module_add_param(lt_module *m, const char *name)
     return m->nparams++;
 }
 
+int lt_module_copy_param(lt_module *m, int src, const char *name, lt_ival *v)
+{
+    const lt_tensor *t = &m->params[src].data;
+    size_t bytes = (size_t)t->numel * lt_dtype_size(t->dtype);
+    void *copy = malloc(bytes ? bytes : 1);
+    int q = copy ? lt_module_add_param(m, name) : -1;
+    if (q < 0) {
+        free(copy);
+        return -1;
+    }
+    lt_param *sp = &m->params[src], *np = &m->params[q]; /* after add_param moved them */
+    if (bytes)
+        memcpy(copy, sp->data.data, bytes);
+    np->data = sp->data;
+    np->data.data = copy;
+    np->data.buf = NULL;
+    np->trainable = sp->trainable;
+    np->value = v;
+    v->def = NULL;
+    v->param = q;
+    lt_type_tensor(&v->type, np->data.dtype, np->data.rank, np->data.dims);
+    return q;
+}
+
 lt_func *lt_module_add_func(lt_module *m, const char *name)
 {
     if (!grow((void **)&m->funcs, &m->cap_funcs, m->nfuncs + 1, sizeof *m->funcs))

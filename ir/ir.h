@@ -273,6 +273,10 @@ typedef struct lt_rewrite {
 lt_status lt_module_rewrite(lt_module *m, const lt_rewrite *r, int *n, lt_err *err);
 int lt_module_sym(lt_module *m, const char *name); /* interns; -1 on OOM */
 int lt_module_add_param(lt_module *m, const char *name); /* -1 on OOM */
+/* A parameter named name holding a copy of parameter src's values,
+ * trainable as src is, whose value is v (typed from the data, no longer
+ * defined by a node); its index, -1 on OOM. */
+int lt_module_copy_param(lt_module *m, int src, const char *name, lt_ival *v);
 lt_func *lt_module_add_func(lt_module *m, const char *name); /* body has no parent */
 
 /* ---- attribute access ---- */

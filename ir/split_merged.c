@@ -217,27 +217,14 @@ static lt_status split_off(lt_module *m, int p, const char *name, const reader *
     int nread = 0;
     for (int i = 0; i < nr; i++)
         nread += src[i] == name;
-    const lt_tensor *t = &m->params[p].data;
-    size_t bytes = (size_t)t->numel * lt_dtype_size(t->dtype);
-    void *copy = malloc(bytes ? bytes : 1);
-    int q = copy ? lt_module_add_param(m, name) : -1;
-    lt_ival *v = q >= 0 ? lt_ival_new(m, m->main, name) : NULL;
+    lt_ival *v = lt_ival_new(m, m->main, name);
+    int q = v ? lt_module_copy_param(m, p, name, v) : -1;
     const char **nodes = lt_ir_alloc(m, sizeof *nodes * (size_t)nread);
     int *slots = lt_ir_alloc(m, sizeof *slots * (size_t)nread);
-    if (!v || !nodes || !slots) {
-        free(copy);
+    if (q < 0 || !nodes || !slots)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
-    }
-    lt_param *sp = &m->params[p], *np = &m->params[q]; /* after add_param moved them */
-    memcpy(copy, sp->data.data, bytes);
-    np->data = sp->data;
-    np->data.data = copy;
-    np->data.buf = NULL;
-    np->trainable = sp->trainable;
+    lt_param *sp = &m->params[p], *np = &m->params[q];
     np->split_from = sp->name;
-    np->value = v;
-    v->param = q;
-    lt_type_tensor(&v->type, np->data.dtype, np->data.rank, np->data.dims);
     for (int i = 0, j = 0; i < nr; i++) {
         if (src[i] != name)
             continue;

@@ -36,26 +36,10 @@ lt_status lt_ir_untie_identity_params(lt_module *m, lt_err *err)
             continue;
         }
         int src = n->in[0]->param;
-        size_t bytes = (size_t)m->params[src].data.numel * lt_dtype_size(m->params[src].data.dtype);
-        void *copy = malloc(bytes ? bytes : 1);
-        int p = copy ? lt_module_add_param(m, n->out[0]->name) : -1;
-        if (p < 0) {
-            free(copy);
+        int p = lt_module_copy_param(m, src, n->out[0]->name, n->out[0]);
+        if (p < 0)
             return lt_errf(err, LT_ERR_NOMEM, "out of memory");
-        }
-        lt_param *sp = &m->params[src], *np = &m->params[p];
-        if (bytes)
-            memcpy(copy, sp->data.data, bytes);
-        np->data = sp->data;
-        np->data.data = copy;
-        np->data.buf = NULL;
-        np->trainable = sp->trainable;
-        np->untied_from = sp->name;
-        lt_ival *v = n->out[0];
-        v->def = NULL;
-        v->param = p;
-        lt_type_tensor(&v->type, np->data.dtype, np->data.rank, np->data.dims);
-        np->value = v;
+        m->params[p].untied_from = m->params[src].name;
         n->in[0]->uses--;
     }
     b->nnodes = w;
