@@ -277,12 +277,28 @@ static bool point_inputs(Onnx__GraphProto *g, const lt_param *pp, int *hits, int
         Onnx__NodeProto *np = g->node[n];
         for (int r = 0; np && np->name && r < pp->nsplit; r++) {
             size_t k = (size_t)pp->split_slot[r];
-            if (strcmp(np->name, pp->split_node[r]) != 0 || k >= np->n_input || !np->input[k] ||
-                strcmp(np->input[k], pp->split_from) != 0)
+            if (strcmp(np->name, pp->split_node[r]) != 0)
+                continue;
+            /* a split one replaces the merged name; a restored bias fills
+             * an omitted input or is added */
+            bool fits = pp->restored ? k >= np->n_input || !np->input[k] || !*np->input[k]
+                                     : k < np->n_input && np->input[k] && !strcmp(np->input[k], pp->split_from);
+            if (!fits)
                 continue;
             char *name = dup_bytes(pp->name, strlen(pp->name) + 1);
             if (!name)
                 return false;
+            while (k >= np->n_input) {
+                char **grown = realloc(np->input, sizeof *grown * (np->n_input + 1));
+                if (grown)
+                    np->input = grown;
+                char *empty = grown ? dup_bytes("", 1) : NULL;
+                if (!empty) {
+                    free(name);
+                    return false;
+                }
+                np->input[np->n_input++] = empty;
+            }
             free(np->input[k]);
             np->input[k] = name;
             ++*hits;
@@ -295,12 +311,13 @@ static bool point_inputs(Onnx__GraphProto *g, const lt_param *pp, int *hits, int
 }
 
 /* Parameters split from an initializer an exporter merged (ir/split_merged.c)
- * become initializers of the main graph, and their readers read them. */
+ * or biases it dropped (ir/restore_bias.c) become initializers of the main
+ * graph, and their readers read them. */
 static lt_status write_split(exporter *x, Onnx__GraphProto *g)
 {
     for (int p = 0; p < x->m->nparams; p++) {
         const lt_param *pp = &x->m->params[p];
-        if (x->used[p] || !pp->split_from)
+        if (x->used[p] || !(pp->split_from || pp->restored))
             continue;
         x->used[p] = true;
         int hits = 0;
@@ -308,7 +325,8 @@ static lt_status write_split(exporter *x, Onnx__GraphProto *g)
             return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
         if (hits != pp->nsplit)
             return lt_errf(x->err, LT_ERR_INVALID, "%s: %d of the %d node inputs that read '%s' as '%s' are not in the "
-                           "file", x->path, pp->nsplit - hits, pp->nsplit, pp->split_from, pp->name);
+                           "file", x->path, pp->nsplit - hits, pp->nsplit,
+                           pp->split_from ? pp->split_from : "(a dropped bias)", pp->name);
         lt_status s = append_initializer(x, g, pp->name, &pp->data);
         if (s != LT_OK)
             return s;

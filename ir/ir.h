@@ -147,6 +147,10 @@ typedef struct lt_param {
      * (by file name) and input slots that read it; the exporter writes it
      * as an initializer of its own and points those inputs at it */
     const char *split_from;
+    /* set when the parameter is a bias the exporter dropped for holding
+     * zeros, given back (ir/restore_bias.c): the exporter adds it as the
+     * input split_slot[0] of node split_node[0] */
+    bool restored;
     int nsplit;
     const char **split_node;
     int *split_slot;
@@ -315,6 +319,10 @@ lt_status lt_ir_untie_identity_params(lt_module *m, lt_err *err);
  * again, told apart by the readers' module paths and the graph signature
  * (see ir/split_merged.c); *nsplit gets how many tensors were made */
 lt_status lt_ir_split_merged_params(lt_module *m, int *nsplit, lt_err *err);
+/* Gemm/Conv biases the same optimizer dropped for holding zeros are
+ * parameters of zeros again where the graph signature names them (see
+ * ir/restore_bias.c); *nrestored gets how many */
+lt_status lt_ir_restore_biases(lt_module *m, int *nrestored, lt_err *err);
 /* ir/tie_transposed.c: every trainable 2-D parameter of the main graph
  * that holds exactly the transpose of another (not constant-valued) is
  * read through a Transpose of that one instead and no longer trained;

@@ -24,7 +24,7 @@
  * exporters, TorchScript) nothing changes. An all-ones or all-zeros tensor
  * the source tied across modules of different names on purpose cannot be
  * told from a merged one and is split. */
-#include "ir.h"
+#include "torch_names.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,14 +77,6 @@ static bool find_readers(const lt_module *m, readers *rd)
     return rd->start && rd->at;
 }
 
-static bool torch_names(const lt_module *m, const char *name)
-{
-    for (int i = 0; i < m->ntorch; i++)
-        if (!strcmp(m->torch_name[i], name))
-            return true;
-    return false;
-}
-
 /* The tensor a slot of op stands for in PyTorch's module of that op, or
  * NULL where the slot has no fixed meaning. */
 static const char *slot_leaf(lt_op op, int slot)
@@ -106,21 +98,6 @@ static const char *slot_leaf(lt_op op, int slot)
     }
 }
 
-/* scope.leaf in the module's arena ("leaf" under the root module). */
-static const char *join(lt_module *m, const char *scope, const char *leaf)
-{
-    size_t ls = strlen(scope), ll = strlen(leaf);
-    char *name = lt_ir_alloc(m, ls + ll + 2);
-    if (!name)
-        return NULL;
-    if (ls) {
-        memcpy(name, scope, ls);
-        name[ls++] = '.';
-    }
-    memcpy(name + ls, leaf, ll + 1);
-    return name;
-}
-
 /* The source tensor a node input read, as a signature name: the slot's own
  * tensor under the node's module (a BatchNormalization's running_var),
  * else the parameter's path below its home module (the module of a reader
@@ -129,48 +106,19 @@ static const char *join(lt_module *m, const char *scope, const char *leaf)
  * layers.1.attn.out_proj.weight, else the one tensor of that last name
  * below the node's module that was merged away. NULL when the signature
  * does not tell. */
-static bool is_param(const lt_module *m, const char *name)
-{
-    for (int p = 0; p < m->nparams; p++)
-        if (m->params[p].name && !strcmp(m->params[p].name, name))
-            return true;
-    return false;
-}
-
-/* The one signature name below module scope whose last part is leaf and
- * that the file has no initializer of (merged away), or NULL: the tensor a
- * module's function call read from a submodule (attention's
- * out_proj.bias, read by the attention module's own product). */
-static const char *missing_below(const lt_module *m, const char *scope, const char *leaf)
-{
-    size_t ls = strlen(scope), ll = strlen(leaf);
-    const char *found = NULL;
-    for (int i = 0; i < m->ntorch; i++) {
-        const char *t = m->torch_name[i];
-        size_t lt = strlen(t);
-        if (lt <= ls + ll + 1 || (ls && (strncmp(t, scope, ls) != 0 || t[ls] != '.')) ||
-            strcmp(t + lt - ll, leaf) != 0 || t[lt - ll - 1] != '.' || is_param(m, t))
-            continue;
-        if (found)
-            return NULL;
-        found = t;
-    }
-    return found;
-}
-
 static const char *source_name(lt_module *m, const lt_node *n, int slot, const char *below_home)
 {
     if (!n->scope)
         return NULL;
     const char *leaves[2] = {slot_leaf(n->op, slot), below_home};
     for (int i = 0; i < 2; i++) {
-        const char *name = leaves[i] ? join(m, n->scope, leaves[i]) : NULL;
-        if (name && torch_names(m, name))
+        const char *name = leaves[i] ? lt_torch_join(m, n->scope, leaves[i]) : NULL;
+        if (name && lt_torch_named(m, name))
             return name;
     }
     const char *dot = strrchr(below_home, '.');
     const char *leaf = leaves[0] ? leaves[0] : dot ? dot + 1 : below_home;
-    return missing_below(m, n->scope, leaf);
+    return lt_torch_missing_below(m, n->scope, leaf);
 }
 
 /* The part of the parameter's name below the longest reader module its
@@ -190,23 +138,6 @@ static const char *below_home(const char *own, const reader *r, int nr)
         }
     }
     return best;
-}
-
-/* Whether a parameter or a main-graph value already has the name. */
-static bool name_taken(const lt_module *m, const char *name)
-{
-    for (int p = 0; p < m->nparams; p++)
-        if (m->params[p].name && !strcmp(m->params[p].name, name))
-            return true;
-    const lt_block *b = m->main;
-    for (int i = 0; i < b->nparams; i++)
-        if (b->params[i]->name && !strcmp(b->params[i]->name, name))
-            return true;
-    for (int i = 0; i < b->nnodes; i++)
-        for (int k = 0; k < b->nodes[i]->nout; k++)
-            if (b->nodes[i]->out[k] && b->nodes[i]->out[k]->name && !strcmp(b->nodes[i]->out[k]->name, name))
-                return true;
-    return false;
 }
 
 /* A parameter named name copying p's values, read by the readers r[i]
@@ -287,7 +218,7 @@ static bool find_sources(lt_module *m, const char *own, bool named, const reader
         for (int j = 0; j < i && strcmp(sc, first); j++)
             if (!strcmp(r[j].n->scope, sc))
                 src[i] = src[j];
-        if (!src[i] && strcmp(sc, first) && !(src[i] = join(m, sc, own)))
+        if (!src[i] && strcmp(sc, first) && !(src[i] = lt_torch_join(m, sc, own)))
             return false;
     }
     return true;
@@ -304,7 +235,7 @@ static lt_status split_param(lt_module *m, int p, const reader *r, int nr, int *
      * layer are (nn.TransformerEncoder deep-copies its layer): the names
      * then differ in layer numbers only; anything else is a tie. A
      * single-valued one without a signature name is a graph constant. */
-    bool named = torch_names(m, own);
+    bool named = lt_torch_named(m, own);
     bool split = (!one || named) && find_sources(m, own, named, r, nr, src);
     for (int i = 0; i < nr && split && !one && named; i++)
         split = !src[i] || same_but_numbers(src[i], own);
@@ -313,7 +244,7 @@ static lt_status split_param(lt_module *m, int p, const reader *r, int nr, int *
         bool first = src[i] != NULL;
         for (int j = 0; first && j < i; j++)
             first = src[j] != src[i];
-        if (!first || name_taken(m, src[i]))
+        if (!first || lt_torch_name_taken(m, src[i]))
             continue;
         st = split_off(m, p, src[i], r, src, nr, err);
         ++*nsplit;

@@ -591,9 +591,14 @@ static void note_exporter_rewrites(const lt_trainer *t)
     int nsplit = 0, nfold = 0;
     const lt_param *split = NULL;
     const lt_node *fold = NULL;
-    for (int p = 0; p < m->nparams; p++)
+    int nrestored = 0;
+    const lt_param *restored = NULL;
+    for (int p = 0; p < m->nparams; p++) {
         if (m->params[p].split_from && !nsplit++)
             split = &m->params[p];
+        if (m->params[p].restored && !nrestored++)
+            restored = &m->params[p];
+    }
     int nconst = 0;
     const lt_node *cfold = NULL;
     for (int i = 0; i < m->main->nnodes; i++) {
@@ -623,6 +628,14 @@ static void note_exporter_rewrites(const lt_trainer *t)
                  "equal values train apart again, as the graph signature and the nodes' module paths name them "
                  "(%s, split from %s); the written model holds each as an initializer of its own",
                  t->path, nsplit, split->name, split->split_from);
+        t->o->on_note(note, t->o->user);
+    }
+    if (nrestored) {
+        snprintf(note, sizeof note,
+                 "%s: %d bias(es) the exporter dropped for holding zeros (onnxscript's RemoveOptionalBias rules) "
+                 "train from zero again as the graph signature names them (%s, of node '%s'); the written model "
+                 "holds each as an initializer its node reads",
+                 t->path, nrestored, restored->name, restored->split_node[0]);
         t->o->on_note(note, t->o->user);
     }
     /* parameters the signature names that the file lacks, bias-named ones

@@ -10,7 +10,8 @@ test can check that lantern trains the source module's separate tensors:
                   (every norm scale and running variance is ones, every norm
                   bias and running mean zeros: all merged), then two
                   deep-copied Linear layers (equal random weights: merged),
-                  then a head
+                  then a head whose bias starts at zero (the exporter
+                  drops it; lantern gives it back)
   x.npy, y.npy    32 samples of 8 features, labels 0..3
   ref/NAME.npy    every parameter and running statistic after 3 steps of
                   SGD (lr 0.1, batch 8, softmax cross-entropy, in order)
@@ -59,6 +60,7 @@ class Net(torch.nn.Module):
         one = torch.nn.Linear(8, 8)
         self.c = torch.nn.ModuleList([copy.deepcopy(one) for _ in range(2)])
         self.head = torch.nn.Linear(8, 4)
+        torch.nn.init.zeros_(self.head.bias)  # dropped by the exporter's optimizer
 
     def forward(self, x):
         for b in self.h:

@@ -1,0 +1,67 @@
+/* The source module's tensor names that torch's exporter records in the
+ * graph signature (lt_model.torch_name, read by importer/torch_meta.c),
+ * as split_merged.c and restore_bias.c look them up. */
+#include "torch_names.h"
+#include <string.h>
+
+bool lt_torch_named(const lt_module *m, const char *name)
+{
+    for (int i = 0; i < m->ntorch; i++)
+        if (!strcmp(m->torch_name[i], name))
+            return true;
+    return false;
+}
+
+const char *lt_torch_join(lt_module *m, const char *scope, const char *leaf)
+{
+    size_t ls = strlen(scope), ll = strlen(leaf);
+    char *name = lt_ir_alloc(m, ls + ll + 2);
+    if (!name)
+        return NULL;
+    if (ls) {
+        memcpy(name, scope, ls);
+        name[ls++] = '.';
+    }
+    memcpy(name + ls, leaf, ll + 1);
+    return name;
+}
+
+bool lt_torch_is_param(const lt_module *m, const char *name)
+{
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].name && !strcmp(m->params[p].name, name))
+            return true;
+    return false;
+}
+
+const char *lt_torch_missing_below(const lt_module *m, const char *scope, const char *leaf)
+{
+    size_t ls = strlen(scope), ll = strlen(leaf);
+    const char *found = NULL;
+    for (int i = 0; i < m->ntorch; i++) {
+        const char *t = m->torch_name[i];
+        size_t lt = strlen(t);
+        if (lt <= ls + ll + 1 || (ls && (strncmp(t, scope, ls) != 0 || t[ls] != '.')) ||
+            strcmp(t + lt - ll, leaf) != 0 || t[lt - ll - 1] != '.' || lt_torch_is_param(m, t))
+            continue;
+        if (found)
+            return NULL;
+        found = t;
+    }
+    return found;
+}
+
+bool lt_torch_name_taken(const lt_module *m, const char *name)
+{
+    if (lt_torch_is_param(m, name))
+        return true;
+    const lt_block *b = m->main;
+    for (int i = 0; i < b->nparams; i++)
+        if (b->params[i]->name && !strcmp(b->params[i]->name, name))
+            return true;
+    for (int i = 0; i < b->nnodes; i++)
+        for (int k = 0; k < b->nodes[i]->nout; k++)
+            if (b->nodes[i]->out[k] && b->nodes[i]->out[k]->name && !strcmp(b->nodes[i]->out[k]->name, name))
+                return true;
+    return false;
+}

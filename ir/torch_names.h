@@ -1,0 +1,24 @@
+/* Looking up the source module's tensor names (torch's graph signature,
+ * lt_model.torch_name) for the passes that give back what torch's dynamo
+ * exporter's optimizer merged or dropped (ir/torch_names.c). */
+#ifndef LT_IR_TORCH_NAMES_H
+#define LT_IR_TORCH_NAMES_H
+
+#include "ir.h"
+
+/* whether the signature names the tensor */
+bool lt_torch_named(const lt_module *m, const char *name);
+/* scope.leaf in the module's arena (leaf alone under the root module "") */
+const char *lt_torch_join(lt_module *m, const char *scope, const char *leaf);
+/* whether a parameter of the module has the name */
+bool lt_torch_is_param(const lt_module *m, const char *name);
+/* The one signature name below module scope whose last part is leaf and
+ * that the file has no initializer of (the optimizer took it away), else
+ * NULL: the tensor a module's function call read from a submodule
+ * (attention's out_proj.bias, read by the attention module's product). */
+const char *lt_torch_missing_below(const lt_module *m, const char *scope, const char *leaf);
+/* whether a parameter, a main-graph input or a main-graph node output has
+ * the name */
+bool lt_torch_name_taken(const lt_module *m, const char *name);
+
+#endif
