@@ -147,6 +147,11 @@ typedef struct lt_param {
      * (by file name) and input slots that read it; the exporter writes it
      * as an initializer of its own and points those inputs at it */
     const char *split_from;
+    /* set when the parameter (an exporter's val_N holding one value) is
+     * a parameter of the source folded into a constant of another shape
+     * (GroupNorm's weight as [C, 1, 1]; ir/split_merged.c): trained, not
+     * kept as a graph constant */
+    const char *torch_source;
     /* set when the parameter is a bias the exporter dropped for holding
      * zeros, given back (ir/restore_bias.c): the exporter adds it as the
      * input split_slot[0] of node split_node[0] */

@@ -224,6 +224,41 @@ static bool find_sources(lt_module *m, const char *own, bool named, const reader
     return true;
 }
 
+/* The parameter a node read through a constant the exporter folded it
+ * into: GroupNorm's affine weight and bias, reshaped to [C, 1, 1] for the
+ * Mul and Add after the InstanceNormalization its export uses, become
+ * val_N initializers. A Mul or Add of module S reads S.weight or S.bias
+ * when the signature names it and the file has no initializer of it;
+ * NULL otherwise (the graph's own constants: GELU's 0.5, a scale). */
+static const char *folded_source(lt_module *m, const lt_node *n)
+{
+    const char *leaf = n->op == LT_OP_MUL ? "weight" : n->op == LT_OP_ADD ? "bias" : NULL;
+    const char *name = leaf && n->scope ? lt_torch_join(m, n->scope, leaf) : NULL;
+    return name && lt_torch_named(m, name) && !lt_torch_is_param(m, name) ? name : NULL;
+}
+
+/* A single-valued initializer without a signature name whose every reader
+ * reads a folded parameter (folded_source) stands for those: src[i] gets
+ * each reader's, NULL where it is the first reader's, which the parameter
+ * itself records (torch_source: trained, not kept as a graph constant). */
+static bool folded_sources(lt_module *m, int p, const reader *r, int nr, const char **src)
+{
+    for (int i = 0; i < nr; i++) {
+        const char *s = folded_source(m, r[i].n);
+        if (!s)
+            return false;
+        for (int j = 0; j < i; j++)
+            if (src[j] && !strcmp(src[j], s))
+                s = src[j];
+        src[i] = s;
+    }
+    m->params[p].torch_source = src[0];
+    for (int i = nr - 1; i >= 0; i--)
+        if (src[i] == m->params[p].torch_source || !strcmp(src[i], m->params[p].torch_source))
+            src[i] = NULL;
+    return true;
+}
+
 static lt_status split_param(lt_module *m, int p, const reader *r, int nr, int *nsplit, lt_err *err)
 {
     const char **src = calloc((size_t)nr, sizeof *src);
@@ -236,7 +271,7 @@ static lt_status split_param(lt_module *m, int p, const reader *r, int nr, int *
      * then differ in layer numbers only; anything else is a tie. A
      * single-valued one without a signature name is a graph constant. */
     bool named = lt_torch_named(m, own);
-    bool split = (!one || named) && find_sources(m, own, named, r, nr, src);
+    bool split = one && !named ? folded_sources(m, p, r, nr, src) : find_sources(m, own, named, r, nr, src);
     for (int i = 0; i < nr && split && !one && named; i++)
         split = !src[i] || same_but_numbers(src[i], own);
     lt_status st = LT_OK;
@@ -269,8 +304,12 @@ lt_status lt_ir_split_merged_params(lt_module *m, int *nsplit, lt_err *err)
     for (int p = 0; p < np && st == LT_OK; p++) {
         const lt_param *pp = &m->params[p];
         int nr = rd.start[p + 1] - rd.start[p];
-        if (nr < 2 || !pp->name || pp->is_input_default || !pp->value || pp->value->block != m->main ||
+        if (nr < 1 || !pp->name || pp->is_input_default || !pp->value || pp->value->block != m->main ||
             !lt_dtype_is_float(pp->data.dtype))
+            continue;
+        /* one reader: only a folded parameter to find (a tie read once
+         * stays as it is) */
+        if (nr == 1 && (lt_torch_named(m, pp->name) || !lt_ir_one_value(&pp->data)))
             continue;
         st = split_param(m, p, rd.at + rd.start[p], nr, nsplit, err);
     }

@@ -500,7 +500,8 @@ static bool fuses_elementwise(void)
 static bool graph_constant(const lt_module *m, const lt_param *p)
 {
     const lt_tensor *t = &p->data;
-    if (!p->trainable || !lt_dtype_is_float(t->dtype) || t->numel < 1 || !p->value || !lt_ir_one_value(t))
+    if (!p->trainable || p->torch_source || !lt_dtype_is_float(t->dtype) || t->numel < 1 || !p->value ||
+        !lt_ir_one_value(t))
         return false;
     const char *n = p->name;
     /* TorchScript's onnx::* also names folded weights (a zero-initialized

@@ -10,7 +10,8 @@
  * differently named modules read stays one tensor (a tie); a weight of
  * ones read that way is split. The trainer's notes name what was split,
  * a BatchNorm folded into a Conv (by either exporter) and parameters the
- * exporter dropped. */
+ * exporter dropped. GroupNorm's weight and bias, folded into single-valued
+ * constants both GroupNorms read, train apart as PyTorch's. */
 #include "testutil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,53 @@ static void trains_as_pytorch(void **state)
     rmdir(tmp);
 }
 
+/* the parameter standing for source tensor name: of that name, or the
+ * folded constant that records it */
+static const lt_tensor *source_param(const lt_model *m, const char *name)
+{
+    for (int p = 0; p < m->nparams; p++)
+        if (!strcmp(m->params[p].name, name) || (m->params[p].torch_source && !strcmp(m->params[p].torch_source, name)))
+            return &m->params[p].data;
+    fail_msg("no parameter stands for %s", name);
+    return NULL;
+}
+
+/* GroupNorm's weight and bias folded into single-valued val_N constants
+ * that both GroupNorms read: trained (not kept as constants), one per
+ * GroupNorm, three steps as PyTorch's */
+static void folded_group_norm_trains(void **state)
+{
+    (void)state;
+    static const char *const gn[] = {"c1.weight", "c1.bias", "gn1.weight", "gn1.bias", "c2.weight",
+                                     "c2.bias", "gn2.weight", "gn2.bias", "head.weight", "head.bias"};
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.data = "npy=" DIR "gx.npy," DIR "gy.npy";
+    o.schedule.lr = 0.1;
+    o.batch = 4;
+    o.limit = 12;
+    o.no_shuffle = 1;
+    lt_model *trained = NULL;
+    lt_err err;
+    if (lt_train(DIR "gn.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    int folded = 0;
+    for (int p = 0; p < trained->nparams; p++)
+        folded += trained->params[p].torch_source != NULL;
+    assert_int_equal(folded, 2); /* gn1's weight and bias; gn2's were split off by name */
+    char path[512];
+    for (int i = 0; i < (int)(sizeof gn / sizeof *gn); i++) {
+        snprintf(path, sizeof path, DIR "gn_ref/%s.npy", gn[i]);
+        lt_value *want = tu_load(path);
+        const lt_tensor *got = source_param(trained, gn[i]);
+        double e = tu_max_rel_err(got, lt_value_tensor(want)); /* by element: [C, 1, 1] against [C] */
+        if (e > 2e-5)
+            fail_msg("%s: %g off PyTorch after three steps", gn[i], e);
+        lt_value_free(want);
+    }
+    lt_model_free(trained);
+}
+
 static void tie_of_random_weight_stays(void **state)
 {
     (void)state;
@@ -203,6 +251,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(splits_into_source_tensors),
         cmocka_unit_test(trains_as_pytorch),
+        cmocka_unit_test(folded_group_norm_trains),
         cmocka_unit_test(tie_of_random_weight_stays),
         cmocka_unit_test(no_signature_no_split),
         cmocka_unit_test(notes_name_the_rewrites),

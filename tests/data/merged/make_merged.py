@@ -15,6 +15,11 @@ test can check that lantern trains the source module's separate tensors:
   x.npy, y.npy    32 samples of 8 features, labels 0..3
   ref/NAME.npy    every parameter and running statistic after 3 steps of
                   SGD (lr 0.1, batch 8, softmax cross-entropy, in order)
+  gn.onnx         Conv, GroupNorm, ReLU twice, then a head: the exporter
+                  folds each GroupNorm's weight and bias, reshaped to
+                  [C, 1, 1], into constants (val_N: ones, zeros) that both
+                  GroupNorms read; gn_ref/NAME.npy after 3 SGD steps on
+                  gx.npy, gy.npy (16 images of 3x6x6, labels 0..3)
   tie.onnx        a random 4x4 weight two modules of different names read
                   (a tie the source meant: stays one tensor)
   ones_tie.onnx   the same with a weight of ones (split, as a merged one)
@@ -130,3 +135,35 @@ torch.onnx.export(Folded().train(), (torch.randn(2, 3, 6, 6),), os.path.join(out
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
 torch.onnx.export(Folded().eval(), (torch.randn(2, 3, 6, 6),), os.path.join(out, "ts_folded.onnx"), dynamo=False,
                   input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+
+
+class GN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.gn1 = torch.nn.GroupNorm(2, 8)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.gn2 = torch.nn.GroupNorm(2, 8)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.gn1(self.c1(x)))
+        h = torch.relu(self.gn2(self.c2(h)))
+        return self.head(h.mean((2, 3)))
+
+
+gn = GN()
+gx = torch.randn(16, 3, 6, 6)
+gy = torch.randint(0, 4, (16,))
+np.save(os.path.join(out, "gx.npy"), gx.numpy())
+np.save(os.path.join(out, "gy.npy"), gy.numpy())
+torch.onnx.export(gn, (gx[:4],), os.path.join(out, "gn.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+opt = torch.optim.SGD(gn.parameters(), lr=0.1)
+for s in range(3):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(gn(gx[4 * s:4 * s + 4]), gy[4 * s:4 * s + 4]).backward()
+    opt.step()
+os.makedirs(os.path.join(out, "gn_ref"), exist_ok=True)
+for k, v in gn.state_dict().items():
+    np.save(os.path.join(out, "gn_ref", k + ".npy"), v.numpy())
