@@ -310,6 +310,75 @@ static bool point_inputs(Onnx__GraphProto *g, const lt_param *pp, int *hits, int
     return true;
 }
 
+/* The node of g named name, or NULL; *at gets its index. */
+static Onnx__NodeProto *node_named(Onnx__GraphProto *g, const char *name, size_t *at)
+{
+    for (size_t n = 0; n < g->n_node; n++)
+        if (g->node[n] && g->node[n]->name && !strcmp(g->node[n]->name, name)) {
+            *at = n;
+            return g->node[n];
+        }
+    return NULL;
+}
+
+static lt_status set_string(exporter *x, char **field, const char *value)
+{
+    char *v = dup_bytes(value, strlen(value) + 1);
+    if (!v)
+        return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+    free(*field);
+    *field = v;
+    return LT_OK;
+}
+
+/* Nodes the importer copied per module (ir/unshare.c) are written after
+ * the node they copy, and the inputs that read the copies read them. */
+static lt_status write_clones(exporter *x, Onnx__GraphProto *g)
+{
+    for (int c = 0; c < x->m->nclones; c++) {
+        const lt_clone *k = &x->m->clones[c];
+        size_t at, len;
+        Onnx__NodeProto *from = node_named(g, k->from, &at);
+        if (!from || from->n_output != (size_t)k->nout)
+            return lt_errf(x->err, LT_ERR_INVALID, "%s: node '%s', copied for module '%s', is not in the file", x->path,
+                           k->from, k->scope);
+        len = onnx__node_proto__get_packed_size(from);
+        uint8_t *buf = malloc(len ? len : 1);
+        Onnx__NodeProto *copy = NULL;
+        if (buf) {
+            onnx__node_proto__pack(from, buf);
+            copy = onnx__node_proto__unpack(&pb_allocator, len, buf);
+        }
+        free(buf);
+        Onnx__NodeProto **grown = copy ? realloc(g->node, sizeof *grown * (g->n_node + 1)) : NULL;
+        if (!grown) {
+            if (copy)
+                protobuf_c_message_free_unpacked(&copy->base, &pb_allocator);
+            return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+        }
+        g->node = grown;
+        memmove(g->node + at + 2, g->node + at + 1, sizeof *g->node * (g->n_node - at - 1));
+        g->node[at + 1] = copy; /* the graph's from here on */
+        g->n_node++;
+        lt_status s = set_string(x, &copy->name, k->name);
+        for (int o = 0; o < k->nout && s == LT_OK; o++)
+            if (k->out[o])
+                s = set_string(x, &copy->output[o], k->out[o]);
+        for (int r = 0; r < k->nread && s == LT_OK; r++) {
+            size_t ri;
+            Onnx__NodeProto *rp = node_named(g, k->read_node[r], &ri);
+            size_t slot = (size_t)k->read_slot[r];
+            if (!rp || slot >= rp->n_input || !k->out[k->read_out[r]])
+                return lt_errf(x->err, LT_ERR_INVALID, "%s: node '%s', which reads the copy of '%s', is not in the file",
+                               x->path, k->read_node[r], k->from);
+            s = set_string(x, &rp->input[slot], k->out[k->read_out[r]]);
+        }
+        if (s != LT_OK)
+            return s;
+    }
+    return LT_OK;
+}
+
 /* Parameters split from an initializer an exporter merged (ir/split_merged.c)
  * or biases it dropped (ir/restore_bias.c) become initializers of the main
  * graph, and their readers read them. */
@@ -423,6 +492,8 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
         s = export_graph(&x, mp->graph, NULL, 0);
     if (s == LT_OK)
         s = write_untied(&x, mp->graph);
+    if (s == LT_OK)
+        s = write_clones(&x, mp->graph);
     if (s == LT_OK)
         s = write_split(&x, mp->graph);
     if (s == LT_OK)

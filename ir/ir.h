@@ -168,6 +168,18 @@ typedef struct lt_opset {
 
 typedef struct lt_chunk lt_chunk;
 
+/* A main-graph node copied per module (ir/unshare.c): node `from` of the
+ * file, the copy's name and output names (`nout`, NULL where the node's
+ * output is omitted) and the module whose nodes read the copy */
+typedef struct lt_clone {
+    const char *from, *name, *scope;
+    int nout;
+    const char **out;
+    int nread; /* the node inputs (by node name and slot) that read output read_out[i] of the copy */
+    const char **read_node;
+    int *read_slot, *read_out;
+} lt_clone;
+
 /* An IR function: a closed block (no enclosing scope; what it would capture
  * is passed as parameters) called by Call nodes through attribute "callee"
  * (its index in module->funcs). The AD lifts continuations and loops into
@@ -193,6 +205,8 @@ struct lt_model {
      * (importer/torch_meta.c); none where the file has no signature */
     int ntorch;
     const char **torch_name;
+    int nclones;
+    lt_clone *clones; /* written into the graph by the exporter */
     bool *torch_buffer; /* per name: a buffer (running statistics), not a parameter */
 
     lt_block *main;
@@ -324,6 +338,11 @@ lt_status lt_ir_untie_identity_params(lt_module *m, lt_err *err);
  * again, told apart by the readers' module paths and the graph signature
  * (see ir/split_merged.c); *nsplit gets how many tensors were made */
 lt_status lt_ir_split_merged_params(lt_module *m, int *nsplit, lt_err *err);
+/* Main-graph nodes without a module path that read only initializers and
+ * serve several modules (the exporter's common-subexpression merging) are
+ * copied per module, each copy taking its readers' path (ir/unshare.c);
+ * split_merged.c runs it first */
+lt_status lt_ir_unshare_nodes(lt_module *m, int *ncloned, lt_err *err);
 /* Gemm/Conv biases the same optimizer dropped for holding zeros are
  * parameters of zeros again where the graph signature names them (see
  * ir/restore_bias.c); *nrestored gets how many */

@@ -293,6 +293,10 @@ lt_status lt_ir_split_merged_params(lt_module *m, int *nsplit, lt_err *err)
     *nsplit = 0;
     if (!m->ntorch)
         return LT_OK;
+    int ncloned;
+    lt_status cs = lt_ir_unshare_nodes(m, &ncloned, err);
+    if (cs != LT_OK)
+        return cs;
     readers rd;
     if (!find_readers(m, &rd)) {
         free(rd.start);

@@ -11,7 +11,8 @@
  * ones read that way is split. The trainer's notes name what was split,
  * a BatchNorm folded into a Conv (by either exporter) and parameters the
  * exporter dropped. GroupNorm's weight and bias, folded into single-valued
- * constants both GroupNorms read, train apart as PyTorch's. */
+ * constants both GroupNorms read, train apart as PyTorch's; so does a
+ * fresh nn.TransformerDecoder, whose cross-attentions share one Split. */
 #include "testutil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,63 @@ static void folded_group_norm_trains(void **state)
     lt_model_free(trained);
 }
 
+/* A fresh nn.TransformerDecoder: one Split of the merged in_proj_bias
+ * serves both layers' cross-attention (copied per layer), the layers'
+ * equal weights and biases are merged, their out_proj biases dropped.
+ * Trained three steps and written back, the file gives PyTorch's logits. */
+static void decoder_trains_as_pytorch(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/lt_split_XXXXXX", out[128];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/dec.onnx", tmp);
+    lt_model *m = NULL, *trained = NULL, *back = NULL;
+    lt_err err;
+    assert_int_equal(lt_model_load(DIR "dec.onnx", &m, &err), LT_OK);
+    assert_int_equal(m->nclones, 1);
+    assert_non_null(strstr(m->clones[0].from, "Split"));
+    int restored = 0;
+    for (int p = 0; p < m->nparams; p++)
+        restored += m->params[p].restored;
+    assert_int_equal(restored, 4); /* both attentions' out_proj.bias in both layers */
+    lt_model_free(m);
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.data = "npy=" DIR "dx.npy," DIR "dy.npy";
+    o.schedule.lr = 0.1;
+    o.batch = 8;
+    o.limit = 24;
+    o.no_shuffle = 1;
+    if (lt_train(DIR "dec.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_model_export(trained, DIR "dec.onnx", out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_model_load(out, &back, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(back->nclones, 0); /* the written file reads each module's own */
+    lt_value *x = tu_load(DIR "dx.npy"), *want = tu_load(DIR "dec_logits.npy");
+    int64_t d8[3] = {8, 5, 32};
+    double *first = malloc(sizeof(double) * 8 * 5 * 32);
+    assert_non_null(first);
+    for (int64_t i = 0; i < 8 * 5 * 32; i++)
+        first[i] = tu_get(x, i);
+    lt_value *x8 = tu_from(LT_F32, 3, d8, first);
+    free(first);
+    lt_value *outs[1] = {NULL};
+    assert_int_equal(tu_run_x(back, x8, outs), 1);
+    double e = tu_max_rel_err(lt_value_tensor(outs[0]), lt_value_tensor(want));
+    print_message("decoder logits against PyTorch's after three steps: %.2g\n", e);
+    assert_true(e < 1e-5);
+    lt_value_free(outs[0]);
+    lt_value_free(x8);
+    lt_value_free(x);
+    lt_value_free(want);
+    lt_model_free(back);
+    lt_model_free(trained);
+    unlink(out);
+    rmdir(tmp);
+}
+
 static void tie_of_random_weight_stays(void **state)
 {
     (void)state;
@@ -252,6 +310,7 @@ int main(void)
         cmocka_unit_test(splits_into_source_tensors),
         cmocka_unit_test(trains_as_pytorch),
         cmocka_unit_test(folded_group_norm_trains),
+        cmocka_unit_test(decoder_trains_as_pytorch),
         cmocka_unit_test(tie_of_random_weight_stays),
         cmocka_unit_test(no_signature_no_split),
         cmocka_unit_test(notes_name_the_rewrites),

@@ -20,6 +20,12 @@ test can check that lantern trains the source module's separate tensors:
                   [C, 1, 1], into constants (val_N: ones, zeros) that both
                   GroupNorms read; gn_ref/NAME.npy after 3 SGD steps on
                   gx.npy, gy.npy (16 images of 3x6x6, labels 0..3)
+  dec.onnx        a fresh two-layer nn.TransformerDecoder (d 32, 4 heads)
+                  on a learned memory: its layers' equal weights and biases
+                  merged, one Split of the merged in_proj_bias serving both
+                  cross-attentions, out_proj biases dropped; dx.npy, dy.npy
+                  (24 sequences of 5 x 32, labels 0..3) and dec_logits.npy,
+                  PyTorch's outputs on dx[:8] after 3 SGD steps
   tie.onnx        a random 4x4 weight two modules of different names read
                   (a tie the source meant: stays one tensor)
   ones_tie.onnx   the same with a weight of ones (split, as a merged one)
@@ -167,3 +173,31 @@ for s in range(3):
 os.makedirs(os.path.join(out, "gn_ref"), exist_ok=True)
 for k, v in gn.state_dict().items():
     np.save(os.path.join(out, "gn_ref", k + ".npy"), v.numpy())
+
+
+class Dec(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerDecoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.dec = torch.nn.TransformerDecoder(layer, 2)
+        self.mem = torch.nn.Parameter(torch.randn(1, 3, 32) * 0.5)
+        self.head = torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.head(self.dec(x, self.mem.expand(x.shape[0], -1, -1)).mean(1))
+
+
+dec = Dec()
+dx = torch.randn(24, 5, 32)
+dy = torch.randint(0, 4, (24,))
+np.save(os.path.join(out, "dx.npy"), dx.numpy())
+np.save(os.path.join(out, "dy.npy"), dy.numpy())
+torch.onnx.export(dec, (dx[:8],), os.path.join(out, "dec.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+opt = torch.optim.SGD(dec.parameters(), lr=0.1)
+for s in range(3):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(dec(dx[8 * s:8 * s + 8]), dy[8 * s:8 * s + 8]).backward()
+    opt.step()
+with torch.no_grad():
+    np.save(os.path.join(out, "dec_logits.npy"), dec(dx[:8]).numpy())
