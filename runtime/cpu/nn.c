@@ -311,6 +311,12 @@ static inline __attribute__((always_inline)) void cols3_f32(float *img, float *c
             int64_t x0 = lo > a ? lo : a, x1 = hi < b ? hi : b;
             if (x1 < x0)
                 x1 = x0;
+            if (add && sx == 1) {
+#pragma omp simd
+                for (int64_t p = x0; p < x1; p++)
+                    sp[p] += d[p];
+                continue;
+            }
             if (add) {
                 for (int64_t p = x0; p < x1; p++)
                     sp[p * sx] += d[p];
