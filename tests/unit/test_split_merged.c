@@ -45,6 +45,24 @@ static const lt_ival *input_of(const lt_model *m, const char *node, int slot)
     return NULL;
 }
 
+/* model trained by SGD at lr 0.1 on the npy pair data (in order), batch
+ * samples a step for `steps` steps, as make_merged.py trains PyTorch's */
+static lt_model *train_sgd(const char *model, const char *data, int64_t batch, int steps)
+{
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.data = data;
+    o.schedule.lr = 0.1;
+    o.batch = batch;
+    o.limit = batch * steps;
+    o.no_shuffle = 1;
+    lt_model *trained = NULL;
+    lt_err err;
+    if (lt_train(model, &o, &trained, &err) != LT_OK)
+        fail_msg("%s: %s", model, err.msg);
+    return trained;
+}
+
 static void splits_into_source_tensors(void **state)
 {
     (void)state;
@@ -77,17 +95,8 @@ static void trains_as_pytorch(void **state)
     char tmp[] = "/tmp/lt_split_XXXXXX", out[128], path[512];
     assert_non_null(mkdtemp(tmp));
     snprintf(out, sizeof out, "%s/trained.onnx", tmp);
-    lt_train_opts o;
-    lt_train_defaults(&o);
-    o.data = "npy=" DIR "x.npy," DIR "y.npy";
-    o.schedule.lr = 0.1;
-    o.batch = 8;
-    o.limit = 24;
-    o.no_shuffle = 1;
-    lt_model *trained = NULL, *back = NULL;
+    lt_model *trained = train_sgd(DIR "fresh.onnx", "npy=" DIR "x.npy," DIR "y.npy", 8, 3), *back = NULL;
     lt_err err;
-    if (lt_train(DIR "fresh.onnx", &o, &trained, &err) != LT_OK)
-        fail_msg("%s", err.msg);
     double worst = 0;
     for (int i = 0; i < NNAMES; i++) {
         snprintf(path, sizeof path, DIR "ref/%s.npy", names[i]);
@@ -143,17 +152,7 @@ static void folded_group_norm_trains(void **state)
     (void)state;
     static const char *const gn[] = {"c1.weight", "c1.bias", "gn1.weight", "gn1.bias", "c2.weight",
                                      "c2.bias", "gn2.weight", "gn2.bias", "head.weight", "head.bias"};
-    lt_train_opts o;
-    lt_train_defaults(&o);
-    o.data = "npy=" DIR "gx.npy," DIR "gy.npy";
-    o.schedule.lr = 0.1;
-    o.batch = 4;
-    o.limit = 12;
-    o.no_shuffle = 1;
-    lt_model *trained = NULL;
-    lt_err err;
-    if (lt_train(DIR "gn.onnx", &o, &trained, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    lt_model *trained = train_sgd(DIR "gn.onnx", "npy=" DIR "gx.npy," DIR "gy.npy", 4, 3);
     int folded = 0;
     for (int p = 0; p < trained->nparams; p++)
         folded += trained->params[p].torch_source != NULL;
@@ -191,15 +190,7 @@ static void decoder_trains_as_pytorch(void **state)
         restored += m->params[p].restored;
     assert_int_equal(restored, 4); /* both attentions' out_proj.bias in both layers */
     lt_model_free(m);
-    lt_train_opts o;
-    lt_train_defaults(&o);
-    o.data = "npy=" DIR "dx.npy," DIR "dy.npy";
-    o.schedule.lr = 0.1;
-    o.batch = 8;
-    o.limit = 24;
-    o.no_shuffle = 1;
-    if (lt_train(DIR "dec.onnx", &o, &trained, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    trained = train_sgd(DIR "dec.onnx", "npy=" DIR "dx.npy," DIR "dy.npy", 8, 3);
     if (lt_model_export(trained, DIR "dec.onnx", out, &err) != LT_OK)
         fail_msg("%s", err.msg);
     if (lt_model_load(out, &back, &err) != LT_OK)

@@ -53,6 +53,15 @@ os.makedirs(os.path.join(out, "ref"), exist_ok=True)
 torch.manual_seed(7)
 
 
+def sgd3(model, x, y, b):
+    """Three SGD steps (lr 0.1, softmax cross-entropy) on x, y in order, b a step."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for s in range(3):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x[b * s:b * s + b]), y[b * s:b * s + b]).backward()
+        opt.step()
+
+
 class Block(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -89,11 +98,7 @@ np.save(os.path.join(out, "y.npy"), y.numpy())
 torch.onnx.export(net, (x[:8],), os.path.join(out, "fresh.onnx"), dynamo=True,
                   training=torch.onnx.TrainingMode.TRAINING,
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
-opt = torch.optim.SGD(net.parameters(), lr=0.1)
-for s in range(3):
-    opt.zero_grad()
-    torch.nn.functional.cross_entropy(net(x[8 * s:8 * s + 8]), y[8 * s:8 * s + 8]).backward()
-    opt.step()
+sgd3(net, x, y, 8)
 for k, v in net.state_dict().items():
     if "num_batches" not in k:
         np.save(os.path.join(out, "ref", k + ".npy"), v.numpy())
@@ -165,11 +170,7 @@ np.save(os.path.join(out, "gx.npy"), gx.numpy())
 np.save(os.path.join(out, "gy.npy"), gy.numpy())
 torch.onnx.export(gn, (gx[:4],), os.path.join(out, "gn.onnx"), dynamo=True, external_data=False,
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
-opt = torch.optim.SGD(gn.parameters(), lr=0.1)
-for s in range(3):
-    opt.zero_grad()
-    torch.nn.functional.cross_entropy(gn(gx[4 * s:4 * s + 4]), gy[4 * s:4 * s + 4]).backward()
-    opt.step()
+sgd3(gn, gx, gy, 4)
 os.makedirs(os.path.join(out, "gn_ref"), exist_ok=True)
 for k, v in gn.state_dict().items():
     np.save(os.path.join(out, "gn_ref", k + ".npy"), v.numpy())
@@ -194,10 +195,6 @@ np.save(os.path.join(out, "dx.npy"), dx.numpy())
 np.save(os.path.join(out, "dy.npy"), dy.numpy())
 torch.onnx.export(dec, (dx[:8],), os.path.join(out, "dec.onnx"), dynamo=True, external_data=False,
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
-opt = torch.optim.SGD(dec.parameters(), lr=0.1)
-for s in range(3):
-    opt.zero_grad()
-    torch.nn.functional.cross_entropy(dec(dx[8 * s:8 * s + 8]), dy[8 * s:8 * s + 8]).backward()
-    opt.step()
+sgd3(dec, dx, dy, 8)
 with torch.no_grad():
     np.save(os.path.join(out, "dec_logits.npy"), dec(dx[:8]).numpy())
