@@ -12,7 +12,8 @@
 
 _Static_assert((int)LT_CU_FE_ADD == (int)LT_FE_ADD && (int)LT_CU_FE_DIV == (int)LT_FE_DIV &&
                    (int)LT_CU_FE_NEG == (int)LT_FE_NEG && (int)LT_CU_FE_SIGMOID == (int)LT_FE_SIGMOID &&
-                   (int)LT_CU_FE_RECIPROCAL == (int)LT_FE_RECIPROCAL && (int)LT_CU_FE_CODES == (int)LT_FE_COUNT &&
+                   (int)LT_CU_FE_RECIPROCAL == (int)LT_FE_RECIPROCAL &&
+                   (int)LT_CU_FE_SOFTPLUS == (int)LT_FE_SOFTPLUS && (int)LT_CU_FE_CODES == (int)LT_FE_COUNT &&
                    LT_CU_FE_MAX_STEPS == LT_FE_MAX_STEPS && LT_CU_FE_MAX_IN == LT_FE_MAX_IN,
                "fused.cu numbers the steps as ir/fuse_elementwise.h does");
 

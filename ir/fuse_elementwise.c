@@ -86,6 +86,7 @@ static int fusable(const lt_node *n)
     case LT_OP_SIGMOID: code = LT_FE_SIGMOID, arity = 1; break;
     case LT_OP_SQRT: code = LT_FE_SQRT, arity = 1; break;
     case LT_OP_RECIPROCAL: code = LT_FE_RECIPROCAL, arity = 1; break;
+    case LT_OP_SOFTPLUS: code = LT_FE_SOFTPLUS, arity = 1; break;
     default: return -1;
     }
     if (n->nin != arity || n->nout != 1 || !n->out[0] || n->nregions)

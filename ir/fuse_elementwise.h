@@ -1,5 +1,6 @@
 /* Elementwise fusion: chains of float32 elementwise nodes of one shape
- * (Add, Sub, Mul, Div, Neg, Exp, Erf, Tanh, Sigmoid, Sqrt, Reciprocal)
+ * (Add, Sub, Mul, Div, Neg, Exp, Erf, Tanh, Sigmoid, Sqrt, Reciprocal,
+ * Softplus)
  * become one FusedElementwise node that computes them tile by tile, so the
  * values only the chain reads never reach memory and the rest are written
  * once. The operands of a chain are full tensors of its shape, single
@@ -28,6 +29,7 @@ typedef enum lt_fe_code {
     LT_FE_SIGMOID,
     LT_FE_SQRT,
     LT_FE_RECIPROCAL,
+    LT_FE_SOFTPLUS,
     LT_FE_COUNT
 } lt_fe_code;
 

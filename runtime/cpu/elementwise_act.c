@@ -88,7 +88,15 @@ static void gelu_f32(const void *par, int64_t n, void *out, const void *const *i
 ROW(gelu_f64, double, double, double, CALL(gelu, x))
 static const lt_ew_row gelu_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(gelu)};
 static const lt_ew_op gelu_op = {gelu_rows, LT_EW_OUT_SAME, false, LT_EW_PAR_HEAVY};
-ACT(softplus, CALL(softplus, x), L, false)
+/* Softplus: float rows through the array form too (FusedElementwise's
+ * step runs the same one) */
+static void softplus_f32(const void *par, int64_t n, void *out, const void *const *in, const int64_t *step)
+{
+    lt_vsoftplusf(in[0], out, n);
+}
+ROW(softplus_f64, double, double, double, CALL(softplus, x))
+static const lt_ew_row softplus_rows[LT_DTYPE_COUNT] = {LT_EW_TAB_FLOATS(softplus)};
+static const lt_ew_op softplus_op = {softplus_rows, LT_EW_OUT_SAME, false, LT_EW_PAR_HEAVY};
 ACT(softsign, x / (1 + fabs(x)), L, false)
 ACT(elu, CALL(elu, x), L, false)
 ACT(selu, CALL(selu, x), L, false)

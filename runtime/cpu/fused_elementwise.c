@@ -2,8 +2,8 @@
  * over tiles of TILE elements, every step reading and writing tile-sized
  * registers that stay in L1; a step whose value is an output writes
  * straight into it. Each step computes exactly what its unfused kernel
- * does (the same float32 operations and the same array exp, erf, tanh and
- * sigmoid), so fused and unfused programs agree bit for bit. The
+ * does (the same float32 operations and the same array exp, erf, tanh,
+ * sigmoid and softplus), so fused and unfused programs agree bit for bit. The
  * interpreter is compiled three times, for baseline x86-64, AVX2 and
  * AVX-512 (one operation per step, so every width rounds the same), picked
  * from cpuid. */
@@ -74,6 +74,7 @@ static inline __attribute__((always_inline)) void step(int code, const float *a,
         for (int64_t i = 0; i < n; i++)
             y[i] = sqrtf(a[i]);
         break;
+    case LT_FE_SOFTPLUS: lt_vsoftplusf(a, y, n); break;
     default: /* LT_FE_RECIPROCAL */
 #pragma omp simd
         for (int64_t i = 0; i < n; i++)

@@ -1,4 +1,4 @@
-/* Array sigmoid, tanh, erf and exp (vact.h): one loop body compiled twice, for
+/* Array sigmoid, tanh, softplus, erf and exp (vact.h): one loop body compiled twice, for
  * baseline x86-64 and for AVX2+FMA, picked once per process from cpuid; erf
  * and exp (Gelu's and softmax-like chains, over whole activations) and Gelu a third
  * time for AVX-512, whose lanes compute the same FMA formula as AVX2's. With
@@ -37,6 +37,11 @@
     {                                                                    \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
             y[i] = lt_ew_expf(x[i]);                                     \
+    }                                                                    \
+    ATTR static void softplus_##SFX(const float *x, float *y, int64_t n) \
+    {                                                                    \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)              \
+            y[i] = lt_ew_softplusf(x[i]);                                \
     }
 
 /* erf and Gelu element by element (the baseline build; the vector builds
@@ -155,6 +160,8 @@ static int use_avx512(void)
 DISPATCH(lt_vsigmoidf, sigmoid)
 
 DISPATCH(lt_vtanhf, tanh)
+
+DISPATCH(lt_vsoftplusf, softplus)
 
 /* erf and exp: the AVX-512 loop first */
 #if LT_VACT_X86

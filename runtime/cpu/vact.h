@@ -10,6 +10,8 @@
 /* y[i] = sigmoid(x[i]), y[i] = tanh(x[i]); y may be x */
 void lt_vsigmoidf(const float *x, float *y, int64_t n);
 void lt_vtanhf(const float *x, float *y, int64_t n);
+/* y[i] = softplus(x[i]) = log(1 + e^x) (Softplus, and Mish spelled out) */
+void lt_vsoftplusf(const float *x, float *y, int64_t n);
 /* y[i] = erf(x[i]), y[i] = exp(x[i]) (Gelu's and softmax-like chains) */
 void lt_verff(const float *x, float *y, int64_t n);
 void lt_vexpf(const float *x, float *y, int64_t n);

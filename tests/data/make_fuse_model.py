@@ -5,7 +5,10 @@ committed, regenerate with Debian's /usr/bin/python3):
                    out as Div, Erf, Add, Mul, Mul (scalars) -> Sub the input
                    -> Tanh, Sigmoid, Neg, Exp, Sqrt of a square plus eps,
                    Reciprocal -> y[N,5,24]; h (the GELU value) is a second
-                   output, so one chain value leaves the chain"""
+                   output, so one chain value leaves the chain
+  fuse_mish.onnx   x[N,5,24] -> Mul by a weight row, Add a bias row -> Mish
+                   spelled out as TorchScript writes it (Softplus, Tanh,
+                   Mul) -> y[N,5,24]"""
 import os
 import numpy as np
 import onnx
@@ -51,6 +54,19 @@ def main():
     m = h.make_model(g, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 13)])
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(HERE, "fuse_chain.onnx"))
+    n = [
+        h.make_node("Mul", ["x", "w"], ["xw"]),
+        h.make_node("Add", ["xw", "b"], ["pre"]),
+        h.make_node("Softplus", ["pre"], ["sp"]),
+        h.make_node("Tanh", ["sp"], ["t"]),
+        h.make_node("Mul", ["pre", "t"], ["y"]),
+    ]
+    inits = [arr("w", rng.normal(1, 0.5, (24,))), arr("b", rng.normal(0, 0.5, (24,)))]
+    g = h.make_graph(n, "fuse_mish", [h.make_tensor_value_info("x", F, ["N", 5, 24])],
+                     [h.make_tensor_value_info("y", F, ["N", 5, 24])], initializer=inits)
+    m = h.make_model(g, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(HERE, "fuse_mish.onnx"))
 
 
 if __name__ == "__main__":
