@@ -95,7 +95,7 @@ x = torch.randn(32, 8)
 y = torch.randint(0, 4, (32,))
 np.save(os.path.join(out, "x.npy"), x.numpy())
 np.save(os.path.join(out, "y.npy"), y.numpy())
-torch.onnx.export(net, (x[:8],), os.path.join(out, "fresh.onnx"), dynamo=True,
+torch.onnx.export(net, (x[:8],), os.path.join(out, "fresh.onnx"), dynamo=True, external_data=False,
                   training=torch.onnx.TrainingMode.TRAINING,
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
 sgd3(net, x, y, 8)
