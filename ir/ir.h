@@ -152,6 +152,9 @@ typedef struct lt_param {
      * (GroupNorm's weight as [C, 1, 1]; ir/split_merged.c): trained, not
      * kept as a graph constant */
     const char *torch_source;
+    /* a buffer of the source module (graph signature), kept out of
+     * training as PyTorch keeps it (ir/freeze_buffers.c) */
+    bool torch_buffer;
     /* set when the parameter is a bias the exporter dropped for holding
      * zeros, given back (ir/restore_bias.c): the exporter adds it as the
      * input split_slot[0] of node split_node[0] */
@@ -347,6 +350,10 @@ lt_status lt_ir_unshare_nodes(lt_module *m, int *ncloned, lt_err *err);
  * parameters of zeros again where the graph signature names them (see
  * ir/restore_bias.c); *nrestored gets how many */
 lt_status lt_ir_restore_biases(lt_module *m, int *nrestored, lt_err *err);
+/* The initializers the graph signature names as buffers (not a
+ * BatchNormalization's running statistics) are not trainable (see
+ * ir/freeze_buffers.c); returns how many */
+int lt_ir_freeze_buffers(lt_module *m);
 /* ir/tie_transposed.c: every trainable 2-D parameter of the main graph
  * that holds exactly the transpose of another (not constant-valued) is
  * read through a Transpose of that one instead and no longer trained;

@@ -10,6 +10,7 @@
 #include "ir/fold_transpose.h"
 #include "ir/fuse_elementwise.h"
 #include "ir/sum_pool_grad.h"
+#include "ir/torch_names.h"
 #include "ir/train_mode.h"
 #include "optim.h"
 #include "runtime/memplan.h"
@@ -96,6 +97,11 @@ static void init_random(lt_module *m, uint64_t seed)
         lt_param *pp = &m->params[p];
         lt_tensor *t = &pp->data;
         if (!pp->trainable || (t->dtype != LT_F32 && t->dtype != LT_F64) || t->numel == 0)
+            continue;
+        /* a norm's weight or bias the exporter folded into a constant, and
+         * a scale the graph multiplies by itself (RMSNorm written out), hold
+         * their fresh values (ones, zeros) in the file already */
+        if (pp->torch_source || (t->rank < 2 && lt_ir_one_value(t) && lt_tensor_get_f64(t, 0) == 1.0))
             continue;
         double bound = 0;
         if (t->rank < 2 && starts_at_one(m->main, pp->value)) {
@@ -592,9 +598,11 @@ static void note_exporter_rewrites(const lt_trainer *t)
     int nsplit = 0, nfold = 0;
     const lt_param *split = NULL;
     const lt_node *fold = NULL;
-    int nrestored = 0;
-    const lt_param *restored = NULL;
+    int nrestored = 0, nbuffers = 0;
+    const lt_param *restored = NULL, *buffer = NULL;
     for (int p = 0; p < m->nparams; p++) {
+        if (m->params[p].torch_buffer && !nbuffers++)
+            buffer = &m->params[p];
         if (m->params[p].split_from && !nsplit++)
             split = &m->params[p];
         if (m->params[p].restored && !nrestored++)
@@ -613,7 +621,7 @@ static void note_exporter_rewrites(const lt_trainer *t)
             m->params[w->param].trainable && !strncmp(m->params[w->param].name, "onnx::Conv", 10) && !nconst++)
             cfold = n;
     }
-    char note[900];
+    char note[1400];
     if (nconst) {
         snprintf(note, sizeof note,
                  "%s: %d Conv weight(s) are tensors the exporter made by constant folding (%s, read by node '%s'): "
@@ -629,6 +637,32 @@ static void note_exporter_rewrites(const lt_trainer *t)
                  "equal values train apart again, as the graph signature and the nodes' module paths name them "
                  "(%s, split from %s); the written model holds each as an initializer of its own",
                  t->path, nsplit, split->name, split->split_from);
+        t->o->on_note(note, t->o->user);
+    }
+    /* trained initializers the signature does not name, besides the
+     * exporter's val_N: folded from parameters or from buffers */
+    int nother = 0;
+    const char *other = NULL;
+    for (int p = 0; m->ntorch && p < m->nparams; p++) {
+        const lt_param *pp = &m->params[p];
+        if (!pp->trainable || !pp->value || !lt_dtype_is_float(pp->data.dtype) || pp->torch_source || !pp->name ||
+            !strncmp(pp->name, "val_", 4) || lt_torch_named(m, pp->name) || graph_constant(m, pp))
+            continue;
+        if (!nother++)
+            other = pp->name;
+    }
+    if (nother) {
+        snprintf(note, sizeof note,
+                 "%s: %d initializer(s) the graph signature does not name train as weights (%s%s): values the "
+                 "exporter folded from parameters train in their place, but ones folded from buffers (rotary "
+                 "embeddings' cos and sin tables) are fixed in PyTorch: --freeze those",
+                 t->path, nother, other, nother > 1 ? ", ..." : "");
+        t->o->on_note(note, t->o->user);
+    }
+    if (nbuffers) {
+        snprintf(note, sizeof note,
+                 "%s: %d initializer(s) the graph signature names as buffers of the source module (%s) stay fixed, as "
+                 "PyTorch keeps them", t->path, nbuffers, buffer->name);
         t->o->on_note(note, t->o->user);
     }
     if (nrestored) {
@@ -661,8 +695,10 @@ static void note_exporter_rewrites(const lt_trainer *t)
         snprintf(note, sizeof note,
                  "%s: %d parameter(s) of the source module the graph signature names have no initializer of that "
                  "name (%s%s): the exporter's optimizer folded them into others (a weight's transpose, val_N, "
-                 "trains in its place) or dropped them (a zero bias it removed, which does not train here as it "
-                 "would in PyTorch); torch.onnx.export(..., optimize=False) keeps every one",
+                 "trains as the weight would; a copy gathered or broadcast from one, such as position embeddings "
+                 "or T5's relative attention bias, trains each copied entry on its own, unlike PyTorch), merged "
+                 "two modules' nodes into one, or dropped them; torch.onnx.export(..., optimize=False) keeps "
+                 "every one",
                  t->path, nmissing, list, nmissing > 3 ? ", ..." : "");
         t->o->on_note(note, t->o->user);
     }

@@ -12,8 +12,10 @@
  * a BatchNorm folded into a Conv (by either exporter) and parameters the
  * exporter dropped. GroupNorm's weight and bias, folded into single-valued
  * constants both GroupNorms read, train apart as PyTorch's; so does a
- * fresh nn.TransformerDecoder, whose cross-attentions share one Split. */
+ * fresh nn.TransformerDecoder, whose cross-attentions share one Split.
+ * Registered buffers stay fixed. */
 #include "testutil.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +221,46 @@ static void decoder_trains_as_pytorch(void **state)
     rmdir(tmp);
 }
 
+/* A registered buffer stays fixed (PyTorch never moves it); a fresh
+ * start (--init random) keeps an RMSNorm's weight of ones, which the graph
+ * multiplies by itself, at one. */
+static void buffers_stay_fixed(void **state)
+{
+    (void)state;
+    lt_model *m = NULL;
+    lt_err err;
+    assert_int_equal(lt_model_load(DIR "buf.onnx", &m, &err), LT_OK);
+    const lt_tensor *scale0 = tu_param(m, "scale");
+    lt_tensor before = *scale0;
+    float keep[8];
+    assert_int_equal(before.numel, 8);
+    memcpy(keep, before.data, sizeof keep);
+    for (int p = 0; p < m->nparams; p++)
+        if (!strcmp(m->params[p].name, "scale")) {
+            assert_false(m->params[p].trainable);
+            assert_true(m->params[p].torch_buffer);
+        } else if (lt_dtype_is_float(m->params[p].data.dtype) && strncmp(m->params[p].name, "val_", 4)) {
+            assert_true(m->params[p].trainable);
+        }
+    lt_model_free(m);
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.data = "npy=" DIR "x.npy," DIR "y.npy";
+    o.schedule.lr = 0.1;
+    o.batch = 8;
+    o.limit = 24;
+    o.init_random = 1;
+    lt_model *trained = NULL;
+    if (lt_train(DIR "buf.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_memory_equal(tu_param(trained, "scale")->data, keep, sizeof keep);
+    /* three steps move the RMSNorm weight off one, not off zero */
+    const lt_tensor *w = tu_param(trained, "norm.weight");
+    for (int64_t i = 0; i < w->numel; i++)
+        assert_true(fabs(lt_tensor_get_f64(w, i) - 1.0) < 0.5);
+    lt_model_free(trained);
+}
+
 static void tie_of_random_weight_stays(void **state)
 {
     (void)state;
@@ -302,6 +344,7 @@ int main(void)
         cmocka_unit_test(trains_as_pytorch),
         cmocka_unit_test(folded_group_norm_trains),
         cmocka_unit_test(decoder_trains_as_pytorch),
+        cmocka_unit_test(buffers_stay_fixed),
         cmocka_unit_test(tie_of_random_weight_stays),
         cmocka_unit_test(no_signature_no_split),
         cmocka_unit_test(notes_name_the_rewrites),

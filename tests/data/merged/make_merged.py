@@ -26,6 +26,9 @@ test can check that lantern trains the source module's separate tensors:
                   cross-attentions, out_proj biases dropped; dx.npy, dy.npy
                   (24 sequences of 5 x 32, labels 0..3) and dec_logits.npy,
                   PyTorch's outputs on dx[:8] after 3 SGD steps
+  buf.onnx        Linear, times a registered float buffer, RMSNorm (written
+                  out as Pow, ReduceMean, Add, Sqrt, Div, Mul by its weight
+                  of ones), Linear: the buffer stays fixed in training
   tie.onnx        a random 4x4 weight two modules of different names read
                   (a tie the source meant: stays one tensor)
   ones_tie.onnx   the same with a weight of ones (split, as a merged one)
@@ -198,3 +201,19 @@ torch.onnx.export(dec, (dx[:8],), os.path.join(out, "dec.onnx"), dynamo=True, ex
 sgd3(dec, dx, dy, 8)
 with torch.no_grad():
     np.save(os.path.join(out, "dec_logits.npy"), dec(dx[:8]).numpy())
+
+
+class Buf(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.register_buffer("scale", torch.rand(8) + 0.5)
+        self.norm = torch.nn.RMSNorm(8)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(self.norm(self.a(x) * self.scale))
+
+
+torch.onnx.export(Buf(), (x[:8],), os.path.join(out, "buf.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
