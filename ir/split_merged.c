@@ -243,6 +243,8 @@ static const char *folded_source(lt_module *m, const lt_node *n)
  * itself records (torch_source: trained, not kept as a graph constant). */
 static bool folded_sources(lt_module *m, int p, const reader *r, int nr, const char **src)
 {
+    if (m->params[p].data.numel < 2)
+        return false; /* a scalar is a constant (an eps, a scale), not a channel's weights */
     for (int i = 0; i < nr; i++) {
         const char *s = folded_source(m, r[i].n);
         if (!s)
