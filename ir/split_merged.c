@@ -171,25 +171,6 @@ static lt_status split_off(lt_module *m, int p, const char *name, const reader *
     return LT_OK;
 }
 
-/* Whether a and b are the same once every run of digits counts as one. */
-static bool same_but_numbers(const char *a, const char *b)
-{
-    while (*a && *b) {
-        bool da = *a >= '0' && *a <= '9', db = *b >= '0' && *b <= '9';
-        if (da != db)
-            return false;
-        if (da) {
-            while (*a >= '0' && *a <= '9')
-                a++;
-            while (*b >= '0' && *b <= '9')
-                b++;
-        } else if (*a++ != *b++) {
-            return false;
-        }
-    }
-    return !*a && !*b;
-}
-
 /* The separate tensors a parameter's readers read in the source module,
  * src[i] for reader i (NULL: the parameter itself). Named in the signature:
  * by source_name. Not named there (the exporter's own name for a folded
@@ -210,9 +191,11 @@ static bool find_sources(lt_module *m, const char *own, bool named, const reader
         return true;
     }
     const char *first = r[0].n->scope;
+    if (strncmp(own, "val_", 4) != 0)
+        return false; /* a table folded at a graph node's name (rotary cos, sin) is no layer's weight */
     for (int i = 0; i < nr; i++) {
         const char *sc = r[i].n->scope;
-        if (!first || !sc || !same_but_numbers(sc, first))
+        if (!first || !sc || !lt_torch_same_but_numbers(sc, first))
             return false;
         src[i] = NULL;
         for (int j = 0; j < i && strcmp(sc, first); j++)
@@ -275,7 +258,7 @@ static lt_status split_param(lt_module *m, int p, const reader *r, int nr, int *
     bool named = lt_torch_named(m, own);
     bool split = one && !named ? folded_sources(m, p, r, nr, src) : find_sources(m, own, named, r, nr, src);
     for (int i = 0; i < nr && split && !one && named; i++)
-        split = !src[i] || same_but_numbers(src[i], own);
+        split = !src[i] || lt_torch_same_but_numbers(src[i], own);
     lt_status st = LT_OK;
     for (int i = 0; i < nr && st == LT_OK && split; i++) {
         bool first = src[i] != NULL;

@@ -65,3 +65,21 @@ bool lt_torch_name_taken(const lt_module *m, const char *name)
                 return true;
     return false;
 }
+
+bool lt_torch_same_but_numbers(const char *a, const char *b)
+{
+    while (*a && *b) {
+        bool da = *a >= '0' && *a <= '9', db = *b >= '0' && *b <= '9';
+        if (da != db)
+            return false;
+        if (da) {
+            while (*a >= '0' && *a <= '9')
+                a++;
+            while (*b >= '0' && *b <= '9')
+                b++;
+        } else if (*a++ != *b++) {
+            return false;
+        }
+    }
+    return !*a && !*b;
+}

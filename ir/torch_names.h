@@ -21,4 +21,8 @@ const char *lt_torch_missing_below(const lt_module *m, const char *scope, const 
  * the name */
 bool lt_torch_name_taken(const lt_module *m, const char *name);
 
+/* whether a and b are the same once every run of digits counts as one
+ * (layers.0.attn and layers.11.attn: clones of one layer) */
+bool lt_torch_same_but_numbers(const char *a, const char *b);
+
 #endif

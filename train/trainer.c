@@ -661,8 +661,9 @@ static void note_exporter_rewrites(const lt_trainer *t)
     }
     if (nbuffers) {
         snprintf(note, sizeof note,
-                 "%s: %d initializer(s) the graph signature names as buffers of the source module (%s) stay fixed, as "
-                 "PyTorch keeps them", t->path, nbuffers, buffer->name);
+                 "%s: %d initializer(s) holding buffers of the source module (the graph signature's), or a table the "
+                 "exporter folded from them that every layer multiplies by (a rotary embedding's cos, sin), stay "
+                 "fixed as PyTorch keeps them (%s)", t->path, nbuffers, buffer->name);
         t->o->on_note(note, t->o->user);
     }
     if (nrestored) {

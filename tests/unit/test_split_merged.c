@@ -13,7 +13,8 @@
  * exporter dropped. GroupNorm's weight and bias, folded into single-valued
  * constants both GroupNorms read, train apart as PyTorch's; so does a
  * fresh nn.TransformerDecoder, whose cross-attentions share one Split.
- * Registered buffers stay fixed. */
+ * Registered buffers stay fixed, and so does a table folded from one that
+ * every layer multiplies by (a rotary embedding's cos). */
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
@@ -261,6 +262,29 @@ static void buffers_stay_fixed(void **state)
     lt_model_free(trained);
 }
 
+/* A cos table folded from a buffer that both layers multiply by stays
+ * fixed; the layers' own (folded, transposed) weights train. */
+static void folded_buffer_table_stays(void **state)
+{
+    (void)state;
+    lt_model *m = NULL;
+    lt_err err;
+    assert_int_equal(lt_model_load(DIR "rot.onnx", &m, &err), LT_OK);
+    int tables = 0;
+    for (int p = 0; p < m->nparams; p++) {
+        const lt_param *pp = &m->params[p];
+        if (!strcmp(pp->name, "cos")) {
+            assert_false(pp->trainable);
+            assert_true(pp->torch_buffer);
+            tables++;
+        } else if (lt_dtype_is_float(pp->data.dtype) && pp->data.numel > 1) {
+            assert_true(pp->trainable);
+        }
+    }
+    assert_int_equal(tables, 1); /* not split per layer either */
+    lt_model_free(m);
+}
+
 static void tie_of_random_weight_stays(void **state)
 {
     (void)state;
@@ -345,6 +369,7 @@ int main(void)
         cmocka_unit_test(folded_group_norm_trains),
         cmocka_unit_test(decoder_trains_as_pytorch),
         cmocka_unit_test(buffers_stay_fixed),
+        cmocka_unit_test(folded_buffer_table_stays),
         cmocka_unit_test(tie_of_random_weight_stays),
         cmocka_unit_test(no_signature_no_split),
         cmocka_unit_test(notes_name_the_rewrites),

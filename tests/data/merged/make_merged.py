@@ -29,6 +29,10 @@ test can check that lantern trains the source module's separate tensors:
   buf.onnx        Linear, times a registered float buffer, RMSNorm (written
                   out as Pow, ReduceMean, Add, Sqrt, Div, Mul by its weight
                   of ones), Linear: the buffer stays fixed in training
+  rot.onnx        two layers that scale their output by a cos table computed
+                  from a registered inv_freq buffer (a rotary embedding's
+                  shape): the exporter folds the table into an initializer
+                  both layers' Mul read, which stays fixed
   tie.onnx        a random 4x4 weight two modules of different names read
                   (a tie the source meant: stays one tensor)
   ones_tie.onnx   the same with a weight of ones (split, as a merged one)
@@ -216,4 +220,32 @@ class Buf(torch.nn.Module):
 
 
 torch.onnx.export(Buf(), (x[:8],), os.path.join(out, "buf.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+
+
+class RotLayer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x, cos):
+        return x + self.fc(x) * cos
+
+
+class Rot(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([RotLayer(), RotLayer()])
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8)), persistent=False)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        freqs = torch.outer(torch.arange(6).float(), self.inv_freq)
+        cos = torch.cat([freqs, freqs], -1).cos()
+        for layer in self.layers:
+            x = layer(x, cos)
+        return self.head(x.mean(1))
+
+
+torch.onnx.export(Rot(), (torch.randn(2, 6, 8),), os.path.join(out, "rot.onnx"), dynamo=True, external_data=False,
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
