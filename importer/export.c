@@ -268,6 +268,23 @@ static lt_status write_untied(exporter *x, Onnx__GraphProto *g)
     return LT_OK;
 }
 
+/* *field (a string the message owns) becomes a copy of value; false when
+ * out of memory */
+static bool replace_string(char **field, const char *value)
+{
+    char *v = dup_bytes(value, strlen(value) + 1);
+    if (!v)
+        return false;
+    free(*field);
+    *field = v;
+    return true;
+}
+
+static lt_status set_string(exporter *x, char **field, const char *value)
+{
+    return replace_string(field, value) ? LT_OK : lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+}
+
 /* Points the node inputs (in g and its subgraphs, by node name and slot)
  * that read pp->split_from and now read parameter pp at pp's name; *hits
  * counts the inputs changed. false when out of memory. */
@@ -285,22 +302,17 @@ static bool point_inputs(Onnx__GraphProto *g, const lt_param *pp, int *hits, int
                                      : k < np->n_input && np->input[k] && !strcmp(np->input[k], pp->split_from);
             if (!fits)
                 continue;
-            char *name = dup_bytes(pp->name, strlen(pp->name) + 1);
-            if (!name)
-                return false;
             while (k >= np->n_input) {
                 char **grown = realloc(np->input, sizeof *grown * (np->n_input + 1));
                 if (grown)
                     np->input = grown;
                 char *empty = grown ? dup_bytes("", 1) : NULL;
-                if (!empty) {
-                    free(name);
+                if (!empty)
                     return false;
-                }
                 np->input[np->n_input++] = empty;
             }
-            free(np->input[k]);
-            np->input[k] = name;
+            if (!replace_string(&np->input[k], pp->name))
+                return false;
             ++*hits;
         }
         for (size_t a = 0; np && a < np->n_attribute; a++)
@@ -321,15 +333,6 @@ static Onnx__NodeProto *node_named(Onnx__GraphProto *g, const char *name, size_t
     return NULL;
 }
 
-static lt_status set_string(exporter *x, char **field, const char *value)
-{
-    char *v = dup_bytes(value, strlen(value) + 1);
-    if (!v)
-        return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
-    free(*field);
-    *field = v;
-    return LT_OK;
-}
 
 /* Nodes the importer copied per module (ir/unshare.c) are written after
  * the node they copy, and the inputs that read the copies read them. */

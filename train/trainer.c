@@ -682,10 +682,8 @@ static void note_exporter_rewrites(const lt_trainer *t)
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < m->ntorch; i++) {
             const char *tn = m->torch_name[i];
-            bool bias = strstr(tn, "bias") != NULL, have = false;
-            for (int p = 0; p < m->nparams && !have; p++)
-                have = m->params[p].name && !strcmp(m->params[p].name, tn);
-            if (m->torch_buffer[i] || have || bias != (pass == 0))
+            bool bias = strstr(tn, "bias") != NULL;
+            if (m->torch_buffer[i] || lt_torch_is_param(m, tn) || bias != (pass == 0))
                 continue;
             if (nmissing++ < 3 && at < sizeof list) {
                 int w = snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", tn);

@@ -352,70 +352,20 @@ static void max_grad2d_f32(const gp_job *j, const float *x, const float *dy, flo
     }
 }
 
-/* MaxPoolGrad on float32 planes with 2 spatial axes and any pads, strides,
- * dilations or ceil_mode: each window's first maximum in scan order (the
- * forward's choice, with gp_run's comparisons) found by selects rather than
- * branches from the per-axis tables, without listing its taps; windows
- * wholly inside the image with 3x3 taps and dilation 1 are unrolled. */
-static void max_grad2d_any_f32(const gp_job *j, const float *x, const float *dy, float *dx)
+/* MaxPoolGrad over two or three spatial axes (MaxPool2d, MaxPool3d), any
+ * window; two axes are three with a leading axis of one. Each window's
+ * first maximum in scan order is found without branches (a branch on the
+ * comparison mispredicts on every new maximum), a 3x3 window with unit
+ * dilation in one plane by a fixed offset list, and dy is added there. */
+static void max_grad_any_f32(const gp_job *j, const float *x, const float *dy, float *dx)
 {
+    static const gp_win unit = {0, 0, 1, 1};
     const lt_nn_geom *g = &j->g;
-    const gp_win *ty_tab = j->tab[0], *tx_tab = j->tab[1];
-    int64_t oh = g->grid[0], ow = g->grid[1], iw = g->img[1], dh = g->d[0], dw = g->d[1];
-#pragma omp parallel for schedule(dynamic, lt_par_chunk(j->planes)) if (j->planes > 1 && j->planes * j->out_plane * j->taps >= LT_NN_PAR_MIN)
-    for (int64_t pl = 0; pl < j->planes; pl++) {
-        const float *xp = x + pl * j->in_plane, *dyp = dy + pl * j->out_plane;
-        float *dxp = dx + pl * j->in_plane;
-        memset(dxp, 0, sizeof(float) * (size_t)j->in_plane);
-        for (int64_t oy = 0; oy < oh; oy++) {
-            const gp_win *wy = &ty_tab[oy];
-            const float *gy = dyp + oy * ow;
-            int64_t ny = wy->hi - wy->lo, r0 = (wy->start + wy->lo * dh) * iw;
-            if (ny <= 0)
-                continue;
-            for (int64_t ox = 0; ox < ow; ox++) {
-                const gp_win *wx = &tx_tab[ox];
-                int64_t nx = wx->hi - wx->lo, c0 = wx->start + wx->lo * dw;
-                if (nx <= 0)
-                    continue; /* an empty window's output is a constant */
-                int64_t at = r0 + c0;
-                float best = xp[at];
-                if (ny == 3 && nx == 3 && dh == 1 && dw == 1) {
-                    const float *p = xp + at;
-                    int64_t o[9] = {0, 1, 2, iw, iw + 1, iw + 2, 2 * iw, 2 * iw + 1, 2 * iw + 2}, bo = 0;
-                    for (int q = 1; q < 9; q++) {
-                        float v = p[o[q]];
-                        bool gt = v > best;
-                        best = gt ? v : best;
-                        bo = gt ? o[q] : bo;
-                    }
-                    at += bo;
-                } else {
-                    for (int64_t ty = 0; ty < ny; ty++) {
-                        int64_t row = r0 + ty * dh * iw + c0;
-                        for (int64_t tx = 0; tx < nx; tx++) {
-                            float v = xp[row + tx * dw];
-                            bool gt = v > best;
-                            best = gt ? v : best;
-                            at = gt ? row + tx * dw : at;
-                        }
-                    }
-                }
-                dxp[at] += gy[ox];
-            }
-        }
-    }
-}
-
-/* MaxPoolGrad over three spatial axes (MaxPool3d), any window: the first
- * maximum of each window in scan order found without branches (a branch
- * on the comparison mispredicts on every new maximum), dy added there. */
-static void max_grad3d_any_f32(const gp_job *j, const float *x, const float *dy, float *dx)
-{
-    const lt_nn_geom *g = &j->g;
-    const gp_win *tz_tab = j->tab[0], *ty_tab = j->tab[1], *tx_tab = j->tab[2];
-    int64_t od = g->grid[0], oh = g->grid[1], ow = g->grid[2], ih = g->img[1], iw = g->img[2];
-    int64_t dd = g->d[0], dh = g->d[1], dw = g->d[2];
+    int lead = 3 - g->nsp;
+    const gp_win *tz_tab = lead ? &unit : j->tab[0], *ty_tab = j->tab[1 - lead], *tx_tab = j->tab[2 - lead];
+    int64_t od = lead ? 1 : g->grid[0], oh = g->grid[1 - lead], ow = g->grid[2 - lead];
+    int64_t ih = g->img[1 - lead], iw = g->img[2 - lead];
+    int64_t dd = lead ? 1 : g->d[0], dh = g->d[1 - lead], dw = g->d[2 - lead];
 #pragma omp parallel for schedule(dynamic, lt_par_chunk(j->planes)) if (j->planes > 1 && j->planes * j->out_plane * j->taps >= LT_NN_PAR_MIN)
     for (int64_t pl = 0; pl < j->planes; pl++) {
         const float *xp = x + pl * j->in_plane, *gy = dy + pl * j->out_plane;
@@ -436,16 +386,28 @@ static void max_grad3d_any_f32(const gp_job *j, const float *x, const float *dy,
                         continue;
                     int64_t at = (z0 * ih + y0) * iw + x0;
                     float best = xp[at];
-                    for (int64_t a = 0; a < nz; a++)
-                        for (int64_t b = 0; b < ny; b++) {
-                            int64_t row = ((z0 + a * dd) * ih + y0 + b * dh) * iw + x0;
-                            for (int64_t c = 0; c < nx; c++) {
-                                float v = xp[row + c * dw];
-                                bool gt = v > best;
-                                best = gt ? v : best;
-                                at = gt ? row + c * dw : at;
-                            }
+                    if (nz == 1 && ny == 3 && nx == 3 && dh == 1 && dw == 1) {
+                        const float *p = xp + at;
+                        int64_t o[9] = {0, 1, 2, iw, iw + 1, iw + 2, 2 * iw, 2 * iw + 1, 2 * iw + 2}, bo = 0;
+                        for (int q = 1; q < 9; q++) {
+                            float v = p[o[q]];
+                            bool gt = v > best;
+                            best = gt ? v : best;
+                            bo = gt ? o[q] : bo;
                         }
+                        at += bo;
+                    } else {
+                        for (int64_t a = 0; a < nz; a++)
+                            for (int64_t b = 0; b < ny; b++) {
+                                int64_t row = ((z0 + a * dd) * ih + y0 + b * dh) * iw + x0;
+                                for (int64_t c = 0; c < nx; c++) {
+                                    float v = xp[row + c * dw];
+                                    bool gt = v > best;
+                                    best = gt ? v : best;
+                                    at = gt ? row + c * dw : at;
+                                }
+                            }
+                    }
                     dxp[at] += gy[ox];
                 }
             }
@@ -528,12 +490,8 @@ static lt_status pool_grad(lt_kctx *k, gp_kind kind)
     if (x->dtype == LT_F32 && kind == GP_MAX &&
         lt_nn_maxpool3s2_any_grad_f32(&j.g, j.planes, x->data, dy->data, dx->data))
         return LT_OK;
-    if (x->dtype == LT_F32 && kind == GP_MAX && nsp == 2) {
-        max_grad2d_any_f32(&j, x->data, dy->data, dx->data);
-        return LT_OK;
-    }
-    if (x->dtype == LT_F32 && kind == GP_MAX && nsp == 3) {
-        max_grad3d_any_f32(&j, x->data, dy->data, dx->data);
+    if (x->dtype == LT_F32 && kind == GP_MAX && (nsp == 2 || nsp == 3)) {
+        max_grad_any_f32(&j, x->data, dy->data, dx->data);
         return LT_OK;
     }
     if (x->dtype == LT_F32) {

@@ -316,13 +316,6 @@ static void no_signature_no_split(void **state)
     lt_model_free(m);
 }
 
-static char noted[4096];
-static void keep_note(const char *msg, void *user)
-{
-    (void)user;
-    size_t at = strlen(noted);
-    snprintf(noted + at, sizeof noted - at, "%s\n", msg);
-}
 
 /* The trainer says what it split, and what it cannot undo: a BatchNorm
  * folded into a Conv and a zero bias the exporter dropped. */
@@ -331,33 +324,33 @@ static void notes_name_the_rewrites(void **state)
     (void)state;
     lt_train_opts o;
     lt_train_defaults(&o);
-    o.on_note = keep_note;
+    o.on_note = tu_keep_note;
     lt_trainer *t = NULL;
     lt_err err;
-    noted[0] = 0;
+    tu_notes[0] = 0;
     if (lt_trainer_new(DIR "fresh.onnx", &o, &t, &err) != LT_OK)
         fail_msg("%s", err.msg);
-    assert_non_null(strstr(noted, "12 tensor(s) of the source module that the exporter had merged"));
-    assert_null(strstr(noted, "folded in"));
-    assert_null(strstr(noted, "have no initializer of that name"));
+    assert_non_null(strstr(tu_notes, "12 tensor(s) of the source module that the exporter had merged"));
+    assert_null(strstr(tu_notes, "folded in"));
+    assert_null(strstr(tu_notes, "have no initializer of that name"));
     lt_trainer_free(t);
-    noted[0] = 0;
+    tu_notes[0] = 0;
     if (lt_trainer_new(DIR "folded.onnx", &o, &t, &err) != LT_OK)
         fail_msg("%s", err.msg);
-    assert_non_null(strstr(noted, "1 node(s) have a BatchNorm the exporter folded in (onnxscript rule "
+    assert_non_null(strstr(tu_notes, "1 node(s) have a BatchNorm the exporter folded in (onnxscript rule "
                                   "FuseBatchNormIntoConv; node 'node_Conv_"));
-    assert_non_null(strstr(noted, "of module 'bn')"));
-    assert_non_null(strstr(noted, "2 parameter(s) of the source module the graph signature names have no "
+    assert_non_null(strstr(tu_notes, "of module 'bn')"));
+    assert_non_null(strstr(tu_notes, "2 parameter(s) of the source module the graph signature names have no "
                                   "initializer of that name (bn.bias, bn.weight)"));
-    assert_non_null(strstr(noted, "1 bias(es) the exporter dropped for holding zeros (onnxscript's "
+    assert_non_null(strstr(tu_notes, "1 bias(es) the exporter dropped for holding zeros (onnxscript's "
                                   "RemoveOptionalBias rules) train from zero again as the graph signature names "
                                   "them (fc.bias, of node 'node_Gemm_"));
-    assert_null(strstr(noted, "constant folding"));
+    assert_null(strstr(tu_notes, "constant folding"));
     lt_trainer_free(t);
-    noted[0] = 0;
+    tu_notes[0] = 0;
     if (lt_trainer_new(DIR "ts_folded.onnx", &o, &t, &err) != LT_OK)
         fail_msg("%s", err.msg);
-    assert_non_null(strstr(noted, "1 Conv weight(s) are tensors the exporter made by constant folding (onnx::Conv_"));
+    assert_non_null(strstr(tu_notes, "1 Conv weight(s) are tensors the exporter made by constant folding (onnx::Conv_"));
     lt_trainer_free(t);
 }
 

@@ -86,12 +86,6 @@ static void half_weight_named(void **state)
     lt_trainer_free(t);
 }
 
-static char noted[1024];
-static void keep_note(const char *msg, void *user)
-{
-    (void)user;
-    snprintf(noted, sizeof noted, "%s", msg);
-}
 
 static double value_of(const lt_model *m, const char *name) { return lt_tensor_get_f64(param(m, name), 0); }
 
@@ -101,9 +95,9 @@ static lt_trainer *one_step(int train_constants)
     lt_train_opts o;
     lt_train_defaults(&o);
     o.train_constants = train_constants;
-    o.on_note = keep_note;
+    o.on_note = tu_keep_note;
     o.schedule.lr = 0.1;
-    noted[0] = 0;
+    tu_notes[0] = 0;
     lt_trainer *t = NULL;
     lt_err err;
     if (lt_trainer_new(DATA "const_model.onnx", &o, &t, &err) != LT_OK)
@@ -123,14 +117,14 @@ static void graph_constants_stay(void **state)
     (void)state;
     lt_trainer *t = one_step(0);
     const lt_model *m = lt_trainer_model(t);
-    assert_non_null(strstr(noted, "3 single-valued initializer(s)"));
+    assert_non_null(strstr(tu_notes, "3 single-valued initializer(s)"));
     assert_true(value_of(m, "val_1") == 3.0f && value_of(m, "val_2") == 0.044715f && value_of(m, "onnx::Mul_9") == 0.5f);
     assert_true(value_of(m, "scale") != 1.0f); /* a scalar weight of its own name trains */
     assert_true(value_of(m, "fc.bias") != 0.0f); /* zeros, but a weight */
     lt_trainer_free(t);
     t = one_step(1);
     m = lt_trainer_model(t);
-    assert_int_equal(noted[0], 0);
+    assert_int_equal(tu_notes[0], 0);
     assert_true(value_of(m, "val_2") != 0.044715f);
     lt_trainer_free(t);
 }
@@ -143,16 +137,16 @@ static void merged_weights_noted(void **state)
     (void)state;
     lt_train_opts o;
     lt_train_defaults(&o);
-    o.on_note = keep_note;
+    o.on_note = tu_keep_note;
     lt_trainer *t = NULL;
     lt_err err;
-    noted[0] = 0;
+    tu_notes[0] = 0;
     if (lt_trainer_new(DATA "merged_scales.onnx", &o, &t, &err) != LT_OK)
         fail_msg("%s", err.msg);
-    assert_non_null(strstr(noted, "2 weight(s) holding one value throughout feed several nodes each"));
+    assert_non_null(strstr(tu_notes, "2 weight(s) holding one value throughout feed several nodes each"));
     lt_trainer_free(t);
     lt_trainer_free(one_step(0));
-    assert_null(strstr(noted, "feed several nodes"));
+    assert_null(strstr(tu_notes, "feed several nodes"));
 }
 
 int main(void)

@@ -172,6 +172,15 @@ lt_value *tu_from(lt_dtype dtype, int rank, const int64_t *dims, const double *v
 
 double tu_get(const lt_value *v, int64_t i) { return lt_tensor_get_f64(&v->t, i); }
 
+char tu_notes[8192];
+
+void tu_keep_note(const char *msg, void *user)
+{
+    (void)user;
+    size_t at = strlen(tu_notes);
+    snprintf(tu_notes + at, sizeof tu_notes - at, "%s\n", msg);
+}
+
 void tu_assert_close(const lt_value *got, const double *want, int64_t n, double rtol, double atol, uint64_t seed)
 {
     assert_int_equal(got->kind, LT_VAL_TENSOR);

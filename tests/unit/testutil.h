@@ -63,6 +63,10 @@ void tu_fill(lt_tensor *t, double lo, double hi, uint64_t *seed);
 /* A tensor value filled from a double array. */
 lt_value *tu_from(lt_dtype dtype, int rank, const int64_t *dims, const double *vals);
 double tu_get(const lt_value *v, int64_t i);
+/* The trainer's notes (lt_train_opts.on_note = tu_keep_note) appended to
+ * tu_notes, one a line; tu_notes[0] = 0 clears them. */
+extern char tu_notes[8192];
+void tu_keep_note(const char *msg, void *user);
 /* A .npy / .pb file as a value; fails the test with the message. */
 lt_value *tu_load(const char *path);
 /* max |got - want| over max |want| (a floor of 1e-12), element counts equal */
