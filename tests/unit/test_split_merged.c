@@ -316,27 +316,17 @@ static void no_signature_no_split(void **state)
     lt_model_free(m);
 }
 
-
 /* The trainer says what it split, and what it cannot undo: a BatchNorm
  * folded into a Conv and a zero bias the exporter dropped. */
 static void notes_name_the_rewrites(void **state)
 {
     (void)state;
-    lt_train_opts o;
-    lt_train_defaults(&o);
-    o.on_note = tu_keep_note;
-    lt_trainer *t = NULL;
-    lt_err err;
-    tu_notes[0] = 0;
-    if (lt_trainer_new(DIR "fresh.onnx", &o, &t, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    lt_trainer *t = tu_trainer_noting(DIR "fresh.onnx");
     assert_non_null(strstr(tu_notes, "12 tensor(s) of the source module that the exporter had merged"));
     assert_null(strstr(tu_notes, "folded in"));
     assert_null(strstr(tu_notes, "have no initializer of that name"));
     lt_trainer_free(t);
-    tu_notes[0] = 0;
-    if (lt_trainer_new(DIR "folded.onnx", &o, &t, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    t = tu_trainer_noting(DIR "folded.onnx");
     assert_non_null(strstr(tu_notes, "1 node(s) have a BatchNorm the exporter folded in (onnxscript rule "
                                   "FuseBatchNormIntoConv; node 'node_Conv_"));
     assert_non_null(strstr(tu_notes, "of module 'bn')"));
@@ -347,9 +337,7 @@ static void notes_name_the_rewrites(void **state)
                                   "them (fc.bias, of node 'node_Gemm_"));
     assert_null(strstr(tu_notes, "constant folding"));
     lt_trainer_free(t);
-    tu_notes[0] = 0;
-    if (lt_trainer_new(DIR "ts_folded.onnx", &o, &t, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    t = tu_trainer_noting(DIR "ts_folded.onnx");
     assert_non_null(strstr(tu_notes, "1 Conv weight(s) are tensors the exporter made by constant folding (onnx::Conv_"));
     lt_trainer_free(t);
 }

@@ -135,14 +135,7 @@ static void graph_constants_stay(void **state)
 static void merged_weights_noted(void **state)
 {
     (void)state;
-    lt_train_opts o;
-    lt_train_defaults(&o);
-    o.on_note = tu_keep_note;
-    lt_trainer *t = NULL;
-    lt_err err;
-    tu_notes[0] = 0;
-    if (lt_trainer_new(DATA "merged_scales.onnx", &o, &t, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    lt_trainer *t = tu_trainer_noting(DATA "merged_scales.onnx");
     assert_non_null(strstr(tu_notes, "2 weight(s) holding one value throughout feed several nodes each"));
     lt_trainer_free(t);
     lt_trainer_free(one_step(0));

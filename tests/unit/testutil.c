@@ -181,6 +181,19 @@ void tu_keep_note(const char *msg, void *user)
     snprintf(tu_notes + at, sizeof tu_notes - at, "%s\n", msg);
 }
 
+lt_trainer *tu_trainer_noting(const char *model)
+{
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.on_note = tu_keep_note;
+    lt_trainer *t = NULL;
+    lt_err err;
+    tu_notes[0] = 0;
+    if (lt_trainer_new(model, &o, &t, &err) != LT_OK)
+        fail_msg("%s: %s", model, err.msg);
+    return t;
+}
+
 void tu_assert_close(const lt_value *got, const double *want, int64_t n, double rtol, double atol, uint64_t seed)
 {
     assert_int_equal(got->kind, LT_VAL_TENSOR);

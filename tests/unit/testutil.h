@@ -67,6 +67,9 @@ double tu_get(const lt_value *v, int64_t i);
  * tu_notes, one a line; tu_notes[0] = 0 clears them. */
 extern char tu_notes[8192];
 void tu_keep_note(const char *msg, void *user);
+/* A trainer of model with the default options, its notes (only) in
+ * tu_notes; fails the test when it cannot be made. */
+lt_trainer *tu_trainer_noting(const char *model);
 /* A .npy / .pb file as a value; fails the test with the message. */
 lt_value *tu_load(const char *path);
 /* max |got - want| over max |want| (a floor of 1e-12), element counts equal */
