@@ -171,11 +171,14 @@ static lt_status k_gather_elements_grad(lt_kctx *k)
     lt_tensor *dx;
     if ((s = lt_k_out(k, 0, dy->dtype, x->rank, x->dims, &dx)) == LT_OK && dx->numel > 0) {
         cudaStream_t st = stream_of(k);
+        const char *call = "cudaMemsetAsync"; /* the one that failed, for the message */
         cudaError_t e = cudaMemsetAsync(dx->data, 0, lt_tensor_nbytes(dx), st);
-        if (e == cudaSuccess)
+        if (e == cudaSuccess) {
+            call = "lt_cu_gather_elements_grad";
             e = lt_cu_gather_elements_grad(st, dy->dtype == LT_F64, dy->data, dix->data, dx->data, &sh, axs);
+        }
         if (e != cudaSuccess)
-            s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_gather_elements_grad", "CUDA", cudaGetErrorString(e));
+            s = lt_cuda_kfail(k, __FILE__, __LINE__, call, "CUDA", cudaGetErrorString(e));
     }
     lt_buf_release(dix);
     return s;

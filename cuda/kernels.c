@@ -548,12 +548,15 @@ static lt_status k_loss_grad(lt_kctx *k)
     lt_tensor *dx;
     cudaError_t e = cudaSuccess;
     if ((s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &dx)) == LT_OK) {
+        const char *call = "lt_cu_softmax"; /* the one that failed, for the message */
         if (sce)
             e = lt_cu_softmax(stream_of(k), F64(x), x->data, dx->data, L.n, L.c, L.d, 0);
-        if (e == cudaSuccess)
+        if (e == cudaSuccess) {
+            call = "lt_cu_sce_grad";
             e = lt_cu_sce_grad(stream_of(k), F64(x), dx->data, dev_cls(&L), dev_coef(&L), L.n, L.c, L.d, sce);
+        }
         if (e != cudaSuccess)
-            s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_sce_grad", "CUDA", cudaGetErrorString(e));
+            s = lt_cuda_kfail(k, __FILE__, __LINE__, call, "CUDA", cudaGetErrorString(e));
     }
     lt_buf_release(L.dev);
     return s;
@@ -873,8 +876,9 @@ static lt_status k_gather(lt_kctx *k)
     for (int64_t i = 0; i < m; i++) {
         int64_t v = lt_tensor_get_i64(ix, i);
         if (v < -ax || v >= ax)
-            return lt_k_fail(k, LT_ERR_INVALID, "index %lld is out of range for axis %lld of size %lld", (long long)v,
-                             (long long)axis, (long long)ax);
+            return lt_k_fail(k, LT_ERR_INVALID,
+                             "index %lld (at position %lld of indices) is out of range for axis %d of size %lld",
+                             (long long)v, (long long)i, (int)axis, (long long)ax);
         idx[i] = v < 0 ? v + ax : v;
     }
     int64_t od[LT_MAX_RANK];
@@ -896,12 +900,15 @@ static lt_status k_gather(lt_kctx *k)
     if ((s = lt_cuda_scratch(k, sizeof(int64_t) * (size_t)m, &dix)) != LT_OK)
         return s;
     cudaStream_t st = stream_of(k);
+    const char *call = "lt_cuda_upload_bytes"; /* the one that failed, for the message */
     cudaError_t e = lt_cuda_upload_bytes(k->be, dix->data, idx, sizeof(int64_t) * (size_t)m);
-    if (e == cudaSuccess)
+    if (e == cudaSuccess) {
+        call = "lt_cu_gather";
         e = lt_cu_gather(st, lt_dtype_size(x->dtype), x->data, dix->data, y->data, outer, ax, inner, m);
+    }
     lt_buf_release(dix);
     if (e != cudaSuccess)
-        return lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_gather", "CUDA", cudaGetErrorString(e));
+        return lt_cuda_kfail(k, __FILE__, __LINE__, call, "CUDA", cudaGetErrorString(e));
     return LT_OK;
 }
 
@@ -941,10 +948,10 @@ static lt_status k_gather_grad(lt_kctx *k)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
     for (int64_t i = 0; i < m; i++) {
         int64_t v = lt_tensor_get_i64(ix, i);
-        if (v < -ax || v >= ax)
-            return lt_k_fail(k, LT_ERR_RUNTIME,
-                             "index %lld (at position %lld of indices) is out of range for axis %lld of size %lld",
-                             (long long)v, (long long)i, (long long)axis, (long long)ax);
+        if (v < -ax || v >= ax) /* bad input, as on the CPU (grad_misc_gather.c) */
+            return lt_k_fail(k, LT_ERR_INVALID,
+                             "index %lld (at position %lld of indices) is out of range for axis %d of size %lld",
+                             (long long)v, (long long)i, (int)axis, (long long)ax);
         idx[i] = v < 0 ? v + ax : v;
     }
     lt_tensor *dx;
@@ -957,18 +964,21 @@ static lt_status k_gather_grad(lt_kctx *k)
     lt_buf *dix;
     if ((s = lt_cuda_scratch(k, sizeof(int64_t) * (size_t)m, &dix)) != LT_OK)
         return s;
+    const char *call = "lt_cuda_upload_bytes"; /* the one that failed, for the message */
     cudaError_t e = lt_cuda_upload_bytes(k->be, dix->data, idx, sizeof(int64_t) * (size_t)m);
-    if (e == cudaSuccess)
+    if (e == cudaSuccess) {
+        call = "lt_cu_scatter_add";
         e = lt_cu_scatter_add(st, dy->dtype == LT_F64, dy->data, dix->data, dx->data, outer, ax, inner, m);
-    lt_buf_release(dix);
-    /* an embedding's padding row (ad/padding_rows.c) takes nothing back */
-    if (e == cudaSuccess && pad) {
-        size_t es = lt_dtype_size(dy->dtype), row = es * (size_t)inner;
-        for (int64_t o = 0; o < outer && e == cudaSuccess; o++)
-            e = cudaMemsetAsync((char *)dx->data + (size_t)(o * ax + pad->i) * row, 0, row, st);
     }
+    lt_buf_release(dix);
     if (e != cudaSuccess)
-        return lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_scatter_add", "CUDA", cudaGetErrorString(e));
+        return lt_cuda_kfail(k, __FILE__, __LINE__, call, "CUDA", cudaGetErrorString(e));
+    /* an embedding's padding row (ad/padding_rows.c) takes nothing back */
+    if (pad) {
+        size_t es = lt_dtype_size(dy->dtype), row = es * (size_t)inner;
+        for (int64_t o = 0; o < outer; o++)
+            LT_CUDA_K(k, cudaMemsetAsync((char *)dx->data + (size_t)(o * ax + pad->i) * row, 0, row, st));
+    }
     return LT_OK;
 }
 
