@@ -10,7 +10,15 @@
  * step makes no cudaMalloc or cudaFree; when cudaMalloc fails, the cache is
  * given back to the driver and the request tried once more. All work goes on
  * one stream, so a block freed by the host while kernels still read it is
- * only handed to kernels queued after them. */
+ * only handed to kernels queued after them.
+ *
+ * The CUDA runtime keeps the current device per host thread, and threads
+ * other than the one that opened the backend call in: the session's runner
+ * thread (programs with functions: Loop, Scan and If gradients), whoever
+ * releases a buffer last. Every entry point here that touches the device
+ * (the vtable, the pool, the kernels through one dispatcher) first makes
+ * the backend's device the calling thread's (on_device), so cuda:N never
+ * sends work to device 0. */
 #include "cuda_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +44,27 @@ typedef struct cu_buf {
 #define LT_CU_GUARD 256
 static bool guard_mode;
 static size_t guard_breaks;
+
+/* The device this thread made current through on_device (-1: none yet).
+ * Something else on the thread calling cudaSetDevice is not seen: lantern
+ * owns the threads that call in, and a program that switches devices
+ * itself must switch back before calling lantern. */
+static _Thread_local int thread_device = -1;
+
+/* Makes the backend's device the calling thread's current one: one compare
+ * once the thread has it. */
+static cudaError_t on_device(void)
+{
+    if (thread_device == state.device)
+        return cudaSuccess;
+    cudaError_t e = cudaSetDevice(state.device);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return e;
+    }
+    thread_device = state.device;
+    return cudaSuccess;
+}
 
 lt_status lt_cuda_errf(lt_err *err, lt_status s, const char *file, int line, const char *call, const char *lib,
                        const char *msg)
@@ -95,6 +124,9 @@ size_t lt_cuda_guard_breaks(void) { return guard_breaks; }
 static void cuda_release(lt_buf *b)
 {
     lt_cuda *st = &state;
+    /* a failure shows at the next call that checks; the block is still
+     * cached, or freed as well as the runtime can */
+    (void)on_device();
     if (guard_mode)
         guard_check(b);
     pthread_mutex_lock(&st->mu);
@@ -125,6 +157,7 @@ static void cuda_release(lt_buf *b)
 void lt_cuda_trim(const lt_backend *be)
 {
     lt_cuda *st = lt_cuda_of(be);
+    (void)on_device();
     pthread_mutex_lock(&st->mu);
     for (int c = 0; c < LT_CU_CLASSES; c++) {
         for (int i = 0; i < st->nfree[c]; i++) {
@@ -149,7 +182,7 @@ static lt_buf *guarded(lt_buf *b, size_t bytes)
 lt_buf *lt_cuda_alloc(const lt_backend *be, size_t bytes)
 {
     lt_cuda *st = lt_cuda_of(be);
-    if (!st->ready)
+    if (!st->ready || on_device() != cudaSuccess)
         return NULL;
     size_t cap, want = (bytes ? bytes : 1) + (guard_mode ? LT_CU_GUARD : 0);
     int c = size_class(want, &cap);
@@ -276,6 +309,7 @@ cudaError_t lt_cuda_upload_bytes(const lt_backend *be, void *dst, const void *sr
 /* ---- the vtable ---- */
 static lt_status cuda_upload(const lt_backend *be, lt_buf *dst, const void *src, size_t n, lt_err *err)
 {
+    LT_CUDA_CHECK(err, on_device());
     LT_CUDA_CHECK(err, lt_cuda_upload_bytes(be, dst->data, src, n));
     return LT_OK;
 }
@@ -285,6 +319,7 @@ static lt_status cuda_download(const lt_backend *be, void *dst, const lt_buf *sr
     lt_cuda *st = lt_cuda_of(be);
     if (!n)
         return LT_OK;
+    LT_CUDA_CHECK(err, on_device());
     LT_CUDA_CHECK(err, cudaMemcpyAsync(dst, src->data, n, cudaMemcpyDeviceToHost, st->stream));
     LT_CUDA_CHECK(err, cudaStreamSynchronize(st->stream));
     return LT_OK;
@@ -292,6 +327,7 @@ static lt_status cuda_download(const lt_backend *be, void *dst, const lt_buf *sr
 
 static lt_status cuda_sync(const lt_backend *be, lt_err *err)
 {
+    LT_CUDA_CHECK(err, on_device());
     LT_CUDA_CHECK(err, cudaStreamSynchronize(lt_cuda_of(be)->stream));
     return LT_OK;
 }
@@ -327,6 +363,14 @@ static void ops_fill(void)
     lt_cuda_register_fused(ops);
 }
 
+/* Every node the backend takes runs through here: the thread's device
+ * made the backend's, then the op's kernel from the table. */
+static lt_status cuda_dispatch(lt_kctx *k)
+{
+    LT_CUDA_K(k, on_device());
+    return ops[k->node->op].fn(k);
+}
+
 static lt_kernel_fn cuda_kernel(const lt_backend *be, const lt_node *n, uint64_t *host_inputs)
 {
     (void)be;
@@ -348,10 +392,29 @@ static lt_kernel_fn cuda_kernel(const lt_backend *be, const lt_node *n, uint64_t
     if (op->fits && !op->fits(n))
         return NULL;
     *host_inputs = op->host_inputs;
-    return op->fn;
+    return cuda_dispatch;
 }
 
 lt_kernel_fn lt_cuda_kernel_for(const lt_node *n, uint64_t *host_inputs) { return cuda_kernel(NULL, n, host_inputs); }
+
+/* the training hooks (train.c), on this thread's device */
+static lt_status cuda_optim_update(const lt_backend *be, const lt_optim_update *u, lt_err *err)
+{
+    LT_CUDA_CHECK(err, on_device());
+    return lt_cuda_optim_update(be, u, err);
+}
+
+static lt_status cuda_sum_squares(const lt_backend *be, const lt_tensor *t, double *out, lt_err *err)
+{
+    LT_CUDA_CHECK(err, on_device());
+    return lt_cuda_sum_squares(be, t, out, err);
+}
+
+static lt_status cuda_accumulate(const lt_backend *be, lt_tensor *dst, const lt_tensor *src, lt_err *err)
+{
+    LT_CUDA_CHECK(err, on_device());
+    return lt_cuda_accumulate(be, dst, src, err);
+}
 
 static size_t cuda_in_use(const lt_backend *be) { return lt_cuda_of(be)->in_use; }
 static size_t cuda_peak(const lt_backend *be) { return lt_cuda_of(be)->peak; }
@@ -366,9 +429,9 @@ static const lt_backend cuda_backend = {
     .kernel = cuda_kernel,
     .bytes_in_use = cuda_in_use,
     .peak_bytes = cuda_peak,
-    .optim_update = lt_cuda_optim_update,
-    .sum_squares = lt_cuda_sum_squares,
-    .accumulate = lt_cuda_accumulate,
+    .optim_update = cuda_optim_update,
+    .sum_squares = cuda_sum_squares,
+    .accumulate = cuda_accumulate,
     .impl = &state,
 };
 
@@ -378,6 +441,42 @@ static bool env_on(const char *name, bool dflt)
     if (!e || !*e)
         return dflt;
     return !(strcmp(e, "0") == 0 || strcmp(e, "off") == 0 || strcmp(e, "false") == 0);
+}
+
+/* The stream and the cuBLAS and cuDNN handles; on failure those made so
+ * far stay for drop_handles. */
+static lt_status make_handles(lt_cuda *st, lt_err *err)
+{
+    /* each kept only once made: a failed create leaves its handle unknown */
+    cudaStream_t stream = NULL;
+    cublasHandle_t blas = NULL;
+    cudnnHandle_t dnn = NULL;
+    LT_CUDA_CHECK(err, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    st->stream = stream;
+    LT_CUBLAS_CHECK(err, cublasCreate(&blas));
+    st->blas = blas;
+    LT_CUBLAS_CHECK(err, cublasSetStream(st->blas, st->stream));
+    LT_CUBLAS_CHECK(err, cublasSetMathMode(st->blas, st->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+    LT_CUDNN_CHECK(err, cudnnCreate(&dnn));
+    st->dnn = dnn;
+    LT_CUDNN_CHECK(err, cudnnSetStream(st->dnn, st->stream));
+    return LT_OK;
+}
+
+/* Gives back what make_handles made when it failed part way (the backend
+ * then stays closed for the process, so nothing else holds them). */
+static void drop_handles(lt_cuda *st)
+{
+    if (st->dnn)
+        cudnnDestroy(st->dnn);
+    if (st->blas)
+        cublasDestroy(st->blas);
+    if (st->stream)
+        cudaStreamDestroy(st->stream);
+    st->dnn = NULL;
+    st->blas = NULL;
+    st->stream = NULL;
+    (void)cudaGetLastError();
 }
 
 static lt_status open_device(int device, lt_err *err)
@@ -397,16 +496,15 @@ static lt_status open_device(int device, lt_err *err)
     if (device >= count)
         return lt_errf(err, LT_ERR_INVALID, "there is no CUDA device %d (%d present)", device, count);
     st->device = device;
-    LT_CUDA_CHECK(err, cudaSetDevice(device));
-    LT_CUDA_CHECK(err, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
-    LT_CUBLAS_CHECK(err, cublasCreate(&st->blas));
-    LT_CUBLAS_CHECK(err, cublasSetStream(st->blas, st->stream));
+    LT_CUDA_CHECK(err, on_device());
     st->tf32 = env_on("LANTERN_TF32", false);
     st->benchmark = env_on("LANTERN_CUDNN_BENCHMARK", true);
     guard_mode = env_on("LANTERN_CUDA_GUARD", false);
-    LT_CUBLAS_CHECK(err, cublasSetMathMode(st->blas, st->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
-    LT_CUDNN_CHECK(err, cudnnCreate(&st->dnn));
-    LT_CUDNN_CHECK(err, cudnnSetStream(st->dnn, st->stream));
+    lt_status s = make_handles(st, err);
+    if (s != LT_OK) {
+        drop_handles(st);
+        return s;
+    }
     stage_make(st);
     return LT_OK;
 }
