@@ -8,7 +8,9 @@
 #      curve on cuda against the CPU's (test_cuda_train, also in
 #      OUTDIR/cnn-loss-curve.txt), gradients through If, Loop and Scan against
 #      finite differences (test_cuda_control), and test_backend_open and test_cli_device
-#      (OUTDIR/cuda-tests.log)
+#      (OUTDIR/cuda-tests.log); where nvidia-smi lists a GPU they run with
+#      LANTERN_CUDA_REQUIRED=1, so a suite whose backend cannot open (driver,
+#      CUDA runtime or cuDNN trouble) fails instead of being skipped
 #   4. the GPU benchmark: the CNN, SqueezeNet 1.1 and ResNet-50 on 3x32x32
 #      (batch 64), the LSTM, the Loop-RNN and the TreeLSTM, one training step
 #      on lantern's cuda backend and in this machine's PyTorch on the same GPU
@@ -39,6 +41,17 @@ elapsed() { echo $(($(date +%s) - START)); }
     nvidia-smi 2>&1 || echo "nvidia-smi: not found"
     PATH=$PATH:/usr/local/cuda/bin nvcc --version 2>&1 || echo "nvcc: not found"
 } >"$OUT/env.txt"
+# A GPU that nvidia-smi lists must run the suites: without this a broken
+# driver or cuDNN would skip every one (exit 77) and the check would pass.
+# An explicit LANTERN_CUDA_REQUIRED is kept.
+if [ -n "${LANTERN_CUDA_REQUIRED:-}" ]; then
+    REQUIRED="LANTERN_CUDA_REQUIRED=$LANTERN_CUDA_REQUIRED (as given)"
+elif nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    export LANTERN_CUDA_REQUIRED=1
+    REQUIRED="LANTERN_CUDA_REQUIRED=1 (nvidia-smi lists a GPU): a suite that cannot open the cuda backend fails"
+else
+    REQUIRED="LANTERN_CUDA_REQUIRED unset (nvidia-smi lists no GPU): the suites skip without a device"
+fi
 CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
 ARCH=${CAP:-90}
 PY=${PYTHON:-python3}
@@ -54,6 +67,7 @@ if [ -n "${CUDNN_ROOT:-}" ]; then
     echo "cuDNN: $CUDNN_ROOT ($(ls "$CUDNN_ROOT"/lib 2>/dev/null | tr '\n' ' '))" >>"$OUT/env.txt"
 fi
 note "gpu-check: arch sm_$ARCH, cuDNN ${CUDNN_ARG:-from the CUDA toolkit}, build $BUILD, $JOBS jobs"
+note "gpu-check: $REQUIRED"
 
 # ---- 2. the build ----
 # SKIP_BUILD=1: $BUILD already holds these targets, built elsewhere for this
@@ -79,7 +93,8 @@ TESTS=$?
     >>"$OUT/cuda-tests.log" 2>&1 || TESTS=1
 grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*" "$OUT/cuda-tests.log" | tail -12 >>"$SUMMARY"
 grep -E "step +[0-9]+: cpu " "$OUT/cuda-tests.log" >"$OUT/cnn-loss-curve.txt" 2>/dev/null
-note "cuda suites: exit $TESTS ($(elapsed) s); the CNN's loss curves side by side in cnn-loss-curve.txt"
+SKIPPED=$(grep -c '\*\*\*Skipped' "$OUT/cuda-tests.log")
+note "cuda suites: exit $TESTS ($(elapsed) s), $SKIPPED skipped, $REQUIRED; the CNN's loss curves side by side in cnn-loss-curve.txt"
 
 # ---- 4. the GPU benchmark: lantern's cuda backend against PyTorch ----
 MODELS=$BUILD/bench_models

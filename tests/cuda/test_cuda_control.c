@@ -6,9 +6,11 @@
  * list a Loop appends to, Scan forward and reverse over axis 1) and the
  * shipped Loop-RNN. The bodies' nodes run on the device, their counters
  * and conditions on the host, their gradient sums in device cells.
- * Skipped (exit 77) without a CUDA device. An argument runs only the tests
+ * Skipped (exit 77) without a CUDA device (failed under
+ * LANTERN_CUDA_REQUIRED=1, cuda_suite.h). An argument runs only the tests
  * whose names match it (cmocka's filter: `*` and `?`). */
 #include "testutil.h"
+#include "cuda_suite.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +44,8 @@ static void loop_rnn(void **s)
 int main(int argc, char **argv)
 {
     lt_err err;
-    if (!lt_backend_open("cuda", &err)) {
-        printf("skipped: %s\n", err.msg);
-        return 77;
-    }
+    if (!lt_backend_open("cuda", &err))
+        return cuda_suite_unopened(err.msg);
     setenv("LANTERN_BACKEND", "cuda", 1);
     setenv("LANTERN_TF32", "0", 1);
     if (argc > 1) /* one test, or a pattern, by name */

@@ -4,8 +4,10 @@
  * that the node really ran on the device (no host fallback), that device
  * memory is back at its baseline afterwards, and, with every buffer guarded
  * (LANTERN_CUDA_GUARD=1), that no kernel wrote past its outputs.
- * Without a CUDA device the whole suite is skipped (exit 77). */
+ * Without a CUDA device the whole suite is skipped (exit 77; a failure under
+ * LANTERN_CUDA_REQUIRED=1, cuda_suite.h). */
 #include "testutil.h"
+#include "cuda_suite.h"
 #include "cuda/cuda_internal.h"
 #include <math.h>
 #include <stdio.h>
@@ -907,10 +909,8 @@ int main(void)
     setenv("LANTERN_CUDA_FUSED", "1", 1);
     setenv("LANTERN_TF32", "0", 1);
     cuda = lt_backend_open("cuda", &err);
-    if (!cuda) {
-        printf("skipped: %s\n", err.msg);
-        return 77;
-    }
+    if (!cuda)
+        return cuda_suite_unopened(err.msg);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_binary), cmocka_unit_test(test_unary),  cmocka_unit_test(test_where), cmocka_unit_test(test_relu_grad),
         cmocka_unit_test(test_gemm),   cmocka_unit_test(test_matmul), cmocka_unit_test(test_reduce),

@@ -2,8 +2,10 @@
  * the host optimizer: every optimizer with weight decay, float32 and
  * float64, the clipping norm, accumulation and the state's round trip
  * (tests/unit/optim_backend_check.h), within 1e-6 relative (the GPU may
- * fuse multiply-adds). Skipped (exit 77) without a CUDA device. */
+ * fuse multiply-adds). Skipped (exit 77) without a CUDA device (failed
+ * under LANTERN_CUDA_REQUIRED=1, cuda_suite.h). */
 #include "optim_backend_check.h"
+#include "cuda_suite.h"
 #include <stdio.h>
 
 static const lt_backend *be;
@@ -18,10 +20,8 @@ int main(void)
 {
     lt_err err;
     be = lt_backend_cuda(0, &err);
-    if (!be) {
-        printf("skipped: %s\n", err.msg);
-        return 77;
-    }
+    if (!be)
+        return cuda_suite_unopened(err.msg);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cuda_matches_host),
     };

@@ -4,8 +4,10 @@
  * three warm-up steps the backend makes no cudaMalloc (lt_cuda_mallocs
  * stays put), the device memory in use after each step is back at what it
  * was after the warm-up (nothing leaks from step to step), and the losses
- * stay finite. Skipped (exit 77) without a CUDA device. */
+ * stay finite. Skipped (exit 77) without a CUDA device (failed under
+ * LANTERN_CUDA_REQUIRED=1, cuda_suite.h). */
 #include "testutil.h"
+#include "cuda_suite.h"
 #include "cuda/cuda_internal.h"
 #include <math.h>
 #include <stdio.h>
@@ -76,10 +78,8 @@ int main(void)
 {
     lt_err err;
     cuda_be = lt_backend_open("cuda", &err);
-    if (!cuda_be) {
-        printf("skipped: %s\n", err.msg);
-        return 77;
-    }
+    if (!cuda_be)
+        return cuda_suite_unopened(err.msg);
     setenv("LANTERN_BACKEND", "cuda", 1);
     setenv("LANTERN_TF32", "0", 1);
     const struct CMUnitTest tests[] = {
