@@ -85,6 +85,43 @@ static void check(tu_graph *g, int nin, lt_value *const *in, double rtol, const 
 
 static double tol(lt_dtype t) { return t == LT_F64 ? 1e-10 : 1e-4; }
 
+/* Bad input that only a kernel sees (an index out of range): g fails with
+ * LT_ERR_INVALID (the CLI's exit 2) on the CPU, and on the cuda kernel with
+ * the same status and message. The node's types are set as check() sets
+ * them, its one output dt [orank, odims], so that the backend takes it;
+ * device memory is back at its baseline after the failed run. */
+static void check_invalid(tu_graph *g, int nin, lt_value *const *in, lt_dtype dt, int orank, const int64_t *odims,
+                          const char *what)
+{
+    lt_err want, got;
+    for (int j = 0; j < nin && j < g->node->nin; j++)
+        if (g->node->in[j] && in[j])
+            lt_type_tensor(&g->node->in[j]->type, in[j]->t.dtype, in[j]->t.rank, in[j]->t.dims);
+    assert_int_equal(g->node->nout, 1);
+    lt_type_tensor(&g->node->out[0]->type, dt, orank, odims);
+    uint64_t mask = 0;
+    if (!lt_cuda_kernel_for(g->node, &mask))
+        fail_msg("%s: the cuda backend does not take the node", what);
+    lt_value *out[1] = {NULL};
+    setenv("LANTERN_BACKEND", "cpu", 1);
+    lt_status s = tu_run(g, in, out, &want);
+    lt_value_free(out[0]);
+    out[0] = NULL;
+    if (s != LT_ERR_INVALID)
+        fail_msg("%s on the CPU: status %d, not LT_ERR_INVALID (%s)", what, (int)s, s == LT_OK ? "" : want.msg);
+    size_t base = cuda->bytes_in_use(cuda);
+    setenv("LANTERN_BACKEND", "cuda", 1);
+    s = tu_run(g, in, out, &got);
+    setenv("LANTERN_BACKEND", "cpu", 1);
+    lt_value_free(out[0]);
+    if (s != LT_ERR_INVALID)
+        fail_msg("%s on cuda: status %d, not LT_ERR_INVALID (%s)", what, (int)s, s == LT_OK ? "" : got.msg);
+    if (strcmp(want.msg, got.msg) != 0)
+        fail_msg("%s: cuda says \"%s\", the CPU \"%s\"", what, got.msg, want.msg);
+    if (cuda->bytes_in_use(cuda) > base + (lt_cuda_of(cuda)->ws ? lt_cuda_of(cuda)->ws->size : 0))
+        fail_msg("%s: %zu device bytes in use after the failed run, %zu before", what, cuda->bytes_in_use(cuda), base);
+}
+
 static lt_value *ints(int rank, const int64_t *dims, const int64_t *v)
 {
     double d[64];
@@ -463,6 +500,41 @@ static void test_batch_norm(void **state)
             tu_free(&g);
             tu_free(&gg);
         }
+    /* training with the running variance moved towards the unbiased
+     * variance (LT_BN_UNBIASED_ATTR, which the trainer sets for PyTorch's
+     * models): 8 values a channel, so the factor 8 / 7 shows */
+    int64_t sd[4] = {2, 3, 2, 2};
+    for (int t = 0; t < 2; t++) {
+        lt_dtype dt = t ? LT_F64 : LT_F32;
+        tu_graph g = tu_single(LT_OP_BATCH_NORMALIZATION, 15, 5, 3);
+        tu_attr_int(&g, "training_mode", 1);
+        tu_attr_float(&g, "momentum", 0.8f);
+        tu_attr_int(&g, LT_BN_UNBIASED_ATTR, 1);
+        lt_value *in[5] = {tu_rand(dt, 4, sd, -2, 3, 1720 + t), tu_rand(dt, 1, cd, 0.5, 1.5, 1721),
+                           tu_rand(dt, 1, cd, -1, 1, 1722), tu_rand(dt, 1, cd, -1, 1, 1723),
+                           tu_rand(dt, 1, cd, 0.5, 2, 1724)};
+        char what[96];
+        snprintf(what, sizeof what, "BatchNormalization %s unbiased running variance", lt_dtype_name(dt));
+        check(&g, 5, in, dt == LT_F64 ? 1e-9 : 1e-4, what);
+        /* the attribute reaches the kernel: the CPU's running variance is
+         * not the one without it (else the case above proves nothing) */
+        tu_graph g0 = tu_single(LT_OP_BATCH_NORMALIZATION, 15, 5, 3);
+        tu_attr_int(&g0, "training_mode", 1);
+        tu_attr_float(&g0, "momentum", 0.8f);
+        lt_value *a[3] = {NULL}, *b[3] = {NULL};
+        lt_err err;
+        setenv("LANTERN_BACKEND", "cpu", 1);
+        assert_int_equal(tu_run(&g, in, a, &err), LT_OK);
+        assert_int_equal(tu_run(&g0, in, b, &err), LT_OK);
+        double va = lt_tensor_get_f64(&a[2]->t, 0), vb = lt_tensor_get_f64(&b[2]->t, 0);
+        if (fabs(va - vb) <= 1e-3 * fabs(vb))
+            fail_msg("%s: running variance %.9g, %.9g without the attribute", what, va, vb);
+        free_all(3, a);
+        free_all(3, b);
+        free_all(5, in);
+        tu_free(&g);
+        tu_free(&g0);
+    }
 }
 
 /* Dropout in training: the same mask on both sides (drawn on the host from
@@ -535,6 +607,106 @@ static void test_movement(void **state)
     free_all(4, sin + 1);
     tu_free(&gs);
     free_all(1, in);
+}
+
+/* GatherGrad with padding_idx (an embedding's padding row takes no
+ * gradient): the row among the indices, once wrapped from a negative one;
+ * on axis 0, then on axis 1 with rows before it (outer 3) */
+static void test_gather_grad_padding(void **state)
+{
+    (void)state;
+    static const struct {
+        int axis, xr, ir;
+        int64_t xd[3], idd[2], idx[6], pad;
+    } cases[] = {
+        {0, 2, 2, {6, 4}, {2, 3}, {1, 3, 0, 3, 5, -3}, 3},
+        {1, 3, 1, {3, 5, 4}, {4}, {0, 2, -1, 2}, 2},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int t = 0; t < 2; t++) {
+            lt_dtype dt = t ? LT_F64 : LT_F32;
+            int axis = cases[c].axis, xr = cases[c].xr, ir = cases[c].ir;
+            const int64_t *idd = cases[c].idd;
+            /* dy: x's shape with the axis replaced by the indices' */
+            int64_t dyd[LT_MAX_RANK];
+            int dr = 0;
+            for (int d = 0; d < axis; d++)
+                dyd[dr++] = cases[c].xd[d];
+            for (int d = 0; d < ir; d++)
+                dyd[dr++] = idd[d];
+            for (int d = axis + 1; d < xr; d++)
+                dyd[dr++] = cases[c].xd[d];
+            tu_graph g = tu_single(LT_OP_GATHER_GRAD, 13, 3, 1);
+            tu_attr_int(&g, "axis", axis);
+            tu_attr_int(&g, "padding_idx", cases[c].pad);
+            lt_value *in[3] = {tu_rand(dt, dr, dyd, -1, 1, 1630 + c * 2 + (size_t)t), ints(ir, idd, cases[c].idx),
+                               tu_rand(dt, xr, cases[c].xd, -1, 1, 1640 + c)};
+            char what[80];
+            snprintf(what, sizeof what, "GatherGrad %s axis %d padding_idx %lld", lt_dtype_name(dt), axis,
+                     (long long)cases[c].pad);
+            check(&g, 3, in, tol(dt), what);
+            free_all(3, in);
+            tu_free(&g);
+        }
+}
+
+/* An index out of range is bad input (LT_ERR_INVALID, as on the CPU, with
+ * its message) in every cuda kernel that reads indices on the host: one
+ * bad index each, so both sides name the same one */
+static void test_index_out_of_range(void **state)
+{
+    (void)state;
+    int64_t xd[3] = {3, 4, 5};
+    lt_value *x = tu_rand(LT_F32, 3, xd, -1, 1, 1650);
+    /* Gather and GatherGrad on axis 1 (size 4): 4, then -5 */
+    int64_t id[2] = {2, 3}, hi[6] = {0, 3, 4, 2, 2, 1}, lo[6] = {0, 3, -1, 2, -5, 1}, gy[4] = {3, 2, 3, 5};
+    for (int neg = 0; neg < 2; neg++) {
+        lt_value *ix = ints(2, id, neg ? lo : hi);
+        tu_graph g = tu_single(LT_OP_GATHER, 13, 2, 1);
+        tu_attr_int(&g, "axis", 1);
+        lt_value *gin[2] = {x, ix};
+        check_invalid(&g, 2, gin, LT_F32, 4, gy, neg ? "Gather, index -5" : "Gather, index 4");
+        tu_free(&g);
+        tu_graph gg = tu_single(LT_OP_GATHER_GRAD, 13, 3, 1);
+        tu_attr_int(&gg, "axis", 1);
+        lt_value *ggin[3] = {tu_rand(LT_F32, 4, gy, -1, 1, 1651), ix, x};
+        check_invalid(&gg, 3, ggin, LT_F32, 3, xd, neg ? "GatherGrad, index -5" : "GatherGrad, index 4");
+        tu_free(&gg);
+        lt_value_free(ggin[0]);
+        lt_value_free(ix);
+    }
+    /* GatherElements and its gradient on axis 1: one 4 among (3, 2, 5) */
+    int64_t ed[3] = {3, 2, 5}, ev[30];
+    for (int i = 0; i < 30; i++)
+        ev[i] = i == 17 ? 4 : (i * 5) % 7 - 3; /* -3..3 */
+    lt_value *eix = ints(3, ed, ev);
+    tu_graph ge = tu_single(LT_OP_GATHER_ELEMENTS, 13, 2, 1);
+    tu_attr_int(&ge, "axis", 1);
+    lt_value *gein[2] = {x, eix};
+    check_invalid(&ge, 2, gein, LT_F32, 3, ed, "GatherElements, index 4");
+    tu_free(&ge);
+    tu_graph geg = tu_single(LT_OP_GATHER_ELEMENTS_GRAD, 13, 3, 1);
+    tu_attr_int(&geg, "axis", 1);
+    lt_value *gegin[3] = {tu_rand(LT_F32, 3, ed, -1, 1, 1652), eix, x};
+    check_invalid(&geg, 3, gegin, LT_F32, 3, xd, "GatherElementsGrad, index 4");
+    tu_free(&geg);
+    lt_value_free(gegin[0]);
+    lt_value_free(eix);
+    /* GatherND: the second tuple's -5 on axis 1 (size 4) */
+    int64_t nd[2] = {2, 2}, nv[4] = {0, 1, 2, -5}, ny[2] = {2, 5};
+    lt_value *nin[2] = {x, ints(2, nd, nv)};
+    tu_graph gn = tu_single(LT_OP_GATHER_ND, 13, 2, 1);
+    check_invalid(&gn, 2, nin, LT_F32, 2, ny, "GatherND, index -5");
+    tu_free(&gn);
+    lt_value_free(nin[1]);
+    /* ScatterND: the second tuple's 3 on dim 0 (size 3) */
+    int64_t sv[4] = {0, 1, 3, 0}, ud[2] = {2, 5};
+    lt_value *sin[3] = {x, ints(2, nd, sv), tu_rand(LT_F32, 2, ud, -1, 1, 1653)};
+    tu_graph gs = tu_single(LT_OP_SCATTER_ND, 18, 3, 1);
+    check_invalid(&gs, 3, sin, LT_F32, 3, xd, "ScatterND, index 3");
+    tu_free(&gs);
+    free_all(2, sin + 1);
+    lt_value_free(x);
 }
 
 /* ---- indexing and padding ---- */
@@ -871,7 +1043,7 @@ static void test_split(void **state)
 
 /* ---- FusedElementwise ---- */
 /* every code of ir/fuse_elementwise.h over full inputs, a row (a bias
- * along the last axis) and one element, three outputs */
+ * along the last axis) and one element, four outputs */
 static void test_fused(void **state)
 {
     (void)state;
@@ -891,11 +1063,12 @@ static void test_fused(void **state)
         10, 11, -1, /* 12: reciprocal */
         4, 12, -1, /* 13: neg */
         5, 13, -1, /* 14: exp */
+        11, 5, -1, /* 15: softplus */
     };
-    const int64_t outs[3] = {10, 14, 6};
-    tu_graph g = tu_single(LT_OP_FUSED_ELEMENTWISE, 13, 4, 3);
+    const int64_t outs[4] = {10, 14, 6, 15};
+    tu_graph g = tu_single(LT_OP_FUSED_ELEMENTWISE, 13, 4, 4);
     tu_attr_ints(&g, "program", (int)(sizeof prog / sizeof *prog), prog);
-    tu_attr_ints(&g, "outputs", 3, outs);
+    tu_attr_ints(&g, "outputs", 4, outs);
     check(&g, 4, in, 1e-5, "FusedElementwise, every code");
     tu_free(&g);
     free_all(4, in);
@@ -916,7 +1089,8 @@ int main(void)
         cmocka_unit_test(test_gemm),   cmocka_unit_test(test_matmul), cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
-        cmocka_unit_test(test_movement), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
+        cmocka_unit_test(test_movement), cmocka_unit_test(test_gather_grad_padding),
+        cmocka_unit_test(test_index_out_of_range), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
         cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_recurrent), cmocka_unit_test(test_split),
         cmocka_unit_test(test_fused),
     };
