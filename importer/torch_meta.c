@@ -1,10 +1,12 @@
 /* What torch's exporter records beside the graph (metadata_props of nodes,
  * NodeProto 9, and of the main graph, GraphProto 16, which the IR 8 schema
- * does not name): the module path each node came from, the onnxscript
+ * does not name): the module path each node came from, the torch.fx node
+ * it was made from and the fx values that one read, the onnxscript
  * rewrite rule that made a node, and the graph signature of the exported
  * program, which names every parameter and buffer of the source module.
  * The IR keeps them so that what the exporter's optimizer merged or folded
- * can be told apart (ir/split_merged.c) or named to the user. */
+ * can be told apart (ir/split_merged.c, ir/unmerge.c) or named to the
+ * user. */
 #include "import_impl.h"
 #include <string.h>
 
@@ -53,6 +55,30 @@ static const char *module_of(lt_module *m, const lt_imp_span *v)
     return lt_ir_strndup(m, (const char *)prev.p, prev.len);
 }
 
+/* "%layer_norm_1 : [num_users=1] = call_function[...](args = (%x, ...))":
+ * the name after '%' up to " : ", and what follows the first " = ". Text of
+ * another form is left out; false only when out of memory. */
+static bool fx_node(lt_module *m, const lt_imp_span *v, lt_node *n)
+{
+    const uint8_t *p = v->p, *end = v->p + v->len;
+    if (p >= end || *p != '%')
+        return true;
+    const uint8_t *s = ++p;
+    while (p < end && *p != ' ')
+        p++;
+    if (p == s || end - p < 3 || memcmp(p, " : ", 3) != 0)
+        return true;
+    const uint8_t *call = p;
+    while (call + 3 <= end && memcmp(call, " = ", 3) != 0)
+        call++;
+    if (call + 3 > end)
+        return true;
+    call += 3;
+    n->fx_name = lt_ir_strndup(m, (const char *)s, (size_t)(p - s));
+    n->fx_call = lt_ir_strndup(m, (const char *)call, (size_t)(end - call));
+    return n->fx_name && n->fx_call;
+}
+
 lt_status lt_imp_node_torch_meta(imp *im, const Onnx__NodeProto *np, lt_node *n)
 {
     for (unsigned i = 0; i < np->base.n_unknown_fields; i++) {
@@ -64,6 +90,9 @@ lt_status lt_imp_node_torch_meta(imp *im, const Onnx__NodeProto *np, lt_node *n)
             continue;
         if (span_is(&key, "pkg.torch.onnx.name_scopes")) {
             n->scope = module_of(im->m, &value);
+        } else if (span_is(&key, "pkg.torch.onnx.fx_node")) {
+            if (!fx_node(im->m, &value, n))
+                return lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
         } else if (span_is(&key, "pkg.onnxscript.rewriter.rule_name")) {
             n->rule = lt_ir_strndup(im->m, (const char *)value.p, value.len);
             if (!n->rule)

@@ -112,6 +112,10 @@ typedef struct lt_node {
      * ("h.0.ln"; "" for the root module) and the onnxscript rewrite rule
      * that made it ("FuseBatchNormIntoConv") */
     const char *scope, *rule;
+    /* the torch.fx node it was made from (pkg.torch.onnx.fx_node): its
+     * name ("layer_norm_1") and the text after "NAME : ... = ", which
+     * names the fx values it read as %NAME; NULL where the file has none */
+    const char *fx_name, *fx_call;
 } lt_node;
 
 typedef struct lt_block {
@@ -181,6 +185,9 @@ typedef struct lt_clone {
     int nread; /* the node inputs (by node name and slot) that read output read_out[i] of the copy */
     const char **read_node;
     int *read_slot, *read_out;
+    /* a copy of a node that stood for two modules' computations of one
+     * tensor (ir/unmerge.c), not of a parameter-only node (ir/unshare.c) */
+    bool whole;
 } lt_clone;
 
 /* An IR function: a closed block (no enclosing scope; what it would capture
@@ -346,6 +353,18 @@ lt_status lt_ir_split_merged_params(lt_module *m, int *nsplit, lt_err *err);
  * copied per module, each copy taking its readers' path (ir/unshare.c);
  * split_merged.c runs it first */
 lt_status lt_ir_unshare_nodes(lt_module *m, int *ncloned, lt_err *err);
+/* Nodes the same optimizer merged from two modules' computations on one
+ * tensor (two fresh LayerNorms of one input) are copied for the module
+ * whose computation was merged away, as the nodes' torch.fx metadata and
+ * the graph signature tell (ir/unmerge.c); split_merged.c runs it first */
+lt_status lt_ir_unmerge_nodes(lt_module *m, int *ncopied, lt_err *err);
+/* A copy of main-graph node n for module scope, named "NAME@scope" (its
+ * outputs likewise), reading n's inputs, placed right after n; NULL on
+ * OOM. lt_ir_record_clone records copy c of n for the exporter: the node
+ * inputs (by node name and slot) that read output read_out[i] of it. */
+lt_node *lt_ir_copy_node(lt_module *m, lt_block *b, const lt_node *n, const char *scope);
+lt_status lt_ir_record_clone(lt_module *m, const lt_node *n, const lt_node *c, const char *scope, int nread,
+                             const char **read_node, int *read_slot, int *read_out);
 /* Gemm/Conv biases the same optimizer dropped for holding zeros are
  * parameters of zeros again where the graph signature names them (see
  * ir/restore_bias.c); *nrestored gets how many */

@@ -77,27 +77,6 @@ static bool find_readers(const lt_module *m, readers *rd)
     return rd->start && rd->at;
 }
 
-/* The tensor a slot of op stands for in PyTorch's module of that op, or
- * NULL where the slot has no fixed meaning. */
-static const char *slot_leaf(lt_op op, int slot)
-{
-    static const char *const bn[] = {NULL, "weight", "bias", "running_mean", "running_var"};
-    switch (op) {
-    case LT_OP_BATCH_NORMALIZATION:
-        return slot < 5 ? bn[slot] : NULL;
-    case LT_OP_CONV:
-    case LT_OP_CONV_TRANSPOSE:
-    case LT_OP_GEMM:
-    case LT_OP_LAYER_NORMALIZATION:
-    case LT_OP_GROUP_NORMALIZATION:
-    case LT_OP_INSTANCE_NORMALIZATION:
-    case LT_OP_RMS_NORMALIZATION:
-        return slot == 1 ? "weight" : slot == 2 ? "bias" : NULL;
-    default:
-        return NULL;
-    }
-}
-
 /* The source tensor a node input read, as a signature name: the slot's own
  * tensor under the node's module (a BatchNormalization's running_var),
  * else the parameter's path below its home module (the module of a reader
@@ -110,7 +89,7 @@ static const char *source_name(lt_module *m, const lt_node *n, int slot, const c
 {
     if (!n->scope)
         return NULL;
-    const char *leaves[2] = {slot_leaf(n->op, slot), below_home};
+    const char *leaves[2] = {lt_torch_slot_leaf(n->op, slot), below_home};
     for (int i = 0; i < 2; i++) {
         const char *name = leaves[i] ? lt_torch_join(m, n->scope, leaves[i]) : NULL;
         if (name && lt_torch_named(m, name))
@@ -279,7 +258,9 @@ lt_status lt_ir_split_merged_params(lt_module *m, int *nsplit, lt_err *err)
     if (!m->ntorch)
         return LT_OK;
     int ncloned;
-    lt_status cs = lt_ir_unshare_nodes(m, &ncloned, err);
+    lt_status cs = lt_ir_unmerge_nodes(m, &ncloned, err);
+    if (cs == LT_OK)
+        cs = lt_ir_unshare_nodes(m, &ncloned, err);
     if (cs != LT_OK)
         return cs;
     readers rd;

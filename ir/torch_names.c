@@ -83,3 +83,22 @@ bool lt_torch_same_but_numbers(const char *a, const char *b)
     }
     return !*a && !*b;
 }
+
+const char *lt_torch_slot_leaf(lt_op op, int slot)
+{
+    static const char *const bn[] = {NULL, "weight", "bias", "running_mean", "running_var"};
+    switch (op) {
+    case LT_OP_BATCH_NORMALIZATION:
+        return slot < 5 ? bn[slot] : NULL;
+    case LT_OP_CONV:
+    case LT_OP_CONV_TRANSPOSE:
+    case LT_OP_GEMM:
+    case LT_OP_LAYER_NORMALIZATION:
+    case LT_OP_GROUP_NORMALIZATION:
+    case LT_OP_INSTANCE_NORMALIZATION:
+    case LT_OP_RMS_NORMALIZATION:
+        return slot == 1 ? "weight" : slot == 2 ? "bias" : NULL;
+    default:
+        return NULL;
+    }
+}

@@ -25,4 +25,9 @@ bool lt_torch_name_taken(const lt_module *m, const char *name);
  * (layers.0.attn and layers.11.attn: clones of one layer) */
 bool lt_torch_same_but_numbers(const char *a, const char *b);
 
+/* The tensor an input slot of op stands for in PyTorch's module of that
+ * op (a BatchNormalization's slot 4 is its running_var), or NULL where the
+ * slot has no fixed meaning. */
+const char *lt_torch_slot_leaf(lt_op op, int slot);
+
 #endif

@@ -84,8 +84,8 @@ static int reader_scopes(const lt_block *b, const lt_node *n, const char **scope
     return ns;
 }
 
-static lt_status add_clone(lt_module *m, const lt_node *n, const lt_node *c, const char *scope, int nread,
-                           const char **read_node, int *read_slot, int *read_out)
+lt_status lt_ir_record_clone(lt_module *m, const lt_node *n, const lt_node *c, const char *scope, int nread,
+                             const char **read_node, int *read_slot, int *read_out)
 {
     lt_clone *grown = lt_ir_alloc(m, sizeof *grown * (size_t)(m->nclones + 1));
     if (!grown)
@@ -106,19 +106,18 @@ static lt_status add_clone(lt_module *m, const lt_node *n, const lt_node *c, con
     k->read_node = read_node;
     k->read_slot = read_slot;
     k->read_out = read_out;
+    k->whole = false;
     m->clones = grown;
     m->nclones++;
     return LT_OK;
 }
 
-/* A copy of n named for scope, placed after n, read by scope's readers of
- * n's results instead of n. */
-static lt_status clone_for(lt_module *m, lt_block *b, lt_node *n, const char *scope)
+lt_node *lt_ir_copy_node(lt_module *m, lt_block *b, const lt_node *n, const char *scope)
 {
     char nm[1024];
     lt_node *c = lt_node_new(m, b, n->op, n->nin, n->nout);
     if (!c || lt_node_set_attrs(m, c, n->nattr) != LT_OK)
-        return LT_ERR_NOMEM;
+        return NULL;
     snprintf(nm, sizeof nm, "%s@%s", n->name, scope);
     c->name = lt_ir_strdup(m, nm);
     c->opset = n->opset;
@@ -135,13 +134,23 @@ static lt_status clone_for(lt_module *m, lt_block *b, lt_node *n, const char *sc
             continue;
         snprintf(nm, sizeof nm, "%s@%s", n->out[o]->name ? n->out[o]->name : "", scope);
         if (!(c->out[o] = lt_ival_new(m, b, nm)))
-            return LT_ERR_NOMEM;
+            return NULL;
         c->out[o]->def = c;
         c->out[o]->type = n->out[o]->type;
     }
     if (!c->name)
-        return LT_ERR_NOMEM;
+        return NULL;
     lt_block_place_at(b, c, n->index + 1);
+    return c;
+}
+
+/* A copy of n named for scope, placed after n, read by scope's readers of
+ * n's results instead of n. */
+static lt_status clone_for(lt_module *m, lt_block *b, lt_node *n, const char *scope)
+{
+    lt_node *c = lt_ir_copy_node(m, b, n, scope);
+    if (!c)
+        return LT_ERR_NOMEM;
     int nread = 0;
     for (int pass = 0; pass < 2; pass++) {
         const char **rn = pass ? lt_ir_alloc(m, sizeof *rn * (size_t)(nread + 1)) : NULL;
@@ -171,7 +180,7 @@ static lt_status clone_for(lt_module *m, lt_block *b, lt_node *n, const char *sc
                 }
         }
         if (pass)
-            return add_clone(m, n, c, scope, nread, rn, rs, ro);
+            return lt_ir_record_clone(m, n, c, scope, nread, rn, rs, ro);
     }
     return LT_OK;
 }

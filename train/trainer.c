@@ -584,7 +584,8 @@ static void note_merged(const lt_trainer *t)
 }
 
 /* What the importer made of torch's exporters' optimizations: tensors it
- * split from one merged initializer (ir/split_merged.c); BatchNorms the
+ * split from one merged initializer (ir/split_merged.c), nodes it copied
+ * for modules whose computation was merged away (ir/unmerge.c); BatchNorms the
  * exporter folded into a Conv or Gemm (dynamo's rewrite rule, or a
  * TorchScript Conv weight named as its constant folding names what it
  * makes), which train as that product's weights with no batch statistics;
@@ -629,6 +630,20 @@ static void note_exporter_rewrites(const lt_trainer *t)
                  "without batch statistics, unlike the source module; torch.onnx.export(..., "
                  "training=torch.onnx.TrainingMode.TRAINING) keeps the BatchNorm",
                  t->path, nconst, m->params[cfold->in[1]->param].name, cfold->name ? cfold->name : "?");
+        t->o->on_note(note, t->o->user);
+    }
+    int nwhole = 0;
+    const lt_clone *whole = NULL;
+    for (int c = 0; c < m->nclones; c++)
+        if (m->clones[c].whole && !nwhole++)
+            whole = &m->clones[c];
+    if (nwhole) {
+        snprintf(note, sizeof note,
+                 "%s: %d node(s) the exporter had merged from two modules' computations of one tensor (fresh norms "
+                 "of one input compute the same thing) run apart again, copied for the module whose computation was "
+                 "merged away as the nodes' torch.fx metadata and the graph signature name it ('%s' for module "
+                 "'%s'); the written model holds the copies",
+                 t->path, nwhole, whole->from, whole->scope);
         t->o->on_note(note, t->o->user);
     }
     if (nsplit) {

@@ -225,6 +225,62 @@ static void decoder_trains_as_pytorch(void **state)
 /* A registered buffer stays fixed (PyTorch never moves it); a fresh
  * start (--init random) keeps an RMSNorm's weight of ones, which the graph
  * multiplies by itself, at one. */
+/* Two blocks each normalising one input three times (LayerNorms) and a
+ * shared context twice (RMSNorms written out; the second block's two
+ * normalise it again): the exporter keeps one node per tensor normalised,
+ * which lantern copies per module again, each with tensors of its own.
+ * Three steps as PyTorch's, every one of the 42 tensors; written back and
+ * read again, the same numbers. */
+static void merged_norms_train_apart(void **state)
+{
+    (void)state;
+    static const char *const block[] = {"fa.weight", "fa.bias", "fb.weight", "fb.bias", "fc.weight",
+                                        "fc.bias", "g1.weight", "g1.bias", "g2.weight", "g2.bias",
+                                        "ln_a.weight", "ln_a.bias", "ln_b.weight", "ln_b.bias", "ln_c.weight",
+                                        "ln_c.bias", "r1.weight", "r2.weight"};
+    static const char *const outer[] = {"inp.weight", "inp.bias", "ctx.weight", "ctx.bias", "head.weight", "head.bias"};
+    char tmp[] = "/tmp/lt_unmerge_XXXXXX", out[128], name[128], path[512];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/trained.onnx", tmp);
+    lt_model *trained = train_sgd(DIR "twonorm.onnx", "npy=" DIR "x.npy," DIR "y.npy", 8, 3), *back = NULL;
+    int nb = (int)(sizeof block / sizeof *block), no = (int)(sizeof outer / sizeof *outer), copies = 0;
+    for (int c = 0; c < trained->nclones; c++)
+        copies += strstr(trained->clones[c].name, "@blocks.") != NULL;
+    assert_int_equal(copies, 7); /* ln_b, ln_c and r2 of block 0; ln_b, ln_c, r1 and r2 of block 1 */
+    lt_err err;
+    if (lt_model_export(trained, DIR "twonorm.onnx", out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_model_load(out, &back, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(back->nparams, trained->nparams);
+    double worst = 0;
+    for (int i = 0; i < 2 * nb + no; i++) {
+        if (i < 2 * nb)
+            snprintf(name, sizeof name, "blocks.%d.%s", i / nb, block[i % nb]);
+        else
+            snprintf(name, sizeof name, "%s", outer[i - 2 * nb]);
+        snprintf(path, sizeof path, DIR "twonorm_ref/%s.npy", name);
+        lt_value *want = tu_load(path);
+        const lt_tensor *got = source_param(trained, name), *again = source_param(back, name);
+        double e = tu_max_rel_err(got, lt_value_tensor(want));
+        if (e > 2e-5)
+            fail_msg("%s: %g off PyTorch after three steps", name, e);
+        worst = e > worst ? e : worst;
+        assert_int_equal(got->numel, again->numel);
+        assert_memory_equal(got->data, again->data, (size_t)got->numel * sizeof(float));
+        lt_value_free(want);
+    }
+    print_message("worst relative error against PyTorch: %.2g\n", worst);
+    lt_model_free(back);
+    lt_model_free(trained);
+    unlink(out);
+    rmdir(tmp);
+    lt_trainer *t = tu_trainer_noting(DIR "twonorm.onnx");
+    assert_non_null(strstr(tu_notes, "7 node(s) the exporter had merged from two modules' computations of one tensor"));
+    assert_null(strstr(tu_notes, "have no initializer of that name"));
+    lt_trainer_free(t);
+}
+
 static void buffers_stay_fixed(void **state)
 {
     (void)state;
@@ -349,6 +405,7 @@ int main(void)
         cmocka_unit_test(trains_as_pytorch),
         cmocka_unit_test(folded_group_norm_trains),
         cmocka_unit_test(decoder_trains_as_pytorch),
+        cmocka_unit_test(merged_norms_train_apart),
         cmocka_unit_test(buffers_stay_fixed),
         cmocka_unit_test(folded_buffer_table_stays),
         cmocka_unit_test(tie_of_random_weight_stays),

@@ -42,6 +42,14 @@ test can check that lantern trains the source module's separate tensors:
   ts_folded.onnx  the same network from the TorchScript exporter in eval
                   mode (its default): the BatchNorm folded into the Conv,
                   whose weight is then onnx::Conv_N (named in a note)
+  twonorm.onnx    two blocks that normalise their input three times (three
+                  LayerNorms, as GPT-NeoX's parallel block does twice) and a
+                  shared context twice (two RMSNorms written out, the second
+                  block's normalising the same context again): fresh, the
+                  norms of one tensor compute the same thing, and the
+                  exporter keeps one node of each that all their readers
+                  read; twonorm_ref/NAME.npy after 3 SGD steps on x.npy,
+                  y.npy
 
 Run with a Python that has torch >= 2.9, onnxscript and onnx >= 1.16:
   python make_merged.py [OUTDIR]
@@ -249,3 +257,47 @@ class Rot(torch.nn.Module):
 
 torch.onnx.export(Rot(), (torch.randn(2, 6, 8),), os.path.join(out, "rot.onnx"), dynamo=True, external_data=False,
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+class ThreeNorms(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_a, self.ln_b, self.ln_c = (torch.nn.LayerNorm(8) for _ in range(3))
+        self.r1, self.r2 = RMSNorm(8), RMSNorm(8)
+        self.fa, self.fb, self.fc, self.g1, self.g2 = (torch.nn.Linear(8, 8) for _ in range(5))
+
+    def forward(self, x, ctx):
+        h = x + self.fa(self.ln_a(x)) + self.fb(torch.relu(self.ln_b(x))) + torch.tanh(self.fc(self.ln_c(x)))
+        return h + self.g1(self.r1(ctx)) * torch.sigmoid(self.g2(self.r2(ctx)))
+
+
+class TwoNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp, self.ctx = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+        self.blocks = torch.nn.ModuleList([ThreeNorms(), ThreeNorms()])
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        h, c = self.inp(x), self.ctx(x)
+        for b in self.blocks:
+            h = b(h, c)
+        return self.head(h)
+
+
+tn = TwoNorm()
+torch.onnx.export(tn, (x[:8],), os.path.join(out, "twonorm.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+sgd3(tn, x, y, 8)
+os.makedirs(os.path.join(out, "twonorm_ref"), exist_ok=True)
+for k, v in tn.state_dict().items():
+    np.save(os.path.join(out, "twonorm_ref", k + ".npy"), v.detach().numpy())
