@@ -85,8 +85,46 @@ static bool find_readers(const lt_module *m, readers *rd)
  * layers.1.attn.out_proj.weight, else the one tensor of that last name
  * below the node's module that was merged away. NULL when the signature
  * does not tell. */
-static const char *source_name(lt_module *m, const lt_node *n, int slot, const char *below_home)
+/* What the node's torch.fx call says it read: of the parameters and
+ * buffers it names as placeholders, leaving out those the node reads
+ * itself at another input, the one whose last part is leaf, or the only
+ * one; own when it names own; NULL when it does not tell (no metadata; a
+ * linear layer's call naming weight and bias, for an input of neither). */
+static const char *fx_source(const lt_module *m, const lt_node *n, int slot, const char *leaf, const char *own)
 {
+    const char *fx[8];
+    int nf = lt_torch_fx_tensors(m, n->fx_call, fx, 8), nc = 0;
+    const char *only = NULL, *by_leaf = NULL;
+    size_t ll = strlen(leaf);
+    for (int i = 0; i < nf; i++) {
+        if (!strcmp(fx[i], own))
+            return own;
+        bool elsewhere = false;
+        for (int k = 0; k < n->nin && !elsewhere; k++) {
+            const lt_ival *v = n->in[k];
+            elsewhere = k != slot && v && v->param >= 0 && v->param < m->nparams && m->params[v->param].name &&
+                        !strcmp(m->params[v->param].name, fx[i]);
+        }
+        if (elsewhere)
+            continue;
+        nc++;
+        only = fx[i];
+        size_t lf = strlen(fx[i]);
+        if ((lf == ll || (lf > ll && fx[i][lf - ll - 1] == '.')) && !strcmp(fx[i] + lf - ll, leaf))
+            by_leaf = by_leaf ? own : fx[i]; /* two of that leaf: own stands for not known */
+    }
+    if (by_leaf && by_leaf != own)
+        return by_leaf;
+    return nc == 1 && !by_leaf ? only : NULL;
+}
+
+static const char *source_name(lt_module *m, const lt_node *n, int slot, const char *below_home, const char *own)
+{
+    const char *dot = strrchr(below_home, '.');
+    const char *leaf = lt_torch_slot_leaf(n->op, slot);
+    const char *fx = fx_source(m, n, slot, leaf ? leaf : dot ? dot + 1 : below_home, own);
+    if (fx)
+        return fx;
     if (!n->scope)
         return NULL;
     const char *leaves[2] = {lt_torch_slot_leaf(n->op, slot), below_home};
@@ -95,9 +133,7 @@ static const char *source_name(lt_module *m, const lt_node *n, int slot, const c
         if (name && lt_torch_named(m, name))
             return name;
     }
-    const char *dot = strrchr(below_home, '.');
-    const char *leaf = leaves[0] ? leaves[0] : dot ? dot + 1 : below_home;
-    return lt_torch_missing_below(m, n->scope, leaf);
+    return lt_torch_missing_below(m, n->scope, leaves[0] ? leaves[0] : dot ? dot + 1 : below_home);
 }
 
 /* The part of the parameter's name below the longest reader module its
@@ -160,7 +196,7 @@ static bool find_sources(lt_module *m, const char *own, bool named, const reader
     if (named) {
         const char *home = below_home(own, r, nr);
         for (int i = 0; i < nr; i++) {
-            const char *s = source_name(m, r[i].n, r[i].slot, home);
+            const char *s = source_name(m, r[i].n, r[i].slot, home, own);
             /* readers of one source tensor share one pointer */
             for (int j = 0; s && j < i; j++)
                 if (src[j] && !strcmp(src[j], s))

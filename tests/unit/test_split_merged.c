@@ -20,9 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 
-#define DIR LT_SOURCE_DIR "/tests/data/merged/"
+#define MERGED LT_SOURCE_DIR "/tests/data/merged/"
 
 static const char *const names[] = {
     "h.0.ln.weight", "h.0.ln.bias", "h.0.fc.weight", "h.0.fc.bias", "h.0.bn.weight", "h.0.bn.bias",
@@ -71,7 +72,7 @@ static void splits_into_source_tensors(void **state)
     (void)state;
     lt_model *m = NULL;
     lt_err err;
-    if (lt_model_load(DIR "fresh.onnx", &m, &err) != LT_OK)
+    if (lt_model_load(MERGED "fresh.onnx", &m, &err) != LT_OK)
         fail_msg("%s", err.msg);
     assert_int_equal(m->nparams, NNAMES);
     assert_int_equal(split_count(m), 12);
@@ -98,11 +99,11 @@ static void trains_as_pytorch(void **state)
     char tmp[] = "/tmp/lt_split_XXXXXX", out[128], path[512];
     assert_non_null(mkdtemp(tmp));
     snprintf(out, sizeof out, "%s/trained.onnx", tmp);
-    lt_model *trained = train_sgd(DIR "fresh.onnx", "npy=" DIR "x.npy," DIR "y.npy", 8, 3), *back = NULL;
+    lt_model *trained = train_sgd(MERGED "fresh.onnx", "npy=" MERGED "x.npy," MERGED "y.npy", 8, 3), *back = NULL;
     lt_err err;
     double worst = 0;
     for (int i = 0; i < NNAMES; i++) {
-        snprintf(path, sizeof path, DIR "ref/%s.npy", names[i]);
+        snprintf(path, sizeof path, MERGED "ref/%s.npy", names[i]);
         lt_value *want = tu_load(path);
         double e = tu_max_rel_err(tu_param(trained, names[i]), lt_value_tensor(want));
         if (e > 2e-5)
@@ -113,7 +114,7 @@ static void trains_as_pytorch(void **state)
     print_message("worst relative error against PyTorch: %.2g\n", worst);
     /* written back: every tensor an initializer of its own, read by its
      * nodes; importing the file again splits nothing */
-    if (lt_model_export(trained, DIR "fresh.onnx", out, &err) != LT_OK)
+    if (lt_model_export(trained, MERGED "fresh.onnx", out, &err) != LT_OK)
         fail_msg("%s", err.msg);
     if (lt_model_load(out, &back, &err) != LT_OK)
         fail_msg("%s", err.msg);
@@ -155,14 +156,14 @@ static void folded_group_norm_trains(void **state)
     (void)state;
     static const char *const gn[] = {"c1.weight", "c1.bias", "gn1.weight", "gn1.bias", "c2.weight",
                                      "c2.bias", "gn2.weight", "gn2.bias", "head.weight", "head.bias"};
-    lt_model *trained = train_sgd(DIR "gn.onnx", "npy=" DIR "gx.npy," DIR "gy.npy", 4, 3);
+    lt_model *trained = train_sgd(MERGED "gn.onnx", "npy=" MERGED "gx.npy," MERGED "gy.npy", 4, 3);
     int folded = 0;
     for (int p = 0; p < trained->nparams; p++)
         folded += trained->params[p].torch_source != NULL;
     assert_int_equal(folded, 2); /* gn1's weight and bias; gn2's were split off by name */
     char path[512];
     for (int i = 0; i < (int)(sizeof gn / sizeof *gn); i++) {
-        snprintf(path, sizeof path, DIR "gn_ref/%s.npy", gn[i]);
+        snprintf(path, sizeof path, MERGED "gn_ref/%s.npy", gn[i]);
         lt_value *want = tu_load(path);
         const lt_tensor *got = source_param(trained, gn[i]);
         double e = tu_max_rel_err(got, lt_value_tensor(want)); /* by element: [C, 1, 1] against [C] */
@@ -185,7 +186,7 @@ static void decoder_trains_as_pytorch(void **state)
     snprintf(out, sizeof out, "%s/dec.onnx", tmp);
     lt_model *m = NULL, *trained = NULL, *back = NULL;
     lt_err err;
-    assert_int_equal(lt_model_load(DIR "dec.onnx", &m, &err), LT_OK);
+    assert_int_equal(lt_model_load(MERGED "dec.onnx", &m, &err), LT_OK);
     assert_int_equal(m->nclones, 1);
     assert_non_null(strstr(m->clones[0].from, "Split"));
     int restored = 0;
@@ -193,13 +194,13 @@ static void decoder_trains_as_pytorch(void **state)
         restored += m->params[p].restored;
     assert_int_equal(restored, 4); /* both attentions' out_proj.bias in both layers */
     lt_model_free(m);
-    trained = train_sgd(DIR "dec.onnx", "npy=" DIR "dx.npy," DIR "dy.npy", 8, 3);
-    if (lt_model_export(trained, DIR "dec.onnx", out, &err) != LT_OK)
+    trained = train_sgd(MERGED "dec.onnx", "npy=" MERGED "dx.npy," MERGED "dy.npy", 8, 3);
+    if (lt_model_export(trained, MERGED "dec.onnx", out, &err) != LT_OK)
         fail_msg("%s", err.msg);
     if (lt_model_load(out, &back, &err) != LT_OK)
         fail_msg("%s", err.msg);
     assert_int_equal(back->nclones, 0); /* the written file reads each module's own */
-    lt_value *x = tu_load(DIR "dx.npy"), *want = tu_load(DIR "dec_logits.npy");
+    lt_value *x = tu_load(MERGED "dx.npy"), *want = tu_load(MERGED "dec_logits.npy");
     int64_t d8[3] = {8, 5, 32};
     double *first = malloc(sizeof(double) * 8 * 5 * 32);
     assert_non_null(first);
@@ -225,60 +226,86 @@ static void decoder_trains_as_pytorch(void **state)
 /* A registered buffer stays fixed (PyTorch never moves it); a fresh
  * start (--init random) keeps an RMSNorm's weight of ones, which the graph
  * multiplies by itself, at one. */
-/* Two blocks each normalising one input three times (LayerNorms) and a
- * shared context twice (RMSNorms written out; the second block's two
- * normalise it again): the exporter keeps one node per tensor normalised,
- * which lantern copies per module again, each with tensors of its own.
- * Three steps as PyTorch's, every one of the 42 tensors; written back and
- * read again, the same numbers. */
-static void merged_norms_train_apart(void **state)
+/* model trained three steps as make_merged.py trains PyTorch's, against
+ * every tensor of refdir (NAME.npy), and written back and read again: the
+ * same numbers under the same names. The worst relative error. */
+static double check_against_ref(const char *model, const char *refdir, lt_model **trained_out)
 {
-    (void)state;
-    static const char *const block[] = {"fa.weight", "fa.bias", "fb.weight", "fb.bias", "fc.weight",
-                                        "fc.bias", "g1.weight", "g1.bias", "g2.weight", "g2.bias",
-                                        "ln_a.weight", "ln_a.bias", "ln_b.weight", "ln_b.bias", "ln_c.weight",
-                                        "ln_c.bias", "r1.weight", "r2.weight"};
-    static const char *const outer[] = {"inp.weight", "inp.bias", "ctx.weight", "ctx.bias", "head.weight", "head.bias"};
-    char tmp[] = "/tmp/lt_unmerge_XXXXXX", out[128], name[128], path[512];
+    char tmp[] = "/tmp/lt_unmerge_XXXXXX", out[128], path[512];
     assert_non_null(mkdtemp(tmp));
     snprintf(out, sizeof out, "%s/trained.onnx", tmp);
-    lt_model *trained = train_sgd(DIR "twonorm.onnx", "npy=" DIR "x.npy," DIR "y.npy", 8, 3), *back = NULL;
-    int nb = (int)(sizeof block / sizeof *block), no = (int)(sizeof outer / sizeof *outer), copies = 0;
-    for (int c = 0; c < trained->nclones; c++)
-        copies += strstr(trained->clones[c].name, "@blocks.") != NULL;
-    assert_int_equal(copies, 7); /* ln_b, ln_c and r2 of block 0; ln_b, ln_c, r1 and r2 of block 1 */
+    lt_model *trained = train_sgd(model, "npy=" MERGED "x.npy," MERGED "y.npy", 8, 3), *back = NULL;
     lt_err err;
-    if (lt_model_export(trained, DIR "twonorm.onnx", out, &err) != LT_OK)
+    if (lt_model_export(trained, model, out, &err) != LT_OK)
         fail_msg("%s", err.msg);
     if (lt_model_load(out, &back, &err) != LT_OK)
         fail_msg("%s", err.msg);
     assert_int_equal(back->nparams, trained->nparams);
+    DIR *d = opendir(refdir);
+    assert_non_null(d);
     double worst = 0;
-    for (int i = 0; i < 2 * nb + no; i++) {
-        if (i < 2 * nb)
-            snprintf(name, sizeof name, "blocks.%d.%s", i / nb, block[i % nb]);
-        else
-            snprintf(name, sizeof name, "%s", outer[i - 2 * nb]);
-        snprintf(path, sizeof path, DIR "twonorm_ref/%s.npy", name);
+    int checked = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 4, ".npy") != 0)
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(l - 4), de->d_name);
+        snprintf(path, sizeof path, "%s/%s", refdir, de->d_name);
         lt_value *want = tu_load(path);
         const lt_tensor *got = source_param(trained, name), *again = source_param(back, name);
         double e = tu_max_rel_err(got, lt_value_tensor(want));
         if (e > 2e-5)
-            fail_msg("%s: %g off PyTorch after three steps", name, e);
+            fail_msg("%s: %s: %g off PyTorch after three steps", model, name, e);
         worst = e > worst ? e : worst;
         assert_int_equal(got->numel, again->numel);
         assert_memory_equal(got->data, again->data, (size_t)got->numel * sizeof(float));
         lt_value_free(want);
+        checked++;
     }
-    print_message("worst relative error against PyTorch: %.2g\n", worst);
+    closedir(d);
+    assert_true(checked > 10);
     lt_model_free(back);
-    lt_model_free(trained);
     unlink(out);
     rmdir(tmp);
-    lt_trainer *t = tu_trainer_noting(DIR "twonorm.onnx");
+    *trained_out = trained;
+    return worst;
+}
+
+/* Two blocks each normalising one input three times (LayerNorms) and a
+ * shared context twice (RMSNorms written out; the second block's two
+ * normalise it again): the exporter keeps one node per tensor normalised,
+ * which lantern copies per module again, each with tensors of its own.
+ * Three steps as PyTorch's, every tensor. */
+static void merged_norms_train_apart(void **state)
+{
+    (void)state;
+    lt_model *trained;
+    double worst = check_against_ref(MERGED "twonorm.onnx", MERGED "twonorm_ref", &trained);
+    print_message("worst relative error against PyTorch: %.2g\n", worst);
+    int copies = 0;
+    for (int c = 0; c < trained->nclones; c++)
+        copies += trained->clones[c].whole;
+    assert_int_equal(copies, 7); /* ln_b, ln_c and r2 of block 0; ln_b, ln_c, r1 and r2 of block 1 */
+    lt_model_free(trained);
+    lt_trainer *t = tu_trainer_noting(MERGED "twonorm.onnx");
     assert_non_null(strstr(tu_notes, "7 node(s) the exporter had merged from two modules' computations of one tensor"));
     assert_null(strstr(tu_notes, "have no initializer of that name"));
     lt_trainer_free(t);
+}
+
+/* Zero tensors merged within one module path (a GRN's weight and bias;
+ * attention calling F.linear over its qkv and proj layers): each node's
+ * torch.fx call names the tensor it read. Three steps as PyTorch's. */
+static void fx_calls_name_merged_tensors(void **state)
+{
+    (void)state;
+    lt_model *trained;
+    double worst = check_against_ref(MERGED "fxnames.onnx", MERGED "fxnames_ref", &trained);
+    print_message("worst relative error against PyTorch: %.2g\n", worst);
+    assert_non_null(tu_param(trained, "grn.bias"));
+    assert_non_null(tu_param(trained, "a2.proj.bias"));
+    lt_model_free(trained);
 }
 
 static void buffers_stay_fixed(void **state)
@@ -286,7 +313,7 @@ static void buffers_stay_fixed(void **state)
     (void)state;
     lt_model *m = NULL;
     lt_err err;
-    assert_int_equal(lt_model_load(DIR "buf.onnx", &m, &err), LT_OK);
+    assert_int_equal(lt_model_load(MERGED "buf.onnx", &m, &err), LT_OK);
     const lt_tensor *scale0 = tu_param(m, "scale");
     lt_tensor before = *scale0;
     float keep[8];
@@ -302,13 +329,13 @@ static void buffers_stay_fixed(void **state)
     lt_model_free(m);
     lt_train_opts o;
     lt_train_defaults(&o);
-    o.data = "npy=" DIR "x.npy," DIR "y.npy";
+    o.data = "npy=" MERGED "x.npy," MERGED "y.npy";
     o.schedule.lr = 0.1;
     o.batch = 8;
     o.limit = 24;
     o.init_random = 1;
     lt_model *trained = NULL;
-    if (lt_train(DIR "buf.onnx", &o, &trained, &err) != LT_OK)
+    if (lt_train(MERGED "buf.onnx", &o, &trained, &err) != LT_OK)
         fail_msg("%s", err.msg);
     assert_memory_equal(tu_param(trained, "scale")->data, keep, sizeof keep);
     /* three steps move the RMSNorm weight off one, not off zero */
@@ -325,7 +352,7 @@ static void folded_buffer_table_stays(void **state)
     (void)state;
     lt_model *m = NULL;
     lt_err err;
-    assert_int_equal(lt_model_load(DIR "rot.onnx", &m, &err), LT_OK);
+    assert_int_equal(lt_model_load(MERGED "rot.onnx", &m, &err), LT_OK);
     int tables = 0;
     for (int p = 0; p < m->nparams; p++) {
         const lt_param *pp = &m->params[p];
@@ -346,11 +373,11 @@ static void tie_of_random_weight_stays(void **state)
     (void)state;
     lt_model *m = NULL;
     lt_err err;
-    assert_int_equal(lt_model_load(DIR "tie.onnx", &m, &err), LT_OK);
+    assert_int_equal(lt_model_load(MERGED "tie.onnx", &m, &err), LT_OK);
     assert_int_equal(m->nparams, 1);
     assert_int_equal(m->params[0].value->uses, 2);
     lt_model_free(m);
-    assert_int_equal(lt_model_load(DIR "ones_tie.onnx", &m, &err), LT_OK);
+    assert_int_equal(lt_model_load(MERGED "ones_tie.onnx", &m, &err), LT_OK);
     assert_int_equal(m->nparams, 2);
     assert_string_equal(m->params[1].name, "b.weight");
     assert_string_equal(m->params[1].split_from, "a.weight");
@@ -377,12 +404,12 @@ static void no_signature_no_split(void **state)
 static void notes_name_the_rewrites(void **state)
 {
     (void)state;
-    lt_trainer *t = tu_trainer_noting(DIR "fresh.onnx");
+    lt_trainer *t = tu_trainer_noting(MERGED "fresh.onnx");
     assert_non_null(strstr(tu_notes, "12 tensor(s) of the source module that the exporter had merged"));
     assert_null(strstr(tu_notes, "folded in"));
     assert_null(strstr(tu_notes, "have no initializer of that name"));
     lt_trainer_free(t);
-    t = tu_trainer_noting(DIR "folded.onnx");
+    t = tu_trainer_noting(MERGED "folded.onnx");
     assert_non_null(strstr(tu_notes, "1 node(s) have a BatchNorm the exporter folded in (onnxscript rule "
                                   "FuseBatchNormIntoConv; node 'node_Conv_"));
     assert_non_null(strstr(tu_notes, "of module 'bn')"));
@@ -393,7 +420,7 @@ static void notes_name_the_rewrites(void **state)
                                   "them (fc.bias, of node 'node_Gemm_"));
     assert_null(strstr(tu_notes, "constant folding"));
     lt_trainer_free(t);
-    t = tu_trainer_noting(DIR "ts_folded.onnx");
+    t = tu_trainer_noting(MERGED "ts_folded.onnx");
     assert_non_null(strstr(tu_notes, "1 Conv weight(s) are tensors the exporter made by constant folding (onnx::Conv_"));
     lt_trainer_free(t);
 }
@@ -406,6 +433,7 @@ int main(void)
         cmocka_unit_test(folded_group_norm_trains),
         cmocka_unit_test(decoder_trains_as_pytorch),
         cmocka_unit_test(merged_norms_train_apart),
+        cmocka_unit_test(fx_calls_name_merged_tensors),
         cmocka_unit_test(buffers_stay_fixed),
         cmocka_unit_test(folded_buffer_table_stays),
         cmocka_unit_test(tie_of_random_weight_stays),

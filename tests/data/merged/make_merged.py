@@ -50,6 +50,12 @@ test can check that lantern trains the source module's separate tensors:
                   exporter keeps one node of each that all their readers
                   read; twonorm_ref/NAME.npy after 3 SGD steps on x.npy,
                   y.npy
+  fxnames.onnx    modules that read their tensors themselves, in one module
+                  path: a GRN (ConvNeXt V2) whose weight and bias both start
+                  at zero, and attention written with F.linear over its qkv
+                  and proj layers' zero biases; only the nodes' torch.fx
+                  calls tell which tensor each node read; fxnames_ref/NAME.npy
+                  after 3 SGD steps on x.npy, y.npy
 
 Run with a Python that has torch >= 2.9, onnxscript and onnx >= 1.16:
   python make_merged.py [OUTDIR]
@@ -301,3 +307,49 @@ sgd3(tn, x, y, 8)
 os.makedirs(os.path.join(out, "twonorm_ref"), exist_ok=True)
 for k, v in tn.state_dict().items():
     np.save(os.path.join(out, "twonorm_ref", k + ".npy"), v.detach().numpy())
+
+
+class GRN(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(d))
+        self.bias = torch.nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        g = x.norm(dim=-1, keepdim=True)
+        return self.weight * (x * g / (g.mean(dim=0, keepdim=True) + 1e-6)) + self.bias + x
+
+
+class FunctionalAttn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.proj = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+        torch.nn.init.zeros_(self.qkv.bias)
+        torch.nn.init.zeros_(self.proj.bias)
+
+    def forward(self, x):
+        f = torch.nn.functional.linear
+        return f(torch.relu(f(x, self.qkv.weight, self.qkv.bias)), self.proj.weight, self.proj.bias)
+
+
+class FxNames(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = torch.nn.Linear(8, 8)
+        self.grn = GRN(8)
+        self.a1, self.a2 = FunctionalAttn(), FunctionalAttn()
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.grn(self.inp(x))
+        h = h + self.a1(h)
+        return self.head(h + self.a2(h))
+
+
+fx = FxNames()
+torch.onnx.export(fx, (x[:8],), os.path.join(out, "fxnames.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+sgd3(fx, x, y, 8)
+os.makedirs(os.path.join(out, "fxnames_ref"), exist_ok=True)
+for k, v in fx.state_dict().items():
+    np.save(os.path.join(out, "fxnames_ref", k + ".npy"), v.detach().numpy())
