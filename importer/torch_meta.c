@@ -104,8 +104,8 @@ lt_status lt_imp_node_torch_meta(imp *im, const Onnx__NodeProto *np, lt_node *n)
 
 /* One "NAME: PARAMETER target='a.b'" or "NAME: BUFFER target='a.b' ..."
  * line of the signature's inputs: the target, else an empty span; *buffer
- * says which kind. */
-static lt_imp_span signature_target(const uint8_t *line, const uint8_t *end, bool *buffer)
+ * says which kind, *ph the NAME (the fx graph's placeholder for it). */
+static lt_imp_span signature_target(const uint8_t *line, const uint8_t *end, bool *buffer, lt_imp_span *ph)
 {
     static const char *const kinds[] = {": PARAMETER target='", ": BUFFER target='"};
     lt_imp_span t = {NULL, 0};
@@ -121,6 +121,8 @@ static lt_imp_span signature_target(const uint8_t *line, const uint8_t *end, boo
                 t.p = s;
                 t.len = (size_t)(e - s);
                 *buffer = k == 1;
+                ph->p = line;
+                ph->len = (size_t)(q - line);
             }
             return t;
         }
@@ -152,10 +154,12 @@ lt_status lt_imp_torch_signature(imp *im, const Onnx__GraphProto *g)
                     inputs = e - q >= 8 && memcmp(q, "# inputs", 8) == 0;
                 } else if (inputs) {
                     bool buffer = false;
-                    lt_imp_span t = signature_target(q, e, &buffer);
+                    lt_imp_span ph = {NULL, 0};
+                    lt_imp_span t = signature_target(q, e, &buffer, &ph);
                     if (t.len && pass == 1) {
                         m->torch_buffer[n] = buffer;
-                        if (!(m->torch_name[n] = lt_ir_strndup(m, (const char *)t.p, t.len)))
+                        if (!(m->torch_name[n] = lt_ir_strndup(m, (const char *)t.p, t.len)) ||
+                            !(m->torch_placeholder[n] = lt_ir_strndup(m, (const char *)ph.p, ph.len)))
                             return lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
                     }
                     n += t.len > 0;
@@ -163,6 +167,7 @@ lt_status lt_imp_torch_signature(imp *im, const Onnx__GraphProto *g)
                 q = e + (e < end);
             }
             if (pass == 0 && (!(m->torch_name = lt_ir_alloc(m, sizeof *m->torch_name * (size_t)(n + 1))) ||
+                              !(m->torch_placeholder = lt_ir_alloc(m, sizeof *m->torch_placeholder * (size_t)(n + 1))) ||
                               !(m->torch_buffer = lt_ir_alloc(m, sizeof *m->torch_buffer * (size_t)(n + 1)))))
                 return lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
             m->ntorch = n;

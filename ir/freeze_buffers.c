@@ -4,8 +4,10 @@
  * out of training here too, as do the tables torch's dynamo optimizer
  * folds from them that every layer multiplies by (folded_buffer_table). A BatchNormalization's running statistics are
  * buffers that its own training-mode forward moves (ir/train_mode.c): they
- * keep their place and are left as they are. */
+ * keep their place and are left as they are. So do constants the exporter
+ * folded that no parameter made (folded_constant). */
 #include "torch_names.h"
+#include <stdlib.h>
 #include <string.h>
 
 static bool running_stat(const lt_block *b, const lt_ival *v)
@@ -55,9 +57,69 @@ static bool folded_buffer_table(const lt_module *m, const lt_param *p)
     return other;
 }
 
+static void mark_read(const lt_module *m, const lt_block *b, bool *read)
+{
+    const char *fx[16];
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        int nf = lt_torch_fx_tensors(m, n->fx_call, fx, 16);
+        for (int f = 0; f < nf; f++)
+            for (int t = 0; t < m->ntorch; t++)
+                read[t] |= m->torch_name[t] == fx[f];
+        for (int r = 0; r < n->nregions; r++)
+            mark_read(m, n->regions[r], read);
+    }
+}
+
+/* Whether every parameter the signature names is in the file or read by
+ * some node's torch.fx call (a weight the exporter folded into its
+ * transpose, val_N, is named by the product that reads the transpose):
+ * then nothing the signature does not name was folded from a parameter.
+ * False without fx metadata. */
+static bool params_accounted(const lt_module *m)
+{
+    bool any = false;
+    for (int i = 0; i < m->main->nnodes && !any; i++)
+        any = m->main->nodes[i]->fx_call != NULL;
+    bool *read = any ? calloc((size_t)m->ntorch + 1, sizeof *read) : NULL;
+    if (!read)
+        return false;
+    mark_read(m, m->main, read);
+    bool all = true;
+    for (int t = 0; t < m->ntorch && all; t++)
+        all = m->torch_buffer[t] || read[t] || lt_torch_is_param(m, m->torch_name[t]);
+    free(read);
+    return all;
+}
+
+/* Whether p is a constant the exporter folded, not a parameter's stand-in:
+ * an initializer the signature does not name, not an exporter
+ * intermediate (val_N, which may be a folded weight), that holds half
+ * precision (Falcon's ALiBi table cast to bfloat16) or one number (BLOOM's
+ * mask fill), or any such where every parameter is accounted for (MPT's
+ * ALiBi table, Funnel's masks). */
+static bool folded_constant(const lt_module *m, const lt_param *p, bool accounted)
+{
+    const lt_tensor *t = &p->data;
+    if (!p->name || !p->value || p->value->block != m->main || !lt_dtype_is_float(t->dtype) ||
+        !strncmp(p->name, "val_", 4) || lt_torch_named(m, p->name) || p->split_from || p->torch_source ||
+        p->restored || p->untied_from || p->is_input_default)
+        return false;
+    return t->dtype == LT_F16 || t->dtype == LT_BF16 || t->numel == 1 || accounted;
+}
+
 int lt_ir_freeze_buffers(lt_module *m)
 {
     int frozen = 0;
+    bool accounted = m->ntorch && params_accounted(m);
+    for (int p = 0; m->ntorch && p < m->nparams; p++) {
+        lt_param *pp = &m->params[p];
+        if (pp->trainable && folded_constant(m, pp, accounted)) {
+            pp->trainable = false;
+            pp->torch_buffer = true;
+            frozen++;
+        }
+    }
     for (int p = 0; m->ntorch && p < m->nparams; p++) {
         lt_param *pp = &m->params[p];
         if (pp->trainable && folded_buffer_table(m, pp)) {

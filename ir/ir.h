@@ -215,6 +215,7 @@ struct lt_model {
      * (importer/torch_meta.c); none where the file has no signature */
     int ntorch;
     const char **torch_name;
+    const char **torch_placeholder; /* per name: the fx graph's placeholder for it (p_h_0_ln_weight) */
     int nclones;
     lt_clone *clones; /* written into the graph by the exporter */
     bool *torch_buffer; /* per name: a buffer (running statistics), not a parameter */

@@ -103,21 +103,6 @@ const char *lt_torch_slot_leaf(lt_op op, int slot)
     }
 }
 
-/* Whether an fx placeholder name (after its p_ or b_) is name as
- * torch.export writes it: each character that cannot be in an identifier
- * ('.') as '_'. */
-static bool placeholder_is(const char *ph, size_t len, const char *name)
-{
-    size_t i = 0;
-    for (; i < len && name[i]; i++) {
-        char c = name[i];
-        bool id = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-        if (ph[i] != (id ? c : '_'))
-            return false;
-    }
-    return i == len && !name[i];
-}
-
 int lt_torch_fx_tensors(const lt_module *m, const char *call, const char **out, int cap)
 {
     int n = 0;
@@ -125,17 +110,13 @@ int lt_torch_fx_tensors(const lt_module *m, const char *call, const char **out, 
         const char *s = p + 1, *e = s;
         while ((*e >= 'a' && *e <= 'z') || (*e >= 'A' && *e <= 'Z') || (*e >= '0' && *e <= '9') || *e == '_')
             e++;
-        if (e - s < 3 || (s[0] != 'p' && s[0] != 'b') || s[1] != '_')
-            continue;
+        size_t len = (size_t)(e - s);
         const char *found = NULL;
-        for (int i = 0; i < m->ntorch; i++)
-            if (placeholder_is(s + 2, (size_t)(e - s - 2), m->torch_name[i])) {
-                if (found) {
-                    found = NULL; /* two names write the same: neither is known */
-                    break;
-                }
+        for (int i = 0; i < m->ntorch && !found; i++) {
+            const char *ph = m->torch_placeholder[i];
+            if (ph && !strncmp(ph, s, len) && !ph[len])
                 found = m->torch_name[i];
-            }
+        }
         for (int j = 0; found && j < n && j < cap; j++)
             if (out[j] == found)
                 found = NULL;

@@ -31,8 +31,9 @@ bool lt_torch_same_but_numbers(const char *a, const char *b);
 const char *lt_torch_slot_leaf(lt_op op, int slot);
 
 /* The signature names of the parameters and buffers an fx call's text
- * reads as placeholders (%p_h_0_ln_weight is h.0.ln.weight), each once, in
- * the text's order: up to cap into out; their count. */
+ * reads as placeholders (%p_h_0_ln_weight is h.0.ln.weight, as the
+ * signature pairs them), each once, in the text's order: up to cap into
+ * out; their count. */
 int lt_torch_fx_tensors(const lt_module *m, const char *call, const char **out, int cap);
 
 #endif

@@ -8,8 +8,10 @@
  * running statistics would be trained as weights. So an Identity of an
  * initializer in the main graph becomes a parameter of its own with the
  * Identity output's name and a copy of the values; the exporter writes it
- * back as an initializer and drops the Identity. */
-#include "ir.h"
+ * back as an initializer and drops the Identity. Where the file names the
+ * module's tensors (torch's graph signature), only an Identity to one of
+ * those names is such a copy. */
+#include "torch_names.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +23,12 @@ static bool untie_candidate(const lt_module *m, const lt_node *n)
     if (src->param < 0 || src->block != m->main || !n->out[0]->name || !*n->out[0]->name)
         return false;
     const lt_param *p = &m->params[src->param];
+    /* where torch's graph signature names the module's tensors, an
+     * Identity of one to a name it does not hold is the module's own copy
+     * (x.clone(), as Swin V2 takes of its qkv bias): the gradient goes
+     * through it to the tensor, which is trained under its name */
+    if (m->ntorch && !lt_torch_named(m, n->out[0]->name))
+        return false;
     return !p->is_input_default && p->data.dtype != LT_STRING;
 }
 

@@ -676,9 +676,11 @@ static void note_exporter_rewrites(const lt_trainer *t)
     }
     if (nbuffers) {
         snprintf(note, sizeof note,
-                 "%s: %d initializer(s) holding buffers of the source module (the graph signature's), or a table the "
-                 "exporter folded from them that every layer multiplies by (a rotary embedding's cos, sin), stay "
-                 "fixed as PyTorch keeps them (%s)", t->path, nbuffers, buffer->name);
+                 "%s: %d initializer(s) holding buffers of the source module (the graph signature's), a table the "
+                 "exporter folded from them that every layer multiplies by (a rotary embedding's cos, sin), or a "
+                 "constant it folded that no parameter made (one number, half precision, or any where every "
+                 "parameter is accounted for), stay fixed as PyTorch keeps them (%s)", t->path, nbuffers,
+                 buffer->name);
         t->o->on_note(note, t->o->user);
     }
     if (nrestored) {

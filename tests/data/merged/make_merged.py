@@ -56,6 +56,11 @@ test can check that lantern trains the source module's separate tensors:
                   and proj layers' zero biases; only the nodes' torch.fx
                   calls tell which tensor each node read; fxnames_ref/NAME.npy
                   after 3 SGD steps on x.npy, y.npy
+  clone.onnx      a layer that applies a clone of its bias (Swin V2's qkv
+                  bias), exported with optimize=False: the file has an
+                  Identity from the bias to the clone, which stays, so the
+                  bias trains under its own name; clone_ref/NAME.npy after
+                  3 SGD steps on x.npy, y.npy
 
 Run with a Python that has torch >= 2.9, onnxscript and onnx >= 1.16:
   python make_merged.py [OUTDIR]
@@ -353,3 +358,22 @@ sgd3(fx, x, y, 8)
 os.makedirs(os.path.join(out, "fxnames_ref"), exist_ok=True)
 for k, v in fx.state_dict().items():
     np.save(os.path.join(out, "fxnames_ref", k + ".npy"), v.detach().numpy())
+
+
+class CloneBias(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin, self.head = torch.nn.Linear(8, 8), torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        b = self.lin.bias.clone()
+        return self.head(torch.relu(torch.nn.functional.linear(x, self.lin.weight, b)))
+
+
+cb = CloneBias()
+torch.onnx.export(cb, (x[:8],), os.path.join(out, "clone.onnx"), dynamo=True, external_data=False, optimize=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+sgd3(cb, x, y, 8)
+os.makedirs(os.path.join(out, "clone_ref"), exist_ok=True)
+for k, v in cb.state_dict().items():
+    np.save(os.path.join(out, "clone_ref", k + ".npy"), v.detach().numpy())
