@@ -146,6 +146,11 @@ typedef struct lt_param {
      * (ir/tie_transposed.c): its readers read a Transpose of that one, it
      * is not trained, and lt_ir_refresh_tied writes it from that one */
     const char *transpose_of;
+    /* set when the parameter is an exporter's second folded copy of one
+     * weight, equal to the parameter of this name (ir/tie_folded.c): its
+     * readers read that one, it is not trained, and lt_ir_refresh_tied
+     * writes it from that one */
+    const char *copy_of;
     /* set when the parameter is one of the separate tensors an exporter
      * merged into initializer `split_from` (ir/split_merged.c): the nodes
      * (by file name) and input slots that read it; the exporter writes it
@@ -384,6 +389,10 @@ int lt_ir_freeze_buffers(lt_module *m);
 lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, char *list, size_t len, lt_err *err);
 /* the tied copies' values written again from their sources */
 void lt_ir_refresh_tied(lt_module *m);
+/* Equal val_N initializers that the products reading them say stand for
+ * one parameter (a module applied twice) become one tensor (see
+ * ir/tie_folded.c); the number tied */
+int lt_ir_tie_folded_copies(lt_module *m);
 /* Loops that append to a carried list stacked after the loop (TorchScript's
  * list.append and torch.stack) get a scan output instead (loop_lists.c) */
 lt_status lt_ir_loop_lists_to_scans(lt_module *m, lt_err *err);

@@ -86,43 +86,31 @@ static bool find_readers(const lt_module *m, readers *rd)
  * below the node's module that was merged away. NULL when the signature
  * does not tell. */
 /* What the node's torch.fx call says it read: of the parameters and
- * buffers it names as placeholders, leaving out those the node reads
- * itself at another input, the one whose last part is leaf, or the only
- * one; own when it names own; NULL when it does not tell (no metadata; a
- * linear layer's call naming weight and bias, for an input of neither). */
-static const char *fx_source(const lt_module *m, const lt_node *n, int slot, const char *leaf, const char *own)
+ * buffers it names as placeholders, the one whose last part is leaf (a
+ * BatchNormalization's input 4 its running_var), or the only one; NULL
+ * when it does not tell (no metadata; a linear layer's call naming weight
+ * and bias, for an input of neither). */
+static const char *fx_source(const lt_module *m, const lt_node *n, const char *leaf)
 {
-    const char *fx[8];
-    int nf = lt_torch_fx_tensors(m, n->fx_call, fx, 8), nc = 0;
-    const char *only = NULL, *by_leaf = NULL;
+    const char *fx[8], *by_leaf = NULL;
+    int nf = lt_torch_fx_tensors(m, n->fx_call, fx, 8);
     size_t ll = strlen(leaf);
     for (int i = 0; i < nf; i++) {
-        if (!strcmp(fx[i], own))
-            return own;
-        bool elsewhere = false;
-        for (int k = 0; k < n->nin && !elsewhere; k++) {
-            const lt_ival *v = n->in[k];
-            elsewhere = k != slot && v && v->param >= 0 && v->param < m->nparams && m->params[v->param].name &&
-                        !strcmp(m->params[v->param].name, fx[i]);
-        }
-        if (elsewhere)
-            continue;
-        nc++;
-        only = fx[i];
         size_t lf = strlen(fx[i]);
-        if ((lf == ll || (lf > ll && fx[i][lf - ll - 1] == '.')) && !strcmp(fx[i] + lf - ll, leaf))
-            by_leaf = by_leaf ? own : fx[i]; /* two of that leaf: own stands for not known */
+        if ((lf == ll || (lf > ll && fx[i][lf - ll - 1] == '.')) && !strcmp(fx[i] + lf - ll, leaf)) {
+            if (by_leaf)
+                return NULL; /* two of that leaf */
+            by_leaf = fx[i];
+        }
     }
-    if (by_leaf && by_leaf != own)
-        return by_leaf;
-    return nc == 1 && !by_leaf ? only : NULL;
+    return by_leaf ? by_leaf : nf == 1 ? fx[0] : NULL;
 }
 
-static const char *source_name(lt_module *m, const lt_node *n, int slot, const char *below_home, const char *own)
+static const char *source_name(lt_module *m, const lt_node *n, int slot, const char *below_home)
 {
     const char *dot = strrchr(below_home, '.');
     const char *leaf = lt_torch_slot_leaf(n->op, slot);
-    const char *fx = fx_source(m, n, slot, leaf ? leaf : dot ? dot + 1 : below_home, own);
+    const char *fx = fx_source(m, n, leaf ? leaf : dot ? dot + 1 : below_home);
     if (fx)
         return fx;
     if (!n->scope)
@@ -196,7 +184,7 @@ static bool find_sources(lt_module *m, const char *own, bool named, const reader
     if (named) {
         const char *home = below_home(own, r, nr);
         for (int i = 0; i < nr; i++) {
-            const char *s = source_name(m, r[i].n, r[i].slot, home, own);
+            const char *s = source_name(m, r[i].n, r[i].slot, home);
             /* readers of one source tensor share one pointer */
             for (int j = 0; s && j < i; j++)
                 if (src[j] && !strcmp(src[j], s))
@@ -235,6 +223,37 @@ static const char *folded_source(lt_module *m, const lt_node *n)
     return name && lt_torch_named(m, name) && !lt_torch_is_param(m, name) ? name : NULL;
 }
 
+/* A single-valued initializer folded under a graph node's name from a
+ * parameter that every reader's module has (Gemma's norms multiply by
+ * 1 + weight, folded into add_N, all ones when fresh): one tensor per
+ * reader module, as the parameters are, named OWN@MODULE (the first
+ * module's keeps the name), since it holds the folded values, not the
+ * parameter's. Nothing where a reader's module lacks such a parameter. */
+static bool computed_sources(lt_module *m, int p, const reader *r, int nr, const char **src)
+{
+    const char *first = r[0].n->scope;
+    for (int i = 0; i < nr; i++) {
+        if (!folded_source(m, r[i].n))
+            return false;
+        const char *sc = r[i].n->scope;
+        src[i] = NULL;
+        for (int j = 0; j < i && strcmp(sc, first); j++)
+            if (!strcmp(r[j].n->scope, sc))
+                src[i] = src[j];
+        if (!src[i] && strcmp(sc, first)) {
+            size_t lo = strlen(m->params[p].name), ls = strlen(sc);
+            char *name = lt_ir_alloc(m, lo + ls + 2);
+            if (!name)
+                return false;
+            memcpy(name, m->params[p].name, lo);
+            name[lo] = '@';
+            memcpy(name + lo + 1, sc, ls + 1);
+            src[i] = name;
+        }
+    }
+    return true;
+}
+
 /* A single-valued initializer without a signature name whose every reader
  * reads a folded parameter (folded_source) stands for those: src[i] gets
  * each reader's, NULL where it is the first reader's, which the parameter
@@ -243,6 +262,9 @@ static bool folded_sources(lt_module *m, int p, const reader *r, int nr, const c
 {
     if (m->params[p].data.numel < 2)
         return false; /* a scalar is a constant (an eps, a scale), not a channel's weights */
+    const char *own = m->params[p].name;
+    if (strncmp(own, "val_", 4) != 0)
+        return computed_sources(m, p, r, nr, src);
     for (int i = 0; i < nr; i++) {
         const char *s = folded_source(m, r[i].n);
         if (!s)

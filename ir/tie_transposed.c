@@ -158,6 +158,14 @@ void lt_ir_refresh_tied(lt_module *m)
 {
     for (int c = 0; c < m->nparams; c++) {
         lt_param *cp = &m->params[c];
+        for (int a = 0; cp->copy_of && a < m->nparams; a++) {
+            const lt_tensor *s = &m->params[a].data;
+            if (a != c && !strcmp(m->params[a].name, cp->copy_of) && s->numel == cp->data.numel &&
+                s->dtype == cp->data.dtype) {
+                memcpy(cp->data.data, s->data, (size_t)s->numel * lt_dtype_size(s->dtype));
+                break;
+            }
+        }
         if (!cp->transpose_of)
             continue;
         for (int a = 0; a < m->nparams; a++) {

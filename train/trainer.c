@@ -632,6 +632,19 @@ static void note_exporter_rewrites(const lt_trainer *t)
                  t->path, nconst, m->params[cfold->in[1]->param].name, cfold->name ? cfold->name : "?");
         t->o->on_note(note, t->o->user);
     }
+    int ncopies = 0;
+    const lt_param *copy = NULL;
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].copy_of && !ncopies++)
+            copy = &m->params[p];
+    if (ncopies) {
+        snprintf(note, sizeof note,
+                 "%s: %d initializer(s) are further copies the exporter folded of one weight that a module applies "
+                 "more than once (as the products' torch.fx calls name it), trained as that one tensor as PyTorch "
+                 "trains it (%s = %s); the written model holds each copy", t->path, ncopies, copy->name,
+                 copy->copy_of);
+        t->o->on_note(note, t->o->user);
+    }
     int nwhole = 0;
     const lt_clone *whole = NULL;
     for (int c = 0; c < m->nclones; c++)

@@ -325,6 +325,54 @@ static void clone_trains_its_source(void **state)
     lt_model_free(trained);
 }
 
+/* One block applied twice: the exporter's two folded transposes of each
+ * weight train as one tensor, the second written from the first; the
+ * written model gives PyTorch's logits after three steps. */
+static void folded_copies_train_as_one(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/lt_twice_XXXXXX", out[128];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/trained.onnx", tmp);
+    lt_model *trained = train_sgd(MERGED "twice.onnx", "npy=" MERGED "x.npy," MERGED "y.npy", 8, 3), *back = NULL;
+    int copies = 0;
+    for (int p = 0; p < trained->nparams; p++)
+        copies += trained->params[p].copy_of != NULL;
+    assert_int_equal(copies, 2); /* ffn's and out's second transposes */
+    lt_err err;
+    if (lt_model_export(trained, MERGED "twice.onnx", out, &err) != LT_OK || lt_model_load(out, &back, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_value *x = tu_load(MERGED "x.npy"), *want = tu_load(MERGED "twice_logits.npy"), *outs[1] = {NULL};
+    int64_t d8[2] = {8, 8};
+    double first[64];
+    for (int i = 0; i < 64; i++)
+        first[i] = tu_get(x, i);
+    lt_value *x8 = tu_from(LT_F32, 2, d8, first);
+    assert_int_equal(tu_run_x(back, x8, outs), 1);
+    double e = tu_max_rel_err(lt_value_tensor(outs[0]), lt_value_tensor(want));
+    print_message("logits of the written model against PyTorch's after three steps: %.2g\n", e);
+    assert_true(e < 2e-5);
+    lt_value_free(outs[0]);
+    lt_value_free(x8);
+    lt_value_free(x);
+    lt_value_free(want);
+    lt_model_free(back);
+    lt_model_free(trained);
+    unlink(out);
+    rmdir(tmp);
+}
+
+/* The merged initializers named after a BatchNorm that reads each at two
+ * inputs (scale and running variance; bias and running mean): each input
+ * gets its own tensor, as the BatchNorm's fx call names them. */
+static void batch_norm_of_merged_names(void **state)
+{
+    (void)state;
+    lt_model *trained;
+    check_against_ref(MERGED "bnfirst.onnx", MERGED "bnfirst_ref", &trained);
+    lt_model_free(trained);
+}
+
 static void buffers_stay_fixed(void **state)
 {
     (void)state;
@@ -452,6 +500,8 @@ int main(void)
         cmocka_unit_test(merged_norms_train_apart),
         cmocka_unit_test(fx_calls_name_merged_tensors),
         cmocka_unit_test(clone_trains_its_source),
+        cmocka_unit_test(folded_copies_train_as_one),
+        cmocka_unit_test(batch_norm_of_merged_names),
         cmocka_unit_test(buffers_stay_fixed),
         cmocka_unit_test(folded_buffer_table_stays),
         cmocka_unit_test(tie_of_random_weight_stays),

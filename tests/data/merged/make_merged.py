@@ -56,6 +56,19 @@ test can check that lantern trains the source module's separate tensors:
                   and proj layers' zero biases; only the nodes' torch.fx
                   calls tell which tensor each node read; fxnames_ref/NAME.npy
                   after 3 SGD steps on x.npy, y.npy
+  twice.onnx      a block of two Linear layers applied twice to a sequence
+                  (ALBERT's sharing): the exporter folds each product's
+                  transpose of a weight into an initializer of its own, two
+                  equal copies per weight (of more than 1024 values, which
+                  the exporter does not merge), which train as one tensor;
+                  twice_logits.npy, PyTorch's outputs on x[:8] after 3 SGD
+                  steps on x.npy, y.npy (as sequences of 2 x 4)
+  bnfirst.onnx    Conv1d, BatchNorm1d twice: the merged initializers take
+                  the first BatchNorm's names (b1.weight holds every scale
+                  and running variance, b1.bias every bias and running
+                  mean), so that BatchNorm reads one tensor at two inputs;
+                  bnfirst_ref/NAME.npy after 3 SGD steps on x.npy, y.npy
+                  (as 2 channels of 4)
   clone.onnx      a layer that applies a clone of its bias (Swin V2's qkv
                   bias), exported with optimize=False: the file has an
                   Identity from the bias to the clone, which stays, so the
@@ -377,3 +390,46 @@ sgd3(cb, x, y, 8)
 os.makedirs(os.path.join(out, "clone_ref"), exist_ok=True)
 for k, v in cb.state_dict().items():
     np.save(os.path.join(out, "clone_ref", k + ".npy"), v.detach().numpy())
+
+
+class Twice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.head = torch.nn.Linear(4, 32), torch.nn.Linear(32, 4)
+        self.ffn, self.out = torch.nn.Linear(32, 64), torch.nn.Linear(64, 32)
+
+    def forward(self, x):
+        h = self.emb(x.reshape(x.shape[0], 2, 4))
+        for _ in range(2):
+            h = h + self.out(torch.nn.functional.gelu(self.ffn(h)))
+        return self.head(h.mean(1))
+
+
+tw = Twice()
+torch.onnx.export(tw, (x[:8],), os.path.join(out, "twice.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+sgd3(tw, x, y, 8)
+with torch.no_grad():
+    np.save(os.path.join(out, "twice_logits.npy"), tw(x[:8]).numpy())
+
+
+class BnFirst(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = torch.nn.Conv1d(2, 8, 3, padding=1), torch.nn.BatchNorm1d(8)
+        self.c2, self.b2 = torch.nn.Conv1d(8, 8, 3, padding=1), torch.nn.BatchNorm1d(8)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.b1(torch.relu(self.c1(x.reshape(x.shape[0], 2, 4))))
+        return self.head(self.b2(torch.relu(self.c2(h))).mean(2))
+
+
+bf = BnFirst()
+torch.onnx.export(bf, (x[:8],), os.path.join(out, "bnfirst.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+sgd3(bf, x, y, 8)
+os.makedirs(os.path.join(out, "bnfirst_ref"), exist_ok=True)
+for k, v in bf.state_dict().items():
+    if "num_batches" not in k:
+        np.save(os.path.join(out, "bnfirst_ref", k + ".npy"), v.detach().numpy())
