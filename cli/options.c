@@ -112,8 +112,6 @@ static int option_label(const lt_cli_opt *o, const lt_cli_opt *end, char *buf, s
         n += (size_t)snprintf(buf + n, len - n, "%s%s", r == o ? "" : ", ", r->name);
     if (o->arg && n < len)
         n += (size_t)snprintf(buf + n, len - n, " %s", o->arg);
-    if ((o->flags & LT_OPT_REPEAT) && n < len)
-        n += (size_t)snprintf(buf + n, len - n, " ...");
     return (int)n;
 }
 
@@ -157,8 +155,8 @@ static void print_rows(const lt_cli_opt *t, FILE *f)
                 fprintf(f, "\n%*s", HELP_INDENT, "");
             else
                 fprintf(f, "%*s", HELP_INDENT - 2 - n, "");
-            snprintf(text, sizeof text, "%s%s%s%s", o->help, o->def ? " (default: " : "", o->def ? o->def : "",
-                     o->def ? ")" : "");
+            snprintf(text, sizeof text, "%s%s%s%s%s", o->help, o->def ? " (default: " : "", o->def ? o->def : "",
+                     o->def ? ")" : "", o->flags & LT_OPT_REPEAT ? "; give the option again for each further one" : "");
             wrapped(text, f);
         }
         o = end;
