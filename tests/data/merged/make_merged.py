@@ -283,6 +283,18 @@ torch.onnx.export(Rot(), (torch.randn(2, 6, 8),), os.path.join(out, "rot.onnx"),
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
 
 
+def export_trained(model, name, optimize=True):
+    """Exports a fresh model as name.onnx, trains it three steps on x, y and
+    stores its tensors as name_ref/NAME.npy."""
+    torch.onnx.export(model, (x[:8],), os.path.join(out, name + ".onnx"), dynamo=True, external_data=False,
+                      optimize=optimize, dynamic_shapes=({0: torch.export.Dim("batch")},))
+    sgd3(model, x, y, 8)
+    os.makedirs(os.path.join(out, name + "_ref"), exist_ok=True)
+    for k, v in model.state_dict().items():
+        if "num_batches" not in k:
+            np.save(os.path.join(out, name + "_ref", k + ".npy"), v.detach().numpy())
+
+
 class RMSNorm(torch.nn.Module):
     def __init__(self, d):
         super().__init__()
@@ -319,12 +331,7 @@ class TwoNorm(torch.nn.Module):
 
 
 tn = TwoNorm()
-torch.onnx.export(tn, (x[:8],), os.path.join(out, "twonorm.onnx"), dynamo=True, external_data=False,
-                  dynamic_shapes=({0: torch.export.Dim("batch")},))
-sgd3(tn, x, y, 8)
-os.makedirs(os.path.join(out, "twonorm_ref"), exist_ok=True)
-for k, v in tn.state_dict().items():
-    np.save(os.path.join(out, "twonorm_ref", k + ".npy"), v.detach().numpy())
+export_trained(tn, "twonorm")
 
 
 class GRN(torch.nn.Module):
@@ -365,12 +372,7 @@ class FxNames(torch.nn.Module):
 
 
 fx = FxNames()
-torch.onnx.export(fx, (x[:8],), os.path.join(out, "fxnames.onnx"), dynamo=True, external_data=False,
-                  dynamic_shapes=({0: torch.export.Dim("batch")},))
-sgd3(fx, x, y, 8)
-os.makedirs(os.path.join(out, "fxnames_ref"), exist_ok=True)
-for k, v in fx.state_dict().items():
-    np.save(os.path.join(out, "fxnames_ref", k + ".npy"), v.detach().numpy())
+export_trained(fx, "fxnames")
 
 
 class CloneBias(torch.nn.Module):
@@ -384,12 +386,7 @@ class CloneBias(torch.nn.Module):
 
 
 cb = CloneBias()
-torch.onnx.export(cb, (x[:8],), os.path.join(out, "clone.onnx"), dynamo=True, external_data=False, optimize=False,
-                  dynamic_shapes=({0: torch.export.Dim("batch")},))
-sgd3(cb, x, y, 8)
-os.makedirs(os.path.join(out, "clone_ref"), exist_ok=True)
-for k, v in cb.state_dict().items():
-    np.save(os.path.join(out, "clone_ref", k + ".npy"), v.detach().numpy())
+export_trained(cb, "clone", optimize=False)
 
 
 class Twice(torch.nn.Module):
@@ -426,10 +423,4 @@ class BnFirst(torch.nn.Module):
 
 
 bf = BnFirst()
-torch.onnx.export(bf, (x[:8],), os.path.join(out, "bnfirst.onnx"), dynamo=True, external_data=False,
-                  dynamic_shapes=({0: torch.export.Dim("batch")},))
-sgd3(bf, x, y, 8)
-os.makedirs(os.path.join(out, "bnfirst_ref"), exist_ok=True)
-for k, v in bf.state_dict().items():
-    if "num_batches" not in k:
-        np.save(os.path.join(out, "bnfirst_ref", k + ".npy"), v.detach().numpy())
+export_trained(bf, "bnfirst")
