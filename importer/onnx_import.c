@@ -491,6 +491,8 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
     if (st == LT_OK) {
         lt_ir_freeze_buffers(m);
         lt_ir_tie_folded_copies(m);
+        int ngathered;
+        st = lt_ir_ungather_tables(m, &ngathered, err);
     }
     if (st != LT_OK)
         return st;

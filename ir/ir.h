@@ -151,6 +151,11 @@ typedef struct lt_param {
      * readers read that one, it is not trained, and lt_ir_refresh_tied
      * writes it from that one */
     const char *copy_of;
+    /* set when the parameter is a table the exporter gathered from a
+     * smaller one and folded (ir/gathered_table.c): its readers read
+     * Gather(gathered_from, gather_index), it is not trained, and
+     * lt_ir_refresh_tied writes it from those */
+    const char *gathered_from, *gather_index;
     /* set when the parameter is one of the separate tensors an exporter
      * merged into initializer `split_from` (ir/split_merged.c): the nodes
      * (by file name) and input slots that read it; the exporter writes it
@@ -393,6 +398,10 @@ void lt_ir_refresh_tied(lt_module *m);
  * one parameter (a module applied twice) become one tensor (see
  * ir/tie_folded.c); the number tied */
 int lt_ir_tie_folded_copies(lt_module *m);
+/* Initializers the signature does not name whose entries are copies of a
+ * few values (a folded relative position bias) train as Gather of those
+ * values (see ir/gathered_table.c); *nfound gets how many */
+lt_status lt_ir_ungather_tables(lt_module *m, int *nfound, lt_err *err);
 /* Loops that append to a carried list stacked after the loop (TorchScript's
  * list.append and torch.stack) get a scan output instead (loop_lists.c) */
 lt_status lt_ir_loop_lists_to_scans(lt_module *m, lt_err *err);

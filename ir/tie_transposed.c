@@ -154,6 +154,25 @@ lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, char *list, size
     return LT_OK;
 }
 
+/* cp = gathered_from[gather_index], entry by entry */
+static void refresh_gathered(const lt_module *m, lt_param *cp)
+{
+    const lt_tensor *table = NULL, *index = NULL;
+    for (int a = 0; cp->gathered_from && a < m->nparams; a++) {
+        if (!strcmp(m->params[a].name, cp->gathered_from))
+            table = &m->params[a].data;
+        if (!strcmp(m->params[a].name, cp->gather_index))
+            index = &m->params[a].data;
+    }
+    if (!table || !index || table->dtype != cp->data.dtype || index->numel != cp->data.numel)
+        return;
+    size_t es = lt_dtype_size(table->dtype);
+    const int64_t *at = index->data;
+    for (int64_t i = 0; i < index->numel; i++)
+        if (at[i] >= 0 && at[i] < table->numel)
+            memcpy((char *)cp->data.data + (size_t)i * es, (const char *)table->data + (size_t)at[i] * es, es);
+}
+
 void lt_ir_refresh_tied(lt_module *m)
 {
     for (int c = 0; c < m->nparams; c++) {
@@ -166,6 +185,7 @@ void lt_ir_refresh_tied(lt_module *m)
                 break;
             }
         }
+        refresh_gathered(m, cp);
         if (!cp->transpose_of)
             continue;
         for (int a = 0; a < m->nparams; a++) {

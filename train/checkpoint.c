@@ -783,7 +783,12 @@ int lt_ckpt_is_checkpoint(const char *path)
 
 lt_status lt_model_load_checkpoint(lt_model *m, const char *checkpoint, lt_err *err)
 {
-    return lt_ckpt_read_params(checkpoint, m, err);
+    lt_status st = lt_ckpt_read_params(checkpoint, m, err);
+    /* tensors the importer made copies of others (a gathered table's
+     * folded form, a second folded transpose) are written from those */
+    if (st == LT_OK)
+        lt_ir_refresh_tied(m);
+    return st;
 }
 
 int lt_is_checkpoint(const char *path) { return lt_ckpt_is_checkpoint(path); }

@@ -645,6 +645,20 @@ static void note_exporter_rewrites(const lt_trainer *t)
                  copy->copy_of);
         t->o->on_note(note, t->o->user);
     }
+    int ngathered = 0;
+    const lt_param *gathered = NULL;
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].gathered_from && !ngathered++)
+            gathered = &m->params[p];
+    if (ngathered) {
+        snprintf(note, sizeof note,
+                 "%s: %d initializer(s) the graph signature does not name hold a few values copied many times, a "
+                 "table the exporter gathered and folded (a relative position bias): they train as those values, "
+                 "each moved once by the sum of its copies' gradients as PyTorch moves the table (%s, as %s); the "
+                 "written model holds the gathered tensor", t->path, ngathered, gathered->name,
+                 gathered->gathered_from);
+        t->o->on_note(note, t->o->user);
+    }
     int nwhole = 0;
     const lt_clone *whole = NULL;
     for (int c = 0; c < m->nclones; c++)
@@ -673,8 +687,11 @@ static void note_exporter_rewrites(const lt_trainer *t)
     const char *other = NULL;
     for (int p = 0; m->ntorch && p < m->nparams; p++) {
         const lt_param *pp = &m->params[p];
+        bool table = false; /* a gathered table's values (ir/gathered_table.c), noted above */
+        for (int q = 0; q < m->nparams && !table; q++)
+            table = m->params[q].gathered_from && pp->name && !strcmp(m->params[q].gathered_from, pp->name);
         if (!pp->trainable || !pp->value || !lt_dtype_is_float(pp->data.dtype) || pp->torch_source || !pp->name ||
-            !strncmp(pp->name, "val_", 4) || lt_torch_named(m, pp->name) || graph_constant(m, pp))
+            !strncmp(pp->name, "val_", 4) || lt_torch_named(m, pp->name) || graph_constant(m, pp) || table)
             continue;
         if (!nother++)
             other = pp->name;
@@ -724,10 +741,10 @@ static void note_exporter_rewrites(const lt_trainer *t)
         snprintf(note, sizeof note,
                  "%s: %d parameter(s) of the source module the graph signature names have no initializer of that "
                  "name (%s%s): the exporter's optimizer folded them into others (a weight's transpose, val_N, "
-                 "trains as the weight would; a copy gathered or broadcast from one, such as position embeddings "
-                 "or T5's relative attention bias, trains each copied entry on its own, unlike PyTorch), merged "
-                 "two modules' nodes into one, or dropped them; torch.onnx.export(..., optimize=False) keeps "
-                 "every one",
+                 "trains as the weight would; so does a table gathered into copies of its values, such as a "
+                 "relative position bias; a slice or broadcast of one, such as position embeddings, trains each "
+                 "copied entry on its own, unlike PyTorch), merged two modules' nodes into one, or dropped them; "
+                 "torch.onnx.export(..., optimize=False) keeps every one",
                  t->path, nmissing, list, nmissing > 3 ? ", ..." : "");
         t->o->on_note(note, t->o->user);
     }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MERGED LT_SOURCE_DIR "/tests/data/merged/"
@@ -51,10 +52,11 @@ static const lt_ival *input_of(const lt_model *m, const char *node, int slot)
 
 /* model trained by SGD at lr 0.1 on the npy pair data (in order), batch
  * samples a step for `steps` steps, as make_merged.py trains PyTorch's */
-static lt_model *train_sgd(const char *model, const char *data, int64_t batch, int steps)
+static lt_model *train_sgd_ck(const char *model, const char *data, int64_t batch, int steps, const char *ck)
 {
     lt_train_opts o;
     lt_train_defaults(&o);
+    o.checkpoint_dir = ck;
     o.data = data;
     o.schedule.lr = 0.1;
     o.batch = batch;
@@ -65,6 +67,11 @@ static lt_model *train_sgd(const char *model, const char *data, int64_t batch, i
     if (lt_train(model, &o, &trained, &err) != LT_OK)
         fail_msg("%s: %s", model, err.msg);
     return trained;
+}
+
+static lt_model *train_sgd(const char *model, const char *data, int64_t batch, int steps)
+{
+    return train_sgd_ck(model, data, batch, steps, NULL);
 }
 
 static void splits_into_source_tensors(void **state)
@@ -373,6 +380,65 @@ static void batch_norm_of_merged_names(void **state)
     lt_model_free(trained);
 }
 
+/* A relative position bias gathered from a small table and folded: the
+ * folded tensor trains as the table's values, and the written model holds
+ * the gathered tensor PyTorch's table makes after three steps, and gives
+ * PyTorch's logits. */
+static void gathered_table_trains_as_table(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/lt_relbias_XXXXXX", out[128], ck[128], ckfile[160];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/trained.onnx", tmp);
+    snprintf(ck, sizeof ck, "%s/ck", tmp);
+    snprintf(ckfile, sizeof ckfile, "%s/checkpoint.ltck", ck);
+    assert_int_equal(mkdir(ck, 0700), 0);
+    lt_model *trained = train_sgd_ck(MERGED "relbias.onnx", "npy=" MERGED "x.npy," MERGED "y.npy", 8, 3, ck),
+             *back = NULL, *from_ck = NULL;
+    int tables = 0;
+    for (int p = 0; p < trained->nparams; p++)
+        tables += trained->params[p].gathered_from != NULL;
+    assert_int_equal(tables, 2);
+    lt_err err;
+    if (lt_model_export(trained, MERGED "relbias.onnx", out, &err) != LT_OK || lt_model_load(out, &back, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_value *want = tu_load(MERGED "relbias_table.npy");
+    double e = tu_max_rel_err(tu_param(back, "unsqueeze"), lt_value_tensor(want));
+    print_message("written bias table against PyTorch's after three steps: %.2g\n", e);
+    assert_true(e < 2e-5);
+    /* the same from the checkpoint, as lantern export CHECKPOINT writes it */
+    if (lt_model_load(MERGED "relbias.onnx", &from_ck, &err) != LT_OK ||
+        lt_model_load_checkpoint(from_ck, ckfile, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_true(tu_max_rel_err(tu_param(from_ck, "unsqueeze"), lt_value_tensor(want)) < 2e-5);
+    lt_model_free(from_ck);
+    unlink(ckfile);
+    char lock[192];
+    snprintf(lock, sizeof lock, "%s/checkpoint.lock", ck);
+    unlink(lock);
+    rmdir(ck);
+    lt_value_free(want);
+    lt_value *x = tu_load(MERGED "x.npy"), *outs[1] = {NULL};
+    want = tu_load(MERGED "relbias_logits.npy");
+    int64_t d8[2] = {8, 8};
+    double first[64];
+    for (int i = 0; i < 64; i++)
+        first[i] = tu_get(x, i);
+    lt_value *x8 = tu_from(LT_F32, 2, d8, first);
+    assert_int_equal(tu_run_x(back, x8, outs), 1);
+    e = tu_max_rel_err(lt_value_tensor(outs[0]), lt_value_tensor(want));
+    print_message("logits of the written model against PyTorch's: %.2g\n", e);
+    assert_true(e < 2e-5);
+    lt_value_free(outs[0]);
+    lt_value_free(x8);
+    lt_value_free(x);
+    lt_value_free(want);
+    lt_model_free(back);
+    lt_model_free(trained);
+    unlink(out);
+    rmdir(tmp);
+}
+
 static void buffers_stay_fixed(void **state)
 {
     (void)state;
@@ -502,6 +568,7 @@ int main(void)
         cmocka_unit_test(clone_trains_its_source),
         cmocka_unit_test(folded_copies_train_as_one),
         cmocka_unit_test(batch_norm_of_merged_names),
+        cmocka_unit_test(gathered_table_trains_as_table),
         cmocka_unit_test(buffers_stay_fixed),
         cmocka_unit_test(folded_buffer_table_stays),
         cmocka_unit_test(tie_of_random_weight_stays),

@@ -69,6 +69,13 @@ test can check that lantern trains the source module's separate tensors:
                   mean), so that BatchNorm reads one tensor at two inputs;
                   bnfirst_ref/NAME.npy after 3 SGD steps on x.npy, y.npy
                   (as 2 channels of 4)
+  relbias.onnx    two attention layers over 4 positions that add a relative
+                  position bias: a learned table of 7 distances x 2 heads
+                  gathered through a buffer of indices (Swin's, T5's), which
+                  the exporter folds into one (1, 2, 4, 4) tensor of copies;
+                  relbias_logits.npy, PyTorch's outputs on x[:8] after 3 SGD
+                  steps on x.npy, y.npy (as 4 positions of 2), and
+                  relbias_table.npy, the first layer's gathered table then
   clone.onnx      a layer that applies a clone of its bias (Swin V2's qkv
                   bias), exported with optimize=False: the file has an
                   Identity from the bias to the clone, which stays, so the
@@ -424,3 +431,42 @@ class BnFirst(torch.nn.Module):
 
 bf = BnFirst()
 export_trained(bf, "bnfirst")
+
+
+class RelBiasAttn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.proj = torch.nn.Linear(2, 12), torch.nn.Linear(4, 2)
+        self.table = torch.nn.Parameter(torch.randn(7, 2) * 0.5)
+        pos = torch.arange(4)
+        self.register_buffer("index", (pos[:, None] - pos[None, :] + 3).reshape(-1), persistent=False)
+
+    def bias(self):
+        return self.table[self.index].reshape(4, 4, 2).permute(2, 0, 1).unsqueeze(0)
+
+    def forward(self, h):
+        q, k, v = self.qkv(h).reshape(h.shape[0], 4, 3, 2, 2).permute(2, 0, 3, 1, 4)
+        a = torch.softmax(q @ k.transpose(-1, -2) + self.bias(), -1)
+        return h + self.proj((a @ v).transpose(1, 2).reshape(h.shape[0], 4, 4))
+
+
+class RelBias(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([RelBiasAttn(), RelBiasAttn()])
+        self.head = torch.nn.Linear(2, 4)
+
+    def forward(self, x):
+        h = x.reshape(x.shape[0], 4, 2)
+        for layer in self.layers:
+            h = layer(h)
+        return self.head(h.mean(1))
+
+
+rb = RelBias()
+torch.onnx.export(rb, (x[:8],), os.path.join(out, "relbias.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+sgd3(rb, x, y, 8)
+with torch.no_grad():
+    np.save(os.path.join(out, "relbias_logits.npy"), rb(x[:8]).numpy())
+    np.save(os.path.join(out, "relbias_table.npy"), rb.layers[0].bias().numpy())

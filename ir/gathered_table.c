@@ -1,0 +1,229 @@
+/* A relative position bias (T5's relative_attention_bias, Swin's
+ * relative_position_bias_table) is a small table of learned values that
+ * the forward pass gathers into an attention-shaped one through a buffer of
+ * indices. Both the table and the indices are constant to torch's dynamo
+ * exporter, which folds the gather: the file holds the gathered
+ * (1, heads, L, L) tensor, where each learned value appears many times.
+ * Trained as found, every copy would move on its own; PyTorch moves the
+ * value once, by the sum of its copies' gradients.
+ *
+ * So a trainable float initializer that the graph signature does not name
+ * (the source module's tensors are named there), in a file whose
+ * signature names a parameter it has no tensor of, whose entries are
+ * copies of a few values (copies_of_few: random or trained values repeat,
+ * bit for bit, only as copies do), is read as a gather: the distinct values become a parameter of their own
+ * (NAME@table, one dimension), the positions an int64 constant
+ * (NAME@index), and the readers read Gather(NAME@table, NAME@index).
+ * A tensor of one value, or one whose few values repeat as a mask's do,
+ * is left alone. The tensor itself
+ * is no longer trained, and lt_ir_refresh_tied writes it from the table
+ * for export, so the written model keeps its shape and name. */
+#include "torch_names.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t bits; /* the entry's bytes */
+    int64_t at;
+} entry;
+
+static int by_bits(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    if (x->bits != y->bits)
+        return x->bits < y->bits ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+static bool some_param_missing(const lt_module *m)
+{
+    for (int t = 0; t < m->ntorch; t++)
+        if (!m->torch_buffer[t] && !lt_torch_is_param(m, m->torch_name[t]))
+            return true;
+    return false;
+}
+
+static bool candidate(const lt_module *m, const lt_param *p)
+{
+    const lt_tensor *t = &p->data;
+    return p->trainable && p->name && p->value && p->value->block == m->main && p->value->uses > 0 &&
+           (t->dtype == LT_F32 || t->dtype == LT_F64) && t->numel >= 8 && t->data && !p->is_input_default &&
+           !p->split_from && !p->torch_source && !p->restored && !p->copy_of && !p->transpose_of &&
+           !p->untied_from && !lt_torch_named(m, p->name) && !lt_ir_one_value(t);
+}
+
+/* index[i] gets the distinct value number of entry i (numbered in the
+ * order of first appearance); the count of distinct values, -1 on OOM. */
+static int64_t distinct(const lt_tensor *t, int64_t *index)
+{
+    int64_t n = t->numel, runs = 0;
+    size_t es = lt_dtype_size(t->dtype);
+    entry *e = malloc(sizeof *e * (size_t)n);
+    if (!e)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        e[i].bits = 0;
+        memcpy(&e[i].bits, (const char *)t->data + (size_t)i * es, es);
+        e[i].at = i;
+    }
+    qsort(e, (size_t)n, sizeof *e, by_bits);
+    for (int64_t r = 0; r < n; r++) {
+        runs += r == 0 || e[r].bits != e[r - 1].bits;
+        index[e[r].at] = runs - 1;
+    }
+    free(e);
+    int64_t *rank = malloc(sizeof *rank * (size_t)(runs ? runs : 1)), next = 0;
+    if (!rank)
+        return -1;
+    for (int64_t r = 0; r < runs; r++)
+        rank[r] = -1;
+    for (int64_t i = 0; i < n; i++) {
+        if (rank[index[i]] < 0)
+            rank[index[i]] = next++;
+        index[i] = rank[index[i]];
+    }
+    free(rank);
+    return runs;
+}
+
+static lt_status swap_reads(lt_block *b, void *ctx)
+{
+    lt_ival *const *s = ctx;
+    for (int i = 0; i < b->nnodes; i++)
+        for (int k = 0; k < b->nodes[i]->nin; k++)
+            if (b->nodes[i]->in[k] == s[0] && b->nodes[i] != s[1]->def) {
+                b->nodes[i]->in[k] = s[1];
+                s[0]->uses--;
+                s[1]->uses++;
+            }
+    for (int r = 0; r < b->nresults; r++)
+        if (b->results[r] == s[0])
+            b->results[r] = s[1];
+    return LT_OK;
+}
+
+/* A parameter named base+suffix holding t (its data taken over), with its
+ * value in the main block; its index, -1 on OOM. */
+static int new_param(lt_module *m, const char *base, const char *suffix, lt_tensor t, bool trainable)
+{
+    size_t lb = strlen(base), ls = strlen(suffix);
+    char *name = malloc(lb + ls + 1);
+    if (!name)
+        return -1;
+    memcpy(name, base, lb);
+    memcpy(name + lb, suffix, ls + 1);
+    lt_ival *v = lt_ival_new(m, m->main, name);
+    int q = v ? lt_module_add_param(m, name) : -1;
+    free(name);
+    if (q < 0)
+        return -1;
+    lt_param *p = &m->params[q];
+    p->data = t;
+    p->trainable = trainable;
+    p->value = v;
+    v->param = q;
+    lt_type_tensor(&v->type, t.dtype, t.rank, t.dims);
+    return q;
+}
+
+static lt_status ungather(lt_module *m, int p, int64_t *index, int64_t runs)
+{
+    const lt_tensor *x = &m->params[p].data;
+    size_t es = lt_dtype_size(x->dtype);
+    lt_tensor table = {.dtype = x->dtype, .rank = 1, .dims = {runs}, .numel = runs};
+    lt_tensor at = {.dtype = LT_I64, .rank = x->rank, .numel = x->numel};
+    memcpy(at.dims, x->dims, sizeof at.dims);
+    table.data = malloc(es * (size_t)runs);
+    if (!table.data)
+        return LT_ERR_NOMEM;
+    for (int64_t i = x->numel - 1; i >= 0; i--) /* the first appearance last: any copy holds the value */
+        memcpy((char *)table.data + (size_t)index[i] * es, (const char *)x->data + (size_t)i * es, es);
+    at.data = index;
+    const char *base = m->params[p].name;
+    int t = new_param(m, base, "@table", table, true);
+    if (t < 0) {
+        free(table.data);
+        return LT_ERR_NOMEM;
+    }
+    int q = new_param(m, base, "@index", at, false);
+    if (q < 0)
+        return LT_ERR_NOMEM;
+    lt_param *xp = &m->params[p];
+    lt_block *b = m->main;
+    lt_node *g = lt_node_new(m, b, LT_OP_GATHER, 2, 1);
+    if (!g || lt_node_set_attrs(m, g, 0) != LT_OK)
+        return LT_ERR_NOMEM;
+    size_t lb = strlen(xp->name);
+    char *nm = lt_ir_alloc(m, lb + 9);
+    if (!nm)
+        return LT_ERR_NOMEM;
+    memcpy(nm, xp->name, lb);
+    memcpy(nm + lb, "@gather", 8);
+    g->name = nm;
+    g->opset = 13;
+    g->in[0] = m->params[t].value;
+    g->in[1] = m->params[q].value;
+    g->in[0]->uses++;
+    g->in[1]->uses++;
+    lt_ival *out = lt_ival_new(m, b, nm);
+    if (!out)
+        return LT_ERR_NOMEM;
+    out->def = g;
+    out->param = -1;
+    out->type = xp->value->type;
+    g->out[0] = out;
+    lt_block_place_at(b, g, 0);
+    lt_ival *s[2] = {xp->value, out};
+    lt_module_each_block(m, swap_reads, s);
+    xp->trainable = false;
+    xp->gathered_from = m->params[t].name;
+    xp->gather_index = m->params[q].name;
+    return LT_OK;
+}
+
+/* Whether n entries holding runs distinct values (index: each entry's) are
+ * copies of a table: at most 3 distinct values in 5 entries, at least
+ * three of them (two are a mask's), and none in more than three quarters
+ * of the entries (a mask of one value with a few others). A relative
+ * position bias over a 2 x 2 window holds 9 distances in 16 places; a
+ * causal one puts every later position in one bucket, about half. */
+static bool copies_of_few(const int64_t *index, int64_t n, int64_t runs)
+{
+    if (runs < 3 || runs * 5 > n * 3)
+        return false;
+    int64_t *count = calloc((size_t)runs, sizeof *count), most = 0;
+    if (!count)
+        return false;
+    for (int64_t i = 0; i < n; i++)
+        if (++count[index[i]] > most)
+            most = count[index[i]];
+    free(count);
+    return most * 4 <= n * 3;
+}
+
+lt_status lt_ir_ungather_tables(lt_module *m, int *nfound, lt_err *err)
+{
+    *nfound = 0;
+    if (!m->ntorch || !some_param_missing(m))
+        return LT_OK;
+    int np = m->nparams;
+    for (int p = 0; p < np; p++) {
+        if (!candidate(m, &m->params[p]))
+            continue;
+        int64_t n = m->params[p].data.numel;
+        int64_t *index = malloc(sizeof *index * (size_t)n);
+        int64_t runs = index ? distinct(&m->params[p].data, index) : -1;
+        if (runs < 0) {
+            free(index);
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        }
+        if (!copies_of_few(index, n, runs)) {
+            free(index);
+            continue;
+        }
+        if (ungather(m, p, index, runs) != LT_OK)
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        ++*nfound;
+    }
+    return LT_OK;
+}
