@@ -334,25 +334,32 @@ static Onnx__NodeProto *node_named(Onnx__GraphProto *g, const char *name, size_t
 }
 
 
+/* A copy of node proto `from`, unpacked anew (the graph frees it), or NULL. */
+static Onnx__NodeProto *copy_node(const Onnx__NodeProto *from)
+{
+    size_t len = onnx__node_proto__get_packed_size(from);
+    uint8_t *buf = malloc(len ? len : 1);
+    Onnx__NodeProto *copy = NULL;
+    if (buf) {
+        onnx__node_proto__pack(from, buf);
+        copy = onnx__node_proto__unpack(&pb_allocator, len, buf);
+    }
+    free(buf);
+    return copy;
+}
+
 /* Nodes the importer copied per module (ir/unshare.c) are written after
  * the node they copy, and the inputs that read the copies read them. */
 static lt_status write_clones(exporter *x, Onnx__GraphProto *g)
 {
     for (int c = 0; c < x->m->nclones; c++) {
         const lt_clone *k = &x->m->clones[c];
-        size_t at, len;
+        size_t at;
         Onnx__NodeProto *from = node_named(g, k->from, &at);
         if (!from || from->n_output != (size_t)k->nout)
             return lt_errf(x->err, LT_ERR_INVALID, "%s: node '%s', copied for module '%s', is not in the file", x->path,
                            k->from, k->scope);
-        len = onnx__node_proto__get_packed_size(from);
-        uint8_t *buf = malloc(len ? len : 1);
-        Onnx__NodeProto *copy = NULL;
-        if (buf) {
-            onnx__node_proto__pack(from, buf);
-            copy = onnx__node_proto__unpack(&pb_allocator, len, buf);
-        }
-        free(buf);
+        Onnx__NodeProto *copy = copy_node(from);
         Onnx__NodeProto **grown = copy ? realloc(g->node, sizeof *grown * (g->n_node + 1)) : NULL;
         if (!grown) {
             if (copy)
@@ -378,6 +385,100 @@ static lt_status write_clones(exporter *x, Onnx__GraphProto *g)
         }
         if (s != LT_OK)
             return s;
+    }
+    return LT_OK;
+}
+
+/* bn's node proto made from a copy of its product's: op, name, inputs,
+ * output and attributes its own (the metadata stays the product's, whose
+ * fx call was the BatchNorm's). false when out of memory. */
+static bool make_bn_node(Onnx__NodeProto *np, const lt_bn_insert *bn)
+{
+    for (size_t a = 0; a < np->n_attribute; a++)
+        protobuf_c_message_free_unpacked(&np->attribute[a]->base, &pb_allocator);
+    np->n_attribute = 0;
+    for (size_t k = 0; k < np->n_input; k++)
+        free(np->input[k]);
+    np->n_input = 0;
+    char **in = realloc(np->input, sizeof *in * 5);
+    Onnx__AttributeProto **at = realloc(np->attribute, sizeof *at * 2);
+    if (in)
+        np->input = in;
+    if (at)
+        np->attribute = at;
+    if (!in || !at)
+        return false;
+    const char *names[5] = {bn->in, bn->param[0], bn->param[1], bn->param[2], bn->param[3]};
+    for (int k = 0; k < 5; k++) {
+        if (!(np->input[k] = dup_bytes(names[k], strlen(names[k]) + 1)))
+            return false;
+        np->n_input++;
+    }
+    static const char *const attr[2] = {"epsilon", "momentum"};
+    const float value[2] = {bn->epsilon, bn->momentum};
+    for (int a = 0; a < 2; a++) {
+        Onnx__AttributeProto *ap = malloc(sizeof *ap);
+        if (!ap)
+            return false;
+        onnx__attribute_proto__init(ap);
+        np->attribute[np->n_attribute++] = ap;
+        if (!(ap->name = dup_bytes(attr[a], strlen(attr[a]) + 1)))
+            return false;
+        ap->has_type = 1;
+        ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+        ap->has_f = 1;
+        ap->f = value[a];
+    }
+    return replace_string(&np->op_type, "BatchNormalization") && replace_string(&np->name, bn->name) &&
+           replace_string(&np->domain, "") && np->n_output == 1 && replace_string(&np->output[0], bn->out);
+}
+
+/* BatchNorms the importer gave back (ir/unfold_bn.c) are written after the
+ * product they were folded into, with their tensors as initializers, and
+ * the product's readers read them. */
+static lt_status write_bn_inserts(exporter *x, Onnx__GraphProto *g)
+{
+    for (int i = 0; i < x->m->nbn_inserts; i++) {
+        const lt_bn_insert *bn = &x->m->bn_inserts[i];
+        size_t at;
+        Onnx__NodeProto *from = node_named(g, bn->after, &at);
+        if (!from || from->n_output != 1 || !from->output[0] || strcmp(from->output[0], bn->in) != 0)
+            return lt_errf(x->err, LT_ERR_INVALID, "%s: node '%s', whose BatchNorm lantern gave back, is not in the file",
+                           x->path, bn->after);
+        Onnx__NodeProto *copy = copy_node(from);
+        Onnx__NodeProto **grown = copy ? realloc(g->node, sizeof *grown * (g->n_node + 1)) : NULL;
+        if (grown)
+            g->node = grown;
+        if (!grown || !make_bn_node(copy, bn)) {
+            if (copy)
+                protobuf_c_message_free_unpacked(&copy->base, &pb_allocator);
+            return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
+        }
+        memmove(g->node + at + 2, g->node + at + 1, sizeof *g->node * (g->n_node - at - 1));
+        g->node[at + 1] = copy;
+        g->n_node++;
+        for (int r = 0; r < bn->nread; r++) {
+            size_t ri;
+            Onnx__NodeProto *rp = node_named(g, bn->read_node[r], &ri);
+            size_t slot = (size_t)bn->read_slot[r];
+            if (!rp || slot >= rp->n_input)
+                return lt_errf(x->err, LT_ERR_INVALID, "%s: node '%s', which reads the BatchNorm '%s', is not in the "
+                               "file", x->path, bn->read_node[r], bn->name);
+            lt_status s = set_string(x, &rp->input[slot], bn->out);
+            if (s != LT_OK)
+                return s;
+        }
+        for (int k = 0; k < 4; k++)
+            for (int p = 0; p < x->m->nparams; p++) {
+                const lt_param *pp = &x->m->params[p];
+                if (x->used[p] || !pp->name || strcmp(pp->name, bn->param[k]) != 0)
+                    continue;
+                x->used[p] = true;
+                lt_status s = append_initializer(x, g, pp->name, &pp->data);
+                if (s != LT_OK)
+                    return s;
+                break;
+            }
     }
     return LT_OK;
 }
@@ -497,6 +598,8 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
         s = write_untied(&x, mp->graph);
     if (s == LT_OK)
         s = write_clones(&x, mp->graph);
+    if (s == LT_OK)
+        s = write_bn_inserts(&x, mp->graph);
     if (s == LT_OK)
         s = write_split(&x, mp->graph);
     if (s == LT_OK)

@@ -488,6 +488,9 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
         st = lt_ir_split_merged_params(m, &nsplit, err);
     if (st == LT_OK)
         st = lt_ir_restore_biases(m, &nsplit, err);
+    int nunfolded = 0;
+    if (st == LT_OK)
+        st = lt_ir_unfold_batch_norms(m, &nunfolded, err);
     if (st == LT_OK) {
         lt_ir_freeze_buffers(m);
         lt_ir_tie_folded_copies(m);

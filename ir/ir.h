@@ -200,6 +200,21 @@ typedef struct lt_clone {
     bool whole;
 } lt_clone;
 
+/* A BatchNormalization the importer gave back after the product whose
+ * weight the exporter had folded it into (ir/unfold_bn.c): written after
+ * node `after` of the file as node `name`, reading `in` (that node's
+ * result) and the parameters param[0..3] (scale, bias, running mean and
+ * variance), giving `out`, which the node inputs read_node[i]:read_slot[i]
+ * read instead of `in` */
+typedef struct lt_bn_insert {
+    const char *after, *name, *in, *out;
+    const char *param[4];
+    float epsilon, momentum;
+    int nread;
+    const char **read_node;
+    int *read_slot;
+} lt_bn_insert;
+
 /* An IR function: a closed block (no enclosing scope; what it would capture
  * is passed as parameters) called by Call nodes through attribute "callee"
  * (its index in module->funcs). The AD lifts continuations and loops into
@@ -228,6 +243,8 @@ struct lt_model {
     const char **torch_placeholder; /* per name: the fx graph's placeholder for it (p_h_0_ln_weight) */
     int nclones;
     lt_clone *clones; /* written into the graph by the exporter */
+    int nbn_inserts;
+    lt_bn_insert *bn_inserts; /* likewise */
     bool *torch_buffer; /* per name: a buffer (running statistics), not a parameter */
 
     lt_block *main;
@@ -398,6 +415,10 @@ void lt_ir_refresh_tied(lt_module *m);
  * one parameter (a module applied twice) become one tensor (see
  * ir/tie_folded.c); the number tied */
 int lt_ir_tie_folded_copies(lt_module *m);
+/* BatchNorms torch's dynamo optimizer folded, fresh, into the Conv, Gemm
+ * or ConvTranspose before them come back as BatchNormalization nodes after
+ * it (see ir/unfold_bn.c); *nunfolded gets how many */
+lt_status lt_ir_unfold_batch_norms(lt_module *m, int *nunfolded, lt_err *err);
 /* Initializers the signature does not name whose entries are copies of a
  * few values (a folded relative position bias) train as Gather of those
  * values (see ir/gathered_table.c); *nfound gets how many */

@@ -37,8 +37,8 @@ static int64_t bias_len(const lt_module *m, const lt_node *n)
 
 static lt_status restore(lt_module *m, lt_node *n, const char *name, int64_t len, lt_err *err)
 {
-    const lt_tensor *w = &m->params[n->in[1]->param].data;
-    size_t bytes = (size_t)len * lt_dtype_size(w->dtype);
+    lt_dtype dt = m->params[n->in[1]->param].data.dtype; /* adding a parameter below moves them */
+    size_t bytes = (size_t)len * lt_dtype_size(dt);
     void *zeros = calloc(1, bytes ? bytes : 1);
     lt_ival *v = zeros ? lt_ival_new(m, m->main, name) : NULL;
     int q = v ? lt_module_add_param(m, name) : -1;
@@ -50,7 +50,7 @@ static lt_status restore(lt_module *m, lt_node *n, const char *name, int64_t len
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
     }
     lt_param *p = &m->params[q];
-    p->data.dtype = w->dtype;
+    p->data.dtype = dt;
     p->data.rank = 1;
     p->data.dims[0] = len;
     p->data.numel = len;
@@ -58,7 +58,7 @@ static lt_status restore(lt_module *m, lt_node *n, const char *name, int64_t len
     p->value = v;
     p->restored = true;
     v->param = q;
-    lt_type_tensor(&v->type, w->dtype, 1, &len);
+    lt_type_tensor(&v->type, dt, 1, &len);
     if (in != n->in)
         memcpy(in, n->in, sizeof *in * 2);
     in[2] = v;

@@ -613,7 +613,10 @@ static void note_exporter_rewrites(const lt_trainer *t)
     const lt_node *cfold = NULL;
     for (int i = 0; i < m->main->nnodes; i++) {
         const lt_node *n = m->main->nodes[i];
-        if (n->rule && strstr(n->rule, "FuseBatchNormInto") && !nfold++)
+        bool unfolded = false; /* its BatchNorm given back (ir/unfold_bn.c) */
+        for (int b = 0; b < m->nbn_inserts && !unfolded; b++)
+            unfolded = n->name && !strcmp(m->bn_inserts[b].after, n->name);
+        if (n->rule && strstr(n->rule, "FuseBatchNormInto") && !unfolded && !nfold++)
             fold = n;
         /* TorchScript names a weight its constant folding made onnx::OP_N;
          * a Conv's own weight keeps its parameter's name */
@@ -643,6 +646,14 @@ static void note_exporter_rewrites(const lt_trainer *t)
                  "more than once (as the products' torch.fx calls name it), trained as that one tensor as PyTorch "
                  "trains it (%s = %s); the written model holds each copy", t->path, ncopies, copy->name,
                  copy->copy_of);
+        t->o->on_note(note, t->o->user);
+    }
+    if (m->nbn_inserts) {
+        snprintf(note, sizeof note,
+                 "%s: %d BatchNorm(s) the exporter had folded, fresh, into the product before them train again as "
+                 "BatchNorms with batch statistics, as the nodes' torch.fx calls name them ('%s' after node '%s'); "
+                 "the written model holds them", t->path, m->nbn_inserts, m->bn_inserts[0].name,
+                 m->bn_inserts[0].after);
         t->o->on_note(note, t->o->user);
     }
     int ngathered = 0;

@@ -439,6 +439,22 @@ static void gathered_table_trains_as_table(void **state)
     rmdir(tmp);
 }
 
+/* BatchNorms the exporter folded, fresh, into the Conv or Gemm before
+ * them train again as BatchNorms: three steps as PyTorch's, running
+ * statistics included, and written back into the graph. */
+static void folded_batch_norms_come_back(void **state)
+{
+    (void)state;
+    lt_model *trained;
+    check_against_ref(MERGED "unfold.onnx", MERGED "unfold_ref", &trained);
+    assert_int_equal(trained->nbn_inserts, 3);
+    lt_model_free(trained);
+    lt_trainer *t = tu_trainer_noting(MERGED "unfold.onnx");
+    assert_non_null(strstr(tu_notes, "3 BatchNorm(s) the exporter had folded, fresh, into the product before them"));
+    assert_null(strstr(tu_notes, "have a BatchNorm the exporter folded in"));
+    lt_trainer_free(t);
+}
+
 static void buffers_stay_fixed(void **state)
 {
     (void)state;
@@ -569,6 +585,7 @@ int main(void)
         cmocka_unit_test(folded_copies_train_as_one),
         cmocka_unit_test(batch_norm_of_merged_names),
         cmocka_unit_test(gathered_table_trains_as_table),
+        cmocka_unit_test(folded_batch_norms_come_back),
         cmocka_unit_test(buffers_stay_fixed),
         cmocka_unit_test(folded_buffer_table_stays),
         cmocka_unit_test(tie_of_random_weight_stays),

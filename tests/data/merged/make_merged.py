@@ -76,6 +76,12 @@ test can check that lantern trains the source module's separate tensors:
                   relbias_logits.npy, PyTorch's outputs on x[:8] after 3 SGD
                   steps on x.npy, y.npy (as 4 positions of 2), and
                   relbias_table.npy, the first layer's gathered table then
+  unfold.onnx     Conv (no bias), BatchNorm2d, ReLU; Conv, BatchNorm2d of
+                  eps 1e-3 and momentum 0.01 with a residual; Linear (no
+                  bias), BatchNorm1d: exported in training mode, each
+                  BatchNorm is folded into the product before it, and
+                  lantern gives it back; unfold_ref/NAME.npy after 3 SGD
+                  steps on x.npy, y.npy (as 2 x 2 x 2 images)
   clone.onnx      a layer that applies a clone of its bias (Swin V2's qkv
                   bias), exported with optimize=False: the file has an
                   Identity from the bias to the clone, which stays, so the
@@ -470,3 +476,21 @@ sgd3(rb, x, y, 8)
 with torch.no_grad():
     np.save(os.path.join(out, "relbias_logits.npy"), rb(x[:8]).numpy())
     np.save(os.path.join(out, "relbias_table.npy"), rb.layers[0].bias().numpy())
+
+
+class Unfold(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = torch.nn.Conv2d(2, 6, 3, padding=1, bias=False), torch.nn.BatchNorm2d(6)
+        self.c2 = torch.nn.Conv2d(6, 6, 3, padding=1, bias=False)
+        self.b2 = torch.nn.BatchNorm2d(6, eps=1e-3, momentum=0.01)
+        self.fc, self.b3 = torch.nn.Linear(6, 8, bias=False), torch.nn.BatchNorm1d(8)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.b1(self.c1(x.reshape(x.shape[0], 2, 2, 2))))
+        h = torch.relu(self.b2(self.c2(h)) + h)
+        return self.head(torch.relu(self.b3(self.fc(h.mean((2, 3))))))
+
+
+export_trained(Unfold(), "unfold")

@@ -1,0 +1,269 @@
+/* torch's dynamo exporter writes a BatchNorm as an inference-mode
+ * BatchNormalization even from a model in training mode, and its
+ * optimizer then folds it into the Conv (or Gemm, ConvTranspose) before it
+ * (onnxscript's FuseBatchNormIntoConv): the product's weight becomes
+ * W * gamma / sqrt(var + eps) and its bias beta - mean * gamma /
+ * sqrt(var + eps). Trained as found, the network has no BatchNorm: no
+ * batch statistics, where PyTorch normalises every batch.
+ *
+ * For a fresh BatchNorm (gamma 1, beta 0, running mean 0, variance 1) the
+ * fold can be undone: the fused bias is zero, which the optimizer drops
+ * (RemoveOptionalBiasFrom..., so the fused node has no bias input), and
+ * the weight is W / sqrt(1 + eps). The node's torch.fx call
+ * is the BatchNorm's (_native_batch_norm_legit_functional(%conv, %p_bn_weight,
+ * %p_bn_bias, %b_bn_running_mean, %b_bn_running_var, training, momentum,
+ * eps)): it names the four tensors and gives eps and momentum. So such a
+ * node, whose product had no bias of its own in the source, gets its weight
+ * times sqrt(1 + eps) back and a BatchNormalization after it reading new
+ * tensors of those four names with the fresh values; the exporter writes
+ * the BatchNormalization and its tensors into the graph
+ * (lt_model.bn_inserts, importer/export.c). A fused bias left in the file
+ * says the BatchNorm was not fresh (trained statistics), and a weight of
+ * zeros (a residual branch's last BatchNorm started at gamma 0) cannot be
+ * scaled back: those stay folded, as the trainer's note says. */
+#include "torch_names.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The four tensors of the BatchNorm the fx call names, in the order
+ * weight, bias, running_mean, running_var, and its momentum and eps:
+ * false when the call is not a batch norm's or does not say. */
+static bool bn_call(const lt_module *m, const lt_node *n, const char **t, double *momentum, double *eps)
+{
+    const char *call = n->fx_call;
+    if (!call || !strstr(call, "batch_norm"))
+        return false;
+    static const char *const leaves[4] = {".weight", ".bias", ".running_mean", ".running_var"};
+    const char *fx[8];
+    int nf = lt_torch_fx_tensors(m, call, fx, 8);
+    for (int k = 0; k < 4; k++) {
+        t[k] = NULL;
+        size_t ll = strlen(leaves[k]);
+        for (int i = 0; i < nf; i++) {
+            size_t l = strlen(fx[i]);
+            if (l > ll && !strcmp(fx[i] + l - ll, leaves[k]))
+                t[k] = fx[i];
+        }
+        if (!t[k] || lt_torch_is_param(m, t[k]))
+            return false;
+    }
+    /* the module of all four is one */
+    size_t ls = strlen(t[0]) - strlen(".weight");
+    for (int k = 1; k < 4; k++)
+        if (strncmp(t[k], t[0], ls) != 0 || t[k][ls] != '.')
+            return false;
+    /* "..., %b_bn_running_var, True, 0.1, 1e-05)": the numbers after the
+     * last placeholder */
+    const char *args = strstr(call, "args = (");
+    const char *last = NULL;
+    for (const char *p = args ? strchr(args, '%') : NULL; p; p = strchr(p + 1, '%'))
+        last = p;
+    if (!last)
+        return false;
+    double v[2];
+    int got = 0;
+    for (const char *p = strchr(last, ','); p && got < 3; p = strchr(p + 1, ',')) {
+        const char *s = p + 1;
+        while (*s == ' ')
+            s++;
+        if (!strncmp(s, "True", 4) || !strncmp(s, "False", 5)) {
+            got = got ? got : 1;
+            continue;
+        }
+        char *end;
+        double x = strtod(s, &end);
+        if (end == s || got < 1)
+            return false;
+        v[got - 1] = x;
+        got++;
+    }
+    if (got < 3 || !(v[0] >= 0 && v[0] <= 1) || !(v[1] > 0 && v[1] < 1))
+        return false;
+    *momentum = v[0];
+    *eps = v[1];
+    return true;
+}
+
+/* Whether v is read only by nodes of the main block (not a graph result,
+ * not inside a region). */
+static bool read_in_main_only(const lt_module *m, const lt_ival *v)
+{
+    const lt_block *b = m->main;
+    for (int r = 0; r < b->nresults; r++)
+        if (b->results[r] == v)
+            return false;
+    for (int i = 0; i < b->nnodes; i++)
+        for (int g = 0; g < b->nodes[i]->nregions; g++) {
+            const lt_block *rb = b->nodes[i]->regions[g];
+            for (int j = 0; j < rb->nnodes; j++)
+                for (int k = 0; k < rb->nodes[j]->nin; k++)
+                    if (rb->nodes[j]->in[k] == v)
+                        return false;
+        }
+    return true;
+}
+
+/* The number of output channels of n's product: a Conv's weight axis 0,
+ * a ConvTranspose's axis 1 times its groups, a Gemm's N. 0 when not known. */
+static int64_t channels(const lt_node *n, const lt_tensor *w)
+{
+    if (n->op == LT_OP_CONV)
+        return w->rank >= 3 ? w->dims[0] : 0;
+    if (n->op == LT_OP_CONV_TRANSPOSE)
+        return w->rank >= 3 ? w->dims[1] * lt_attr_int(n, "group", 1) : 0;
+    return w->rank == 2 ? w->dims[lt_attr_int(n, "transB", 0) ? 0 : 1] : 0;
+}
+
+/* A new parameter name of c values, each v, of type dt. */
+static lt_ival *filled(lt_module *m, const char *name, lt_dtype dt, int64_t c, double v)
+{
+    size_t es = lt_dtype_size(dt);
+    void *data = malloc(es * (size_t)c);
+    lt_ival *val = data ? lt_ival_new(m, m->main, name) : NULL;
+    int q = val ? lt_module_add_param(m, name) : -1;
+    if (q < 0) {
+        free(data);
+        return NULL;
+    }
+    for (int64_t i = 0; i < c; i++) {
+        if (dt == LT_F64)
+            ((double *)data)[i] = v;
+        else
+            ((float *)data)[i] = (float)v;
+    }
+    lt_param *p = &m->params[q];
+    p->data = (lt_tensor){.dtype = dt, .rank = 1, .dims = {c}, .numel = c, .data = data};
+    p->value = val;
+    val->param = q;
+    lt_type_tensor(&val->type, dt, 1, &c);
+    return val;
+}
+
+static lt_status record(lt_module *m, const lt_node *n, const lt_node *bn)
+{
+    lt_bn_insert *grown = lt_ir_alloc(m, sizeof *grown * (size_t)(m->nbn_inserts + 1));
+    if (!grown)
+        return LT_ERR_NOMEM;
+    if (m->nbn_inserts)
+        memcpy(grown, m->bn_inserts, sizeof *grown * (size_t)m->nbn_inserts);
+    lt_bn_insert *r = &grown[m->nbn_inserts];
+    r->after = n->name;
+    r->name = bn->name;
+    r->in = n->out[0]->name;
+    r->out = bn->out[0]->name;
+    r->epsilon = lt_attr_float(bn, "epsilon", 1e-5f);
+    r->momentum = lt_attr_float(bn, "momentum", 0.9f);
+    for (int k = 0; k < 4; k++)
+        r->param[k] = bn->in[k + 1]->name;
+    /* the readers of the product's result, which now read the BatchNorm's */
+    const lt_block *b = m->main;
+    int nread = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int at = 0;
+        for (int i = 0; i < b->nnodes; i++)
+            for (int k = 0; k < b->nodes[i]->nin; k++) {
+                if (b->nodes[i]->in[k] != bn->out[0] || b->nodes[i] == bn)
+                    continue;
+                if (pass) {
+                    r->read_node[at] = b->nodes[i]->name;
+                    r->read_slot[at] = k;
+                }
+                at++;
+            }
+        if (!pass) {
+            nread = at;
+            r->read_node = lt_ir_alloc(m, sizeof *r->read_node * (size_t)(nread + 1));
+            r->read_slot = lt_ir_alloc(m, sizeof *r->read_slot * (size_t)(nread + 1));
+            if (!r->read_node || !r->read_slot)
+                return LT_ERR_NOMEM;
+        }
+    }
+    r->nread = nread;
+    m->bn_inserts = grown;
+    m->nbn_inserts++;
+    return LT_OK;
+}
+
+static lt_status unfold(lt_module *m, lt_node *n, const char **t, double momentum, double eps)
+{
+    lt_block *b = m->main;
+    lt_param *wp = &m->params[n->in[1]->param];
+    lt_tensor *w = &wp->data;
+    int64_t c = channels(n, w);
+    /* the weight back: W' * sqrt(1 + eps), the same for every channel */
+    double s = sqrt(1.0 + eps);
+    for (int64_t i = 0; i < w->numel; i++) {
+        if (w->dtype == LT_F64)
+            ((double *)w->data)[i] *= s;
+        else
+            ((float *)w->data)[i] = (float)(((float *)w->data)[i] * s);
+    }
+    lt_node *bn = lt_node_new(m, b, LT_OP_BATCH_NORMALIZATION, 5, 1);
+    if (!bn || lt_node_set_attrs(m, bn, 2) != LT_OK)
+        return LT_ERR_NOMEM;
+    bn->attrs[0] = (lt_attr){.name = "epsilon", .kind = LT_ATTR_FLOAT, .f = (float)eps};
+    bn->attrs[1] = (lt_attr){.name = "momentum", .kind = LT_ATTR_FLOAT, .f = (float)(1.0 - momentum)};
+    size_t ls = strlen(t[0]) - strlen(".weight");
+    char nm[1024];
+    snprintf(nm, sizeof nm, "%.*s.batch_norm", (int)ls, t[0]);
+    bn->name = lt_ir_strdup(m, nm);
+    bn->scope = lt_ir_strndup(m, t[0], ls);
+    bn->opset = n->opset;
+    bn->domain_name = n->domain_name;
+    static const double fresh[4] = {1, 0, 0, 1};
+    lt_dtype dt = w->dtype; /* adding parameters moves them: w is not read after */
+    for (int k = 0; k < 4; k++)
+        if (!(bn->in[k + 1] = filled(m, t[k], dt, c, fresh[k])))
+            return LT_ERR_NOMEM;
+    snprintf(nm, sizeof nm, "%s@bn", n->out[0]->name ? n->out[0]->name : n->name);
+    lt_ival *out = lt_ival_new(m, b, nm);
+    if (!out || !bn->name || !bn->scope)
+        return LT_ERR_NOMEM;
+    out->def = bn;
+    out->type = n->out[0]->type;
+    bn->out[0] = out;
+    /* every reader of the product reads the BatchNorm */
+    for (int i = 0; i < b->nnodes; i++)
+        for (int k = 0; k < b->nodes[i]->nin; k++)
+            if (b->nodes[i]->in[k] == n->out[0] && b->nodes[i] != bn) {
+                b->nodes[i]->in[k] = out;
+                n->out[0]->uses--;
+                out->uses++;
+            }
+    bn->in[0] = n->out[0];
+    n->out[0]->uses++;
+    for (int k = 1; k < 5; k++)
+        bn->in[k]->uses++;
+    lt_block_place_at(b, bn, n->index + 1);
+    return record(m, n, bn);
+}
+
+lt_status lt_ir_unfold_batch_norms(lt_module *m, int *nunfolded, lt_err *err)
+{
+    *nunfolded = 0;
+    if (!m->ntorch)
+        return LT_OK;
+    lt_block *b = m->main;
+    for (int i = 0; i < b->nnodes; i++) {
+        lt_node *n = b->nodes[i];
+        const char *t[4];
+        double momentum, eps;
+        if ((n->op != LT_OP_CONV && n->op != LT_OP_CONV_TRANSPOSE && n->op != LT_OP_GEMM) || !n->rule ||
+            !strstr(n->rule, "FuseBatchNormInto") ||
+            n->nout != 1 || !n->out[0] || !n->name || !*n->name || n->nin < 2 || (n->nin > 2 && n->in[2]) ||
+            !n->in[1] || n->in[1]->param < 0 || n->in[1]->param >= m->nparams)
+            continue;
+        const lt_param *wp = &m->params[n->in[1]->param];
+        if ((wp->data.dtype != LT_F32 && wp->data.dtype != LT_F64) || !wp->data.data || lt_ir_one_value(&wp->data) ||
+            n->in[1]->uses != 1 || channels(n, &wp->data) < 1 || !read_in_main_only(m, n->out[0]) ||
+            !bn_call(m, n, t, &momentum, &eps))
+            continue;
+        if (unfold(m, n, t, momentum, eps) != LT_OK)
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory giving back the BatchNorm folded into node '%s'", n->name);
+        ++*nunfolded;
+        i++; /* past the BatchNormalization */
+    }
+    return LT_OK;
+}
