@@ -381,6 +381,9 @@ lt_status lt_ir_split_merged_params(lt_module *m, int *nsplit, lt_err *err);
  * copied per module, each copy taking its readers' path (ir/unshare.c);
  * split_merged.c runs it first */
 lt_status lt_ir_unshare_nodes(lt_module *m, int *ncloned, lt_err *err);
+/* Whether v is a result of block b or read by a node of a region below b
+ * (a node that makes it cannot be copied or followed freely) */
+bool lt_ir_read_elsewhere(const lt_block *b, const lt_ival *v);
 /* Nodes the same optimizer merged from two modules' computations on one
  * tensor (two fresh LayerNorms of one input) are copied for the module
  * whose computation was merged away, as the nodes' torch.fx metadata and

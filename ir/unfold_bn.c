@@ -86,25 +86,6 @@ static bool bn_call(const lt_module *m, const lt_node *n, const char **t, double
     return true;
 }
 
-/* Whether v is read only by nodes of the main block (not a graph result,
- * not inside a region). */
-static bool read_in_main_only(const lt_module *m, const lt_ival *v)
-{
-    const lt_block *b = m->main;
-    for (int r = 0; r < b->nresults; r++)
-        if (b->results[r] == v)
-            return false;
-    for (int i = 0; i < b->nnodes; i++)
-        for (int g = 0; g < b->nodes[i]->nregions; g++) {
-            const lt_block *rb = b->nodes[i]->regions[g];
-            for (int j = 0; j < rb->nnodes; j++)
-                for (int k = 0; k < rb->nodes[j]->nin; k++)
-                    if (rb->nodes[j]->in[k] == v)
-                        return false;
-        }
-    return true;
-}
-
 /* The number of output channels of n's product: a Conv's weight axis 0,
  * a ConvTranspose's axis 1 times its groups, a Gemm's N. 0 when not known. */
 static int64_t channels(const lt_node *n, const lt_tensor *w)
@@ -263,7 +244,7 @@ lt_status lt_ir_unfold_batch_norms(lt_module *m, int *nunfolded, lt_err *err)
             continue;
         const lt_param *wp = &m->params[n->in[1]->param];
         if ((wp->data.dtype != LT_F32 && wp->data.dtype != LT_F64) || !wp->data.data || lt_ir_one_value(&wp->data) ||
-            n->in[1]->uses != 1 || channels(n, &wp->data) < 1 || !read_in_main_only(m, n->out[0]) ||
+            n->in[1]->uses != 1 || channels(n, &wp->data) < 1 || lt_ir_read_elsewhere(m->main, n->out[0]) ||
             !bn_call(m, n, t, &momentum, &eps))
             continue;
         if (unfold(m, n, t, momentum, eps) != LT_OK)

@@ -32,9 +32,7 @@ static bool candidate(const lt_node *n)
     return any;
 }
 
-/* Whether v is read by a node of a region or is a graph result (then the
- * node stays as it is). */
-static bool read_elsewhere(const lt_block *b, const lt_ival *v)
+bool lt_ir_read_elsewhere(const lt_block *b, const lt_ival *v)
 {
     for (int r = 0; r < b->nresults; r++)
         if (b->results[r] == v)
@@ -46,7 +44,7 @@ static bool read_elsewhere(const lt_block *b, const lt_ival *v)
                 for (int k = 0; k < rb->nodes[j]->nin; k++)
                     if (rb->nodes[j]->in[k] == v)
                         return true;
-            if (read_elsewhere(rb, v))
+            if (lt_ir_read_elsewhere(rb, v))
                 return true;
         }
     return false;
@@ -59,7 +57,7 @@ static int reader_scopes(const lt_block *b, const lt_node *n, const char **scope
 {
     int ns = 0;
     for (int o = 0; o < n->nout; o++)
-        if (n->out[o] && read_elsewhere(b, n->out[o]))
+        if (n->out[o] && lt_ir_read_elsewhere(b, n->out[o]))
             return -1;
     for (int i = n->index + 1; i < b->nnodes; i++) {
         const lt_node *c = b->nodes[i];

@@ -181,6 +181,30 @@ static void folded_group_norm_trains(void **state)
     lt_model_free(trained);
 }
 
+/* The largest relative error of model m's output on the first eight
+ * samples of the npy data (rank dims, the batch first) against the npy
+ * logits PyTorch wrote. */
+static double logits_err(lt_model *m, const char *data, int rank, const int64_t *dims, const char *logits)
+{
+    lt_value *x = tu_load(data), *want = tu_load(logits), *outs[1] = {NULL};
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++)
+        n *= dims[d];
+    double *first = malloc(sizeof(double) * (size_t)n);
+    assert_non_null(first);
+    for (int64_t i = 0; i < n; i++)
+        first[i] = tu_get(x, i);
+    lt_value *x8 = tu_from(LT_F32, rank, dims, first);
+    free(first);
+    assert_int_equal(tu_run_x(m, x8, outs), 1);
+    double e = tu_max_rel_err(lt_value_tensor(outs[0]), lt_value_tensor(want));
+    lt_value_free(outs[0]);
+    lt_value_free(x8);
+    lt_value_free(x);
+    lt_value_free(want);
+    return e;
+}
+
 /* A fresh nn.TransformerDecoder: one Split of the merged in_proj_bias
  * serves both layers' cross-attention (copied per layer), the layers'
  * equal weights and biases are merged, their out_proj biases dropped.
@@ -207,23 +231,10 @@ static void decoder_trains_as_pytorch(void **state)
     if (lt_model_load(out, &back, &err) != LT_OK)
         fail_msg("%s", err.msg);
     assert_int_equal(back->nclones, 0); /* the written file reads each module's own */
-    lt_value *x = tu_load(MERGED "dx.npy"), *want = tu_load(MERGED "dec_logits.npy");
-    int64_t d8[3] = {8, 5, 32};
-    double *first = malloc(sizeof(double) * 8 * 5 * 32);
-    assert_non_null(first);
-    for (int64_t i = 0; i < 8 * 5 * 32; i++)
-        first[i] = tu_get(x, i);
-    lt_value *x8 = tu_from(LT_F32, 3, d8, first);
-    free(first);
-    lt_value *outs[1] = {NULL};
-    assert_int_equal(tu_run_x(back, x8, outs), 1);
-    double e = tu_max_rel_err(lt_value_tensor(outs[0]), lt_value_tensor(want));
+    static const int64_t d8[3] = {8, 5, 32};
+    double e = logits_err(back, MERGED "dx.npy", 3, d8, MERGED "dec_logits.npy");
     print_message("decoder logits against PyTorch's after three steps: %.2g\n", e);
     assert_true(e < 1e-5);
-    lt_value_free(outs[0]);
-    lt_value_free(x8);
-    lt_value_free(x);
-    lt_value_free(want);
     lt_model_free(back);
     lt_model_free(trained);
     unlink(out);
@@ -349,20 +360,10 @@ static void folded_copies_train_as_one(void **state)
     lt_err err;
     if (lt_model_export(trained, MERGED "twice.onnx", out, &err) != LT_OK || lt_model_load(out, &back, &err) != LT_OK)
         fail_msg("%s", err.msg);
-    lt_value *x = tu_load(MERGED "x.npy"), *want = tu_load(MERGED "twice_logits.npy"), *outs[1] = {NULL};
-    int64_t d8[2] = {8, 8};
-    double first[64];
-    for (int i = 0; i < 64; i++)
-        first[i] = tu_get(x, i);
-    lt_value *x8 = tu_from(LT_F32, 2, d8, first);
-    assert_int_equal(tu_run_x(back, x8, outs), 1);
-    double e = tu_max_rel_err(lt_value_tensor(outs[0]), lt_value_tensor(want));
+    static const int64_t d8[2] = {8, 8};
+    double e = logits_err(back, MERGED "x.npy", 2, d8, MERGED "twice_logits.npy");
     print_message("logits of the written model against PyTorch's after three steps: %.2g\n", e);
     assert_true(e < 2e-5);
-    lt_value_free(outs[0]);
-    lt_value_free(x8);
-    lt_value_free(x);
-    lt_value_free(want);
     lt_model_free(back);
     lt_model_free(trained);
     unlink(out);
@@ -418,21 +419,10 @@ static void gathered_table_trains_as_table(void **state)
     unlink(lock);
     rmdir(ck);
     lt_value_free(want);
-    lt_value *x = tu_load(MERGED "x.npy"), *outs[1] = {NULL};
-    want = tu_load(MERGED "relbias_logits.npy");
-    int64_t d8[2] = {8, 8};
-    double first[64];
-    for (int i = 0; i < 64; i++)
-        first[i] = tu_get(x, i);
-    lt_value *x8 = tu_from(LT_F32, 2, d8, first);
-    assert_int_equal(tu_run_x(back, x8, outs), 1);
-    e = tu_max_rel_err(lt_value_tensor(outs[0]), lt_value_tensor(want));
+    static const int64_t d8[2] = {8, 8};
+    e = logits_err(back, MERGED "x.npy", 2, d8, MERGED "relbias_logits.npy");
     print_message("logits of the written model against PyTorch's: %.2g\n", e);
     assert_true(e < 2e-5);
-    lt_value_free(outs[0]);
-    lt_value_free(x8);
-    lt_value_free(x);
-    lt_value_free(want);
     lt_model_free(back);
     lt_model_free(trained);
     unlink(out);
