@@ -18,9 +18,11 @@
  * tensors of those four names with the fresh values; the exporter writes
  * the BatchNormalization and its tensors into the graph
  * (lt_model.bn_inserts, importer/export.c). A fused bias left in the file
- * says the BatchNorm was not fresh (trained statistics), and a weight of
- * zeros (a residual branch's last BatchNorm started at gamma 0) cannot be
- * scaled back: those stay folded, as the trainer's note says. */
+ * says the BatchNorm was not fresh (trained statistics), a weight of zeros
+ * (a residual branch's last BatchNorm started at gamma 0) cannot be scaled
+ * back, and output channels scaled unlike each other say the scales were
+ * not all one (channels_alike): those stay folded, as the trainer's note
+ * says. */
 #include "torch_names.h"
 #include <math.h>
 #include <stdio.h>
@@ -95,6 +97,53 @@ static int64_t channels(const lt_node *n, const lt_tensor *w)
     if (n->op == LT_OP_CONV_TRANSPOSE)
         return w->rank >= 3 ? w->dims[1] * lt_attr_int(n, "group", 1) : 0;
     return w->rank == 2 ? w->dims[lt_attr_int(n, "transB", 0) ? 0 : 1] : 0;
+}
+
+/* The output channel of entry i of n's weight w (c channels). */
+static int64_t channel_of(const lt_node *n, const lt_tensor *w, int64_t i, int64_t c)
+{
+    if (n->op == LT_OP_CONV)
+        return i / (w->numel / w->dims[0]);
+    if (n->op == LT_OP_GEMM)
+        return lt_attr_int(n, "transB", 0) ? i / w->dims[1] : i % w->dims[1];
+    /* ConvTranspose [Cin, Cout / g, k...]: input channel ic of group
+     * ic / (Cin / g) feeds output channel group * (Cout / g) + j */
+    int64_t per_in = w->numel / w->dims[0], ic = i / per_in, j = (i % per_in) / (per_in / w->dims[1]);
+    int64_t g = c / w->dims[1];
+    return (ic / (w->dims[0] / (g ? g : 1))) * w->dims[1] + j;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether the output channels of the folded weight look alike, as
+ * gamma / sqrt(var + eps) the same for every channel leaves them: their
+ * root mean squares within quartiles of ratio 1 + 5 / sqrt(entries per
+ * channel), which fresh weights of PyTorch's and Hugging Face's inits meet
+ * with room to spare. A BatchNorm whose scales the model drew at random
+ * (Hugging Face's MobileViT draws them from N(0, 0.02)) spreads them
+ * further, and cannot be given back as a fresh one. Fewer than eight
+ * channels say too little to tell. */
+static bool channels_alike(const lt_node *n, const lt_tensor *w, int64_t c)
+{
+    if (c < 8)
+        return c > 0;
+    double *ss = calloc((size_t)c, sizeof *ss);
+    if (!ss)
+        return false;
+    for (int64_t i = 0; i < w->numel; i++) {
+        double v = w->dtype == LT_F64 ? ((const double *)w->data)[i] : ((const float *)w->data)[i];
+        int64_t ch = channel_of(n, w, i, c);
+        if (ch >= 0 && ch < c)
+            ss[ch] += v * v;
+    }
+    qsort(ss, (size_t)c, sizeof *ss, cmp_double);
+    double per = (double)w->numel / (double)c, q1 = sqrt(ss[c / 4]), q3 = sqrt(ss[(3 * c) / 4]);
+    free(ss);
+    return q1 > 0 && q3 / q1 <= 1.0 + 5.0 / sqrt(per);
 }
 
 /* A new parameter name of c values, each v, of type dt. */
@@ -245,6 +294,7 @@ lt_status lt_ir_unfold_batch_norms(lt_module *m, int *nunfolded, lt_err *err)
         const lt_param *wp = &m->params[n->in[1]->param];
         if ((wp->data.dtype != LT_F32 && wp->data.dtype != LT_F64) || !wp->data.data || lt_ir_one_value(&wp->data) ||
             n->in[1]->uses != 1 || channels(n, &wp->data) < 1 || lt_ir_read_elsewhere(m->main, n->out[0]) ||
+            !channels_alike(n, &wp->data, channels(n, &wp->data)) ||
             !bn_call(m, n, t, &momentum, &eps))
             continue;
         if (unfold(m, n, t, momentum, eps) != LT_OK)

@@ -443,6 +443,11 @@ static void folded_batch_norms_come_back(void **state)
     assert_non_null(strstr(tu_notes, "3 BatchNorm(s) the exporter had folded, fresh, into the product before them"));
     assert_null(strstr(tu_notes, "have a BatchNorm the exporter folded in"));
     lt_trainer_free(t);
+    /* scales drawn at random: not a fresh BatchNorm, so it stays folded */
+    t = tu_trainer_noting(MERGED "bngamma.onnx");
+    assert_non_null(strstr(tu_notes, "1 node(s) have a BatchNorm the exporter folded in"));
+    assert_null(strstr(tu_notes, "BatchNorm(s) the exporter had folded, fresh"));
+    lt_trainer_free(t);
 }
 
 static void buffers_stay_fixed(void **state)

@@ -82,6 +82,10 @@ test can check that lantern trains the source module's separate tensors:
                   BatchNorm is folded into the product before it, and
                   lantern gives it back; unfold_ref/NAME.npy after 3 SGD
                   steps on x.npy, y.npy (as 2 x 2 x 2 images)
+  bngamma.onnx    Conv (no bias, 16 channels), BatchNorm2d whose scales
+                  are drawn from N(0, 0.02) (as Hugging Face's MobileViT
+                  draws them): folded, not a fresh BatchNorm, so it stays
+                  folded (with a note)
   clone.onnx      a layer that applies a clone of its bias (Swin V2's qkv
                   bias), exported with optimize=False: the file has an
                   Identity from the bias to the clone, which stays, so the
@@ -494,3 +498,18 @@ class Unfold(torch.nn.Module):
 
 
 export_trained(Unfold(), "unfold")
+
+
+class BnGamma(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c, self.b = torch.nn.Conv2d(2, 16, 3, padding=1, bias=False), torch.nn.BatchNorm2d(16)
+        torch.nn.init.normal_(self.b.weight, std=0.02)
+        self.head = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.b(self.c(x.reshape(x.shape[0], 2, 2, 2)))).mean((2, 3)))
+
+
+torch.onnx.export(BnGamma(), (x[:8],), os.path.join(out, "bngamma.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
