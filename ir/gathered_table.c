@@ -86,22 +86,6 @@ static int64_t distinct(const lt_tensor *t, int64_t *index)
     return runs;
 }
 
-static lt_status swap_reads(lt_block *b, void *ctx)
-{
-    lt_ival *const *s = ctx;
-    for (int i = 0; i < b->nnodes; i++)
-        for (int k = 0; k < b->nodes[i]->nin; k++)
-            if (b->nodes[i]->in[k] == s[0] && b->nodes[i] != s[1]->def) {
-                b->nodes[i]->in[k] = s[1];
-                s[0]->uses--;
-                s[1]->uses++;
-            }
-    for (int r = 0; r < b->nresults; r++)
-        if (b->results[r] == s[0])
-            b->results[r] = s[1];
-    return LT_OK;
-}
-
 /* A parameter named base+suffix holding t (its data taken over), with its
  * value in the main block; its index, -1 on OOM. */
 static int new_param(lt_module *m, const char *base, const char *suffix, lt_tensor t, bool trainable)
@@ -173,8 +157,7 @@ static lt_status ungather(lt_module *m, int p, int64_t *index, int64_t runs)
     out->type = xp->value->type;
     g->out[0] = out;
     lt_block_place_at(b, g, 0);
-    lt_ival *s[2] = {xp->value, out};
-    lt_module_each_block(m, swap_reads, s);
+    lt_module_replace_reads(m, xp->value, out);
     xp->trainable = false;
     xp->gathered_from = m->params[t].name;
     xp->gather_index = m->params[q].name;
@@ -201,6 +184,25 @@ static bool copies_of_few(const int64_t *index, int64_t n, int64_t runs)
     return most * 4 <= n * 3;
 }
 
+/* Whether a large tensor's first PREFIX entries already repeat as
+ * copies_of_few asks of the whole: a gathered table repeats within its
+ * first rows (a relative position bias shifts one row of values along
+ * the next), a weight (every val_N transpose the exporter folds, at any
+ * size) not at all, so the sort of all its entries is left out. Tensors of
+ * up to PREFIX * 16 entries are looked at whole. */
+enum { PREFIX = 4096 };
+static bool repeats_early(const lt_tensor *t)
+{
+    if (t->numel <= PREFIX * 16)
+        return true;
+    lt_tensor head = *t;
+    head.numel = PREFIX;
+    int64_t *index = malloc(sizeof *index * PREFIX);
+    int64_t runs = index ? distinct(&head, index) : -1;
+    free(index);
+    return runs >= 0 && runs * 5 <= PREFIX * 3;
+}
+
 lt_status lt_ir_ungather_tables(lt_module *m, int *nfound, lt_err *err)
 {
     *nfound = 0;
@@ -211,6 +213,8 @@ lt_status lt_ir_ungather_tables(lt_module *m, int *nfound, lt_err *err)
         if (!candidate(m, &m->params[p]))
             continue;
         int64_t n = m->params[p].data.numel;
+        if (!repeats_early(&m->params[p].data))
+            continue;
         int64_t *index = malloc(sizeof *index * (size_t)n);
         int64_t runs = index ? distinct(&m->params[p].data, index) : -1;
         if (runs < 0) {

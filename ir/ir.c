@@ -553,6 +553,35 @@ lt_status lt_module_each_block(lt_module *m, lt_status (*fn)(lt_block *b, void *
     return s;
 }
 
+typedef struct replace_ctx {
+    lt_ival *from, *to;
+} replace_ctx;
+
+static lt_status replace_in_block(lt_block *b, void *ctx)
+{
+    const replace_ctx *r = ctx;
+    for (int i = 0; i < b->nnodes; i++)
+        for (int k = 0; k < b->nodes[i]->nin; k++)
+            if (b->nodes[i]->in[k] == r->from && b->nodes[i] != r->to->def) {
+                b->nodes[i]->in[k] = r->to;
+                r->from->uses--;
+                r->to->uses++;
+            }
+    for (int k = 0; k < b->nresults; k++)
+        if (b->results[k] == r->from) {
+            b->results[k] = r->to;
+            r->from->uses--;
+            r->to->uses++;
+        }
+    return LT_OK;
+}
+
+void lt_module_replace_reads(lt_module *m, lt_ival *from, lt_ival *to)
+{
+    replace_ctx r = {from, to};
+    lt_module_each_block(m, replace_in_block, &r);
+}
+
 void lt_block_drop_nodes(lt_block *b, const bool *dead)
 {
     int w = 0;

@@ -308,6 +308,9 @@ void lt_module_recount_uses(lt_module *m, int *uses);
  * before the block itself, main first, then each function body; the first
  * status other than LT_OK stops the walk and is returned. */
 lt_status lt_module_each_block(lt_module *m, lt_status (*fn)(lt_block *b, void *ctx), void *ctx);
+/* Every node input (at any depth) and block result reading from reads to
+ * instead, the node that defines to excepted; the uses follow. */
+void lt_module_replace_reads(lt_module *m, lt_ival *from, lt_ival *to);
 /* When lt_module_rewrite sets the values' uses fields from a fresh count
  * after a clean walk: never, always, or when the pass's *count != 0 */
 typedef enum lt_recount { LT_RECOUNT_NEVER, LT_RECOUNT_ALWAYS, LT_RECOUNT_IF_COUNTED } lt_recount;

@@ -73,23 +73,6 @@ static lt_status restore(lt_module *m, lt_node *n, const char *name, int64_t len
     return LT_OK;
 }
 
-/* The bias the node's torch.fx call names (F.linear(x, self.qkv.weight,
- * self.qkv.bias) called by attention's own module), or NULL. */
-static const char *fx_bias(const lt_module *m, const lt_node *n)
-{
-    const char *fx[4], *bias = NULL;
-    int nf = lt_torch_fx_tensors(m, n->fx_call, fx, 4);
-    for (int i = 0; i < nf; i++) {
-        size_t l = strlen(fx[i]);
-        if (l >= 4 && !strcmp(fx[i] + l - 4, "bias") && (l == 4 || fx[i][l - 5] == '.')) {
-            if (bias)
-                return NULL;
-            bias = fx[i];
-        }
-    }
-    return bias;
-}
-
 lt_status lt_ir_restore_biases(lt_module *m, int *nrestored, lt_err *err)
 {
     *nrestored = 0;
@@ -106,7 +89,7 @@ lt_status lt_ir_restore_biases(lt_module *m, int *nrestored, lt_err *err)
         int64_t len = bias_len(m, n);
         if (len < 1 || !lt_dtype_is_float(m->params[n->in[1]->param].data.dtype))
             continue;
-        const char *name = fx_bias(m, n);
+        const char *name = lt_torch_fx_leaf(m, n->fx_call, "bias"); /* F.linear(x, self.qkv.weight, self.qkv.bias) */
         if (!name && !(name = lt_torch_join(m, n->scope, "bias")))
             return lt_errf(err, LT_ERR_NOMEM, "out of memory");
         if (!lt_torch_named(m, name) || lt_torch_is_param(m, name))

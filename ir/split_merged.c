@@ -92,18 +92,8 @@ static bool find_readers(const lt_module *m, readers *rd)
  * and bias, for an input of neither). */
 static const char *fx_source(const lt_module *m, const lt_node *n, const char *leaf)
 {
-    const char *fx[8], *by_leaf = NULL;
-    int nf = lt_torch_fx_tensors(m, n->fx_call, fx, 8);
-    size_t ll = strlen(leaf);
-    for (int i = 0; i < nf; i++) {
-        size_t lf = strlen(fx[i]);
-        if ((lf == ll || (lf > ll && fx[i][lf - ll - 1] == '.')) && !strcmp(fx[i] + lf - ll, leaf)) {
-            if (by_leaf)
-                return NULL; /* two of that leaf */
-            by_leaf = fx[i];
-        }
-    }
-    return by_leaf ? by_leaf : nf == 1 ? fx[0] : NULL;
+    const char *fx[2], *by_leaf = lt_torch_fx_leaf(m, n->fx_call, leaf);
+    return by_leaf ? by_leaf : lt_torch_fx_tensors(m, n->fx_call, fx, 2) == 1 ? fx[0] : NULL;
 }
 
 static const char *source_name(lt_module *m, const lt_node *n, int slot, const char *below_home)

@@ -59,19 +59,6 @@ static bool same_values(const lt_tensor *a, const lt_tensor *b)
     return !memcmp(a->data, b->data, (size_t)a->numel * lt_dtype_size(a->dtype));
 }
 
-static lt_status swap_reads(lt_block *b, void *ctx)
-{
-    const lt_ival *const *s = ctx;
-    for (int i = 0; i < b->nnodes; i++)
-        for (int k = 0; k < b->nodes[i]->nin; k++)
-            if (b->nodes[i]->in[k] == s[0]) {
-                b->nodes[i]->in[k] = (lt_ival *)s[1];
-                ((lt_ival *)s[0])->uses--;
-                ((lt_ival *)s[1])->uses++;
-            }
-    return LT_OK;
-}
-
 int lt_ir_tie_folded_copies(lt_module *m)
 {
     if (!m->ntorch)
@@ -92,8 +79,7 @@ int lt_ir_tie_folded_copies(lt_module *m)
             if (!from[a] || strcmp(from[a], from[c]) != 0 || !same_values(&m->params[a].data, &m->params[c].data))
                 continue;
             lt_param *cp = &m->params[c];
-            const lt_ival *s[2] = {cp->value, m->params[a].value};
-            lt_module_each_block(m, swap_reads, (void *)s);
+            lt_module_replace_reads(m, cp->value, m->params[a].value);
             cp->trainable = false;
             cp->copy_of = m->params[a].name;
             tied++;

@@ -38,24 +38,6 @@ static bool is_transpose(const lt_tensor *a, const lt_tensor *b)
     return true;
 }
 
-typedef struct {
-    const lt_ival *from;
-    lt_ival *to;
-} swap_ctx;
-
-static lt_status swap_reads(lt_block *b, void *ctx)
-{
-    const swap_ctx *s = ctx;
-    for (int i = 0; i < b->nnodes; i++)
-        for (int k = 0; k < b->nodes[i]->nin; k++)
-            if (b->nodes[i]->in[k] == s->from && b->nodes[i]->in[k] != s->to && b->nodes[i] != s->to->def)
-                b->nodes[i]->in[k] = s->to;
-    for (int r = 0; r < b->nresults; r++)
-        if (b->results[r] == s->from)
-            b->results[r] = s->to;
-    return LT_OK;
-}
-
 /* the opset of the first node reading v (Transpose reads the same in every version) */
 static int reader_opset(const lt_module *m, const lt_ival *v)
 {
@@ -131,8 +113,7 @@ lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, char *list, size
         for (int r = 0; r < m->main->nresults; r++)
             if (m->main->results[r] == cp->value)
                 t->name = cp->value->name;
-        swap_ctx s = {cp->value, t};
-        lt_module_each_block(m, swap_reads, &s);
+        lt_module_replace_reads(m, cp->value, t);
         cp->trainable = false;
         cp->transpose_of = sp->name;
         if (list && at < len) {

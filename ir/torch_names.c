@@ -125,3 +125,19 @@ int lt_torch_fx_tensors(const lt_module *m, const char *call, const char **out, 
     }
     return n;
 }
+
+const char *lt_torch_fx_leaf(const lt_module *m, const char *call, const char *leaf)
+{
+    const char *fx[16], *found = NULL;
+    int nf = lt_torch_fx_tensors(m, call, fx, 16);
+    size_t ll = strlen(leaf);
+    for (int i = 0; i < nf; i++) {
+        size_t lf = strlen(fx[i]);
+        if ((lf == ll || (lf > ll && fx[i][lf - ll - 1] == '.')) && !strcmp(fx[i] + lf - ll, leaf)) {
+            if (found)
+                return NULL; /* two of that leaf */
+            found = fx[i];
+        }
+    }
+    return found;
+}

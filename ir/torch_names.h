@@ -35,5 +35,8 @@ const char *lt_torch_slot_leaf(lt_op op, int slot);
  * signature pairs them), each once, in the text's order: up to cap into
  * out; their count. */
 int lt_torch_fx_tensors(const lt_module *m, const char *call, const char **out, int cap);
+/* Of those, the one whose last part is leaf ("bias": qkv.bias), or NULL
+ * when none or two are. */
+const char *lt_torch_fx_leaf(const lt_module *m, const char *call, const char *leaf);
 
 #endif

@@ -37,20 +37,12 @@ static bool bn_call(const lt_module *m, const lt_node *n, const char **t, double
     const char *call = n->fx_call;
     if (!call || !strstr(call, "batch_norm"))
         return false;
-    static const char *const leaves[4] = {".weight", ".bias", ".running_mean", ".running_var"};
-    const char *fx[8];
-    int nf = lt_torch_fx_tensors(m, call, fx, 8);
-    for (int k = 0; k < 4; k++) {
-        t[k] = NULL;
-        size_t ll = strlen(leaves[k]);
-        for (int i = 0; i < nf; i++) {
-            size_t l = strlen(fx[i]);
-            if (l > ll && !strcmp(fx[i] + l - ll, leaves[k]))
-                t[k] = fx[i];
-        }
-        if (!t[k] || lt_torch_is_param(m, t[k]))
+    static const char *const leaves[4] = {"weight", "bias", "running_mean", "running_var"};
+    for (int k = 0; k < 4; k++)
+        if (!(t[k] = lt_torch_fx_leaf(m, call, leaves[k])) || lt_torch_is_param(m, t[k]))
             return false;
-    }
+    if (strlen(t[0]) <= strlen(".weight"))
+        return false; /* no module of its own */
     /* the module of all four is one */
     size_t ls = strlen(t[0]) - strlen(".weight");
     for (int k = 1; k < 4; k++)
@@ -260,14 +252,8 @@ static lt_status unfold(lt_module *m, lt_node *n, const char **t, double momentu
     out->def = bn;
     out->type = n->out[0]->type;
     bn->out[0] = out;
-    /* every reader of the product reads the BatchNorm */
-    for (int i = 0; i < b->nnodes; i++)
-        for (int k = 0; k < b->nodes[i]->nin; k++)
-            if (b->nodes[i]->in[k] == n->out[0] && b->nodes[i] != bn) {
-                b->nodes[i]->in[k] = out;
-                n->out[0]->uses--;
-                out->uses++;
-            }
+    /* every reader of the product reads the BatchNorm (which reads it) */
+    lt_module_replace_reads(m, n->out[0], out);
     bn->in[0] = n->out[0];
     n->out[0]->uses++;
     for (int k = 1; k < 5; k++)
