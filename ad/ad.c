@@ -242,6 +242,29 @@ static lt_status top_kont(lt_ad *c, void *env)
     return LT_OK;
 }
 
+/* Whether main input k has a trainable default: an initializer listed
+ * among the graph's inputs too (IR 3, or keep_initializers_as_inputs). Its
+ * gradient is the parameter's. */
+static bool trained_default(const lt_module *m, int k)
+{
+    return m->input_default && m->input_default[k] >= 0 && m->params[m->input_default[k]].trainable;
+}
+
+/* The cell holding parameter p's gradient: its value's, or for an input's
+ * default the input's (the input shadows the initializer); NULL when the
+ * loss does not reach it. */
+static lt_ival *param_cell(const lt_ad *c, const lt_block *src, int p)
+{
+    const lt_module *m = c->m;
+    const lt_ival *pv = m->params[p].value;
+    if (c->active[pv->id])
+        return c->cell[pv->id];
+    for (int k = 0; m->params[p].is_input_default && m->input_default && k < src->nparams; k++)
+        if (m->input_default[k] == p && trained_default(m, k) && c->active[src->params[k]->id])
+            return c->cell[src->params[k]->id];
+    return NULL;
+}
+
 lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
 {
     lt_ad_rules_init();
@@ -343,9 +366,9 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
         nstate += src->nodes[i]->op == LT_OP_ACC_ZEROS_LIKE && src->nodes[i]->nout == 1;
     nres += nstate;
     for (int p = 0; p < m->nparams; p++)
-        nres += c.active[m->params[p].value->id];
+        nres += param_cell(&c, src, p) != NULL;
     for (int p = 0; spec->wrt_inputs && p < src->nparams; p++)
-        nres += c.active[src->params[p]->id] && src->params[p]->type.kind == LT_KIND_TENSOR;
+        nres += c.active[src->params[p]->id] && src->params[p]->type.kind == LT_KIND_TENSOR && !trained_default(m, p);
     s = lt_block_set_results(m, nb, nres);
     int r = 0;
     lt_ival *lv = lt_ad_op1(&c, LT_OP_ACC_READ, c.loss_cell);
@@ -353,10 +376,10 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
     lv->type = loss->type;
     nb->results[r++] = lv;
     for (int p = 0; p < m->nparams; p++) {
-        lt_ival *pv = m->params[p].value;
-        if (!c.active[pv->id])
+        lt_ival *pv = m->params[p].value, *cell = param_cell(&c, src, p);
+        if (!cell)
             continue;
-        lt_ival *g = lt_ad_op1(&c, LT_OP_ACC_READ, c.cell[pv->id]);
+        lt_ival *g = lt_ad_op1(&c, LT_OP_ACC_READ, cell);
         char nm[512];
         snprintf(nm, sizeof nm, "%s_grad", m->params[p].name);
         g->name = lt_ir_strdup(m, nm);
@@ -364,7 +387,7 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
         nb->results[r++] = g;
     }
     for (int p = 0; spec->wrt_inputs && p < src->nparams; p++) {
-        if (!c.active[src->params[p]->id] || src->params[p]->type.kind != LT_KIND_TENSOR)
+        if (!c.active[src->params[p]->id] || src->params[p]->type.kind != LT_KIND_TENSOR || trained_default(m, p))
             continue;
         lt_ival *g = lt_ad_op1(&c, LT_OP_ACC_READ, c.cell[src->params[p]->id]);
         char nm[512];
@@ -419,9 +442,12 @@ lt_status lt_model_grad(lt_model *m, const lt_grad_opts *o, lt_err *err)
     lt_ad_spec spec = {.loss = (lt_ad_loss)o->loss, .nseeds = o->nseeds, .seed_outputs = o->seed_outputs,
                        .wrt_inputs = o->wrt_inputs != 0, .output = o->output,
                        .ignore_index = o->set_ignore_index ? o->ignore_index : -100};
-    if (m->nunsupported)
-        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: the model has ops lantern does not know (see lantern import)",
-                       m->path);
+    if (m->nunsupported) {
+        const struct lt_unsupported *u = &m->unsupported[0];
+        return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: node '%s' (%s%s%s): an op lantern does not know%s (lantern import "
+                       "lists every one)", m->path, u->node, u->op, *u->domain ? ", domain " : "", u->domain,
+                       m->nunsupported > 1 ? ", the first of several" : "");
+    }
     if (o->tie_transposed) {
         int ntied = 0;
         lt_status s = lt_ir_tie_transposed_params(m, &ntied, NULL, 0, err);

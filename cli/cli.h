@@ -22,6 +22,13 @@ void lt_cli_sanitize(const char *name, char *out, size_t len);
 int lt_cli_out_file(const char *path, const char *opt, int stream_ok);
 /* A writable folder, created first when create is set. */
 int lt_cli_out_dir(const char *dir, const char *opt, int create);
+/* Whether a and b name the same file: one inode where both exist, else
+ * the same name in the same folder (a file not written yet). */
+int lt_cli_same_file(const char *a, const char *b);
+/* The file path that opt writes must be none of the n files others[i]
+ * (NULL entries skipped) the command reads or writes as what[i]; else one
+ * line naming both uses, and 0. */
+int lt_cli_out_distinct(const char *path, const char *opt, const char *const *others, const char *const *what, int n);
 /* --mean / --std: one number or up to max comma-separated ones into v (*n
  * of them); 0 after a line saying why not. */
 int lt_cli_norm_arg(const char *opt, const char *s, int *n, double *v, int max);

@@ -2,7 +2,9 @@
  * values: those a training checkpoint holds (CHECKPOINT --model MODEL), or
  * those of .npy files named after the parameters (MODEL --weights DIR). */
 #include "options.h"
+#include "train/checkpoint.h"
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -85,6 +87,29 @@ static int cmd_export(const lt_cli_args *a)
     }
     if (!lt_cli_out_file(out, "-o", 0))
         return 2;
+    /* -o may replace the model (written whole, at the end), never the
+     * checkpoint or a .npy the weights come from */
+    char ckfile[PATH_MAX + 32], outdir[PATH_MAX];
+    struct stat ss;
+    const char *ck = NULL;
+    if (model && stat(src, &ss) == 0 && S_ISDIR(ss.st_mode) &&
+        snprintf(ckfile, sizeof ckfile, "%s/%s", src, LT_CKPT_FILE) < (int)sizeof ckfile)
+        ck = ckfile;
+    else if (model)
+        ck = src;
+    const char *what[1] = {"the checkpoint"};
+    if (ck && !lt_cli_out_distinct(out, "-o", &ck, what, 1))
+        return 2;
+    size_t ol = strlen(out);
+    if (weights && ol > 4 && !strcmp(out + ol - 4, ".npy") && ol < sizeof outdir) {
+        memcpy(outdir, out, ol + 1);
+        if (lt_cli_same_file(dirname(outdir), weights)) {
+            char shown[512];
+            fprintf(stderr, "lantern export: -o %s is a .npy file in --weights, a parameter's source; give -o "
+                    "another file\n", lt_str_printable(out, shown, sizeof shown));
+            return 2;
+        }
+    }
     struct stat ws;
     const char *bad = !weights                        ? NULL
                       : stat(weights, &ws) != 0       ? (errno == ENOENT ? "no such folder" : strerror(errno))

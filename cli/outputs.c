@@ -61,6 +61,37 @@ int lt_cli_out_file(const char *path, const char *opt, int stream_ok)
     return 1;
 }
 
+int lt_cli_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea || eb)
+        return ea && eb && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ca[PATH_MAX], cb[PATH_MAX], da[PATH_MAX], db[PATH_MAX];
+    if (strlen(a) >= sizeof ca || strlen(b) >= sizeof cb)
+        return 0;
+    strcpy(ca, a);
+    strcpy(cb, b);
+    if (strcmp(basename(ca), basename(cb)) != 0)
+        return 0;
+    strcpy(ca, a);
+    strcpy(cb, b);
+    return realpath(dirname(ca), da) && realpath(dirname(cb), db) && !strcmp(da, db);
+}
+
+int lt_cli_out_distinct(const char *path, const char *opt, const char *const *others, const char *const *what, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (others[i] && lt_cli_same_file(path, others[i])) {
+            char a[512], b[512];
+            fprintf(stderr, "lantern: %s %s is also %s%s%s; give %s another file\n", opt,
+                    lt_str_printable(path, a, sizeof a), what[i], strcmp(path, others[i]) ? " " : "",
+                    strcmp(path, others[i]) ? lt_str_printable(others[i], b, sizeof b) : "", opt);
+            return 0;
+        }
+    return 1;
+}
+
 int lt_cli_out_dir(const char *dir, const char *opt, int create)
 {
     char shown[512];

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,7 +40,17 @@ typedef struct progress {
     /* the best validation epoch so far, its figure and its test figures */
     int best_epoch, last_epoch, stopped_early;
     double best_value;
-    lt_eval_result best_test, best_val;
+    int val_accuracy; /* the validation figure is an accuracy (else a loss) */
+    /* best_test holds the test figures of epoch best_measured: a resumed run
+     * knows its best epoch from the checkpoint, not that epoch's figures */
+    int best_measured;
+    lt_eval_result best_test;
+    /* the log is opened before the run and changed only at its first row:
+     * emptied for a new run, cut back to the checkpoint's step for a
+     * resumed one (resume_at; -1 for a new run) */
+    int log_pending;
+    int64_t resume_at;
+    int64_t flush_every; /* --checkpoint-every: the rows a checkpoint follows are flushed before it */
 } progress;
 
 /* A write or flush of the log that failed (a full disk) stops training: it
@@ -52,6 +63,58 @@ static void log_check(progress *pr, int flush)
         pr->log_errno = errno ? errno : EIO;
         interrupted = 1;
     }
+}
+
+/* The offset of the first row of the log text s[0..len) logged after
+ * global step g (the header and the rows up to g stay); len when none is. */
+static size_t log_cut_at(const char *s, size_t len, int64_t g)
+{
+    size_t at = 0;
+    int first = 1;
+    while (at < len) {
+        const char *nl = memchr(s + at, '\n', len - at);
+        if (!nl && !first)
+            return at; /* a row cut short by the kill */
+        size_t end = nl ? (size_t)(nl - s) + 1 : len;
+        if (!first) {
+            /* epoch,step,global_step,...: an epoch's row leaves global_step empty */
+            const char *c1 = memchr(s + at, ',', end - at);
+            const char *c2 = c1 ? memchr(c1 + 1, ',', end - (size_t)(c1 + 1 - s)) : NULL;
+            if (c2 && c2[1] != ',' && strtoll(c2 + 1, NULL, 10) > g)
+                return at;
+        }
+        first = 0;
+        at = end;
+    }
+    return len;
+}
+
+/* Before the log's first row: a new run's log is emptied, a resumed run's
+ * loses the rows its killed run wrote after the checkpoint (they come again);
+ * then the header where the file is empty (or a stream). */
+static void log_begin(progress *pr)
+{
+    if (!pr->log || !pr->log_pending)
+        return;
+    pr->log_pending = 0;
+    int fd = fileno(pr->log);
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        size_t keep = 0;
+        if (pr->resume_at >= 0 && st.st_size > 0) {
+            char *s = malloc((size_t)st.st_size);
+            ssize_t got = s ? pread(fd, s, (size_t)st.st_size, 0) : -1;
+            keep = got == st.st_size ? log_cut_at(s, (size_t)got, pr->resume_at) : (size_t)st.st_size;
+            free(s);
+        }
+        if ((off_t)keep != st.st_size && ftruncate(fd, (off_t)keep) != 0 && !pr->log_errno)
+            pr->log_errno = errno;
+    }
+    off_t end = lseek(fd, 0, SEEK_END);
+    errno = 0;
+    if (end <= 0) /* new, emptied, or a stream */
+        fprintf(pr->log, "epoch,step,global_step,lr,train_loss,test_loss,test_accuracy,seconds%s\n",
+                pr->val ? ",val_loss,val_accuracy" : "");
 }
 
 /* Closes the log; returns the errno of its first failure, 0 when all of it
@@ -92,10 +155,11 @@ static void on_step(const lt_train_progress *p, void *user)
     if (pr->plot)
         lt_plot_step(pr->plot, p->global_step, p->batch_loss);
     if (pr->log) {
+        log_begin(pr);
         errno = 0;
         fprintf(pr->log, "%d,%lld,%lld,%.9g,%.9g,,,%s\n", p->epoch, (long long)p->step, (long long)p->global_step,
                 p->lr, p->batch_loss, pr->val ? ",," : "");
-        log_check(pr, 0);
+        log_check(pr, pr->flush_every > 0 && p->global_step % pr->flush_every == 0);
     }
     double now = mono_s();
     int last = p->step == p->steps;
@@ -131,11 +195,14 @@ static void on_epoch(const lt_epoch_result *r, void *user)
     pr->test = r->test;
     pr->last_epoch = r->epoch;
     int best = r->val.count > 0 && r->best_epoch == r->epoch;
-    if (best) {
+    if (r->val.count > 0 && r->best_epoch > 0) {
         pr->best_epoch = r->best_epoch;
         pr->best_value = r->best_value;
+        pr->val_accuracy = r->val.has_accuracy;
+    }
+    if (best) {
         pr->best_test = r->test;
-        pr->best_val = r->val;
+        pr->best_measured = r->epoch;
     }
     if (pr->tty)
         printf("\r\033[K");
@@ -179,6 +246,7 @@ static void on_epoch(const lt_epoch_result *r, void *user)
             lt_plot_validation(pr->plot, r->val.loss, r->val.has_accuracy ? r->val.accuracy : NAN);
     }
     if (pr->log) {
+        log_begin(pr);
         errno = 0;
         fprintf(pr->log, "%d,,,%.9g,%.9g,", r->epoch, r->lr, r->train_loss);
         csv_num(pr->log, r->test.count > 0 ? r->test.loss : NAN);
@@ -334,6 +402,100 @@ static void say_resume(const char *dir)
     printf("; samples/s and ETA count the steps from here\n");
 }
 
+/* -o, --log and --plot are three files, none of them the model (--log,
+ * --plot), a file of the data or the checkpoint: written over, those would
+ * be lost before or after the run. -o may replace the model: it is written
+ * whole, after the run. */
+static int outputs_apart(const char *model, const char *data, const char *ckdir, const char *out, const char *log,
+                         const char *plot)
+{
+    enum { MAXF = 12 };
+    char pieces[8][PATH_MAX], ck[PATH_MAX + 32];
+    const char *files[MAXF], *what[MAXF];
+    int n = 0;
+    const char *arg = strchr(data, '=');
+    for (const char *p = arg ? arg + 1 : NULL; p && *p && n < 8;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len && len < PATH_MAX) {
+            memcpy(pieces[n], p, len);
+            pieces[n][len] = 0;
+            files[n] = pieces[n];
+            what[n++] = "a file of --data";
+        }
+        p = c ? c + 1 : NULL;
+    }
+    if (ckdir && snprintf(ck, sizeof ck, "%s/%s", ckdir, LT_CKPT_FILE) < (int)sizeof ck) {
+        files[n] = ck;
+        what[n++] = "the checkpoint";
+    }
+    int base = n;
+    files[n] = plot;
+    what[n++] = "--plot";
+    files[n] = log;
+    what[n++] = "--log";
+    files[n] = model;
+    what[n++] = "the model";
+    /* -o against the data, the checkpoint, --plot and --log; --log against
+     * those and the model; --plot against the data, the checkpoint and the model */
+    if (!lt_cli_out_distinct(out, "-o", files, what, base + 2))
+        return 0;
+    if (log) {
+        const char *f2[MAXF], *w2[MAXF];
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (files[i] != log) {
+                f2[k] = files[i];
+                w2[k++] = what[i];
+            }
+        if (!lt_cli_out_distinct(log, "--log", f2, w2, k))
+            return 0;
+    }
+    if (plot) {
+        const char *f2[MAXF], *w2[MAXF];
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (files[i] != plot && files[i] != log) {
+                f2[k] = files[i];
+                w2[k++] = what[i];
+            }
+        if (!lt_cli_out_distinct(plot, "--plot", f2, w2, k))
+            return 0;
+    }
+    return 1;
+}
+
+/* Where checkpoints go must be able to take one before the run: a new run
+ * does not replace the checkpoint of another in --checkpoint-dir (--resume
+ * continues it), and the folder Ctrl-C writes to without one (beside -o)
+ * must be a folder or nothing yet. */
+static int checkpoint_dirs_ready(const char *ckdir, const char *stop_dir, int resume)
+{
+    char shown[PATH_MAX + 16], file[PATH_MAX + 32];
+    struct stat st;
+    if (ckdir && !resume && snprintf(file, sizeof file, "%s/%s", ckdir, LT_CKPT_FILE) < (int)sizeof file &&
+        lstat(file, &st) == 0) {
+        lt_ckpt_info ci;
+        lt_err ignored;
+        lt_str_printable(ckdir, shown, sizeof shown);
+        if (lt_ckpt_read_info(file, &ci, &ignored) == LT_OK)
+            fprintf(stderr, "lantern train: --checkpoint-dir %s holds the checkpoint of a run at step %lld (epoch "
+                    "%lld); --resume continues it; a new run needs another folder, or that one emptied\n", shown,
+                    (long long)ci.global, (long long)ci.epoch);
+        else
+            fprintf(stderr, "lantern train: --checkpoint-dir %s holds a file %s that a new run would replace; "
+                    "give another folder, or remove it\n", shown, LT_CKPT_FILE);
+        return 0;
+    }
+    if (stop_dir && lstat(stop_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        lt_str_printable(stop_dir, shown, sizeof shown);
+        fprintf(stderr, "lantern train: Ctrl-C would write its checkpoint into %s, which is not a folder; give "
+                "--checkpoint-dir DIR, or another -o\n", shown);
+        return 0;
+    }
+    return 1;
+}
+
 static int cmd_train(const lt_cli_args *a)
 {
     static const char *const optims[] = {"sgd", "momentum", "nesterov", "adagrad", "adam", "adamw"};
@@ -345,8 +507,8 @@ static int cmd_train(const lt_cli_args *a)
     lt_train_opts o;
     lt_train_defaults(&o);
     lt_eval_opts eo = {NULL, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}, 0};
-    progress pr = {isatty(STDOUT_FILENO), 0, NULL, 0, NULL, {NAN, NAN, 0, 0}, 0, 0, 0, 0, 0, NAN,
-                   {NAN, NAN, 0, 0}, {NAN, NAN, 0, 0}};
+    progress pr = {.tty = isatty(STDOUT_FILENO), .test = {NAN, NAN, 0, 0}, .best_value = NAN,
+                   .best_test = {NAN, NAN, 0, 0}, .resume_at = -1};
     int kind = LT_OPTIM_SGD, sched = LT_SCHEDULE_CONSTANT, init = 0, nfreeze = 0, shuffle = 0;
     double lr = -1, mom = -1, wd = -1, b1 = -1, b2 = -1, eps = -1;
     int64_t iv = 0;
@@ -451,6 +613,8 @@ static int cmd_train(const lt_cli_args *a)
         fprintf(stderr, "lantern train: --resume and --checkpoint-every need --checkpoint-dir DIR\n");
         goto done;
     }
+    if (!outputs_apart(path, o.data, o.checkpoint_dir, out, log_path, plot_path))
+        goto done;
     if ((o.save_best || o.early_stop) && !(o.val_split > 0)) {
         fprintf(stderr, "lantern train: %s needs validation data: --val-split F holds out a fraction F of the "
                 "training samples\n", o.save_best ? "--save-best" : "--early-stop");
@@ -468,6 +632,8 @@ static int cmd_train(const lt_cli_args *a)
     /* a new run makes its checkpoint folder (its parent must exist); a
      * resumed one reads it */
     if (o.checkpoint_dir && !lt_cli_out_dir(o.checkpoint_dir, "--checkpoint-dir", !resume))
+        goto done;
+    if (!checkpoint_dirs_ready(o.checkpoint_dir, o.stop_checkpoint_dir, resume))
         goto done;
     o.resume = resume;
     lt_optim_defaults((lt_optim_kind)kind, &o.optim);
@@ -497,20 +663,22 @@ static int cmd_train(const lt_cli_args *a)
     pr.val = o.val_split > 0;
     if (log_path) {
         /* a resumed run continues the log of the run it resumes; a link
-         * planted at the name since the check is not followed */
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (resume ? O_APPEND : O_TRUNC), 0666);
-        pr.log = fd >= 0 ? fdopen(fd, resume ? "a" : "w") : NULL;
+         * planted at the name since the check is not followed; nothing in it
+         * changes before the first row (log_begin) */
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0666);
+        pr.log = fd >= 0 ? fdopen(fd, "a") : NULL;
         if (!pr.log) {
             fprintf(stderr, "lantern: --log %s: cannot write: %s\n", log_shown, strerror(errno));
             if (fd >= 0)
                 close(fd);
             goto done;
         }
-        errno = 0;
-        if (ftell(pr.log) <= 0) /* new, emptied, or a stream */
-            fprintf(pr.log, "epoch,step,global_step,lr,train_loss,test_loss,test_accuracy,seconds%s\n",
-                    pr.val ? ",val_loss,val_accuracy" : "");
-        log_check(&pr, 0);
+        pr.log_pending = 1;
+        pr.flush_every = o.checkpoint_every;
+        lt_ckpt_info ci;
+        lt_err ignored;
+        if (resume && lt_ckpt_read_info(o.checkpoint_dir, &ci, &ignored) == LT_OK)
+            pr.resume_at = ci.global;
     }
     o.on_step = on_step;
     o.on_epoch = on_epoch;
@@ -583,10 +751,21 @@ static int cmd_train(const lt_cli_args *a)
         lt_model_free(m);
         goto done;
     }
+    int best_out = o.save_best && pr.best_epoch > 0; /* -o holds the best epoch's weights */
+    if (best_out && pr.best_measured != pr.best_epoch && pr.test.count > 0) {
+        /* the best epoch ran before a resume: its weights, now in m, are
+         * scored on the test split again */
+        lt_eval_opts te = {o.data, o.test_limit, o.loss, o.output, o.norm, 0};
+        lt_eval_result r;
+        if (!o.set_ignore_index && lt_model_evaluate(m, &te, &r, &err) == LT_OK) {
+            pr.best_test = r;
+            pr.best_measured = pr.best_epoch;
+        }
+    }
     lt_model_free(m);
-    if (o.save_best && pr.best_epoch > 0)
+    if (best_out)
         printf("wrote %s: the weights of epoch %d of %d, the best validation %s (%.4f)\n", out, pr.best_epoch,
-               pr.last_epoch, pr.best_val.has_accuracy ? "accuracy" : "loss", pr.best_value);
+               pr.last_epoch, pr.val_accuracy ? "accuracy" : "loss", pr.best_value);
     else
         printf("wrote %s\n", out);
     if (o.norm.nmean || o.norm.nstd)
@@ -595,7 +774,8 @@ static int cmd_train(const lt_cli_args *a)
     if (plot_path)
         printf("wrote %s\n", plot_path);
     /* the test figures of the epoch whose weights were written */
-    const lt_eval_result *t = o.save_best && pr.best_epoch > 0 ? &pr.best_test : &pr.test;
+    lt_eval_result none = {0};
+    const lt_eval_result *t = !best_out ? &pr.test : pr.best_measured == pr.best_epoch ? &pr.best_test : &none;
     if (t->has_accuracy)
         printf("test accuracy: %.4f\n", t->accuracy);
     else if (t->count > 0)

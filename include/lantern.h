@@ -298,7 +298,8 @@ lt_status lt_dataset_open(const char *spec, int split, lt_dataset **out, lt_err 
 lt_status lt_dataset_open_opts(const char *spec, int split, const lt_dataset_opts *opts, lt_dataset **out,
                                lt_err *err);
 /* 1 when spec names data with that split (checks files exist, reads nothing
- * else); 0 otherwise. */
+ * else; a test file or folder named in the spec itself, as csv=A,B, counts
+ * even when missing, so that opening it says why); 0 otherwise. */
 int lt_dataset_has_split(const char *spec, int split);
 /* A dataset of the caller's arrays, copied: x holds the samples along its
  * first axis (uint8 pixels scaled to [0,1], or float32/float64), y their

@@ -111,7 +111,8 @@ static bool csv_number(const char *s, double *v, bool *is_int)
     char *e;
     errno = 0;
     *v = strtod(s, &e);
-    if (*e || e == s || !isfinite(*v))
+    /* decimal only: strtod's hex floats (0x1p3) are no CSV number */
+    if (*e || e == s || !isfinite(*v) || strspn(s, "0123456789+-.eE") != strlen(s))
         return false;
     const char *d = s + (*s == '-' || *s == '+');
     *is_int = *d != 0;
@@ -347,7 +348,139 @@ int lt_ds_has_csv(const char *arg, int split)
 {
     char p[4096];
     lt_err err;
-    return csv_path(arg, split, p, sizeof p, &err) == LT_OK && lt_ds_file_exists(p);
+    /* a test file the spec names counts even when missing: opening it says why */
+    return csv_path(arg, split, p, sizeof p, &err) == LT_OK && (split || lt_ds_file_exists(p));
+}
+
+/* The names in the first row of path when that row is a header (no field a
+ * number); *n is 0 when it is not or the file cannot be read. Reads the
+ * first MiB only. */
+static void header_names(const char *path, char ***names, int64_t *n)
+{
+    *names = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    size_t cap = (size_t)1 << 20;
+    char *buf = malloc(cap);
+    size_t len = buf ? fread(buf, 1, cap, f) : 0;
+    fclose(f);
+    csv_reader r = {path, buf, buf + len, 1};
+    if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+        r.p += 3;
+    char field[CSV_MAX_FIELD];
+    bool more = buf && csv_next_row(&r), header = more;
+    int64_t k = 0, ncap = 0;
+    char **v = NULL;
+    lt_err ignored;
+    while (more && header) {
+        if (k == ncap) {
+            ncap = ncap ? 2 * ncap : 16;
+            char **g = realloc(v, sizeof *g * (size_t)ncap);
+            if (!g)
+                break;
+            v = g;
+        }
+        double x;
+        bool isint;
+        if (csv_field(&r, k + 1, field, sizeof field, &more, &ignored) != LT_OK || csv_number(field, &x, &isint) ||
+            !(v[k] = strdup(field)))
+            header = false;
+        else
+            k++;
+    }
+    if (header && !more) {
+        *names = v;
+        *n = k;
+    } else {
+        for (int64_t i = 0; i < k; i++)
+            free(v[i]);
+        free(v);
+    }
+    free(buf);
+}
+
+static void names_list(char **names, int64_t n, char *list, size_t len)
+{
+    size_t at = 0;
+    list[0] = 0;
+    for (int64_t c = 0; c < n && at + 8 < len; c++) {
+        char b[128];
+        at += (size_t)snprintf(list + at, len - at, "%s%s", c ? ", " : "", shown(names[c], b, sizeof b));
+    }
+}
+
+/* A test file whose header names the training file's columns in another
+ * order is read in the training file's order; one naming other columns
+ * (as many) is refused. Files without a header are read by position. */
+static lt_status match_train_columns(const char *arg, const char *path, csv_table *t, lt_err *err)
+{
+    char train[4096];
+    char **want = NULL;
+    int64_t nw = 0;
+    if (!t->header || csv_path(arg, 0, train, sizeof train, err) != LT_OK)
+        return LT_OK;
+    header_names(train, &want, &nw);
+    int64_t nnames = nw;
+    if (nw != t->ncol)
+        nw = 0; /* another column count: the samples' shapes say so */
+    bool equal = nw == t->ncol;
+    for (int64_t c = 0; equal && c < nw; c++)
+        equal = !strcmp(want[c], t->names[c]);
+    if (equal)
+        nw = 0; /* as written (repeated names included) */
+    lt_status s = LT_OK;
+    int64_t *perm = nw ? malloc(sizeof *perm * (size_t)nw) : NULL;
+    bool same = nw == t->ncol, ordered = true;
+    for (int64_t c = 0; same && perm && c < nw; c++) {
+        perm[c] = -1;
+        for (int64_t k = 0; k < t->ncol; k++)
+            if (!strcmp(want[c], t->names[k])) {
+                same = perm[c] < 0; /* a name twice cannot say where a column goes */
+                perm[c] = k;
+            }
+        same = same && perm[c] >= 0;
+        ordered = ordered && perm[c] == c;
+    }
+    if (nw && !perm) {
+        s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    } else if (nw && !same) {
+        char a[512], b[512];
+        names_list(t->names, t->ncol, a, sizeof a);
+        names_list(want, nw, b, sizeof b);
+        s = lt_errf(err, LT_ERR_INVALID, "%s: the header names the columns %s; the training file %s names %s: give "
+                    "the test file the training file's columns", path, a, train, b);
+    } else if (nw && !ordered) {
+        double *v = malloc(sizeof *v * (size_t)(t->nrow * nw));
+        bool *ci = malloc(sizeof *ci * (size_t)nw);
+        char **nm = malloc(sizeof *nm * (size_t)nw);
+        if (!v || !ci || !nm) {
+            free(v);
+            free(ci);
+            free(nm);
+            s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        } else {
+            for (int64_t i = 0; i < t->nrow; i++)
+                for (int64_t c = 0; c < nw; c++)
+                    v[i * nw + c] = t->v[i * nw + perm[c]];
+            for (int64_t c = 0; c < nw; c++) {
+                ci[c] = t->col_int[perm[c]];
+                nm[c] = t->names[perm[c]];
+            }
+            free(t->v);
+            free(t->col_int);
+            free(t->names);
+            t->v = v;
+            t->col_int = ci;
+            t->names = nm;
+        }
+    }
+    free(perm);
+    for (int64_t i = 0; i < nnames; i++)
+        free(want[i]);
+    free(want);
+    return s;
 }
 
 lt_status lt_ds_open_csv(lt_dataset *d, const char *arg, int split, const lt_dataset_opts *o, lt_err *err)
@@ -360,8 +493,11 @@ lt_status lt_ds_open_csv(lt_dataset *d, const char *arg, int split, const lt_dat
     s = csv_read(path, &t, err);
     if (s != LT_OK)
         return s;
+    if (split)
+        s = match_train_columns(arg, path, &t, err);
     int64_t lc = 0;
-    s = label_column(path, &t, o ? o->label_column : NULL, &lc, err);
+    if (s == LT_OK)
+        s = label_column(path, &t, o ? o->label_column : NULL, &lc, err);
     int64_t n = t.nrow, F = t.ncol - 1;
     d->n = n;
     d->rank = 1;

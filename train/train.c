@@ -158,6 +158,8 @@ static lt_status setup_arrays(trainer *tr, bool *taken)
     lt_status st = lt_arrays_open_spec(o->data, 0, &tr->atrain, tr->err);
     if (st != LT_OK || !tr->atrain)
         return st;
+    if (tr->atrain->samples < 1)
+        return lt_errf(tr->err, LT_ERR_INVALID, "%s: the training arrays hold no samples", file);
     if (!lt_afeed_wanted(tr->t.em, tr->atrain, o)) {
         lt_arrays_free(tr->atrain);
         tr->atrain = NULL;
@@ -174,6 +176,8 @@ static lt_status setup_arrays(trainer *tr, bool *taken)
     st = lt_afeed_plan(tr->t.em, tr->atrain, o, &tr->afeed, tr->err);
     if (st == LT_OK && lt_arrays_spec_has_split(o->data, 1)) {
         st = lt_arrays_open_spec(o->data, 1, &tr->atest, tr->err);
+        if (st == LT_OK && tr->atest->samples < 1)
+            st = lt_errf(tr->err, LT_ERR_INVALID, "%s: the test arrays hold no samples", file);
         if (st == LT_OK)
             st = lt_afeed_plan(tr->t.em, tr->atest, o, &tr->atest_feed, tr->err);
     }
@@ -263,6 +267,8 @@ static lt_status setup(trainer *tr, const char *path)
             st = lt_dataset_open_opts(o->data, 1, &dopt, &tr->own_test, tr->err);
         tr->train = tr->own_train;
         tr->test = tr->own_test;
+        if (st == LT_OK && tr->test && lt_dataset_size(tr->test) < 1)
+            st = lt_errf(tr->err, LT_ERR_INVALID, "%s: the test split holds no samples", o->data);
         if (st == LT_OK && tr->test)
             st = check_splits(o->data, tr->train, tr->test, tr->err);
     }
@@ -510,7 +516,9 @@ static lt_status run_epochs(trainer *tr)
     if (o->limit > 0 && o->limit < n)
         n = o->limit;
     int64_t total = n; /* samples the order's entries index: training and validation */
-    lt_status st = split_validation(tr, total, &n);
+    lt_status st = n < 1 ? lt_errf(tr->err, LT_ERR_INVALID, "%s: no training samples", o->train_set ? "the training "
+                                    "set" : o->data)
+                         : split_validation(tr, total, &n);
     int64_t B = o->batch < n ? o->batch : n;
     batches bs = {0};
     if (st == LT_OK && tr->use_arrays) {

@@ -284,6 +284,45 @@ static lt_status plan_target(const lt_model *m, lt_afeed *f, const lt_train_opts
     return LT_OK;
 }
 
+/* Inputs that share a symbolic dim (input_ids and attention_mask, both
+ * [batch, seq]) must get arrays that agree on it; else the model fails in
+ * its first run (on a test split: after a whole epoch of training). Ragged
+ * arrays vary per sample and are left to the run. */
+static lt_status check_shared_dims(const lt_model *m, const lt_afeed *f, const int *free_in, lt_err *err)
+{
+    if (f->ragged)
+        return LT_OK;
+    const lt_block *b = m->main;
+    for (int i = 0; i < f->nslot; i++) {
+        const lt_type *ti = &b->params[free_in[i]]->type;
+        int64_t si[LT_MAX_RANK];
+        lt_ds_array_sample(f->slot[i].src, 0, si);
+        for (int di = 0; di < ti->rank && ti->rank == f->slot[i].rank; di++) {
+            int sym = ti->dims[di].sym;
+            if (sym < 0 || di == f->slot[i].axis)
+                continue;
+            int64_t vi = si[f->slot[i].axis >= 0 && di > f->slot[i].axis ? di - 1 : di];
+            for (int j = i + 1; j < f->nslot; j++) {
+                const lt_type *tj = &b->params[free_in[j]]->type;
+                int64_t sj[LT_MAX_RANK];
+                lt_ds_array_sample(f->slot[j].src, 0, sj);
+                for (int dj = 0; dj < tj->rank && tj->rank == f->slot[j].rank; dj++) {
+                    if (tj->dims[dj].sym != sym || dj == f->slot[j].axis)
+                        continue;
+                    int64_t vj = sj[f->slot[j].axis >= 0 && dj > f->slot[j].axis ? dj - 1 : dj];
+                    if (vi != vj)
+                        return lt_errf(err, LT_ERR_INVALID, "%s: arrays '%s' (for input '%s') and '%s' (for input "
+                                       "'%s') give the model's dim '%s' as %lld and %lld; inputs that share it must "
+                                       "agree", f->data->path, f->slot[i].src->member, f->slot[i].name,
+                                       f->slot[j].src->member, f->slot[j].name, m->syms[sym], (long long)vi,
+                                       (long long)vj);
+                }
+            }
+        }
+    }
+    return LT_OK;
+}
+
 lt_status lt_afeed_plan(const lt_model *m, const lt_arrays *a, const lt_train_opts *o, lt_afeed *f, lt_err *err)
 {
     memset(f, 0, sizeof *f);
@@ -341,6 +380,8 @@ lt_status lt_afeed_plan(const lt_model *m, const lt_arrays *a, const lt_train_op
         }
         f->nslot++;
     }
+    if (st == LT_OK)
+        st = check_shared_dims(m, f, free_in, err);
     if (st != LT_OK)
         return st;
     if (f->batched) {

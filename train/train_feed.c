@@ -33,6 +33,28 @@ static void shape_text(int rank, const int64_t *dims, char *buf, size_t len)
 
 static bool dim_known(const lt_type *t, int i) { return t->dims[i].sym < 0 && t->dims[i].v >= 0; }
 
+/* The dims of d[0..r) other than 1, into out; their count. */
+static int squeezed(int r, const int64_t *d, int64_t *out)
+{
+    int k = 0;
+    for (int i = 0; i < r; i++)
+        if (d[i] != 1)
+            out[k++] = d[i];
+    return k;
+}
+
+/* Whether samples of shape sd feed an input whose sample shape is
+ * shape[1..r) as they lie in memory: a flat sample, an input that takes
+ * flat rows, or the same dims in the same order (dims of 1 aside). An image
+ * stored HxWxC fed to a CxHxW input holds the same number of values and
+ * would be read as other pixels. */
+static bool same_layout(int sr, const int64_t *sd, int r, const int64_t *shape)
+{
+    int64_t a[LT_MAX_RANK], b[LT_MAX_RANK];
+    int na = squeezed(sr, sd, a), nb = squeezed(r - 1, shape + 1, b);
+    return na <= 1 || nb <= 1 || (na == nb && !memcmp(a, b, sizeof *a * (size_t)na));
+}
+
 /* Shape [N, ...] for input type t taking samples of shape sd (numel S): the
  * declared dims where known; one unknown dim takes what is left; all
  * unknown takes the sample's own shape (or [N, S] at rank 2). */
@@ -82,6 +104,14 @@ static lt_status input_shape(const lt_model *m, const lt_ival *v, int sr, const 
     if (known != S)
         return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s, which does not take the %s: %s (%lld values) per "
                        "sample", m->path, v->name, have, what, want, (long long)S);
+    if (!same_layout(sr, sd, t->rank, shape)) {
+        char took[128];
+        shape_text(t->rank - 1, shape + 1, took, sizeof took);
+        return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s and takes %s per sample; the %s are %s: as many "
+                       "values, laid out otherwise (an image stored height x width x channels for a channels-first "
+                       "input?); transpose or reshape the data to %s, or give it flat", m->path, v->name, have, took,
+                       what, want, took);
+    }
     return LT_OK;
 }
 

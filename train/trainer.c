@@ -609,8 +609,8 @@ static void note_exporter_rewrites(const lt_trainer *t)
         if (m->params[p].restored && !nrestored++)
             restored = &m->params[p];
     }
-    int nconst = 0;
-    const lt_node *cfold = NULL;
+    int nconst = 0, ncomputed = 0;
+    const lt_node *cfold = NULL, *computed = NULL;
     for (int i = 0; i < m->main->nnodes; i++) {
         const lt_node *n = m->main->nodes[i];
         bool unfolded = false; /* its BatchNorm given back (ir/unfold_bn.c) */
@@ -621,9 +621,28 @@ static void note_exporter_rewrites(const lt_trainer *t)
         /* TorchScript names a weight its constant folding made onnx::OP_N;
          * a Conv's own weight keeps its parameter's name */
         const lt_ival *w = n->nin > 1 ? n->in[1] : NULL;
+        const lt_ival *bias = n->nin > 2 ? n->in[2] : NULL;
         if ((n->op == LT_OP_CONV || n->op == LT_OP_CONV_TRANSPOSE) && w && w->param >= 0 &&
-            m->params[w->param].trainable && !strncmp(m->params[w->param].name, "onnx::Conv", 10) && !nconst++)
-            cfold = n;
+            m->params[w->param].trainable && !strncmp(m->params[w->param].name, "onnx::Conv", 10)) {
+            /* a folded BatchNorm makes the bias too; a weight computed from
+             * parameters (weight norm) leaves the Conv's own bias named */
+            bool bn = bias && bias->param >= 0 && !strncmp(m->params[bias->param].name, "onnx::Conv", 10);
+            if (bn && !nconst++)
+                cfold = n;
+            if (!bn && !ncomputed++)
+                computed = n;
+        }
+    }
+    if (ncomputed) {
+        char note[1000];
+        snprintf(note, sizeof note,
+                 "%s: %d Conv weight(s) are tensors the exporter computed once from parameters (%s, read by node "
+                 "'%s', whose bias keeps its parameter's name): a parametrization such as weight norm "
+                 "(g * v / |v|), which then trains as a plain weight, unlike the source module; remove the "
+                 "parametrization before export (torch.nn.utils.parametrize.remove_parametrizations) to train "
+                 "the weight itself, or --freeze it",
+                 t->path, ncomputed, m->params[computed->in[1]->param].name, computed->name ? computed->name : "?");
+        t->o->on_note(note, t->o->user);
     }
     char note[1400];
     if (nconst) {
@@ -787,6 +806,23 @@ static lt_status check_param_types(const lt_trainer *t, lt_err *err)
     return LT_OK;
 }
 
+/* A nan in a weight to be trained would only show as a diverged loss. */
+static lt_status check_param_values(const lt_trainer *t, lt_err *err)
+{
+    for (int p = 0; p < t->tm->nparams; p++) {
+        const lt_param *pp = &t->tm->params[p];
+        const lt_tensor *d = &pp->data;
+        if (!pp->trainable || !lt_dtype_is_float(d->dtype) || !d->data)
+            continue;
+        for (int64_t i = 0; i < d->numel; i++)
+            if (isnan(lt_tensor_get_f64(d, i)))
+                return lt_errf(err, LT_ERR_INVALID, "%s: initializer '%s' holds nan (element %lld); the weights to "
+                               "train must be numbers (--init random replaces them, --freeze keeps one as it is)",
+                               t->path, pp->name, (long long)i);
+    }
+    return LT_OK;
+}
+
 lt_status lt_trainer_rewrite(lt_model *tm, bool cpu, bool fuse, lt_err *err)
 {
     /* cells into sums first (on every backend: a sum is cheaper than a
@@ -842,6 +878,10 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
     if (o->init_random) {
         init_random(t->tm, o->seed);
         t->em_stale = true;
+    } else {
+        st = check_param_values(t, err);
+        if (st != LT_OK)
+            return st;
     }
     lt_grad_opts g = {o->loss, 0, NULL, 0, o->output, o->set_ignore_index, o->ignore_index, o->npadding, o->padding};
     st = lt_ir_set_training(t->tm, err);

@@ -575,7 +575,10 @@ static void checkpoint_folder(void **state)
     train_args(a, sizeof a, "");
     if (lantern(a, err, sizeof err) != 0)
         fail_msg("%s", err);
+    /* a new run does not replace the checkpoint the folder holds */
+    refused(a, ck, "--resume continues it");
     /* a second writer while the folder is held: refused at once */
+    train_args(a, sizeof a, "--resume");
     snprintf(lockf, sizeof lockf, "%s/checkpoint.lock", ck);
     int fd = open(lockf, O_RDWR | O_CREAT, 0600);
     assert_true(fd >= 0);

@@ -447,6 +447,121 @@ static void output_targets_checked_first(void **state)
     scratch_free(&s);
 }
 
+/* 8 rows of 784 seeded features and a class label 0..9 (models/mlp.onnx) */
+static void write_mlp_csv(const char *path, unsigned seed)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int r = 0; r < 8; r++) {
+        for (int c = 0; c < 784; c++) {
+            seed = seed * 1103515245u + 12345u;
+            fprintf(f, "%.4f,", (double)(seed >> 8 & 0xffff) / 65536.0);
+        }
+        fprintf(f, "%d\n", r % 10);
+    }
+    assert_int_equal(fclose(f), 0);
+}
+
+static int same_bytes(const char *a, const char *b)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+    return system(cmd) == 0;
+}
+
+/* -o, --log and --plot never name the model (--log, --plot), a file of the
+ * data, the checkpoint or each other; a new run does not replace another's
+ * checkpoint; a test file the spec names must exist; a run that fails
+ * leaves an existing log as it was. Each is refused before any work, and
+ * every file keeps its bytes. */
+static void outputs_never_clobber_inputs(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_new(&s, &clean);
+    char model[256], keep_model[256], tr[256], te[256], keep_tr[256], keep_te[256], ck[256], ckf[256], logf[256];
+    char cmd[4096], base[1024];
+    snprintf(model, sizeof model, "%s/mlp.onnx", s.dir);
+    snprintf(keep_model, sizeof keep_model, "%s/mlp.keep", s.dir);
+    snprintf(tr, sizeof tr, "%s/train.csv", s.dir);
+    snprintf(te, sizeof te, "%s/test.csv", s.dir);
+    snprintf(keep_tr, sizeof keep_tr, "%s/train.keep", s.dir);
+    snprintf(keep_te, sizeof keep_te, "%s/test.keep", s.dir);
+    snprintf(ck, sizeof ck, "%s/ck", s.dir);
+    snprintf(ckf, sizeof ckf, "%s/ck/checkpoint.ltck", s.dir);
+    snprintf(logf, sizeof logf, "%s/run.csv", s.dir);
+    snprintf(cmd, sizeof cmd, "cp %smlp.onnx %s && cp %smlp.onnx %s", MODELS, model, MODELS, keep_model);
+    assert_int_equal(system(cmd), 0);
+    write_mlp_csv(tr, 1);
+    write_mlp_csv(te, 2);
+    write_mlp_csv(keep_tr, 1);
+    write_mlp_csv(keep_te, 2);
+    snprintf(base, sizeof base, "%s train %s --data csv=%s,%s --batch 4 --threads 1", LANTERN, model, tr, te);
+    /* a run that leaves a checkpoint behind */
+    snprintf(cmd, sizeof cmd, "%s -o %s/first.onnx --checkpoint-dir %s >/dev/null 2>&1", base, s.dir, ck);
+    assert_int_equal(system(cmd), 0);
+    char keep_ck[256];
+    snprintf(keep_ck, sizeof keep_ck, "%s/ck.keep", s.dir);
+    snprintf(cmd, sizeof cmd, "cp %s %s", ckf, keep_ck);
+    assert_int_equal(system(cmd), 0);
+    struct {
+        const char *extra, *want1, *want2;
+    } cases[] = {
+        {"-o %s/o.onnx --log %s", "--log", "the model"},
+        {"-o %s/o.onnx --log %s", "--log", "a file of --data"},
+        {"-o %s/o.onnx --plot %s", "--plot", "a file of --data"},
+        {"-o %s", "-o", "a file of --data"},
+        {"-o %s --checkpoint-dir %s/ck --resume", "-o", "the checkpoint"},
+        {"-o %s/o.onnx --log %s/same --plot %s/same", "--log", "--plot"},
+        {"-o %s/o.onnx --checkpoint-dir %s/ck", "--checkpoint-dir", "--resume continues it"},
+    };
+    const char *target[] = {model, tr, te, tr, ckf, s.dir, s.dir};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char extra[1024];
+        if (i == 4)
+            snprintf(extra, sizeof extra, cases[i].extra, target[i], s.dir);
+        else if (i == 5)
+            snprintf(extra, sizeof extra, cases[i].extra, s.dir, s.dir, s.dir);
+        else if (i == 6)
+            snprintf(extra, sizeof extra, cases[i].extra, s.dir, s.dir);
+        else if (i == 3)
+            snprintf(extra, sizeof extra, cases[i].extra, target[i]);
+        else
+            snprintf(extra, sizeof extra, cases[i].extra, s.dir, target[i]);
+        snprintf(cmd, sizeof cmd, "%s %s", base, extra);
+        const char *want[] = {cases[i].want1, cases[i].want2};
+        refused(cmd, want, 2);
+        assert_true(same_bytes(model, keep_model));
+        assert_true(same_bytes(tr, keep_tr));
+        assert_true(same_bytes(te, keep_te));
+        assert_true(same_bytes(ckf, keep_ck));
+    }
+    /* Ctrl-C's checkpoint folder beside -o is a file */
+    char stop[256];
+    snprintf(stop, sizeof stop, "%s/o.checkpoint", s.dir);
+    write_text(stop, "precious\n");
+    snprintf(cmd, sizeof cmd, "%s -o %s/o.onnx", base, s.dir);
+    const char *want_stop[] = {"o.checkpoint", "not a folder"};
+    refused(cmd, want_stop, 2);
+    assert_true(file_is(stop, "precious\n"));
+    /* a named test file that is missing; the log it would write stays */
+    write_text(logf, "earlier run\n");
+    snprintf(cmd, sizeof cmd, "%s train %s --data csv=%s,%s/none.csv -o %s/o2.onnx --log %s", LANTERN, model, tr, s.dir,
+             s.dir, logf);
+    const char *want_missing[] = {"none.csv", "No such file"};
+    refused(cmd, want_missing, 2);
+    assert_true(file_is(logf, "earlier run\n"));
+    /* export -o: never the checkpoint it reads, nor a .npy of --weights */
+    snprintf(cmd, sizeof cmd, "%s export %s --model %s -o %s", LANTERN, ck, model, ckf);
+    const char *want_ck[] = {"-o", "the checkpoint"};
+    refused(cmd, want_ck, 2);
+    assert_true(same_bytes(ckf, keep_ck));
+    snprintf(cmd, sizeof cmd, "%s export %s --weights %s -o %s/w.npy", LANTERN, model, s.dir, s.dir);
+    const char *want_npy[] = {"-o", "--weights"};
+    refused(cmd, want_npy, 2);
+    scratch_free(&s);
+}
+
 /* A log that cannot be written (ENOSPC on /dev/full) ends the run with one
  * line and exit 2, and no trained model is written as if all went well. */
 static void log_write_failure_reported(void **state)
@@ -509,6 +624,7 @@ int main(void)
         cmocka_unit_test(colliding_npy_names),
         cmocka_unit_test(output_targets_checked_first),
         cmocka_unit_test(log_write_failure_reported),
+        cmocka_unit_test(outputs_never_clobber_inputs),
         cmocka_unit_test(weights_folder_must_exist),
         cmocka_unit_test(repeated_input_refused),
     };

@@ -1,0 +1,357 @@
+/* What lantern train checks of a model and its data before it trains, on
+ * the models of tests/data/make_input_defaults.py and img_rgb.onnx, with
+ * data written here:
+ * - initializers the file also lists as graph inputs (IR 3, torch's
+ *   keep_initializers_as_inputs) train as the weights they are, step for
+ *   step as the same model written without them;
+ * - samples holding a model input's values in another layout (an image
+ *   stored HxWxC for a CxHxW input) are refused, not read as other pixels;
+ * - a test CSV whose header orders the training file's columns otherwise is
+ *   read by name; one naming other columns is refused;
+ * - named arrays that disagree on a dim their inputs share, or that hold no
+ *   samples, are refused before the first step (the test split's too);
+ * - a nan in a weight to train is named, not reported as divergence. */
+#include "test_dataset.h"
+#include <math.h>
+
+#define DATA LT_SOURCE_DIR "/tests/data/"
+
+static void write_npy_f32(const char *path, int rank, const int64_t *dims, const float *v)
+{
+    size_t n = 1, len;
+    for (int i = 0; i < rank; i++)
+        n *= (size_t)dims[i];
+    uint8_t *b = td_npy("<f4", 0, rank, dims, v, n * sizeof *v, &len);
+    td_write(path, b, len);
+    free(b);
+}
+
+static void write_npy_i64(const char *path, int64_t n, const int64_t *v)
+{
+    size_t len;
+    uint8_t *b = td_npy("<i8", 0, 1, &n, v, (size_t)n * sizeof *v, &len);
+    td_write(path, b, len);
+    free(b);
+}
+
+static int steps_seen;
+static void count_step(const lt_train_progress *p, void *user)
+{
+    (void)p;
+    (void)user;
+    steps_seen++;
+}
+
+static lt_train_opts sgd(const char *spec, int64_t batch)
+{
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.data = spec;
+    o.batch = batch;
+    o.no_shuffle = 1;
+    o.schedule.lr = 0.2;
+    o.on_step = count_step;
+    return o;
+}
+
+static const lt_tensor *named(const lt_model *m, const char *name)
+{
+    for (int i = 0; i < lt_model_num_params(m); i++)
+        if (!strcmp(lt_model_param_name(m, i), name))
+            return lt_model_param(m, i);
+    fail_msg("no parameter %s", name);
+    return NULL;
+}
+
+/* lt_train refuses spec on model: the message holds want, no step ran */
+static void refused(const char *model, const lt_train_opts *o, const char *want)
+{
+    lt_err err;
+    lt_model *m = NULL;
+    steps_seen = 0;
+    lt_status st = lt_train(model, o, &m, &err);
+    lt_model_free(m);
+    if (st != LT_ERR_INVALID || !strstr(err.msg, want))
+        fail_msg("%s on %s: status %d, '%s' (wanted '%s')", model, o->data, st, st ? err.msg : "", want);
+    assert_int_equal(steps_seen, 0);
+}
+
+static void initializers_listed_as_inputs_train(void **state)
+{
+    (void)state;
+    char dir[64], xp[128], yp[128], spec[300];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(xp, sizeof xp, "%s/x.npy", dir);
+    snprintf(yp, sizeof yp, "%s/y.npy", dir);
+    float x[16 * 4];
+    int64_t y[16], dx[2] = {16, 4};
+    uint64_t seed = 5;
+    for (int i = 0; i < 16 * 4; i++)
+        x[i] = (float)td_uniform(&seed, -2, 2);
+    for (int i = 0; i < 16; i++)
+        y[i] = (int64_t)(td_next(&seed) % 3);
+    write_npy_f32(xp, 2, dx, x);
+    write_npy_i64(yp, 16, y);
+    snprintf(spec, sizeof spec, "npy=%s,%s", xp, yp);
+    lt_train_opts o = sgd(spec, 4);
+    lt_err err;
+    lt_model *plain = NULL, *inputs = NULL, *before = NULL;
+    assert_int_equal(lt_model_load(DATA "defaults_inputs.onnx", &before, &err), LT_OK);
+    if (lt_train(DATA "defaults_plain.onnx", &o, &plain, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_train(DATA "defaults_inputs.onnx", &o, &inputs, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    const char *names[] = {"W1", "b1", "W2", "b2"};
+    for (int k = 0; k < 4; k++) {
+        const lt_tensor *a = named(plain, names[k]), *b = named(inputs, names[k]), *b0 = named(before, names[k]);
+        assert_int_equal(a->numel, b->numel);
+        double moved = 0, diff = 0;
+        for (int64_t i = 0; i < a->numel; i++) {
+            moved = fmax(moved, fabs((double)((float *)b->data)[i] - ((float *)b0->data)[i]));
+            diff = fmax(diff, fabs((double)((float *)a->data)[i] - ((float *)b->data)[i]));
+        }
+        if (!(moved > 1e-4) || diff > 1e-6)
+            fail_msg("%s: moved %g by training, %g from the plain model's", names[k], moved, diff);
+    }
+    lt_model_free(plain);
+    lt_model_free(inputs);
+    lt_model_free(before);
+    td_rmtree(dir);
+}
+
+static void sample_layout_checked(void **state)
+{
+    (void)state;
+    char dir[64], xp[128], yp[128], spec[300];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(xp, sizeof xp, "%s/x.npy", dir);
+    snprintf(yp, sizeof yp, "%s/y.npy", dir);
+    float x[6 * 192];
+    int64_t y[6];
+    uint64_t seed = 9;
+    for (int i = 0; i < 6 * 192; i++)
+        x[i] = (float)td_uniform(&seed, 0, 1);
+    for (int i = 0; i < 6; i++)
+        y[i] = i % 3;
+    write_npy_i64(yp, 6, y);
+    snprintf(spec, sizeof spec, "npy=%s,%s", xp, yp);
+    lt_train_opts o = sgd(spec, 6);
+    /* img_rgb.onnx takes x [N,3,8,8] */
+    const int64_t hwc[4] = {6, 8, 8, 3}, odd[3] = {6, 3, 64};
+    write_npy_f32(xp, 4, hwc, x);
+    refused(DATA "img_rgb.onnx", &o, "8x8x3: as many values, laid out otherwise");
+    write_npy_f32(xp, 3, odd, x);
+    refused(DATA "img_rgb.onnx", &o, "laid out otherwise");
+    /* the input's own layout, flat samples, and a leading dim of 1 all feed */
+    const int64_t chw[4] = {6, 3, 8, 8}, flat[2] = {6, 192}, one[5] = {6, 1, 3, 8, 8};
+    const int64_t *ok[3] = {chw, flat, one};
+    const int rk[3] = {4, 2, 5};
+    for (int i = 0; i < 3; i++) {
+        write_npy_f32(xp, rk[i], ok[i], x);
+        lt_err err;
+        lt_model *m = NULL;
+        if (lt_train(DATA "img_rgb.onnx", &o, &m, &err) != LT_OK)
+            fail_msg("layout %d: %s", i, err.msg);
+        lt_model_free(m);
+    }
+    td_rmtree(dir);
+}
+
+static void write_text(const char *path, const char *text) { td_write(path, text, strlen(text)); }
+
+static void test_csv_columns_by_name(void **state)
+{
+    (void)state;
+    char dir[64], tr[128], te[128], spec[300];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(tr, sizeof tr, "%s/train.csv", dir);
+    snprintf(te, sizeof te, "%s/test.csv", dir);
+    write_text(tr, "a,b,label,c\n1,2,0,3\n4,5,1,6\n");
+    /* the same rows with the columns in another order */
+    write_text(te, "c,label,a,b\n30,1,10,20\n60,0,40,50\n");
+    snprintf(spec, sizeof spec, "csv=%s,%s", tr, te);
+    lt_dataset_opts lo = {0};
+    lo.label_column = "label";
+    lt_dataset *d = NULL;
+    lt_err err;
+    if (lt_dataset_open_opts(spec, 1, &lo, &d, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_value *x = NULL, *y = NULL;
+    const int64_t shape[2] = {2, 3};
+    assert_int_equal(lt_dataset_batch(d, 0, 2, 2, shape, &x, &y, &err), LT_OK);
+    const float want[6] = {10, 20, 30, 40, 50, 60};
+    assert_memory_equal(x->t.data, want, sizeof want);
+    assert_int_equal(((int64_t *)y->t.data)[0], 1);
+    assert_int_equal(((int64_t *)y->t.data)[1], 0);
+    lt_value_free(x);
+    lt_value_free(y);
+    lt_dataset_free(d);
+    /* the label as the last column by default: the test file's last is c */
+    write_text(tr, "a,b,c,label\n1,2,3,0\n4,5,6,1\n");
+    write_text(te, "label,c,b,a\n1,30,20,10\n0,60,50,40\n");
+    assert_int_equal(lt_dataset_open(spec, 1, &d, &err), LT_OK);
+    assert_int_equal(lt_dataset_batch(d, 0, 2, 2, shape, &x, &y, &err), LT_OK);
+    assert_memory_equal(x->t.data, want, sizeof want);
+    assert_int_equal(((int64_t *)y->t.data)[0], 1);
+    lt_value_free(x);
+    lt_value_free(y);
+    lt_dataset_free(d);
+    /* other names: refused, naming both headers */
+    write_text(te, "w,x,y,target\n1,2,3,0\n");
+    assert_int_equal(lt_dataset_open(spec, 1, &d, &err), LT_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "w, x, y, target"));
+    assert_non_null(strstr(err.msg, "a, b, c, label"));
+    /* no header in the test file: read by position */
+    write_text(te, "10,20,30,1\n");
+    assert_int_equal(lt_dataset_open(spec, 1, &d, &err), LT_OK);
+    lt_dataset_free(d);
+    /* a test file the spec names must exist */
+    snprintf(spec, sizeof spec, "csv=%s,%s/none.csv", tr, dir);
+    assert_int_equal(lt_dataset_has_split(spec, 1), 1);
+    assert_int_not_equal(lt_dataset_open(spec, 1, &d, &err), LT_OK);
+    assert_non_null(strstr(err.msg, "none.csv"));
+    td_rmtree(dir);
+}
+
+static void add_f32(td_member *m, int *n, const char *name, int rank, const int64_t *dims, uint64_t seed)
+{
+    size_t count = 1, len;
+    for (int i = 0; i < rank; i++)
+        count *= (size_t)dims[i];
+    float *v = malloc(count * sizeof *v + 1);
+    for (size_t i = 0; i < count; i++)
+        v[i] = (float)td_uniform(&seed, -1, 1);
+    uint8_t *b = td_npy("<f4", 0, rank, dims, v, count * sizeof *v, &len);
+    free(v);
+    m[*n] = (td_member){name, b, len, 0};
+    (*n)++;
+}
+
+static void add_labels(td_member *m, int *n, const char *name, int64_t count)
+{
+    int64_t v[16];
+    size_t len;
+    for (int64_t i = 0; i < count; i++)
+        v[i] = i % 3;
+    m[*n] = (td_member){name, td_npy("<i8", 0, 1, &count, v, (size_t)count * sizeof *v, &len), len, 0};
+    (*n)++;
+}
+
+static void save_npz(const char *path, td_member *m, int n)
+{
+    size_t len;
+    uint8_t *b = td_zip(m, n, 0, &len);
+    td_write(path, b, len);
+    free(b);
+    for (int i = 0; i < n; i++)
+        free((void *)m[i].data);
+}
+
+static void named_arrays_checked_first(void **state)
+{
+    (void)state;
+    char dir[64], path[128], spec[300];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/d.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    lt_train_opts o = sgd(spec, 2);
+    td_member m[8];
+    int n = 0;
+    /* seq_pair.onnx: a, b [N,seq,2] */
+    const int64_t a[3] = {4, 5, 2}, at[3] = {2, 5, 2}, bt[3] = {2, 7, 2};
+    add_f32(m, &n, "a.npy", 3, a, 1);
+    add_f32(m, &n, "b.npy", 3, a, 2);
+    add_labels(m, &n, "y.npy", 4);
+    add_f32(m, &n, "a_test.npy", 3, at, 3);
+    add_f32(m, &n, "b_test.npy", 3, bt, 4);
+    add_labels(m, &n, "y_test.npy", 2);
+    save_npz(path, m, n);
+    refused(DATA "seq_pair.onnx", &o, "give the model's dim 'seq' as 5 and 7");
+    /* training arrays that disagree */
+    n = 0;
+    add_f32(m, &n, "a.npy", 3, a, 1);
+    add_f32(m, &n, "b.npy", 3, (const int64_t[3]){4, 6, 2}, 2);
+    add_labels(m, &n, "y.npy", 4);
+    save_npz(path, m, n);
+    refused(DATA "seq_pair.onnx", &o, "give the model's dim 'seq' as 5 and 6");
+    /* no samples: the training split, then the test split */
+    const int64_t none[3] = {0, 5, 2};
+    n = 0;
+    add_f32(m, &n, "a.npy", 3, none, 1);
+    add_f32(m, &n, "b.npy", 3, none, 2);
+    add_labels(m, &n, "y.npy", 0);
+    save_npz(path, m, n);
+    refused(DATA "seq_pair.onnx", &o, "the training arrays hold no samples");
+    n = 0;
+    add_f32(m, &n, "a.npy", 3, a, 1);
+    add_f32(m, &n, "b.npy", 3, a, 2);
+    add_labels(m, &n, "y.npy", 4);
+    add_f32(m, &n, "a_test.npy", 3, none, 3);
+    add_f32(m, &n, "b_test.npy", 3, none, 4);
+    add_labels(m, &n, "y_test.npy", 0);
+    save_npz(path, m, n);
+    refused(DATA "seq_pair.onnx", &o, "the test arrays hold no samples");
+    /* agreeing arrays train */
+    n = 0;
+    add_f32(m, &n, "a.npy", 3, a, 1);
+    add_f32(m, &n, "b.npy", 3, a, 2);
+    add_labels(m, &n, "y.npy", 4);
+    save_npz(path, m, n);
+    lt_err err;
+    lt_model *t = NULL;
+    steps_seen = 0;
+    if (lt_train(DATA "seq_pair.onnx", &o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(steps_seen, 2);
+    lt_model_free(t);
+    td_rmtree(dir);
+}
+
+static void nan_weight_named(void **state)
+{
+    (void)state;
+    char dir[64], model[128], xp[128], yp[128], spec[300];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(model, sizeof model, "%s/m.onnx", dir);
+    snprintf(xp, sizeof xp, "%s/x.npy", dir);
+    snprintf(yp, sizeof yp, "%s/y.npy", dir);
+    lt_err err;
+    lt_model *m = NULL;
+    assert_int_equal(lt_model_load(DATA "defaults_plain.onnx", &m, &err), LT_OK);
+    float *w = named(m, "W2")->data;
+    w[4] = NAN;
+    assert_int_equal(lt_model_export(m, DATA "defaults_plain.onnx", model, &err), LT_OK);
+    lt_model_free(m);
+    float x[8 * 4];
+    int64_t y[8], dx[2] = {8, 4};
+    uint64_t seed = 3;
+    for (int i = 0; i < 8 * 4; i++)
+        x[i] = (float)td_uniform(&seed, -1, 1);
+    for (int i = 0; i < 8; i++)
+        y[i] = i % 3;
+    write_npy_f32(xp, 2, dx, x);
+    write_npy_i64(yp, 8, y);
+    snprintf(spec, sizeof spec, "npy=%s,%s", xp, yp);
+    lt_train_opts o = sgd(spec, 4);
+    refused(model, &o, "initializer 'W2' holds nan (element 4)");
+    /* --init random replaces it */
+    o.init_random = 1;
+    m = NULL;
+    if (lt_train(model, &o, &m, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    lt_model_free(m);
+    td_rmtree(dir);
+}
+
+int main(void)
+{
+    lt_set_num_threads(1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(initializers_listed_as_inputs_train),
+        cmocka_unit_test(sample_layout_checked),
+        cmocka_unit_test(test_csv_columns_by_name),
+        cmocka_unit_test(named_arrays_checked_first),
+        cmocka_unit_test(nan_weight_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
