@@ -252,11 +252,15 @@ static bool trained_default(const lt_module *m, int k)
 
 /* The cell holding parameter p's gradient: its value's, or for an input's
  * default the input's (the input shadows the initializer); NULL when the
- * loss does not reach it. */
+ * loss does not reach it, or p is not trained (a frozen or constant
+ * initializer can still be active: the start of a Loop or Scan state whose
+ * body mixes in trained weights). */
 static lt_ival *param_cell(const lt_ad *c, const lt_block *src, int p)
 {
     const lt_module *m = c->m;
     const lt_ival *pv = m->params[p].value;
+    if (!m->params[p].trainable)
+        return NULL;
     if (c->active[pv->id])
         return c->cell[pv->id];
     for (int k = 0; m->params[p].is_input_default && m->input_default && k < src->nparams; k++)
@@ -319,7 +323,9 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
     free(taint);
     if (cut_loss) {
         s = lt_ad_fail(&c, cut, "the loss depends on the %s this node makes of a differentiated value, and "
-                                "gradients are followed through sequences only from SplitToSequence to SequenceAt",
+                                "gradients are followed through sequences only from SplitToSequence to SequenceAt, "
+                                "and through a list a Loop appends to (SequenceEmpty before it, one SequenceInsert "
+                                "at the end of each iteration, read by ConcatFromSequence after it)",
                        cut->out[0] && cut->out[0]->type.kind == LT_KIND_OPTIONAL ? "optional" : "sequence");
         goto done;
     }

@@ -62,6 +62,31 @@ static lt_ival *axis_pads(lt_ad *c, int rank, int64_t axis, lt_ival *before, lt_
     return cat->out[0];
 }
 
+/* x's shape with -1 at axis: a chunk of x along axis, whatever its length */
+static lt_ival *chunk_shape(lt_ad *c, lt_ival *x, int rank, int64_t axis)
+{
+    int64_t zero = 0, at = axis, next = axis + 1, end = rank, minus = -1;
+    lt_ival *sx = OP1(SHAPE, x);
+    lt_ival *parts[3];
+    int np = 0;
+    if (axis > 0)
+        parts[np++] = OP3(SLICE, sx, lt_ad_ints(c, 1, &zero), lt_ad_ints(c, 1, &at));
+    parts[np++] = lt_ad_ints(c, 1, &minus);
+    if (axis + 1 < rank)
+        parts[np++] = OP3(SLICE, sx, lt_ad_ints(c, 1, &next), lt_ad_ints(c, 1, &end));
+    for (int i = 0; i < np; i++)
+        if (!parts[i])
+            return NULL;
+    lt_node *cat = lt_ad_node(c, LT_OP_CONCAT, np, 1);
+    if (!cat)
+        return NULL;
+    for (int i = 0; i < np; i++)
+        cat->in[i] = parts[i];
+    lt_ad_attr_int(c, cat, "axis", 0);
+    lt_ad_infer(c, cat);
+    return cat->out[0];
+}
+
 static lt_status r_sequence_at(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
                                lt_ival *const *dout)
 {
@@ -93,7 +118,11 @@ static lt_status r_sequence_at(lt_ad *c, const lt_node *n, lt_ival *const *in, l
             g = OP2(UNSQUEEZE, g, lt_ad_ints(c, 1, &axis));
         start = OP2(MOD, idx, dim);
     } else if (split->type.rank == 0) {
-        /* equal chunks of s (the last may be shorter): ceil(dim / s) of them */
+        /* equal chunks of s (the last may be shorter): ceil(dim / s) of them;
+         * without keepdims a split of 1 dropped the axis (runtime/cpu/
+         * control_seq.c): the chunk's shape put back either way */
+        if (!lt_attr_int(sp, "keepdims", 1))
+            g = OP2(RESHAPE, g, chunk_shape(c, x, rank, axis));
         lt_ival *s = OP2(RESHAPE, split, lt_ad_ints(c, 1, one));
         lt_ival *count = OP2(DIV, OP2(SUB, OP2(ADD, dim, s), lt_ad_ints(c, 1, one)), s);
         start = OP2(MUL, OP2(MOD, idx, count), s);

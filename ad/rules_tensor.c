@@ -238,9 +238,29 @@ static lt_status r_matmul(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iva
                           lt_ival *const *dout)
 {
     lt_ival *a = in[0], *b = in[1];
-    if (a->type.rank < 2 || b->type.rank < 2)
-        return lt_ad_fail(c, n, "MatMul with a 1-D or unknown-rank operand cannot be differentiated yet");
+    if (a->type.rank < 1 || b->type.rank < 1)
+        return lt_ad_fail(c, n, "MatMul with an operand of unknown rank cannot be differentiated");
     lt_status s = LT_OK;
+    if (a->type.rank == 1 || b->type.rank == 1) {
+        /* a vector operand (x @ v, a Linear on one sample): the product of
+         * the matrices [1, K] or [K, 1] it stands for, with the dim the
+         * product dropped put back into G and taken out of the gradient */
+        int64_t first = 0, last = -1, prev = -2;
+        lt_ival *a2 = a->type.rank == 1 ? OP2(UNSQUEEZE, a, lt_ad_ints(c, 1, &first)) : a;
+        lt_ival *b2 = b->type.rank == 1 ? OP2(UNSQUEEZE, b, lt_ad_ints(c, 1, &last)) : b;
+        lt_ival *g2 = b->type.rank == 1 ? OP2(UNSQUEEZE, G, lt_ad_ints(c, 1, &last)) : G;
+        if (a->type.rank == 1)
+            g2 = OP2(UNSQUEEZE, g2, lt_ad_ints(c, 1, &prev));
+        if (lt_ad_wants(c, n, 0)) {
+            lt_ival *d = lt_ad_unbroadcast(c, OP2(MAT_MUL, g2, swap_last(c, b2)), a2);
+            s = ACC(0, a->type.rank == 1 ? OP2(SQUEEZE, d, lt_ad_ints(c, 1, &first)) : d);
+        }
+        if (s == LT_OK && lt_ad_wants(c, n, 1)) {
+            lt_ival *d = lt_ad_unbroadcast(c, OP2(MAT_MUL, swap_last(c, a2), g2), b2);
+            s = ACC(1, b->type.rank == 1 ? OP2(SQUEEZE, d, lt_ad_ints(c, 1, &last)) : d);
+        }
+        return s;
+    }
     lt_dtype dt = a->type.dtype;
     if (a->type.rank == 2 && b->type.rank == 2 && (dt == LT_F32 || dt == LT_F64) && b->type.dtype == dt) {
         /* plain matrices: the transposes become GEMM flags, not copies */

@@ -29,8 +29,11 @@ static lt_status from_npy(lt_model *m, const char *weights, int *replaced, lt_er
             snprintf(err->msg, sizeof err->msg, "%.900s: not a tensor", file);
             s = LT_ERR_INVALID;
         }
-        if (s == LT_OK)
-            s = lt_model_set_param(m, i, t, err);
+        if (s == LT_OK && lt_model_set_param(m, i, t, err) != LT_OK) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            s = lt_errf(err, LT_ERR_INVALID, "%.900s: %s", file, why);
+        }
         *replaced += s == LT_OK;
         lt_value_free(v);
     }
@@ -132,6 +135,10 @@ static int cmd_export(const lt_cli_args *a)
         s = lt_model_load_checkpoint(m, src, &err);
     else if (s == LT_OK && weights)
         s = from_npy(m, weights, &replaced, &err);
+    /* a folder that names no parameter is most likely the wrong folder */
+    if (s == LT_OK && weights && !replaced)
+        s = lt_errf(&err, LT_ERR_INVALID, "--weights %s: no .npy file there names a parameter of %s (lantern import "
+                    "--print lists them)", weights, src);
     if (s == LT_OK)
         s = lt_model_export(m, model ? model : src, out, &err);
     lt_model_free(m);

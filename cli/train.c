@@ -296,6 +296,24 @@ static int val_fraction(const char *opt, const char *s, double *out)
     X(P##_STD, "--std", "S[,S...]", "then divide by (one value, or one per channel)",                                \
       "the model's stored lantern.std, else 1", 0)
 
+/* --label-column reads CSV headers and --labels names an npz array: given
+ * with other data they would be ignored without a word. */
+static int data_options_fit(const char *cmd, const char *data, const char *label_column, const char *labels)
+{
+    char shown[512];
+    if (label_column && strncmp(data, "csv=", 4) != 0) {
+        fprintf(stderr, "lantern %s: --label-column picks a CSV column; --data %s is not csv=\n", cmd,
+                lt_str_printable(data, shown, sizeof shown));
+        return 0;
+    }
+    if (labels && strncmp(data, "npz=", 4) != 0) {
+        fprintf(stderr, "lantern %s: --labels names an npz array; --data %s is not npz=\n", cmd,
+                lt_str_printable(data, shown, sizeof shown));
+        return 0;
+    }
+    return 1;
+}
+
 /* Takes one of DATA_OPTIONS by its name; 1 when val is good, 0 after a
  * line saying why not. */
 static int data_option(const char *a, const char *val, lt_eval_opts *e)
@@ -605,6 +623,8 @@ static int cmd_train(const lt_cli_args *a)
                 !o.data ? "--data is required" : "-o OUT.onnx is required");
         goto done;
     }
+    if (!data_options_fit("train", o.data, o.norm.label_column, o.labels))
+        goto done;
     /* every file written must be writable before hours of training */
     if (!lt_cli_out_file(out, "-o", 0) || (plot_path && !lt_cli_out_file(plot_path, "--plot", 0)) ||
         (log_path && !lt_cli_out_file(log_path, "--log", 1)))
@@ -836,6 +856,8 @@ static int cmd_eval(const lt_cli_args *a)
         if (!ok)
             return 2;
     }
+    if (!data_options_fit("eval", eo.data, eo.norm.label_column, NULL))
+        return 2;
     lt_err err;
     lt_model *m = NULL;
     lt_eval_result r;

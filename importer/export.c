@@ -640,10 +640,17 @@ lt_status lt_model_set_param(lt_model *m, int i, const lt_tensor *t, lt_err *err
     bool ok = t->dtype == p->dtype && t->rank == p->rank && p->dtype != LT_STRING;
     for (int d = 0; ok && d < t->rank; d++)
         ok = t->dims[d] == p->dims[d];
-    if (!ok)
-        return lt_errf(err, LT_ERR_INVALID, "%s: parameter '%s' is %s of rank %d; the new value (%s of rank %d) does not "
-                       "match its type and shape", m->path, m->params[i].name, lt_dtype_name(p->dtype), p->rank,
-                       lt_dtype_name(t->dtype), t->rank);
+    if (!ok) {
+        char want[160], got[160];
+        size_t a = 0, b = 0;
+        want[0] = got[0] = 0;
+        for (int d = 0; d < p->rank && a + 24 < sizeof want; d++)
+            a += (size_t)snprintf(want + a, sizeof want - a, "%s%lld", d ? "," : "", (long long)p->dims[d]);
+        for (int d = 0; d < t->rank && b + 24 < sizeof got; d++)
+            b += (size_t)snprintf(got + b, sizeof got - b, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+        return lt_errf(err, LT_ERR_INVALID, "%s: parameter '%s' is %s[%s]; the new value is %s[%s]", m->path,
+                       m->params[i].name, lt_dtype_name(p->dtype), want, lt_dtype_name(t->dtype), got);
+    }
     if (p->numel)
         memcpy(p->data, t->data, tensor_bytes(p));
     return LT_OK;

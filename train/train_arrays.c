@@ -429,10 +429,15 @@ static lt_status convert(lt_tensor *dst, int64_t off, const void *src, lt_dtype 
     for (int64_t j = 0; j < count; j++) {
         int64_t v = lt_tensor_get_i64(&view, j);
         lt_tensor_set_i64(dst, off + j, v);
-        if (lt_tensor_get_i64(dst, off + j) != v ||
-            (sdt == LT_U64 && v < 0)) /* past INT64_MAX */
-            return lt_errf(err, LT_ERR_INVALID, "%s: %s holds %lld, which %s (%s) cannot hold", s->src->member,
-                           lt_dtype_name(sdt), (long long)v, s->name, lt_dtype_name(dst->dtype));
+        if (lt_tensor_get_i64(dst, off + j) == v && !(sdt == LT_U64 && v < 0)) /* v < 0: past INT64_MAX */
+            continue;
+        char val[32];
+        if (sdt == LT_U64)
+            snprintf(val, sizeof val, "%llu", (unsigned long long)v);
+        else
+            snprintf(val, sizeof val, "%lld", (long long)v);
+        return lt_errf(err, LT_ERR_INVALID, "array '%s' (%s) holds %s, which input '%s' (%s) cannot hold",
+                       s->src->member, lt_dtype_name(sdt), val, s->name, lt_dtype_name(dst->dtype));
     }
     return LT_OK;
 }

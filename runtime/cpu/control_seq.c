@@ -191,7 +191,10 @@ static lt_status op_split_to_sequence(lt_kctx *k)
                 break;
             }
             lt_tensor piece;
-            s = take(k, t, (int)axis, start, len, true, &piece);
+            /* keepdims applies without split by the spec; onnxruntime also
+             * drops the axis for a scalar split of 1, which torch's exporter
+             * writes for unbind (for x in t.unbind(0)) and relies on */
+            s = take(k, t, (int)axis, start, len, keep || sp->rank != 0 || chunk != 1, &piece);
             if (s == LT_OK) {
                 s = lt_seq_append(v, &piece, k->err);
                 lt_tensor_release(&piece);

@@ -232,3 +232,20 @@ save("ad_loop_concat",
       h.make_node("Add", ["a", "b"], ["y"])],
      [vi("x", [2, 4])], [vi("y", [])],
      [w("P", 2, 4, scale=1.0), nh.from_array(np.array(True), "T"), i64("zero_i", 0), i64("one", 1), i64("three", 3)])
+
+# torch's TorchScript unbind loop (for xt in x.unbind(0)) as its exporter
+# writes it: SplitToSequence with a scalar split of 1 and keepdims=0, whose
+# pieces drop the axis as onnxruntime makes them (the spec ignores keepdims
+# when split is given); a scalar split of 2 keeps it. Concat along axis 0
+# of a piece and itself is [14] only when the axis was dropped, which the
+# Mul by V [14] needs.
+save("ad_seq_unbind",
+     [h.make_node("Mul", ["x", "P"], ["y0"]),
+      h.make_node("SplitToSequence", ["y0", "one"], ["s1"], axis=0, keepdims=0),
+      seq_at("s1", "i1", "a"), h.make_node("Concat", ["a", "a"], ["aa"], axis=0),
+      h.make_node("Mul", ["aa", "V"], ["av"]), h.make_node("Tanh", ["av"], ["ta"]),
+      h.make_node("SplitToSequence", ["y0", "two"], ["s2"], axis=0, keepdims=0),
+      seq_at("s2", "i0", "b"), h.make_node("Mul", ["b", "b"], ["bb"]),
+      rsum("ta", "r1"), rsum("bb", "r2"), h.make_node("Add", ["r1", "r2"], ["y"])],
+     [vi("x", [3, 7])], [vi("y", [])],
+     [w("P", 3, 7, scale=1.0), w("V", 14, scale=1.0), i64("one", 1), i64("two", 2), i64("i0", 0), i64("i1", 1)])

@@ -9,6 +9,7 @@ weights drawn with a fixed seed.
   defaults_plain.onnx   the same model with its initializers only
   seq_pair.onnx         a, b float [N,seq,2] -> (a + b) MatMul W 2x3 -> ReduceMean over
                         seq -> logits [N,3]: two inputs that share the dim seq
+  loop_state.onnx       x float [4,3] -> Loop of 3 steps from the initializer h0 -> logits [4,3]
 
   /usr/bin/python3 tests/data/make_input_defaults.py
 """
@@ -59,3 +60,27 @@ g = helper.make_graph(nodes, "seq_pair", ins, out, [init("W", W)])
 m = helper.make_model(g, producer_name="lantern tests", opset_imports=[helper.make_opsetid("", 13)])
 m.ir_version = 7
 save(m, os.path.join(HERE, "seq_pair.onnx"))
+
+# loop_state.onnx: x float [4,3] -> a Loop of 3 steps h = tanh(h W + x V) from
+# h0, an initializer [4,5] -> h MatMul U 5x3 -> logits [4,3]. With h0 kept
+# fixed (--freeze h0, or a constant an exporter folded, as torch.zeros of a
+# static shape) the loop's state still starts from it.
+step = helper.make_graph(
+    [helper.make_node("MatMul", ["h_in", "W"], ["hw"]), helper.make_node("MatMul", ["x", "V"], ["xv"]),
+     helper.make_node("Add", ["hw", "xv"], ["s"]), helper.make_node("Tanh", ["s"], ["h_out"]),
+     helper.make_node("Identity", ["c_in"], ["c_out"])],
+    "step", [helper.make_tensor_value_info("it", TensorProto.INT64, []),
+             helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("h_in", TensorProto.FLOAT, [4, 5])],
+    [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [4, 5])])
+nodes = [helper.make_node("Loop", ["trips", "", "h0"], ["hT"], body=step),
+         helper.make_node("MatMul", ["hT", "U"], ["logits"])]
+inits = [init("h0", rng.uniform(-0.5, 0.5, (4, 5))), init("W", rng.uniform(-0.5, 0.5, (5, 5))),
+         init("V", rng.uniform(-0.5, 0.5, (3, 5))), init("U", rng.uniform(-0.5, 0.5, (5, 3))),
+         numpy_helper.from_array(np.array(3, np.int64), "trips")]
+g = helper.make_graph(nodes, "loop_state", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3])],
+                      [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [4, 3])], inits)
+m = helper.make_model(g, producer_name="lantern tests", opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 7
+save(m, os.path.join(HERE, "loop_state.onnx"))

@@ -146,6 +146,11 @@ static const rcase cases[] = {
     {"Softmax-11", LT_OP_SOFTMAX, 11, 1, 1, {F(3, 2, 3, 4)}, a_axis1},
     {"LogSoftmax-13", LT_OP_LOG_SOFTMAX, 13, 1, 1, {F(3, 2, 3, 4)}},
     {"MatMul", LT_OP_MAT_MUL, 13, 2, 1, {F(3, 2, 3, 4), F(2, 4, 5)}},
+    /* a vector operand on either side, or both (a scalar out) */
+    {"MatMul-mv", LT_OP_MAT_MUL, 13, 2, 1, {F(3, 2, 3, 4), F(1, 4)}},
+    {"MatMul-vm", LT_OP_MAT_MUL, 13, 2, 1, {F(1, 3), F(3, 2, 3, 4)}},
+    {"MatMul-vv", LT_OP_MAT_MUL, 13, 2, 1, {F(1, 5), F(1, 5)}},
+    {"MatMul-m2v", LT_OP_MAT_MUL, 13, 2, 1, {F(2, 3, 4), F(1, 4)}},
     {"Gemm", LT_OP_GEMM, 13, 3, 1, {F(2, 4, 3), F(2, 5, 4), F(1, 5)}, a_gemm},
     {"Conv", LT_OP_CONV, 11, 3, 1, {F(4, 2, 4, 6, 7), F(4, 6, 2, 3, 2), F(1, 6)}, a_conv},
     {"ConvTranspose", LT_OP_CONV_TRANSPOSE, 11, 3, 1, {F(4, 1, 4, 3, 4), F(4, 4, 3, 2, 3), F(1, 6)}, a_conv},

@@ -110,8 +110,15 @@ static void export_weights_from_npy(void **state)
     assert_int_equal(tu_sh(cmd, out, sizeof out, err, sizeof err), 2);
     assert_int_equal(count_lines(err), 1);
     assert_non_null(strstr(err, "fc2.bias"));
+    assert_non_null(strstr(err, "fc2.bias.npy"));
+    assert_non_null(strstr(err, "the new value is float32[10]"));
     assert_int_not_equal(access(model, F_OK), 0);
     unlink(wrong);
+    /* a folder naming no parameter: refused, nothing written */
+    assert_int_equal(tu_sh(cmd, out, sizeof out, err, sizeof err), 2);
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "names a parameter"));
+    assert_int_not_equal(access(model, F_OK), 0);
     rmdir(dir);
 }
 
@@ -141,6 +148,10 @@ static void bad_input(void **state)
         {"eval " LT_SOURCE_DIR "/tests/data/ad_if.onnx --data fashion-mnist", "28x28"},
         {"eval " MODELS "mlp.onnx --data fashion-mnist=/nonexistent", "/nonexistent"},
         {"export " MODELS "mlp.onnx -o /nonexistent/dir/out.onnx", "/nonexistent/dir"},
+        /* options for another kind of data would be ignored */
+        {"train " MODELS "mlp.onnx --data fashion-mnist --label-column 3 -o /tmp/lt_never.onnx", "--label-column"},
+        {"train " MODELS "mlp.onnx --data fashion-mnist --labels y2 -o /tmp/lt_never.onnx", "--labels"},
+        {"eval " MODELS "mlp.onnx --data fashion-mnist --label-column species", "--label-column"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char cmd[2048], out[8192], err[4096];

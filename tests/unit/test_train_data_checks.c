@@ -10,7 +10,8 @@
  *   read by name; one naming other columns is refused;
  * - named arrays that disagree on a dim their inputs share, or that hold no
  *   samples, are refused before the first step (the test split's too);
- * - a nan in a weight to train is named, not reported as divergence. */
+ * - a nan in a weight to train is named, not reported as divergence;
+ * - a Loop whose state starts from a frozen initializer trains the rest. */
 #include "test_dataset.h"
 #include <math.h>
 
@@ -343,6 +344,46 @@ static void nan_weight_named(void **state)
     td_rmtree(dir);
 }
 
+/* A Loop whose state starts from an initializer kept fixed: the weights the
+ * body mixes in train, the start stays as it was, and no gradient is asked
+ * of it */
+static void frozen_loop_start(void **state)
+{
+    (void)state;
+    char dir[64], xp[128], yp[128], spec[300];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(xp, sizeof xp, "%s/x.npy", dir);
+    snprintf(yp, sizeof yp, "%s/y.npy", dir);
+    float x[8 * 3];
+    int64_t y[8], dx[2] = {8, 3};
+    uint64_t seed = 17;
+    for (int i = 0; i < 8 * 3; i++)
+        x[i] = (float)td_uniform(&seed, -1, 1);
+    for (int i = 0; i < 8; i++)
+        y[i] = i % 3;
+    write_npy_f32(xp, 2, dx, x);
+    write_npy_i64(yp, 8, y);
+    snprintf(spec, sizeof spec, "npy=%s,%s", xp, yp);
+    lt_train_opts o = sgd(spec, 4);
+    const char *frozen[] = {"h0"};
+    o.freeze = frozen;
+    o.nfreeze = 1;
+    lt_err err;
+    lt_model *before = NULL, *after = NULL;
+    assert_int_equal(lt_model_load(DATA "loop_state.onnx", &before, &err), LT_OK);
+    steps_seen = 0;
+    if (lt_train(DATA "loop_state.onnx", &o, &after, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(steps_seen, 2);
+    const lt_tensor *h0 = named(before, "h0"), *h1 = named(after, "h0");
+    assert_memory_equal(h0->data, h1->data, (size_t)h0->numel * sizeof(float));
+    const lt_tensor *w0 = named(before, "W"), *w1 = named(after, "W");
+    assert_memory_not_equal(w0->data, w1->data, (size_t)w0->numel * sizeof(float));
+    lt_model_free(before);
+    lt_model_free(after);
+    td_rmtree(dir);
+}
+
 int main(void)
 {
     lt_set_num_threads(1);
@@ -352,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_csv_columns_by_name),
         cmocka_unit_test(named_arrays_checked_first),
         cmocka_unit_test(nan_weight_named),
+        cmocka_unit_test(frozen_loop_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
