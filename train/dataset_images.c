@@ -68,6 +68,40 @@ static bool image_name(const char *name)
     return false;
 }
 
+static lt_status list_dir(const char *dir, bool dirs, str_list *out, lt_err *err);
+
+/* The image files under dir/rel ("" for dir itself) and the folders in it,
+ * as paths relative to dir: a folder's own files (sorted), then each
+ * subfolder's (sorted), as torchvision's ImageFolder walks a class. */
+static lt_status collect_images(const char *dir, const char *rel, int depth, str_list *out, lt_err *err)
+{
+    char here[8192];
+    if (snprintf(here, sizeof here, "%s%s%s", dir, *rel ? "/" : "", rel) >= (int)sizeof here)
+        return lt_errf(err, LT_ERR_INVALID, "%s: path too long", dir);
+    if (depth > 16)
+        return lt_errf(err, LT_ERR_INVALID, "%s: folders nested more than 16 deep (a link to a folder above?)", here);
+    str_list files = {0}, subs = {0};
+    lt_status s = list_dir(here, false, &files, err);
+    for (int64_t i = 0; s == LT_OK && i < files.n; i++) {
+        char f[8192];
+        snprintf(f, sizeof f, "%s%s%s", rel, *rel ? "/" : "", files.s[i]);
+        if (!list_add(out, f))
+            s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    }
+    list_free(&files);
+    if (s == LT_OK)
+        s = list_dir(here, true, &subs, err);
+    for (int64_t i = 0; s == LT_OK && i < subs.n; i++) {
+        char r[8192];
+        if (snprintf(r, sizeof r, "%s%s%s", rel, *rel ? "/" : "", subs.s[i]) >= (int)sizeof r)
+            s = lt_errf(err, LT_ERR_INVALID, "%s: path too long", here);
+        else
+            s = collect_images(dir, r, depth + 1, out, err);
+    }
+    list_free(&subs);
+    return s;
+}
+
 /* The entries of dir (hidden ones skipped), sorted: folders when dirs,
  * else image files. */
 static lt_status list_dir(const char *dir, bool dirs, str_list *out, lt_err *err)
@@ -209,8 +243,8 @@ lt_status lt_ds_open_images(lt_dataset *d, const char *arg, int split, const lt_
             id = hit - classes.s;
         }
         snprintf(path, sizeof path, "%s/%s", dir, cl->s[c]);
-        str_list in;
-        s = list_dir(path, false, &in, err);
+        str_list in = {0};
+        s = collect_images(path, "", 0, &in, err);
         if (s == LT_OK && in.n == 0)
             s = lt_errf(err, LT_ERR_INVALID, "%s: a class folder without images (.png, .jpg, ...)", path);
         for (int64_t i = 0; s == LT_OK && i < in.n; i++) {

@@ -324,6 +324,49 @@ static void splits_and_bad_folders(void **state)
     td_rmtree(dir);
 }
 
+/* Images in folders inside a class folder belong to that class, as
+ * torchvision's ImageFolder reads them: the folder's own files first, then
+ * each subfolder's, in sorted order. */
+static void nested_class_folders(void **state)
+{
+    (void)state;
+    char dir[64], p[512], spec[600];
+    td_tmpdir(dir, sizeof dir);
+    uint8_t px[3][2 * 2];
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 4; i++)
+            px[k][i] = (uint8_t)(40 * k + 10 * i);
+    mkdirs(dir, "a", NULL);
+    mkdirs(dir, "b", "deep");
+    snprintf(p, sizeof p, "%s/b/deep/inner", dir);
+    assert_int_equal(mkdir(p, 0777), 0);
+    snprintf(p, sizeof p, "%s/a/0.png", dir);
+    write_png(p, px[0], 2, 2, 1);
+    snprintf(p, sizeof p, "%s/b/deep/inner/2.png", dir);
+    write_png(p, px[2], 2, 2, 1);
+    snprintf(p, sizeof p, "%s/b/1.png", dir);
+    write_png(p, px[1], 2, 2, 1);
+    snprintf(spec, sizeof spec, "images=%s", dir);
+    lt_dataset *d = NULL;
+    lt_err err;
+    lt_dataset_opts o = {0};
+    o.channels = 1;
+    if (lt_dataset_open_opts(spec, 0, &o, &d, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(lt_dataset_size(d), 3);
+    lt_tensor x, y;
+    gather_all(d, &x, &y);
+    const int64_t want_y[3] = {0, 1, 1};
+    assert_memory_equal(y.data, want_y, sizeof want_y);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 4; i++)
+            assert_float_equal(((float *)x.data)[k * 4 + i], px[k][i] / 255.0f, 1e-7);
+    lt_tensor_release(&x);
+    lt_tensor_release(&y);
+    lt_dataset_free(d);
+    td_rmtree(dir);
+}
+
 static void cli_trains(void **state)
 {
     (void)state;
@@ -376,6 +419,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pixels_and_labels),
         cmocka_unit_test(splits_and_bad_folders),
+        cmocka_unit_test(nested_class_folders),
         cmocka_unit_test(cli_trains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
