@@ -7,6 +7,7 @@
 #include "train/checkpoint.h"
 #include "train/norm_meta.h"
 #include "train/plot.h"
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -80,7 +81,7 @@ static size_t log_cut_at(const char *s, size_t len, int64_t g)
             /* epoch,step,global_step,...: an epoch's row leaves global_step empty */
             const char *c1 = memchr(s + at, ',', end - at);
             const char *c2 = c1 ? memchr(c1 + 1, ',', end - (size_t)(c1 + 1 - s)) : NULL;
-            if (c2 && c2[1] != ',' && strtoll(c2 + 1, NULL, 10) > g)
+            if (c2 && c2 + 1 < s + end && isdigit((unsigned char)c2[1]) && strtoll(c2 + 1, NULL, 10) > g)
                 return at;
         }
         first = 0;
@@ -777,7 +778,10 @@ static int cmd_train(const lt_cli_args *a)
          * scored on the test split again */
         lt_eval_opts te = {o.data, o.test_limit, o.loss, o.output, o.norm, 0};
         lt_eval_result r;
-        if (!o.set_ignore_index && lt_model_evaluate(m, &te, &r, &err) == LT_OK) {
+        /* lt_model_evaluate takes no --ignore-index, --labels, --batch-axis
+         * or --padding-idx: with those, no figure rather than another one */
+        if (!o.set_ignore_index && !o.labels && !o.nbatch_axes && !o.npadding &&
+            lt_model_evaluate(m, &te, &r, &err) == LT_OK) {
             pr.best_test = r;
             pr.best_measured = pr.best_epoch;
         }

@@ -100,7 +100,9 @@ void lt_infer_same(lt_node *n, int i, int j)
 }
 
 /* Types that the model itself declared (graph outputs, value_info) win over
- * nothing, but a rule's answer refines them. */
+ * nothing, but a rule's answer refines them; a rank the rule knows replaces
+ * another declared one (torch's TorchScript exporter declares rank 3 for
+ * what its own unbind loop makes of rank 2). */
 static void merge(lt_type *declared, const lt_type *inferred)
 {
     if (declared->dtype == LT_UNDEFINED && declared->rank < 0) {
@@ -115,6 +117,13 @@ static void merge(lt_type *declared, const lt_type *inferred)
         *declared = *inferred;
         if (declared->dtype == LT_UNDEFINED)
             declared->dtype = inferred->dtype;
+        return;
+    }
+    if (inferred->rank >= 0 && declared->rank != inferred->rank) {
+        lt_dtype dt = declared->dtype;
+        *declared = *inferred;
+        if (declared->dtype == LT_UNDEFINED)
+            declared->dtype = dt;
         return;
     }
     if (declared->rank == inferred->rank)

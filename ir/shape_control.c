@@ -170,6 +170,52 @@ static lt_status infer_seq_from_input(lt_infer_ctx *c, lt_node *n)
     return LT_OK;
 }
 
+/* SplitToSequence's elements: the input's type with the split axis of
+ * unknown size, or gone where the pieces drop it (no split and keepdims=0,
+ * or a constant scalar split of 1 and keepdims=0: runtime/cpu/
+ * control_seq.c). The sequence's type carries them (inner: tensor), so
+ * that SequenceAt gives its rank to the ops that read it (a MatMul's
+ * gradient needs it). */
+static lt_status infer_split_to_seq(lt_infer_ctx *c, lt_node *n)
+{
+    seq_type(n, in_dtype(n, 0));
+    const lt_ival *x = n->nin > 0 ? n->in[0] : NULL;
+    if (!n->out[0] || !x || x->type.kind != LT_KIND_TENSOR || x->type.rank < 1)
+        return LT_OK;
+    int rank = x->type.rank;
+    int64_t axis = lt_attr_int(n, "axis", 0);
+    if (axis < 0)
+        axis += rank;
+    if (axis < 0 || axis >= rank)
+        return LT_OK;
+    bool keep = lt_attr_int(n, "keepdims", 1) != 0;
+    const lt_ival *sp = n->nin > 1 ? n->in[1] : NULL;
+    bool drop;
+    if (!sp) {
+        drop = !keep;
+    } else if (sp->type.rank == 0 && !keep) {
+        const lt_tensor *k = lt_infer_const(c, sp);
+        if (!k || k->numel != 1)
+            return LT_OK; /* the rank depends on the split's value */
+        drop = lt_tensor_get_i64(k, 0) == 1;
+    } else {
+        drop = false;
+    }
+    lt_type t = x->type;
+    if (drop) {
+        for (int d = (int)axis; d + 1 < rank; d++)
+            t.dims[d] = t.dims[d + 1];
+        t.rank--;
+    } else {
+        t.dims[axis].sym = -1;
+        t.dims[axis].v = !sp ? 1 : -1;
+    }
+    t.kind = LT_KIND_SEQUENCE;
+    t.inner = LT_KIND_TENSOR;
+    n->out[0]->type = t;
+    return LT_OK;
+}
+
 static lt_status infer_seq_empty(lt_infer_ctx *c, lt_node *n)
 {
     seq_type(n, (lt_dtype)lt_attr_int(n, "dtype", LT_F32));
@@ -178,8 +224,19 @@ static lt_status infer_seq_empty(lt_infer_ctx *c, lt_node *n)
 
 static lt_status infer_seq_at(lt_infer_ctx *c, lt_node *n)
 {
-    if (n->out[0])
+    if (!n->out[0])
+        return LT_OK;
+    /* the elements of a sequence SplitToSequence made (infer_split_to_seq);
+     * an element type a file declares is not relied on */
+    const lt_ival *s = n->nin > 0 ? n->in[0] : NULL;
+    if (s && s->def && s->def->op == LT_OP_SPLIT_TO_SEQUENCE && s->type.kind == LT_KIND_SEQUENCE &&
+        s->type.rank >= 0) {
+        n->out[0]->type = s->type;
+        n->out[0]->type.kind = LT_KIND_TENSOR;
+        n->out[0]->type.inner = 0;
+    } else {
         lt_type_unknown(&n->out[0]->type, in_dtype(n, 0), -1);
+    }
     return LT_OK;
 }
 
@@ -280,7 +337,7 @@ void lt_infer_register_control(lt_infer_fn *tab)
     tab[LT_OP_SEQUENCE_CONSTRUCT] = infer_seq_from_input;
     tab[LT_OP_SEQUENCE_INSERT] = infer_seq_from_input;
     tab[LT_OP_SEQUENCE_ERASE] = infer_seq_from_input;
-    tab[LT_OP_SPLIT_TO_SEQUENCE] = infer_seq_from_input;
+    tab[LT_OP_SPLIT_TO_SEQUENCE] = infer_split_to_seq;
     tab[LT_OP_SEQUENCE_AT] = infer_seq_at;
     tab[LT_OP_SEQUENCE_LENGTH] = infer_seq_length;
     tab[LT_OP_CONCAT_FROM_SEQUENCE] = infer_concat_from_seq;

@@ -10,6 +10,7 @@
  * targets. Every rule is checked as the file is read, a failure naming the
  * file, line and column. */
 #include "dataset_impl.h"
+#include "../importer/open_read.h"
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -100,7 +101,7 @@ static bool csv_any_number(const char *s)
 {
     char *e;
     strtod(s, &e);
-    return *s && e != s && !*e;
+    return *s && e != s && !*e && !strpbrk(s, "xX"); /* strtod's hex floats are no CSV number */
 }
 
 /* a finite number written whole: *is_int when it is an integer's text */
@@ -352,19 +353,45 @@ int lt_ds_has_csv(const char *arg, int split)
     return csv_path(arg, split, p, sizeof p, &err) == LT_OK && (split || lt_ds_file_exists(p));
 }
 
+/* whether s[0..len) holds a line end after something other than blanks */
+static bool first_row_in(const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+        i++;
+    return s && i < len && memchr(s + i, '\n', len - i);
+}
+
 /* The names in the first row of path when that row is a header (no field a
- * number); *n is 0 when it is not or the file cannot be read. Reads the
- * first MiB only. */
+ * number); *n is 0 when it is not or the file cannot be read (a regular
+ * file only: a FIFO is not waited on). Reads up to the first line's end. */
 static void header_names(const char *path, char ***names, int64_t *n)
 {
     *names = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
+    lt_err ignored;
+    FILE *f = lt_fopen_read(path, NULL, &ignored);
     if (!f)
         return;
-    size_t cap = (size_t)1 << 20;
-    char *buf = malloc(cap);
-    size_t len = buf ? fread(buf, 1, cap, f) : 0;
+    size_t cap = 0, len = 0;
+    char *buf = NULL;
+    /* blocks of 1 MiB until the first line that is not blank is in (a
+     * field does not hold a newline: quoted fields end at their line) */
+    while (!first_row_in(buf, len)) {
+        if (len == cap) {
+            if (cap >= CSV_MAX_BYTES)
+                break;
+            char *g = realloc(buf, cap + ((size_t)1 << 20));
+            if (!g)
+                break;
+            buf = g;
+            cap += (size_t)1 << 20;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        if (!got)
+            break;
+        len += got;
+    }
     fclose(f);
     csv_reader r = {path, buf, buf + len, 1};
     if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
@@ -373,7 +400,6 @@ static void header_names(const char *path, char ***names, int64_t *n)
     bool more = buf && csv_next_row(&r), header = more;
     int64_t k = 0, ncap = 0;
     char **v = NULL;
-    lt_err ignored;
     while (more && header) {
         if (k == ncap) {
             ncap = ncap ? 2 * ncap : 16;
@@ -432,18 +458,23 @@ static lt_status match_train_columns(const char *arg, const char *path, csv_tabl
         nw = 0; /* as written (repeated names included) */
     lt_status s = LT_OK;
     int64_t *perm = nw ? malloc(sizeof *perm * (size_t)nw) : NULL;
+    bool *used = nw ? calloc((size_t)nw, sizeof *used) : NULL;
     bool same = nw == t->ncol, ordered = true;
-    for (int64_t c = 0; same && perm && c < nw; c++) {
+    for (int64_t c = 0; same && perm && used && c < nw; c++) {
         perm[c] = -1;
         for (int64_t k = 0; k < t->ncol; k++)
             if (!strcmp(want[c], t->names[k])) {
-                same = perm[c] < 0; /* a name twice cannot say where a column goes */
+                /* a name twice in either header cannot say where a column goes */
+                same = perm[c] < 0 && !used[k];
                 perm[c] = k;
+                used[k] = true;
             }
         same = same && perm[c] >= 0;
         ordered = ordered && perm[c] == c;
     }
-    if (nw && !perm) {
+    bool oom = nw && (!perm || !used);
+    free(used);
+    if (oom) {
         s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
     } else if (nw && !same) {
         char a[512], b[512];

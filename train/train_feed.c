@@ -44,15 +44,35 @@ static int squeezed(int r, const int64_t *d, int64_t *out)
 }
 
 /* Whether samples of shape sd feed an input whose sample shape is
- * shape[1..r) as they lie in memory: a flat sample, an input that takes
- * flat rows, or the same dims in the same order (dims of 1 aside). An image
- * stored HxWxC fed to a CxHxW input holds the same number of values and
- * would be read as other pixels. */
+ * shape[1..r) as they lie in memory. Dims of 1 aside, both shapes are cut
+ * into the shortest runs of equal products from the left: a run with one
+ * dim on either side only merges or splits neighbouring dims ([2,3,4] as
+ * [6,4], four RGB frames [4,3,H,W] as [12,H,W], or either side flat); a run
+ * with several dims on both sides would read the values in another order
+ * (an image stored HxWxC, [32,32,3], for an input [3,32,32]). */
 static bool same_layout(int sr, const int64_t *sd, int r, const int64_t *shape)
 {
     int64_t a[LT_MAX_RANK], b[LT_MAX_RANK];
     int na = squeezed(sr, sd, a), nb = squeezed(r - 1, shape + 1, b);
-    return na <= 1 || nb <= 1 || (na == nb && !memcmp(a, b, sizeof *a * (size_t)na));
+    int i = 0, j = 0;
+    while (i < na && j < nb) {
+        int64_t pa = a[i++], pb = b[j++];
+        int ga = 1, gb = 1;
+        while (pa != pb && (i < na || j < nb)) {
+            if (pa < pb && i < na) {
+                pa *= a[i++];
+                ga++;
+            } else if (j < nb) {
+                pb *= b[j++];
+                gb++;
+            } else {
+                return false;
+            }
+        }
+        if (pa != pb || (ga > 1 && gb > 1))
+            return false;
+    }
+    return i == na && j == nb;
 }
 
 /* Shape [N, ...] for input type t taking samples of shape sd (numel S): the
@@ -108,9 +128,9 @@ static lt_status input_shape(const lt_model *m, const lt_ival *v, int sr, const 
         char took[128];
         shape_text(t->rank - 1, shape + 1, took, sizeof took);
         return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s and takes %s per sample; the %s are %s: as many "
-                       "values, laid out otherwise (an image stored height x width x channels for a channels-first "
-                       "input?); transpose or reshape the data to %s, or give it flat", m->path, v->name, have, took,
-                       what, want, took);
+                       "values, laid out otherwise (height x width x channels for channels first, or the other way "
+                       "round: image folders give channels first); transpose the data to %s", m->path, v->name, have,
+                       took, what, want, took);
     }
     return LT_OK;
 }

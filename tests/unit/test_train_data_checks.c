@@ -138,16 +138,19 @@ static void sample_layout_checked(void **state)
     snprintf(spec, sizeof spec, "npy=%s,%s", xp, yp);
     lt_train_opts o = sgd(spec, 6);
     /* img_rgb.onnx takes x [N,3,8,8] */
-    const int64_t hwc[4] = {6, 8, 8, 3}, odd[3] = {6, 3, 64};
+    const int64_t hwc[4] = {6, 8, 8, 3}, odd[3] = {6, 8, 24};
     write_npy_f32(xp, 4, hwc, x);
     refused(DATA "img_rgb.onnx", &o, "8x8x3: as many values, laid out otherwise");
     write_npy_f32(xp, 3, odd, x);
     refused(DATA "img_rgb.onnx", &o, "laid out otherwise");
-    /* the input's own layout, flat samples, and a leading dim of 1 all feed */
-    const int64_t chw[4] = {6, 3, 8, 8}, flat[2] = {6, 192}, one[5] = {6, 1, 3, 8, 8};
-    const int64_t *ok[3] = {chw, flat, one};
-    const int rk[3] = {4, 2, 5};
-    for (int i = 0; i < 3; i++) {
+    /* the input's own layout, flat samples, a leading dim of 1, and
+     * neighbouring dims merged or split (the same values in the same order)
+     * all feed */
+    const int64_t chw[4] = {6, 3, 8, 8}, flat[2] = {6, 192}, one[5] = {6, 1, 3, 8, 8}, rows[3] = {6, 3, 64},
+                  merged[3] = {6, 24, 8};
+    const int64_t *ok[5] = {chw, flat, one, rows, merged};
+    const int rk[5] = {4, 2, 5, 3, 3};
+    for (int i = 0; i < 5; i++) {
         write_npy_f32(xp, rk[i], ok[i], x);
         lt_err err;
         lt_model *m = NULL;
