@@ -364,9 +364,10 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
     X(T_SCHEDULE, "--schedule", "NAME", "learning-rate schedule: constant | step | cosine", "constant", 0)           \
     X(T_WARMUP, "--warmup", "STEPS", "linear warmup: step k of the first STEPS (k = 1..STEPS) at lr x k/STEPS", "0", 0) \
     X(T_STEP_SIZE, "--step-size", "STEPS", "--schedule step: multiply by --gamma every STEPS steps",                 \
-      "a third of the run", 0)                                                                                       \
+      "a third of the steps after --warmup", 0)                                                                      \
     X(T_GAMMA, "--gamma", "G", "--schedule step's factor", "0.1", 0)                                                 \
-    X(T_CLIP_NORM, "--clip-norm", "X", "scale the gradients down to a global L2 norm of at most X",                  \
+    X(T_CLIP_NORM, "--clip-norm", "X",                                                                               \
+      "scale the gradients down to a global L2 norm of at most X (as clip_grad_norm_: by X / (norm + 1e-6))",        \
       "no clipping", 0)                                                                                              \
     X(T_FREEZE, "--freeze", "NAME", "keep parameter NAME as it is", NULL, LT_OPT_REPEAT)                             \
     X(T_NO_TIE, "--no-tie", NULL, LT_NO_TIE_HELP, "tied", 0)                                                       \

@@ -221,6 +221,7 @@ typedef struct lt_cu_optim {
     const void *g;
     void *s1, *s2;
     double lr, scale, wd, mu, b1, b2, eps, adam_step, inv_sqrt_bc2, decay;
+    double one_b1, one_b2; /* 1 - b1, 1 - b2 in double */
 } lt_cu_optim;
 cudaError_t lt_cu_optim_step(cudaStream_t s, const lt_cu_optim *o);
 /* out[0] (device) = sum of x[i]^2 in double. */

@@ -17,7 +17,7 @@ template <> __device__ inline float root<float>(float v) { return sqrtf(v); }
 template <> __device__ inline double root<double>(double v) { return sqrt(v); }
 
 template <typename T> struct consts {
-    T lr, scale, wd, mu, b1, b2, eps, step, ibc2, decay;
+    T lr, scale, wd, mu, b1, b2, eps, step, ibc2, decay, ob1, ob2;
 };
 
 template <typename T>
@@ -48,8 +48,8 @@ __global__ void k_optim(int kind, int64_t n, T *__restrict__ p, const T *__restr
         default: { // Adam, AdamW (wd 0 and decay 1 - lr wd for AdamW)
             T pi = p[i] * c.decay;
             T gi = g[i] * c.scale + c.wd * pi;
-            T m = c.b1 * s1[i] + (1 - c.b1) * gi;
-            T v = c.b2 * s2[i] + (1 - c.b2) * gi * gi;
+            T m = c.b1 * s1[i] + c.ob1 * gi;
+            T v = c.b2 * s2[i] + c.ob2 * gi * gi;
             s1[i] = m;
             s2[i] = v;
             p[i] = pi - c.step * m / (root(v) * c.ibc2 + c.eps);
@@ -86,7 +86,7 @@ template <typename T> __global__ void k_add_into(T *dst, const T *src, int64_t n
 template <typename T> cudaError_t optim_launch(cudaStream_t s, const lt_cu_optim *o)
 {
     consts<T> c = {(T)o->lr, (T)o->scale, (T)o->wd, (T)o->mu, (T)o->b1, (T)o->b2, (T)o->eps,
-                   (T)o->adam_step, (T)o->inv_sqrt_bc2, (T)o->decay};
+                   (T)o->adam_step, (T)o->inv_sqrt_bc2, (T)o->decay, (T)o->one_b1, (T)o->one_b2};
     if (o->n > 0)
         k_optim<T><<<blocks_for(o->n), THREADS, 0, s>>>(o->kind, o->n, (T *)o->p, (const T *)o->g, (T *)o->s1,
                                                          (T *)o->s2, c);

@@ -34,6 +34,8 @@ lt_status lt_cuda_optim_update(const lt_backend *be, const lt_optim_update *u, l
         .mu = u->mu,
         .b1 = u->b1,
         .b2 = u->b2,
+        .one_b1 = u->one_b1,
+        .one_b2 = u->one_b2,
         .eps = u->eps,
         .adam_step = u->adam_step,
         .inv_sqrt_bc2 = u->inv_sqrt_bc2,

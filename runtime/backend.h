@@ -73,6 +73,9 @@ struct lt_optim_update {
     const void *g;
     void *s1, *s2; /* momentum / sum of squares / first moment; second moment (NULL when unused) */
     double lr, scale, wd, mu, b1, b2, eps;
+    /* 1 - b1 and 1 - b2 taken in double (as PyTorch does): in float, 1 -
+     * 0.999f is 1.3e-5 off, and Adam's steps 6e-6 too long */
+    double one_b1, one_b2;
     double adam_step;    /* lr / (1 - b1^t) */
     double inv_sqrt_bc2; /* 1 / sqrt(1 - b2^t) */
     double decay;        /* AdamW: 1 - lr * wd; else 1 */

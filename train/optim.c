@@ -123,6 +123,8 @@ static lt_status step_consts(lt_optim *o, double lr, double grad_scale, lt_tenso
     c->mu = o->o.momentum;
     c->b1 = o->o.beta1;
     c->b2 = o->o.beta2;
+    c->one_b1 = 1 - o->o.beta1;
+    c->one_b2 = 1 - o->o.beta2;
     c->eps = o->o.eps;
     c->adam_step = lr / (1 - pow(o->o.beta1, (double)o->t));
     c->inv_sqrt_bc2 = 1 / sqrt(1 - pow(o->o.beta2, (double)o->t));

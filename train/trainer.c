@@ -1000,6 +1000,14 @@ void lt_trainer_stats(const lt_trainer *t, lt_run_stats *out)
     out->pooled = (double)m.pooled / n;
 }
 
+/* Gradient clipping as torch.nn.utils.clip_grad_norm_: the factor
+ * max_norm / (norm + 1e-6), where it is below 1. */
+static double clip_scale(double max_norm, double norm)
+{
+    double f = max_norm / (norm + 1e-6);
+    return f < 1 ? f : 1;
+}
+
 /* A loss that is not finite: a batch whose labels all equal the ignore
  * index (a mean over no label) is bad data, named as such; anything else
  * diverged. */
@@ -1048,8 +1056,7 @@ lt_status lt_trainer_step_in(lt_trainer *t, double lr, int n, const char *const 
     double scale = 1, norm = 0;
     if (st == LT_OK && t->o->clip_norm > 0) {
         st = lt_grad_global_norm_on(t->dev, t->ngrad, t->grads, &norm, err);
-        if (st == LT_OK && norm > t->o->clip_norm)
-            scale = t->o->clip_norm / norm;
+        scale = clip_scale(t->o->clip_norm, norm);
     }
     if (st == LT_OK)
         st = lt_optim_step(t->opt, lr, scale, t->dev ? t->dparams : t->params, t->grads, err);
@@ -1133,9 +1140,7 @@ lt_status lt_trainer_apply_in(lt_trainer *t, double lr, lt_err *err)
     if (t->o->clip_norm > 0) {
         double norm = 0;
         st = lt_grad_global_norm_on(t->dev, t->ngrad, t->grads, &norm, err);
-        norm *= scale;
-        if (st == LT_OK && norm > t->o->clip_norm)
-            scale *= t->o->clip_norm / norm;
+        scale *= clip_scale(t->o->clip_norm, norm * scale);
     }
     if (st == LT_OK)
         st = lt_optim_step(t->opt, lr, scale, t->dev ? t->dparams : t->params, t->grads, err);

@@ -22,6 +22,7 @@
         T *restrict s1 = c->s1, *restrict s2 = c->s2;                                                           \
         const T lr = (T)c->lr, scale = (T)c->scale, mu = (T)c->mu, b1 = (T)c->b1, b2 = (T)c->b2,                \
                 eps = (T)c->eps, step = (T)c->adam_step, ibc2 = (T)c->inv_sqrt_bc2, decay = (T)c->decay;       \
+        const T ob1 = (T)c->one_b1, ob2 = (T)c->one_b2;                                                         \
         const T wd = c->kind == LT_OPTIM_ADAMW ? (T)0 : (T)c->wd;                                               \
         switch (c->kind) {                                                                                      \
         case LT_OPTIM_SGD:                                                                                      \
@@ -58,8 +59,8 @@
             {                                                                                                   \
                 p[i] *= decay;                                                                                  \
                 T g = gr[i] * scale + wd * p[i];                                                                \
-                s1[i] = b1 * s1[i] + (1 - b1) * g;                                                              \
-                s2[i] = b2 * s2[i] + (1 - b2) * g * g;                                                          \
+                s1[i] = b1 * s1[i] + ob1 * g;                                                                   \
+                s2[i] = b2 * s2[i] + ob2 * g * g;                                                               \
                 p[i] -= step * s1[i] / (SQRT(s2[i]) * ibc2 + eps);                                              \
             }                                                                                                   \
             break;                                                                                              \

@@ -17,7 +17,7 @@ TARGET static void RANGE(const lt_optim_update *c, int64_t blk0, int64_t blk1)
     float *restrict s1 = c->s1, *restrict s2 = c->s2;
     const float lr = (float)c->lr, scale = (float)c->scale, mu = (float)c->mu, b1 = (float)c->b1,
                 b2 = (float)c->b2, eps = (float)c->eps, step = (float)c->adam_step, ibc2 = (float)c->inv_sqrt_bc2,
-                decay = (float)c->decay;
+                decay = (float)c->decay, ob1 = (float)c->one_b1, ob2 = (float)c->one_b2;
     const float wd = c->kind == LT_OPTIM_ADAMW ? 0.0f : (float)c->wd;
     const int kind = (int)c->kind;
     for (int64_t b = blk0; b < blk1; b++) {
@@ -50,8 +50,8 @@ TARGET static void RANGE(const lt_optim_update *c, int64_t blk0, int64_t blk1)
             break;
         }
         default: { /* Adam, AdamW */
-            const VT M = ADD(MUL(V(b1), LD(s1)), MUL(V(1 - b1), G));
-            const VT S = ADD(MUL(V(b2), LD(s2)), MUL(MUL(V(1 - b2), G), G));
+            const VT M = ADD(MUL(V(b1), LD(s1)), MUL(V(ob1), G));
+            const VT S = ADD(MUL(V(b2), LD(s2)), MUL(MUL(V(ob2), G), G));
             ST(s1, M);
             ST(s2, S);
             P = SUB(P, DIV(MUL(V(step), M), ADD(MUL(SQRTV(S), V(ibc2)), V(eps))));
