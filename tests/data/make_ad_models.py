@@ -249,3 +249,25 @@ save("ad_seq_unbind",
       rsum("ta", "r1"), rsum("bb", "r2"), h.make_node("Add", ["r1", "r2"], ["y"])],
      [vi("x", [3, 7])], [vi("y", [])],
      [w("P", 3, 7, scale=1.0), w("V", 14, scale=1.0), i64("one", 1), i64("two", 2), i64("i0", 0), i64("i1", 1)])
+
+# TorchScript's `for xt in x.unbind(0): h = tanh(xt @ W + h @ U)` as its
+# exporter writes it: the pieces of a scalar split of 1 (keepdims=0) read by
+# SequenceAt inside a Loop, with value_info declaring rank 3 for the values
+# made from a piece and for the state the body returns (the exporter assumes
+# the axis kept; the state it takes in is declared rank 2, as the exporter
+# writes it): the ranks lantern infers
+# replace the declared ones, so the MatMul on a piece is differentiated.
+unbind_body = h.make_graph(
+    [h.make_node("SequenceAt", ["xs", "it"], ["xt"]), h.make_node("MatMul", ["xt", "W"], ["xw"]),
+     h.make_node("MatMul", ["h_in", "U"], ["hu"]), h.make_node("Add", ["xw", "hu"], ["s"]),
+     h.make_node("Tanh", ["s"], ["h_out"]), h.make_node("Identity", ["c_in"], ["c_out"])],
+    "unbind_body", [vi("it", [], TP.INT64), vi("c_in", [], TP.BOOL), vi("h_in", [None, None])],
+    [vi("c_out", [], TP.BOOL), vi("h_out", [None, None, None])],
+    value_info=[vi("xt", [None, None, None]), vi("xw", [None, None, None]), vi("s", [None, None, None])])
+save("ad_unbind_loop",
+     [h.make_node("SplitToSequence", ["x", "one"], ["xs"], axis=0, keepdims=0),
+      h.make_node("SequenceLength", ["xs"], ["T"]),
+      h.make_node("Loop", ["T", "", "h0"], ["hT"], body=unbind_body),
+      h.make_node("Mul", ["hT", "hT"], ["sq"]), rsum("sq", "y")],
+     [vi("x", [4, 2, 3])], [vi("y", [])],
+     [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5), i64("one", 1)])
