@@ -319,9 +319,17 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
         if (out->type.rank >= 0 && out->type.rank != 2)
             return lt_errf(err, LT_ERR_INVALID, "%s: --loss %s reads class scores [N, classes]; output '%s' has rank %d",
                            m->path, lt_loss_name(loss), out->name, out->type.rank);
-        if (out->type.rank == 2 && dim_known(&out->type, 1) && lt_dataset_num_classes(d) > out->type.dims[1].v)
-            return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' scores %lld classes; the data has %lld", m->path,
-                           out->name, (long long)out->type.dims[1].v, (long long)lt_dataset_num_classes(d));
+        if (out->type.rank == 2 && dim_known(&out->type, 1) && lt_dataset_num_classes(d) > out->type.dims[1].v) {
+            /* the first sample whose label the output has no score for */
+            int64_t at = -1, C = out->type.dims[1].v;
+            for (int64_t i = 0; d->cls && i < d->n && at < 0; i++)
+                if (d->cls[i] >= C)
+                    at = i;
+            return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' scores %lld classes; the data has %lld (%s%ssample %lld "
+                           "has label %lld)", m->path, out->name, (long long)C, (long long)lt_dataset_num_classes(d),
+                           d->label_src ? d->label_src : "", d->label_src ? ": " : "", (long long)at,
+                           at >= 0 ? (long long)d->cls[at] : -1LL);
+        }
         return LT_OK;
     case LT_LOSS_MSE:
     case LT_LOSS_BCE_LOGITS:
