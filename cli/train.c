@@ -777,11 +777,11 @@ static int cmd_train(const lt_cli_args *a)
     if (best_out && pr.best_measured != pr.best_epoch && pr.test.count > 0) {
         /* the best epoch ran before a resume: its weights, now in m, are
          * scored on the test split again */
-        lt_eval_opts te = {o.data, o.test_limit, o.loss, o.output, o.norm, 0};
+        lt_eval_opts te = {o.data, o.test_limit, o.loss, o.output, o.norm, 0, o.set_ignore_index, o.ignore_index};
         lt_eval_result r;
-        /* lt_model_evaluate takes no --ignore-index, --labels, --batch-axis
-         * or --padding-idx: with those, no figure rather than another one */
-        if (!o.set_ignore_index && !o.labels && !o.nbatch_axes && !o.npadding &&
+        /* lt_model_evaluate takes no --labels, --batch-axis or --padding-idx:
+         * with those, no figure rather than another one */
+        if (!o.labels && !o.nbatch_axes && !o.npadding &&
             lt_model_evaluate(m, &te, &r, &err) == LT_OK) {
             pr.best_test = r;
             pr.best_measured = pr.best_epoch;
@@ -821,6 +821,8 @@ done:
 #define EVAL_OPTIONS(X)                                                                                              \
     DATA_OPTIONS(X, V, "fashion-mnist")                                                                              \
     X(V_LIMIT, "--limit", "N", "score the first N test samples only", "all", 0)                                      \
+    X(V_IGNORE_INDEX, "--ignore-index", "I", "softmax-cross-entropy, nll: labels equal to I count for nothing",       \
+      "-100", 0)                                                                                                     \
     X(V_NO_MODEL_NORM, "--no-model-norm", NULL, "ignore the --mean/--std stored in MODEL by lantern train", NULL, 0)   \
     X(V_JSON, "--json", NULL, "write the result as one JSON object", NULL, 0)
 typedef enum { EVAL_OPTIONS(LT_OPT_ENUM) } eval_opt;
@@ -855,6 +857,10 @@ static int cmd_eval(const lt_cli_args *a)
         case V_MEAN:
         case V_STD: ok = data_option(opt, val, &eo); break;
         case V_LIMIT: ok = lt_cli_int(opt, val, 1, 1e12, &eo.limit); break;
+        case V_IGNORE_INDEX:
+            ok = lt_cli_int(opt, val, -9007199254740992.0, 9007199254740992.0, &eo.ignore_index);
+            eo.set_ignore_index = 1;
+            break;
         case V_NO_MODEL_NORM: eo.no_model_norm = 1; break;
         case V_JSON: json = 1; break;
         }

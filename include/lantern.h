@@ -636,6 +636,10 @@ typedef struct lt_eval_opts {
     const char *output;
     lt_dataset_opts norm; /* where it gives no mean (or std), the model's stored one is used */
     int no_model_norm;    /* 1: ignore the normalisation stored in the model (lt_model_norm) */
+    /* softmax cross-entropy and nll: labels equal to ignore_index count for
+     * nothing when set_ignore_index (else -100, as training's default) */
+    int set_ignore_index;
+    int64_t ignore_index;
 } lt_eval_opts;
 
 lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *r, lt_err *err);

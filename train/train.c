@@ -41,6 +41,8 @@ static lt_status evaluate_arrays(lt_model *m, const lt_eval_opts *o, lt_loss_kin
     lt_train_defaults(&to);
     to.loss = loss;
     to.output = o->output;
+    to.set_ignore_index = o->set_ignore_index;
+    to.ignore_index = o->ignore_index;
     if (lt_afeed_wanted(m, a, &to)) {
         lt_afeed f;
         lt_session *s = NULL;
@@ -74,7 +76,7 @@ lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *
     if (st == LT_OK)
         st = lt_dataset_open_opts(o->data, 1, &dopt, &d, err);
     if (st == LT_OK)
-        st = lt_feed_plan(m, d, loss, o->output, -100, &f, err);
+        st = lt_feed_plan(m, d, loss, o->output, o->set_ignore_index ? o->ignore_index : -100, &f, err);
     if (st == LT_OK)
         st = lt_session_new(m, &s, err);
     if (st == LT_OK)

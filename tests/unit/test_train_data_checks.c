@@ -387,6 +387,54 @@ static void frozen_loop_start(void **state)
     td_rmtree(dir);
 }
 
+static lt_eval_result last_test;
+static void keep_test(const lt_epoch_result *r, void *user)
+{
+    (void)user;
+    last_test = r->test;
+}
+
+/* lt_model_evaluate with the ignore index training used scores the test
+ * split as training's last epoch did */
+static void evaluate_with_ignore_index(void **state)
+{
+    (void)state;
+    char dir[64], tr[128], te[128], spec[300];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(tr, sizeof tr, "%s/train.csv", dir);
+    snprintf(te, sizeof te, "%s/test.csv", dir);
+    char rows[4096];
+    size_t at = 0;
+    uint64_t seed = 23;
+    for (int r = 0; r < 24; r++) {
+        for (int c = 0; c < 4; c++)
+            at += (size_t)snprintf(rows + at, sizeof rows - at, "%.4f,", td_uniform(&seed, -1, 1));
+        at += (size_t)snprintf(rows + at, sizeof rows - at, "%d\n", r % 3);
+    }
+    write_text(tr, rows);
+    write_text(te, rows);
+    snprintf(spec, sizeof spec, "csv=%s,%s", tr, te);
+    lt_train_opts o = sgd(spec, 8);
+    o.set_ignore_index = 1;
+    o.ignore_index = 2;
+    o.on_epoch = keep_test;
+    lt_err err;
+    lt_model *m = NULL;
+    if (lt_train(DATA "defaults_plain.onnx", &o, &m, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(last_test.count, 24);
+    lt_eval_opts eo = {spec, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}, 0, 1, 2};
+    lt_eval_result with, without;
+    assert_int_equal(lt_model_evaluate(m, &eo, &with, &err), LT_OK);
+    assert_float_equal(with.loss, last_test.loss, 1e-9);
+    assert_float_equal(with.accuracy, last_test.accuracy, 1e-12);
+    eo.set_ignore_index = 0;
+    assert_int_equal(lt_model_evaluate(m, &eo, &without, &err), LT_OK);
+    assert_true(fabs(without.loss - with.loss) > 1e-6);
+    lt_model_free(m);
+    td_rmtree(dir);
+}
+
 int main(void)
 {
     lt_set_num_threads(1);
@@ -397,6 +445,7 @@ int main(void)
         cmocka_unit_test(named_arrays_checked_first),
         cmocka_unit_test(nan_weight_named),
         cmocka_unit_test(frozen_loop_start),
+        cmocka_unit_test(evaluate_with_ignore_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
