@@ -35,6 +35,22 @@ static lt_ival *dim_of(lt_ad *c, lt_ival *shape, int64_t axis)
     return OP3(SLICE, shape, lt_ad_ints(c, 1, a), lt_ad_ints(c, 1, b));
 }
 
+/* Concat of parts[0..np) along axis 0; NULL when one is missing */
+static lt_ival *concat0(lt_ad *c, lt_ival *const *parts, int np)
+{
+    for (int i = 0; i < np; i++)
+        if (!parts[i])
+            return NULL;
+    lt_node *cat = lt_ad_node(c, LT_OP_CONCAT, np, 1);
+    if (!cat)
+        return NULL;
+    for (int i = 0; i < np; i++)
+        cat->in[i] = parts[i];
+    lt_ad_attr_int(c, cat, "axis", 0);
+    lt_ad_infer(c, cat);
+    return cat->out[0];
+}
+
 /* pads for Pad: zeros except begin[axis] = before, end[axis] = after */
 static lt_ival *axis_pads(lt_ad *c, int rank, int64_t axis, lt_ival *before, lt_ival *after)
 {
@@ -49,17 +65,7 @@ static lt_ival *axis_pads(lt_ad *c, int rank, int64_t axis, lt_ival *before, lt_
         if (hi)
             parts[np++] = lt_ad_ints(c, (int)hi, zeros);
     }
-    for (int i = 0; i < np; i++)
-        if (!parts[i])
-            return NULL;
-    lt_node *cat = lt_ad_node(c, LT_OP_CONCAT, np, 1);
-    if (!cat)
-        return NULL;
-    for (int i = 0; i < np; i++)
-        cat->in[i] = parts[i];
-    lt_ad_attr_int(c, cat, "axis", 0);
-    lt_ad_infer(c, cat);
-    return cat->out[0];
+    return concat0(c, parts, np);
 }
 
 /* x's shape with -1 at axis: a chunk of x along axis, whatever its length */
@@ -74,17 +80,7 @@ static lt_ival *chunk_shape(lt_ad *c, lt_ival *x, int rank, int64_t axis)
     parts[np++] = lt_ad_ints(c, 1, &minus);
     if (axis + 1 < rank)
         parts[np++] = OP3(SLICE, sx, lt_ad_ints(c, 1, &next), lt_ad_ints(c, 1, &end));
-    for (int i = 0; i < np; i++)
-        if (!parts[i])
-            return NULL;
-    lt_node *cat = lt_ad_node(c, LT_OP_CONCAT, np, 1);
-    if (!cat)
-        return NULL;
-    for (int i = 0; i < np; i++)
-        cat->in[i] = parts[i];
-    lt_ad_attr_int(c, cat, "axis", 0);
-    lt_ad_infer(c, cat);
-    return cat->out[0];
+    return concat0(c, parts, np);
 }
 
 static lt_status r_sequence_at(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,

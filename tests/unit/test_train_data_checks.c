@@ -77,23 +77,34 @@ static void refused(const char *model, const lt_train_opts *o, const char *want)
     assert_int_equal(steps_seen, 0);
 }
 
+/* dir/x.npy: n rows of f seeded uniform floats in [lo, hi]; dir/y.npy: the
+ * labels i % 3; spec gets "npy=dir/x.npy,dir/y.npy" */
+static void write_xy(const char *dir, int64_t n, int64_t f, double lo, double hi, uint64_t seed, char *spec,
+                     size_t len)
+{
+    char xp[128], yp[128];
+    snprintf(xp, sizeof xp, "%s/x.npy", dir);
+    snprintf(yp, sizeof yp, "%s/y.npy", dir);
+    float *x = malloc(sizeof *x * (size_t)(n * f));
+    int64_t *y = malloc(sizeof *y * (size_t)n), dx[2] = {n, f};
+    assert_true(x && y);
+    for (int64_t i = 0; i < n * f; i++)
+        x[i] = (float)td_uniform(&seed, lo, hi);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = i % 3;
+    write_npy_f32(xp, 2, dx, x);
+    write_npy_i64(yp, n, y);
+    free(x);
+    free(y);
+    snprintf(spec, len, "npy=%s,%s", xp, yp);
+}
+
 static void initializers_listed_as_inputs_train(void **state)
 {
     (void)state;
-    char dir[64], xp[128], yp[128], spec[300];
+    char dir[64], spec[300];
     td_tmpdir(dir, sizeof dir);
-    snprintf(xp, sizeof xp, "%s/x.npy", dir);
-    snprintf(yp, sizeof yp, "%s/y.npy", dir);
-    float x[16 * 4];
-    int64_t y[16], dx[2] = {16, 4};
-    uint64_t seed = 5;
-    for (int i = 0; i < 16 * 4; i++)
-        x[i] = (float)td_uniform(&seed, -2, 2);
-    for (int i = 0; i < 16; i++)
-        y[i] = (int64_t)(td_next(&seed) % 3);
-    write_npy_f32(xp, 2, dx, x);
-    write_npy_i64(yp, 16, y);
-    snprintf(spec, sizeof spec, "npy=%s,%s", xp, yp);
+    write_xy(dir, 16, 4, -2, 2, 5, spec, sizeof spec);
     lt_train_opts o = sgd(spec, 4);
     lt_err err;
     lt_model *plain = NULL, *inputs = NULL, *before = NULL;
@@ -314,11 +325,9 @@ static void named_arrays_checked_first(void **state)
 static void nan_weight_named(void **state)
 {
     (void)state;
-    char dir[64], model[128], xp[128], yp[128], spec[300];
+    char dir[64], model[128], spec[300];
     td_tmpdir(dir, sizeof dir);
     snprintf(model, sizeof model, "%s/m.onnx", dir);
-    snprintf(xp, sizeof xp, "%s/x.npy", dir);
-    snprintf(yp, sizeof yp, "%s/y.npy", dir);
     lt_err err;
     lt_model *m = NULL;
     assert_int_equal(lt_model_load(DATA "defaults_plain.onnx", &m, &err), LT_OK);
@@ -326,16 +335,7 @@ static void nan_weight_named(void **state)
     w[4] = NAN;
     assert_int_equal(lt_model_export(m, DATA "defaults_plain.onnx", model, &err), LT_OK);
     lt_model_free(m);
-    float x[8 * 4];
-    int64_t y[8], dx[2] = {8, 4};
-    uint64_t seed = 3;
-    for (int i = 0; i < 8 * 4; i++)
-        x[i] = (float)td_uniform(&seed, -1, 1);
-    for (int i = 0; i < 8; i++)
-        y[i] = i % 3;
-    write_npy_f32(xp, 2, dx, x);
-    write_npy_i64(yp, 8, y);
-    snprintf(spec, sizeof spec, "npy=%s,%s", xp, yp);
+    write_xy(dir, 8, 4, -1, 1, 3, spec, sizeof spec);
     lt_train_opts o = sgd(spec, 4);
     refused(model, &o, "initializer 'W2' holds nan (element 4)");
     /* --init random replaces it */
@@ -353,20 +353,9 @@ static void nan_weight_named(void **state)
 static void frozen_loop_start(void **state)
 {
     (void)state;
-    char dir[64], xp[128], yp[128], spec[300];
+    char dir[64], spec[300];
     td_tmpdir(dir, sizeof dir);
-    snprintf(xp, sizeof xp, "%s/x.npy", dir);
-    snprintf(yp, sizeof yp, "%s/y.npy", dir);
-    float x[8 * 3];
-    int64_t y[8], dx[2] = {8, 3};
-    uint64_t seed = 17;
-    for (int i = 0; i < 8 * 3; i++)
-        x[i] = (float)td_uniform(&seed, -1, 1);
-    for (int i = 0; i < 8; i++)
-        y[i] = i % 3;
-    write_npy_f32(xp, 2, dx, x);
-    write_npy_i64(yp, 8, y);
-    snprintf(spec, sizeof spec, "npy=%s,%s", xp, yp);
+    write_xy(dir, 8, 3, -1, 1, 17, spec, sizeof spec);
     lt_train_opts o = sgd(spec, 4);
     const char *frozen[] = {"h0"};
     o.freeze = frozen;
