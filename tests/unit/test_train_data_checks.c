@@ -262,6 +262,23 @@ static void save_npz(const char *path, td_member *m, int n)
         free((void *)m[i].data);
 }
 
+/* path: arrays a and b of shapes da, db [N,seq,2] with labels y, and when
+ * dat is given the test split's a_test, b_test (dat, dbt) and y_test */
+static void pair_npz(const char *path, const int64_t *da, const int64_t *db, const int64_t *dat, const int64_t *dbt)
+{
+    td_member m[8];
+    int n = 0;
+    add_f32(m, &n, "a.npy", 3, da, 1);
+    add_f32(m, &n, "b.npy", 3, db, 2);
+    add_labels(m, &n, "y.npy", da[0]);
+    if (dat) {
+        add_f32(m, &n, "a_test.npy", 3, dat, 3);
+        add_f32(m, &n, "b_test.npy", 3, dbt, 4);
+        add_labels(m, &n, "y_test.npy", dat[0]);
+    }
+    save_npz(path, m, n);
+}
+
 static void named_arrays_checked_first(void **state)
 {
     (void)state;
@@ -270,48 +287,20 @@ static void named_arrays_checked_first(void **state)
     snprintf(path, sizeof path, "%s/d.npz", dir);
     snprintf(spec, sizeof spec, "npz=%s", path);
     lt_train_opts o = sgd(spec, 2);
-    td_member m[8];
-    int n = 0;
     /* seq_pair.onnx: a, b [N,seq,2] */
-    const int64_t a[3] = {4, 5, 2}, at[3] = {2, 5, 2}, bt[3] = {2, 7, 2};
-    add_f32(m, &n, "a.npy", 3, a, 1);
-    add_f32(m, &n, "b.npy", 3, a, 2);
-    add_labels(m, &n, "y.npy", 4);
-    add_f32(m, &n, "a_test.npy", 3, at, 3);
-    add_f32(m, &n, "b_test.npy", 3, bt, 4);
-    add_labels(m, &n, "y_test.npy", 2);
-    save_npz(path, m, n);
+    const int64_t a[3] = {4, 5, 2}, at[3] = {2, 5, 2}, bt[3] = {2, 7, 2}, b6[3] = {4, 6, 2}, none[3] = {0, 5, 2};
+    pair_npz(path, a, a, at, bt);
     refused(DATA "seq_pair.onnx", &o, "give the model's dim 'seq' as 5 and 7");
     /* training arrays that disagree */
-    n = 0;
-    add_f32(m, &n, "a.npy", 3, a, 1);
-    add_f32(m, &n, "b.npy", 3, (const int64_t[3]){4, 6, 2}, 2);
-    add_labels(m, &n, "y.npy", 4);
-    save_npz(path, m, n);
+    pair_npz(path, a, b6, NULL, NULL);
     refused(DATA "seq_pair.onnx", &o, "give the model's dim 'seq' as 5 and 6");
     /* no samples: the training split, then the test split */
-    const int64_t none[3] = {0, 5, 2};
-    n = 0;
-    add_f32(m, &n, "a.npy", 3, none, 1);
-    add_f32(m, &n, "b.npy", 3, none, 2);
-    add_labels(m, &n, "y.npy", 0);
-    save_npz(path, m, n);
+    pair_npz(path, none, none, NULL, NULL);
     refused(DATA "seq_pair.onnx", &o, "the training arrays hold no samples");
-    n = 0;
-    add_f32(m, &n, "a.npy", 3, a, 1);
-    add_f32(m, &n, "b.npy", 3, a, 2);
-    add_labels(m, &n, "y.npy", 4);
-    add_f32(m, &n, "a_test.npy", 3, none, 3);
-    add_f32(m, &n, "b_test.npy", 3, none, 4);
-    add_labels(m, &n, "y_test.npy", 0);
-    save_npz(path, m, n);
+    pair_npz(path, a, a, none, none);
     refused(DATA "seq_pair.onnx", &o, "the test arrays hold no samples");
     /* agreeing arrays train */
-    n = 0;
-    add_f32(m, &n, "a.npy", 3, a, 1);
-    add_f32(m, &n, "b.npy", 3, a, 2);
-    add_labels(m, &n, "y.npy", 4);
-    save_npz(path, m, n);
+    pair_npz(path, a, a, NULL, NULL);
     lt_err err;
     lt_model *t = NULL;
     steps_seen = 0;
