@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define CSV_MAX_BYTES ((size_t)4 << 30)
 #define CSV_MAX_FIELD 256 /* a number's text; names are cut for messages */
@@ -437,9 +438,21 @@ static void names_list(char **names, int64_t n, char *list, size_t len)
     }
 }
 
-/* A test file whose header names the training file's columns in another
- * order is read in the training file's order; one naming other columns
- * (as many) is refused. Files without a header are read by position. */
+/* Whether a name of a (case aside) stands at another place in b. */
+static bool moved_names(char **a, char **b, int64_t n)
+{
+    for (int64_t c = 0; c < n; c++)
+        for (int64_t k = 0; k < n; k++)
+            if (k != c && !strcasecmp(a[c], b[k]))
+                return true;
+    return false;
+}
+
+/* A test file whose header names the training file's columns (case aside)
+ * in another order is read in the training file's order. One whose names
+ * differ is read by position, unless some name it shares with the training
+ * file stands at another place: that file is refused. Files without a
+ * header are read by position. */
 static lt_status match_train_columns(const char *arg, const char *path, csv_table *t, lt_err *err)
 {
     char train[4096];
@@ -453,7 +466,7 @@ static lt_status match_train_columns(const char *arg, const char *path, csv_tabl
         nw = 0; /* another column count: the samples' shapes say so */
     bool equal = nw == t->ncol;
     for (int64_t c = 0; equal && c < nw; c++)
-        equal = !strcmp(want[c], t->names[c]);
+        equal = !strcasecmp(want[c], t->names[c]);
     if (equal)
         nw = 0; /* as written (repeated names included) */
     lt_status s = LT_OK;
@@ -463,7 +476,7 @@ static lt_status match_train_columns(const char *arg, const char *path, csv_tabl
     for (int64_t c = 0; same && perm && used && c < nw; c++) {
         perm[c] = -1;
         for (int64_t k = 0; k < t->ncol; k++)
-            if (!strcmp(want[c], t->names[k])) {
+            if (!strcasecmp(want[c], t->names[k])) {
                 /* a name twice in either header cannot say where a column goes */
                 same = perm[c] < 0 && !used[k];
                 perm[c] = k;
@@ -476,13 +489,13 @@ static lt_status match_train_columns(const char *arg, const char *path, csv_tabl
     free(used);
     if (oom) {
         s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
-    } else if (nw && !same) {
+    } else if (nw && !same && moved_names(want, t->names, nw)) {
         char a[512], b[512];
         names_list(t->names, t->ncol, a, sizeof a);
         names_list(want, nw, b, sizeof b);
         s = lt_errf(err, LT_ERR_INVALID, "%s: the header names the columns %s; the training file %s names %s: give "
                     "the test file the training file's columns", path, a, train, b);
-    } else if (nw && !ordered) {
+    } else if (nw && same && !ordered) {
         double *v = malloc(sizeof *v * (size_t)(t->nrow * nw));
         bool *ci = malloc(sizeof *ci * (size_t)nw);
         char **nm = malloc(sizeof *nm * (size_t)nw);
