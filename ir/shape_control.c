@@ -21,6 +21,16 @@ static void join(lt_type *a, const lt_type *b)
 
 static bool unknown(const lt_type *t) { return t->dtype == LT_UNDEFINED && t->rank < 0; }
 
+/* A carried value's declared type whose rank the value it starts from
+ * contradicts (torch's TorchScript exporter declares rank 3 for a state of
+ * rank 2 in a loop after an unbind): the start's type is the one to trust,
+ * as a rule's answer replaces a declared rank for node outputs (infer.c). */
+static bool other_rank(const lt_type *declared, const lt_type *start)
+{
+    return declared->kind == LT_KIND_TENSOR && start->kind == LT_KIND_TENSOR && declared->rank >= 0 &&
+           start->rank >= 0 && declared->rank != start->rank;
+}
+
 static void add_axis(lt_type *t, int axis, lt_dim d)
 {
     if (t->kind != LT_KIND_TENSOR || t->rank < 0 || t->rank >= LT_MAX_RANK) {
@@ -50,7 +60,7 @@ void lt_infer_region_params(lt_node *n)
                 lt_type_tensor(&b->params[1]->type, LT_BOOL, 0, NULL);
         }
         for (int i = 2; i < b->nparams && i < n->nin; i++)
-            if (n->in[i] && unknown(&b->params[i]->type))
+            if (n->in[i] && (unknown(&b->params[i]->type) || other_rank(&b->params[i]->type, &n->in[i]->type)))
                 b->params[i]->type = n->in[i]->type;
     } else if (n->op == LT_OP_SCAN && n->nregions == 1 && n->opset >= 9) {
         lt_block *b = n->regions[0];
