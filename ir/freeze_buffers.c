@@ -105,6 +105,10 @@ static bool folded_constant(const lt_module *m, const lt_param *p, bool accounte
         !strncmp(p->name, "val_", 4) || lt_torch_named(m, p->name) || p->split_from || p->torch_source ||
         p->restored || p->untied_from || p->is_input_default)
         return false;
+    /* a folded transpose of a weight (W.t().unsqueeze(0)) is that weight,
+     * tied to it at training (ir/tie_transposed.c) */
+    if (accounted && lt_ir_transposed_copy(m, p))
+        return false;
     return t->dtype == LT_F16 || t->dtype == LT_BF16 || t->numel == 1 || accounted;
 }
 

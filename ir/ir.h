@@ -415,6 +415,10 @@ int lt_ir_freeze_buffers(lt_module *m);
  * comma-separated, then ", ..." where there are more */
 #define LT_TIE_LISTED 4
 lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, char *list, size_t len, lt_err *err);
+/* Whether p holds, bit for bit (dims of 1 aside), the transpose of another
+ * trainable 2-D parameter of the main graph: a copy the tie above reads
+ * through that one, not a constant (ir/freeze_buffers.c). */
+bool lt_ir_transposed_copy(const lt_module *m, const lt_param *p);
 /* the tied copies' values written again from their sources */
 void lt_ir_refresh_tied(lt_module *m);
 /* Equal val_N initializers that the products reading them say stand for

@@ -8,25 +8,56 @@
  * exactly, bit for bit, the transpose of another is read through a
  * Transpose of that other one instead (which the CPU folds into the
  * products that read it) and is no longer trained; lt_ir_refresh_tied
- * writes its values from the source again for export. Tensors whose
- * values are all one number (a fresh bias, a scale of ones) are never
- * taken for copies: their equality says nothing. */
+ * writes its values from the source again for export. A copy may also hold
+ * dims of 1 around the transpose (W.t().unsqueeze(0) folded: TorchScript's
+ * onnx::Mul_N, dynamo's val_N): it is read through a Reshape of the
+ * Transpose. Tensors whose values are all one number (a fresh bias, a scale
+ * of ones) are never taken for copies: their equality says nothing. */
 #include "ir.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool tie_candidate(const lt_module *m, const lt_param *p)
+/* t as a matrix [*r, *c]: its dims, or where it has more, the two that are
+ * not 1 */
+static bool as_matrix(const lt_tensor *t, int64_t *r, int64_t *c)
 {
-    const lt_tensor *t = &p->data;
-    return p->trainable && !p->is_input_default && !p->untied_from && !p->transpose_of && p->value &&
-           p->value->block == m->main && t->rank == 2 && t->numel >= 2 && lt_dtype_is_float(t->dtype) && t->data;
+    if (t->rank == 2) {
+        *r = t->dims[0];
+        *c = t->dims[1];
+        return true;
+    }
+    int k = 0;
+    int64_t d[2] = {0, 0};
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] != 1) {
+            if (k == 2)
+                return false;
+            d[k++] = t->dims[i];
+        }
+    *r = d[0];
+    *c = d[1];
+    return k == 2 && t->rank > 2;
 }
 
-/* b holds a's transpose, bit for bit */
+/* a trainable float parameter of the main graph that is a matrix; a source
+ * (rank 2) when exact, else a possible copy (dims of 1 around it too) */
+static bool tie_candidate_of(const lt_module *m, const lt_param *p, bool exact)
+{
+    const lt_tensor *t = &p->data;
+    int64_t r, c;
+    return p->trainable && !p->is_input_default && !p->untied_from && !p->transpose_of && p->value &&
+           p->value->block == m->main && (exact ? t->rank == 2 : as_matrix(t, &r, &c)) && t->numel >= 2 &&
+           lt_dtype_is_float(t->dtype) && t->data;
+}
+
+static bool tie_candidate(const lt_module *m, const lt_param *p) { return tie_candidate_of(m, p, true); }
+
+/* b holds a's transpose, bit for bit (b's dims of 1 aside) */
 static bool is_transpose(const lt_tensor *a, const lt_tensor *b)
 {
-    if (a->dtype != b->dtype || a->dims[0] != b->dims[1] || a->dims[1] != b->dims[0])
+    int64_t br, bc;
+    if (a->dtype != b->dtype || !as_matrix(b, &br, &bc) || a->dims[0] != bc || a->dims[1] != br)
         return false;
     size_t es = lt_dtype_size(a->dtype);
     int64_t r = a->dims[0], c = a->dims[1];
@@ -71,7 +102,42 @@ static lt_ival *transpose_at_head(lt_module *m, lt_param *src, const lt_param *c
     v->type = copy->value->type;
     n->out[0] = v;
     lt_block_place_at(b, n, 0);
-    return v;
+    if (copy->data.rank == 2)
+        return v;
+    /* [c, r] into the copy's shape with its dims of 1 */
+    v->type.rank = 2;
+    v->type.dims[0] = (lt_dim){src->data.dims[1], -1};
+    v->type.dims[1] = (lt_dim){src->data.dims[0], -1};
+    snprintf(nm, sizeof nm, "%s_tied_matrix", copy->name);
+    v->name = lt_ir_strdup(m, nm);
+    lt_node *k = lt_node_new(m, b, LT_OP_CONSTANT, 0, 1);
+    lt_tensor *shape = k ? lt_ir_alloc(m, sizeof *shape) : NULL;
+    int64_t *dims = shape ? lt_ir_alloc(m, sizeof *dims * (size_t)copy->data.rank) : NULL;
+    lt_node *r = dims && lt_node_set_attrs(m, k, 1) == LT_OK ? lt_node_new(m, b, LT_OP_RESHAPE, 2, 1) : NULL;
+    if (!r)
+        return NULL;
+    memcpy(dims, copy->data.dims, sizeof *dims * (size_t)copy->data.rank);
+    *shape = (lt_tensor){.dtype = LT_I64, .rank = 1, .dims = {copy->data.rank}, .numel = copy->data.rank,
+                         .data = dims};
+    k->opset = n->opset;
+    k->attrs[0] = (lt_attr){.name = "value", .kind = LT_ATTR_TENSOR, .t = shape};
+    snprintf(nm, sizeof nm, "%s_tied_shape", copy->name);
+    k->out[0] = lt_ival_new(m, b, nm);
+    snprintf(nm, sizeof nm, "%s_tied", copy->name);
+    r->out[0] = lt_ival_new(m, b, nm);
+    if (!k->out[0] || !r->out[0])
+        return NULL;
+    k->out[0]->def = k;
+    lt_type_tensor(&k->out[0]->type, LT_I64, 1, (int64_t[]){copy->data.rank});
+    r->opset = n->opset < 14 ? 14 : n->opset;
+    r->in[0] = v;
+    r->in[1] = k->out[0];
+    r->out[0]->def = r;
+    r->out[0]->param = -1;
+    r->out[0]->type = copy->value->type;
+    lt_block_place_at(b, k, 1);
+    lt_block_place_at(b, r, 2);
+    return r->out[0];
 }
 
 /* whether a Gather in the main block reads v (as its data: a table) */
@@ -83,6 +149,16 @@ static bool gathered(const lt_module *m, const lt_ival *v)
     return false;
 }
 
+bool lt_ir_transposed_copy(const lt_module *m, const lt_param *p)
+{
+    if (!tie_candidate_of(m, p, false) || lt_ir_one_value(&p->data))
+        return false;
+    for (int a = 0; a < m->nparams; a++)
+        if (&m->params[a] != p && tie_candidate(m, &m->params[a]) && is_transpose(&m->params[a].data, &p->data))
+            return true;
+    return false;
+}
+
 lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, char *list, size_t len, lt_err *err)
 {
     *ntied = 0;
@@ -90,19 +166,21 @@ lt_status lt_ir_tie_transposed_params(lt_module *m, int *ntied, char *list, size
     if (list && len)
         list[0] = 0;
     for (int c = 0; c < m->nparams; c++) {
-        if (!tie_candidate(m, &m->params[c]) || m->params[c].value->uses < 1)
+        if (!tie_candidate_of(m, &m->params[c], false) || m->params[c].value->uses < 1)
             continue;
         /* the pair's earlier initializer is the one kept, unless only the
          * later one is an embedding's table (what the user knows by name) */
         int src = -1;
-        for (int a = 0; a < c && src < 0; a++)
-            if (tie_candidate(m, &m->params[a]) && m->params[a].value->uses > 0 &&
+        /* a copy with dims of 1 is never the one kept: look on both sides */
+        int upto = m->params[c].data.rank == 2 ? c : m->nparams;
+        for (int a = 0; a < upto && src < 0; a++)
+            if (a != c && tie_candidate(m, &m->params[a]) && m->params[a].value->uses > 0 &&
                 is_transpose(&m->params[a].data, &m->params[c].data) && !lt_ir_one_value(&m->params[a].data))
                 src = a;
         if (src < 0)
             continue;
         int copy = c;
-        if (gathered(m, m->params[c].value) && !gathered(m, m->params[src].value))
+        if (m->params[c].data.rank == 2 && gathered(m, m->params[c].value) && !gathered(m, m->params[src].value))
             copy = src, src = c;
         lt_param *sp = &m->params[src], *cp = &m->params[copy];
         lt_ival *t = transpose_at_head(m, sp, cp);
@@ -172,8 +250,9 @@ void lt_ir_refresh_tied(lt_module *m)
         for (int a = 0; a < m->nparams; a++) {
             const lt_tensor *s = &m->params[a].data;
             lt_tensor *d = &cp->data;
+            int64_t dr, dc;
             if (a == c || strcmp(m->params[a].name, cp->transpose_of) != 0 || s->rank != 2 || s->dtype != d->dtype ||
-                s->dims[0] != d->dims[1] || s->dims[1] != d->dims[0])
+                !as_matrix(d, &dr, &dc) || s->dims[0] != dc || s->dims[1] != dr)
                 continue;
             size_t es = lt_dtype_size(s->dtype);
             int64_t r = s->dims[0], cols = s->dims[1];

@@ -84,3 +84,29 @@ g = helper.make_graph(nodes, "loop_state", [helper.make_tensor_value_info("x", T
 m = helper.make_model(g, producer_name="lantern tests", opset_imports=[helper.make_opsetid("", 13)])
 m.ir_version = 7
 save(m, os.path.join(HERE, "loop_state.onnx"))
+
+# unsq_folded.onnx / unsq_ops.onnx: x float [N,6] -> x W (W 6x5) + the sum over
+# the last axis of x[:, None, :] * W^T[None] -> y [N,5]. The first holds
+# W^T[None] as an initializer of its own (Wt1 [1,5,6], what an exporter's
+# constant folding makes of W.t().unsqueeze(0)); the second computes it with
+# Transpose and Unsqueeze. Trained, both are one weight W.
+Wm = rng.uniform(-0.5, 0.5, (6, 5)).astype(np.float32)
+for folded in (True, False):
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["a"]),
+             helper.make_node("Unsqueeze", ["x", "ax1"], ["x1"]),
+             helper.make_node("Mul", ["x1", "Wt1"], ["p"]),
+             helper.make_node("ReduceSum", ["p", "ax2"], ["b"], keepdims=0),
+             helper.make_node("Add", ["a", "b"], ["y"])]
+    inits = [init("W", Wm), numpy_helper.from_array(np.array([1], np.int64), "ax1"),
+             numpy_helper.from_array(np.array([2], np.int64), "ax2")]
+    if folded:
+        inits.append(init("Wt1", Wm.T[None]))
+    else:
+        nodes = [helper.make_node("Transpose", ["W"], ["Wt"], perm=[1, 0]),
+                 helper.make_node("Unsqueeze", ["Wt", "ax0"], ["Wt1"])] + nodes
+        inits.append(numpy_helper.from_array(np.array([0], np.int64), "ax0"))
+    g = helper.make_graph(nodes, "unsq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])], inits)
+    m = helper.make_model(g, producer_name="lantern tests", opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    save(m, os.path.join(HERE, "unsq_folded.onnx" if folded else "unsq_ops.onnx"))

@@ -431,6 +431,53 @@ static void evaluate_with_ignore_index(void **state)
     td_rmtree(dir);
 }
 
+/* A weight also held as its folded transpose with a dim of 1 (W.t().
+ * unsqueeze(0) as an exporter folds it) trains as the one weight: as the
+ * model that computes the copy with Transpose and Unsqueeze, and the
+ * written copy is the trained weight's transpose */
+static void folded_unsqueezed_transpose_tied(void **state)
+{
+    (void)state;
+    char dir[64], xp[128], yp[128], spec[300];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(xp, sizeof xp, "%s/x.npy", dir);
+    snprintf(yp, sizeof yp, "%s/t.npy", dir);
+    float x[8 * 6], t[8 * 5];
+    int64_t dx[2] = {8, 6}, dt[2] = {8, 5};
+    uint64_t seed = 31;
+    for (int i = 0; i < 8 * 6; i++)
+        x[i] = (float)td_uniform(&seed, -1, 1);
+    for (int i = 0; i < 8 * 5; i++)
+        t[i] = (float)td_uniform(&seed, -1, 1);
+    write_npy_f32(xp, 2, dx, x);
+    write_npy_f32(yp, 2, dt, t);
+    snprintf(spec, sizeof spec, "npy=%s,%s", xp, yp);
+    lt_train_opts o = sgd(spec, 4);
+    o.loss = LT_LOSS_MSE;
+    lt_err err;
+    lt_model *folded = NULL, *ops = NULL;
+    if (lt_train(DATA "unsq_folded.onnx", &o, &folded, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    if (lt_train(DATA "unsq_ops.onnx", &o, &ops, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    const lt_tensor *w = named(folded, "W"), *w2 = named(ops, "W");
+    for (int64_t i = 0; i < w->numel; i++)
+        assert_float_equal(((float *)w->data)[i], ((float *)w2->data)[i], 1e-6);
+    char out[128];
+    snprintf(out, sizeof out, "%s/o.onnx", dir);
+    assert_int_equal(lt_model_export(folded, DATA "unsq_folded.onnx", out, &err), LT_OK);
+    lt_model *back = NULL;
+    assert_int_equal(lt_model_load(out, &back, &err), LT_OK);
+    const lt_tensor *c = named(back, "Wt1"), *wb = named(back, "W");
+    for (int r = 0; r < 6; r++)
+        for (int k = 0; k < 5; k++)
+            assert_true(((float *)c->data)[k * 6 + r] == ((float *)wb->data)[r * 5 + k]);
+    lt_model_free(back);
+    lt_model_free(folded);
+    lt_model_free(ops);
+    td_rmtree(dir);
+}
+
 int main(void)
 {
     lt_set_num_threads(1);
@@ -442,6 +489,7 @@ int main(void)
         cmocka_unit_test(nan_weight_named),
         cmocka_unit_test(frozen_loop_start),
         cmocka_unit_test(evaluate_with_ignore_index),
+        cmocka_unit_test(folded_unsqueezed_transpose_tied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
