@@ -52,6 +52,7 @@ typedef struct progress {
     int log_pending;
     int64_t resume_at;
     int64_t flush_every; /* --checkpoint-every: the rows a checkpoint follows are flushed before it */
+    char resume_line[1200]; /* where a resumed run picks up, printed at its first step */
 } progress;
 
 /* A write or flush of the log that failed (a full disk) stops training: it
@@ -150,9 +151,18 @@ static void fmt_time(double s, char *buf, size_t len)
 
 /* On a terminal one line rewritten at most ten times a second; otherwise a
  * plain line every five seconds. */
+static void say_pending(progress *pr)
+{
+    if (pr->resume_line[0]) {
+        fputs(pr->resume_line, stdout);
+        pr->resume_line[0] = 0;
+    }
+}
+
 static void on_step(const lt_train_progress *p, void *user)
 {
     progress *pr = user;
+    say_pending(pr);
     if (pr->plot)
         lt_plot_step(pr->plot, p->global_step, p->batch_loss);
     if (pr->log) {
@@ -193,6 +203,7 @@ static void csv_num(FILE *f, double v)
 static void on_epoch(const lt_epoch_result *r, void *user)
 {
     progress *pr = user;
+    say_pending(pr);
     pr->test = r->test;
     pr->last_epoch = r->epoch;
     int best = r->val.count > 0 && r->best_epoch == r->epoch;
@@ -405,21 +416,22 @@ static const lt_cli_opt train_opts[] = {TRAIN_OPTIONS(LT_OPT_ROW){0, NULL, NULL,
 /* Where a resumed run picks up, and which lantern wrote the checkpoint.
  * Only the head is read here; lt_train checks the whole file and says why
  * when it refuses it. */
-static void say_resume(const char *dir)
+static void say_resume(const char *dir, char *line, size_t len)
 {
     lt_ckpt_info ci;
     lt_err ignored;
+    line[0] = 0;
     if (lt_ckpt_read_info(dir, &ci, &ignored) != LT_OK)
         return;
-    char dir_s[512], writer_s[160];
+    char dir_s[512], writer_s[160], by[256];
     lt_str_printable(dir, dir_s, sizeof dir_s);
-    printf("resuming at step %lld (epoch %lld, step %lld of %lld) from %s/%s ", (long long)ci.global,
-           (long long)ci.epoch, (long long)ci.step, (long long)ci.steps, dir_s, LT_CKPT_FILE);
     if (*ci.writer)
-        printf("(checkpoint written by %s)", lt_str_printable(ci.writer, writer_s, sizeof writer_s));
+        snprintf(by, sizeof by, "(checkpoint written by %s)", lt_str_printable(ci.writer, writer_s, sizeof writer_s));
     else
-        printf("(checkpoint format %u, whose writer did not record its version)", ci.version);
-    printf("; samples/s and ETA count the steps from here\n");
+        snprintf(by, sizeof by, "(checkpoint format %u, whose writer did not record its version)", ci.version);
+    snprintf(line, len, "resuming at step %lld (epoch %lld, step %lld of %lld) from %s/%s %s; samples/s and ETA count "
+             "the steps from here\n", (long long)ci.global, (long long)ci.epoch, (long long)ci.step,
+             (long long)ci.steps, dir_s, LT_CKPT_FILE, by);
 }
 
 /* -o, --log and --plot are three files, none of them the model (--log,
@@ -714,8 +726,10 @@ static int cmd_train(const lt_cli_args *a)
         printf("validation: %g of the training samples held out (seed %llu)%s%s\n", o.val_split,
                (unsigned long long)o.seed, o.save_best ? "; -o gets the best epoch" : "",
                o.early_stop ? "; early stop on" : "");
+    /* said once lt_train has taken the checkpoint (its first step or epoch,
+     * or its end), never before a refusal of it */
     if (resume)
-        say_resume(o.checkpoint_dir);
+        say_resume(o.checkpoint_dir, pr.resume_line, sizeof pr.resume_line);
     fflush(stdout);
     lt_err err;
     lt_model *m = NULL;
@@ -733,6 +747,8 @@ static int cmd_train(const lt_cli_args *a)
     o.stopped = &stopped;
     lt_status s = lt_train(path, &o, &m, &err);
     sigaction(SIGINT, &old_sa, NULL);
+    if (s == LT_OK)
+        say_pending(&pr); /* a run that was over: no step to say it at */
     int log_err = log_close(&pr);
     if (s == LT_OK && log_err) {
         if (pr.tty)
