@@ -461,39 +461,26 @@ static int outputs_apart(const char *model, const char *data, const char *ckdir,
         files[n] = ck;
         what[n++] = "the checkpoint";
     }
-    int base = n;
-    files[n] = plot;
-    what[n++] = "--plot";
-    files[n] = log;
-    what[n++] = "--log";
-    files[n] = model;
-    what[n++] = "the model";
-    /* -o against the data, the checkpoint, --plot and --log; --log against
-     * those and the model; --plot against the data, the checkpoint and the model */
-    if (!lt_cli_out_distinct(out, "-o", files, what, base + 2))
+    /* each output against every other file but itself: -o may replace the
+     * model, and --plot was checked against --log as --log was */
+    int im = n, ip = n + 1, il = n + 2;
+    files[im] = model;
+    what[im] = "the model";
+    files[ip] = plot;
+    what[ip] = "--plot";
+    files[il] = log;
+    what[il] = "--log";
+    n += 3;
+    files[im] = NULL;
+    if (!lt_cli_out_distinct(out, "-o", files, what, n))
         return 0;
-    if (log) {
-        const char *f2[MAXF], *w2[MAXF];
-        int k = 0;
-        for (int i = 0; i < n; i++)
-            if (files[i] != log) {
-                f2[k] = files[i];
-                w2[k++] = what[i];
-            }
-        if (!lt_cli_out_distinct(log, "--log", f2, w2, k))
-            return 0;
-    }
-    if (plot) {
-        const char *f2[MAXF], *w2[MAXF];
-        int k = 0;
-        for (int i = 0; i < n; i++)
-            if (files[i] != plot && files[i] != log) {
-                f2[k] = files[i];
-                w2[k++] = what[i];
-            }
-        if (!lt_cli_out_distinct(plot, "--plot", f2, w2, k))
-            return 0;
-    }
+    files[im] = model;
+    files[il] = NULL;
+    if (log && !lt_cli_out_distinct(log, "--log", files, what, n))
+        return 0;
+    files[ip] = NULL;
+    if (plot && !lt_cli_out_distinct(plot, "--plot", files, what, n))
+        return 0;
     return 1;
 }
 

@@ -292,31 +292,35 @@ static lt_status check_shared_dims(const lt_model *m, const lt_afeed *f, const i
 {
     if (f->ragged)
         return LT_OK;
-    const lt_block *b = m->main;
+    /* the first slot to give each symbolic dim, and its size there */
+    struct {
+        int sym, slot;
+        int64_t v;
+    } seen[(LT_AFEED_MAX + 1) * LT_MAX_RANK];
+    int nseen = 0;
     for (int i = 0; i < f->nslot; i++) {
-        const lt_type *ti = &b->params[free_in[i]]->type;
-        int64_t si[LT_MAX_RANK];
-        lt_ds_array_sample(f->slot[i].src, 0, si);
-        for (int di = 0; di < ti->rank && ti->rank == f->slot[i].rank; di++) {
-            int sym = ti->dims[di].sym;
-            if (sym < 0 || di == f->slot[i].axis)
+        const lt_afeed_slot *s = &f->slot[i];
+        const lt_type *t = &m->main->params[free_in[i]]->type;
+        int64_t sd[LT_MAX_RANK];
+        lt_ds_array_sample(s->src, 0, sd);
+        for (int d = 0; t->rank == s->rank && d < t->rank; d++) {
+            int sym = t->dims[d].sym;
+            if (sym < 0 || d == s->axis)
                 continue;
-            int64_t vi = si[f->slot[i].axis >= 0 && di > f->slot[i].axis ? di - 1 : di];
-            for (int j = i + 1; j < f->nslot; j++) {
-                const lt_type *tj = &b->params[free_in[j]]->type;
-                int64_t sj[LT_MAX_RANK];
-                lt_ds_array_sample(f->slot[j].src, 0, sj);
-                for (int dj = 0; dj < tj->rank && tj->rank == f->slot[j].rank; dj++) {
-                    if (tj->dims[dj].sym != sym || dj == f->slot[j].axis)
-                        continue;
-                    int64_t vj = sj[f->slot[j].axis >= 0 && dj > f->slot[j].axis ? dj - 1 : dj];
-                    if (vi != vj)
-                        return lt_errf(err, LT_ERR_INVALID, "%s: arrays '%s' (for input '%s') and '%s' (for input "
-                                       "'%s') give the model's dim '%s' as %lld and %lld; inputs that share it must "
-                                       "agree", f->data->path, f->slot[i].src->member, f->slot[i].name,
-                                       f->slot[j].src->member, f->slot[j].name, m->syms[sym], (long long)vi,
-                                       (long long)vj);
-                }
+            int64_t v = sd[s->axis >= 0 && d > s->axis ? d - 1 : d];
+            int k = 0;
+            while (k < nseen && seen[k].sym != sym)
+                k++;
+            if (k == nseen) {
+                seen[nseen].sym = sym;
+                seen[nseen].slot = i;
+                seen[nseen++].v = v;
+            } else if (seen[k].v != v) {
+                const lt_afeed_slot *o = &f->slot[seen[k].slot];
+                return lt_errf(err, LT_ERR_INVALID, "%s: arrays '%s' (for input '%s') and '%s' (for input '%s') give "
+                               "the model's dim '%s' as %lld and %lld; inputs that share it must agree", f->data->path,
+                               o->src->member, o->name, s->src->member, s->name, m->syms[sym], (long long)seen[k].v,
+                               (long long)v);
             }
         }
     }

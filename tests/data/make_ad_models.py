@@ -257,33 +257,26 @@ save("ad_seq_unbind",
 # the axis kept; the state it takes in is declared rank 2, as the exporter
 # writes it): the ranks lantern infers
 # replace the declared ones, so the MatMul on a piece is differentiated.
-unbind_body = h.make_graph(
-    [h.make_node("SequenceAt", ["xs", "it"], ["xt"]), h.make_node("MatMul", ["xt", "W"], ["xw"]),
-     h.make_node("MatMul", ["h_in", "U"], ["hu"]), h.make_node("Add", ["xw", "hu"], ["s"]),
-     h.make_node("Tanh", ["s"], ["h_out"]), h.make_node("Identity", ["c_in"], ["c_out"])],
-    "unbind_body", [vi("it", [], TP.INT64), vi("c_in", [], TP.BOOL), vi("h_in", [None, None])],
-    [vi("c_out", [], TP.BOOL), vi("h_out", [None, None, None])],
-    value_info=[vi("xt", [None, None, None]), vi("xw", [None, None, None]), vi("s", [None, None, None])])
-save("ad_unbind_loop",
-     [h.make_node("SplitToSequence", ["x", "one"], ["xs"], axis=0, keepdims=0),
-      h.make_node("SequenceLength", ["xs"], ["T"]),
-      h.make_node("Loop", ["T", "", "h0"], ["hT"], body=unbind_body),
-      h.make_node("Mul", ["hT", "hT"], ["sq"]), rsum("sq", "y")],
-     [vi("x", [4, 2, 3])], [vi("y", [])],
-     [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5), i64("one", 1)])
+def unbind_loop(name, body_name, h_in_rank):
+    """the unbind loop described above; the state the body takes in declared of rank h_in_rank"""
+    body = h.make_graph(
+        [h.make_node("SequenceAt", ["xs", "it"], ["xt"]), h.make_node("MatMul", ["xt", "W"], ["xw"]),
+         h.make_node("MatMul", ["h_in", "U"], ["hu"]), h.make_node("Add", ["xw", "hu"], ["s"]),
+         h.make_node("Tanh", ["s"], ["h_out"]), h.make_node("Identity", ["c_in"], ["c_out"])],
+        body_name, [vi("it", [], TP.INT64), vi("c_in", [], TP.BOOL), vi("h_in", [None] * h_in_rank)],
+        [vi("c_out", [], TP.BOOL), vi("h_out", [None, None, None])],
+        value_info=[vi("xt", [None, None, None]), vi("xw", [None, None, None]), vi("s", [None, None, None])])
+    save(name,
+         [h.make_node("SplitToSequence", ["x", "one"], ["xs"], axis=0, keepdims=0),
+          h.make_node("SequenceLength", ["xs"], ["T"]),
+          h.make_node("Loop", ["T", "", "h0"], ["hT"], body=body),
+          h.make_node("Mul", ["hT", "hT"], ["sq"]), rsum("sq", "y")],
+         [vi("x", [4, 2, 3])], [vi("y", [])],
+         [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5), i64("one", 1)])
 
+
+unbind_loop("ad_unbind_loop", "unbind_body", 2)
 # The same with the state the body takes in declared rank 3 as well (the
 # exporter does so for a second loop after the first): the start's rank,
 # 2, is the one the body gets.
-unbind_body3 = h.make_graph(
-    list(unbind_body.node), "unbind_body3",
-    [vi("it", [], TP.INT64), vi("c_in", [], TP.BOOL), vi("h_in", [None, None, None])],
-    [vi("c_out", [], TP.BOOL), vi("h_out", [None, None, None])],
-    value_info=[vi("xt", [None, None, None]), vi("xw", [None, None, None]), vi("s", [None, None, None])])
-save("ad_unbind_loop_in3",
-     [h.make_node("SplitToSequence", ["x", "one"], ["xs"], axis=0, keepdims=0),
-      h.make_node("SequenceLength", ["xs"], ["T"]),
-      h.make_node("Loop", ["T", "", "h0"], ["hT"], body=unbind_body3),
-      h.make_node("Mul", ["hT", "hT"], ["sq"]), rsum("sq", "y")],
-     [vi("x", [4, 2, 3])], [vi("y", [])],
-     [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5), i64("one", 1)])
+unbind_loop("ad_unbind_loop_in3", "unbind_body3", 3)

@@ -175,6 +175,28 @@ static void sample_layout_checked(void **state)
 
 static void write_text(const char *path, const char *text) { td_write(path, text, strlen(text)); }
 
+/* The test split of spec (label_column NULL: the last) reads as the
+ * samples 10..30 and 40..60 with the labels 1 and 0. */
+static void test_split_reads(const char *spec, const char *label_column)
+{
+    lt_dataset_opts lo = {0};
+    lo.label_column = label_column;
+    lt_dataset *d = NULL;
+    lt_err err;
+    if (lt_dataset_open_opts(spec, 1, &lo, &d, &err) != LT_OK)
+        fail_msg("%s: %s", spec, err.msg);
+    lt_value *x = NULL, *y = NULL;
+    const int64_t shape[2] = {2, 3};
+    assert_int_equal(lt_dataset_batch(d, 0, 2, 2, shape, &x, &y, &err), LT_OK);
+    const float want[6] = {10, 20, 30, 40, 50, 60};
+    assert_memory_equal(x->t.data, want, sizeof want);
+    assert_int_equal(((int64_t *)y->t.data)[0], 1);
+    assert_int_equal(((int64_t *)y->t.data)[1], 0);
+    lt_value_free(x);
+    lt_value_free(y);
+    lt_dataset_free(d);
+}
+
 static void test_csv_columns_by_name(void **state)
 {
     (void)state;
@@ -186,48 +208,19 @@ static void test_csv_columns_by_name(void **state)
     /* the same rows with the columns in another order */
     write_text(te, "c,label,a,b\n30,1,10,20\n60,0,40,50\n");
     snprintf(spec, sizeof spec, "csv=%s,%s", tr, te);
-    lt_dataset_opts lo = {0};
-    lo.label_column = "label";
-    lt_dataset *d = NULL;
-    lt_err err;
-    if (lt_dataset_open_opts(spec, 1, &lo, &d, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    lt_value *x = NULL, *y = NULL;
-    const int64_t shape[2] = {2, 3};
-    assert_int_equal(lt_dataset_batch(d, 0, 2, 2, shape, &x, &y, &err), LT_OK);
-    const float want[6] = {10, 20, 30, 40, 50, 60};
-    assert_memory_equal(x->t.data, want, sizeof want);
-    assert_int_equal(((int64_t *)y->t.data)[0], 1);
-    assert_int_equal(((int64_t *)y->t.data)[1], 0);
-    lt_value_free(x);
-    lt_value_free(y);
-    lt_dataset_free(d);
+    test_split_reads(spec, "label");
     /* the label as the last column by default: the test file's last is c */
     write_text(tr, "a,b,c,label\n1,2,3,0\n4,5,6,1\n");
     write_text(te, "label,c,b,a\n1,30,20,10\n0,60,50,40\n");
-    assert_int_equal(lt_dataset_open(spec, 1, &d, &err), LT_OK);
-    assert_int_equal(lt_dataset_batch(d, 0, 2, 2, shape, &x, &y, &err), LT_OK);
-    assert_memory_equal(x->t.data, want, sizeof want);
-    assert_int_equal(((int64_t *)y->t.data)[0], 1);
-    lt_value_free(x);
-    lt_value_free(y);
-    lt_dataset_free(d);
+    test_split_reads(spec, NULL);
     /* names differing in case only: the same columns, reordered */
     write_text(te, "LABEL,C,B,A\n1,30,20,10\n0,60,50,40\n");
-    assert_int_equal(lt_dataset_open(spec, 1, &d, &err), LT_OK);
-    assert_int_equal(lt_dataset_batch(d, 0, 2, 2, shape, &x, &y, &err), LT_OK);
-    assert_memory_equal(x->t.data, want, sizeof want);
-    lt_value_free(x);
-    lt_value_free(y);
-    lt_dataset_free(d);
+    test_split_reads(spec, NULL);
     /* other names: read by position */
     write_text(te, "w,x,y,target\n10,20,30,1\n40,50,60,0\n");
-    assert_int_equal(lt_dataset_open(spec, 1, &d, &err), LT_OK);
-    assert_int_equal(lt_dataset_batch(d, 0, 2, 2, shape, &x, &y, &err), LT_OK);
-    assert_memory_equal(x->t.data, want, sizeof want);
-    lt_value_free(x);
-    lt_value_free(y);
-    lt_dataset_free(d);
+    test_split_reads(spec, NULL);
+    lt_dataset *d = NULL;
+    lt_err err;
     /* a name the training file has, at another place among other names:
      * neither order can be trusted; refused naming both headers */
     write_text(te, "b,w,x,label\n1,2,3,0\n");
