@@ -85,17 +85,12 @@ lt_status lt_imp_inline_function(imp *im, scope *s, lt_block *b, const Onnx__Nod
     if (im->depth >= LT_MAX_NESTING)
         return lt_imp_node_err(im, np, LT_ERR_INVALID, "functions call each other deeper than %s levels", "64");
     opsets fops = *caller_ops;
+    char who[300];
+    snprintf(who, sizeof who, "function '%s'", str_or(f->name, "<unnamed>"));
     for (size_t i = 0; i < f->n_opset_import; i++) {
-        const Onnx__OperatorSetIdProto *o = f->opset_import[i];
-        const char *d = o->domain ? o->domain : "";
-        if (!*d || strcmp(d, "ai.onnx") == 0)
-            fops.onnx = o->version;
-        else if (strcmp(d, "ai.onnx.preview.training") == 0)
-            fops.training = o->version;
-        else if (strcmp(d, "ai.onnx.preview") == 0)
-            fops.preview = o->version;
-        else if (strcmp(d, "ai.onnx.ml") == 0)
-            fops.ml = o->version;
+        lt_status os = lt_imp_opset_import(im, &fops, f->opset_import[i], who);
+        if (os != LT_OK)
+            return os;
     }
     scope fs = {0};
     lt_status st = LT_OK;

@@ -96,6 +96,10 @@ lt_status lt_imp_inline_function(imp *im, scope *s, lt_block *b, const Onnx__Nod
 void lt_imp_map_free(namemap *mp);
 lt_ival *lt_imp_map_get(const namemap *mp, const char *k);
 /* an error naming the file, the node and its op; fmt has one %s for detail */
+/* Checks one opset import (who: "the model", "function 'f'") and records its
+ * version in ops; a standard domain's opset newer than lantern knows is
+ * refused. */
+lt_status lt_imp_opset_import(imp *im, opsets *ops, const Onnx__OperatorSetIdProto *o, const char *who);
 lt_status lt_imp_node_err(imp *im, const Onnx__NodeProto *np, lt_status st, const char *fmt, const char *detail);
 /* the graph's node indices in dependency order (node_order.c) */
 lt_status lt_imp_order_nodes(imp *im, const Onnx__GraphProto *g, int *order);

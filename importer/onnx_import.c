@@ -28,6 +28,44 @@ lt_status lt_imp_define_value(imp *im, scope *s, lt_block *b, const char *name, 
     return lt_imp_map_put(&s->names, name, v) ? LT_OK : lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
 }
 
+/* The newest opset of each standard domain lantern knows (onnx 1.23): a node
+ * of a later opset may mean something else, so such a model is refused
+ * rather than read by older rules. */
+static int64_t newest_opset(const char *d)
+{
+    if (!*d || strcmp(d, "ai.onnx") == 0)
+        return 28;
+    if (strcmp(d, "ai.onnx.ml") == 0)
+        return 5;
+    if (strcmp(d, "ai.onnx.preview.training") == 0 || strcmp(d, "ai.onnx.preview") == 0)
+        return 1;
+    return -1; /* a custom domain: its version is the model's business */
+}
+
+lt_status lt_imp_opset_import(imp *im, opsets *ops, const Onnx__OperatorSetIdProto *o, const char *who)
+{
+    const char *d = o && o->domain ? o->domain : "";
+    int64_t v = o && o->has_version ? o->version : 0;
+    if (v < 1 || v > 1000)
+        return lt_errf(im->err, LT_ERR_INVALID, "%s: %s's opset import for domain '%s' has version %lld", im->path,
+                       who, *d ? d : "ai.onnx", (long long)v);
+    int64_t newest = newest_opset(d);
+    if (newest > 0 && v > newest)
+        return lt_errf(im->err, LT_ERR_UNSUPPORTED,
+                       "%s: %s imports %s opset %lld; lantern reads opsets up to %lld (onnx 1.23), and ops may "
+                       "mean something else in a later one",
+                       im->path, who, *d ? d : "ai.onnx", (long long)v, (long long)newest);
+    if (!*d || strcmp(d, "ai.onnx") == 0)
+        ops->onnx = v;
+    else if (strcmp(d, "ai.onnx.preview.training") == 0)
+        ops->training = v;
+    else if (strcmp(d, "ai.onnx.preview") == 0)
+        ops->preview = v;
+    else if (strcmp(d, "ai.onnx.ml") == 0)
+        ops->ml = v;
+    return LT_OK;
+}
+
 static lt_status record_unsupported(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np,
                                     const char *domain)
 {
@@ -455,19 +493,11 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
         const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
         const char *d = o && o->domain ? o->domain : "";
         int64_t v = o && o->has_version ? o->version : 0;
-        if (v < 1 || v > 1000)
-            return lt_errf(err, LT_ERR_INVALID, "%s: opset import for domain '%s' has version %lld", m->path,
-                           *d ? d : "ai.onnx", (long long)v);
+        lt_status os = lt_imp_opset_import(&im, &im.model_ops, o, "the model");
+        if (os != LT_OK)
+            return os;
         m->opsets[i].domain = lt_ir_strdup(m, d);
         m->opsets[i].version = v;
-        if (!*d || strcmp(d, "ai.onnx") == 0)
-            im.model_ops.onnx = v;
-        else if (strcmp(d, "ai.onnx.preview.training") == 0)
-            im.model_ops.training = v;
-        else if (strcmp(d, "ai.onnx.preview") == 0)
-            im.model_ops.preview = v;
-        else if (strcmp(d, "ai.onnx.ml") == 0)
-            im.model_ops.ml = v;
     }
     if (mp->ir_version == 3 && im.model_ops.onnx < 0 && mp->n_opset_import == 0)
         im.model_ops.onnx = 1;

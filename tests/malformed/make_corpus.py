@@ -206,6 +206,10 @@ def envelope():
     write("opset_version_0.onnx", relu_model(opset=0), "opset import for domain 'ai.onnx' has version 0")
     write("opset_version_huge.onnx", relu_model(extra_opsets=[("com.example", 1 << 40)]),
           "opset import for domain 'com.example' has version 1099511627776")
+    write("opset_newer_than_known.onnx", relu_model(opset=29),
+          "the model imports ai.onnx opset 29")
+    write("opset_ml_newer_than_known.onnx", relu_model(extra_opsets=[("ai.onnx.ml", 6)]),
+          "the model imports ai.onnx.ml opset 6")
 
 
 # ---- tensors: initializers, attribute tensors, declared types ----
@@ -580,6 +584,10 @@ def functions():
     write("function_dangling_input.onnx", call("F"), "node 'r' (Relu): input 'nope' is not defined")
     fs = [fn("F", [node("Relu", ["x"], ["y"], "r")], ins=())]
     write("function_too_many_inputs.onnx", call("F"), "node 'call' (F): more inputs than function 'F' takes")
+    fs = [fn("F", [node("Relu", ["x"], ["y"], "r")])]
+    fs[0].opset_import[0].version = 29
+    write("function_opset_newer_than_known.onnx", call("F"),
+          "function 'F' imports ai.onnx opset 29")
 
 
 # ---- valid models with ops lantern does not know: import lists them, exits 2 ----
@@ -624,7 +632,7 @@ def inputs():
     write("inputs/npy_negative_dim.npy", npy(hdr % "-2, 3", good), "bad .npy shape")
     write("inputs/npy_rank9.npy", npy(hdr % "1, 1, 1, 1, 1, 1, 1, 1, 1", good[:4]), "bad .npy shape")
     write("inputs/npy_no_shape.npy", npy("{'descr': '<f4', 'fortran_order': False, }", good),
-          ".npy header has no shape")
+          "bad .npy header (no shape)")
     write("inputs/npy_unicode.npy", npy("{'descr': '<U4', 'fortran_order': False, 'shape': (2,), }", b"\0" * 32),
           ".npy element type '<U4' is not supported")
     t = tensor("X", F, [2, 3], raw=good).SerializeToString()
