@@ -21,7 +21,7 @@ static void join(lt_type *a, const lt_type *b)
 
 static bool unknown(const lt_type *t) { return t->dtype == LT_UNDEFINED && t->rank < 0; }
 
-/* A carried value's declared type whose rank the value it starts from
+/* A carried value's declared type (a Loop or Scan state, a Scan slice) whose rank the value it starts from
  * contradicts (torch's TorchScript exporter declares rank 3 for a state of
  * rank 2 in a loop after an unbind): the start's type is the one to trust,
  * as a rule's answer replaces a declared rank for node outputs (infer.c). */
@@ -67,7 +67,7 @@ void lt_infer_region_params(lt_node *n)
         int nscan = (int)lt_attr_int(n, "num_scan_inputs", 0), nstate = n->nin - nscan, na;
         const int64_t *axes = lt_attr_ints(n, "scan_input_axes", &na);
         for (int i = 0; i < b->nparams && i < n->nin; i++) {
-            if (!n->in[i] || !unknown(&b->params[i]->type))
+            if (!n->in[i])
                 continue;
             lt_type t = n->in[i]->type;
             if (i >= nstate && t.rank > 0) {
@@ -80,7 +80,8 @@ void lt_infer_region_params(lt_node *n)
                     t.rank--;
                 }
             }
-            b->params[i]->type = t;
+            if (unknown(&b->params[i]->type) || other_rank(&b->params[i]->type, &t))
+                b->params[i]->type = t;
         }
     } else if (n->op == LT_OP_SEQUENCE_MAP && n->nregions == 1) {
         lt_block *b = n->regions[0];

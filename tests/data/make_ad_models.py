@@ -280,3 +280,18 @@ unbind_loop("ad_unbind_loop", "unbind_body", 2)
 # exporter does so for a second loop after the first): the start's rank,
 # 2, is the one the body gets.
 unbind_loop("ad_unbind_loop_in3", "unbind_body3", 3)
+# A Scan RNN whose body declares its state and its slice of rank 3 where
+# the state starting it and the slices of x are of rank 2 (as a TorchScript
+# export may declare them): the starts' ranks are the ones the body gets.
+scan_body = h.make_graph(
+    [h.make_node("MatMul", ["x_t", "W"], ["xw"]), h.make_node("MatMul", ["h_in", "U"], ["hu"]),
+     h.make_node("Add", ["xw", "hu"], ["s"]), h.make_node("Tanh", ["s"], ["h_out"]),
+     h.make_node("Identity", ["h_out"], ["y_t"])],
+    "scan_rank_body", [vi("h_in", [None, None, None]), vi("x_t", [None, None, None])],
+    [vi("h_out", [None, None, None]), vi("y_t", [None, None, None])])
+save("ad_scan_declared_rank",
+     [h.make_node("Scan", ["h0", "x"], ["hT", "ys"], body=scan_body, num_scan_inputs=1),
+      h.make_node("Mul", ["ys", "ys"], ["sq"]), h.make_node("Mul", ["hT", "hT"], ["hq"]),
+      rsum("sq", "a"), rsum("hq", "b"), h.make_node("Add", ["a", "b"], ["y"])],
+     [vi("x", [4, 2, 3])], [vi("y", [])],
+     [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5)])

@@ -40,6 +40,12 @@ static void seq_unbind_at(void **s) { (void)s; tu_grad_check_model(DATA "ad_seq_
 static const int64_t d423[3] = {4, 2, 3};
 static void unbind_loop(void **s) { (void)s; tu_grad_check_model(DATA "ad_unbind_loop.onnx", 3, d423, -1, 1, 13, "W"); }
 static void unbind_loop_in3(void **s) { (void)s; tu_grad_check_model(DATA "ad_unbind_loop_in3.onnx", 3, d423, -1, 1, 14, "W"); }
+static void scan_declared_rank(void **s)
+{
+    (void)s;
+    tu_grad_check_model(DATA "ad_scan_declared_rank.onnx", 3, d423, -1, 1, 20, "W");
+    tu_grad_check_model(DATA "ad_scan_declared_rank.onnx", 3, d423, -1, 1, 21, "h0");
+}
 static void loop_list_stacked(void **s)
 {
     (void)s;
@@ -114,7 +120,7 @@ int main(void)
         cmocka_unit_test(loop_rnn_model),  cmocka_unit_test(flex_attention_mods), cmocka_unit_test(flex_attention_plain),
         cmocka_unit_test(seq_split_at),    cmocka_unit_test(seq_unbind_at),  cmocka_unit_test(loop_list_stacked),
         cmocka_unit_test(seq_refused),     cmocka_unit_test(unbind_loop),
-        cmocka_unit_test(unbind_loop_in3),
+        cmocka_unit_test(unbind_loop_in3), cmocka_unit_test(scan_declared_rank),
         cmocka_unit_test(if_in_loop_scan), cmocka_unit_test(loop_in_loop_scan), cmocka_unit_test(loop_list_concatenated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
