@@ -644,6 +644,25 @@ typedef struct lt_eval_opts {
 
 lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *r, lt_err *err);
 
+/* One test sample as lt_model_predict classifies it: the class whose score
+ * is highest (the first of equal ones) and the class its label gives, with
+ * their names where the data names its classes (class folders, Fashion-MNIST,
+ * CIFAR-10; "" otherwise); ignored: the label is the ignore index. */
+typedef struct lt_prediction {
+    int64_t sample, predicted, truth;
+    int ignored;
+    char predicted_name[64], truth_name[64];
+} lt_prediction;
+
+/* Classifies the first `count` samples of o->data's test split (fewer when
+ * it has fewer), fed as lt_model_evaluate feeds them (o->loss is not used:
+ * the output's scores are read as classes). pred, the caller's, holds count
+ * entries; *n receives how many were filled. A label the output has no
+ * score for, float targets, or labels that are not one per sample (tokens)
+ * are errors. */
+lt_status lt_model_predict(lt_model *m, const lt_eval_opts *o, int64_t count, lt_prediction *pred, int64_t *n,
+                           lt_err *err);
+
 /* ---- metadata ---- */
 
 /* The model's metadata_props value for key (NULL when it has none); owned

@@ -224,6 +224,81 @@ static void named_inputs_take_their_types(void **state)
     td_rmtree(dir);
 }
 
+/* lantern predict on named inputs: each test sample's class is the argmax
+ * of the scores computed here from the weights (ties: the first), and the
+ * accuracy is eval's; labels per token are refused (eval scores them). */
+static void predict_named_inputs(void **state)
+{
+    (void)state;
+    char dir[64], path[128], spec[160];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tok.npz", dir);
+    snprintf(spec, sizeof spec, "npz=%s", path);
+    enum { NT = 70 };
+    write_tok(path, 20, NT, 5);
+    lt_err err;
+    lt_arrays *a = NULL;
+    lt_model *m = NULL;
+    assert_int_equal(lt_arrays_open(path, 1, &a, &err), LT_OK);
+    assert_int_equal(lt_model_load(DATA "feed_tok.onnx", &m, &err), LT_OK);
+    const lt_ds_array *ids = lt_arrays_find(a, "input_ids"), *mask = lt_arrays_find(a, "attention_mask"),
+                      *y = lt_arrays_find(a, "y");
+    const float *emb = param(m, "emb"), *W = param(m, "W"), *b = param(m, "b");
+    lt_eval_opts eo = {spec, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}, 0};
+    lt_prediction pred[NT + 5];
+    int64_t n = 0;
+    if (lt_model_predict(m, &eo, NT + 5, pred, &n, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(n, NT);
+    int64_t correct = 0;
+    for (int j = 0; j < NT; j++) {
+        double s[8] = {0}, z[3];
+        for (int t = 0; t < TOK_T; t++) {
+            int64_t id = (int64_t)lt_tensor_get_f64(&ids->t, j * TOK_T + t);
+            for (int k = 0; k < 8 && ((uint8_t *)mask->t.data)[j * TOK_T + t]; k++)
+                s[k] += emb[id * 8 + k];
+        }
+        int best = 0;
+        for (int c = 0; c < 3; c++) {
+            z[c] = b[c];
+            for (int k = 0; k < 8; k++)
+                z[c] += s[k] * W[k * 3 + c];
+            best = z[c] > z[best] ? c : best;
+        }
+        assert_int_equal(pred[j].sample, j);
+        assert_int_equal(pred[j].predicted, best);
+        assert_int_equal(pred[j].truth, ((int64_t *)y->t.data)[j]);
+        assert_false(pred[j].ignored);
+        correct += best == ((int64_t *)y->t.data)[j];
+    }
+    lt_eval_result r;
+    if (lt_model_evaluate(m, &eo, &r, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(r.count, NT);
+    assert_true(fabs(r.accuracy - (double)correct / NT) < 1e-12);
+    lt_model_free(m);
+    lt_arrays_free(a);
+
+    /* a label per token is not a sample's class */
+    int64_t tid[4 * 5], tag[4 * 5], d2[2] = {4, 5};
+    for (int i = 0; i < 20; i++) {
+        tid[i] = i % 12;
+        tag[i] = i % 4;
+    }
+    npz_w z = {0};
+    add(&z, "input_ids.npy", "<i8", 2, d2, tid, sizeof tid);
+    add(&z, "y.npy", "<i8", 2, d2, tag, sizeof tag);
+    add(&z, "input_ids_test.npy", "<i8", 2, d2, tid, sizeof tid);
+    add(&z, "y_test.npy", "<i8", 2, d2, tag, sizeof tag);
+    save(&z, path);
+    assert_int_equal(lt_model_load(DATA "feed_tagger.onnx", &m, &err), LT_OK);
+    assert_int_equal(lt_model_predict(m, &eo, 3, pred, &n, &err), LT_ERR_INVALID);
+    if (!strstr(err.msg, "one class per sample"))
+        fail_msg("%s", err.msg);
+    lt_model_free(m);
+    td_rmtree(dir);
+}
+
 /* ---- time-major RNN ---- */
 
 static void write_tm(const char *path, int n, bool per_step, uint64_t seed)
@@ -1048,6 +1123,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(named_inputs_take_their_types),
+        cmocka_unit_test(predict_named_inputs),
         cmocka_unit_test(time_major_batch_axis),
         cmocka_unit_test(sequence_loss_skips_ignored),
         cmocka_unit_test(ragged_trees_accumulate),

@@ -173,6 +173,70 @@ static void sample_layout_checked(void **state)
     td_rmtree(dir);
 }
 
+/* lantern predict feeds the samples as training does: another layout is
+ * refused, and each sample's class is the argmax of the model's own scores
+ * for it (5 of 6 samples: the batch of 5 taken from the start) */
+static void predict_checks_layout(void **state)
+{
+    (void)state;
+    char dir[64], xp[128], yp[128], spec[600];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(xp, sizeof xp, "%s/x.npy", dir);
+    snprintf(yp, sizeof yp, "%s/y.npy", dir);
+    float x[6 * 192];
+    int64_t y[6];
+    uint64_t seed = 11;
+    for (int i = 0; i < 6 * 192; i++)
+        x[i] = (float)td_uniform(&seed, -1, 1);
+    for (int i = 0; i < 6; i++)
+        y[i] = (i * 2) % 3;
+    write_npy_i64(yp, 6, y);
+    snprintf(spec, sizeof spec, "npy=%s,%s,%s,%s", xp, yp, xp, yp);
+    lt_err err;
+    lt_model *m = NULL;
+    assert_int_equal(lt_model_load(DATA "img_rgb.onnx", &m, &err), LT_OK);
+    lt_eval_opts eo = {spec, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}, 0};
+    lt_prediction pred[6];
+    int64_t n = 0;
+    const int64_t hwc[4] = {6, 8, 8, 3}, chw[4] = {6, 3, 8, 8};
+    write_npy_f32(xp, 4, hwc, x);
+    assert_int_equal(lt_model_predict(m, &eo, 5, pred, &n, &err), LT_ERR_INVALID);
+    if (!strstr(err.msg, "laid out otherwise"))
+        fail_msg("%s", err.msg);
+    write_npy_f32(xp, 4, chw, x);
+    if (lt_model_predict(m, &eo, 5, pred, &n, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(n, 5);
+    lt_session *s = NULL;
+    lt_value *in = lt_value_new_tensor(), *out = NULL;
+    assert_non_null(in);
+    assert_int_equal(lt_tensor_alloc(&in->t, LT_F32, 4, chw, &err), LT_OK);
+    memcpy(in->t.data, x, sizeof x);
+    const char *name = "x";
+    assert_int_equal(lt_session_new(m, &s, &err), LT_OK);
+    assert_int_equal(lt_session_run(s, 1, &name, &in, &out, &err), LT_OK);
+    const float *z = out->t.data;
+    for (int i = 0; i < 5; i++) {
+        int best = 0;
+        for (int c = 1; c < 3; c++)
+            best = z[i * 3 + c] > z[i * 3 + best] ? c : best;
+        assert_int_equal(pred[i].sample, i);
+        assert_int_equal(pred[i].predicted, best);
+        assert_int_equal(pred[i].truth, y[i]);
+    }
+    /* a label the 3 scores do not cover */
+    y[4] = 3;
+    write_npy_i64(yp, 6, y);
+    assert_int_equal(lt_model_predict(m, &eo, 5, pred, &n, &err), LT_ERR_INVALID);
+    if (!strstr(err.msg, "sample 4 has label 3"))
+        fail_msg("%s", err.msg);
+    lt_value_free(in);
+    lt_value_free(out);
+    lt_session_free(s);
+    lt_model_free(m);
+    td_rmtree(dir);
+}
+
 static void write_text(const char *path, const char *text) { td_write(path, text, strlen(text)); }
 
 /* The test split of spec (label_column NULL: the last) reads as the
@@ -477,6 +541,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(initializers_listed_as_inputs_train),
         cmocka_unit_test(sample_layout_checked),
+        cmocka_unit_test(predict_checks_layout),
         cmocka_unit_test(test_csv_columns_by_name),
         cmocka_unit_test(named_arrays_checked_first),
         cmocka_unit_test(nan_weight_named),
