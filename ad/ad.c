@@ -438,13 +438,37 @@ done:
     return s;
 }
 
+/* A transform rewrites the IR that sessions of m run from: none may be live. */
+static lt_status no_live_sessions(const lt_model *m, const char *what, lt_err *err)
+{
+    int n = __atomic_load_n(&m->live_sessions, __ATOMIC_SEQ_CST);
+    if (n > 0)
+        return lt_errf(err, LT_ERR_INVALID, "%s: %s rewrites the model, and %d session%s of it %s live (free them "
+                       "first)", m->path, what, n, n == 1 ? "" : "s", n == 1 ? "is" : "are");
+    return LT_OK;
+}
+
 lt_status lt_model_tie_transposed(lt_model *m, int *ntied, char *list, size_t len, lt_err *err)
 {
-    return lt_ir_tie_transposed_params(m, ntied, list, len, err);
+    int none = 0;
+    lt_status s = no_live_sessions(m, "lt_model_tie_transposed", err);
+    return s != LT_OK ? s : lt_ir_tie_transposed_params(m, ntied ? ntied : &none, list, len, err);
 }
 
 lt_status lt_model_grad(lt_model *m, const lt_grad_opts *o, lt_err *err)
 {
+    if (!o)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_grad: no options given");
+    lt_status ls = no_live_sessions(m, "lt_model_grad", err);
+    if (ls != LT_OK)
+        return ls;
+    if (m->differentiated)
+        return lt_errf(err, LT_ERR_INVALID, "%s: the model is already its forward/backward program (lt_model_grad "
+                       "runs once per loaded model)", m->path);
+    if (o->loss < LT_LOSS_SUM || o->loss > LT_LOSS_MODEL)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_grad: loss %d is not an lt_loss_kind", (int)o->loss);
+    if (o->loss == LT_LOSS_SEEDS && o->nseeds > 0 && !o->seed_outputs)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_grad: %d seed outputs and no list of them", o->nseeds);
     lt_ad_spec spec = {.loss = (lt_ad_loss)o->loss, .nseeds = o->nseeds, .seed_outputs = o->seed_outputs,
                        .wrt_inputs = o->wrt_inputs != 0, .output = o->output,
                        .ignore_index = o->set_ignore_index ? o->ignore_index : -100};
@@ -465,5 +489,8 @@ lt_status lt_model_grad(lt_model *m, const lt_grad_opts *o, lt_err *err)
         if (s != LT_OK)
             return s;
     }
-    return lt_ad_transform(m, &spec, err);
+    lt_status s = lt_ad_transform(m, &spec, err);
+    if (s == LT_OK)
+        m->differentiated = true;
+    return s;
 }

@@ -128,7 +128,6 @@ typedef struct lt_block {
     struct lt_block *parent;
     lt_node *owner; /* the node whose region this is; NULL for the main graph */
     const char *name;
-    void *plan; /* runtime plan cache (owned by the session) */
 } lt_block;
 
 typedef struct lt_param {
@@ -271,6 +270,10 @@ struct lt_model {
     } *unsupported;
 
     lt_chunk *arena; /* owns every IR object and string */
+    /* sessions made of this model and not yet freed (atomic): a transform
+     * that rewrites the IR (lt_model_grad) waits for none */
+    int live_sessions;
+    bool differentiated; /* lt_model_grad made it its forward/backward program */
 };
 typedef struct lt_model lt_module;
 

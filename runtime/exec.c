@@ -608,15 +608,60 @@ static lt_mplan *plan_mem(lt_plan *p, int level)
     return p->mem[level];
 }
 
+static size_t plan_hash(const lt_block *b, int cap)
+{
+    return (size_t)(((uint64_t)(uintptr_t)b >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (size_t)(cap - 1);
+}
+
+/* this session's plan of b; NULL when it has none yet */
+static lt_plan *plan_find(const lt_exec *ex, const lt_block *b)
+{
+    if (!ex->plan_cap)
+        return NULL;
+    for (size_t i = plan_hash(b, ex->plan_cap);; i = (i + 1) & (size_t)(ex->plan_cap - 1)) {
+        lt_plan *p = ex->plan_slots[i];
+        if (!p || p->block == b)
+            return p;
+    }
+}
+
+static bool plan_add(lt_exec *ex, lt_plan *p)
+{
+    if (2 * (ex->plan_n + 1) > ex->plan_cap) {
+        int cap = ex->plan_cap ? 2 * ex->plan_cap : 16;
+        lt_plan **slots = calloc((size_t)cap, sizeof *slots);
+        if (!slots)
+            return false;
+        for (int j = 0; j < ex->plan_cap; j++) {
+            lt_plan *q = ex->plan_slots[j];
+            size_t i = q ? plan_hash(q->block, cap) : 0;
+            while (q && slots[i])
+                i = (i + 1) & (size_t)(cap - 1);
+            if (q)
+                slots[i] = q;
+        }
+        free(ex->plan_slots);
+        ex->plan_slots = slots;
+        ex->plan_cap = cap;
+    }
+    size_t i = plan_hash(p->block, ex->plan_cap);
+    while (ex->plan_slots[i])
+        i = (i + 1) & (size_t)(ex->plan_cap - 1);
+    ex->plan_slots[i] = p;
+    ex->plan_n++;
+    return true;
+}
+
 lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, lt_value **results)
 {
-    lt_block *mb = (lt_block *)b;
-    if (!mb->plan) {
-        lt_plan *p;
-        lt_status s = plan_block(ex, b, &p);
+    lt_plan *plan = plan_find(ex, b);
+    if (!plan) {
+        lt_status s = plan_block(ex, b, &plan);
         if (s != LT_OK)
             return s;
-        mb->plan = p;
+        plan->block = b;
+        if (!plan_add(ex, plan))
+            return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory");
     }
     if (++ex->depth > (ex->max_depth ? ex->max_depth : LT_EXEC_MAX_DEPTH)) {
         ex->depth--;
@@ -625,7 +670,6 @@ lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, l
     }
     /* a block entered again while it runs (a recursive Call) gets fresh
      * slots: the outer frame's values are set aside until it returns */
-    lt_plan *plan = mb->plan;
     lt_value **saved = NULL;
     if (plan->active > 0) {
         saved = malloc(sizeof *saved * (plan->nids + 1));
@@ -658,7 +702,7 @@ lt_status lt_exec_block(lt_exec *ex, const lt_block *b, lt_value *const *args, l
     }
     ex->mem = lay;
     if (s == LT_OK)
-        s = run_nodes(ex, b, mb->plan, lay);
+        s = run_nodes(ex, b, plan, lay);
     for (int i = 0; i < b->nresults; i++)
         results[i] = NULL;
     for (int i = 0; i < b->nresults && s == LT_OK; i++) {
@@ -882,14 +926,6 @@ lt_status lt_exec_bind_param(lt_exec *ex, int p, const lt_tensor *t)
     return LT_OK;
 }
 
-static void clear_plans(lt_block *b)
-{
-    b->plan = NULL;
-    for (int i = 0; i < b->nnodes; i++)
-        for (int r = 0; r < b->nodes[i]->nregions; r++)
-            clear_plans(b->nodes[i]->regions[r]);
-}
-
 void lt_exec_fini(lt_exec *ex)
 {
     if (ex->env)
@@ -901,9 +937,9 @@ void lt_exec_fini(lt_exec *ex)
         ex->plans = p->next_all;
         lt_plan_free(p);
     }
-    clear_plans(ex->m->main);
-    for (int i = 0; i < ex->m->nfuncs; i++)
-        clear_plans(ex->m->funcs[i]->body);
+    free(ex->plan_slots);
+    ex->plan_slots = NULL;
+    ex->plan_cap = ex->plan_n = 0;
     for (lt_scratch_chunk *l[2] = {ex->scratch, ex->scratch_free}, **q = l; q < l + 2; q++)
         while (*q) {
             lt_scratch_chunk *c = *q;

@@ -28,6 +28,7 @@ typedef struct lt_plan {
     lt_mplan **mem;
     int nmem;
     int active;     /* frames of this block running now (recursion) */
+    const lt_block *block; /* the block planned */
     struct lt_plan *next_all;
 } lt_plan;
 
@@ -38,6 +39,10 @@ typedef struct lt_exec {
     lt_err *err;
     lt_value **env; /* by SSA id */
     lt_plan *plans;
+    /* the plans by block: each session plans the blocks it runs itself, so
+     * that two sessions of one model share no plan, memory or counter */
+    lt_plan **plan_slots;
+    int plan_cap, plan_n;
     struct lt_scratch_chunk *scratch, *scratch_free;
     size_t scratch_in_use, scratch_hw; /* scratch bytes taken now, and at most */
     bool memplan;                      /* planned memory is on (memplan.h) */

@@ -23,7 +23,14 @@ lt_value *lt_value_to_f64(const lt_value *v)
     return d;
 }
 
-lt_status lt_model_to_f64(lt_model *m, lt_err *err) { return lt_ir_to_f64(m, err); }
+lt_status lt_model_to_f64(lt_model *m, lt_err *err)
+{
+    int n = __atomic_load_n(&m->live_sessions, __ATOMIC_SEQ_CST);
+    if (n > 0)
+        return lt_errf(err, LT_ERR_INVALID, "%s: lt_model_to_f64 rewrites the model, and %d session(s) of it are "
+                       "live (free them first)", m->path, n);
+    return lt_ir_to_f64(m, err);
+}
 
 static lt_status load_path(void *ctx, lt_model **m, lt_err *err) { return lt_model_load(ctx, m, err); }
 

@@ -91,6 +91,7 @@ lt_status lt_session_new(lt_model *m, lt_session **out, lt_err *err)
         free(s);
         return st;
     }
+    __atomic_add_fetch(&m->live_sessions, 1, __ATOMIC_SEQ_CST);
     *out = s;
     return LT_OK;
 }
@@ -140,6 +141,7 @@ void lt_session_free(lt_session *s)
         return;
     runner_stop(&s->run);
     lt_exec_fini(&s->ex);
+    __atomic_sub_fetch(&s->m->live_sessions, 1, __ATOMIC_SEQ_CST);
     free(s);
 }
 
