@@ -206,7 +206,21 @@ static lt_status r_clip(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival 
             keep = keep ? OP2(AND, keep, k2) : k2;
         }
     }
-    return ACC(0, keep ? OP3(WHERE, keep, G, K(0)) : G);
+    lt_status s = lt_ad_wants(c, n, 0) ? ACC(0, keep ? OP3(WHERE, keep, G, K(0)) : G) : LT_OK;
+    /* a trainable bound (a learned clipping threshold) gets the gradient of
+     * the values it set, as torch.clamp's tensor bounds do: min where x is
+     * below it (and it is not above max, which then wins), max where
+     * max(x, min) is above it */
+    lt_ival *lo = n->opset >= 11 && n->nin > 1 ? in[1] : NULL, *hi = n->opset >= 11 && n->nin > 2 ? in[2] : NULL;
+    if (s == LT_OK && lo && lt_ad_wants(c, n, 1)) {
+        lt_ival *below = OP2(LESS, in[0], lo);
+        if (hi)
+            below = OP2(AND, below, OP2(LESS_OR_EQUAL, lo, hi));
+        s = ACC(1, UB(OP3(WHERE, below, G, K(0)), 1));
+    }
+    if (s == LT_OK && hi && lt_ad_wants(c, n, 2))
+        s = ACC(2, UB(OP3(WHERE, OP2(GREATER, lo ? OP2(MAX, in[0], lo) : in[0], hi), G, K(0)), 2));
+    return s;
 }
 
 /* Max, Min: the gradient goes to the inputs equal to the result */
@@ -300,6 +314,5 @@ void lt_ad_register_elementwise(lt_ad_rule *t, uint32_t *nd)
     t[LT_OP_CAST] = r_cast;
     t[LT_OP_DROPOUT] = r_dropout;
     nd[LT_OP_WHERE] = 1u << 0;
-    nd[LT_OP_CLIP] = (1u << 1) | (1u << 2);
     nd[LT_OP_DROPOUT] = (1u << 1) | (1u << 2);
 }

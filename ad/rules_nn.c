@@ -78,12 +78,69 @@ static lt_status r_global_pool(lt_ad *c, const lt_node *n, lt_ival *const *in, l
     lt_ival *x = in[0];
     lt_ival *ge = lt_ad_op2(c, LT_OP_EXPAND, G, lt_ad_op1(c, LT_OP_SHAPE, x));
     if (n->op == LT_OP_GLOBAL_MAX_POOL) {
+        /* the values equal to the maximum share its gradient evenly, as
+         * ReduceMax's do (and torch's amax over the spatial axes) */
+        int r = x->type.rank;
+        if (r < 3)
+            return lt_ad_fail(c, n, "GlobalMaxPool of unknown rank cannot be differentiated");
         lt_ival *ye = lt_ad_op2(c, LT_OP_EXPAND, out[0], lt_ad_op1(c, LT_OP_SHAPE, x));
-        lt_ival *zero = lt_ad_scalar_like(c, x, 0);
-        return ACC(0, lt_ad_op3(c, LT_OP_WHERE, lt_ad_op2(c, LT_OP_EQUAL, x, ye), ge, zero));
+        lt_ival *mask = lt_ad_cast(c, lt_ad_op2(c, LT_OP_EQUAL, x, ye), lt_ad_float_dtype(x));
+        int64_t axes[LT_MAX_RANK];
+        for (int i = 2; i < r; i++)
+            axes[i - 2] = i;
+        lt_ival *ins[2] = {mask, lt_ad_ints(c, r - 2, axes)};
+        lt_node *k = lt_ad_node_of(c, LT_OP_REDUCE_SUM, 2, ins);
+        if (!k)
+            return LT_ERR_NOMEM;
+        lt_ad_attr_int(c, k, "keepdims", 1);
+        lt_ad_infer(c, k);
+        return ACC(0, lt_ad_op2(c, LT_OP_DIV, lt_ad_op2(c, LT_OP_MUL, mask, ge), k->out[0]));
     }
     lt_ival *cnt = lt_ad_op2(c, LT_OP_DIV, lt_ad_op1(c, LT_OP_SIZE, x), lt_ad_op1(c, LT_OP_SIZE, out[0]));
     return ACC(0, lt_ad_div_count(c, ge, cnt));
+}
+
+/* LayerNormalization's Mean and InvStdDev outputs, where the loss reads
+ * them: over the M normalized values, dMean/dx = 1/M and
+ * dInvStdDev/dx = -InvStdDev^3 (x - Mean) / M */
+static lt_status layer_norm_stats_grad(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
+                                       lt_ival *const *dout)
+{
+    lt_ival *x = in[0], *gm = n->nout > 1 ? dout[1] : NULL, *gi = n->nout > 2 ? dout[2] : NULL;
+    if ((!gm && !gi) || !lt_ad_wants(c, n, 0))
+        return LT_OK;
+    lt_ival *stat = gm ? out[1] : out[2];
+    lt_ival *cnt = lt_ad_op2(c, LT_OP_DIV, lt_ad_op1(c, LT_OP_SIZE, x), lt_ad_op1(c, LT_OP_SIZE, stat));
+    lt_ival *d = NULL;
+    if (gm)
+        d = gm;
+    if (gi) {
+        lt_ival *mean = n->nout > 1 ? out[1] : NULL;
+        if (!mean) { /* the node was not asked for Mean: x's, again */
+            int r = x->type.rank;
+            int64_t ax = lt_attr_int(n, "axis", -1), axes[LT_MAX_RANK];
+            if (r < 1)
+                return lt_ad_fail(c, n, "LayerNormalization of unknown rank: no gradient through InvStdDev");
+            ax = ax < 0 ? ax + r : ax;
+            for (int64_t i = ax; i < r; i++)
+                axes[i - ax] = i;
+            lt_ival *ins[2] = {x, lt_ad_ints(c, (int)(r - ax), axes)};
+            lt_node *k = lt_ad_node_of(c, LT_OP_REDUCE_MEAN, 2, ins);
+            if (!k)
+                return LT_ERR_NOMEM;
+            lt_ad_attr_int(c, k, "keepdims", 1);
+            lt_ad_infer(c, k);
+            mean = k->out[0];
+        }
+        lt_ival *inv = out[2], *xc = lt_ad_op2(c, LT_OP_SUB, x, lt_ad_cast(c, mean, lt_ad_float_dtype(x)));
+        lt_ival *inv3 = lt_ad_op2(c, LT_OP_MUL, inv, lt_ad_op2(c, LT_OP_MUL, inv, inv));
+        lt_ival *t = lt_ad_op1(c, LT_OP_NEG, lt_ad_op2(c, LT_OP_MUL, gi, inv3));
+        t = lt_ad_op2(c, LT_OP_MUL, lt_ad_cast(c, t, lt_ad_float_dtype(x)), xc);
+        d = d ? lt_ad_op2(c, LT_OP_ADD, lt_ad_cast(c, d, lt_ad_float_dtype(x)), t) : t;
+    }
+    d = lt_ad_cast(c, d, lt_ad_float_dtype(x));
+    lt_ival *full = lt_ad_op2(c, LT_OP_EXPAND, d, lt_ad_op1(c, LT_OP_SHAPE, x));
+    return ACC(0, lt_ad_div_count(c, full, cnt));
 }
 
 /* normalizations: (dy, x, scale[, bias, mean, var]) -> dx, dscale, dbias */
@@ -118,6 +175,8 @@ static lt_status r_norm(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival 
         s = ACC(1, k->out[1]);
     if (s == LT_OK)
         s = ACC(2, k->out[2]);
+    if (s == LT_OK && n->op == LT_OP_LAYER_NORMALIZATION)
+        s = layer_norm_stats_grad(c, n, in, out, dout);
     return s;
 }
 

@@ -164,12 +164,57 @@ static lt_ival *unreduce(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival
     return OP2(EXPAND, g, OP1(SHAPE, in[0]));
 }
 
+/* v summed over the axes n reduces, with n's keepdims */
+static lt_ival *sum_as_reduced(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *v)
+{
+    int na = 0;
+    const int64_t *axes = lt_attr_ints(n, "axes", &na);
+    lt_ival *ins[2] = {v, n->nin > 1 && n->in[1] ? in[1] : axes && na > 0 ? lt_ad_ints(c, na, axes) : NULL};
+    lt_node *k = lt_ad_node_of(c, LT_OP_REDUCE_SUM, ins[1] ? 2 : 1, ins);
+    if (!k)
+        return NULL;
+    lt_ad_attr_int(c, k, "keepdims", lt_attr_int(n, "keepdims", 1) != 0);
+    lt_ad_infer(c, k);
+    return k->out[0];
+}
+
+/* ReduceProd: ye / x where the slice holds no zero; where it holds one,
+ * that element's gradient is the product of the others and the rest get
+ * none; two zeros or more give every element none (as torch.prod) */
+static lt_ival *prod_grad(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *ge, lt_status *st)
+{
+    lt_ival *x = in[0];
+    lt_dtype t = lt_ad_float_dtype(x);
+    lt_ival *iszero = OP2(EQUAL, x, K(0)), *nz = lt_ad_cast(c, iszero, t);
+    lt_ival *x1 = OP2(ADD, x, nz); /* the zeros made ones */
+    lt_ival *ins[2] = {x1, n->nin > 1 && n->in[1] ? in[1] : NULL};
+    lt_node *p = lt_ad_emit_grad(c, n, LT_OP_REDUCE_PROD, ins[1] ? 2 : 1, ins, 1, 1);
+    lt_ival *zsum = sum_as_reduced(c, n, in, nz);
+    if (!p || !zsum) {
+        *st = LT_ERR_NOMEM;
+        return NULL;
+    }
+    lt_ival *others = unreduce(c, n, in, p->out[0], st), *zeros = unreduce(c, n, in, zsum, st);
+    lt_ival *at_zero = OP3(WHERE, OP2(EQUAL, zeros, K(1)), others, K(0));
+    lt_ival *elsewhere = OP3(WHERE, OP2(EQUAL, zeros, K(0)), OP2(DIV, others, x1), K(0));
+    return OP2(MUL, ge, OP3(WHERE, iszero, at_zero, elsewhere));
+}
+
 static lt_status r_reduce(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
                           lt_ival *const *dout)
 {
     if (n->nin > 1 && n->in[1] && n->in[1]->type.rank == 1 && n->in[1]->type.dims[0].v == 0 &&
-        lt_attr_int(n, "noop_with_empty_axes", 0))
-        return ACC(0, G);
+        lt_attr_int(n, "noop_with_empty_axes", 0)) {
+        /* nothing reduced: what remains is the op's elementwise part */
+        lt_ival *x = in[0];
+        switch (n->op) {
+        case LT_OP_REDUCE_L1:
+        case LT_OP_REDUCE_L2: return ACC(0, OP2(MUL, G, OP1(SIGN, x)));
+        case LT_OP_REDUCE_SUM_SQUARE: return ACC(0, OP2(MUL, G, OP2(MUL, x, K(2))));
+        case LT_OP_REDUCE_LOG_SUM: return ACC(0, OP2(DIV, G, x));
+        default: return ACC(0, G);
+        }
+    }
     lt_status s;
     lt_ival *ge = unreduce(c, n, in, G, &s);
     lt_ival *ye = NULL;
@@ -182,24 +227,22 @@ static lt_status r_reduce(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_iva
     case LT_OP_REDUCE_MEAN: d = lt_ad_div_count(c, ge, OP2(DIV, OP1(SIZE, x), OP1(SIZE, out[0]))); break;
     case LT_OP_REDUCE_SUM_SQUARE: d = OP2(MUL, ge, OP2(MUL, x, lt_ad_scalar(c, t, 2))); break;
     case LT_OP_REDUCE_L1: d = OP2(MUL, ge, OP1(SIGN, x)); break;
-    case LT_OP_REDUCE_L2: d = OP2(MUL, ge, OP2(DIV, x, ye)); break;
+    case LT_OP_REDUCE_L2:
+        /* a slice of zeros (F.normalize of a zero row) has no direction:
+         * its gradient is zero, as torch's, not 0/0 */
+        d = OP2(MUL, ge, OP2(DIV, x, OP2(ADD, ye, lt_ad_cast(c, OP2(EQUAL, ye, K(0)), t))));
+        break;
     case LT_OP_REDUCE_LOG_SUM_EXP: d = OP2(MUL, ge, OP1(EXP, OP2(SUB, x, ye))); break;
     case LT_OP_REDUCE_LOG_SUM: d = OP2(MUL, ge, OP1(EXP, OP1(NEG, ye))); break;
-    case LT_OP_REDUCE_PROD: d = OP2(MUL, ge, OP2(DIV, ye, x)); break;
+    case LT_OP_REDUCE_PROD: d = prod_grad(c, n, in, ge, &s); break;
     case LT_OP_REDUCE_MAX:
     case LT_OP_REDUCE_MIN: {
         /* the values equal to the result share its gradient evenly, as
          * PyTorch's amax/amin: dy / (how many there are) */
-        lt_ival *mask = lt_ad_cast(c, OP2(EQUAL, x, ye), t);
-        int na = 0;
-        const int64_t *axes = lt_attr_ints(n, "axes", &na);
-        lt_ival *ins[2] = {mask, n->nin > 1 && n->in[1] ? in[1] : axes && na > 0 ? lt_ad_ints(c, na, axes) : NULL};
-        lt_node *k = lt_ad_node_of(c, LT_OP_REDUCE_SUM, ins[1] ? 2 : 1, ins);
-        if (!k)
+        lt_ival *mask = lt_ad_cast(c, OP2(EQUAL, x, ye), t), *ties = sum_as_reduced(c, n, in, mask);
+        if (!ties)
             return LT_ERR_NOMEM;
-        lt_ad_attr_int(c, k, "keepdims", lt_attr_int(n, "keepdims", 1) != 0);
-        lt_ad_infer(c, k);
-        d = OP2(DIV, OP2(MUL, mask, ge), unreduce(c, n, in, k->out[0], &s));
+        d = OP2(DIV, OP2(MUL, mask, ge), unreduce(c, n, in, ties, &s));
         break;
     }
     default: return lt_ad_fail(c, n, "no gradient rule");

@@ -106,8 +106,16 @@ lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_o
         snprintf(row->name, sizeof row->name, "%s", p->name);
         double *d = p->data.data;
         int64_t cnt = p->data.numel < max_per_param ? p->data.numel : max_per_param;
-        for (int64_t i = 0; i < p->data.numel; i++)
-            row->max_grad = fmax(row->max_grad, fabs(lt_tensor_get_f64(&o64[r]->t, i)));
+        for (int64_t i = 0; i < p->data.numel; i++) {
+            /* a gradient that is not finite anywhere fails, whether or not
+             * the sampled entries reach it (fmax would drop a nan) */
+            double g64 = lt_tensor_get_f64(&o64[r]->t, i), g32 = lt_tensor_get_f64(&o32[r]->t, i);
+            row->max_grad = fmax(row->max_grad, fabs(g64));
+            if (!isfinite(g64))
+                row->err64 = INFINITY;
+            if (!isfinite(g32))
+                row->err32 = INFINITY;
+        }
         for (int64_t k = 0; k < cnt && st == LT_OK; k++) {
             int64_t e = k;
             if (p->data.numel > max_per_param) {
@@ -136,8 +144,10 @@ lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_o
             /* relative to the gradient's own scale, so that entries near zero
              * do not turn rounding noise into huge ratios */
             double floor_ = 1e-3 * row->max_grad + 1e-12;
-            row->err64 = fmax(row->err64, fabs(a64 - fd) / fmax(fmax(fabs(a64), fabs(fd)), floor_));
-            row->err32 = fmax(row->err32, fabs(a32 - fd) / fmax(fmax(fabs(a32), fabs(fd)), floor_));
+            double e64 = fabs(a64 - fd) / fmax(fmax(fabs(a64), fabs(fd)), floor_);
+            double e32 = fabs(a32 - fd) / fmax(fmax(fabs(a32), fabs(fd)), floor_);
+            row->err64 = isnan(e64) ? INFINITY : fmax(row->err64, e64);
+            row->err32 = isnan(e32) ? INFINITY : fmax(row->err32, e32);
             row->checked++;
         }
     }

@@ -295,3 +295,21 @@ save("ad_scan_declared_rank",
       rsum("sq", "a"), rsum("hq", "b"), h.make_node("Add", ["a", "b"], ["y"])],
      [vi("x", [4, 2, 3])], [vi("y", [])],
      [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5)])
+# LayerNormalization whose Mean and InvStdDev outputs the loss reads as well
+# as Y: W's gradient goes through all three.
+save("ad_ln_stats",
+     [h.make_node("MatMul", ["x", "W"], ["z"]),
+      h.make_node("LayerNormalization", ["z", "g", "b"], ["y", "mu", "inv"], axis=-1, epsilon=1e-3),
+      h.make_node("Mul", ["y", "y"], ["y2"]), rsum("y2", "a"), h.make_node("Mul", ["mu", "mu"], ["mu2"]),
+      rsum("mu2", "c"), rsum("inv", "d"), h.make_node("Sum", ["a", "c", "d"], ["loss"])],
+     [vi("x", [3, 4])], [vi("loss", [])],
+     [w("W", 4, 5, scale=1.0), w("g", 5, scale=1.0), w("b", 5, scale=0.5)], opset=17)
+# The same with the Mean output not asked for: InvStdDev's gradient takes
+# the mean from z again.
+save("ad_ln_inv_only",
+     [h.make_node("MatMul", ["x", "W"], ["z"]),
+      h.make_node("LayerNormalization", ["z", "g", "b"], ["y", "", "inv"], axis=-1, epsilon=1e-3),
+      h.make_node("Mul", ["y", "y"], ["y2"]), rsum("y2", "a"), rsum("inv", "d"),
+      h.make_node("Add", ["a", "d"], ["loss"])],
+     [vi("x", [3, 4])], [vi("loss", [])],
+     [w("W", 4, 5, scale=1.0), w("g", 5, scale=1.0), w("b", 5, scale=0.5)], opset=17)
