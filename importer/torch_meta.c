@@ -6,7 +6,10 @@
  * program, which names every parameter and buffer of the source module.
  * The IR keeps them so that what the exporter's optimizer merged or folded
  * can be told apart (ir/split_merged.c, ir/unmerge.c) or named to the
- * user. */
+ * user. The optimizer also records, on the value_info of each initializer
+ * its constant folding made (ValueInfoProto 4, metadata_props, which the
+ * IR 8 schema does not name either), the values it folded it from
+ * (ir/gathered_table.c reads them). */
 #include "import_impl.h"
 #include <string.h>
 
@@ -130,9 +133,39 @@ static lt_imp_span signature_target(const uint8_t *line, const uint8_t *end, boo
     return t;
 }
 
+/* pkg.onnxscript.optimizer.folded_from of the main graph's value_info,
+ * kept on the initializer of that name (lt_param.folded_from). */
+static lt_status folded_from(imp *im, const Onnx__GraphProto *g)
+{
+    lt_module *m = im->m;
+    for (size_t i = 0; i < g->n_value_info; i++) {
+        const Onnx__ValueInfoProto *vi = g->value_info[i];
+        for (unsigned k = 0; vi && vi->name && k < vi->base.n_unknown_fields; k++) {
+            const ProtobufCMessageUnknownField *u = &vi->base.unknown_fields[k];
+            const uint8_t *p;
+            size_t len;
+            lt_imp_span key, value;
+            if (u->tag != 4 || !lt_imp_unknown_payload(u, &p, &len) || !lt_imp_string_entry(p, len, &key, &value) ||
+                !span_is(&key, "pkg.onnxscript.optimizer.folded_from"))
+                continue;
+            for (int q = 0; q < m->nparams; q++) {
+                lt_param *pp = &m->params[q];
+                if (!pp->name || strcmp(pp->name, vi->name) != 0 || !pp->value || pp->value->block != m->main)
+                    continue;
+                if (!(pp->folded_from = lt_ir_strndup(m, (const char *)value.p, value.len)))
+                    return lt_errf(im->err, LT_ERR_NOMEM, "out of memory");
+            }
+        }
+    }
+    return LT_OK;
+}
+
 lt_status lt_imp_torch_signature(imp *im, const Onnx__GraphProto *g)
 {
     lt_module *m = im->m;
+    lt_status st = folded_from(im, g);
+    if (st != LT_OK)
+        return st;
     for (unsigned i = 0; i < g->base.n_unknown_fields; i++) {
         const ProtobufCMessageUnknownField *u = &g->base.unknown_fields[i];
         const uint8_t *p;

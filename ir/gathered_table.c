@@ -7,17 +7,45 @@
  * Trained as found, every copy would move on its own; PyTorch moves the
  * value once, by the sum of its copies' gradients.
  *
+ * Repeated values alone do not show a gather: a parameter initialised
+ * with repeats (Mamba's A_log, log(1..N) for every channel) and folded
+ * through exp into -exp(A_log) repeats just as well, and tying its equal
+ * entries trains something PyTorch never does. The evidence is what the
+ * exporter's optimizer records of each value it folded (folded_from, the
+ * values it read: the table, the index buffer, and the fx nodes between,
+ * each named after its aten operation; importer/torch_meta.c). A gathered
+ * table's record names a parameter the file has no tensor of (the table),
+ * holds an operation that copies entries several times (a gather: index,
+ * embedding, index_select; or expand, repeat), and the initializer itself
+ * is the result of an operation that copies entries (unsqueeze, permute,
+ * view). A fold of copies that makes each entry once (a view of A_log)
+ * holds no copies of one entry, and any values it repeats are the
+ * parameter's own. Other operations in a record with a gather are taken
+ * for the index's own computation (T5 computes its buckets with log,
+ * where, min from positions): the record is a set, and does not tell
+ * which path an operation was on; without a gather they make the fold
+ * one lantern cannot undo (below). A file without the record (an older
+ * exporter) shows nothing, and its tensors are left alone.
+ *
  * So a trainable float initializer that the graph signature does not name
- * (the source module's tensors are named there), in a file whose
- * signature names a parameter it has no tensor of, whose entries are
- * copies of a few values (copies_of_few: random or trained values repeat,
- * bit for bit, only as copies do), is read as a gather: the distinct values become a parameter of their own
+ * (the source module's tensors are named there), folded from a gather as
+ * above, whose entries are copies of a few values (copies_of_few: random
+ * or trained values repeat, bit for bit, only as copies do), is read as a
+ * gather: the distinct values become a parameter of their own
  * (NAME@table, one dimension), the positions an int64 constant
  * (NAME@index), and the readers read Gather(NAME@table, NAME@index).
  * A tensor of one value, or one whose few values repeat as a mask's do,
  * is left alone. The tensor itself
  * is no longer trained, and lt_ir_refresh_tied writes it from the table
- * for export, so the written model keeps its shape and name. */
+ * for export, so the written model keeps its shape and name.
+ *
+ * An initializer whose record names a parameter of the source and an
+ * operation that computes new values (the exp of -exp(A_log); a product
+ * or a sigmoid after a gather, as Swin V2's 16 * sigmoid(table)) is that
+ * parameter through a function the file does not hold: trained as found
+ * it would follow another parameterisation than PyTorch's, frozen it
+ * would not train at all. It gets fold_param and fold_op, and the trainer
+ * refuses it unless --freeze names it (train/trainer.c). */
 #include "torch_names.h"
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +71,107 @@ static bool some_param_missing(const lt_module *m)
     return false;
 }
 
+/* What p's folded_from record (and p's own name, the fx node that made
+ * it) shows: a parameter of the source it names (param; a missing one
+ * preferred) and whether the file lacks it, whether it holds a gather
+ * (gathers) or any operation that copies entries several times
+ * (expands), the first operation of the record that computes new values
+ * (op, oplen characters), and whether p's own operation copies entries
+ * or computes. read_record is false where p has no record. */
+typedef struct {
+    const char *param;
+    bool missing, gathers, expands, last_copies, last_computes;
+    const char *op;
+    size_t oplen;
+} fold_record;
+
+static bool read_record(const lt_module *m, const lt_param *p, fold_record *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!p->folded_from || !p->name)
+        return false;
+    const char *at = p->folded_from, *el;
+    size_t len;
+    while ((el = lt_torch_list_next(&at, &len))) {
+        for (int t = 0; t < m->ntorch; t++) {
+            const char *tn = m->torch_name[t];
+            if (m->torch_buffer[t] || strlen(tn) != len || memcmp(tn, el, len) != 0)
+                continue;
+            bool missing = !lt_torch_is_param(m, tn);
+            if (!r->param || (missing && !r->missing)) {
+                r->param = tn;
+                r->missing = missing;
+            }
+        }
+        lt_fold_kind k = lt_torch_fold_kind(m, el, len);
+        r->gathers |= k == LT_FOLD_GATHER;
+        r->expands |= k == LT_FOLD_EXPAND || k == LT_FOLD_GATHER;
+        if (k == LT_FOLD_COMPUTE && !r->op) {
+            r->op = el;
+            r->oplen = len;
+        }
+    }
+    lt_fold_kind own = lt_torch_fold_kind(m, p->name, strlen(p->name));
+    r->last_copies = own == LT_FOLD_COPY || own == LT_FOLD_EXPAND || own == LT_FOLD_GATHER;
+    r->expands |= own == LT_FOLD_EXPAND || own == LT_FOLD_GATHER;
+    r->last_computes = own == LT_FOLD_COMPUTE;
+    return true;
+}
+
+/* A gathered table: see the comment at the top. */
+static bool gathered(const lt_module *m, const lt_param *p)
+{
+    fold_record r;
+    return read_record(m, p, &r) && r.param && r.missing && r.expands && r.last_copies && (!r.op || r.gathers);
+}
+
 static bool candidate(const lt_module *m, const lt_param *p)
 {
     const lt_tensor *t = &p->data;
     return p->trainable && p->name && p->value && p->value->block == m->main && p->value->uses > 0 &&
            (t->dtype == LT_F32 || t->dtype == LT_F64) && t->numel >= 8 && t->data && !p->is_input_default &&
            !p->split_from && !p->torch_source && !p->restored && !p->copy_of && !p->transpose_of &&
-           !p->untied_from && !lt_torch_named(m, p->name) && !lt_ir_one_value(t);
+           !p->untied_from && !lt_torch_named(m, p->name) && !lt_ir_one_value(t) && gathered(m, p);
+}
+
+/* A parameter of the source computed into p through an operation lantern
+ * cannot undo: fold_param and fold_op. p's own name counts as the last
+ * operation; a record with a gather counts only a last operation, the
+ * others being possibly the index's. Refusing such a tensor, rather than
+ * training or freezing it, is the one course that gives no number PyTorch
+ * would not: PyTorch trains the parameter through the function, of which
+ * the file keeps only the result. */
+static lt_status mark_computed(lt_module *m, lt_param *p)
+{
+    fold_record r;
+    if (p->fold_op || !p->name || !p->value || p->value->block != m->main || !lt_dtype_is_float(p->data.dtype) ||
+        lt_torch_named(m, p->name) || p->split_from || p->torch_source || p->restored || p->copy_of ||
+        p->transpose_of || p->untied_from || p->gathered_from || !read_record(m, p, &r) || !r.param)
+        return LT_OK;
+    const char *op = NULL;
+    size_t oplen = 0;
+    if (r.op && !r.gathers) {
+        op = r.op;
+        oplen = r.oplen;
+    } else if (r.last_computes) {
+        op = p->name;
+        oplen = strlen(p->name);
+    }
+    if (!op)
+        return LT_OK;
+    size_t d = oplen; /* exp_1: the operation is exp */
+    while (d > 0 && op[d - 1] >= '0' && op[d - 1] <= '9')
+        d--;
+    if (d > 1 && d < oplen && op[d - 1] == '_')
+        oplen = d - 1;
+    char *o = lt_ir_alloc(m, oplen + 1);
+    if (!o)
+        return LT_ERR_NOMEM;
+    memcpy(o, op, oplen);
+    o[oplen] = 0;
+    p->fold_op = o;
+    p->fold_param = r.param;
+    return LT_OK;
 }
 
 /* index[i] gets the distinct value number of entry i (numbered in the
@@ -206,9 +328,9 @@ static bool repeats_early(const lt_tensor *t)
 lt_status lt_ir_ungather_tables(lt_module *m, int *nfound, lt_err *err)
 {
     *nfound = 0;
-    if (!m->ntorch || !some_param_missing(m))
+    if (!m->ntorch)
         return LT_OK;
-    int np = m->nparams;
+    int np = some_param_missing(m) ? m->nparams : 0;
     for (int p = 0; p < np; p++) {
         if (!candidate(m, &m->params[p]))
             continue;
@@ -229,5 +351,8 @@ lt_status lt_ir_ungather_tables(lt_module *m, int *nfound, lt_err *err)
             return lt_errf(err, LT_ERR_NOMEM, "out of memory");
         ++*nfound;
     }
+    for (int p = 0; p < m->nparams; p++)
+        if (mark_computed(m, &m->params[p]) != LT_OK)
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
     return LT_OK;
 }

@@ -155,6 +155,17 @@ typedef struct lt_param {
      * Gather(gathered_from, gather_index), it is not trained, and
      * lt_ir_refresh_tied writes it from those */
     const char *gathered_from, *gather_index;
+    /* what torch's dynamo optimizer folded the initializer from, as its
+     * metadata on the value lists them (pkg.onnxscript.optimizer.
+     * folded_from: "['A_log', 'exp']", the parameters, buffers, constants
+     * and fx nodes it read), NULL where the file does not say
+     * (importer/torch_meta.c) */
+    const char *folded_from;
+    /* set when the initializer is parameter fold_param of the source
+     * computed through fx operation fold_op (exp, of -exp(A_log)), a fold
+     * lantern cannot undo (ir/gathered_table.c): training refuses it
+     * unless it is frozen */
+    const char *fold_param, *fold_op;
     /* set when the parameter is one of the separate tensors an exporter
      * merged into initializer `split_from` (ir/split_merged.c): the nodes
      * (by file name) and input slots that read it; the exporter writes it
@@ -433,8 +444,11 @@ int lt_ir_tie_folded_copies(lt_module *m);
  * it (see ir/unfold_bn.c); *nunfolded gets how many */
 lt_status lt_ir_unfold_batch_norms(lt_module *m, int *nunfolded, lt_err *err);
 /* Initializers the signature does not name whose entries are copies of a
- * few values (a folded relative position bias) train as Gather of those
- * values (see ir/gathered_table.c); *nfound gets how many */
+ * few values, folded by gathering a parameter (a folded relative position
+ * bias, as the optimizer's folded_from metadata records), train as Gather
+ * of those values; ones it computed from a parameter through other
+ * operations get fold_param and fold_op (see ir/gathered_table.c);
+ * *nfound gets how many were gathered */
 lt_status lt_ir_ungather_tables(lt_module *m, int *nfound, lt_err *err);
 /* Loops that append to a carried list stacked after the loop (TorchScript's
  * list.append and torch.stack) get a scan output instead (loop_lists.c) */

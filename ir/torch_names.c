@@ -141,3 +141,72 @@ const char *lt_torch_fx_leaf(const lt_module *m, const char *call, const char *l
     }
     return found;
 }
+
+const char *lt_torch_list_next(const char **at, size_t *len)
+{
+    const char *q = *at;
+    while (*q == '[' || *q == ',' || *q == ' ')
+        q++;
+    if (*q != '\'' && *q != '"')
+        return NULL;
+    char quote = *q++;
+    const char *s = q;
+    while (*q && *q != quote && *q != '\\')
+        q++;
+    if (*q != quote)
+        return NULL;
+    *len = (size_t)(q - s);
+    *at = q + 1;
+    return s;
+}
+
+static bool in_list(const char *name, size_t len, const char *const *list)
+{
+    for (; *list; list++)
+        if (strlen(*list) == len && !memcmp(*list, name, len))
+            return true;
+    return false;
+}
+
+lt_fold_kind lt_torch_fold_kind(const lt_module *m, const char *name, size_t len)
+{
+    /* aten operations that give each entry of their result the value of
+     * one entry of a tensor input (or of a constant) */
+    static const char *const copies[] = {
+        "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "unsqueeze", "squeeze", "clone",
+        "contiguous", "alias", "detach", "flatten", "unflatten", "cat", "concat", "stack", "getitem", "split",
+        "split_with_sizes", "chunk", "unbind", "narrow", "slice", "select", "flip", "roll", "movedim", "view_as",
+        "reshape_as", "diagonal", NULL};
+    static const char *const expands[] = {"expand", "expand_as", "broadcast_to", "repeat", "tile",
+                                          "repeat_interleave", NULL};
+    static const char *const gathers[] = {"index", "_unsafe_index", "index_select", "gather", "embedding", "take",
+                                          NULL};
+    /* operations that make a constant from nothing the module holds */
+    static const char *const makes[] = {
+        "arange", "scalar_tensor", "scalar_tensor_default", "full", "full_like", "zeros", "zeros_like", "ones",
+        "ones_like", "empty", "empty_like", "new_zeros", "new_ones", "new_full", "eye", "linspace",
+        "lift_fresh_copy", NULL};
+    for (int i = 0; i < m->ntorch; i++)
+        if (strlen(m->torch_name[i]) == len && !memcmp(m->torch_name[i], name, len))
+            return LT_FOLD_LEAF;
+    static const char *const leaves[] = {"val_", "lifted_tensor_", "_tensor_constant", NULL};
+    for (const char *const *l = leaves; *l; l++)
+        if (len >= strlen(*l) && !memcmp(name, *l, strlen(*l)))
+            return LT_FOLD_LEAF;
+    size_t base = len;
+    while (base > 0 && name[base - 1] >= '0' && name[base - 1] <= '9')
+        base--;
+    if (base > 1 && base < len && name[base - 1] == '_')
+        base--; /* exp_1 is the second exp */
+    else
+        base = len;
+    if (in_list(name, base, makes))
+        return LT_FOLD_LEAF;
+    if (in_list(name, base, copies))
+        return LT_FOLD_COPY;
+    if (in_list(name, base, expands))
+        return LT_FOLD_EXPAND;
+    if (in_list(name, base, gathers))
+        return LT_FOLD_GATHER;
+    return LT_FOLD_COMPUTE;
+}

@@ -39,4 +39,23 @@ int lt_torch_fx_tensors(const lt_module *m, const char *call, const char **out, 
  * when none or two are. */
 const char *lt_torch_fx_leaf(const lt_module *m, const char *call, const char *leaf);
 
+/* The elements of a Python list literal of names, as torch's optimizer
+ * writes folded_from ("['A_log', 'exp']"): call with *at at the list
+ * first; each call gives the next element (its length in *len), NULL
+ * after the last or at anything else. */
+const char *lt_torch_list_next(const char **at, size_t *len);
+
+/* What a name in folded_from stands for (lt_torch_fold_kind) */
+typedef enum {
+    LT_FOLD_LEAF,    /* a tensor of the source (parameter, buffer), a constant, or an exporter value (val_N) */
+    LT_FOLD_COPY,    /* an fx node that moves or selects entries, each once (view, permute, unsqueeze, slice) */
+    LT_FOLD_EXPAND,  /* an fx node that copies entries several times (expand, repeat, tile) */
+    LT_FOLD_GATHER,  /* an fx node that gathers entries by index (index, embedding, index_select, gather) */
+    LT_FOLD_COMPUTE, /* any other fx node: it computes new values (exp, neg, mul, sigmoid) */
+} lt_fold_kind;
+
+/* The kind of the name's len characters: torch.fx names a node after its
+ * aten operation, with _N appended from the second on (exp, exp_1). */
+lt_fold_kind lt_torch_fold_kind(const lt_module *m, const char *name, size_t len);
+
 #endif

@@ -1,0 +1,144 @@
+"""Writes tests/data/folded/ for tests/unit/test_folded_params.c: small
+models laid out as torch's dynamo exporter writes them with its optimizer
+on (torch.onnx.export(..., dynamo=True), optimize=True by default), whose
+constant folding replaced a parameter by an initializer of its own. Each
+file carries the metadata that exporter records: the graph signature
+(GraphProto field 16, pkg.torch.export.ExportedProgram.graph_signature),
+each node's module path and torch.fx node (NodeProto field 9), and on the
+folded initializer's value_info what the optimizer folded it from
+(ValueInfoProto field 4, pkg.onnxscript.optimizer.folded_from). The IR 8
+schema of onnx 1.12 names none of these fields, so they are written as
+raw protobuf fields beside the ones it knows; their keys and text are
+those of torch 2.15 / onnxscript 0.7.2 exports of the same modules.
+
+Every model is out = (x @ lin.weight.T + lin.bias) * G, x of [batch, 8],
+where G is the folded initializer (8 values):
+
+  rep.onnx        G = neg = -exp(A_log), A_log = log(1..4) twice (Mamba's
+                  A_log initialisation): 4 values repeated; folded_from
+                  ['A_log', 'exp']. A fold lantern cannot undo.
+  exp.onnx        the same with A_log drawn at random: no value repeats.
+  norecord.onnx   rep.onnx without the folded_from record (an exporter
+                  that does not write it): nothing shows how G was made.
+  table.onnx      G = unsqueeze = table[index] of a learned table of 3
+                  values through an index buffer (a relative position
+                  bias's shape): folded_from names the table, the buffer,
+                  the index and view nodes; G trains as the table.
+  copy.onnx       G = repeat = a.repeat(2) of a parameter a of 4 values:
+                  only copying operations, no gather; G trains as a.
+  gathermul.onnx  G = mul_1 = 16 * sigmoid(table[index]) (Swin V2's bias):
+                  a gather, then operations that compute new values.
+  view.onnx       G = view = A_log.view(8), A_log as in rep.onnx: a fold
+                  that copies each entry once, so its repeated values are
+                  A_log's own, each trained apart as PyTorch trains them.
+  x.npy, y.npy    8 samples of 8 inputs and 8 targets (float32)
+
+Run with /usr/bin/python3 (onnx 1.12, numpy):
+    python3 tests/data/make_folded_models.py
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "folded")
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        c = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(c | 0x80)
+        else:
+            out.append(c)
+            return bytes(out)
+
+
+def field(number, payload):
+    """A length-delimited protobuf field."""
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def entry(key, value):
+    """A StringStringEntryProto's bytes."""
+    return field(1, key.encode()) + field(2, value.encode())
+
+
+def with_fields(msg, number, pairs):
+    """A copy of msg with metadata entries appended as field number."""
+    extra = b"".join(field(number, entry(k, v)) for k, v in pairs)
+    out = type(msg)()
+    out.ParseFromString(msg.SerializeToString() + extra)
+    return out
+
+
+def signature(params, buffers=()):
+    lines = ["", "# inputs"]
+    for p in params:
+        lines.append("p_%s: PARAMETER target='%s'" % (p.replace(".", "_").lower(), p))
+    for b in buffers:
+        lines.append("b_%s: BUFFER target='%s' persistent=False" % (b.replace(".", "_").lower(), b))
+    lines += ["x: USER_INPUT", "", "# outputs", "mul: USER_OUTPUT", ""]
+    return "\n".join(lines)
+
+
+def fx(name, target, args):
+    return "%%%s : [num_users=1] = call_function[target=torch.ops.aten.%s](args = (%s), kwargs = {})" % (
+        name, target, ", ".join("%" + a for a in args))
+
+
+def write(path, g_name, g_values, params, buffers=(), folded_from=None):
+    rng = np.random.RandomState(3)
+    w = (rng.standard_normal((8, 8)) * 0.3).astype(np.float32)
+    b = (rng.standard_normal(8) * 0.1).astype(np.float32)
+    g = np.asarray(g_values, np.float32).reshape((1, 8) if g_name == "unsqueeze" else (8,))
+    inits = [numpy_helper.from_array(w, "lin.weight"), numpy_helper.from_array(b, "lin.bias"),
+             numpy_helper.from_array(g, g_name)]
+    gemm = helper.make_node("Gemm", ["x", "lin.weight", "lin.bias"], ["linear"], name="node_linear", transB=1)
+    gemm = with_fields(gemm, 9, [
+        ("pkg.torch.onnx.name_scopes", "['', 'lin', 'linear']"),
+        ("pkg.torch.onnx.fx_node", fx("linear", "linear.default", ["x", "p_lin_weight", "p_lin_bias"]))])
+    mul = helper.make_node("Mul", ["linear", g_name], ["out"], name="node_mul")
+    mul = with_fields(mul, 9, [
+        ("pkg.torch.onnx.name_scopes", "['', 'mul']"),
+        ("pkg.torch.onnx.fx_node", fx("mul", "mul.Tensor", ["linear", g_name]))])
+    vi = helper.make_tensor_value_info(g_name, TensorProto.FLOAT, list(g.shape))
+    if folded_from is not None:
+        vi = with_fields(vi, 4, [("pkg.onnxscript.optimizer.folded_from", repr(sorted(folded_from)))])
+    graph = helper.make_graph(
+        [gemm, mul], "main_graph",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 8])], inits, value_info=[vi])
+    graph = with_fields(graph, 16, [
+        ("pkg.torch.export.ExportedProgram.graph_signature", signature(params, buffers)),
+        ("pkg.torch.export.ExportedProgram.range_constraints", "{}")])
+    model = helper.make_model(graph, producer_name="pytorch", producer_version="2.15.0",
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    with open(os.path.join(OUT, path), "wb") as f:
+        f.write(model.SerializeToString())
+
+
+os.makedirs(OUT, exist_ok=True)
+rng = np.random.RandomState(5)
+np.save(os.path.join(OUT, "x.npy"), rng.standard_normal((8, 8)).astype(np.float32))
+np.save(os.path.join(OUT, "y.npy"), rng.standard_normal((8, 8)).astype(np.float32))
+
+a_log = np.tile(np.log(np.arange(1, 5, dtype=np.float32)), 2)
+lin = ["lin.weight", "lin.bias"]
+write("rep.onnx", "neg", -np.exp(a_log), ["A_log"] + lin, folded_from=["A_log", "exp"])
+write("exp.onnx", "neg", -np.exp(rng.standard_normal(8).astype(np.float32) * 0.5), ["A_log"] + lin,
+      folded_from=["A_log", "exp"])
+write("norecord.onnx", "neg", -np.exp(a_log), ["A_log"] + lin)
+table = np.array([0.3125, -0.6875, 1.125], np.float32)
+index = np.array([0, 1, 2, 1, 0, 2, 2, 1])
+write("table.onnx", "unsqueeze", table[index], ["table"] + lin, ["index_buf"],
+      folded_from=["index", "index_buf", "table", "val_1", "val_2", "view"])
+write("copy.onnx", "repeat", np.tile(np.array([0.5, -1.5, 2.25, 0.75], np.float32), 2), ["a"] + lin,
+      folded_from=["a", "val_0"])
+write("gathermul.onnx", "mul_1", 16 / (1 + np.exp(-table[index])), ["table"] + lin, ["index_buf"],
+      folded_from=["index", "index_buf", "sigmoid", "table", "val_1", "val_2", "view"])
+write("view.onnx", "view", a_log, ["A_log"] + lin, folded_from=["A_log", "val_0"])

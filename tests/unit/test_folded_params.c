@@ -1,0 +1,249 @@
+/* Initializers torch's dynamo exporter folded from a parameter the file
+ * no longer holds (ir/gathered_table.c), on models laid out as that
+ * exporter writes them (tests/data/make_folded_models.py): out = (x W^T +
+ * b) * G, G the folded initializer, with the graph signature and the
+ * optimizer's record of what it folded G from.
+ *
+ * Repeated values alone are no table: -exp(A_log) of Mamba's A_log
+ * (log(1..4) twice) is not trained as 4 tied values, and no fold through
+ * an operation that computes new values (exp; a sigmoid and product after
+ * a gather) trains in the parameter's place: training refuses it, naming
+ * the initializer and the parameter and saying how to export, and
+ * --freeze of it trains the rest. A file without the record shows no
+ * table. A table gathered or expanded into copies trains as the table
+ * (one SGD step: each value moved by the sum of its copies' gradients, as
+ * PyTorch moves it), and a fold that copies each entry once (a view)
+ * trains each entry apart, as PyTorch trains the parameter. */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FOLDED LT_SOURCE_DIR "/tests/data/folded/"
+#define DATA "npy=" FOLDED "x.npy," FOLDED "y.npy"
+
+static const lt_param *param_named(const lt_model *m, const char *name)
+{
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].name && !strcmp(m->params[p].name, name))
+            return &m->params[p];
+    fail_msg("no parameter %s", name);
+    return NULL;
+}
+
+static int tables(const lt_model *m)
+{
+    int n = 0;
+    for (int p = 0; p < m->nparams; p++)
+        n += m->params[p].gathered_from != NULL;
+    return n;
+}
+
+static lt_model *load(const char *file)
+{
+    lt_model *m = NULL;
+    lt_err err;
+    if (lt_model_load(file, &m, &err) != LT_OK)
+        fail_msg("%s: %s", file, err.msg);
+    return m;
+}
+
+static void sgd_opts(lt_train_opts *o)
+{
+    lt_train_defaults(o);
+    o->data = DATA;
+    o->loss = LT_LOSS_MSE;
+    o->schedule.lr = 0.1;
+    o->batch = 8;
+    o->limit = 8;
+    o->no_shuffle = 1;
+}
+
+/* Training file must refuse, naming g and param and the way out. */
+static void assert_refused(const char *file, const char *g, const char *param)
+{
+    lt_train_opts o;
+    sgd_opts(&o);
+    lt_trainer *t = NULL;
+    lt_err err;
+    assert_int_equal(lt_trainer_new(file, &o, &t, &err), LT_ERR_UNSUPPORTED);
+    assert_null(t);
+    print_message("%s\n", err.msg);
+    char want[96];
+    snprintf(want, sizeof want, "initializer '%s' is parameter '%s'", g, param);
+    assert_non_null(strstr(err.msg, want));
+    assert_non_null(strstr(err.msg, "optimize=False"));
+    assert_non_null(strstr(err.msg, "dynamo=False"));
+    snprintf(want, sizeof want, "--freeze %s", g);
+    assert_non_null(strstr(err.msg, want));
+    assert_null(strchr(err.msg, '\n'));
+}
+
+/* Mamba's -exp(A_log), A_log = log(1..4) twice: four values repeated, not
+ * a table; refused, and frozen on request it stays as it is while the
+ * Linear trains. */
+static void repeated_values_are_no_table(void **state)
+{
+    (void)state;
+    lt_model *m = load(FOLDED "rep.onnx");
+    assert_int_equal(tables(m), 0);
+    const lt_param *neg = param_named(m, "neg");
+    assert_non_null(neg->fold_op);
+    assert_string_equal(neg->fold_op, "exp");
+    assert_string_equal(neg->fold_param, "A_log");
+    lt_model_free(m);
+    assert_refused(FOLDED "rep.onnx", "neg", "A_log");
+
+    lt_train_opts o;
+    sgd_opts(&o);
+    static const char *const freeze[] = {"neg"};
+    o.nfreeze = 1;
+    o.freeze = freeze;
+    o.on_note = tu_keep_note;
+    tu_notes[0] = 0;
+    lt_model *trained = NULL, *before = load(FOLDED "rep.onnx");
+    lt_err err;
+    if (lt_train(FOLDED "rep.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_null(strstr(tu_notes, "relative position bias): they train"));
+    assert_true(tu_max_rel_err(tu_param(trained, "neg"), tu_param(before, "neg")) == 0);
+    assert_true(tu_max_rel_err(tu_param(trained, "lin.weight"), tu_param(before, "lin.weight")) > 1e-4);
+    lt_model_free(trained);
+    lt_model_free(before);
+}
+
+/* The same fold without repeats trains no more in A_log's place. */
+static void computed_fold_is_refused(void **state)
+{
+    (void)state;
+    assert_refused(FOLDED "exp.onnx", "neg", "A_log");
+}
+
+/* Gathered, then passed through a sigmoid and a product (Swin V2's
+ * 16 * sigmoid(table[index])): not copies of the table. */
+static void computed_after_gather_is_refused(void **state)
+{
+    (void)state;
+    lt_model *m = load(FOLDED "gathermul.onnx");
+    assert_int_equal(tables(m), 0);
+    lt_model_free(m);
+    assert_refused(FOLDED "gathermul.onnx", "mul_1", "table");
+}
+
+/* Without the optimizer's record nothing shows a gather. */
+static void no_record_no_table(void **state)
+{
+    (void)state;
+    lt_model *m = load(FOLDED "norecord.onnx");
+    assert_int_equal(tables(m), 0);
+    assert_null(param_named(m, "neg")->fold_op);
+    lt_model_free(m);
+    lt_trainer *t = tu_trainer_noting(FOLDED "norecord.onnx");
+    assert_non_null(strstr(tu_notes, "train as weights (neg)"));
+    lt_trainer_free(t);
+}
+
+/* One SGD step (lr 0.1, MSE, the 8 samples at once) of file, read back
+ * from the written model: G must be G - lr * dL/dG, where entries of
+ * equal value share the sum of their gradients if tied (a table), and
+ * each has its own otherwise. */
+static void check_step(const char *file, const char *g, bool tied)
+{
+    lt_model *m = load(file);
+    lt_value *xv = tu_load(FOLDED "x.npy"), *yv = tu_load(FOLDED "y.npy");
+    const lt_tensor *w = tu_param(m, "lin.weight"), *b = tu_param(m, "lin.bias"), *gt = tu_param(m, g);
+    const float *x = lt_value_tensor(xv)->data, *y = lt_value_tensor(yv)->data;
+    const float *wd = w->data, *bd = b->data, *gd = gt->data;
+    assert_int_equal(gt->numel, 8);
+    double grad[8] = {0}, want[8];
+    for (int s = 0; s < 8; s++)
+        for (int j = 0; j < 8; j++) {
+            double lin = bd[j];
+            for (int k = 0; k < 8; k++)
+                lin += (double)x[s * 8 + k] * wd[j * 8 + k];
+            grad[j] += 2.0 * (lin * gd[j] - y[s * 8 + j]) / 64.0 * lin;
+        }
+    for (int j = 0; j < 8; j++) {
+        double sum = 0;
+        for (int i = 0; i < 8; i++)
+            if (i == j || (tied && !memcmp(&gd[i], &gd[j], sizeof *gd)))
+                sum += grad[i];
+        want[j] = gd[j] - 0.1 * sum;
+    }
+    char tmp[] = "/tmp/lt_folded_XXXXXX", out[96];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/trained.onnx", tmp);
+    lt_train_opts o;
+    sgd_opts(&o);
+    lt_model *trained = NULL, *back = NULL;
+    lt_err err;
+    if (lt_train(file, &o, &trained, &err) != LT_OK || lt_model_export(trained, file, out, &err) != LT_OK ||
+        lt_model_load(out, &back, &err) != LT_OK)
+        fail_msg("%s: %s", file, err.msg);
+    const lt_tensor *got = tu_param(back, g);
+    double e = 0;
+    for (int j = 0; j < 8; j++)
+        e = fmax(e, fabs(lt_tensor_get_f64(got, j) - want[j]) / fmax(1.0, fabs(want[j])));
+    print_message("%s after one step against the expected: %.2g\n", g, e);
+    assert_true(e < 1e-6);
+    lt_model_free(back);
+    lt_model_free(trained);
+    lt_model_free(m);
+    lt_value_free(xv);
+    lt_value_free(yv);
+    unlink(out);
+    rmdir(tmp);
+}
+
+/* table[index] (a relative position bias's shape): 3 values in 8 places,
+ * trained as the table */
+static void gathered_table_trains_as_table(void **state)
+{
+    (void)state;
+    lt_model *m = load(FOLDED "table.onnx");
+    assert_int_equal(tables(m), 1);
+    assert_null(param_named(m, "unsqueeze")->fold_op);
+    lt_model_free(m);
+    lt_trainer *t = tu_trainer_noting(FOLDED "table.onnx");
+    assert_non_null(strstr(tu_notes, "relative position bias): they train as those values"));
+    lt_trainer_free(t);
+    check_step(FOLDED "table.onnx", "unsqueeze", true);
+}
+
+/* a.repeat(2): expanded copies of a, trained as a */
+static void expanded_copies_train_as_source(void **state)
+{
+    (void)state;
+    lt_model *m = load(FOLDED "copy.onnx");
+    assert_int_equal(tables(m), 1);
+    lt_model_free(m);
+    check_step(FOLDED "copy.onnx", "repeat", true);
+}
+
+/* A_log.view(8): each entry once, so A_log's own repeats train apart */
+static void one_copy_each_trains_apart(void **state)
+{
+    (void)state;
+    lt_model *m = load(FOLDED "view.onnx");
+    assert_int_equal(tables(m), 0);
+    assert_null(param_named(m, "view")->fold_op);
+    lt_model_free(m);
+    check_step(FOLDED "view.onnx", "view", false);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(repeated_values_are_no_table),
+        cmocka_unit_test(computed_fold_is_refused),
+        cmocka_unit_test(computed_after_gather_is_refused),
+        cmocka_unit_test(no_record_no_table),
+        cmocka_unit_test(gathered_table_trains_as_table),
+        cmocka_unit_test(expanded_copies_train_as_source),
+        cmocka_unit_test(one_copy_each_trains_apart),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
