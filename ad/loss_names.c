@@ -17,6 +17,8 @@ static const struct {
 
 int lt_loss_parse(const char *s, lt_loss_kind *out)
 {
+    if (!s || !out)
+        return 0;
     for (size_t i = 0; i < sizeof LOSSES / sizeof *LOSSES; i++)
         if (!strcmp(s, LOSSES[i].name)) {
             *out = LOSSES[i].kind;

@@ -636,21 +636,31 @@ lt_status lt_model_set_param(lt_model *m, int i, const lt_tensor *t, lt_err *err
 {
     if (i < 0 || i >= m->nparams)
         return lt_errf(err, LT_ERR_INVALID, "%s: no parameter %d", m->path, i);
+    if (!t)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_set_param: the new value for parameter '%s' is NULL",
+                       m->params[i].name);
     lt_tensor *p = &m->params[i].data;
     bool ok = t->dtype == p->dtype && t->rank == p->rank && p->dtype != LT_STRING;
     for (int d = 0; ok && d < t->rank; d++)
         ok = t->dims[d] == p->dims[d];
-    if (!ok) {
-        char want[160], got[160];
-        size_t a = 0, b = 0;
-        want[0] = got[0] = 0;
-        for (int d = 0; d < p->rank && a + 24 < sizeof want; d++)
-            a += (size_t)snprintf(want + a, sizeof want - a, "%s%lld", d ? "," : "", (long long)p->dims[d]);
-        for (int d = 0; d < t->rank && b + 24 < sizeof got; d++)
-            b += (size_t)snprintf(got + b, sizeof got - b, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+    char want[160], got[160];
+    size_t a = 0, b = 0;
+    want[0] = got[0] = 0;
+    for (int d = 0; d < p->rank && a + 24 < sizeof want; d++)
+        a += (size_t)snprintf(want + a, sizeof want - a, "%s%lld", d ? "," : "", (long long)p->dims[d]);
+    for (int d = 0; d < t->rank && d < LT_MAX_RANK && b + 24 < sizeof got; d++)
+        b += (size_t)snprintf(got + b, sizeof got - b, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+    if (!ok)
         return lt_errf(err, LT_ERR_INVALID, "%s: parameter '%s' is %s[%s]; the new value is %s[%s]", m->path,
                        m->params[i].name, lt_dtype_name(p->dtype), want, lt_dtype_name(t->dtype), got);
-    }
+    /* the copy reads the parameter's size from t->data: t must hold that many */
+    if (t->numel != p->numel)
+        return lt_errf(err, LT_ERR_INVALID, "%s: the new value for parameter '%s' has numel %lld but its dims [%s] "
+                       "hold %lld elements", m->path, m->params[i].name, (long long)t->numel, got,
+                       (long long)p->numel);
+    if (!t->data && p->numel)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_set_param: the new value for parameter '%s' has data NULL",
+                       m->params[i].name);
     if (p->numel)
         memcpy(p->data, t->data, tensor_bytes(p));
     return LT_OK;

@@ -592,6 +592,11 @@ static lt_status load_buffer(const void *data, size_t len, const char *name, con
 lt_status lt_model_load_buffer(const void *data, size_t len, const char *name, const char *base_dir,
                                lt_model **out, lt_err *err)
 {
+    if (!out)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_load_buffer: out is NULL");
+    *out = NULL;
+    if (!data && len > 0)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_load_buffer: data is NULL with len %zu", len);
     lt_status st = load_buffer(data, len, name, base_dir, out, err);
     if (st != LT_OK)
         tidy_message(err, name ? name : "<buffer>");
@@ -600,6 +605,8 @@ lt_status lt_model_load_buffer(const void *data, size_t len, const char *name, c
 
 lt_status lt_model_load(const char *path, lt_model **out, lt_err *err)
 {
+    if (!path || !out)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_load: %s is NULL", !path ? "path" : "out");
     *out = NULL;
     uint8_t *data;
     size_t len;
@@ -614,6 +621,12 @@ lt_status lt_model_load(const char *path, lt_model **out, lt_err *err)
 }
 
 int lt_model_num_inputs(const lt_model *m) { return m->main->nparams; }
-const char *lt_model_input_name(const lt_model *m, int i) { return m->main->params[i]->name; }
+const char *lt_model_input_name(const lt_model *m, int i)
+{
+    return i >= 0 && i < m->main->nparams ? m->main->params[i]->name : NULL;
+}
 int lt_model_num_outputs(const lt_model *m) { return m->main->nresults; }
-const char *lt_model_output_name(const lt_model *m, int i) { return m->main->results[i]->name; }
+const char *lt_model_output_name(const lt_model *m, int i)
+{
+    return i >= 0 && i < m->main->nresults ? m->main->results[i]->name : NULL;
+}

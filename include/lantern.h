@@ -17,8 +17,27 @@ extern "C" {
 #define LT_VERSION_MINOR 7
 #define LT_VERSION_PATCH 0
 #define LT_VERSION_NUMBER (LT_VERSION_MAJOR * 10000 + LT_VERSION_MINOR * 100 + LT_VERSION_PATCH)
+
 /* "MAJOR.MINOR.PATCH" of the library linked in. */
 const char *lt_version(void);
+
+/* Threads and lifetimes.
+ * - A model must outlive every session made from it (lt_session_free each
+ *   before lt_model_free); a trainer owns the models and sessions it makes.
+ * - Each session plans the blocks it runs itself, so several sessions of one
+ *   model may run in different threads at once. One session (or one
+ *   trainer) must not be used by two threads at once.
+ * - lt_model_grad, lt_model_tie_transposed and lt_model_to_f64 rewrite the
+ *   model: they refuse (LT_ERR_INVALID) while sessions of it are live.
+ *   lt_model_grad runs once per model; a second call is refused.
+ * - lt_set_interrupt and lt_set_num_threads are process-wide.
+ * - Arguments: the functions returning lt_status refuse a NULL for a pointer
+ *   they need with LT_ERR_INVALID and a message naming the function and the
+ *   argument (err itself may be NULL everywhere); accessors give NULL (-1
+ *   for kinds and ranks) for an index out of range. A caller's lt_tensor has
+ *   numel equal to the product of its dims and data holding that many
+ *   elements (lt_value_from_tensor, lt_model_set_param and
+ *   lt_dataset_from_arrays refuse a numel that disagrees). */
 
 typedef enum lt_status {
     LT_OK = 0,
@@ -31,6 +50,8 @@ typedef enum lt_status {
     LT_ERR_INTERRUPTED  /* stopped by the flag given to lt_set_interrupt (Ctrl-C) */
 } lt_status;
 
+/* A status's name ("ok", "invalid input", ...), static storage; "unknown
+ * status" for a value outside the enum. */
 const char *lt_status_str(lt_status s);
 
 /* Error message carrier: library functions that fail fill msg with one line
@@ -84,6 +105,8 @@ typedef enum lt_dtype {
     LT_DTYPE_COUNT
 } lt_dtype;
 
+/* The type's ONNX-style name ("float32", "int64", ...), static storage;
+ * "invalid" for a value outside the enum. */
 const char *lt_dtype_name(lt_dtype t);
 size_t lt_dtype_size(lt_dtype t); /* 0 for types lantern cannot hold */
 
@@ -108,25 +131,36 @@ typedef enum lt_value_kind { LT_VALUE_TENSOR = 0, LT_VALUE_SEQUENCE, LT_VALUE_OP
 /* Reads a .npy file, or a .pb file holding an ONNX TensorProto (or, by kind,
  * a SequenceProto / OptionalProto). *out is the caller's: lt_value_free. */
 lt_status lt_value_load(const char *path, lt_value **out, lt_err *err);
+/* As lt_value_load, with the .pb file read as kind says (TensorProto,
+ * SequenceProto or OptionalProto); a .npy file is always a tensor.
+ * lt_value_load is lt_value_load_as(path, LT_VALUE_TENSOR, ...). */
 lt_status lt_value_load_as(const char *path, lt_value_kind kind, lt_value **out, lt_err *err);
+/* Writes tensor value v (it stays the caller's) as a .npy file at path,
+ * atomically (a temp file in the same folder, then rename); the folder must
+ * exist. Types NumPy lacks are widened: int4/int2 as int8, uint4/uint2 as
+ * uint8, bfloat16, float8 and float4 as float32. Sequences and optionals
+ * are LT_ERR_UNSUPPORTED. */
 lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err);
 /* Releases a value (NULL does nothing). */
 void lt_value_free(lt_value *v);
 /* A float64 copy of a float32, float16 or bfloat16 tensor value; any other
  * value is shared as it is (free the result with lt_value_free). NULL when
- * out of memory. */
+ * out of memory or v is NULL. */
 lt_value *lt_value_to_f64(const lt_value *v);
 /* The tensor inside a tensor value, NULL for sequences and empty optionals. */
 const lt_tensor *lt_value_tensor(const lt_value *v);
-/* One-line description ("float32[2,3] 0.1 0.2 ..." or "seq(3)"). */
+/* One-line description ("float32[2,3] 0.1 0.2 ..." or "seq(3)"; "null"
+ * for NULL). */
 void lt_value_describe(const lt_value *v, int max_elems, FILE *f);
 /* Compares two values (releases neither) with ONNX backend tolerances,
  * |a-b| <= atol + rtol*|b|: 1 when every element is close, else 0 with the
- * first difference described in why. */
+ * first difference described in why (may be NULL, why_len bytes). A NULL
+ * value gives 0. */
 int lt_value_close(const lt_value *got, const lt_value *want, double rtol, double atol,
                    char *why, size_t why_len);
 /* A value holding a copy of t's elements (t stays the caller's; borrowed
- * data is fine); *out is the caller's: lt_value_free. */
+ * data is fine); *out is the caller's: lt_value_free. t->numel must equal
+ * the product of t->dims (LT_ERR_INVALID naming both otherwise). */
 lt_status lt_value_from_tensor(const lt_tensor *t, lt_value **out, lt_err *err);
 
 /* ---- models ---- */
@@ -137,23 +171,34 @@ typedef struct lt_model lt_model;
  * from it. Names it returns (inputs, outputs, parameters) live as long as
  * the model. */
 lt_status lt_model_load(const char *path, lt_model **out, lt_err *err);
+/* As lt_model_load, from the len bytes of an ONNX ModelProto at data, which
+ * are only read during the call (the model keeps copies of what it needs;
+ * the buffer may be freed at once). name stands for the file in messages
+ * and lt_model_export's (NULL: "<buffer>"); base_dir is the folder that
+ * external data locations are relative to (NULL: a model with external
+ * data is refused). */
 lt_status lt_model_load_buffer(const void *data, size_t len, const char *name,
                                const char *base_dir, lt_model **out, lt_err *err);
 void lt_model_free(lt_model *m);
 
-/* Human summary for `lantern import`; sets *n_unsupported to the number of
- * nodes whose op has no CPU kernel. */
+/* Human summary for `lantern import`; sets *n_unsupported (may be NULL) to
+ * the number of nodes whose op has no CPU kernel. */
 void lt_model_summary(const lt_model *m, FILE *f, int *n_unsupported);
 /* The IR in its text form. */
 void lt_model_print(const lt_model *m, FILE *f);
 
+/* The main graph's inputs (initializers with a default included) and
+ * outputs, in the file's order. Names are owned by the model; an index out
+ * of range gives NULL for a name and (lt_value_kind)-1 for a kind. After
+ * lt_model_grad the outputs are the training program's ("loss", then the
+ * gradients). */
 int lt_model_num_inputs(const lt_model *m);
 const char *lt_model_input_name(const lt_model *m, int i);
 int lt_model_num_outputs(const lt_model *m);
 const char *lt_model_output_name(const lt_model *m, int i);
 lt_value_kind lt_model_input_kind(const lt_model *m, int i);
-/* Declared or inferred shape of input i: *rank (-1 unknown) and dims (-1 for
- * symbolic or unknown sizes). */
+/* Declared or inferred shape of input i: *rank (-1 unknown, or i out of
+ * range) and dims (LT_MAX_RANK slots; -1 for symbolic or unknown sizes). */
 void lt_model_input_shape(const lt_model *m, int i, int *rank, int64_t *dims);
 lt_value_kind lt_model_output_kind(const lt_model *m, int i);
 
@@ -247,9 +292,10 @@ typedef struct lt_session lt_session;
  * nothing) before lt_model_free. */
 lt_status lt_session_new(lt_model *m, lt_session **out, lt_err *err);
 void lt_session_free(lt_session *s);
-/* Runs the main graph. inputs[i] belongs to input names[i]; graph inputs not
- * given fall back to their initializer. outputs receives one value per model
- * output (caller frees each with lt_value_free). */
+/* Runs the main graph. inputs[i] belongs to input names[i] (each name once;
+ * the inputs stay the caller's); graph inputs not given fall back to their
+ * initializer. outputs, lt_model_num_outputs(m) slots, receives one value
+ * per model output (caller frees each with lt_value_free). */
 lt_status lt_session_run(lt_session *s, int n, const char *const *names,
                          lt_value *const *inputs, lt_value **outputs, lt_err *err);
 /* While *flag is nonzero (a SIGINT handler sets it), every run stops between
@@ -304,12 +350,19 @@ int lt_dataset_has_split(const char *spec, int split);
 /* A dataset of the caller's arrays, copied: x holds the samples along its
  * first axis (uint8 pixels scaled to [0,1], or float32/float64), y their
  * class labels (integers, [n]) or float targets ([n, ...]); opts (may be
- * NULL) gives mean / std. For lt_train_opts.train_set / test_set. */
+ * NULL) gives mean / std. For lt_train_opts.train_set / test_set. Each
+ * tensor's numel must equal the product of its dims. Negative class
+ * labels are kept: the ignore index (lt_train_opts.ignore_index, -100
+ * unless set) counts for nothing under softmax-cross-entropy and nll, and
+ * lt_train refuses any other before its first step, naming the sample. */
 lt_status lt_dataset_from_arrays(const lt_tensor *x, const lt_tensor *y, const lt_dataset_opts *opts,
                                  lt_dataset **out, lt_err *err);
 void lt_dataset_free(lt_dataset *d);
+/* The number of samples of the split opened. */
 int64_t lt_dataset_size(const lt_dataset *d);
-/* The shape of one sample (e.g. [28,28], [3,32,32], an npz's x.shape[1:]). */
+/* The shape of one sample (e.g. [28,28], [3,32,32], an npz's x.shape[1:])
+ * into *rank and dims (LT_MAX_RANK slots, the caller's), and its number of
+ * values. */
 void lt_dataset_sample_shape(const lt_dataset *d, int *rank, int64_t *dims);
 int64_t lt_dataset_sample_numel(const lt_dataset *d);
 /* Labels: 1 = class indices (int64 [n]); 0 = float targets with the given
@@ -550,6 +603,9 @@ typedef struct lt_train_opts {
     int train_constants;
 } lt_train_opts;
 
+/* Fills every field of *o: data "fashion-mnist", 1 epoch, batch 64, SGD at
+ * lr 0.01 (constant schedule), softmax-cross-entropy, seed 1, the rest 0 or
+ * NULL. */
 void lt_train_defaults(lt_train_opts *o);
 
 /* Trains the model in model_path on o->data's training split. The model
@@ -589,8 +645,9 @@ void lt_trainer_free(lt_trainer *t);
  * model's sample input(s) and "labels" (int64 class indices, one per sample)
  * for softmax-cross-entropy and nll, or "targets" (float, the output's
  * shape) for mse and bce-logits; with LT_LOSS_MODEL the model's own inputs.
- * The inputs stay the caller's. *loss (may be NULL) gets the batch's loss
- * as computed before the update. BatchNormalization runs on batch statistics
+ * The inputs stay the caller's; an input with a batch of 0 (dims[0] 0) is
+ * refused. *loss (may be NULL) gets the batch's loss as computed before the
+ * update (nan when the step fails). BatchNormalization runs on batch statistics
  * and its running statistics are updated; Dropout drops. */
 lt_status lt_trainer_step(lt_trainer *t, double lr, int n, const char *const *names, lt_value *const *inputs,
                           double *loss, lt_err *err);
@@ -621,7 +678,8 @@ lt_status lt_trainer_set_param(lt_trainer *t, const char *name, const lt_tensor 
 /* lt_model_export of the trainer's current parameters. */
 lt_status lt_trainer_export(lt_trainer *t, const char *original_onnx, const char *out_path, lt_err *err);
 /* Parameters, optimizer state and the step count, in a checkpoint file in
- * dir (written atomically), and back: the same model and options only. */
+ * dir (written atomically; dir must exist: it is not created), and back:
+ * the same model and options only. */
 lt_status lt_trainer_save_checkpoint(lt_trainer *t, const char *dir, lt_err *err);
 lt_status lt_trainer_load_checkpoint(lt_trainer *t, const char *dir, lt_err *err);
 

@@ -9,6 +9,8 @@
  * lt_model_to_f64 widens the model's own values of those types */
 lt_value *lt_value_to_f64(const lt_value *v)
 {
+    if (!v)
+        return NULL;
     lt_dtype dt = v->kind == LT_VAL_TENSOR ? v->t.dtype : LT_UNDEFINED;
     if (dt != LT_F32 && dt != LT_F16 && dt != LT_BF16)
         return lt_value_ref(v);

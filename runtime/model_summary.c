@@ -130,5 +130,6 @@ void lt_model_summary(const lt_model *m, FILE *f, int *n_unsupported)
         if (!bad)
             fprintf(f, "  (none)\n");
     }
-    *n_unsupported = bad;
+    if (n_unsupported)
+        *n_unsupported = bad;
 }

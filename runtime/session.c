@@ -76,6 +76,9 @@ static lt_status model_runnable(const lt_module *m, lt_err *err)
 
 lt_status lt_session_new(lt_model *m, lt_session **out, lt_err *err)
 {
+    if (!m || !out)
+        return lt_errf(err, LT_ERR_INVALID, "lt_session_new: %s is NULL", !m ? "the model" : "out");
+    *out = NULL;
     lt_status rs = model_runnable(m, err);
     if (rs != LT_OK)
         return rs;
@@ -250,9 +253,53 @@ static lt_status run_main(lt_session *s, lt_value *const *args, lt_value **outpu
     return j.st;
 }
 
+/* The arguments of lt_session_run: present, each input named once. */
+static lt_status check_run_args(const lt_session *s, int n, const char *const *names, lt_value *const *inputs,
+                                lt_value **outputs, lt_err *err)
+{
+    if (!s)
+        return lt_errf(err, LT_ERR_INVALID, "lt_session_run: the session is NULL");
+    if (!outputs)
+        return lt_errf(err, LT_ERR_INVALID, "lt_session_run: outputs is NULL (it needs lt_model_num_outputs slots)");
+    if (n < 0)
+        return lt_errf(err, LT_ERR_INVALID, "lt_session_run: n is %d; the count of inputs cannot be negative", n);
+    if (n > 0 && (!names || !inputs))
+        return lt_errf(err, LT_ERR_INVALID, "lt_session_run: %s is NULL with %d input(s) given",
+                       !names ? "names" : "inputs", n);
+    for (int i = 0; i < n; i++) {
+        if (!names[i])
+            return lt_errf(err, LT_ERR_INVALID, "lt_session_run: the name of input %d is NULL", i);
+        if (!inputs[i])
+            return lt_errf(err, LT_ERR_INVALID, "lt_session_run: input %d ('%s') is NULL", i, names[i]);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(names[j], names[i]))
+                return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is given twice (inputs %d and %d)", s->m->path,
+                               names[i], j, i);
+    }
+    return LT_OK;
+}
+
+/* "float32[4,100]", "a sequence" or "none": what the caller gave */
+static void given_str(const lt_value *v, char *buf, size_t len)
+{
+    const lt_tensor *t = lt_value_tensor(v);
+    if (!t) {
+        snprintf(buf, len, "%s", v->kind == LT_VAL_SEQUENCE ? "a sequence" : "none");
+        return;
+    }
+    size_t a = (size_t)snprintf(buf, len, "%s[", lt_dtype_name(t->dtype));
+    for (int d = 0; d < t->rank && a + 24 < len; d++)
+        a += (size_t)snprintf(buf + a, len - a, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+    if (a + 2 < len)
+        snprintf(buf + a, len - a, "]");
+}
+
 lt_status lt_session_run(lt_session *s, int n, const char *const *names, lt_value *const *inputs,
                          lt_value **outputs, lt_err *err)
 {
+    lt_status cs = check_run_args(s, n, names, inputs, outputs, err);
+    if (cs != LT_OK)
+        return cs;
     lt_module *m = s->m;
     lt_block *b = m->main;
     s->ex.err = err;
@@ -278,9 +325,9 @@ lt_status lt_session_run(lt_session *s, int n, const char *const *names, lt_valu
             } else {
                 strcpy(want, "?");
             }
-            const lt_tensor *t = lt_value_tensor(inputs[i]);
-            st = lt_errf(err, LT_ERR_INVALID, "%s: input '%s' expects %s, got %s of rank %d", m->path, names[i],
-                         want, t ? lt_dtype_name(t->dtype) : "a non-tensor", t ? t->rank : -1);
+            char got[256];
+            given_str(inputs[i], got, sizeof got);
+            st = lt_errf(err, LT_ERR_INVALID, "%s: input '%s' expects %s, got %s", m->path, names[i], want, got);
         } else
             args[k] = inputs[i];
         /* ONNX test data stores bfloat16 tensors as uint16 bit patterns */

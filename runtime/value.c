@@ -113,8 +113,31 @@ const lt_tensor *lt_value_tensor(const lt_value *v)
     return v && v->kind == LT_VAL_TENSOR ? &v->t : NULL;
 }
 
+/* dims as "2,3" into buf */
+static void dims_str(int rank, const int64_t *dims, char *buf, size_t len)
+{
+    size_t a = 0;
+    buf[0] = 0;
+    for (int d = 0; d < rank && d < LT_MAX_RANK && a + 24 < len; d++)
+        a += (size_t)snprintf(buf + a, len - a, "%s%lld", d ? "," : "", (long long)dims[d]);
+}
+
 lt_status lt_value_from_tensor(const lt_tensor *t, lt_value **out, lt_err *err)
 {
+    if (!t || !out)
+        return lt_errf(err, LT_ERR_INVALID, "lt_value_from_tensor: %s is NULL", !t ? "t" : "out");
+    *out = NULL;
+    /* the copy is sized by dims and filled from numel elements: they must agree */
+    int64_t n = t->rank >= 0 && t->rank <= LT_MAX_RANK ? lt_shape_numel(t->rank, t->dims) : -1;
+    if (n >= 0 && n != t->numel) {
+        char shape[200];
+        dims_str(t->rank, t->dims, shape, sizeof shape);
+        return lt_errf(err, LT_ERR_INVALID, "lt_value_from_tensor: the tensor's numel is %lld but its dims [%s] hold "
+                       "%lld elements", (long long)t->numel, shape, (long long)n);
+    }
+    if (!t->data && n > 0)
+        return lt_errf(err, LT_ERR_INVALID, "lt_value_from_tensor: the tensor's data is NULL (%lld elements)",
+                       (long long)n);
     lt_value *v = lt_value_new_tensor();
     if (!v)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
@@ -151,7 +174,11 @@ static void describe_tensor(const lt_tensor *t, int max_elems, FILE *f)
 
 void lt_value_describe(const lt_value *v, int max_elems, FILE *f)
 {
-    if (v->kind == LT_VAL_NONE) {
+    if (!f)
+        return;
+    if (!v) {
+        fprintf(f, "null");
+    } else if (v->kind == LT_VAL_NONE) {
         fprintf(f, "none");
     } else if (v->kind == LT_VAL_SEQUENCE) {
         fprintf(f, "seq(%d)", v->nseq);
@@ -226,6 +253,15 @@ static int tensor_close(const lt_tensor *a, const lt_tensor *b, double rtol, dou
 
 int lt_value_close(const lt_value *got, const lt_value *want, double rtol, double atol, char *why, size_t len)
 {
+    char spare[8];
+    if (!why || !len) { /* the caller wants no reason */
+        why = spare;
+        len = sizeof spare;
+    }
+    if (!got || !want) {
+        snprintf(why, len, "lt_value_close: %s is NULL", !got ? "got" : "want");
+        return 0;
+    }
     if (got->kind != want->kind) {
         static const char *k[] = {"tensor", "sequence", "none"};
         snprintf(why, len, "got a %s, expected a %s", k[got->kind], k[want->kind]);

@@ -53,6 +53,8 @@ static lt_status save_npy(const lt_tensor *t, const char *path, lt_err *err);
  * (each one exact). */
 lt_status lt_value_save_npy(const lt_value *v, const char *path, lt_err *err)
 {
+    if (!v || !path)
+        return lt_errf(err, LT_ERR_INVALID, "lt_value_save_npy: %s is NULL", !v ? "the value" : "path");
     const lt_tensor *t = lt_value_tensor(v);
     if (!t)
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: only tensors can be written as .npy", path);
@@ -215,6 +217,8 @@ lt_status lt_value_load_as(const char *path, lt_value_kind kind, lt_value **out,
 {
     uint8_t *d;
     size_t n;
+    if (!path || !out)
+        return lt_errf(err, LT_ERR_INVALID, "lt_value_load: %s is NULL", !path ? "path" : "out");
     *out = NULL;
     lt_status s = lt_read_file(path, LT_MAX_MODEL_BYTES, &d, &n, err);
     if (s != LT_OK)
@@ -242,11 +246,22 @@ static lt_value_kind kind_of(const lt_type *t)
                                          : LT_VALUE_TENSOR;
 }
 
-lt_value_kind lt_model_input_kind(const lt_model *m, int i) { return kind_of(&m->main->params[i]->type); }
-lt_value_kind lt_model_output_kind(const lt_model *m, int i) { return kind_of(&m->main->results[i]->type); }
+/* an index out of range gives -1 (no kind), as lt_model_param gives NULL */
+lt_value_kind lt_model_input_kind(const lt_model *m, int i)
+{
+    return i >= 0 && i < m->main->nparams ? kind_of(&m->main->params[i]->type) : (lt_value_kind)-1;
+}
+lt_value_kind lt_model_output_kind(const lt_model *m, int i)
+{
+    return i >= 0 && i < m->main->nresults ? kind_of(&m->main->results[i]->type) : (lt_value_kind)-1;
+}
 
 void lt_model_input_shape(const lt_model *m, int i, int *rank, int64_t *dims)
 {
+    if (i < 0 || i >= m->main->nparams) {
+        *rank = -1;
+        return;
+    }
     const lt_type *t = &m->main->params[i]->type;
     *rank = t->kind == LT_KIND_TENSOR ? t->rank : -1;
     for (int d = 0; d < *rank; d++)

@@ -129,6 +129,8 @@ static lt_status set_norm(lt_dataset *d, const lt_dataset_opts *o, const char *s
 lt_status lt_dataset_open_opts(const char *spec, int split, const lt_dataset_opts *opts, lt_dataset **out,
                                lt_err *err)
 {
+    if (!spec || !out)
+        return lt_errf(err, LT_ERR_INVALID, "lt_dataset_open: %s is NULL", !spec ? "the dataset spec" : "out");
     *out = NULL;
     ds_kind kind;
     const char *arg;
@@ -184,16 +186,43 @@ lt_status lt_dataset_open(const char *spec, int split, lt_dataset **out, lt_err 
     return lt_dataset_open_opts(spec, split, NULL, out, err);
 }
 
+/* A caller's array: its numel is what its dims hold (the copy reads numel
+ * elements into room for the dims' count). */
+static lt_status check_array(const lt_tensor *t, const char *name, lt_err *err)
+{
+    if (t->rank < 0 || t->rank > LT_MAX_RANK)
+        return lt_errf(err, LT_ERR_INVALID, "lt_dataset_from_arrays: %s has rank %d (0..%d)", name, t->rank,
+                       LT_MAX_RANK);
+    int64_t n = lt_shape_numel(t->rank, t->dims);
+    if (n != t->numel) {
+        char shp[160];
+        lt_ds_shape_str(t->rank, t->dims, shp, sizeof shp);
+        if (n < 0)
+            return lt_errf(err, LT_ERR_INVALID, "lt_dataset_from_arrays: %s's dims %s overflow or hold a negative "
+                           "size", name, shp);
+        return lt_errf(err, LT_ERR_INVALID, "lt_dataset_from_arrays: %s's numel is %lld but its dims %s hold %lld "
+                       "elements", name, (long long)t->numel, shp, (long long)n);
+    }
+    return LT_OK;
+}
+
 lt_status lt_dataset_from_arrays(const lt_tensor *x, const lt_tensor *y, const lt_dataset_opts *opts,
                                  lt_dataset **out, lt_err *err)
 {
+    if (!out)
+        return lt_errf(err, LT_ERR_INVALID, "lt_dataset_from_arrays: out is NULL");
     *out = NULL;
     if (!x || !y || !x->data || !y->data)
         return lt_errf(err, LT_ERR_INVALID, "lt_dataset_from_arrays needs samples and labels or targets");
+    lt_status s = check_array(x, "x", err);
+    if (s == LT_OK)
+        s = check_array(y, "y", err);
+    if (s != LT_OK)
+        return s;
     lt_dataset *d = calloc(1, sizeof *d);
     if (!d)
         return lt_errf(err, LT_ERR_NOMEM, "out of memory");
-    lt_status s = lt_ds_from_arrays(d, x, y, NULL, "x", "y", err);
+    s = lt_ds_from_arrays(d, x, y, NULL, "x", "y", err);
     if (d->classes) { /* one class index per sample */
         d->trank = 0;
         d->tnumel = 1;
@@ -213,7 +242,7 @@ int lt_dataset_has_split(const char *spec, int split)
     ds_kind kind;
     const char *arg;
     lt_err err;
-    if (parse_spec(spec, &kind, &arg, &err) != LT_OK || (split != 0 && split != 1))
+    if (!spec || parse_spec(spec, &kind, &arg, &err) != LT_OK || (split != 0 && split != 1))
         return 0;
     switch (kind) {
     case DS_FASHION:
@@ -547,6 +576,9 @@ lt_status lt_dataset_gather(const lt_dataset *d, const int64_t *idx, int64_t n, 
 lt_status lt_dataset_batch(const lt_dataset *d, int64_t start, int64_t n, int rank, const int64_t *shape,
                            lt_value **x, lt_value **y, lt_err *err)
 {
+    if (!d || !shape || !x || !y)
+        return lt_errf(err, LT_ERR_INVALID, "lt_dataset_batch: %s is NULL",
+                       !d ? "the dataset" : !shape ? "shape" : !x ? "x" : "y");
     if (start < 0 || n <= 0 || start > d->n - n)
         return lt_errf(err, LT_ERR_INVALID, "batch [%lld, %lld) is outside the dataset's %lld samples",
                        (long long)start, (long long)(start + n), (long long)d->n);

@@ -239,6 +239,8 @@ done:
 lt_status lt_arrays_open_spec(const char *spec, int split, lt_arrays **out, lt_err *err)
 {
     *out = NULL;
+    if (!spec) /* no spec names no arrays; opening the dataset says why */
+        return LT_OK;
     if (!strncmp(spec, "npz=", 4) && spec[4])
         return lt_arrays_open(spec + 4, split, out, err);
     if (!strncmp(spec, "npy=", 4) && spec[4])
@@ -248,6 +250,8 @@ lt_status lt_arrays_open_spec(const char *spec, int split, lt_arrays **out, lt_e
 
 int lt_arrays_spec_has_split(const char *spec, int split)
 {
+    if (!spec)
+        return 0;
     if (!strncmp(spec, "npz=", 4) && spec[4])
         return lt_arrays_has_split(spec + 4, split);
     if (!strncmp(spec, "npy=", 4) && spec[4])

@@ -148,6 +148,11 @@ static lt_status predict_arrays(lt_model *m, const lt_eval_opts *o, int64_t coun
 lt_status lt_model_predict(lt_model *m, const lt_eval_opts *o, int64_t count, lt_prediction *pred, int64_t *n,
                            lt_err *err)
 {
+    if (n)
+        *n = 0;
+    if (!m || !o || !o->data || !pred || !n)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_predict: %s is NULL",
+                       !m ? "the model" : !o ? "o" : !o->data ? "o->data" : !pred ? "pred" : "n");
     *n = 0;
     if (count < 1)
         return lt_errf(err, LT_ERR_INVALID, "predict: the count of samples must be 1 or more, got %lld",

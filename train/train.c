@@ -60,6 +60,10 @@ static lt_status evaluate_arrays(lt_model *m, const lt_eval_opts *o, lt_loss_kin
 
 lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *r, lt_err *err)
 {
+    if (!m || !o || !r)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_evaluate: %s is NULL", !m ? "the model" : !o ? "o" : "r");
+    if (!o->data)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_evaluate: o->data is NULL (no dataset named)");
     lt_feed f;
     lt_dataset *d = NULL;
     lt_session *s = NULL;
@@ -682,6 +686,10 @@ static lt_status run_epochs(trainer *tr)
 
 lt_status lt_train(const char *model_path, const lt_train_opts *o, lt_model **trained, lt_err *err)
 {
+    if (!model_path || !o || !trained)
+        return lt_errf(err, LT_ERR_INVALID, "lt_train: %s is NULL", !model_path ? "model_path" : !o ? "o" : "trained");
+    if (!o->data && !o->train_set)
+        return lt_errf(err, LT_ERR_INVALID, "lt_train: no training data: o->data and o->train_set are both NULL");
     *trained = NULL;
     lt_train_opts own = *o;
     o = &own;

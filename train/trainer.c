@@ -179,6 +179,26 @@ static lt_status apply_freeze(lt_trainer *t, lt_err *err)
     return LT_OK;
 }
 
+/* An initializer torch's exporter computed from a parameter through an
+ * operation lantern cannot undo (lt_param.fold_op: the exp of -exp(A_log);
+ * ir/gathered_table.c) cannot train as PyTorch trains the parameter, and
+ * trained in its place it would follow another parameterisation: refused,
+ * with what to do, unless --freeze keeps it fixed (the user's choice). */
+static lt_status check_folds(const lt_trainer *t, lt_err *err)
+{
+    for (int p = 0; p < t->tm->nparams; p++) {
+        const lt_param *pp = &t->tm->params[p];
+        if (pp->trainable && pp->fold_op && pp->fold_param)
+            return lt_errf(err, LT_ERR_UNSUPPORTED,
+                           "%s: initializer '%s' is parameter '%s' of the source module computed through operations "
+                           "torch's exporter folded into it (%s among them), which lantern cannot undo to train '%s' "
+                           "as PyTorch does; export with torch.onnx.export(..., optimize=False) (or dynamo=False) to "
+                           "keep '%s', or --freeze %s to train the rest with it fixed",
+                           t->path, pp->name, pp->fold_param, pp->fold_op, pp->fold_param, pp->fold_param, pp->name);
+    }
+    return LT_OK;
+}
+
 /* Gradient outputs come in module parameter order: match each "<p>_grad" to
  * the next parameter of that name and type. */
 static lt_status map_gradients(lt_trainer *t, lt_err *err)
@@ -683,9 +703,11 @@ static void note_exporter_rewrites(const lt_trainer *t)
     if (ngathered) {
         snprintf(note, sizeof note,
                  "%s: %d initializer(s) the graph signature does not name hold a few values copied many times, a "
-                 "table the exporter gathered and folded (a relative position bias): they train as those values, "
-                 "each moved once by the sum of its copies' gradients as PyTorch moves the table (%s, as %s); the "
-                 "written model holds the gathered tensor", t->path, ngathered, gathered->name,
+                 "table the exporter gathered or expanded from a parameter and folded, as its record of the folding "
+                 "says (a relative position bias): they train as those values, each moved once by the sum of its "
+                 "copies' gradients as PyTorch moves the table (%s, as %s); the written model holds the gathered "
+                 "tensor",
+                 t->path, ngathered, gathered->name,
                  gathered->gathered_from);
         t->o->on_note(note, t->o->user);
     }
@@ -729,8 +751,12 @@ static void note_exporter_rewrites(const lt_trainer *t)
     if (nother) {
         snprintf(note, sizeof note,
                  "%s: %d initializer(s) the graph signature does not name train as weights (%s%s): values the "
-                 "exporter folded from parameters train in their place, but ones folded from buffers (rotary "
-                 "embeddings' cos and sin tables) are fixed in PyTorch: --freeze those",
+                 "exporter folded from parameters train in their place (a reshaped or permuted copy as PyTorch "
+                 "trains the parameter; a broadcast or several slices of one, such as position embeddings, each "
+                 "copy on its own, unlike PyTorch; a value computed from one, such as -exp(A_log) where the file "
+                 "does not record the folding, in another parameterisation, unlike PyTorch), and ones folded from "
+                 "buffers (rotary embeddings' cos and sin tables) are fixed in PyTorch: --freeze those; "
+                 "torch.onnx.export(..., optimize=False) keeps the source's tensors",
                  t->path, nother, other, nother > 1 ? ", ..." : "");
         t->o->on_note(note, t->o->user);
     }
@@ -771,10 +797,12 @@ static void note_exporter_rewrites(const lt_trainer *t)
         snprintf(note, sizeof note,
                  "%s: %d parameter(s) of the source module the graph signature names have no initializer of that "
                  "name (%s%s): the exporter's optimizer folded them into others (a weight's transpose, val_N, "
-                 "trains as the weight would; so does a table gathered into copies of its values, such as a "
-                 "relative position bias; a slice or broadcast of one, such as position embeddings, trains each "
-                 "copied entry on its own, unlike PyTorch), merged two modules' nodes into one, or dropped them; "
-                 "torch.onnx.export(..., optimize=False) keeps every one",
+                 "trains as the weight would; a table gathered or expanded into copies of its values, such as a "
+                 "relative position bias, trains as the table where the file records the folding, entry by entry "
+                 "otherwise; a broadcast or several slices of one, such as position embeddings, train each copy on "
+                 "its own, unlike PyTorch; a value computed from one through other operations, such as "
+                 "-exp(A_log), is not trained in its place where the file records the folding), merged two "
+                 "modules' nodes into one, or dropped them; torch.onnx.export(..., optimize=False) keeps every one",
                  t->path, nmissing, list, nmissing > 3 ? ", ..." : "");
         t->o->on_note(note, t->o->user);
     }
@@ -867,6 +895,8 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         st = check_copies(t, err);
     if (st == LT_OK)
         st = apply_freeze(t, err);
+    if (st == LT_OK)
+        st = check_folds(t, err);
     if (st == LT_OK && !o->train_constants)
         keep_constants(t);
     if (st == LT_OK)
@@ -1199,6 +1229,9 @@ lt_status lt_trainer_ckpt_state(lt_trainer *t, int64_t n, int64_t B, int64_t ste
 
 lt_status lt_trainer_new(const char *model_path, const lt_train_opts *o, lt_trainer **out, lt_err *err)
 {
+    if (!model_path || !o || !out)
+        return lt_errf(err, LT_ERR_INVALID, "lt_trainer_new: %s is NULL",
+                       !model_path ? "model_path" : !o ? "o" : "out");
     *out = NULL;
     lt_trainer *t = calloc(1, sizeof *t);
     if (!t)
@@ -1228,9 +1261,35 @@ void lt_trainer_free(lt_trainer *t)
     free(t);
 }
 
+/* The arguments a step or an accumulate reads before the run checks the rest. */
+static lt_status check_step_args(const char *fn, const lt_trainer *t, int n, const char *const *names,
+                                 lt_value *const *inputs, lt_err *err)
+{
+    if (!t)
+        return lt_errf(err, LT_ERR_INVALID, "%s: the trainer is NULL", fn);
+    if (n < 0)
+        return lt_errf(err, LT_ERR_INVALID, "%s: n is %d; the count of inputs cannot be negative", fn, n);
+    if (n > 0 && (!names || !inputs))
+        return lt_errf(err, LT_ERR_INVALID, "%s: %s is NULL with %d input(s) given", fn, !names ? "names" : "inputs",
+                       n);
+    return LT_OK;
+}
+
 lt_status lt_trainer_step(lt_trainer *t, double lr, int n, const char *const *names, lt_value *const *inputs,
                           double *loss, lt_err *err)
 {
+    if (loss)
+        *loss = NAN;
+    lt_status cs = check_step_args("lt_trainer_step", t, n, names, inputs, err);
+    if (cs != LT_OK)
+        return cs;
+    /* a batch of no samples has a loss of nan (a mean over nothing) */
+    for (int i = 0; i < n; i++) {
+        const lt_tensor *x = inputs[i] ? lt_value_tensor(inputs[i]) : NULL;
+        if (x && x->rank >= 1 && x->dims[0] == 0)
+            return lt_errf(err, LT_ERR_INVALID, "lt_trainer_step: input '%s' has a batch of 0 (dims[0] is 0); a step "
+                           "needs at least one sample", names[i] ? names[i] : "?");
+    }
     if (!(lr >= 0) || !isfinite(lr))
         return lt_errf(err, LT_ERR_INVALID, "learning rate must be >= 0, got %g", lr);
     double l = NAN;
@@ -1245,6 +1304,9 @@ lt_status lt_trainer_step(lt_trainer *t, double lr, int n, const char *const *na
 lt_status lt_trainer_accumulate(lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
                                 double *loss, lt_err *err)
 {
+    lt_status cs = check_step_args("lt_trainer_accumulate", t, n, names, inputs, err);
+    if (cs != LT_OK)
+        return cs;
     double l = NAN;
     t->path = t->tm->path;
     lt_status st = lt_trainer_accum_in(t, n, names, inputs, &l, err);
@@ -1256,6 +1318,8 @@ lt_status lt_trainer_accumulate(lt_trainer *t, int n, const char *const *names, 
 
 lt_status lt_trainer_apply(lt_trainer *t, double lr, lt_err *err)
 {
+    if (!t)
+        return lt_errf(err, LT_ERR_INVALID, "lt_trainer_apply: the trainer is NULL");
     if (!(lr >= 0) || !isfinite(lr))
         return lt_errf(err, LT_ERR_INVALID, "learning rate must be >= 0, got %g", lr);
     if (!t->acc || t->nacc < 1)
@@ -1278,6 +1342,8 @@ lt_model *lt_trainer_model(lt_trainer *t)
 lt_status lt_trainer_forward(lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
                              lt_value **outputs, lt_err *err)
 {
+    if (!t)
+        return lt_errf(err, LT_ERR_INVALID, "lt_trainer_forward: the trainer is NULL");
     if (t->em_stale) {
         lt_status st = lt_trainer_sync(t, err);
         if (st != LT_OK)
@@ -1290,6 +1356,9 @@ int64_t lt_trainer_num_steps(const lt_trainer *t) { return t->steps; }
 
 lt_status lt_trainer_set_param(lt_trainer *t, const char *name, const lt_tensor *v, lt_err *err)
 {
+    if (!t || !name || !v)
+        return lt_errf(err, LT_ERR_INVALID, "lt_trainer_set_param: %s is NULL",
+                       !t ? "the trainer" : !name ? "name" : "the new value (v)");
     for (int p = 0; p < t->tm->nparams; p++)
         if (!strcmp(t->tm->params[p].name, name)) {
             /* the other parameters' host data must not go stale behind it */
@@ -1317,6 +1386,8 @@ lt_status lt_trainer_export(lt_trainer *t, const char *original_onnx, const char
 
 lt_status lt_trainer_save_checkpoint(lt_trainer *t, const char *dir, lt_err *err)
 {
+    if (!t || !dir)
+        return lt_errf(err, LT_ERR_INVALID, "lt_trainer_save_checkpoint: %s is NULL", !t ? "the trainer" : "dir");
     lt_ckpt_state c;
     /* no epochs here: the position is the step count, written as epochs of
      * one step each */
@@ -1333,6 +1404,8 @@ lt_status lt_trainer_save_checkpoint(lt_trainer *t, const char *dir, lt_err *err
 
 lt_status lt_trainer_load_checkpoint(lt_trainer *t, const char *dir, lt_err *err)
 {
+    if (!t || !dir)
+        return lt_errf(err, LT_ERR_INVALID, "lt_trainer_load_checkpoint: %s is NULL", !t ? "the trainer" : "dir");
     lt_ckpt_state c;
     lt_status st = lt_trainer_ckpt_state(t, 0, 0, 1, &c, err);
     if (st != LT_OK)
