@@ -177,6 +177,39 @@ static lt_status check_control(imp *im, const Onnx__NodeProto *np, const lt_node
     return msg[0] ? lt_imp_node_err(im, np, LT_ERR_INVALID, "%s", msg) : LT_OK;
 }
 
+/* The input and output counts the op's schema allows at this opset, and
+ * the positions it requires filled (an empty name is a missing value). */
+static lt_status check_arity(imp *im, const Onnx__NodeProto *np, int dom, int64_t version)
+{
+    const lt_op_arity *a = lt_op_arity_find(np->op_type, dom, version);
+    if (!a)
+        return LT_OK;
+    char msg[160];
+    msg[0] = 0;
+    /* the inputs first, then the outputs: the count, then each required position */
+    for (int io = 0; io < 2 && !msg[0]; io++) {
+        size_t have = io ? np->n_output : np->n_input;
+        char **names = io ? np->output : np->input;
+        const char *what = io ? "output" : "input";
+        int lo = io ? a->min_out : a->min_in, hi = io ? a->max_out : a->max_in;
+        uint32_t req = io ? a->req_out : a->req_in;
+        if (have > (size_t)hi || have < (size_t)lo) {
+            snprintf(msg, sizeof msg, "takes %d to %d %ss at opset %lld; the node has %zu", lo, hi, what,
+                     (long long)version, have);
+            if (hi == lo)
+                snprintf(msg, sizeof msg, "takes %d %s%s at opset %lld; the node has %zu", lo, what, lo == 1 ? "" : "s",
+                         (long long)version, have);
+            else if (hi == 2147483647)
+                snprintf(msg, sizeof msg, "takes at least %d %s%s at opset %lld; the node has %zu", lo, what,
+                         lo == 1 ? "" : "s", (long long)version, have);
+        }
+        for (int i = 0; i < 32 && !msg[0]; i++)
+            if ((req >> i & 1) && ((size_t)i >= have || !names[i] || !*names[i]))
+                snprintf(msg, sizeof msg, "%s %d is required and the node leaves it empty", what, i);
+    }
+    return msg[0] ? lt_imp_node_err(im, np, LT_ERR_INVALID, "%s", msg) : LT_OK;
+}
+
 lt_status lt_imp_node(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np, const opsets *ops,
                              const fnctx *fc)
 {
@@ -216,6 +249,9 @@ lt_status lt_imp_node(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np,
     }
     if (np->n_input > 4096 || np->n_output > 4096 || np->n_attribute > 4096)
         return lt_imp_node_err(im, np, LT_ERR_INVALID, "implausible number of inputs, outputs or attributes%s", NULL);
+    lt_status as = check_arity(im, np, dom, version);
+    if (as != LT_OK)
+        return as;
     lt_node *n = lt_node_new(m, b, op, (int)np->n_input, (int)np->n_output);
     if (!n)
         return lt_errf(im->err, LT_ERR_NOMEM, "out of memory");

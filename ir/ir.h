@@ -20,6 +20,16 @@ extern const int lt_op_domains[LT_OP_COUNT];
 /* LT_OP_COUNT when the (name, domain) pair is not an op lantern knows. */
 lt_op lt_op_lookup(const char *name, int domain);
 
+/* The arity of a standard op at an opset version (ir/op_arity.c): input
+ * and output counts, and bit i of req_in / req_out set where position i
+ * must hold a value; NULL for an op or version the schemas do not have. */
+typedef struct lt_op_arity {
+    const char *name;
+    int domain, since, min_in, max_in, min_out, max_out;
+    uint32_t req_in, req_out;
+} lt_op_arity;
+const lt_op_arity *lt_op_arity_find(const char *name, int domain, int64_t version);
+
 /* ---- types ---- */
 typedef enum lt_kind {
     LT_KIND_TENSOR = 0,

@@ -407,6 +407,17 @@ def structure():
     write("output_no_name.onnx", m, "graph 'g': output 0 has no name")
     write("node_too_many_inputs.onnx", m1([node("Sum", ["X"] * 5000, ["Y"], "sum")]),
           "node 'sum' (Sum): implausible number of inputs, outputs or attributes")
+    # arity against the op's schema at the model's opset (13 here)
+    write("node_no_outputs.onnx", m1([node("Relu", ["X"], ["Y"], "r"), node("Identity", ["Y"], [], "lost")]),
+          "node 'lost' (Identity): takes 1 output at opset 13")
+    write("node_no_inputs.onnx", m1([node("Neg", ["X"], ["T"], "neg"), node("Identity", [], ["Y"], "id")]),
+          "node 'id' (Identity): takes 1 input at opset 13")
+    write("node_required_input_empty.onnx", m1([node("Sub", ["", "X"], ["Y"], "sub")]),
+          "node 'sub' (Sub): input 0 is required and the node leaves it empty")
+    write("node_extra_input.onnx", m1([node("Transpose", ["X", "X"], ["Y"], "t")]),
+          "node 't' (Transpose): takes 1 input at opset 13")
+    write("node_extra_output.onnx", m1([node("Relu", ["X"], ["Y", "Z"], "r")]),
+          "node 'r' (Relu): takes 1 output at opset 13")
 
 
 # ---- attributes ----
@@ -529,7 +540,7 @@ def control():
                                                       [vi("sN", (3,)), vi("ys", (4, 3))])),
           "node 'scan' (Scan): num_scan_inputs -1 does not fit the node's 2 inputs")
     write("loop_one_input.onnx", loop_model(body(2, 1), ins=("M",), outs=()),
-          "node 'loop' (Loop): has 1 inputs, Loop needs at least M and cond")
+          "node 'loop' (Loop): takes at least 2 inputs at opset 13")
     with_in = graph([node("Not", ["x"], ["b"], "n")], [vi("x", (), TensorProto.BOOL)], [vi("b", (), TensorProto.BOOL)],
                     name="then")
     write("if_branch_with_inputs.onnx", if_model(with_in, bool_branch("else")),
