@@ -206,6 +206,11 @@ static lt_status check_arity(imp *im, const Onnx__NodeProto *np, int dom, int64_
         for (int i = 0; i < 32 && !msg[0]; i++)
             if ((req >> i & 1) && ((size_t)i >= have || !names[i] || !*names[i]))
                 snprintf(msg, sizeof msg, "%s %d is required and the node leaves it empty", what, i);
+        /* a variadic parameter's values (Loop's and Scan's states, Concat's
+         * parts) cannot be left out one by one */
+        for (size_t i = io || a->variadic_in < 0 ? have : (size_t)a->variadic_in; i < have && !msg[0]; i++)
+            if (!names[i] || !*names[i])
+                snprintf(msg, sizeof msg, "input %zu is one of a variadic list and cannot be empty", i);
     }
     return msg[0] ? lt_imp_node_err(im, np, LT_ERR_INVALID, "%s", msg) : LT_OK;
 }

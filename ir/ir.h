@@ -27,6 +27,7 @@ typedef struct lt_op_arity {
     const char *name;
     int domain, since, min_in, max_in, min_out, max_out;
     uint32_t req_in, req_out;
+    int variadic_in; /* inputs from here on are a variadic parameter's: none may be empty (-1: none) */
 } lt_op_arity;
 const lt_op_arity *lt_op_arity_find(const char *name, int domain, int64_t version);
 

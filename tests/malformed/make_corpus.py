@@ -541,6 +541,8 @@ def control():
           "node 'scan' (Scan): num_scan_inputs -1 does not fit the node's 2 inputs")
     write("loop_one_input.onnx", loop_model(body(2, 1), ins=("M",), outs=()),
           "node 'loop' (Loop): takes at least 2 inputs at opset 13")
+    write("loop_state_empty.onnx", loop_model(body(3, 2), ins=("M", "cond", ""), outs=("vN",)),
+          "node 'loop' (Loop): input 2 is one of a variadic list and cannot be empty")
     with_in = graph([node("Not", ["x"], ["b"], "n")], [vi("x", (), TensorProto.BOOL)], [vi("b", (), TensorProto.BOOL)],
                     name="then")
     write("if_branch_with_inputs.onnx", if_model(with_in, bool_branch("else")),
