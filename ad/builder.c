@@ -53,6 +53,10 @@ static lt_ival *opn(lt_ad *c, lt_op op, int nin, lt_ival *a, lt_ival *b, lt_ival
     lt_ival *ins[3] = {a, b, d};
     for (int i = 0; i < nin; i++)
         n->in[i] = ins[i];
+    /* a shape read off a tensor is literal: a 0 in it is an empty dim, not
+     * Reshape's "copy this dim" (a gradient reshaped back to x of [3, 0]) */
+    if (op == LT_OP_RESHAPE && b && b->def && b->def->op == LT_OP_SHAPE)
+        lt_ad_attr_int(c, n, "allowzero", 1);
     lt_ad_infer(c, n);
     return n->out[0];
 }
