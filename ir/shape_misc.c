@@ -41,8 +41,11 @@ static lt_status infer_tfidf(lt_infer_ctx *c, lt_node *n)
     const int64_t *idx = lt_attr_ints(n, "ngram_indexes", &cnt);
     if (idx) {
         int64_t w = 0;
-        for (int i = 0; i < cnt; i++)
+        for (int i = 0; i < cnt; i++) {
+            if (idx[i] < 0 || idx[i] >= ((int64_t)1 << 40))
+                return lt_infer_fail(c, n, "ngram_indexes holds %lld, not an output position", (long long)idx[i]);
             w = idx[i] + 1 > w ? idx[i] + 1 : w;
+        }
         o->dims[rank - 1].v = w;
     }
     if (rank == 2)

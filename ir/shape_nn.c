@@ -57,7 +57,7 @@ static lt_status infer_conv(lt_infer_ctx *c, lt_node *n)
     if (group < 1)
         return lt_infer_fail(c, n, "group %lld", (long long)group);
     int64_t cx = dim_of(x, 1), cw = dim_of(w, 1), m = dim_of(w, 0);
-    if (cx >= 0 && cw >= 0 && cx != cw * group)
+    if (cx >= 0 && cw >= 0 && (cx % group != 0 || cx / group != cw))
         return lt_infer_fail(c, n, "input has %lld channels, weights expect %lld x group %lld", (long long)cx,
                              (long long)cw, (long long)group);
     if (m >= 0 && m % group)

@@ -49,6 +49,8 @@ static lt_status recurrent(lt_infer_ctx *c, lt_node *n, int gates)
         B = x->dims[layout ? 0 : 1];
     }
     int64_t hs = lt_attr_int(n, "hidden_size", -1);
+    if (hs > ((int64_t)1 << 32))
+        return lt_infer_fail(c, n, "hidden_size %lld is more than lantern can hold", (long long)hs);
     if (hs > 0)
         H = known(hs);
     else if (r && r->rank == 3)

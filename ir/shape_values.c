@@ -199,8 +199,8 @@ static bool fold_node(lt_infer_ctx *c, const lt_node *d, lt_ti_val *out, int max
         if (d->nin < 2 || !d->in[0] || !d->in[1] || !fold(c, d->in[0], a, FOLD_MAX, &na, budget) ||
             !fold(c, d->in[1], b, FOLD_MAX, &nb, budget))
             return false;
-        if (na != nb && na != 1 && nb != 1)
-            return false;
+        if ((na != nb && na != 1 && nb != 1) || na == 0 || nb == 0)
+            return false; /* an empty operand: nothing to fold from */
         *len = na > nb ? na : nb;
         if (*len > max)
             return false;

@@ -97,7 +97,8 @@ lt_status lt_ew_fail_dtype(lt_kctx *k, lt_dtype t);
 typedef struct lt_ew_par {
     float alpha, beta, gamma, lambd, bias;
     int flag_a, flag_b;
-    unsigned char lo[8], hi[8]; /* Clip bounds in the input's own dtype */
+    _Alignas(8) unsigned char lo[8]; /* Clip bounds in the input's own dtype */
+    _Alignas(8) unsigned char hi[8];
 } lt_ew_par;
 
 void lt_cpu_register_elementwise_unary(lt_kernel_fn *tab);

@@ -105,9 +105,9 @@ lt_status lt_rnn_setup(lt_kctx *k, int gates, int nact, const rnn_fn *defaults, 
     r->B = X->dims[r->layout ? 0 : 1];
     r->I = X->dims[2];
     r->H = lt_attr_int(k->node, "hidden_size", R->dims[2]);
+    if (r->H <= 0 || r->H > ((int64_t)1 << 32))
+        return lt_k_fail(k, LT_ERR_INVALID, "hidden_size must be positive (and at most 2^32)");
     int64_t H = r->H, G = gates * H, D = r->D;
-    if (H <= 0)
-        return lt_k_fail(k, LT_ERR_INVALID, "hidden_size must be positive");
     if (!dims_are(W, 3, D, G, r->I))
         return lt_k_fail(k, LT_ERR_RUNTIME, "W must be [%lld, %lld, %lld]", (long long)D, (long long)G,
                          (long long)r->I);
