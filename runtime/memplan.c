@@ -402,15 +402,21 @@ static lt_status plan_layout(lt_mlayout *lay)
     for (int i = 0; i < lay->nslots; i++)
         if (!plannable(&lay->slots[i]))
             lay->slots[i].off = -1;
-    /* planned slots by the node they die at */
-    int k = 0;
-    for (int at = 0; at <= lay->nnodes; at++) {
-        lay->die_start[at] = k;
-        for (int i = 0; i < lay->nslots; i++)
-            if (lay->slots[i].off >= 0 && lay->slots[i].died == at)
-                lay->die_ids[k++] = i;
-    }
-    lay->die_start[lay->nnodes + 1] = k;
+    /* planned slots by the node they die at (a counting sort: slot order
+     * within a node, linear in nodes plus slots) */
+    int *start = lay->die_start;
+    memset(start, 0, sizeof *start * (size_t)(lay->nnodes + 2));
+    for (int i = 0; i < lay->nslots; i++)
+        if (lay->slots[i].off >= 0 && lay->slots[i].died <= lay->nnodes)
+            start[lay->slots[i].died + 1]++;
+    for (int at = 0; at <= lay->nnodes; at++)
+        start[at + 1] += start[at];
+    for (int i = 0; i < lay->nslots; i++)
+        if (lay->slots[i].off >= 0 && lay->slots[i].died <= lay->nnodes)
+            lay->die_ids[start[lay->slots[i].died]++] = i;
+    for (int at = lay->nnodes; at > 0; at--) /* each start moved to the next node's: back one */
+        start[at] = start[at - 1];
+    start[0] = 0;
     lay->dirty = false;
     return LT_OK;
 }
