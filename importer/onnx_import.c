@@ -161,7 +161,7 @@ static lt_status check_control(imp *im, const Onnx__NodeProto *np, const lt_node
         const lt_block *g = graph_attr(n, "body");
         int first = n->opset < 9 ? 1 : 0; /* Scan-8: input 0 is sequence_lens */
         int64_t nscan = lt_attr_int(n, "num_scan_inputs", -1);
-        int64_t nstate = (int64_t)n->nin - first - nscan;
+        int64_t nstate = nscan >= 0 && nscan <= n->nin ? (int64_t)n->nin - first - nscan : -1;
         if (nscan < 0 || nstate < 0)
             snprintf(msg, sizeof msg, "num_scan_inputs %lld does not fit the node's %d inputs", (long long)nscan,
                      n->nin);

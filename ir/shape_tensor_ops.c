@@ -24,7 +24,8 @@ static lt_dim dim_add(lt_dim d, int64_t add)
 {
     if (add == 0)
         return d;
-    return lt_ti_static(d) && d.v + add >= 0 ? lt_ti_dim(d.v + add) : lt_ti_dim(-1);
+    int64_t v;
+    return lt_ti_static(d) && !__builtin_add_overflow(d.v, add, &v) && v >= 0 ? lt_ti_dim(v) : lt_ti_dim(-1);
 }
 
 static lt_status r_transpose(lt_infer_ctx *c, lt_node *n)
@@ -325,8 +326,13 @@ static lt_status r_pad(lt_infer_ctx *c, lt_node *n)
             pads[r + a] = raw[na + i];
         }
     }
-    for (int i = 0; i < r; i++)
-        o.dims[i] = have ? dim_add(x->dims[i], pads[i] + pads[r + i]) : lt_ti_dim(-1);
+    for (int i = 0; i < r; i++) {
+        int64_t both;
+        if (have && __builtin_add_overflow(pads[i], pads[r + i], &both))
+            return lt_infer_fail(c, n, "pads %lld and %lld of axis %d overflow", (long long)pads[i],
+                                 (long long)pads[r + i], i);
+        o.dims[i] = have ? dim_add(x->dims[i], both) : lt_ti_dim(-1);
+    }
     lt_ti_set(n, 0, &o);
     return LT_OK;
 }

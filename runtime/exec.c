@@ -235,17 +235,25 @@ static lt_status plan_block(lt_exec *ex, const lt_block *b, lt_plan **out)
         lt_plan_free(p);
         return lt_errf(ex->err, LT_ERR_NOMEM, "out of memory planning block");
     }
-    int k = 0;
-    for (int at = 0; at < b->nnodes; at++) {
-        p->free_start[at] = k;
-        for (int i = 0; i <= at; i++)
-            for (int j = 0; j < b->nodes[i]->nout; j++) {
-                lt_ival *v = b->nodes[i]->out[j];
-                if (v && last[v->id] == at)
-                    p->free_ids[k++] = v->id;
-            }
-    }
-    p->free_start[b->nnodes] = k;
+    /* a counting sort, stable in definition order: linear in the values */
+    int *fs = p->free_start;
+    for (int i = 0; i < b->nnodes; i++)
+        for (int j = 0; j < b->nodes[i]->nout; j++) {
+            lt_ival *v = b->nodes[i]->out[j];
+            if (v && last[v->id] >= 0 && last[v->id] < b->nnodes)
+                fs[last[v->id] + 1]++;
+        }
+    for (int at = 0; at < b->nnodes; at++)
+        fs[at + 1] += fs[at];
+    for (int i = 0; i < b->nnodes; i++)
+        for (int j = 0; j < b->nodes[i]->nout; j++) {
+            lt_ival *v = b->nodes[i]->out[j];
+            if (v && last[v->id] >= 0 && last[v->id] < b->nnodes)
+                p->free_ids[fs[last[v->id]]++] = v->id;
+        }
+    for (int at = b->nnodes; at > 0; at--) /* each start moved on to the next node's: back one */
+        fs[at] = fs[at - 1];
+    fs[0] = 0;
     p->dies_in = calloc(b->nnodes ? b->nnodes : 1, sizeof *p->dies_in);
     if (!p->dies_in) {
         free(last);

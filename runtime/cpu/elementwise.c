@@ -273,7 +273,7 @@ lt_status lt_ew_legacy_bcast(lt_kctx *k, const lt_tensor *a, const lt_tensor **b
     int64_t axis = lt_attr_int(k->node, "axis", a->rank - bt->rank);
     if (axis < 0)
         axis += a->rank;
-    if (axis < 0 || axis + bt->rank > a->rank)
+    if (axis < 0 || axis > a->rank - bt->rank)
         return lt_k_fail(k, LT_ERR_RUNTIME, "broadcast axis %lld does not fit ranks %d and %d", (long long)axis,
                          a->rank, bt->rank);
     *tmp = *bt;

@@ -93,7 +93,7 @@ static lt_status qaxis(lt_kctx *k, const lt_tensor *x, const lt_tensor *scale, c
             return lt_k_fail(k, LT_ERR_RUNTIME, "block quantization needs a scale of x's rank %d, got %d", x->rank,
                              scale->rank);
         for (int d = 0; d < x->rank; d++) {
-            int64_t want = d == axis ? (x->dims[d] + bs - 1) / bs : x->dims[d];
+            int64_t want = d == axis ? (x->dims[d] > 0 ? (x->dims[d] - 1) / bs + 1 : 0) : x->dims[d];
             if (scale->dims[d] != want || (zp && zp->dims[d] != want))
                 return lt_k_fail(k, LT_ERR_RUNTIME, "scale dim %d is %lld, blocks of %lld need %lld", d,
                                  (long long)scale->dims[d], (long long)bs, (long long)want);

@@ -183,7 +183,7 @@ static lt_status k_eye_like(lt_kctx *k)
     if ((st = lt_k_out(k, 0, dt, 2, x->dims, &y)) != LT_OK)
         return st;
     memset(y->data, 0, lt_tensor_nbytes(y)); /* all-zero bits: 0 in every numeric type */
-    for (int64_t i = 0; i < R; i++) {
+    for (int64_t i = 0; i < R && kd > -R && kd < C; i++) { /* a k past every column: all zeros */
         int64_t j = i + kd;
         if (j >= 0 && j < C)
             lt_tensor_set_f64(y, i * C + j, 1.0);

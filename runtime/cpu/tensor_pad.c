@@ -360,7 +360,7 @@ static lt_status k_depth_to_space(lt_kctx *k)
     if (st != LT_OK)
         return st;
     int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    if (b > C || C % (b * b) != 0)
+    if (b > C || b > C / b || C % (b * b) != 0)
         return lt_k_fail(k, LT_ERR_RUNTIME, "channels %lld are not a multiple of blocksize^2 = %lld", (long long)C,
                          (long long)(b * b));
     int64_t c = C / (b * b), dims[4] = {N, c, H * b, W * b};
@@ -391,7 +391,7 @@ static lt_status k_space_to_depth(lt_kctx *k)
     if (st != LT_OK)
         return st;
     int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    if (H % b != 0 || W % b != 0)
+    if (H % b != 0 || W % b != 0 || b > INT32_MAX || C > INT64_MAX / b / b)
         return lt_k_fail(k, LT_ERR_RUNTIME, "spatial size %lldx%lld is not a multiple of blocksize %lld",
                          (long long)H, (long long)W, (long long)b);
     int64_t dims[4] = {N, C * b * b, H / b, W / b};
