@@ -152,9 +152,11 @@ static lt_status apply_mod(fx *x, const char *name, lt_ival *v, lt_ival **res, l
     if (a->region < 0 || a->region >= x->fa->nregions)
         return lt_errf(err, LT_ERR_INTERNAL, "FlexAttention: graph attribute '%s' has no region", name);
     lt_block *g = x->fa->regions[a->region];
-    if (g->nparams != 1 || g->nresults != 1)
-        return lt_errf(err, LT_ERR_INVALID, "node '%s' (FlexAttention): %s must take one input and give one output",
-                       x->fa->name ? x->fa->name : "", name);
+    if (g->nparams != 1 || g->nresults != 1) {
+        char lb[256];
+        return lt_errf(err, LT_ERR_INVALID, "%s: %s: %s must take one input and give one output", x->m->path,
+                       lt_node_label(x->fa, lb, sizeof lb), name);
+    }
     substitute(g, g->params[0], v);
     for (int i = 0; i < g->nnodes; i++) {
         lt_node *n = g->nodes[i];
@@ -181,8 +183,10 @@ static lt_status expand_one(lt_module *m, lt_block *b, lt_node *n, lt_err *err)
 {
     fx x = {.m = m, .b = b, .at = n->index, .fa = n};
     lt_ival *q = n->nin > 0 ? n->in[0] : NULL, *k = n->nin > 1 ? n->in[1] : NULL, *v = n->nin > 2 ? n->in[2] : NULL;
-    if (!q || !k || !v || !n->out[0])
-        return lt_errf(err, LT_ERR_INVALID, "node '%s' (FlexAttention): needs Q, K and V", n->name ? n->name : "");
+    if (!q || !k || !v || !n->out[0]) {
+        char lb[256];
+        return lt_errf(err, LT_ERR_INVALID, "%s: %s: needs Q, K and V", m->path, lt_node_label(n, lb, sizeof lb));
+    }
     int64_t sp = lt_attr_int(n, "softmax_precision", 0);
     lt_dtype cdt = sp ? (lt_dtype)sp : q->type.dtype == LT_F64 ? LT_F64 : LT_F32;
     if (cdt == LT_F16 || cdt == LT_BF16)
