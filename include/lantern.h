@@ -45,7 +45,9 @@ typedef enum lt_status {
     LT_ERR_UNSUPPORTED, /* valid input that lantern cannot handle (yet) */
     LT_ERR_NOMEM,       /* an allocation failed; the message gives the size */
     LT_ERR_IO,          /* a file could not be read or written */
-    LT_ERR_RUNTIME,     /* a kernel failed on valid input (e.g. shape mismatch) */
+    LT_ERR_RUNTIME,     /* a failure of the run itself: a CUDA, cuBLAS or cuDNN call, a thread that
+                           would not start, a training loss that diverged (a CPU kernel refusing
+                           what a model or its values hold is LT_ERR_INVALID) */
     LT_ERR_INTERNAL,    /* a lantern bug */
     LT_ERR_INTERRUPTED  /* stopped by the flag given to lt_set_interrupt (Ctrl-C) */
 } lt_status;

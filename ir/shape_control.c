@@ -143,6 +143,24 @@ static lt_status infer_scan(lt_infer_ctx *c, lt_node *n)
     int nscan = (int)lt_attr_int(n, "num_scan_inputs", 0), nstate = n->nin - nscan, na, nb;
     const int64_t *in_axes = lt_attr_ints(n, "scan_input_axes", &na);
     const int64_t *out_axes = lt_attr_ints(n, "scan_output_axes", &nb);
+    /* the axes must name axes the values have: the run refuses others, and
+     * the gradient would be built on them */
+    if (in_axes && na != nscan)
+        return lt_infer_fail(c, n, "scan_input_axes has %d entries for %d scan inputs", na, nscan);
+    if (out_axes && nb != b->nresults - nstate)
+        return lt_infer_fail(c, n, "scan_output_axes has %d entries for %d scan outputs", nb, b->nresults - nstate);
+    for (int i = 0; in_axes && i < na && nstate + i < n->nin; i++) {
+        int r = n->in[nstate + i] ? n->in[nstate + i]->type.rank : -1;
+        if (r >= 0 && (in_axes[i] < -r || in_axes[i] >= r))
+            return lt_infer_fail(c, n, "scan_input_axes[%d] is %lld for an input of rank %d", i, (long long)in_axes[i],
+                                 r);
+    }
+    for (int i = 0; out_axes && i < nb && nstate + i < b->nresults; i++) {
+        int r = b->results[nstate + i]->type.rank; /* the output has one axis more */
+        if (r >= 0 && (out_axes[i] < -(r + 1) || out_axes[i] > r))
+            return lt_infer_fail(c, n, "scan_output_axes[%d] is %lld for an output of rank %d", i,
+                                 (long long)out_axes[i], r + 1);
+    }
     lt_dim T = {-1, -1};
     if (nscan > 0 && n->in[nstate] && n->in[nstate]->type.rank > 0) {
         int ax = in_axes && na > 0 ? (int)in_axes[0] : 0;

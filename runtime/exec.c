@@ -557,6 +557,11 @@ static lt_status run_nodes(lt_exec *ex, const lt_block *b, lt_plan *p, lt_mlayou
         } else if (s == LT_OK) {
             s = kern(&k);
         }
+        /* a CPU kernel's failure (on the host or a backend that runs them) is
+         * the model's or its values' (lt_k_fail); a CUDA kernel's may be the
+         * library's own */
+        if (s == LT_ERR_RUNTIME && kern == lt_cpu_kernels[n->op])
+            s = LT_ERR_INVALID;
         if (s == LT_OK && checked)
             s = check_inputs(&k, true);
         scratch_release(ex, mk);
@@ -837,6 +842,12 @@ void lt_k_out_value(lt_kctx *k, int i, lt_value *v)
 
 lt_status lt_k_fail(lt_kctx *k, lt_status s, const char *fmt, ...)
 {
+    /* a kernel refuses what the model or the values it was given hold (an
+     * attribute out of range, shapes that do not fit): invalid input, one
+     * line naming the node and exit 2 from the CLI; the libraries' own
+     * failures (CUDA, cuBLAS, cuDNN) keep LT_ERR_RUNTIME */
+    if (s == LT_ERR_RUNTIME)
+        s = LT_ERR_INVALID;
     char msg[LT_ERR_MSG_MAX], lb[256];
     va_list ap;
     va_start(ap, fmt);

@@ -361,8 +361,8 @@ static lt_status k_depth_to_space(lt_kctx *k)
         return st;
     int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
     if (b > C || b > C / b || C % (b * b) != 0)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "channels %lld are not a multiple of blocksize^2 = %lld", (long long)C,
-                         (long long)(b * b));
+        return lt_k_fail(k, LT_ERR_RUNTIME, "channels %lld are not a multiple of blocksize %lld squared", (long long)C,
+                         (long long)b);
     int64_t c = C / (b * b), dims[4] = {N, c, H * b, W * b};
     lt_tensor *y;
     st = lt_k_out(k, 0, x->dtype, 4, dims, &y);

@@ -207,14 +207,14 @@ static void errors(void **state)
     /* dY_h with the wrong shape */
     lt_value_free(vals[7]);
     vals[7] = tu_rand(LT_F32, 3, (int64_t[]){1, 3, 2}, -1, 1, 5);
-    assert_int_equal(tu_run(&gr, vals, out, &err), LT_ERR_RUNTIME);
+    assert_int_equal(tu_run(&gr, vals, out, &err), LT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "dY_h"));
     /* W that disagrees with hidden_size: the forward op's own check */
     lt_value_free(vals[7]);
     vals[7] = tu_rand(LT_F32, 3, (int64_t[]){1, 2, 2}, -1, 1, 5);
     lt_value_free(vals[1]);
     vals[1] = tu_rand(LT_F32, 3, (int64_t[]){1, 9, 3}, -1, 1, 6);
-    assert_int_equal(tu_run(&gr, vals, out, &err), LT_ERR_RUNTIME);
+    assert_int_equal(tu_run(&gr, vals, out, &err), LT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "W must be"));
     /* integer cotangent */
     lt_value_free(vals[1]);

@@ -122,7 +122,7 @@ static void compress_cases(void **state)
     in[1] = c;
     lt_value *out[1] = {0};
     lt_err err;
-    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_RUNTIME);
+    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "12"));
     tu_free(&g);
     lt_value_free(c);

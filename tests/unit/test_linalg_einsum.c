@@ -189,9 +189,9 @@ static void einsum_errors(void **state)
     (void)state;
     lt_value *in[2] = {tu_rand(LT_F32, 2, (int64_t[]){3, 4}, -1, 1, 1),
                        tu_rand(LT_F32, 2, (int64_t[]){5, 6}, -1, 1, 2)};
-    assert_null(run_einsum("ij,jk->ik", 2, in, LT_ERR_RUNTIME));
+    assert_null(run_einsum("ij,jk->ik", 2, in, LT_ERR_INVALID));
     assert_null(run_einsum("ij,kl->iz", 2, in, LT_ERR_INVALID));
-    assert_null(run_einsum("ijk,jk->i", 2, in, LT_ERR_RUNTIME));
+    assert_null(run_einsum("ijk,jk->i", 2, in, LT_ERR_INVALID));
     assert_null(run_einsum("i?,jk->i", 2, in, LT_ERR_INVALID));
     lt_value_free(in[0]);
     lt_value_free(in[1]);

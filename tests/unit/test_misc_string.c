@@ -175,7 +175,7 @@ static void string_to_float(void **state)
     const char *bad[] = {"1.5", "abc"};
     n = 2;
     x = tm_strings(1, &n, bad);
-    assert_int_equal(cast(x, LT_F32, &o, &err), LT_ERR_RUNTIME);
+    assert_int_equal(cast(x, LT_F32, &o, &err), LT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "abc"));
     lt_value_free(o);
     lt_value_free(x);
@@ -194,7 +194,7 @@ static void string_to_int_bool(void **state)
     for (int i = 0; i < 6; i++)
         assert_int_equal(((int32_t *)o->t.data)[i], want[i]);
     lt_value_free(o);
-    assert_int_equal(cast(x, LT_U8, &o, &err), LT_ERR_RUNTIME); /* -7 does not fit */
+    assert_int_equal(cast(x, LT_U8, &o, &err), LT_ERR_INVALID); /* -7 does not fit */
     lt_value_free(o);
     lt_value_free(x);
 
@@ -204,7 +204,7 @@ static void string_to_int_bool(void **state)
     assert_int_equal(cast(x, LT_U64, &o, &err), LT_OK);
     assert_true(((uint64_t *)o->t.data)[0] == UINT64_MAX);
     lt_value_free(o);
-    assert_int_equal(cast(x, LT_I64, &o, &err), LT_ERR_RUNTIME);
+    assert_int_equal(cast(x, LT_I64, &o, &err), LT_ERR_INVALID);
     lt_value_free(o);
     lt_value_free(x);
 

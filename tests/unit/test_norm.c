@@ -169,7 +169,7 @@ static void batchnorm_bad_params(void **state)
                        tu_rand(LT_F32, 1, cd, 1, 2, 5)};
     lt_value *out[1] = {0};
     lt_err err = {{0}};
-    assert_int_equal(run_status(&g, in, out, &err), LT_ERR_RUNTIME);
+    assert_int_equal(run_status(&g, in, out, &err), LT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "scale"));
     free_all(in, 5);
     tu_free(&g);
@@ -325,11 +325,11 @@ static void layernorm_errors(void **state)
     lt_value *in[2] = {tu_rand(LT_F32, 2, xd, -3, 3, 1), tu_rand(LT_F32, 1, sd, 0.5, 2, 2)};
     lt_value *out[1] = {0};
     lt_err err = {{0}};
-    assert_int_equal(run_status(&g, in, out, &err), LT_ERR_RUNTIME); /* scale of 5 vs 3 */
+    assert_int_equal(run_status(&g, in, out, &err), LT_ERR_INVALID); /* scale of 5 vs 3 */
     tu_free(&g);
     g = tu_single(LT_OP_LAYER_NORMALIZATION, 17, 2, 1);
     tu_attr_int(&g, "axis", 2);
-    assert_int_equal(run_status(&g, in, out, &err), LT_ERR_RUNTIME); /* axis out of range */
+    assert_int_equal(run_status(&g, in, out, &err), LT_ERR_INVALID); /* axis out of range */
     assert_non_null(strstr(err.msg, "axis"));
     free_all(in, 2);
     tu_free(&g);
@@ -371,12 +371,12 @@ static void groupnorm_errors(void **state)
                        tu_rand(LT_F32, 1, pd, -1, 1, 3)};
     lt_value *out[1] = {0};
     lt_err err = {{0}};
-    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_RUNTIME);
+    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "num_groups"));
     tu_free(&g);
     g = tu_single(LT_OP_GROUP_NORMALIZATION, 18, 3, 1);
     tu_attr_int(&g, "num_groups", 3); /* scale of 4 fits neither 3 groups nor 6 channels */
-    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_RUNTIME);
+    assert_int_equal(tu_run(&g, in, out, &err), LT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "scale"));
     free_all(in, 3);
     tu_free(&g);
@@ -500,7 +500,7 @@ static void dropout_bad_ratio(void **state)
     lt_value *in[3] = {tu_rand(LT_F32, 1, xd, 0.5, 3, 65), tu_from(LT_F32, 0, sd, &r), tu_from(LT_BOOL, 0, sd, &one)};
     lt_value *out[1] = {0};
     lt_err err = {{0}};
-    assert_int_equal(run_status(&g, in, out, &err), LT_ERR_RUNTIME);
+    assert_int_equal(run_status(&g, in, out, &err), LT_ERR_INVALID);
     assert_non_null(strstr(err.msg, "ratio"));
     free_all(in, 3);
     tu_free(&g);

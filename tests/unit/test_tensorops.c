@@ -26,10 +26,10 @@ static void reshape_views(void **state)
     lt_value_free(in[1]);
     /* bad: two -1, and a size that does not fit */
     in[1] = to_ints(2, (int64_t[]){-1, -1});
-    to_run(&g, in, out, LT_ERR_RUNTIME);
+    to_run(&g, in, out, LT_ERR_INVALID);
     lt_value_free(in[1]);
     in[1] = to_ints(2, (int64_t[]){5, 5});
-    to_run(&g, in, out, LT_ERR_RUNTIME);
+    to_run(&g, in, out, LT_ERR_INVALID);
     lt_value_free(in[1]);
     tu_free(&g);
 
@@ -75,7 +75,7 @@ static void flatten_axes(void **state)
     }
     tu_graph g = tu_single(LT_OP_FLATTEN, 13, 1, 1);
     tu_attr_int(&g, "axis", 5);
-    to_run(&g, (lt_value *[]){x}, out, LT_ERR_RUNTIME);
+    to_run(&g, (lt_value *[]){x}, out, LT_ERR_INVALID);
     tu_free(&g);
     lt_value_free(x);
 }
@@ -102,7 +102,7 @@ static void squeeze_unsqueeze(void **state)
     /* squeezing a dim that is not 1 fails */
     g = tu_single(LT_OP_SQUEEZE, 13, 2, 1);
     lt_value *ax = to_ints(1, (int64_t[]){1});
-    to_run(&g, (lt_value *[]){x, ax}, out, LT_ERR_RUNTIME);
+    to_run(&g, (lt_value *[]){x, ax}, out, LT_ERR_INVALID);
     lt_value_free(ax);
     tu_free(&g);
 
@@ -117,7 +117,7 @@ static void squeeze_unsqueeze(void **state)
     lt_value_free(out[0]);
     lt_value_free(ax);
     ax = to_ints(2, (int64_t[]){1, -3}); /* the same axis twice */
-    to_run(&g, (lt_value *[]){y, ax}, out, LT_ERR_RUNTIME);
+    to_run(&g, (lt_value *[]){y, ax}, out, LT_ERR_INVALID);
     lt_value_free(ax);
     tu_free(&g);
     /* Unsqueeze-1: attribute */
@@ -267,7 +267,7 @@ static void transpose_all(void **state)
     lt_value *x = to_bytes(LT_F32, 2, (int64_t[]){2, 2}, 1), *out[1];
     tu_graph g = tu_single(LT_OP_TRANSPOSE, 13, 1, 1);
     tu_attr_ints(&g, "perm", 2, (int64_t[]){0, 0});
-    to_run(&g, (lt_value *[]){x}, out, LT_ERR_RUNTIME);
+    to_run(&g, (lt_value *[]){x}, out, LT_ERR_INVALID);
     tu_free(&g);
     lt_value_free(x);
 }
@@ -309,7 +309,7 @@ static void concat_axes(void **state)
     lt_value *p = to_bytes(LT_F32, 2, (int64_t[]){2, 3}, 1), *q = to_bytes(LT_F32, 2, (int64_t[]){3, 3}, 2), *out[1];
     tu_graph g = tu_single(LT_OP_CONCAT, 13, 2, 1);
     tu_attr_int(&g, "axis", 1);
-    to_run(&g, (lt_value *[]){p, q}, out, LT_ERR_RUNTIME);
+    to_run(&g, (lt_value *[]){p, q}, out, LT_ERR_INVALID);
     tu_free(&g);
     /* a large concat along the last axis runs threaded */
     lt_value *big[2] = {to_bytes(LT_F32, 2, (int64_t[]){300, 200}, 3), to_bytes(LT_F32, 2, (int64_t[]){300, 100}, 4)};
@@ -355,7 +355,7 @@ static void split_forms(void **state)
     check_pieces(x, outs, 3, (int64_t[]){2, 0, 3});
     lt_value_free(sp);
     sp = to_ints(3, (int64_t[]){2, 2, 2}); /* sums to 6, not 5 */
-    to_run(&g, (lt_value *[]){x, sp}, outs, LT_ERR_RUNTIME);
+    to_run(&g, (lt_value *[]){x, sp}, outs, LT_ERR_INVALID);
     lt_value_free(sp);
     tu_free(&g);
     /* opset 11: attribute, negative axis */
@@ -376,7 +376,7 @@ static void split_forms(void **state)
     /* no sizes: equal parts, which 5 cannot make with 3 outputs */
     g = tu_single(LT_OP_SPLIT, 13, 1, 3);
     tu_attr_int(&g, "axis", 1);
-    to_run(&g, (lt_value *[]){x}, outs, LT_ERR_RUNTIME);
+    to_run(&g, (lt_value *[]){x}, outs, LT_ERR_INVALID);
     tu_free(&g);
     g = tu_single(LT_OP_SPLIT, 13, 1, 5);
     tu_attr_int(&g, "axis", 1);
@@ -535,8 +535,8 @@ static void slice_cases(void **state)
     lt_value_free(y);
     lt_value_free(x52);
     /* errors: step 0, axis out of range */
-    slice10(x, 1, (int64_t[]){0}, (int64_t[]){5}, NULL, (int64_t[]){0}, LT_ERR_RUNTIME);
-    slice10(x, 1, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){1}, NULL, LT_ERR_RUNTIME);
+    slice10(x, 1, (int64_t[]){0}, (int64_t[]){5}, NULL, (int64_t[]){0}, LT_ERR_INVALID);
+    slice10(x, 1, (int64_t[]){0}, (int64_t[]){5}, (int64_t[]){1}, NULL, LT_ERR_INVALID);
     lt_value_free(x);
 
     /* 2-D: rows 1.. reversed columns 4:0:-2 on a [3,5] matrix, axes given negative */
@@ -606,7 +606,7 @@ static void expand_tile(void **state)
     lt_value_free(out[0]);
     lt_value_free(s);
     s = to_ints(2, (int64_t[]){2, 4}); /* 3 cannot become 2 */
-    to_run(&g, (lt_value *[]){x, s}, out, LT_ERR_RUNTIME);
+    to_run(&g, (lt_value *[]){x, s}, out, LT_ERR_INVALID);
     lt_value_free(s);
     lt_value_free(x);
     /* a large broadcast of a row */
@@ -636,7 +636,7 @@ static void expand_tile(void **state)
     lt_value_free(out[0]);
     lt_value_free(s);
     s = to_ints(2, (int64_t[]){2, 2}); /* wrong length */
-    to_run(&g, (lt_value *[]){x, s}, out, LT_ERR_RUNTIME);
+    to_run(&g, (lt_value *[]){x, s}, out, LT_ERR_INVALID);
     lt_value_free(s);
     tu_free(&g);
     lt_value_free(x);
