@@ -85,16 +85,10 @@ static lt_status r_global_pool(lt_ad *c, const lt_node *n, lt_ival *const *in, l
             return lt_ad_fail(c, n, "GlobalMaxPool of unknown rank cannot be differentiated");
         lt_ival *ye = lt_ad_op2(c, LT_OP_EXPAND, out[0], lt_ad_op1(c, LT_OP_SHAPE, x));
         lt_ival *mask = lt_ad_cast(c, lt_ad_op2(c, LT_OP_EQUAL, x, ye), lt_ad_float_dtype(x));
-        int64_t axes[LT_MAX_RANK];
-        for (int i = 2; i < r; i++)
-            axes[i - 2] = i;
-        lt_ival *ins[2] = {mask, lt_ad_ints(c, r - 2, axes)};
-        lt_node *k = lt_ad_node_of(c, LT_OP_REDUCE_SUM, 2, ins);
-        if (!k)
+        lt_ival *ties = lt_ad_reduce_tail(c, LT_OP_REDUCE_SUM, mask, 2);
+        if (!ties)
             return LT_ERR_NOMEM;
-        lt_ad_attr_int(c, k, "keepdims", 1);
-        lt_ad_infer(c, k);
-        return ACC(0, lt_ad_op2(c, LT_OP_DIV, lt_ad_op2(c, LT_OP_MUL, mask, ge), k->out[0]));
+        return ACC(0, lt_ad_op2(c, LT_OP_DIV, lt_ad_op2(c, LT_OP_MUL, mask, ge), ties));
     }
     lt_ival *cnt = lt_ad_op2(c, LT_OP_DIV, lt_ad_op1(c, LT_OP_SIZE, x), lt_ad_op1(c, LT_OP_SIZE, out[0]));
     return ACC(0, lt_ad_div_count(c, ge, cnt));
@@ -118,19 +112,12 @@ static lt_status layer_norm_stats_grad(lt_ad *c, const lt_node *n, lt_ival *cons
         lt_ival *mean = n->nout > 1 ? out[1] : NULL;
         if (!mean) { /* the node was not asked for Mean: x's, again */
             int r = x->type.rank;
-            int64_t ax = lt_attr_int(n, "axis", -1), axes[LT_MAX_RANK];
+            int64_t ax = lt_attr_int(n, "axis", -1);
             if (r < 1)
                 return lt_ad_fail(c, n, "LayerNormalization of unknown rank: no gradient through InvStdDev");
-            ax = ax < 0 ? ax + r : ax;
-            for (int64_t i = ax; i < r; i++)
-                axes[i - ax] = i;
-            lt_ival *ins[2] = {x, lt_ad_ints(c, (int)(r - ax), axes)};
-            lt_node *k = lt_ad_node_of(c, LT_OP_REDUCE_MEAN, 2, ins);
-            if (!k)
-                return LT_ERR_NOMEM;
-            lt_ad_attr_int(c, k, "keepdims", 1);
-            lt_ad_infer(c, k);
-            mean = k->out[0];
+            mean = lt_ad_reduce_tail(c, LT_OP_REDUCE_MEAN, x, (int)(ax < 0 ? ax + r : ax));
+            if (!mean)
+                return lt_ad_fail(c, n, "axis %lld does not fit rank %d", (long long)ax, r);
         }
         lt_ival *inv = out[2], *xc = lt_ad_op2(c, LT_OP_SUB, x, lt_ad_cast(c, mean, lt_ad_float_dtype(x)));
         lt_ival *inv3 = lt_ad_op2(c, LT_OP_MUL, inv, lt_ad_op2(c, LT_OP_MUL, inv, inv));

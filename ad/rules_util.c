@@ -125,6 +125,23 @@ lt_ival *lt_ad_sum_over(lt_ad *c, lt_ival *v, bool all, int na, const int64_t *a
     return k->out[0];
 }
 
+lt_ival *lt_ad_reduce_tail(lt_ad *c, lt_op op, lt_ival *v, int from)
+{
+    int r = v ? v->type.rank : -1;
+    if (r < 0 || from < 0 || from > r)
+        return NULL;
+    int64_t axes[LT_MAX_RANK];
+    for (int i = from; i < r; i++)
+        axes[i - from] = i;
+    lt_ival *ins[2] = {v, lt_ad_ints(c, r - from, axes)};
+    lt_node *k = lt_ad_node_of(c, op, 2, ins);
+    if (!k)
+        return NULL;
+    lt_ad_attr_int(c, k, "keepdims", 1);
+    lt_ad_infer(c, k);
+    return k->out[0];
+}
+
 /* g divided by cnt, an int64 element count, in g's float type; float16
  * divides in float32, where a count above 65504 does not overflow */
 lt_ival *lt_ad_div_count(lt_ad *c, lt_ival *g, lt_ival *cnt)

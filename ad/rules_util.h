@@ -33,6 +33,8 @@ lt_ival *lt_ad_as_i64(lt_ad *c, lt_ival *v);
 lt_ival *lt_ad_div_count(lt_ad *c, lt_ival *g, lt_ival *cnt);
 /* v summed over axes (every axis when all), keepdims 0 */
 lt_ival *lt_ad_sum_over(lt_ad *c, lt_ival *v, bool all, int na, const int64_t *axes);
+/* v reduced by op (ReduceSum, ReduceMean) over its axes from..rank-1, keepdims 1 */
+lt_ival *lt_ad_reduce_tail(lt_ad *c, lt_op op, lt_ival *v, int from);
 
 /* Shorthands the rule files write their rules in: a rule's signature, dy of
  * the first output, accumulation into input i's adjoint, emitted ops, a

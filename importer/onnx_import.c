@@ -194,14 +194,15 @@ static lt_status check_arity(imp *im, const Onnx__NodeProto *np, int dom, int64_
         int lo = io ? a->min_out : a->min_in, hi = io ? a->max_out : a->max_in;
         uint32_t req = io ? a->req_out : a->req_in;
         if (have > (size_t)hi || have < (size_t)lo) {
-            snprintf(msg, sizeof msg, "takes %d to %d %ss at opset %lld; the node has %zu", lo, hi, what,
-                     (long long)version, have);
+            char count[48];
             if (hi == lo)
-                snprintf(msg, sizeof msg, "takes %d %s%s at opset %lld; the node has %zu", lo, what, lo == 1 ? "" : "s",
-                         (long long)version, have);
-            else if (hi == 2147483647)
-                snprintf(msg, sizeof msg, "takes at least %d %s%s at opset %lld; the node has %zu", lo, what,
-                         lo == 1 ? "" : "s", (long long)version, have);
+                snprintf(count, sizeof count, "%d", lo);
+            else if (hi == INT32_MAX)
+                snprintf(count, sizeof count, "at least %d", lo);
+            else
+                snprintf(count, sizeof count, "%d to %d", lo, hi);
+            snprintf(msg, sizeof msg, "takes %s %s%s at opset %lld; the node has %zu", count, what,
+                     hi == 1 ? "" : "s", (long long)version, have);
         }
         for (int i = 0; i < 32 && !msg[0]; i++)
             if ((req >> i & 1) && ((size_t)i >= have || !names[i] || !*names[i]))

@@ -71,27 +71,15 @@ static lt_status class_scores(const char *path, const lt_tensor *o, int64_t k, i
 static lt_status predict_arrays(lt_model *m, const lt_eval_opts *o, int64_t count, lt_prediction *pred, int64_t *n,
                                 bool *done, lt_err *err)
 {
-    *done = false;
-    if (!lt_arrays_spec_has_split(o->data, 1))
-        return LT_OK;
     lt_arrays *a = NULL;
-    lt_status st = lt_arrays_open_spec(o->data, 1, &a, err);
-    if (st != LT_OK || !a)
-        return st;
-    lt_train_opts to;
-    lt_train_defaults(&to);
-    to.loss = LT_LOSS_SOFTMAX_CROSS_ENTROPY;
-    to.output = o->output;
-    to.set_ignore_index = o->set_ignore_index;
-    to.ignore_index = o->ignore_index;
-    if (!lt_afeed_wanted(m, a, &to)) {
-        lt_arrays_free(a);
-        return LT_OK;
-    }
-    *done = true;
     lt_afeed f;
     lt_session *s = NULL;
-    st = lt_afeed_plan(m, a, &to, &f, err);
+    lt_status st = lt_afeed_for_eval(m, o, LT_LOSS_SOFTMAX_CROSS_ENTROPY, &a, &f, err);
+    *done = a != NULL;
+    if (st != LT_OK || !a) {
+        lt_arrays_free(a);
+        return st;
+    }
     if (st == LT_OK)
         st = lt_session_new(m, &s, err);
     int64_t total = a->samples;

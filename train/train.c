@@ -30,30 +30,16 @@ static double now_s(void)
 static lt_status evaluate_arrays(lt_model *m, const lt_eval_opts *o, lt_loss_kind loss, lt_eval_result *r, bool *done,
                                  lt_err *err)
 {
-    *done = false;
-    if (!lt_arrays_spec_has_split(o->data, 1))
-        return LT_OK;
     lt_arrays *a = NULL;
-    lt_status st = lt_arrays_open_spec(o->data, 1, &a, err);
-    if (st != LT_OK || !a)
-        return st;
-    lt_train_opts to;
-    lt_train_defaults(&to);
-    to.loss = loss;
-    to.output = o->output;
-    to.set_ignore_index = o->set_ignore_index;
-    to.ignore_index = o->ignore_index;
-    if (lt_afeed_wanted(m, a, &to)) {
-        lt_afeed f;
-        lt_session *s = NULL;
-        *done = true;
-        st = lt_afeed_plan(m, a, &to, &f, err);
-        if (st == LT_OK)
-            st = lt_session_new(m, &s, err);
-        if (st == LT_OK)
-            st = lt_afeed_evaluate(&f, s, m, o->limit, r, err);
-        lt_session_free(s);
-    }
+    lt_afeed f;
+    lt_session *s = NULL;
+    lt_status st = lt_afeed_for_eval(m, o, loss, &a, &f, err);
+    *done = a != NULL;
+    if (st == LT_OK && a)
+        st = lt_session_new(m, &s, err);
+    if (st == LT_OK && a)
+        st = lt_afeed_evaluate(&f, s, m, o->limit, r, err);
+    lt_session_free(s);
     lt_arrays_free(a);
     return st;
 }

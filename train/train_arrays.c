@@ -627,6 +627,30 @@ lt_status lt_afeed_evaluate_sel(const lt_afeed *f, lt_session *s, lt_model *m, c
     return st;
 }
 
+lt_status lt_afeed_for_eval(const lt_model *m, const lt_eval_opts *o, lt_loss_kind loss, lt_arrays **a, lt_afeed *f,
+                            lt_err *err)
+{
+    *a = NULL;
+    if (!lt_arrays_spec_has_split(o->data, 1))
+        return LT_OK;
+    lt_arrays *arr = NULL;
+    lt_status st = lt_arrays_open_spec(o->data, 1, &arr, err);
+    if (st != LT_OK || !arr)
+        return st;
+    lt_train_opts to;
+    lt_train_defaults(&to);
+    to.loss = loss;
+    to.output = o->output;
+    to.set_ignore_index = o->set_ignore_index;
+    to.ignore_index = o->ignore_index;
+    if (!lt_afeed_wanted(m, arr, &to)) {
+        lt_arrays_free(arr);
+        return LT_OK;
+    }
+    *a = arr;
+    return lt_afeed_plan(m, arr, &to, f, err);
+}
+
 /* ---- which feed ---- */
 
 int lt_afeed_wanted(const lt_model *m, const lt_arrays *a, const lt_train_opts *o)

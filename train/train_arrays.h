@@ -42,6 +42,12 @@ typedef struct lt_afeed {
 int lt_afeed_wanted(const lt_model *m, const lt_arrays *a, const lt_train_opts *o);
 /* Plans the feed of a into forward model m (not yet differentiated). */
 lt_status lt_afeed_plan(const lt_model *m, const lt_arrays *a, const lt_train_opts *o, lt_afeed *f, lt_err *err);
+/* For lantern eval and predict: where o->data's test split is an npz whose
+ * arrays feed m by name, *a gets them (the caller's: lt_arrays_free) and
+ * f the feed planned with loss and o's output and ignore index; *a stays
+ * NULL where the data feeds otherwise. */
+lt_status lt_afeed_for_eval(const lt_model *m, const lt_eval_opts *o, lt_loss_kind loss, lt_arrays **a, lt_afeed *f,
+                            lt_err *err);
 /* Samples one program run takes when a step has B: B when the inputs have
  * a batch axis and nothing is ragged, else 1 (steps then accumulate). */
 int64_t lt_afeed_run_size(const lt_afeed *f, int64_t B);
