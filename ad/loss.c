@@ -107,7 +107,14 @@ static lt_status seeded_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **los
         char nm[300];
         snprintf(nm, sizeof nm, "%s_seed", out->name);
         lt_ival *seed = loss_input(m, nm, out, false);
-        lt_ival *sum = loss_node(m, LT_OP_REDUCE_SUM, "seeded_sum", 1, loss_node(m, LT_OP_MUL, "seeded", 2, out, seed), NULL);
+        /* named for what it multiplies, so a seed of another shape is named
+         * where the run refuses it */
+        char prod[620];
+        snprintf(prod, sizeof prod, "%s * %s", nm, out->name);
+        const char *prod_name = lt_ir_strdup(m, prod);
+        if (!seed || !prod_name)
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        lt_ival *sum = loss_node(m, LT_OP_REDUCE_SUM, "seeded_sum", 1, loss_node(m, LT_OP_MUL, prod_name, 2, out, seed), NULL);
         if (acc)
             sum = loss_node(m, LT_OP_ADD, "seeded_total", 2, acc, sum);
         if (!sum)

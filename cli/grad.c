@@ -44,12 +44,32 @@ static lt_status note_ties(lt_model *m, const char *path, lt_err *err)
     return s;
 }
 
+/* A seed is fed as the program input "<output>_seed"; a refusal naming that
+ * input names the option and the file instead. */
+static void seed_message(lt_err *err, int nseeds, const char *const *outputs, const char *const *files)
+{
+    for (int i = 0; i < nseeds; i++) {
+        char needle[300];
+        snprintf(needle, sizeof needle, "input '%s_seed'", outputs[i]);
+        const char *at = strstr(err->msg, needle);
+        if (!at)
+            continue;
+        char msg[sizeof err->msg], out[200], file[300];
+        snprintf(msg, sizeof msg, "%.*s--seed %s=%s%s", (int)(at - err->msg), err->msg,
+                 lt_str_printable(outputs[i], out, sizeof out), lt_str_printable(files[i], file, sizeof file),
+                 at + strlen(needle));
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+        return;
+    }
+}
+
 static int cmd_grad(const lt_cli_args *a)
 {
     const char *path = a->ops[0], *outdir = NULL, *labels = NULL, *targets = NULL;
     int print = 0, check = 0, f64 = 0, no_tie = 0, rc = 0, nin = 0, nseeds = 0, n = a->nitems + 1;
     lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
     const char **names = calloc((size_t)n + 1, sizeof *names), **seed_names = calloc((size_t)n, sizeof *seed_names);
+    const char **seed_files = calloc((size_t)n, sizeof *seed_files);
     lt_value **vals = calloc((size_t)n + 1, sizeof *vals), **outs = NULL;
     char **pnames = NULL; /* the parameter each gradient output belongs to */
     char **owned_names = calloc((size_t)n, sizeof *owned_names);
@@ -59,7 +79,7 @@ static int cmd_grad(const lt_cli_args *a)
     lt_model *m = NULL;
     lt_session *sess = NULL;
     lt_status s = LT_OK;
-    if (!names || !vals || !seed_names || !owned_names || !pads || !pad_names) {
+    if (!names || !vals || !seed_names || !seed_files || !owned_names || !pads || !pad_names) {
         fprintf(stderr, "lantern: out of memory\n");
         rc = 1;
         goto done;
@@ -86,6 +106,7 @@ static int cmd_grad(const lt_cli_args *a)
                 goto done;
             }
             if (id == G_SEED) {
+                seed_files[nseeds] = eq + 1;
                 seed_names[nseeds++] = val;
                 size_t l = strlen(val) + 6;
                 if (!(owned_names[nin] = malloc(l))) {
@@ -236,6 +257,7 @@ static int cmd_grad(const lt_cli_args *a)
     }
     goto done;
 fail:
+    seed_message(&err, nseeds, seed_names, seed_files);
     fprintf(stderr, "lantern: %s\n", err.msg);
     rc = lt_exit_code(s);
 done:
@@ -258,6 +280,7 @@ done:
     free(vals);
     free(names);
     free(seed_names);
+    free(seed_files);
     lt_session_free(sess);
     lt_model_free(m);
     return rc;

@@ -76,9 +76,13 @@ lt_status lt_cuda_errf(lt_err *err, lt_status s, const char *file, int line, con
 
 lt_status lt_cuda_kfail(lt_kctx *k, const char *file, int line, const char *call, const char *lib, const char *msg)
 {
+    /* the library's own failure: lt_k_fail forms the message behind the
+     * node's label, but the status stays LT_ERR_RUNTIME (lt_k_fail's is the
+     * model's fault, LT_ERR_INVALID) */
     const char *base = strrchr(file, '/');
-    return lt_k_fail(k, LT_ERR_RUNTIME, "%s:%d: %s failed: %s: %s", base ? base + 1 : file, line, call, lib,
-                     msg ? msg : "unknown error");
+    (void)lt_k_fail(k, LT_ERR_RUNTIME, "%s:%d: %s failed: %s: %s", base ? base + 1 : file, line, call, lib,
+                    msg ? msg : "unknown error");
+    return LT_ERR_RUNTIME;
 }
 
 lt_cuda *lt_cuda_of(const lt_backend *be)

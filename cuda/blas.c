@@ -77,13 +77,13 @@ static lt_status k_gemm(lt_kctx *k)
         return lt_k_fail(k, LT_ERR_INVALID, "inputs A and B are required");
     if (a->rank != 2 || b->rank != 2 || a->dtype != b->dtype || (c && c->dtype != a->dtype) ||
         (a->dtype != LT_F32 && a->dtype != LT_F64))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "Gemm takes two matrices of float32 or float64");
+        return lt_k_fail(k, LT_ERR_INVALID, "Gemm takes two matrices of float32 or float64");
     bool ta = lt_attr_int(k->node, "transA", 0) != 0, tb = lt_attr_int(k->node, "transB", 0) != 0;
     double alpha = lt_attr_float(k->node, "alpha", 1.0f), beta = lt_attr_float(k->node, "beta", 1.0f);
     int64_t m = ta ? a->dims[1] : a->dims[0], kk = ta ? a->dims[0] : a->dims[1];
     int64_t kb = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
     if (kk != kb)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "op(A) is %lldx%lld but op(B) is %lldx%lld", (long long)m, (long long)kk,
+        return lt_k_fail(k, LT_ERR_INVALID, "op(A) is %lldx%lld but op(B) is %lldx%lld", (long long)m, (long long)kk,
                          (long long)kb, (long long)n);
     int64_t yd[2] = {m, n};
     lt_tensor *y;
@@ -95,14 +95,14 @@ static lt_status k_gemm(lt_kctx *k)
         lt_cu_shape sh;
         memset(&sh, 0, sizeof sh);
         if (c->rank > 2)
-            return lt_k_fail(k, LT_ERR_RUNTIME, "C of rank %d", c->rank);
+            return lt_k_fail(k, LT_ERR_INVALID, "C of rank %d", c->rank);
         sh.rank = 2;
         sh.n = m * n;
         sh.dims[0] = m;
         sh.dims[1] = n;
         int64_t cd0 = c->rank == 2 ? c->dims[0] : 1, cd1 = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
         if ((cd0 != 1 && cd0 != m) || (cd1 != 1 && cd1 != n))
-            return lt_k_fail(k, LT_ERR_RUNTIME, "C does not broadcast to %lldx%lld", (long long)m, (long long)n);
+            return lt_k_fail(k, LT_ERR_INVALID, "C does not broadcast to %lldx%lld", (long long)m, (long long)n);
         sh.st[0][0] = cd0 == 1 ? 0 : cd1;
         sh.st[0][1] = cd1 == 1 ? 0 : 1;
         LT_CUDA_K(k, lt_cu_binary(lt_cuda_of(k->be)->stream, LT_CU_COPY, F64(a), c->data, NULL, y->data, &sh));
@@ -120,7 +120,7 @@ static lt_status k_matmul(lt_kctx *k)
     if (!a || !b)
         return lt_k_fail(k, LT_ERR_INVALID, "inputs A and B are required");
     if (a->dtype != b->dtype || (a->dtype != LT_F32 && a->dtype != LT_F64) || a->rank < 1 || b->rank < 1)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "MatMul takes two float32 or float64 tensors of rank 1 or more");
+        return lt_k_fail(k, LT_ERR_INVALID, "MatMul takes two float32 or float64 tensors of rank 1 or more");
     int64_t ad[LT_MAX_RANK + 1], bd[LT_MAX_RANK + 1];
     int ar = a->rank, br = b->rank;
     memcpy(ad, a->dims, sizeof(int64_t) * (size_t)ar);
@@ -137,7 +137,7 @@ static lt_status k_matmul(lt_kctx *k)
     }
     int64_t m = ad[ar - 2], kk = ad[ar - 1], n = bd[br - 1];
     if (bd[br - 2] != kk)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "inner dimensions differ: %lld and %lld", (long long)kk,
+        return lt_k_fail(k, LT_ERR_INVALID, "inner dimensions differ: %lld and %lld", (long long)kk,
                          (long long)bd[br - 2]);
     int nb = (ar > br ? ar : br) - 2;
     int64_t batch[LT_MAX_RANK], abat[LT_MAX_RANK], bbat[LT_MAX_RANK];
@@ -147,7 +147,7 @@ static lt_status k_matmul(lt_kctx *k)
         abat[i] = ia >= 0 ? ad[ia] : 1;
         bbat[i] = ib >= 0 ? bd[ib] : 1;
         if (abat[i] != bbat[i] && abat[i] != 1 && bbat[i] != 1)
-            return lt_k_fail(k, LT_ERR_RUNTIME, "batch dims do not broadcast (%lld against %lld)", (long long)abat[i],
+            return lt_k_fail(k, LT_ERR_INVALID, "batch dims do not broadcast (%lld against %lld)", (long long)abat[i],
                              (long long)bbat[i]);
         batch[i] = abat[i] == 1 ? bbat[i] : abat[i];
         nbatch *= batch[i];

@@ -15,7 +15,7 @@ static lt_status k_acc_zeros_like(lt_kctx *k)
 {
     const lt_tensor *x = lt_k_in(k, 0);
     if (!x || !float_type(x->dtype))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "the cuda kernel makes float32 or float64 cells");
+        return lt_k_fail(k, LT_ERR_INVALID, "the cuda kernel makes float32 or float64 cells");
     lt_tensor *c;
     lt_status s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &c);
     if (s == LT_OK && c->numel > 0)
@@ -28,7 +28,7 @@ static lt_status k_acc_add(lt_kctx *k)
 {
     const lt_tensor *c = lt_k_in(k, 0), *v = lt_k_in(k, 1);
     if (!c || !v || c->dtype != v->dtype || c->numel != v->numel || !float_type(c->dtype))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "cell and contribution differ in type or size");
+        return lt_k_fail(k, LT_ERR_INVALID, "cell and contribution differ in type or size");
     if (c->numel > 0) /* cells are updated in place by design */
         LT_CUDA_K(k, lt_cu_add_into(stream_of(k), c->dtype == LT_F64, ((lt_tensor *)c)->data, v->data, c->numel));
     return LT_OK;
@@ -39,7 +39,7 @@ static lt_status k_acc_read(lt_kctx *k)
 {
     const lt_tensor *c = lt_k_in(k, 0);
     if (!c)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "expects a cell");
+        return lt_k_fail(k, LT_ERR_INVALID, "expects a cell");
     lt_tensor *o;
     lt_status s = lt_k_out(k, 0, c->dtype, c->rank, c->dims, &o);
     if (s == LT_OK && c->numel > 0)

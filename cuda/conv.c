@@ -193,16 +193,16 @@ static lt_status job_setup(lt_kctx *k, int dir, const lt_tensor *x, const lt_ten
     memset(j, 0, sizeof *j);
     int nsp = x->rank - 2;
     if (nsp < 1 || nsp > CONV_MAX_SP || w->rank != x->rank || x->dtype != w->dtype)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d and weights of rank %d do not fit a cuda convolution",
+        return lt_k_fail(k, LT_ERR_INVALID, "input of rank %d and weights of rank %d do not fit a cuda convolution",
                          x->rank, w->rank);
     int64_t groups = lt_attr_int(k->node, "group", 1);
     if (groups < 1 || x->dims[1] != w->dims[1] * groups || w->dims[0] % groups)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "input has %lld channels, weights [%lld, %lld, ...], group %lld",
+        return lt_k_fail(k, LT_ERR_INVALID, "input has %lld channels, weights [%lld, %lld, ...], group %lld",
                          (long long)x->dims[1], (long long)w->dims[0], (long long)w->dims[1], (long long)groups);
     lt_nn_geom g;
     char why[256];
     if (!lt_nn_window(k->node, nsp, x->dims + 2, w->dims + 2, false, &g, why, sizeof why))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "%s", why);
+        return lt_k_fail(k, LT_ERR_INVALID, "%s", why);
     for (int i = 0; i < nsp; i++)
         if (g.pb[i] != g.pe[i])
             return lt_k_fail(k, LT_ERR_UNSUPPORTED, "asymmetric pads are not run by the cuda convolution");
@@ -361,7 +361,7 @@ static lt_status k_conv(lt_kctx *k)
             s = lt_cuda_kfail(k, __FILE__, __LINE__, "cudnnConvolutionForward", "cuDNN", cudnnGetErrorString(e));
         else if (bias) {
             if (bias->numel != yd[1] || bias->dtype != x->dtype) {
-                s = lt_k_fail(k, LT_ERR_RUNTIME, "B must hold %lld values of the input's type", (long long)yd[1]);
+                s = lt_k_fail(k, LT_ERR_INVALID, "B must hold %lld values of the input's type", (long long)yd[1]);
             } else {
                 cudaError_t ce = lt_cu_add_bias(st->stream, f64, y->data, bias->data, yd[0], yd[1],
                                                 y->numel / (yd[0] * yd[1]));
@@ -390,7 +390,7 @@ static lt_status k_conv_grad(lt_kctx *k)
         for (int i = 0; ok && i < x->rank; i++)
             ok = dy->dims[i] == yd[i];
         if (!ok)
-            s = lt_k_fail(k, LT_ERR_RUNTIME, "dy does not have the convolution's output shape");
+            s = lt_k_fail(k, LT_ERR_INVALID, "dy does not have the convolution's output shape");
     }
     const lt_tensor *like = data ? x : w;
     lt_tensor *out = NULL;

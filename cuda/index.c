@@ -99,7 +99,7 @@ static lt_status elements_plan(lt_kctx *k, const lt_tensor *x, const lt_tensor *
     int axis = (int)(a < 0 ? a + r : a);
     for (int d = 0; d < r; d++)
         if (d != axis && ind->dims[d] > x->dims[d])
-            return lt_k_fail(k, LT_ERR_RUNTIME, "indices dim %d (%lld) exceeds data dim %d (%lld)", d,
+            return lt_k_fail(k, LT_ERR_INVALID, "indices dim %d (%lld) exceeds data dim %d (%lld)", d,
                              (long long)ind->dims[d], d, (long long)x->dims[d]);
     int64_t xs[LT_MAX_RANK], n = x->dims[axis], m = ind->numel;
     strides_of(r, x->dims, xs);
@@ -162,7 +162,7 @@ static lt_status k_gather_elements_grad(lt_kctx *k)
     for (int d = 0; same && d < dy->rank; d++)
         same = dy->dims[d] == ind->dims[d];
     if (!same)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "dy must have the indices' shape");
+        return lt_k_fail(k, LT_ERR_INVALID, "dy must have the indices' shape");
     lt_cu_shape sh;
     int64_t axs = 0;
     lt_buf *dix = NULL;
@@ -331,7 +331,7 @@ static lt_status pad_maps(lt_kctx *k, const lt_tensor *x, const int64_t *pads, c
     int64_t total = 0;
     for (int a = 0; a < r; a++) {
         if (mode != LT_PAD_CONSTANT && x->dims[a] == 0)
-            return lt_k_fail(k, LT_ERR_RUNTIME, "axis %d is empty: nothing to reflect, wrap or extend", a);
+            return lt_k_fail(k, LT_ERR_INVALID, "axis %d is empty: nothing to reflect, wrap or extend", a);
         mp->off[a] = total;
         total += dims[a];
     }
@@ -374,7 +374,7 @@ static lt_status k_pad(lt_kctx *k)
         const lt_tensor *cv = lt_k_in(k, 2);
         if (cv && cv->numel > 0) {
             if (cv->dtype != x->dtype)
-                return lt_k_fail(k, LT_ERR_RUNTIME, "constant_value is %s, the input %s", lt_dtype_name(cv->dtype),
+                return lt_k_fail(k, LT_ERR_INVALID, "constant_value is %s, the input %s", lt_dtype_name(cv->dtype),
                                  lt_dtype_name(x->dtype));
             cval = lt_tensor_get_f64(cv, 0);
         }
@@ -422,7 +422,7 @@ static lt_status k_pad_grad(lt_kctx *k)
     for (int d = 0; same && d < r; d++)
         same = dy->dims[d] == dims[d];
     if (!same)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "dy does not have the padded shape");
+        return lt_k_fail(k, LT_ERR_INVALID, "dy does not have the padded shape");
     lt_tensor *dx;
     if ((s = lt_k_out(k, 0, dy->dtype, r, x->dims, &dx)) != LT_OK || dx->numel == 0)
         return s;

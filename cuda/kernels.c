@@ -50,7 +50,7 @@ static lt_status broadcast(lt_kctx *k, int n, const lt_tensor *const *ts, lt_cu_
             int64_t di = d >= off ? ts[i]->dims[d - off] : 1;
             if (di != 1) {
                 if (dim != 1 && dim != di)
-                    return lt_k_fail(k, LT_ERR_RUNTIME, "shapes do not broadcast (dim %d: %lld against %lld)", d,
+                    return lt_k_fail(k, LT_ERR_INVALID, "shapes do not broadcast (dim %d: %lld against %lld)", d,
                                      (long long)dim, (long long)di);
                 dim = di;
             }
@@ -98,7 +98,7 @@ static lt_status k_binary(lt_kctx *k)
     if ((s = need(k, 0, &a)) != LT_OK || (s = need(k, 1, &b)) != LT_OK || (s = need_float(k, a, 0)) != LT_OK)
         return s;
     if (a->dtype != b->dtype)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "inputs are %s and %s", lt_dtype_name(a->dtype), lt_dtype_name(b->dtype));
+        return lt_k_fail(k, LT_ERR_INVALID, "inputs are %s and %s", lt_dtype_name(a->dtype), lt_dtype_name(b->dtype));
     const lt_tensor *ts[2] = {a, b};
     lt_cu_shape sh;
     if ((s = broadcast(k, 2, ts, &sh)) != LT_OK)
@@ -121,7 +121,7 @@ static lt_status k_where(lt_kctx *k)
         (s = need_float(k, a, 1)) != LT_OK)
         return s;
     if (c->dtype != LT_BOOL || a->dtype != b->dtype)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "Where takes a bool condition and two values of one type");
+        return lt_k_fail(k, LT_ERR_INVALID, "Where takes a bool condition and two values of one type");
     const lt_tensor *ts[3] = {c, a, b};
     lt_cu_shape sh;
     if ((s = broadcast(k, 3, ts, &sh)) != LT_OK)
@@ -279,7 +279,7 @@ static lt_status k_reduce_sum_like(lt_kctx *k)
     if ((s = need(k, 0, &g)) != LT_OK || (s = need(k, 1, &like)) != LT_OK || (s = need_float(k, g, 0)) != LT_OK)
         return s;
     if (like->rank > g->rank)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "rank %d cannot be summed to rank %d", g->rank, like->rank);
+        return lt_k_fail(k, LT_ERR_INVALID, "rank %d cannot be summed to rank %d", g->rank, like->rank);
     bool red[LT_MAX_RANK] = {false};
     int off = g->rank - like->rank;
     for (int d = 0; d < g->rank; d++) {
@@ -287,7 +287,7 @@ static lt_status k_reduce_sum_like(lt_kctx *k)
         if (ld == g->dims[d])
             continue;
         if (ld != 1)
-            return lt_k_fail(k, LT_ERR_RUNTIME, "dim %d of %lld cannot be summed to %lld", d, (long long)g->dims[d],
+            return lt_k_fail(k, LT_ERR_INVALID, "dim %d of %lld cannot be summed to %lld", d, (long long)g->dims[d],
                              (long long)ld);
         red[d] = true;
     }
@@ -399,7 +399,7 @@ static lt_status k_softmax_grad(lt_kctx *k)
     if ((s = need(k, 0, &dy)) != LT_OK || (s = need(k, 1, &y)) != LT_OK || (s = need_float(k, y, 1)) != LT_OK)
         return s;
     if (dy->dtype != y->dtype || dy->numel != y->numel)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "dy and y differ in type or size");
+        return lt_k_fail(k, LT_ERR_INVALID, "dy and y differ in type or size");
     int64_t outer, c, inner;
     if ((s = softmax_split(k, y, &outer, &c, &inner)) != LT_OK)
         return s;
@@ -451,7 +451,7 @@ static lt_status loss_setup(lt_kctx *k, const lt_tensor *x, const lt_tensor *t, 
     if (!L->none && !L->mean && strcmp(r, "sum"))
         return lt_k_fail(k, LT_ERR_INVALID, "reduction must be none, sum or mean, got '%s'", r);
     if (dloss && (L->none ? dloss->numel != L->npos : dloss->numel != 1))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "dloss has %lld values", (long long)dloss->numel);
+        return lt_k_fail(k, LT_ERR_INVALID, "dloss has %lld values", (long long)dloss->numel);
     bool has_ii = lt_attr_find(k->node, "ignore_index") != NULL;
     int64_t ii = lt_attr_int(k->node, "ignore_index", 0);
     size_t np = (size_t)(L->npos ? L->npos : 1);
@@ -588,7 +588,7 @@ static lt_status pool_params(lt_kctx *k, const lt_tensor *x, lt_cu_pool *p)
     lt_nn_geom g;
     char why[256];
     if (!lt_nn_window(k->node, 2, x->dims + 2, ks, lt_attr_int(k->node, "ceil_mode", 0) != 0, &g, why, sizeof why))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "%s", why);
+        return lt_k_fail(k, LT_ERR_INVALID, "%s", why);
     memset(p, 0, sizeof *p);
     p->planes = x->dims[0] * x->dims[1];
     p->h = x->dims[2];
@@ -641,7 +641,7 @@ static lt_status k_pool_grad(lt_kctx *k)
         return s;
     if (dy->rank != 4 || dy->dims[0] != x->dims[0] || dy->dims[1] != x->dims[1] || dy->dims[2] != p.oh ||
         dy->dims[3] != p.ow || dy->dtype != x->dtype)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "dy does not have the pool's output shape");
+        return lt_k_fail(k, LT_ERR_INVALID, "dy does not have the pool's output shape");
     lt_tensor *dx;
     if ((s = lt_k_out(k, 0, x->dtype, x->rank, x->dims, &dx)) != LT_OK)
         return s;
@@ -718,7 +718,7 @@ static lt_status k_concat(lt_kctx *k)
         for (int d = 0; ok && d < r; d++)
             ok = d == axis || t->dims[d] == x0->dims[d];
         if (!ok)
-            return lt_k_fail(k, LT_ERR_RUNTIME, "input %d does not fit the others but along axis %lld", i,
+            return lt_k_fail(k, LT_ERR_INVALID, "input %d does not fit the others but along axis %lld", i,
                              (long long)axis);
         od[axis] += t->dims[axis];
     }
@@ -843,7 +843,7 @@ static lt_status k_slice_grad(lt_kctx *k)
     for (int d = 0; ok && d < x->rank; d++)
         ok = dy->dims[d] == cnt[d];
     if (!ok)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "dy does not have the slice's shape");
+        return lt_k_fail(k, LT_ERR_INVALID, "dy does not have the slice's shape");
     lt_tensor *dx;
     if ((s = lt_k_out(k, 0, dy->dtype, x->rank, x->dims, &dx)) != LT_OK || dx->numel == 0)
         return s;
@@ -937,7 +937,7 @@ static lt_status k_gather_grad(lt_kctx *k)
     for (int d = (int)axis + 1; d < r; d++)
         inner *= x->dims[d];
     if (dy->numel != outer * m * inner)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "dy has %lld values, the gather gave %lld", (long long)dy->numel,
+        return lt_k_fail(k, LT_ERR_INVALID, "dy has %lld values, the gather gave %lld", (long long)dy->numel,
                          (long long)(outer * m * inner));
     const lt_attr *pad = lt_attr_find(k->node, "padding_idx");
     if (pad && (pad->i < 0 || pad->i >= ax))

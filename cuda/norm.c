@@ -37,7 +37,7 @@ static bool fits_bn(const lt_node *n)
 static lt_status chan_split(lt_kctx *k, const lt_tensor *x, int64_t *n, int64_t *c, int64_t *s)
 {
     if (x->rank < 2)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d (needs N and C)", x->rank);
+        return lt_k_fail(k, LT_ERR_INVALID, "input of rank %d (needs N and C)", x->rank);
     if (x->dtype != LT_F32 && x->dtype != LT_F64)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "element type %s on cuda", lt_dtype_name(x->dtype));
     *n = x->dims[0];
@@ -53,7 +53,7 @@ static lt_status chan_split(lt_kctx *k, const lt_tensor *x, int64_t *n, int64_t 
 static lt_status chan_vec(lt_kctx *k, const lt_tensor *t, int64_t c, const char *what, lt_cu_vec *v)
 {
     if (!t || t->numel != c)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "%s must hold %lld values", what, (long long)c);
+        return lt_k_fail(k, LT_ERR_INVALID, "%s must hold %lld values", what, (long long)c);
     *v = (lt_cu_vec){t->data, F64(t)};
     return LT_OK;
 }
@@ -99,7 +99,7 @@ static lt_status k_batch_norm(lt_kctx *k)
 {
     const lt_tensor *x = lt_k_in(k, 0), *mean_in = lt_k_in(k, 3), *var_in = lt_k_in(k, 4);
     if (!x || !lt_k_in(k, 1) || !lt_k_in(k, 2) || !mean_in || !var_in)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "needs X, scale, B, mean and var");
+        return lt_k_fail(k, LT_ERR_INVALID, "needs X, scale, B, mean and var");
     int64_t n, c, sp;
     lt_status s = chan_split(k, x, &n, &c, &sp);
     if (s != LT_OK)
@@ -154,9 +154,9 @@ static lt_status k_batch_norm_grad(lt_kctx *k)
     if (s != LT_OK)
         return s;
     if (dy->dtype != x->dtype || dy->numel != x->numel)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "dy and x differ in type or size");
+        return lt_k_fail(k, LT_ERR_INVALID, "dy and x differ in type or size");
     if (bias && bias->numel != c)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "B has %lld elements, expected %lld", (long long)bias->numel,
+        return lt_k_fail(k, LT_ERR_INVALID, "B has %lld elements, expected %lld", (long long)bias->numel,
                          (long long)c);
     double eps = lt_attr_float(k->node, "epsilon", 1e-5f);
     bool training = lt_attr_int(k->node, "training_mode", 0) != 0;
@@ -212,19 +212,19 @@ static lt_status k_dropout(lt_kctx *k)
     const lt_node *node = k->node;
     const lt_tensor *x = lt_k_in(k, 0), *tr = lt_k_in(k, 1), *tm = lt_k_in(k, 2);
     if (!x)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "needs data");
+        return lt_k_fail(k, LT_ERR_INVALID, "needs data");
     if (x->dtype != LT_F32 && x->dtype != LT_F64)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "element type %s on cuda", lt_dtype_name(x->dtype));
     double ratio = lt_attr_float(node, "ratio", 0.5f);
     bool training = false;
     if (node->opset >= 12) {
         if ((tr && tr->numel != 1) || (tm && tm->numel != 1))
-            return lt_k_fail(k, LT_ERR_RUNTIME, "ratio and training_mode must be scalars");
+            return lt_k_fail(k, LT_ERR_INVALID, "ratio and training_mode must be scalars");
         ratio = tr ? lt_tensor_get_f64(tr, 0) : 0.5;
         training = tm && lt_tensor_get_f64(tm, 0) != 0;
     }
     if (!(ratio >= 0 && ratio <= 1))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "ratio %g is outside [0, 1]", ratio);
+        return lt_k_fail(k, LT_ERR_INVALID, "ratio %g is outside [0, 1]", ratio);
     cudaStream_t st = lt_cuda_of(k->be)->stream;
     lt_status s;
     lt_tensor *m = NULL;

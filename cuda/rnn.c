@@ -144,7 +144,7 @@ static lt_status lstm_setup(lt_kctx *k, int gates, lstm *L)
     L->rev_only = strcmp(lt_attr_str(k->node, "direction", "forward"), "reverse") == 0;
     L->D = directions(k->node);
     if (L->X->rank != 3 || L->W->rank != 3 || L->R->rank != 3)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "X, W and R must have rank 3");
+        return lt_k_fail(k, LT_ERR_INVALID, "X, W and R must have rank 3");
     L->S = L->X->dims[L->layout ? 1 : 0];
     L->B = L->X->dims[L->layout ? 0 : 1];
     L->I = L->X->dims[2];
@@ -154,19 +154,19 @@ static lt_status lstm_setup(lt_kctx *k, int gates, lstm *L)
     if (L->H <= 0)
         return lt_k_fail(k, LT_ERR_INVALID, "hidden_size must be positive");
     if (!dims3(L->W, L->D, L->G, L->I))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "W must be [%lld, %lld, %lld]", (long long)L->D, (long long)L->G,
+        return lt_k_fail(k, LT_ERR_INVALID, "W must be [%lld, %lld, %lld]", (long long)L->D, (long long)L->G,
                          (long long)L->I);
     if (!dims3(L->R, L->D, L->G, L->H))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "R must be [%lld, %lld, %lld]", (long long)L->D, (long long)L->G,
+        return lt_k_fail(k, LT_ERR_INVALID, "R must be [%lld, %lld, %lld]", (long long)L->D, (long long)L->G,
                          (long long)L->H);
     if (L->Bias && !(L->Bias->rank == 2 && L->Bias->dims[0] == L->D && L->Bias->dims[1] == 2 * L->G))
-        return lt_k_fail(k, LT_ERR_RUNTIME, "B must be [%lld, %lld]", (long long)L->D, (long long)(2 * L->G));
+        return lt_k_fail(k, LT_ERR_INVALID, "B must be [%lld, %lld]", (long long)L->D, (long long)(2 * L->G));
     const lt_tensor *st[2] = {L->h0, L->c0};
     for (int i = 0; i < 2; i++)
         if (st[i] && !(L->layout ? dims3(st[i], L->B, L->D, L->H) : dims3(st[i], L->D, L->B, L->H)))
-            return lt_k_fail(k, LT_ERR_RUNTIME, "%s has the wrong shape", i ? "initial_c" : "initial_h");
+            return lt_k_fail(k, LT_ERR_INVALID, "%s has the wrong shape", i ? "initial_c" : "initial_h");
     if (lt_shape_numel(4, (int64_t[]){L->S, L->B, L->D, 2 * L->G}) < 0)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "sizes overflow");
+        return lt_k_fail(k, LT_ERR_INVALID, "sizes overflow");
     return LT_OK;
 }
 
@@ -319,7 +319,7 @@ static lt_status recurrent_grad(lt_kctx *k, int gates)
     const lt_tensor *dY = lt_k_in(k, base), *dYh = lt_k_in(k, base + 1), *dYc = lstm4 ? lt_k_in(k, base + 2) : NULL,
                     *ws = lt_k_in(k, base + ncot);
     if (!ws || ws->dtype != dt || ws->numel != L->D * per)
-        return lt_k_fail(k, LT_ERR_RUNTIME, "the workspace does not come from this forward node");
+        return lt_k_fail(k, LT_ERR_INTERNAL, "the workspace does not come from this forward node");
     const lt_tensor *cot[3] = {dY, dYh, dYc};
     static const char *const cot_name[3] = {"dY", "dY_h", "dY_c"};
     for (int i = 0; i < 3; i++) {
@@ -330,7 +330,7 @@ static lt_status recurrent_grad(lt_kctx *k, int gates)
         for (int j = 0; ok && j < t->rank; j++)
             ok = t->dims[j] == (i ? hd[j] : yd[j]);
         if (!ok)
-            return lt_k_fail(k, LT_ERR_RUNTIME, "%s does not have the shape and type of the forward output",
+            return lt_k_fail(k, LT_ERR_INVALID, "%s does not have the shape and type of the forward output",
                              cot_name[i]);
     }
     if (k->nout > nres && lt_k_want(k, nres))

@@ -620,20 +620,22 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
     return s;
 }
 
-int lt_model_num_params(const lt_model *m) { return m->nparams; }
+int lt_model_num_params(const lt_model *m) { return m ? m->nparams : 0; }
 
 const char *lt_model_param_name(const lt_model *m, int i)
 {
-    return i >= 0 && i < m->nparams ? m->params[i].name : NULL;
+    return i >= 0 && i < lt_model_num_params(m) ? m->params[i].name : NULL;
 }
 
 const lt_tensor *lt_model_param(const lt_model *m, int i)
 {
-    return i >= 0 && i < m->nparams ? &m->params[i].data : NULL;
+    return i >= 0 && i < lt_model_num_params(m) ? &m->params[i].data : NULL;
 }
 
 lt_status lt_model_set_param(lt_model *m, int i, const lt_tensor *t, lt_err *err)
 {
+    if (!m)
+        return lt_errf(err, LT_ERR_INVALID, "lt_model_set_param: the model is NULL");
     if (i < 0 || i >= m->nparams)
         return lt_errf(err, LT_ERR_INVALID, "%s: no parameter %d", m->path, i);
     if (!t)

@@ -662,13 +662,13 @@ lt_status lt_model_load(const char *path, lt_model **out, lt_err *err)
     return st;
 }
 
-int lt_model_num_inputs(const lt_model *m) { return m->main->nparams; }
+int lt_model_num_inputs(const lt_model *m) { return m ? m->main->nparams : 0; }
 const char *lt_model_input_name(const lt_model *m, int i)
 {
-    return i >= 0 && i < m->main->nparams ? m->main->params[i]->name : NULL;
+    return i >= 0 && i < lt_model_num_inputs(m) ? m->main->params[i]->name : NULL;
 }
-int lt_model_num_outputs(const lt_model *m) { return m->main->nresults; }
+int lt_model_num_outputs(const lt_model *m) { return m ? m->main->nresults : 0; }
 const char *lt_model_output_name(const lt_model *m, int i)
 {
-    return i >= 0 && i < m->main->nresults ? m->main->results[i]->name : NULL;
+    return i >= 0 && i < lt_model_num_outputs(m) ? m->main->results[i]->name : NULL;
 }

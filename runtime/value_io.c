@@ -249,17 +249,18 @@ static lt_value_kind kind_of(const lt_type *t)
 /* an index out of range gives -1 (no kind), as lt_model_param gives NULL */
 lt_value_kind lt_model_input_kind(const lt_model *m, int i)
 {
-    return i >= 0 && i < m->main->nparams ? kind_of(&m->main->params[i]->type) : (lt_value_kind)-1;
+    return i >= 0 && i < lt_model_num_inputs(m) ? kind_of(&m->main->params[i]->type) : (lt_value_kind)-1;
 }
 lt_value_kind lt_model_output_kind(const lt_model *m, int i)
 {
-    return i >= 0 && i < m->main->nresults ? kind_of(&m->main->results[i]->type) : (lt_value_kind)-1;
+    return i >= 0 && i < lt_model_num_outputs(m) ? kind_of(&m->main->results[i]->type) : (lt_value_kind)-1;
 }
 
 void lt_model_input_shape(const lt_model *m, int i, int *rank, int64_t *dims)
 {
-    if (i < 0 || i >= m->main->nparams) {
-        *rank = -1;
+    if (i < 0 || i >= lt_model_num_inputs(m)) {
+        if (rank)
+            *rank = -1;
         return;
     }
     const lt_type *t = &m->main->params[i]->type;

@@ -179,6 +179,21 @@ static void null_arguments_refused(void **state)
     assert_int_equal(lt_value_close(a, NULL, 0, 0, NULL, 0), 0);
     lt_value_free(a);
 
+    /* a NULL model has no inputs, outputs or parameters */
+    assert_int_equal(lt_model_num_inputs(NULL), 0);
+    assert_int_equal(lt_model_num_outputs(NULL), 0);
+    assert_int_equal(lt_model_num_params(NULL), 0);
+    assert_null(lt_model_input_name(NULL, 0));
+    assert_null(lt_model_output_name(NULL, 0));
+    assert_null(lt_model_param_name(NULL, 0));
+    assert_null(lt_model_param(NULL, 0));
+    assert_int_equal(lt_model_input_kind(NULL, 0), (lt_value_kind)-1);
+    assert_int_equal(lt_model_output_kind(NULL, 0), (lt_value_kind)-1);
+    int rank = 7;
+    lt_model_input_shape(NULL, 0, &rank, NULL);
+    assert_int_equal(rank, -1);
+    FAILS(lt_model_set_param(NULL, 0, NULL, &err), LT_ERR_INVALID, "lt_model_set_param", "model is NULL");
+
     lt_train_opts o;
     lt_train_defaults(&o);
     lt_trainer *tr = NULL;

@@ -143,6 +143,26 @@ static void grad_outputs(void **state)
              MODELS, MODELS);
     assert_int_equal(sh(cmd, &lines, text, sizeof text), 2);
     assert_int_equal(lines, 1);
+    /* a seed not shaped like its output: one line naming the option and
+     * the file (rank) or the seed's product with the output (batch) */
+    int64_t bad[2][2] = {{3, 7}, {5, 4}};
+    for (int b = 0; b < 2; b++) {
+        lt_value *sb = tu_from(LT_F32, 2, bad[b], ones);
+        assert_int_equal(lt_value_save_npy(sb, seedf, &err), LT_OK);
+        lt_value_free(sb);
+        snprintf(cmd, sizeof cmd, "%s grad %sif_model.onnx --input x=%sref/if_x.npy --seed y=%s", LANTERN, MODELS,
+                 MODELS, seedf);
+        assert_int_equal(sh(cmd, &lines, text, sizeof text), 2);
+        assert_int_equal(lines, 1);
+        if (b == 0) {
+            char want[400];
+            snprintf(want, sizeof want, "--seed y=%s expects float32[", seedf);
+            if (!strstr(text, want))
+                fail_msg("%s", text);
+        } else if (!strstr(text, "'y_seed * y'")) {
+            fail_msg("%s", text);
+        }
+    }
     snprintf(cmd, sizeof cmd, "rm -rf %s %s", d1, d2);
     assert_int_equal(system(cmd), 0);
 }
