@@ -26,28 +26,28 @@ __global__ void k_optim(int kind, int64_t n, T *__restrict__ p, const T *__restr
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         switch (kind) {
-        case LT_CU_OPT_SGD: p[i] -= c.lr * (g[i] * c.scale + c.wd * p[i]); break;
+        case LT_CU_OPT_SGD: p[i] -= c.lr * (g[i] * c.scale + (c.wd != 0 ? c.wd * p[i] : (T)0)); break;
         case LT_CU_OPT_MOMENTUM: {
-            T gi = g[i] * c.scale + c.wd * p[i];
+            T gi = g[i] * c.scale + (c.wd != 0 ? c.wd * p[i] : (T)0);
             s1[i] = c.mu * s1[i] + gi;
             p[i] -= c.lr * s1[i];
             break;
         }
         case LT_CU_OPT_NESTEROV: {
-            T gi = g[i] * c.scale + c.wd * p[i];
+            T gi = g[i] * c.scale + (c.wd != 0 ? c.wd * p[i] : (T)0);
             s1[i] = c.mu * s1[i] + gi;
             p[i] -= c.lr * (gi + c.mu * s1[i]);
             break;
         }
         case LT_CU_OPT_ADAGRAD: {
-            T gi = g[i] * c.scale + c.wd * p[i];
+            T gi = g[i] * c.scale + (c.wd != 0 ? c.wd * p[i] : (T)0);
             s1[i] += gi * gi;
             p[i] -= c.lr * gi / (root(s1[i]) + c.eps);
             break;
         }
         default: { // Adam, AdamW (wd 0 and decay 1 - lr wd for AdamW)
             T pi = p[i] * c.decay;
-            T gi = g[i] * c.scale + c.wd * pi;
+            T gi = g[i] * c.scale + (c.wd != 0 ? c.wd * pi : (T)0);
             T m = c.b1 * s1[i] + c.ob1 * gi;
             T v = c.b2 * s2[i] + c.ob2 * gi * gi;
             s1[i] = m;

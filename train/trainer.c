@@ -834,6 +834,41 @@ static lt_status check_param_types(const lt_trainer *t, lt_err *err)
     return LT_OK;
 }
 
+/* An initializer holding an infinity is a mask (a -inf causal or padding
+ * mask the exporter wrote from a buffer), not a weight: PyTorch never trains
+ * it, and a step with weight decay would turn it into nan. It stays fixed,
+ * and a note names it. */
+static void fix_infinite(lt_trainer *t)
+{
+    char list[600] = "";
+    size_t used = 0;
+    int n = 0;
+    for (int p = 0; p < t->tm->nparams; p++) {
+        lt_param *pp = &t->tm->params[p];
+        const lt_tensor *d = &pp->data;
+        if (!pp->trainable || !lt_dtype_is_float(d->dtype) || !d->data)
+            continue;
+        int64_t i = 0;
+        while (i < d->numel && !isinf(lt_tensor_get_f64(d, i)))
+            i++;
+        if (i == d->numel)
+            continue;
+        pp->trainable = false;
+        char shown[200];
+        int w = snprintf(list + used, sizeof list - used, "%s'%s'", n ? ", " : "",
+                         lt_str_printable(pp->name, shown, sizeof shown));
+        if (w > 0 && used + (size_t)w < sizeof list)
+            used += (size_t)w;
+        n++;
+    }
+    if (n && t->o->on_note) {
+        char note[900];
+        snprintf(note, sizeof note, "%s: %d initializer(s) hold -inf or inf, as masks do, and are kept fixed, not "
+                 "trained: %s", t->path, n, list);
+        t->o->on_note(note, t->o->user);
+    }
+}
+
 /* A nan in a weight to be trained would only show as a diverged loss. */
 static lt_status check_param_values(const lt_trainer *t, lt_err *err)
 {
@@ -905,6 +940,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
         return st;
     note_merged(t);
     note_exporter_rewrites(t);
+    fix_infinite(t);
     if (o->init_random) {
         init_random(t->tm, o->seed);
         t->em_stale = true;

@@ -10,6 +10,10 @@
  * bits, on every machine. */
 #pragma GCC optimize("fp-contract=off")
 
+/* A decay of 0 adds nothing, as PyTorch skips it: 0 * p would turn an
+ * infinite entry (a mask's -inf) into nan. */
+#define LT_WD(wd, x, T) ((wd) != 0 ? (wd) * (x) : (T)0)
+
 /* below this many elements a parallel region costs more than it saves */
 #define LT_OPTIM_PAR_MIN 32768
 
@@ -27,12 +31,12 @@
         switch (c->kind) {                                                                                      \
         case LT_OPTIM_SGD:                                                                                      \
             _Pragma("omp parallel for if (n > LT_OPTIM_PAR_MIN)") for (int64_t i = 0; i < n; i++)               \
-                p[i] -= lr * (gr[i] * scale + wd * p[i]);                                                       \
+                p[i] -= lr * (gr[i] * scale + LT_WD(wd, p[i], T));                                              \
             break;                                                                                              \
         case LT_OPTIM_MOMENTUM:                                                                                 \
             _Pragma("omp parallel for if (n > LT_OPTIM_PAR_MIN)") for (int64_t i = 0; i < n; i++)               \
             {                                                                                                   \
-                T g = gr[i] * scale + wd * p[i];                                                                \
+                T g = gr[i] * scale + LT_WD(wd, p[i], T);                                                       \
                 s1[i] = mu * s1[i] + g;                                                                         \
                 p[i] -= lr * s1[i];                                                                             \
             }                                                                                                   \
@@ -40,7 +44,7 @@
         case LT_OPTIM_NESTEROV:                                                                                 \
             _Pragma("omp parallel for if (n > LT_OPTIM_PAR_MIN)") for (int64_t i = 0; i < n; i++)               \
             {                                                                                                   \
-                T g = gr[i] * scale + wd * p[i];                                                                \
+                T g = gr[i] * scale + LT_WD(wd, p[i], T);                                                       \
                 s1[i] = mu * s1[i] + g;                                                                         \
                 p[i] -= lr * (g + mu * s1[i]);                                                                  \
             }                                                                                                   \
@@ -48,7 +52,7 @@
         case LT_OPTIM_ADAGRAD:                                                                                  \
             _Pragma("omp parallel for if (n > LT_OPTIM_PAR_MIN)") for (int64_t i = 0; i < n; i++)               \
             {                                                                                                   \
-                T g = gr[i] * scale + wd * p[i];                                                                \
+                T g = gr[i] * scale + LT_WD(wd, p[i], T);                                                       \
                 s1[i] += g * g;                                                                                 \
                 p[i] -= lr * g / (SQRT(s1[i]) + eps);                                                           \
             }                                                                                                   \
@@ -58,7 +62,7 @@
             _Pragma("omp parallel for if (n > LT_OPTIM_PAR_MIN)") for (int64_t i = 0; i < n; i++)               \
             {                                                                                                   \
                 p[i] *= decay;                                                                                  \
-                T g = gr[i] * scale + wd * p[i];                                                                \
+                T g = gr[i] * scale + LT_WD(wd, p[i], T);                                                       \
                 s1[i] = b1 * s1[i] + ob1 * g;                                                                   \
                 s2[i] = b2 * s2[i] + ob2 * g * g;                                                               \
                 p[i] -= step * s1[i] / (SQRT(s2[i]) * ibc2 + eps);                                              \

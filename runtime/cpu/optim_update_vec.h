@@ -26,7 +26,7 @@ TARGET static void RANGE(const lt_optim_update *c, int64_t blk0, int64_t blk1)
         VT P = LD(p);
         if (kind == LT_OPTIM_ADAM || kind == LT_OPTIM_ADAMW)
             P = MUL(P, V(decay));
-        const VT G = ADD(MUL(LD(gr), V(scale)), MUL(V(wd), P));
+        const VT G = ADD(MUL(LD(gr), V(scale)), wd != 0 ? MUL(V(wd), P) : V(0.0f));
         switch (kind) {
         case LT_OPTIM_SGD:
             P = SUB(P, MUL(V(lr), G));

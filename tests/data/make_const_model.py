@@ -45,3 +45,19 @@ g2 = h.make_graph(
 m2 = h.make_model(g2, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 17)])
 onnx.checker.check_model(m2)
 onnx.save(m2, OUT2)
+
+# inf_mask.onnx: a padding mask of -inf for the last class added to the
+# logits, stored as an initializer as TorchScript writes a buffer; training
+# keeps it fixed (a step with weight decay would make it nan)
+OUT3 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inf_mask.onnx")
+g3 = h.make_graph(
+    [h.make_node("Gemm", ["x", "fc.weight", "fc.bias"], ["z"], transB=1),
+     h.make_node("Add", ["z", "mask"], ["logits"])],
+    "inf_mask", [h.make_tensor_value_info("x", TP.FLOAT, ["N", 4])],
+    [h.make_tensor_value_info("logits", TP.FLOAT, ["N", 3])],
+    initializer=[nh.from_array((rng.standard_normal((3, 4)) * 0.5).astype(np.float32), "fc.weight"),
+                 nh.from_array((rng.standard_normal(3) * 0.1).astype(np.float32), "fc.bias"),
+                 nh.from_array(f32([0.0, 0.0, -np.inf]), "mask")])
+m3 = h.make_model(g3, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 17)])
+onnx.checker.check_model(m3)
+onnx.save(m3, OUT3)

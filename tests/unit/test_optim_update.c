@@ -173,12 +173,45 @@ static void adam_first_step_is_lr(void **state)
     }
 }
 
+/* Without weight decay an infinite weight stays infinite under every
+ * optimizer, as PyTorch leaves it (0 * -inf would make it nan), in the
+ * vector loop and its tail alike; float32 and float64. */
+static void infinite_weight_without_decay(void **state)
+{
+    (void)state;
+    const lt_optim_kind kinds[] = {LT_OPTIM_SGD, LT_OPTIM_MOMENTUM, LT_OPTIM_NESTEROV, LT_OPTIM_ADAGRAD,
+                                   LT_OPTIM_ADAM, LT_OPTIM_ADAMW};
+    for (int dt = 0; dt < 2; dt++)
+        for (int k = 0; k < 6; k++) {
+            const int64_t n = 37;
+            float pf[37], gf[37], s1f[37] = {0}, s2f[37] = {0};
+            double pd[37], gd[37], s1d[37] = {0}, s2d[37] = {0};
+            for (int64_t i = 0; i < n; i++) {
+                pd[i] = pf[i] = i % 5 == 0 ? -INFINITY : 0.25f * (float)(i % 3);
+                gd[i] = gf[i] = i % 5 == 0 ? 0.0f : 0.1f * (float)(i % 4) - 0.15f;
+            }
+            lt_optim_update c = {.kind = kinds[k], .dtype = dt ? LT_F64 : LT_F32, .n = n,
+                                 .p = dt ? (void *)pd : (void *)pf, .g = dt ? (void *)gd : (void *)gf,
+                                 .s1 = dt ? (void *)s1d : (void *)s1f, .s2 = dt ? (void *)s2d : (void *)s2f,
+                                 .lr = 0.1, .scale = 1, .mu = 0.9, .b1 = 0.9, .b2 = 0.999, .one_b1 = 0.1,
+                                 .one_b2 = 1 - 0.999, .eps = 1e-8, .adam_step = 1, .inv_sqrt_bc2 = 1, .decay = 1};
+            for (int step = 0; step < 2; step++)
+                lt_cpu_optim_update(&c);
+            for (int64_t i = 0; i < n; i++) {
+                double v = dt ? pd[i] : pf[i];
+                if (i % 5 == 0 ? !(isinf(v) && v < 0) : !isfinite(v))
+                    fail_msg("kind %d, %s, element %lld: %g", (int)kinds[k], dt ? "f64" : "f32", (long long)i, v);
+            }
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(all_kinds_f32),
         cmocka_unit_test(adam_first_step_is_lr),
         cmocka_unit_test(momentum_adam_f64),
+        cmocka_unit_test(infinite_weight_without_decay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

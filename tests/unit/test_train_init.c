@@ -142,9 +142,53 @@ static void merged_weights_noted(void **state)
     assert_null(strstr(tu_notes, "feed several nodes"));
 }
 
+/* A -inf mask stored as an initializer stays fixed, with a note, through
+ * steps with weight decay (0 * -inf would make it nan) and through --init
+ * random; the weights beside it train. */
+static void infinite_mask_fixed(void **state)
+{
+    (void)state;
+    for (int init = 0; init < 2; init++) {
+        lt_train_opts o;
+        lt_train_defaults(&o);
+        o.on_note = tu_keep_note;
+        o.init_random = init;
+        o.optim.kind = LT_OPTIM_MOMENTUM;
+        o.optim.weight_decay = 0.01;
+        tu_notes[0] = 0;
+        lt_trainer *t = NULL;
+        lt_err err;
+        if (lt_trainer_new(DATA "inf_mask.onnx", &o, &t, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        assert_non_null(strstr(tu_notes, "1 initializer(s) hold -inf or inf, as masks do, and are kept fixed"));
+        assert_non_null(strstr(tu_notes, "'mask'"));
+        double w0 = value_of(lt_trainer_model(t), "fc.weight");
+        lt_value *in[2] = {tu_rand(LT_F32, 2, (int64_t[]){32, 4}, -1, 1, 78), NULL};
+        double y[32];
+        for (int i = 0; i < 32; i++)
+            y[i] = i % 2;
+        in[1] = tu_from(LT_I64, 1, (int64_t[]){32}, y);
+        const char *names[2] = {"x", "labels"};
+        double loss = 0;
+        for (int step = 0; step < 3; step++) {
+            if (lt_trainer_step(t, 0.1, 2, names, in, &loss, &err) != LT_OK)
+                fail_msg("%s", err.msg);
+            assert_true(isfinite(loss));
+        }
+        const lt_tensor *mask = param(lt_trainer_model(t), "mask");
+        assert_true(lt_tensor_get_f64(mask, 0) == 0 && lt_tensor_get_f64(mask, 1) == 0);
+        assert_true(isinf(lt_tensor_get_f64(mask, 2)) && lt_tensor_get_f64(mask, 2) < 0);
+        assert_true(value_of(lt_trainer_model(t), "fc.weight") != w0);
+        lt_value_free(in[0]);
+        lt_value_free(in[1]);
+        lt_trainer_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(scales_start_at_one), cmocka_unit_test(half_weight_named),
-                                       cmocka_unit_test(graph_constants_stay), cmocka_unit_test(merged_weights_noted)};
+                                       cmocka_unit_test(graph_constants_stay), cmocka_unit_test(merged_weights_noted),
+                                       cmocka_unit_test(infinite_mask_fixed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
