@@ -322,7 +322,8 @@ static lt_status array_step(trainer *tr, const int64_t *idx, int64_t k, double l
 static lt_status train_step(trainer *tr, lt_feed_batch *b, double lr, double *loss)
 {
     const char *names[2] = {tr->feed.x_name, tr->feed.y_name};
-    lt_value *in[2] = {b->x, b->y ? b->y : b->raw};
+    lt_value *in[2];
+    lt_feed_inputs(b, in);
     return lt_trainer_step_in(&tr->t, lr, 2, names, in, loss, tr->err);
 }
 

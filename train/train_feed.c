@@ -295,11 +295,16 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
             yv = t;
         }
     }
-    if (xv->type.kind == LT_KIND_TENSOR && xv->type.dtype != LT_F32 && xv->type.dtype != LT_UNDEFINED) {
+    /* the samples are read as float32 and widened for a float64 model */
+    if (xv->type.kind == LT_KIND_TENSOR && xv->type.dtype != LT_F32 && xv->type.dtype != LT_F64 &&
+        xv->type.dtype != LT_UNDEFINED) {
         char have[256];
         lt_feed_type_text(m, &xv->type, have, sizeof have);
-        return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s; the samples are float32", m->path, xv->name, have);
+        return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' is %s; the samples are float32 (or float64 for a float64 "
+                       "model)", m->path, xv->name, have);
     }
+    f->x_dtype = xv->type.kind == LT_KIND_TENSOR && xv->type.dtype == LT_F64 ? LT_F64 : LT_F32;
+    f->y_dtype = LT_F32;
     int sr;
     int64_t sd[LT_MAX_RANK];
     lt_dataset_sample_shape(d, &sr, sd);
@@ -334,9 +339,15 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
     case LT_LOSS_MSE:
     case LT_LOSS_BCE_LOGITS:
         f->y_name = "targets";
+        if (out->type.kind == LT_KIND_TENSOR && out->type.dtype == LT_F64)
+            f->y_dtype = LT_F64; /* the targets input is typed like the output */
         return f->classes ? class_targets(m, out, d, f, err) : float_targets(m, out, d, f, err);
     case LT_LOSS_MODEL:
         f->y_name = yv->name;
+        if (yv->type.kind == LT_KIND_TENSOR && yv->type.dtype == LT_F64) {
+            f->y_dtype = LT_F64;
+            return f->classes ? class_targets(m, yv, d, f, err) : float_targets(m, yv, d, f, err);
+        }
         if (yv->type.kind == LT_KIND_TENSOR && yv->type.dtype != LT_F32 && yv->type.dtype != LT_UNDEFINED) {
             if (yv->type.dtype != LT_I64 || !f->classes) {
                 char have[256];
@@ -383,8 +394,12 @@ lt_status lt_feed_batch_new(const lt_feed *f, const lt_dataset *d, int64_t n, lt
     }
     if (st != LT_OK)
         return st;
-    if (f->y_kind == LT_TARGET_NONE || f->y_kind == LT_TARGET_LABELS)
-        return LT_OK;
+    if (f->x_dtype == LT_F64)
+        st = new_tensor_value(LT_F64, f->x_rank, f->x_shape, n, &b->x64, err);
+    if (st != LT_OK || f->y_kind == LT_TARGET_NONE || f->y_kind == LT_TARGET_LABELS)
+        return st;
+    if (f->y_dtype == LT_F64 && (st = new_tensor_value(LT_F64, f->y_rank, f->y_shape, n, &b->y64, err)) != LT_OK)
+        return st;
     if (f->y_kind == LT_TARGET_VALUES) {
         /* the data's own targets, seen in the shape the model compares them
          * in: the same storage, nothing copied per batch */
@@ -407,6 +422,8 @@ void lt_feed_batch_free(lt_feed_batch *b)
     lt_value_free(b->x);
     lt_value_free(b->raw);
     lt_value_free(b->y);
+    lt_value_free(b->x64);
+    lt_value_free(b->y64);
     memset(b, 0, sizeof *b);
 }
 
@@ -430,6 +447,21 @@ lt_status lt_feed_targets(const lt_feed *f, lt_feed_batch *b, lt_err *err)
             y[i] = (float)lab[i];
     }
     return LT_OK;
+}
+
+static lt_value *widened(const lt_value *from, lt_value *to)
+{
+    const float *src = from->t.data;
+    double *dst = to->t.data;
+    for (int64_t i = 0; i < to->t.numel; i++)
+        dst[i] = src[i];
+    return to;
+}
+
+void lt_feed_inputs(lt_feed_batch *b, lt_value *in[2])
+{
+    in[0] = b->x64 ? widened(b->x, b->x64) : b->x;
+    in[1] = b->y ? (b->y64 ? widened(b->y, b->y64) : b->y) : b->raw;
 }
 
 /* index of the largest of row[0..C) */
@@ -572,7 +604,8 @@ lt_status lt_feed_evaluate_sel(const lt_feed *f, lt_session *s, lt_model *m, con
         if (st == LT_OK)
             st = lt_feed_targets(f, b, err);
         const char *names[2] = {f->x_name, f->y_name};
-        lt_value *in[2] = {b->x, b->y ? b->y : b->raw};
+        lt_value *in[2];
+        lt_feed_inputs(b, in);
         if (st == LT_OK)
             st = lt_session_run(s, f->loss == LT_LOSS_MODEL ? 2 : 1, names, in, out, err);
         if (st == LT_OK)

@@ -23,12 +23,14 @@ typedef struct lt_feed {
     int x_rank;
     int64_t x_shape[LT_MAX_RANK]; /* x_shape[0] is the batch */
     int64_t fixed_batch;          /* > 0 when the model fixes its batch size */
+    lt_dtype x_dtype;             /* the model's: float32, or float64 (the batch widened) */
     /* what the loss compares with; y_name is "labels" / "targets" for the
      * losses lantern attaches, the model's own input for --loss model */
     const char *y_name;
     lt_target_kind y_kind;
     int y_rank;
     int64_t y_shape[LT_MAX_RANK]; /* y_shape[0] is the batch */
+    lt_dtype y_dtype;             /* of float targets and one-hot rows: float32 or float64 */
     int classes;                  /* the data has class labels */
     int64_t ignore_index;         /* softmax-cross-entropy, nll: the label that counts for nothing */
     /* the forward model's output the loss reads */
@@ -57,6 +59,7 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
 typedef struct lt_feed_batch {
     int64_t n;
     lt_value *x, *raw, *y;
+    lt_value *x64, *y64; /* x and y widened for a float64 model, else NULL */
 } lt_feed_batch;
 
 lt_status lt_feed_batch_new(const lt_feed *f, const lt_dataset *d, int64_t n, lt_feed_batch *b, lt_err *err);
@@ -64,6 +67,9 @@ void lt_feed_batch_free(lt_feed_batch *b);
 /* Converts b->raw into b->y (one-hot rows, class values); a label outside
  * the output's classes is an error. */
 lt_status lt_feed_targets(const lt_feed *f, lt_feed_batch *b, lt_err *err);
+/* What the program is fed for the batch: in[0] the samples, in[1] y or raw,
+ * widened to float64 where the model takes float64 (after lt_feed_targets). */
+void lt_feed_inputs(lt_feed_batch *b, lt_value *in[2]);
 
 /* Adds the batch's loss (summed over samples, so that dividing by the
  * samples counted gives the training loss's mean), correct predictions and

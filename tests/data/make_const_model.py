@@ -61,3 +61,20 @@ g3 = h.make_graph(
 m3 = h.make_model(g3, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 17)])
 onnx.checker.check_model(m3)
 onnx.save(m3, OUT3)
+
+# mlp_f64.onnx and mlp_f32.onnx: one two-layer classifier of 4 features and
+# 3 classes, in float64 and in float32 with the same (float32-exact) weights:
+# CSV, idx and image data feed the float64 one widened
+for name, tp, dt in (("mlp_f64.onnx", TP.DOUBLE, np.float64), ("mlp_f32.onnx", TP.FLOAT, np.float32)):
+    rw = np.random.default_rng(31)
+    w1 = (rw.standard_normal((8, 4)) * 0.5).astype(np.float32).astype(dt)
+    w2 = (rw.standard_normal((3, 8)) * 0.5).astype(np.float32).astype(dt)
+    gm = h.make_graph(
+        [h.make_node("Gemm", ["x", "W1", "b1"], ["h1"], transB=1), h.make_node("Relu", ["h1"], ["r1"]),
+         h.make_node("Gemm", ["r1", "W2", "b2"], ["logits"], transB=1)],
+        "mlp", [h.make_tensor_value_info("x", tp, ["N", 4])], [h.make_tensor_value_info("logits", tp, ["N", 3])],
+        initializer=[nh.from_array(w1, "W1"), nh.from_array(np.full(8, 0.1, dt), "b1"),
+                     nh.from_array(w2, "W2"), nh.from_array(np.zeros(3, dt), "b2")])
+    mm = h.make_model(gm, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 13)])
+    onnx.checker.check_model(mm)
+    onnx.save(mm, os.path.join(os.path.dirname(os.path.abspath(__file__)), name))

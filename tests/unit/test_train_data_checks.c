@@ -488,6 +488,58 @@ static void evaluate_with_ignore_index(void **state)
     td_rmtree(dir);
 }
 
+/* CSV data (read as float32) feeds a float64 model widened, in training,
+ * evaluation and prediction: the float64 model trains as its float32 twin
+ * does, to float32 rounding, under softmax-cross-entropy and mse. */
+static void float64_model_from_csv(void **state)
+{
+    (void)state;
+    char dir[64], tr[128], spec[300];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(tr, sizeof tr, "%s/train.csv", dir);
+    char rows[8192];
+    size_t at = 0;
+    uint64_t seed = 41;
+    for (int r = 0; r < 64; r++) {
+        for (int c = 0; c < 4; c++)
+            at += (size_t)snprintf(rows + at, sizeof rows - at, "%.4f,", td_uniform(&seed, -1, 1));
+        at += (size_t)snprintf(rows + at, sizeof rows - at, "%d\n", (r * 7) % 3);
+    }
+    write_text(tr, rows);
+    snprintf(spec, sizeof spec, "csv=%s,%s", tr, tr);
+    for (int mse = 0; mse < 2; mse++) {
+        lt_train_opts o = sgd(spec, 32);
+        o.epochs = 2;
+        if (mse)
+            o.loss = LT_LOSS_MSE;
+        lt_err err;
+        lt_model *m64 = NULL, *m32 = NULL;
+        if (lt_train(DATA "mlp_f64.onnx", &o, &m64, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        if (lt_train(DATA "mlp_f32.onnx", &o, &m32, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+        const char *names[] = {"W1", "b1", "W2", "b2"};
+        for (int k = 0; k < 4; k++) {
+            const lt_tensor *a = named(m64, names[k]), *b = named(m32, names[k]);
+            assert_int_equal(a->dtype, LT_F64);
+            double diff = 0;
+            for (int64_t i = 0; i < a->numel; i++)
+                diff = fmax(diff, fabs(lt_tensor_get_f64(a, i) - lt_tensor_get_f64(b, i)));
+            if (diff > 1e-5)
+                fail_msg("%s: float64 and float32 training differ by %g", names[k], diff);
+        }
+        lt_eval_opts eo = {spec, 0, o.loss, NULL, {0}, 0, 0, 0};
+        lt_eval_result r64, r32;
+        assert_int_equal(lt_model_evaluate(m64, &eo, &r64, &err), LT_OK);
+        assert_int_equal(lt_model_evaluate(m32, &eo, &r32, &err), LT_OK);
+        assert_int_equal(r64.count, 64);
+        assert_float_equal(r64.loss, r32.loss, 1e-5);
+        lt_model_free(m64);
+        lt_model_free(m32);
+    }
+    td_rmtree(dir);
+}
+
 /* A weight also held as its folded transpose with a dim of 1 (W.t().
  * unsqueeze(0) as an exporter folds it) trains as the one weight: as the
  * model that computes the copy with Transpose and Unsqueeze, and the
@@ -539,6 +591,7 @@ int main(void)
 {
     lt_set_num_threads(1);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(float64_model_from_csv),
         cmocka_unit_test(initializers_listed_as_inputs_train),
         cmocka_unit_test(sample_layout_checked),
         cmocka_unit_test(predict_checks_layout),
