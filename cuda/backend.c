@@ -239,9 +239,15 @@ size_t lt_cuda_mallocs(const lt_backend *be) { return lt_cuda_of(be)->mallocs; }
 
 void *lt_cuda_workspace(const lt_backend *be, size_t bytes)
 {
+    /* the caller holds the lock that orders the workspace's users on the
+     * stream (conv.c's dnn_mu); a block reused for a larger request than
+     * the one its guard sits after is guarded again after this request */
     lt_cuda *st = lt_cuda_of(be);
-    if (st->ws && st->ws->size >= bytes)
+    if (st->ws && st->ws->size >= bytes + (guard_mode ? LT_CU_GUARD : 0)) {
+        if (guard_mode)
+            (void)guarded(st->ws, bytes);
         return st->ws->data;
+    }
     if (st->ws)
         lt_buf_release(st->ws);
     st->ws = lt_cuda_alloc(be, bytes ? bytes : 1);
@@ -517,12 +523,14 @@ const lt_backend *lt_cuda_backend_open(int device, lt_err *err)
 {
     pthread_mutex_lock(&open_mu);
     if (!opened) {
-        opened = true;
+        /* a failed open (cuda:3 on a machine with one device, a busy GPU)
+         * leaves the backend closed: a later open tries again */
         lt_err why;
         why.msg[0] = 0;
         if (open_device(device, &why) == LT_OK) {
             pthread_once(&ops_once, ops_fill);
             state.ready = true;
+            opened = true;
         } else {
             snprintf(state.why, sizeof state.why, "%s", why.msg);
         }

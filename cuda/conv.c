@@ -47,6 +47,11 @@ struct lt_cu_algo {
 };
 
 static pthread_mutex_t algo_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Held by a convolution from choosing its algorithm to queueing its call:
+ * the sessions of every thread share the one cuDNN handle (which cuDNN
+ * allows one thread at a time) and the one workspace, which a call on the
+ * one stream may take once the calls queued before it are done with it. */
+static pthread_mutex_t dnn_mu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct conv_job {
     conv_key key;
@@ -225,6 +230,13 @@ static lt_status job_setup(lt_kctx *k, int dir, const lt_tensor *x, const lt_ten
         j->key.dil[i] = (int)g.d[i];
         ydims[2 + i] = g.grid[i];
     }
+    /* cuDNN's descriptors take int strides: every tensor under 2^31 values */
+    int64_t yn = 1;
+    for (int i = 0; i < x->rank; i++)
+        yn = ydims[i] > 0 && yn > INT32_MAX / ydims[i] ? (int64_t)INT32_MAX + 1 : yn * ydims[i];
+    if (x->numel > INT32_MAX || w->numel > INT32_MAX || yn > INT32_MAX)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "a convolution of 2^31 values or more in one tensor is beyond cuDNN's "
+                         "descriptors");
     lt_cuda *st = lt_cuda_of(k->be);
     uint64_t h = key_hash(&j->key);
     lt_cu_algo *e = entry_find(st, &j->key, h);
@@ -261,6 +273,16 @@ static void algo_store(lt_cu_algo *e, int algo, size_t ws)
     pthread_mutex_unlock(&algo_mu);
 }
 
+/* Whether a workspace of the bytes can be had (Find's choices fit its
+ * search workspace already; the heuristics rank algorithms without regard
+ * to theirs): the first algorithm that fits is taken and cached. */
+static bool workspace_ok(lt_kctx *k, size_t bytes)
+{
+    if (bytes == 0 || lt_cuda_of(k->be)->benchmark)
+        return true;
+    return lt_cuda_workspace(k->be, bytes) != NULL;
+}
+
 /* The algorithm for the job: cached, else found (timed on a, b and the
  * output out) or taken from the heuristics. */
 static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, void *out, int *algo, size_t *ws)
@@ -286,7 +308,7 @@ static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, v
             LT_CUDNN_K(k, cudnnGetConvolutionForwardAlgorithm_v7(h, j->xdesc, j->wdesc, j->cdesc, j->ydesc, N, &got,
                                                                  perf));
         for (int i = 0; i < got && best < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && workspace_ok(k, perf[i].memory)) {
                 best = (int)perf[i].algo;
                 need = perf[i].memory;
             }
@@ -299,7 +321,7 @@ static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, v
             LT_CUDNN_K(k, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, j->wdesc, j->ydesc, j->cdesc, j->xdesc, N,
                                                                       &got, perf));
         for (int i = 0; i < got && best < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && workspace_ok(k, perf[i].memory)) {
                 best = (int)perf[i].algo;
                 need = perf[i].memory;
             }
@@ -312,7 +334,7 @@ static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, v
             LT_CUDNN_K(k, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, j->xdesc, j->ydesc, j->cdesc, j->wdesc, N,
                                                                         &got, perf));
         for (int i = 0; i < got && best < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && workspace_ok(k, perf[i].memory)) {
                 best = (int)perf[i].algo;
                 need = perf[i].memory;
             }
@@ -341,6 +363,7 @@ static lt_status k_conv(lt_kctx *k)
         s = lt_k_out(k, 0, x->dtype, x->rank, yd, &y);
     int algo = 0;
     size_t wsz = 0;
+    pthread_mutex_lock(&dnn_mu);
     if (s == LT_OK && y->numel > 0)
         s = choose(k, &j, x->data, w->data, y->data, &algo, &wsz);
     if (s == LT_OK && y->numel > 0) {
@@ -370,6 +393,7 @@ static lt_status k_conv(lt_kctx *k)
             }
         }
     }
+    pthread_mutex_unlock(&dnn_mu);
     return s;
 }
 
@@ -402,7 +426,8 @@ static lt_status k_conv_grad(lt_kctx *k)
     lt_cuda *st = lt_cuda_of(k->be);
     if (s == LT_OK && out->numel > 0 && dy->numel == 0)
         LT_CUDA_K(k, cudaMemsetAsync(out->data, 0, lt_tensor_nbytes(out), st->stream));
-    else if (s == LT_OK && out->numel > 0)
+    pthread_mutex_lock(&dnn_mu);
+    if (s == LT_OK && out->numel > 0 && dy->numel > 0)
         s = choose(k, &j, data ? w->data : x->data, dy->data, out->data, &algo, &wsz);
     if (s == LT_OK && out->numel > 0 && dy->numel > 0) {
         void *ws = wsz ? lt_cuda_workspace(k->be, wsz) : NULL;
@@ -426,6 +451,7 @@ static lt_status k_conv_grad(lt_kctx *k)
             s = lt_cuda_kfail(k, __FILE__, __LINE__, data ? "cudnnConvolutionBackwardData" : "cudnnConvolutionBackwardFilter",
                               "cuDNN", cudnnGetErrorString(e));
     }
+    pthread_mutex_unlock(&dnn_mu);
     return s;
 }
 
