@@ -214,9 +214,16 @@ lt_buf *lt_cuda_alloc(const lt_backend *be, size_t bytes)
         (void)cudaGetLastError();
         lt_cuda_trim(be); /* give the cache back and try once more */
         if (cudaMalloc(&p, cap) != cudaSuccess) {
+            /* the class rounds up by as much as a quarter: the exact size,
+             * a block of no class (freed when released), may still fit */
             (void)cudaGetLastError();
-            free(b);
-            return NULL;
+            if (cap == want || cudaMalloc(&p, want) != cudaSuccess) {
+                (void)cudaGetLastError();
+                free(b);
+                return NULL;
+            }
+            cap = want;
+            c = -1;
         }
     }
     b->data = p;
