@@ -109,6 +109,7 @@ lt_status lt_ds_open_cifar(lt_dataset *d, const char *dir, int split, lt_err *er
     if (s != LT_OK)
         return s;
     d->rank = 3;
+    d->channels_first = 1;
     d->dims[0] = 3;
     d->dims[1] = 32;
     d->dims[2] = 32;

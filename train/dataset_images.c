@@ -310,6 +310,7 @@ lt_status lt_ds_open_images(lt_dataset *d, const char *arg, int split, const lt_
     if (s == LT_OK) {
         d->n = n;
         d->rank = 3;
+        d->channels_first = 1;
         d->dims[0] = C;
         d->dims[1] = H;
         d->dims[2] = W;

@@ -33,6 +33,7 @@ struct lt_dataset {
     int64_t tnumel;
     float *tgt;           /* n * tnumel */
     char **class_names;   /* num_classes names (image folders), or NULL */
+    int channels_first;   /* images [C,H,W] (folders, CIFAR): a channels-last model takes them transposed */
     /* the first negative class label of x/y arrays (an ignore index, which
      * the feed accepts or refuses by the loss): its sample and the labels'
      * file; neg_sample < 0 when there is none */

@@ -190,7 +190,7 @@ lt_status lt_model_predict(lt_model *m, const lt_eval_opts *o, int64_t count, lt
         st = lt_dataset_gather(d, idx, B, &b.x->t, &b.raw->t, err);
         const char *name = f.x_name;
         lt_value *in[2];
-        lt_feed_inputs(&b, in);
+        lt_feed_inputs(&f, &b, in);
         if (st == LT_OK)
             st = lt_session_run(s, 1, &name, in, out, err);
         const lt_tensor *scores = st == LT_OK ? lt_value_tensor(out[f.out_index]) : NULL;

@@ -323,7 +323,7 @@ static lt_status train_step(trainer *tr, lt_feed_batch *b, double lr, double *lo
 {
     const char *names[2] = {tr->feed.x_name, tr->feed.y_name};
     lt_value *in[2];
-    lt_feed_inputs(b, in);
+    lt_feed_inputs(&tr->feed, b, in);
     return lt_trainer_step_in(&tr->t, lr, 2, names, in, loss, tr->err);
 }
 

@@ -135,6 +135,23 @@ static lt_status input_shape(const lt_model *m, const lt_ival *v, int sr, const 
     return LT_OK;
 }
 
+/* Whether input type t takes samples [C,H,W] channels last, [N,H,W,C]: its
+ * known dims fit that layout and not channels first. */
+static bool takes_channels_last(const lt_type *t, const int64_t *chw)
+{
+    if (t->kind != LT_KIND_TENSOR || t->rank != 4)
+        return false;
+    const int64_t first[3] = {chw[0], chw[1], chw[2]}, last[3] = {chw[1], chw[2], chw[0]};
+    bool fits_first = true, fits_last = true;
+    for (int i = 0; i < 3; i++) {
+        if (!dim_known(t, i + 1))
+            continue;
+        fits_first = fits_first && t->dims[i + 1].v == first[i];
+        fits_last = fits_last && t->dims[i + 1].v == last[i];
+    }
+    return fits_last && !fits_first;
+}
+
 static bool is_label_name(const char *s)
 {
     static const char *const names[] = {"labels", "label", "y", "target", "targets"};
@@ -221,6 +238,8 @@ int lt_feed_image_channels(const lt_model *m)
             return 0;
         if (t->rank == 4 && dim_known(t, 1) && (t->dims[1].v == 1 || t->dims[1].v == 3))
             return (int)t->dims[1].v;
+        if (t->rank == 4 && dim_known(t, 3) && (t->dims[3].v == 1 || t->dims[3].v == 3))
+            return (int)t->dims[3].v; /* channels last */
         return t->rank == 3 ? 1 : 0;
     }
     return 0;
@@ -308,6 +327,13 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
     int sr;
     int64_t sd[LT_MAX_RANK];
     lt_dataset_sample_shape(d, &sr, sd);
+    f->x_channels_last = d->channels_first && sr == 3 && takes_channels_last(&xv->type, sd);
+    if (f->x_channels_last) {
+        int64_t c = sd[0];
+        sd[0] = sd[1];
+        sd[1] = sd[2];
+        sd[2] = c;
+    }
     f->x_name = xv->name;
     lt_status st = input_shape(m, xv, sr, sd, "samples", &f->x_rank, f->x_shape, &f->fixed_batch, err);
     if (st != LT_OK)
@@ -394,11 +420,11 @@ lt_status lt_feed_batch_new(const lt_feed *f, const lt_dataset *d, int64_t n, lt
     }
     if (st != LT_OK)
         return st;
-    if (f->x_dtype == LT_F64)
-        st = new_tensor_value(LT_F64, f->x_rank, f->x_shape, n, &b->x64, err);
+    if (f->x_dtype == LT_F64 || f->x_channels_last)
+        st = new_tensor_value(f->x_dtype, f->x_rank, f->x_shape, n, &b->xin, err);
     if (st != LT_OK || f->y_kind == LT_TARGET_NONE || f->y_kind == LT_TARGET_LABELS)
         return st;
-    if (f->y_dtype == LT_F64 && (st = new_tensor_value(LT_F64, f->y_rank, f->y_shape, n, &b->y64, err)) != LT_OK)
+    if (f->y_dtype == LT_F64 && (st = new_tensor_value(LT_F64, f->y_rank, f->y_shape, n, &b->yin, err)) != LT_OK)
         return st;
     if (f->y_kind == LT_TARGET_VALUES) {
         /* the data's own targets, seen in the shape the model compares them
@@ -422,8 +448,8 @@ void lt_feed_batch_free(lt_feed_batch *b)
     lt_value_free(b->x);
     lt_value_free(b->raw);
     lt_value_free(b->y);
-    lt_value_free(b->x64);
-    lt_value_free(b->y64);
+    lt_value_free(b->xin);
+    lt_value_free(b->yin);
     memset(b, 0, sizeof *b);
 }
 
@@ -449,19 +475,31 @@ lt_status lt_feed_targets(const lt_feed *f, lt_feed_batch *b, lt_err *err)
     return LT_OK;
 }
 
+/* to[i] = from[i] for float32 from, float32 or float64 to */
 static lt_value *widened(const lt_value *from, lt_value *to)
 {
     const float *src = from->t.data;
-    double *dst = to->t.data;
     for (int64_t i = 0; i < to->t.numel; i++)
-        dst[i] = src[i];
+        lt_tensor_set_f64(&to->t, i, src[i]);
     return to;
 }
 
-void lt_feed_inputs(lt_feed_batch *b, lt_value *in[2])
+/* to [N,H,W,C] from the same samples [C,H,W] in from */
+static lt_value *channels_last(const lt_value *from, lt_value *to)
 {
-    in[0] = b->x64 ? widened(b->x, b->x64) : b->x;
-    in[1] = b->y ? (b->y64 ? widened(b->y, b->y64) : b->y) : b->raw;
+    const float *src = from->t.data;
+    const int64_t N = to->t.dims[0], H = to->t.dims[1], W = to->t.dims[2], C = to->t.dims[3];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t p = 0; p < H * W; p++)
+                lt_tensor_set_f64(&to->t, (n * H * W + p) * C + c, src[(n * C + c) * H * W + p]);
+    return to;
+}
+
+void lt_feed_inputs(const lt_feed *f, lt_feed_batch *b, lt_value *in[2])
+{
+    in[0] = !b->xin ? b->x : f->x_channels_last ? channels_last(b->x, b->xin) : widened(b->x, b->xin);
+    in[1] = b->y ? (b->yin ? widened(b->y, b->yin) : b->y) : b->raw;
 }
 
 /* index of the largest of row[0..C) */
@@ -605,7 +643,7 @@ lt_status lt_feed_evaluate_sel(const lt_feed *f, lt_session *s, lt_model *m, con
             st = lt_feed_targets(f, b, err);
         const char *names[2] = {f->x_name, f->y_name};
         lt_value *in[2];
-        lt_feed_inputs(b, in);
+        lt_feed_inputs(f, b, in);
         if (st == LT_OK)
             st = lt_session_run(s, f->loss == LT_LOSS_MODEL ? 2 : 1, names, in, out, err);
         if (st == LT_OK)

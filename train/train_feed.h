@@ -24,6 +24,7 @@ typedef struct lt_feed {
     int64_t x_shape[LT_MAX_RANK]; /* x_shape[0] is the batch */
     int64_t fixed_batch;          /* > 0 when the model fixes its batch size */
     lt_dtype x_dtype;             /* the model's: float32, or float64 (the batch widened) */
+    int x_channels_last;          /* images [C,H,W] fed to a model taking [N,H,W,C]: transposed */
     /* what the loss compares with; y_name is "labels" / "targets" for the
      * losses lantern attaches, the model's own input for --loss model */
     const char *y_name;
@@ -41,8 +42,8 @@ typedef struct lt_feed {
 void lt_feed_type_text(const lt_model *m, const lt_type *t, char *buf, size_t len);
 
 /* The channels an image folder should give the model's sample input (its
- * first input without a default): C of [N,C,H,W] when C is 1 or 3, 1 for
- * [N,H,W]; 0 when the model does not say. */
+ * first input without a default): C of [N,C,H,W] (or of a channels-last
+ * [N,H,W,C]) when C is 1 or 3, 1 for [N,H,W]; 0 when the model does not say. */
 int lt_feed_image_channels(const lt_model *m);
 
 /* Plans the feed of dataset d into forward model m (not yet differentiated);
@@ -59,7 +60,7 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
 typedef struct lt_feed_batch {
     int64_t n;
     lt_value *x, *raw, *y;
-    lt_value *x64, *y64; /* x and y widened for a float64 model, else NULL */
+    lt_value *xin, *yin; /* x and y as a float64 or channels-last model takes them, else NULL */
 } lt_feed_batch;
 
 lt_status lt_feed_batch_new(const lt_feed *f, const lt_dataset *d, int64_t n, lt_feed_batch *b, lt_err *err);
@@ -68,8 +69,9 @@ void lt_feed_batch_free(lt_feed_batch *b);
  * the output's classes is an error. */
 lt_status lt_feed_targets(const lt_feed *f, lt_feed_batch *b, lt_err *err);
 /* What the program is fed for the batch: in[0] the samples, in[1] y or raw,
- * widened to float64 where the model takes float64 (after lt_feed_targets). */
-void lt_feed_inputs(lt_feed_batch *b, lt_value *in[2]);
+ * widened to float64 where the model takes float64 and the samples moved
+ * channels last where it takes them so (after lt_feed_targets). */
+void lt_feed_inputs(const lt_feed *f, lt_feed_batch *b, lt_value *in[2]);
 
 /* Adds the batch's loss (summed over samples, so that dividing by the
  * samples counted gives the training loss's mean), correct predictions and

@@ -414,6 +414,66 @@ static void cli_trains(void **state)
     td_rmtree(dir);
 }
 
+static const lt_tensor *param_named(const lt_model *m, const char *name)
+{
+    for (int i = 0; i < lt_model_num_params(m); i++)
+        if (!strcmp(lt_model_param_name(m, i), name))
+            return lt_model_param(m, i);
+    fail_msg("no parameter %s", name);
+    return NULL;
+}
+
+/* A model taking images channels last ([N,H,W,C], as Keras models do) is
+ * fed the folder's images transposed: it trains as the channels-first
+ * model of the same weights, with flips and per-channel normalisation, and
+ * evaluates and predicts alike. */
+static void channels_last_model(void **state)
+{
+    (void)state;
+    char dir[64], spec[128];
+    td_tmpdir(dir, sizeof dir);
+    write_split(dir, "train", 16, 21, false);
+    write_split(dir, "test", 4, 22, false);
+    snprintf(spec, sizeof spec, "images=%s", dir);
+    lt_model *m[2] = {NULL, NULL};
+    const char *models[2] = {DATA "img_rgb.onnx", DATA "img_rgb_nhwc.onnx"};
+    lt_err err;
+    for (int k = 0; k < 2; k++) {
+        lt_train_opts o;
+        lt_train_defaults(&o);
+        o.data = spec;
+        o.batch = 8;
+        o.epochs = 2;
+        o.no_shuffle = 1;
+        o.schedule.lr = 0.05;
+        o.norm.nmean = o.norm.nstd = 3;
+        for (int c = 0; c < 3; c++) {
+            o.norm.mean[c] = 0.3 + 0.1 * c;
+            o.norm.std[c] = 0.2 + 0.05 * c;
+        }
+        if (lt_train(models[k], &o, &m[k], &err) != LT_OK)
+            fail_msg("%s: %s", models[k], err.msg);
+    }
+    const char *names[] = {"W", "B", "W2", "b2"};
+    for (int i = 0; i < 4; i++) {
+        const lt_tensor *a = param_named(m[0], names[i]), *b = param_named(m[1], names[i]);
+        for (int64_t j = 0; j < a->numel; j++)
+            if (fabs(lt_tensor_get_f64(a, j) - lt_tensor_get_f64(b, j)) > 1e-6)
+                fail_msg("%s[%lld]: %g channels first, %g channels last", names[i], (long long)j,
+                         lt_tensor_get_f64(a, j), lt_tensor_get_f64(b, j));
+    }
+    lt_eval_opts eo = {spec, 0, LT_LOSS_SOFTMAX_CROSS_ENTROPY, NULL, {0}, 0, 0, 0};
+    lt_eval_result r[2];
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(lt_model_evaluate(m[k], &eo, &r[k], &err), LT_OK);
+    assert_int_equal(r[1].count, 12);
+    assert_float_equal(r[0].loss, r[1].loss, 1e-6);
+    assert_float_equal(r[0].accuracy, r[1].accuracy, 1e-12);
+    lt_model_free(m[0]);
+    lt_model_free(m[1]);
+    td_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +481,7 @@ int main(void)
         cmocka_unit_test(splits_and_bad_folders),
         cmocka_unit_test(nested_class_folders),
         cmocka_unit_test(cli_trains),
+        cmocka_unit_test(channels_last_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
