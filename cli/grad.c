@@ -239,8 +239,11 @@ static int cmd_grad(const lt_cli_args *a)
     }
     if ((s = lt_session_new(m, &sess, &err)) != LT_OK || (s = lt_session_run(sess, nin, names, vals, outs, &err)) != LT_OK)
         goto fail;
-    const lt_tensor *L = lt_value_tensor(outs[0]);
-    printf("loss: %.9g\n", L && L->numel == 1 ? (L->dtype == LT_F64 ? *(double *)L->data : *(float *)L->data) : 0.0);
+    /* the loss in any float type (a float16 one read as its value) */
+    lt_value *L64 = lt_value_to_f64(outs[0]);
+    const lt_tensor *L = L64 ? lt_value_tensor(L64) : NULL;
+    printf("loss: %.9g\n", L && L->numel == 1 && L->dtype == LT_F64 ? *(const double *)L->data : 0.0);
+    lt_value_free(L64);
     for (int i = 1; i < nout; i++) {
         const char *pname = pnames[i - 1];
         char fn[1024], file[2048];

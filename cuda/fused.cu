@@ -22,7 +22,7 @@ __device__ inline float fe_step(int code, float a, float b)
     case LT_CU_FE_TANH: return tanhf(a);
     case LT_CU_FE_SIGMOID: return a >= 0.0f ? 1.0f / (1.0f + expf(-a)) : expf(a) / (1.0f + expf(a));
     case LT_CU_FE_SQRT: return sqrtf(a);
-    case LT_CU_FE_SOFTPLUS: return a > 20.0f ? a : log1pf(expf(a)); // as the Softplus kernel
+    case LT_CU_FE_SOFTPLUS: return a > 0.0f ? a + log1pf(expf(-a)) : log1pf(expf(a)); // as the Softplus kernel
     default: return 1.0f / a; // LT_CU_FE_RECIPROCAL
     }
 }

@@ -7,6 +7,7 @@
  * host (the host_inputs of each op). */
 #include "cuda_internal.h"
 #include "../ir/shape_nn.h"
+#include "../runtime/cpu/elementwise_bcast.h"
 #include "../runtime/cpu/tensor_util.h"
 #include <math.h>
 #include <string.h>
@@ -97,8 +98,14 @@ static lt_status k_binary(lt_kctx *k)
     lt_status s;
     if ((s = need(k, 0, &a)) != LT_OK || (s = need(k, 1, &b)) != LT_OK || (s = need_float(k, a, 0)) != LT_OK)
         return s;
-    if (a->dtype != b->dtype)
-        return lt_k_fail(k, LT_ERR_INVALID, "inputs are %s and %s", lt_dtype_name(a->dtype), lt_dtype_name(b->dtype));
+    if (a->dtype != b->dtype) /* as lt_ew_binary says it (Pow of two types runs on the host: fits_pow) */
+        return lt_k_fail(k, LT_ERR_INVALID, "input types differ (%s and %s)", lt_dtype_name(a->dtype),
+                         lt_dtype_name(b->dtype));
+    /* before opset 7, broadcast=1 lays B against A from axis on: B viewed
+     * with trailing 1s, as the CPU does, then numpy broadcasting */
+    lt_tensor bl;
+    if ((s = lt_ew_legacy_bcast(k, a, &b, &bl)) != LT_OK)
+        return s;
     const lt_tensor *ts[2] = {a, b};
     lt_cu_shape sh;
     if ((s = broadcast(k, 2, ts, &sh)) != LT_OK)
@@ -112,6 +119,13 @@ static lt_status k_binary(lt_kctx *k)
 }
 
 static bool fits_two_inputs(const lt_node *n) { return n->nin == 2; }
+
+/* Pow of a float32 base and a float64 exponent (or the reverse) is computed
+ * in the wider type on the CPU (k_pow); the kernel takes one type. */
+static bool fits_pow(const lt_node *n)
+{
+    return n->nin == 2 && n->in[0] && n->in[1] && n->in[0]->type.dtype == n->in[1]->type.dtype;
+}
 
 static lt_status k_where(lt_kctx *k)
 {
@@ -170,9 +184,13 @@ static lt_status k_unary(lt_kctx *k)
         code = LT_CU_ELU;
         alpha = lt_attr_float(k->node, "alpha", 1.0f);
         break;
-    case LT_OP_GELU:
-        code = strcmp(lt_attr_str(k->node, "approximate", "none"), "tanh") == 0 ? LT_CU_GELU_TANH : LT_CU_GELU;
+    case LT_OP_GELU: {
+        const char *a = lt_attr_str(k->node, "approximate", "none");
+        if (strcmp(a, "tanh") != 0 && strcmp(a, "none") != 0) /* as the CPU refuses it */
+            return lt_k_fail(k, LT_ERR_INVALID, "approximate must be 'none' or 'tanh', not '%s'", a);
+        code = strcmp(a, "tanh") == 0 ? LT_CU_GELU_TANH : LT_CU_GELU;
         break;
+    }
     default: return lt_k_fail(k, LT_ERR_INTERNAL, "no cuda unary kernel for this op");
     }
     lt_tensor *y;
@@ -184,8 +202,10 @@ static lt_status k_unary(lt_kctx *k)
 
 /* ---- sums over axes ---- */
 /* y = scale * the sum of x over the axes with red[d] set; y keeps x's rank
- * with 1 at the reduced axes (the caller views it as it needs). */
-static lt_status sum_axes(lt_kctx *k, const lt_tensor *x, const bool *red, double scale, lt_tensor *y)
+ * with 1 at the reduced axes (the caller views it as it needs). Where the
+ * reduced axes hold nothing every output is empty (the CPU's value for the
+ * op: 0 for sums, NaN = 0/0 for ReduceMean, 0 for GlobalAveragePool). */
+static lt_status sum_axes(lt_kctx *k, const lt_tensor *x, const bool *red, double scale, double empty, lt_tensor *y)
 {
     lt_cu_shape sh, rs;
     memset(&sh, 0, sizeof sh);
@@ -209,8 +229,8 @@ static lt_status sum_axes(lt_kctx *k, const lt_tensor *x, const bool *red, doubl
             sh.n *= x->dims[d];
         }
     }
-    if (rs.n == 0) { /* a sum of nothing */
-        LT_CUDA_K(k, lt_cu_fill(stream_of(k), F64(x), y->data, sh.n, 0.0));
+    if (rs.n == 0) { /* a reduction of nothing */
+        LT_CUDA_K(k, lt_cu_fill(stream_of(k), F64(x), y->data, sh.n, empty));
         return LT_OK;
     }
     LT_CUDA_K(k, lt_cu_reduce_sum(stream_of(k), F64(x), x->data, y->data, &sh, &rs, scale));
@@ -228,19 +248,18 @@ static lt_status k_reduce(lt_kctx *k)
     bool red[LT_MAX_RANK] = {false};
     int nax = 0;
     const int64_t *attr_axes = NULL;
+    if (ax && (!lt_dtype_is_int(ax->dtype) || ax->rank > 1)) /* as the CPU's reduce_axes */
+        return lt_k_fail(k, LT_ERR_INVALID, "axes must be a 1-D integer tensor");
     if (ax)
         nax = (int)ax->numel;
     else
         attr_axes = lt_attr_ints(k->node, "axes", &nax);
     for (int i = 0; i < nax; i++) {
-        int64_t a = ax ? lt_tensor_get_i64(ax, i) : attr_axes[i];
-        if (a < 0)
-            a += x->rank;
+        int64_t v = ax ? lt_tensor_get_i64(ax, i) : attr_axes[i], a = v < 0 ? v + x->rank : v;
         if (a < 0 || a >= x->rank)
-            return lt_k_fail(k, LT_ERR_INVALID, "axis %lld is out of range for rank %d",
-                             (long long)(ax ? lt_tensor_get_i64(ax, i) : attr_axes[i]), x->rank);
+            return lt_k_fail(k, LT_ERR_INVALID, "axis %lld is out of range for rank %d", (long long)v, x->rank);
         if (red[a])
-            return lt_k_fail(k, LT_ERR_INVALID, "axis %lld appears twice", (long long)a);
+            return lt_k_fail(k, LT_ERR_INVALID, "axis %lld appears twice", (long long)v);
         red[a] = true;
     }
     bool keep = lt_attr_int(k->node, "keepdims", 1) != 0;
@@ -261,13 +280,12 @@ static lt_status k_reduce(lt_kctx *k)
             od[orank++] = x->dims[d];
         }
     }
-    double scale = 1.0;
-    if (k->node->op == LT_OP_REDUCE_MEAN)
-        scale = cnt > 0 ? 1.0 / (double)cnt : NAN;
+    bool mean = k->node->op == LT_OP_REDUCE_MEAN;
     lt_tensor *y;
     if ((s = lt_k_out(k, 0, x->dtype, orank, od, &y)) != LT_OK)
         return s;
-    return sum_axes(k, x, red, scale, y);
+    /* the mean of nothing is 0/0 = NaN on the CPU (reduce.c finish) */
+    return sum_axes(k, x, red, mean && cnt > 0 ? 1.0 / (double)cnt : 1.0, mean ? NAN : 0.0, y);
 }
 
 /* ReduceSumLike (g, like): g summed to like's shape (the reverse of
@@ -294,18 +312,20 @@ static lt_status k_reduce_sum_like(lt_kctx *k)
     lt_tensor *y;
     if ((s = lt_k_out(k, 0, g->dtype, like->rank, like->dims, &y)) != LT_OK)
         return s;
-    return sum_axes(k, g, red, 1.0, y);
+    return sum_axes(k, g, red, 1.0, 0.0, y);
 }
 
-/* GlobalAveragePool: the mean over every spatial axis, kept as 1s. */
+/* GlobalAveragePool: the mean over every spatial axis, kept as 1s; an
+ * (N, C) input has none (a copy) and an empty plane gives 0, as on the CPU
+ * (nn_pool.c global_pool). */
 static lt_status k_global_avg_pool(lt_kctx *k)
 {
     const lt_tensor *x;
     lt_status s;
     if ((s = need(k, 0, &x)) != LT_OK || (s = need_float(k, x, 0)) != LT_OK)
         return s;
-    if (x->rank < 3)
-        return lt_k_fail(k, LT_ERR_INVALID, "input must be (N, C, spatial...), got rank %d", x->rank);
+    if (x->rank < 2)
+        return lt_k_fail(k, LT_ERR_RUNTIME, "input of rank %d (needs N and C)", x->rank);
     bool red[LT_MAX_RANK] = {false};
     int64_t od[LT_MAX_RANK], cnt = 1;
     for (int d = 0; d < x->rank; d++) {
@@ -317,7 +337,7 @@ static lt_status k_global_avg_pool(lt_kctx *k)
     lt_tensor *y;
     if ((s = lt_k_out(k, 0, x->dtype, x->rank, od, &y)) != LT_OK)
         return s;
-    return sum_axes(k, x, red, cnt > 0 ? 1.0 / (double)cnt : NAN, y);
+    return sum_axes(k, x, red, cnt > 0 ? 1.0 / (double)cnt : 1.0, 0.0, y);
 }
 
 /* Expand (x, shape): x broadcast with shape (read on the host). */
@@ -414,11 +434,12 @@ static lt_status k_softmax_grad(lt_kctx *k)
 /* ---- SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss and their
  * gradients. Targets and weights are read on the host, checked as the CPU
  * checks them, and turned into one class and one coefficient per position
- * (the weight, over the total weight for mean, times dloss for the
- * gradients); the device does the rest. */
+ * (the weight; for the gradients over the total weight for mean, times
+ * dloss); the device does the rest. */
 typedef struct {
     int64_t n, c, d, npos;
     bool none, mean;
+    double wsum; /* the total weight of the counted targets */
     lt_buf *dev; /* cls (int64) then coef (double), on the device */
 } loss_prep;
 
@@ -475,9 +496,14 @@ static lt_status loss_setup(lt_kctx *k, const lt_tensor *x, const lt_tensor *t, 
         coef[i] = wt * (dloss ? lt_tensor_get_f64(dloss, L->none ? i : 0) : 1.0);
         wsum += wt;
     }
-    if (L->mean)
+    /* mean: the gradient's coefficients over the total weight (0 where it
+     * is 0, as loss_prep); the forward divides the device's sum by it
+     * (lt_cu_nll) as nll_core does, so that nothing counted (every target
+     * ignored, or no positions) gives 0/0 = NaN, not a sum of zeros */
+    L->wsum = wsum;
+    if (L->mean && dloss)
         for (int64_t i = 0; i < L->npos; i++)
-            coef[i] = dloss ? (wsum != 0 ? coef[i] / wsum : 0.0) : coef[i] / wsum; /* forward: 0/0 = NaN as the CPU */
+            coef[i] = wsum != 0 ? coef[i] / wsum : 0.0;
     if ((s = lt_cuda_scratch(k, np * (sizeof *cls + sizeof *coef), &L->dev)) != LT_OK)
         return s;
     /* the host arrays are scratch of this node only */
@@ -526,7 +552,8 @@ static lt_status k_loss(lt_kctx *k)
     if (s == LT_OK)
         s = L.none ? lt_k_out(k, 0, x->dtype, t->rank, t->dims, &y) : lt_k_out(k, 0, x->dtype, 0, NULL, &y);
     if (s == LT_OK) {
-        cudaError_t e = lt_cu_nll(stream_of(k), F64(x), lp, dev_cls(&L), dev_coef(&L), y->data, L.n, L.c, L.d, L.none);
+        cudaError_t e = lt_cu_nll(stream_of(k), F64(x), lp, dev_cls(&L), dev_coef(&L), y->data, L.n, L.c, L.d, L.none,
+                                  L.mean ? L.wsum : 1.0);
         if (e != cudaSuccess)
             s = lt_cuda_kfail(k, __FILE__, __LINE__, "lt_cu_nll", "CUDA", cudaGetErrorString(e));
     }

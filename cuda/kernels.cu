@@ -7,6 +7,7 @@
 #include "kernels.h"
 #include "launch.cuh"
 #include <math.h>
+#include <string.h>
 
 namespace {
 
@@ -82,7 +83,7 @@ template <typename T> __global__ void k_where(const bool *c, const T *a, const T
 template <typename T> __device__ inline T un(int op, T x, T alpha)
 {
     switch (op) {
-    case LT_CU_RELU: return x > T(0) ? x : T(0);
+    case LT_CU_RELU: return x < T(0) ? T(0) : x; /* keeps NaN, as the CPU */
     case LT_CU_SIGMOID: return x >= T(0) ? T(1) / (T(1) + exp(-x)) : exp(x) / (T(1) + exp(x));
     case LT_CU_TANH: return tanh(x);
     case LT_CU_EXP: return exp(x);
@@ -93,9 +94,13 @@ template <typename T> __device__ inline T un(int op, T x, T alpha)
     case LT_CU_ABS: return x < T(0) ? -x : x;
     case LT_CU_RECIPROCAL: return T(1) / x;
     case LT_CU_LEAKY_RELU: return x >= T(0) ? x : alpha * x;
-    case LT_CU_ELU: return x >= T(0) ? x : alpha * (exp(x) - T(1));
-    case LT_CU_SOFTPLUS: return x > T(20) ? x : log1p(exp(x));
-    case LT_CU_GELU: return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
+    /* the CPU's forms: expm1 keeps precision near 0 where exp(x) - 1
+     * cancels; softplus as max(x, 0) + log1p(exp(-|x|)), exact for float64
+     * past any cutoff; 1 + erf(t) as erfc(-t), which does not cancel for
+     * x << 0 */
+    case LT_CU_ELU: return x < T(0) ? alpha * expm1(x) : x;
+    case LT_CU_SOFTPLUS: return x > T(0) ? x + log1p(exp(-x)) : log1p(exp(x));
+    case LT_CU_GELU: return T(0.5) * x * erfc(x * T(-0.70710678118654752440));
     case LT_CU_GELU_TANH:
         return T(0.5) * x * (T(1) + tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
     case LT_CU_SIN: return sin(x);
@@ -183,7 +188,7 @@ __global__ void k_softmax_grad(const T *dy, const T *y, T *dx, int64_t outer, in
 
 template <typename T>
 __global__ void k_nll(const T *lp, const int64_t *cls, const double *coef, T *y, int64_t n, int64_t c, int64_t d,
-                      bool none)
+                      bool none, double div)
 {
     __shared__ double part[THREADS];
     double acc = 0;
@@ -204,7 +209,7 @@ __global__ void k_nll(const T *lp, const int64_t *cls, const double *coef, T *y,
         __syncthreads();
     }
     if (threadIdx.x == 0)
-        y[0] = (T)part[0];
+        y[0] = (T)(part[0] / div);
 }
 
 template <typename T>
@@ -236,7 +241,9 @@ template <typename T> __global__ void k_maxpool(const T *x, T *y, lt_cu_pool p)
                 if (ix < 0 || ix >= p.w)
                     continue;
                 T v = xp[iy * p.w + ix];
-                if (!any || v > m || v != v) {
+                /* the first maximum in scan order, by v > m alone as the CPU's
+                 * forward and k_maxpool_grad: a NaN wins only as the first tap */
+                if (!any || v > m) {
                     m = v;
                     any = true;
                 }
@@ -470,6 +477,14 @@ template <typename T> __global__ void k_fill(T *y, int64_t n, T v)
         y[i] = v;
 }
 
+// The element's bytes as an unsigned integer of its size (little-endian
+// host and device: the low bytes of bits are the element's).
+template <typename U> cudaError_t fill_bits(cudaStream_t s, void *y, int64_t n, uint64_t bits)
+{
+    k_fill<U><<<blocks_for(n), THREADS, 0, s>>>((U *)y, n, (U)bits);
+    return cudaGetLastError();
+}
+
 } // namespace
 
 extern "C" {
@@ -562,12 +577,12 @@ cudaError_t lt_cu_softmax_grad(cudaStream_t s, bool f64, const void *dy, const v
 }
 
 cudaError_t lt_cu_nll(cudaStream_t s, bool f64, const void *lp, const int64_t *cls, const double *coef, void *y,
-                      int64_t n, int64_t c, int64_t d, bool none)
+                      int64_t n, int64_t c, int64_t d, bool none, double div)
 {
     if (f64)
-        k_nll<double><<<1, THREADS, 0, s>>>((const double *)lp, cls, coef, (double *)y, n, c, d, none);
+        k_nll<double><<<1, THREADS, 0, s>>>((const double *)lp, cls, coef, (double *)y, n, c, d, none, div);
     else
-        k_nll<float><<<1, THREADS, 0, s>>>((const float *)lp, cls, coef, (float *)y, n, c, d, none);
+        k_nll<float><<<1, THREADS, 0, s>>>((const float *)lp, cls, coef, (float *)y, n, c, d, none, div);
     return cudaGetLastError();
 }
 
@@ -864,6 +879,23 @@ cudaError_t lt_cu_fill(cudaStream_t s, bool f64, void *y, int64_t n, double v)
     else
         k_fill<float><<<blocks_for(n), THREADS, 0, s>>>((float *)y, n, (float)v);
     return cudaGetLastError();
+}
+
+cudaError_t lt_cu_fill_elem(cudaStream_t s, size_t es, void *y, int64_t n, const void *elem)
+{
+    if (n == 0)
+        return cudaSuccess;
+    uint64_t bits = 0;
+    if (es > sizeof bits)
+        return cudaErrorInvalidValue;
+    memcpy(&bits, elem, es);
+    switch (es) {
+    case 1: return fill_bits<uint8_t>(s, y, n, bits);
+    case 2: return fill_bits<uint16_t>(s, y, n, bits);
+    case 4: return fill_bits<uint32_t>(s, y, n, bits);
+    case 8: return fill_bits<uint64_t>(s, y, n, bits);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 } // extern "C"

@@ -96,11 +96,13 @@ cudaError_t lt_cu_softmax(cudaStream_t s, bool f64, const void *x, void *y, int6
 cudaError_t lt_cu_softmax_grad(cudaStream_t s, bool f64, const void *dy, const void *y, void *dx, int64_t outer,
                                int64_t c, int64_t inner, int mode);
 /* Loss of log-probabilities lp (n, c, d) at classes cls (-1: ignored) with
- * coefficients coef: per position (none) -coef*lp, else their sum into y[0]. */
+ * coefficients coef: per position (none) -coef*lp, else their sum over div
+ * into y[0] (div: the total weight for mean, whose 0 gives 0/0 = NaN as on
+ * the CPU; else 1). */
 cudaError_t lt_cu_nll(cudaStream_t s, bool f64, const void *lp, const int64_t *cls, const double *coef, void *y,
-                      int64_t n, int64_t c, int64_t d, bool none);
+                      int64_t n, int64_t c, int64_t d, bool none, double div);
 /* dx = coef * (softmax(x) - onehot(cls)) in place on p = softmax(x) (sce),
- * or dx = -coef * onehot(cls) (nll, p zeroed first by the caller). */
+ * or dx = -coef * onehot(cls) (nll: p is only written). */
 cudaError_t lt_cu_sce_grad(cudaStream_t s, bool f64, void *p, const int64_t *cls, const double *coef, int64_t n,
                            int64_t c, int64_t d, bool sce);
 /* 2-D pooling on (N*C, H, W) planes. */
@@ -177,6 +179,9 @@ cudaError_t lt_cu_scatter_add(cudaStream_t s, bool f64, const void *dy, const in
 cudaError_t lt_cu_dropout(cudaStream_t s, bool f64, const void *x, const uint8_t *keep, void *y, int64_t n, double sc);
 /* y[0..n) = v. */
 cudaError_t lt_cu_fill(cudaStream_t s, bool f64, void *y, int64_t n, double v);
+/* y[0..n) = the es bytes at elem (host memory; es 1, 2, 4 or 8), copied as
+ * they are, whatever the type. */
+cudaError_t lt_cu_fill_elem(cudaStream_t s, size_t es, void *y, int64_t n, const void *elem);
 
 /* ---- indexing and padding (index.cu); offsets and indices checked and
  * normalized on the host ---- */

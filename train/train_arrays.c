@@ -271,7 +271,7 @@ static lt_status plan_target(const lt_model *m, lt_afeed *f, const lt_train_opts
             return lt_errf(err, LT_ERR_INVALID, "%s: array '%s' is %s; --loss %s takes numeric targets", data,
                            a->member, lt_dtype_name(a->t.dtype), lt_loss_name(f->loss));
         s->name = "targets";
-        s->dtype = ot->dtype == LT_F64 ? LT_F64 : LT_F32;
+        s->dtype = lt_dtype_is_float(ot->dtype) ? ot->dtype : LT_F32; /* the targets input is typed like the output */
         s->rank = ot->rank;
     }
     int want = s->rank - (s->axis >= 0 ? 1 : 0);
@@ -521,7 +521,7 @@ typedef struct score {
 static lt_status score_run(const lt_afeed *f, const lt_tensor *o, const lt_tensor *t, int64_t k, score *sc,
                            lt_err *err)
 {
-    if (!o || (o->dtype != LT_F32 && o->dtype != LT_F64))
+    if (!o || !lt_dtype_is_float(o->dtype) /* read through lt_tensor_get_f64: float16 too */)
         return lt_errf(err, LT_ERR_INVALID, "%s: the output the loss reads is not a float tensor", f->path);
     if (f->loss == LT_LOSS_MODEL) {
         if (o->numel != 1)

@@ -365,13 +365,13 @@ lt_status lt_feed_plan(const lt_model *m, const lt_dataset *d, lt_loss_kind loss
     case LT_LOSS_MSE:
     case LT_LOSS_BCE_LOGITS:
         f->y_name = "targets";
-        if (out->type.kind == LT_KIND_TENSOR && out->type.dtype == LT_F64)
-            f->y_dtype = LT_F64; /* the targets input is typed like the output */
+        if (out->type.kind == LT_KIND_TENSOR && lt_dtype_is_float(out->type.dtype))
+            f->y_dtype = out->type.dtype; /* the targets input is typed like the output */
         return f->classes ? class_targets(m, out, d, f, err) : float_targets(m, out, d, f, err);
     case LT_LOSS_MODEL:
         f->y_name = yv->name;
-        if (yv->type.kind == LT_KIND_TENSOR && yv->type.dtype == LT_F64) {
-            f->y_dtype = LT_F64;
+        if (yv->type.kind == LT_KIND_TENSOR && lt_dtype_is_float(yv->type.dtype) && yv->type.dtype != LT_F32) {
+            f->y_dtype = yv->type.dtype;
             return f->classes ? class_targets(m, yv, d, f, err) : float_targets(m, yv, d, f, err);
         }
         if (yv->type.kind == LT_KIND_TENSOR && yv->type.dtype != LT_F32 && yv->type.dtype != LT_UNDEFINED) {
@@ -424,7 +424,7 @@ lt_status lt_feed_batch_new(const lt_feed *f, const lt_dataset *d, int64_t n, lt
         st = new_tensor_value(f->x_dtype, f->x_rank, f->x_shape, n, &b->xin, err);
     if (st != LT_OK || f->y_kind == LT_TARGET_NONE || f->y_kind == LT_TARGET_LABELS)
         return st;
-    if (f->y_dtype == LT_F64 && (st = new_tensor_value(LT_F64, f->y_rank, f->y_shape, n, &b->yin, err)) != LT_OK)
+    if (f->y_dtype != LT_F32 && (st = new_tensor_value(f->y_dtype, f->y_rank, f->y_shape, n, &b->yin, err)) != LT_OK)
         return st;
     if (f->y_kind == LT_TARGET_VALUES) {
         /* the data's own targets, seen in the shape the model compares them
@@ -583,7 +583,7 @@ lt_status lt_feed_score(const lt_feed *f, const lt_value *out, const lt_feed_bat
                         int64_t *correct, int64_t *counted, lt_err *err)
 {
     const lt_tensor *o = lt_value_tensor(out);
-    if (!o || (o->dtype != LT_F32 && o->dtype != LT_F64))
+    if (!o || !lt_dtype_is_float(o->dtype) /* read through lt_tensor_get_f64: float16 too */)
         return lt_errf(err, LT_ERR_INVALID, "%s: the output the loss reads is not a float tensor", f->path);
     if (f->loss != LT_LOSS_SOFTMAX_CROSS_ENTROPY && f->loss != LT_LOSS_NLL)
         *counted += b->n;

@@ -31,7 +31,7 @@ typedef struct lt_feed {
     lt_target_kind y_kind;
     int y_rank;
     int64_t y_shape[LT_MAX_RANK]; /* y_shape[0] is the batch */
-    lt_dtype y_dtype;             /* of float targets and one-hot rows: float32 or float64 */
+    lt_dtype y_dtype;             /* of float targets and one-hot rows: the type the model compares them in */
     int classes;                  /* the data has class labels */
     int64_t ignore_index;         /* softmax-cross-entropy, nll: the label that counts for nothing */
     /* the forward model's output the loss reads */

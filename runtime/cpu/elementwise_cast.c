@@ -5,6 +5,7 @@
 #include "misc_string.h"
 #include "../../ir/shape_elementwise.h"
 #include <omp.h>
+#include <string.h>
 
 /* Every value is loaded into one of three carriers, double (floats),
  * int64_t (signed ints) or uint64_t (unsigned ints, bool), and stored from
@@ -211,7 +212,16 @@ void lt_ew_cast(void *dst, lt_dtype dt, const void *src, lt_dtype st, int64_t n)
 
 /* Before opset 19 the reference Cast to bfloat16 goes through float32 and
  * then drops the low 16 bits (truncation, NaN kept quiet); opset 19 made it
- * round to nearest even like every other conversion here. */
+ * round to nearest even like every other conversion here. A model torch
+ * exported rounds to nearest at every opset: PyTorch (whose model it is)
+ * and onnxruntime do, and truncating would bias every bfloat16 value of an
+ * autocast export toward zero. */
+static bool bf16_truncates(lt_kctx *k)
+{
+    const lt_module *m = lt_k_module(k);
+    return k->node->opset < 19 && !(m->producer_name && !strcmp(m->producer_name, "pytorch"));
+}
+
 static lt_status cast_bf16_truncating(lt_kctx *k, const lt_tensor *x, lt_tensor *y)
 {
     lt_tensor f = *x;
@@ -292,7 +302,7 @@ static lt_status cast_to(lt_kctx *k, const lt_tensor *x, lt_dtype to)
     lt_status s = lt_k_out(k, 0, to, x->rank, x->dims, &y);
     if (s != LT_OK)
         return s;
-    if (to == LT_BF16 && k->node->opset < 19)
+    if (to == LT_BF16 && bf16_truncates(k))
         return cast_bf16_truncating(k, x, y);
     lt_ew_cast(y->data, to, x->data, x->dtype, x->numel);
     return LT_OK;

@@ -4,6 +4,7 @@
  * note; --no-tie keeps the copy's gradient). */
 #include "testutil.h"
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -163,6 +164,27 @@ static void grad_outputs(void **state)
             fail_msg("%s", text);
         }
     }
+    /* a float16 loss is printed as its value (it was read as a float32's
+     * bytes): the same as the float64 run's to float16 rounding */
+    int64_t xd[2] = {5, 4};
+    lt_value *xh = tu_rand(LT_F32, 2, xd, -1, 1, 9);
+    char xf[300];
+    snprintf(xf, sizeof xf, "%s/xh.npy", d2);
+    assert_int_equal(lt_value_save_npy(xh, xf, &err), LT_OK);
+    lt_value_free(xh);
+    double printed[2];
+    for (int w = 0; w < 2; w++) {
+        snprintf(cmd, sizeof cmd, "%s grad " LT_SOURCE_DIR "/tests/data/autocast_mlp.onnx --input x=%s%s", LANTERN, xf,
+                 w ? " --f64" : "");
+        char out[4096];
+        if (tu_sh(cmd, out, sizeof out, text, sizeof text) != 0)
+            fail_msg("%s: %s", cmd, text);
+        const char *at = strstr(out, "loss: ");
+        assert_non_null(at);
+        printed[w] = atof(at + 6);
+    }
+    if (!(fabs(printed[0] - printed[1]) <= 2e-3 * fabs(printed[1]) + 1e-3))
+        fail_msg("float16 loss printed %g, float64 %g", printed[0], printed[1]);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s", d1, d2);
     assert_int_equal(system(cmd), 0);
 }

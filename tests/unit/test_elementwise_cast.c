@@ -100,6 +100,16 @@ static void half_rounding(void **state)
     out = cast(tu_from(LT_F32, 1, d, &fv), LT_BF16, 19, LT_OK);
     assert_int_equal(((uint16_t *)out->t.data)[0], 0x3ef6);
     lt_value_free(out);
+    /* ... but a model torch exported rounds to nearest even at every
+     * opset, as PyTorch and onnxruntime do (autocast exports at opset 17) */
+    tu_graph g = tu_single(LT_OP_CAST, 17, 1, 1);
+    tu_attr_int(&g, "to", LT_BF16);
+    g.m->producer_name = "pytorch";
+    lt_value *in[1] = {tu_from(LT_F32, 1, d, &fv)};
+    out = ew_exec(&g, 1, in, LT_OK);
+    assert_int_equal(((uint16_t *)out->t.data)[0], 0x3ef6);
+    lt_value_free(out);
+    tu_free(&g);
     /* a large random float32 <-> float16 round trip, threaded sizes */
     int64_t dn[1] = {50000};
     lt_value *h = tu_rand(LT_F16, 1, dn, -60000, 60000, 3);

@@ -540,6 +540,51 @@ static void float64_model_from_csv(void **state)
     td_rmtree(dir);
 }
 
+/* A float16 output (a torch.autocast export: float32 weights, the product
+ * in float16) trains with a test split scored each epoch, against class
+ * labels and against one-hot float16 rows under mse, and evaluates. */
+static void half_output_scored(void **state)
+{
+    (void)state;
+    char dir[64], tr[128], spec[300];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(tr, sizeof tr, "%s/train.csv", dir);
+    char rows[8192];
+    size_t at = 0;
+    uint64_t seed = 43;
+    for (int r = 0; r < 64; r++) {
+        int label = (r * 5) % 3;
+        for (int c = 0; c < 4; c++)
+            at += (size_t)snprintf(rows + at, sizeof rows - at, "%.4f,", td_uniform(&seed, -1, 1) + (c == label));
+        at += (size_t)snprintf(rows + at, sizeof rows - at, "%d\n", label);
+    }
+    write_text(tr, rows);
+    snprintf(spec, sizeof spec, "csv=%s,%s", tr, tr);
+    for (int mse = 0; mse < 2; mse++) {
+        lt_train_opts o = sgd(spec, 16);
+        o.epochs = 3;
+        o.on_epoch = keep_test;
+        if (mse)
+            o.loss = LT_LOSS_MSE;
+        last_test.count = 0;
+        lt_err err;
+        lt_model *m = NULL, *before = NULL;
+        if (lt_train(DATA "autocast_mlp.onnx", &o, &m, &err) != LT_OK)
+            fail_msg("%s: %s", mse ? "mse" : "softmax-cross-entropy", err.msg);
+        assert_int_equal(last_test.count, 64);
+        assert_true(isfinite(last_test.loss) && last_test.loss > 0);
+        assert_int_equal(lt_model_load(DATA "autocast_mlp.onnx", &before, &err), LT_OK);
+        assert_true(fabs(lt_tensor_get_f64(named(m, "W"), 0) - lt_tensor_get_f64(named(before, "W"), 0)) > 1e-4);
+        lt_eval_opts eo = {spec, 0, o.loss, NULL, {0}, 0, 0, 0};
+        lt_eval_result r;
+        assert_int_equal(lt_model_evaluate(m, &eo, &r, &err), LT_OK);
+        assert_float_equal(r.loss, last_test.loss, 1e-9);
+        lt_model_free(m);
+        lt_model_free(before);
+    }
+    td_rmtree(dir);
+}
+
 /* A weight also held as its folded transpose with a dim of 1 (W.t().
  * unsqueeze(0) as an exporter folds it) trains as the one weight: as the
  * model that computes the copy with Transpose and Unsqueeze, and the
@@ -592,6 +637,7 @@ int main(void)
     lt_set_num_threads(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(float64_model_from_csv),
+        cmocka_unit_test(half_output_scored),
         cmocka_unit_test(initializers_listed_as_inputs_train),
         cmocka_unit_test(sample_layout_checked),
         cmocka_unit_test(predict_checks_layout),
