@@ -77,8 +77,9 @@ bool lt_ad_activity_pass(lt_ad *c, const lt_block *b)
         bool in_active = false;
         for (int j = 0; j < n->nin; j++)
             in_active |= n->in[j] && c->active[n->in[j]->id];
-        const lt_node *split = lt_ad_seq_split(n);
+        const lt_node *split = lt_ad_seq_split(n), *fq = lt_ad_fake_quant(n);
         in_active |= split && c->active[split->in[0]->id];
+        in_active |= fq && c->active[fq->in[0]->id];
         for (int r = 0; r < n->nregions && !in_active; r++)
             in_active = any_active_in_block(c, n->regions[r]);
         if (n->op == LT_OP_LOOP || n->op == LT_OP_SCAN) {

@@ -41,12 +41,14 @@ lt_status lt_ad_make_cells(lt_ad *c, lt_ival *const *src, int n)
 bool lt_ad_wants(lt_ad *c, const lt_node *n, int i)
 {
     const lt_ival *v = i < n->nin ? n->in[i] : NULL;
-    const lt_node *split = i == 0 ? lt_ad_seq_split(n) : NULL;
+    const lt_node *split = i == 0 ? lt_ad_seq_split(n) : NULL, *fq = i == 0 ? lt_ad_fake_quant(n) : NULL;
     if (split) /* the sequence's adjoint is the split tensor's */
         v = split->in[0];
+    if (fq) /* past the integers, to what was quantized */
+        v = fq->in[0];
     if (!v || v->id >= c->nsrc || !c->active[v->id] || !c->cell[v->id])
         return false;
-    return i >= 32 || !(lt_ad_nondiff[n->op] >> i & 1);
+    return i >= 32 || fq || !(lt_ad_nondiff[n->op] >> i & 1);
 }
 
 lt_status lt_ad_accum(lt_ad *c, const lt_node *n, int i, lt_ival *v)
@@ -58,7 +60,8 @@ lt_status lt_ad_accum(lt_ad *c, const lt_node *n, int i, lt_ival *v)
     lt_node *a = lt_ad_node(c, LT_OP_ACC_ADD, 2, 0);
     if (!a)
         return lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
-    a->in[0] = c->cell[n->in[i]->id];
+    const lt_node *fq = i == 0 ? lt_ad_fake_quant(n) : NULL;
+    a->in[0] = c->cell[(fq ? fq->in[0] : n->in[i])->id];
     a->in[1] = v;
     return LT_OK;
 }

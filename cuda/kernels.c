@@ -721,6 +721,32 @@ static lt_status k_transpose(lt_kctx *k)
     return LT_OK;
 }
 
+/* rows rows of width bytes from src (rows spitch bytes apart) to dst
+ * (dpitch apart), on the backend's stream. cudaMemcpy2D refuses a pitch
+ * past the device's maximum (cudaDevAttrMaxPitch, 2^31 - 1 bytes on
+ * current GPUs), which a large Concat or Split reaches; rows that far apart
+ * are few (the tensor holds rows times the pitch), so they go one plain
+ * copy each, as does a single row. */
+static cudaError_t copy_rows(lt_kctx *k, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                             size_t rows)
+{
+    cudaStream_t st = stream_of(k);
+    if (rows > 1) {
+        int maxp = 0;
+        if (cudaDeviceGetAttribute(&maxp, cudaDevAttrMaxPitch, lt_cuda_of(k->be)->device) != cudaSuccess)
+            (void)cudaGetLastError(); /* not left for the next launch's check: the rows are copied one by one */
+        else if (maxp > 0 && dpitch <= (size_t)maxp && spitch <= (size_t)maxp)
+            return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, st);
+    }
+    for (size_t r = 0; r < rows; r++) {
+        cudaError_t e = cudaMemcpyAsync((char *)dst + r * dpitch, (const char *)src + r * spitch, width,
+                                        cudaMemcpyDeviceToDevice, st);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
 static lt_status k_concat(lt_kctx *k)
 {
     const lt_tensor *x0 = NULL;
@@ -765,8 +791,7 @@ static lt_status k_concat(lt_kctx *k)
         if (!t || t->numel == 0)
             continue;
         size_t width = (size_t)t->dims[axis] * (size_t)inner * es;
-        LT_CUDA_K(k, cudaMemcpy2DAsync((char *)y->data + at, pitch, t->data, width, width, (size_t)outer,
-                                       cudaMemcpyDeviceToDevice, stream_of(k)));
+        LT_CUDA_K(k, copy_rows(k, (char *)y->data + at, pitch, t->data, width, width, (size_t)outer));
         at += width;
     }
     return LT_OK;
@@ -801,8 +826,8 @@ static lt_status k_split(lt_kctx *k)
                 return s;
             size_t width = (size_t)sizes[i] * (size_t)inner * es;
             if (width && outer)
-                LT_CUDA_K(k, cudaMemcpy2DAsync(y->data, width, (const char *)x->data + (size_t)off * inner * es, pitch,
-                                               width, (size_t)outer, cudaMemcpyDeviceToDevice, stream_of(k)));
+                LT_CUDA_K(k, copy_rows(k, y->data, width, (const char *)x->data + (size_t)off * inner * es, pitch, width,
+                                       (size_t)outer));
         }
         off += sizes[i];
     }
@@ -1015,8 +1040,21 @@ static bool fits_any_data(const lt_node *n)
     return n->in[0] && n->in[0]->type.dtype != LT_STRING && lt_dtype_size(n->in[0]->type.dtype) > 0;
 }
 
+/* The value types a device tensor may have (the backend's outputs: float,
+ * or bool as the masks ConstantOfShape often makes). */
+static bool constant_type(lt_dtype dt) { return dt == LT_F32 || dt == LT_F64 || dt == LT_BOOL; }
+
+/* ConstantOfShape of another value type runs on the host: the kernel
+ * cannot refuse it at run time, when there is no host to fall back to. */
+static bool fits_constant_of_shape(const lt_node *n)
+{
+    const lt_tensor *v = lt_attr_tensor(n, "value");
+    return !v || constant_type(v->dtype);
+}
+
 /* ConstantOfShape(shape) {value}: the shape read on the host, the output
- * filled on the device with value's one element (float32 0 by default). */
+ * filled on the device with value's one element, its bytes as they are as
+ * the CPU's lt_tk_fill (float32 0 by default). */
 static lt_status k_constant_of_shape(lt_kctx *k)
 {
     int64_t dims[LT_MAX_RANK];
@@ -1026,22 +1064,23 @@ static lt_status k_constant_of_shape(lt_kctx *k)
     lt_status s = lt_tk_constant_of_shape_args(k, dims, &n, &dt, &elem);
     if (s != LT_OK)
         return s;
-    if (dt != LT_F32 && dt != LT_F64)
-        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "the cuda kernel fills float32 or float64, not %s", lt_dtype_name(dt));
-    double val = dt == LT_F64 ? *(const double *)elem : (double)*(const float *)elem;
+    if (!constant_type(dt)) /* fits_constant_of_shape kept it from the device */
+        return lt_k_fail(k, LT_ERR_INTERNAL, "the cuda kernel fills float32, float64 or bool, not %s",
+                         lt_dtype_name(dt));
     lt_tensor *y;
     if ((s = lt_k_out(k, 0, dt, n, dims, &y)) != LT_OK || y->numel == 0)
         return s;
-    LT_CUDA_K(k, lt_cu_fill(stream_of(k), dt == LT_F64, y->data, y->numel, val));
+    LT_CUDA_K(k, lt_cu_fill_elem(stream_of(k), lt_dtype_size(dt), y->data, y->numel, elem));
     return LT_OK;
 }
 
 void lt_cuda_register_kernels(lt_cu_op *tab)
 {
     lt_cpu_kernels_init(); /* the views below are the CPU's */
-    static const lt_op binary[] = {LT_OP_ADD, LT_OP_SUB, LT_OP_MUL, LT_OP_DIV, LT_OP_POW, LT_OP_RELU_GRAD};
+    static const lt_op binary[] = {LT_OP_ADD, LT_OP_SUB, LT_OP_MUL, LT_OP_DIV, LT_OP_RELU_GRAD};
     for (size_t i = 0; i < sizeof binary / sizeof *binary; i++)
         tab[binary[i]] = (lt_cu_op){k_binary, 0, 0, NULL};
+    tab[LT_OP_POW] = (lt_cu_op){k_binary, 0, 0, fits_pow};
     tab[LT_OP_MAX] = (lt_cu_op){k_binary, 0, 0, fits_two_inputs};
     tab[LT_OP_MIN] = (lt_cu_op){k_binary, 0, 0, fits_two_inputs};
     static const lt_op compare[] = {LT_OP_GREATER, LT_OP_LESS, LT_OP_EQUAL, LT_OP_GREATER_OR_EQUAL,
@@ -1085,5 +1124,5 @@ void lt_cuda_register_kernels(lt_cu_op *tab)
     tab[LT_OP_SLICE] = (lt_cu_op){k_slice, 0x1Eu, 1u, fits_any_data};
     tab[LT_OP_SLICE_GRAD] = (lt_cu_op){k_slice_grad, 0x3Cu, 0x3u, fits_any_data};
     tab[LT_OP_GATHER_GRAD] = (lt_cu_op){k_gather_grad, (1u << 1) | (1u << 2), 0, NULL};
-    tab[LT_OP_CONSTANT_OF_SHAPE] = (lt_cu_op){k_constant_of_shape, 1u, 0, NULL};
+    tab[LT_OP_CONSTANT_OF_SHAPE] = (lt_cu_op){k_constant_of_shape, 1u, 0, fits_constant_of_shape};
 }

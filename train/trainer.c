@@ -834,15 +834,34 @@ static lt_status check_param_types(const lt_trainer *t, lt_err *err)
     return LT_OK;
 }
 
+/* Parameters kept fixed for what they are (not by --freeze), listed for
+ * the note that says so */
+typedef struct fixed_list {
+    char names[600];
+    size_t used;
+    int n;
+} fixed_list;
+
+static void fix_param(fixed_list *l, lt_param *pp)
+{
+    if (!pp->trainable)
+        return;
+    pp->trainable = false;
+    char shown[200];
+    int w = snprintf(l->names + l->used, sizeof l->names - l->used, "%s'%s'", l->n ? ", " : "",
+                     lt_str_printable(pp->name, shown, sizeof shown));
+    if (w > 0 && l->used + (size_t)w < sizeof l->names)
+        l->used += (size_t)w;
+    l->n++;
+}
+
 /* An initializer holding an infinity is a mask (a -inf causal or padding
  * mask the exporter wrote from a buffer), not a weight: PyTorch never trains
  * it, and a step with weight decay would turn it into nan. It stays fixed,
  * and a note names it. */
 static void fix_infinite(lt_trainer *t)
 {
-    char list[600] = "";
-    size_t used = 0;
-    int n = 0;
+    fixed_list l = {.n = 0};
     for (int p = 0; p < t->tm->nparams; p++) {
         lt_param *pp = &t->tm->params[p];
         const lt_tensor *d = &pp->data;
@@ -851,20 +870,41 @@ static void fix_infinite(lt_trainer *t)
         int64_t i = 0;
         while (i < d->numel && !isinf(lt_tensor_get_f64(d, i)))
             i++;
-        if (i == d->numel)
-            continue;
-        pp->trainable = false;
-        char shown[200];
-        int w = snprintf(list + used, sizeof list - used, "%s'%s'", n ? ", " : "",
-                         lt_str_printable(pp->name, shown, sizeof shown));
-        if (w > 0 && used + (size_t)w < sizeof list)
-            used += (size_t)w;
-        n++;
+        if (i < d->numel)
+            fix_param(&l, pp);
     }
-    if (n && t->o->on_note) {
+    if (l.n && t->o->on_note) {
         char note[900];
         snprintf(note, sizeof note, "%s: %d initializer(s) hold -inf or inf, as masks do, and are kept fixed, not "
-                 "trained: %s", t->path, n, list);
+                 "trained: %s", t->path, l.n, l.names);
+        t->o->on_note(note, t->o->user);
+    }
+}
+
+static void quant_stats_in(lt_module *m, const lt_block *b, fixed_list *l)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int j = 1; n->op == LT_OP_QUANTIZE_LINEAR && j < 3 && j < n->nin; j++)
+            if (n->in[j] && n->in[j]->param >= 0 && lt_dtype_is_float(m->params[n->in[j]->param].data.dtype))
+                fix_param(l, &m->params[n->in[j]->param]);
+        for (int r = 0; r < n->nregions; r++)
+            quant_stats_in(m, n->regions[r], l);
+    }
+}
+
+/* A QuantizeLinear's scale and zero point are an observer's statistics (a
+ * fake-quantized model's buffers, which torch's exporter writes as
+ * initializers): PyTorch does not train them, and the straight-through
+ * gradient gives them none. They stay fixed, and a note names them. */
+static void fix_quant_stats(lt_trainer *t)
+{
+    fixed_list l = {.n = 0};
+    quant_stats_in(t->tm, t->tm->main, &l);
+    if (l.n && t->o->on_note) {
+        char note[900];
+        snprintf(note, sizeof note, "%s: %d initializer(s) are the scales or zero points of QuantizeLinear nodes (fake "
+                 "quantization's observer statistics) and are kept fixed, not trained: %s", t->path, l.n, l.names);
         t->o->on_note(note, t->o->user);
     }
 }
@@ -941,6 +981,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
     note_merged(t);
     note_exporter_rewrites(t);
     fix_infinite(t);
+    fix_quant_stats(t);
     if (o->init_random) {
         init_random(t->tm, o->seed);
         t->em_stale = true;
