@@ -61,11 +61,47 @@ typedef struct conv_job {
     cudnnConvolutionDescriptor_t cdesc;
 } conv_job;
 
+/* SAME_UPPER / SAME_LOWER pads (Keras' and TensorFlow's convolutions) that
+ * come out even on both sides, as cuDNN takes them: with strides of 1 they
+ * do whatever the image's size ((k - 1) d in all), with others the image's
+ * size must be known to tell */
+static bool same_pads_even(const lt_node *n)
+{
+    bool fwd = n->op == LT_OP_CONV, data = n->op == LT_OP_CONV_GRAD_DATA;
+    const lt_ival *x = fwd ? n->in[0] : n->nin > 2 ? n->in[data ? 2 : 1] : NULL;
+    const lt_ival *w = fwd || data ? n->in[1] : n->nin > 2 ? n->in[2] : NULL;
+    if (!x || !w || x->type.kind != LT_KIND_TENSOR || w->type.kind != LT_KIND_TENSOR || x->type.rank != w->type.rank)
+        return false;
+    int nsp = x->type.rank - 2, sl = 0;
+    const int64_t *st = lt_attr_ints(n, "strides", &sl);
+    bool unit = true;
+    for (int i = 0; i < sl; i++)
+        unit = unit && st[i] == 1;
+    int64_t img[CONV_MAX_SP], ker[CONV_MAX_SP];
+    for (int i = 0; i < nsp; i++) {
+        const lt_dim *xd = &x->type.dims[2 + i], *wd = &w->type.dims[2 + i];
+        if (wd->sym >= 0 || wd->v < 1 || (!unit && (xd->sym >= 0 || xd->v < 1)))
+            return false;
+        ker[i] = wd->v;
+        img[i] = xd->sym < 0 && xd->v >= 1 ? xd->v : 4096; /* any size, with strides of 1 */
+    }
+    lt_nn_geom g;
+    char why[160];
+    if (!lt_nn_window(n, nsp, img, ker, false, &g, why, sizeof why))
+        return false;
+    for (int i = 0; i < nsp; i++)
+        if (g.pb[i] != g.pe[i])
+            return false;
+    return true;
+}
+
 static bool fits_conv(const lt_node *n)
 {
     if (!n->in[0] || n->in[0]->type.rank < 3 || n->in[0]->type.rank > 2 + CONV_MAX_SP)
         return false;
     const char *ap = lt_attr_str(n, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"))
+        return same_pads_even(n);
     if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
         return false;
     int pl = 0;
