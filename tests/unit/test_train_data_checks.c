@@ -491,22 +491,29 @@ static void evaluate_with_ignore_index(void **state)
 /* CSV data (read as float32) feeds a float64 model widened, in training,
  * evaluation and prediction: the float64 model trains as its float32 twin
  * does, to float32 rounding, under softmax-cross-entropy and mse. */
+/* dir/train.csv: 64 rows of 4 seeded features in [-1, 1] (plus lift on
+ * the label's own column) and a label of 3 classes; spec gets csv=F,F */
+static void write_class_csv(const char *dir, uint64_t seed, double lift, char *spec, size_t len)
+{
+    char tr[128], rows[8192];
+    snprintf(tr, sizeof tr, "%s/train.csv", dir);
+    size_t at = 0;
+    for (int r = 0; r < 64; r++) {
+        int label = (r * 7) % 3;
+        for (int c = 0; c < 4; c++)
+            at += (size_t)snprintf(rows + at, sizeof rows - at, "%.4f,", td_uniform(&seed, -1, 1) + lift * (c == label));
+        at += (size_t)snprintf(rows + at, sizeof rows - at, "%d\n", label);
+    }
+    write_text(tr, rows);
+    snprintf(spec, len, "csv=%s,%s", tr, tr);
+}
+
 static void float64_model_from_csv(void **state)
 {
     (void)state;
-    char dir[64], tr[128], spec[300];
+    char dir[64], spec[300];
     td_tmpdir(dir, sizeof dir);
-    snprintf(tr, sizeof tr, "%s/train.csv", dir);
-    char rows[8192];
-    size_t at = 0;
-    uint64_t seed = 41;
-    for (int r = 0; r < 64; r++) {
-        for (int c = 0; c < 4; c++)
-            at += (size_t)snprintf(rows + at, sizeof rows - at, "%.4f,", td_uniform(&seed, -1, 1));
-        at += (size_t)snprintf(rows + at, sizeof rows - at, "%d\n", (r * 7) % 3);
-    }
-    write_text(tr, rows);
-    snprintf(spec, sizeof spec, "csv=%s,%s", tr, tr);
+    write_class_csv(dir, 41, 0, spec, sizeof spec);
     for (int mse = 0; mse < 2; mse++) {
         lt_train_opts o = sgd(spec, 32);
         o.epochs = 2;
@@ -546,20 +553,9 @@ static void float64_model_from_csv(void **state)
 static void half_output_scored(void **state)
 {
     (void)state;
-    char dir[64], tr[128], spec[300];
+    char dir[64], spec[300];
     td_tmpdir(dir, sizeof dir);
-    snprintf(tr, sizeof tr, "%s/train.csv", dir);
-    char rows[8192];
-    size_t at = 0;
-    uint64_t seed = 43;
-    for (int r = 0; r < 64; r++) {
-        int label = (r * 5) % 3;
-        for (int c = 0; c < 4; c++)
-            at += (size_t)snprintf(rows + at, sizeof rows - at, "%.4f,", td_uniform(&seed, -1, 1) + (c == label));
-        at += (size_t)snprintf(rows + at, sizeof rows - at, "%d\n", label);
-    }
-    write_text(tr, rows);
-    snprintf(spec, sizeof spec, "csv=%s,%s", tr, tr);
+    write_class_csv(dir, 43, 1, spec, sizeof spec);
     for (int mse = 0; mse < 2; mse++) {
         lt_train_opts o = sgd(spec, 16);
         o.epochs = 3;
