@@ -798,8 +798,8 @@ static lt_status k_concat(lt_kctx *k)
 }
 
 /* Split (input[, split]) {axis, split, num_outputs}: the sizes as the CPU
- * reads them (the split input on the host), each wanted output one 2-D
- * copy of its columns. */
+ * reads them (the split input on the host), each wanted output one copy
+ * of its columns (copy_rows). */
 static lt_status k_split(lt_kctx *k)
 {
     const lt_tensor *x;
@@ -826,8 +826,8 @@ static lt_status k_split(lt_kctx *k)
                 return s;
             size_t width = (size_t)sizes[i] * (size_t)inner * es;
             if (width && outer)
-                LT_CUDA_K(k, copy_rows(k, y->data, width, (const char *)x->data + (size_t)off * inner * es, pitch, width,
-                                       (size_t)outer));
+                LT_CUDA_K(k, copy_rows(k, y->data, width, (const char *)x->data + (size_t)off * inner * es, pitch,
+                                       width, (size_t)outer));
         }
         off += sizes[i];
     }

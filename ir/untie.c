@@ -10,10 +10,22 @@
  * Identity output's name and a copy of the values; the exporter writes it
  * back as an initializer and drops the Identity. Where the file names the
  * module's tensors (torch's graph signature), only an Identity to one of
- * those names is such a copy. */
+ * those names is such a copy; where it does not, an Identity to a name the
+ * exporter made up (onnx::MatMul_937) is not. */
 #include "torch_names.h"
 #include <stdlib.h>
 #include <string.h>
+
+/* A name torch's TorchScript exporter makes up for a value ("onnx::MatMul_937",
+ * "/layer.1/Identity_output_0", "937"), not one of the module's tensors */
+static bool made_up_name(const char *s)
+{
+    if (!strncmp(s, "onnx::", 6) || s[0] == '/')
+        return true;
+    while (*s >= '0' && *s <= '9')
+        s++;
+    return !*s;
+}
 
 static bool untie_candidate(const lt_module *m, const lt_node *n)
 {
@@ -28,6 +40,11 @@ static bool untie_candidate(const lt_module *m, const lt_node *n)
      * (x.clone(), as Swin V2 takes of its qkv bias): the gradient goes
      * through it to the tensor, which is trained under its name */
     if (m->ntorch && !lt_torch_named(m, n->out[0]->name))
+        return false;
+    /* without one, an Identity to a name the exporter made up is one
+     * tensor read twice (a weight's folded transpose that two layers share,
+     * as DeBERTa's relative embeddings): its gradient sums both reads */
+    if (!m->ntorch && made_up_name(n->out[0]->name))
         return false;
     return !p->is_input_default && p->data.dtype != LT_STRING;
 }

@@ -66,9 +66,11 @@ static void check(tu_graph *g, int nin, lt_value *const *in, double rtol, const 
         for (int64_t j = 0; j < a->numel; j++) {
             double x = lt_tensor_get_f64(a, j), y = lt_tensor_get_f64(b, j);
             double e = fabs(x - y) / (fabs(x) + 1e-2 * big + 1e-30);
-            if (isnan(x) != isnan(y))
+            if (isnan(x) != isnan(y)) /* a NaN on one side only, either side */
                 e = INFINITY;
-            if (!isnan(x) && e > worst) {
+            else if (isnan(x))
+                e = 0;
+            if (e > worst) {
                 worst = e;
                 at = j;
             }
@@ -1074,6 +1076,411 @@ static void test_fused(void **state)
     free_all(4, in);
 }
 
+/* ---- the CPU's semantics at the edges (tests for review A's findings) ---- */
+/* Before opset 7, broadcast=1 lays B against A from axis on (without the
+ * attribute, against A's trailing dims): each arithmetic op, Pow and two
+ * comparisons, float32 and float64; an axis that does not fit is refused as
+ * the CPU refuses it (lt_ew_legacy_bcast). */
+static void test_legacy_broadcast(void **state)
+{
+    (void)state;
+    static const lt_op ops[] = {LT_OP_ADD, LT_OP_SUB, LT_OP_MUL, LT_OP_DIV, LT_OP_POW, LT_OP_GREATER, LT_OP_LESS};
+    static const struct {
+        int ar, br;
+        int64_t ad[4], bd[4];
+        bool has_axis;
+        int axis;
+    } cases[] = {
+        {3, 1, {2, 3, 3}, {3}, true, 1},         /* along axis 1, not the last */
+        {4, 2, {2, 3, 4, 5}, {3, 4}, true, 1},   /* numpy would not broadcast these */
+        {4, 2, {2, 3, 4, 5}, {3, 4}, true, -3},  /* the same axis counted from the end */
+        {4, 1, {2, 3, 4, 5}, {2}, true, 0},
+        {4, 2, {2, 3, 4, 5}, {4, 5}, false, 0},  /* the default: the trailing dims */
+    };
+    for (int t = 0; t < 2; t++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+            for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+                lt_dtype dt = t ? LT_F64 : LT_F32;
+                tu_graph g = tu_single(ops[i], 6, 2, 1);
+                tu_attr_int(&g, "broadcast", 1);
+                if (cases[c].has_axis)
+                    tu_attr_int(&g, "axis", cases[c].axis);
+                uint64_t seed = 1900 + 100 * (uint64_t)t + 10 * c + i;
+                lt_value *in[2] = {tu_rand(dt, cases[c].ar, cases[c].ad, 0.5, 2.0, seed),
+                                   tu_rand(dt, cases[c].br, cases[c].bd, 0.5, 2.0, seed + 1000)};
+                char what[96];
+                snprintf(what, sizeof what, "%s opset 6 %s, broadcast case %zu", lt_op_names[ops[i]],
+                         lt_dtype_name(dt), c);
+                check(&g, 2, in, tol(dt), what);
+                free_all(2, in);
+                tu_free(&g);
+            }
+    int64_t ad[2] = {2, 3}, bd[2] = {3, 4};
+    tu_graph g = tu_single(LT_OP_ADD, 6, 2, 1);
+    tu_attr_int(&g, "broadcast", 1);
+    tu_attr_int(&g, "axis", 1);
+    lt_value *in[2] = {tu_rand(LT_F32, 2, ad, -1, 1, 1990), tu_rand(LT_F32, 2, bd, -1, 1, 1991)};
+    check_invalid(&g, 2, in, LT_F32, 2, ad, "Add opset 6, broadcast axis past A's rank");
+    free_all(2, in);
+    tu_free(&g);
+}
+
+/* NaN as the CPU treats it: Relu keeps it (as the other activations do);
+ * MaxPool takes the first maximum in scan order by v > m, so a NaN wins
+ * only as its window's first tap, and MaxPoolGrad sends dy where the
+ * forward's maximum was. */
+static void test_nan_rules(void **state)
+{
+    (void)state;
+    static const lt_op acts[] = {LT_OP_RELU, LT_OP_LEAKY_RELU, LT_OP_ELU, LT_OP_SOFTPLUS, LT_OP_GELU, LT_OP_SIGMOID};
+    int64_t d[1] = {64};
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizeof acts / sizeof *acts; i++) {
+            lt_dtype dt = t ? LT_F64 : LT_F32;
+            lt_value *in[1] = {tu_rand(dt, 1, d, -2, 2, 2100 + (uint64_t)t)};
+            for (int64_t j = 0; j < d[0]; j += 5)
+                lt_tensor_set_f64(&in[0]->t, j, NAN);
+            tu_graph g = tu_single(acts[i], 20, 1, 1);
+            char what[64];
+            snprintf(what, sizeof what, "%s %s with NaNs", lt_op_names[acts[i]], lt_dtype_name(dt));
+            check(&g, 1, in, tol(dt), what);
+            free_all(1, in);
+            tu_free(&g);
+        }
+    int64_t xd[4] = {2, 3, 9, 8}, k2[2] = {2, 2}, k3[2] = {3, 3}, s2[2] = {2, 2}, s1[2] = {1, 1}, p1[4] = {1, 1, 1, 1};
+    for (int t = 0; t < 2; t++)
+        for (int c = 0; c < 3; c++) {
+            lt_dtype dt = t ? LT_F64 : LT_F32;
+            /* NaNs at every 7th element: some first taps, most not */
+            lt_value *in[1] = {tu_rand(dt, 4, xd, -2, 2, 2200 + (uint64_t)c)};
+            for (int64_t j = 3; j < in[0]->t.numel; j += 7)
+                lt_tensor_set_f64(&in[0]->t, j, NAN);
+            tu_graph g = tu_single(LT_OP_MAX_POOL, 12, 1, 1), gg = tu_single(LT_OP_MAX_POOL_GRAD, 12, 2, 1);
+            tu_graph *both[2] = {&g, &gg};
+            for (int b = 0; b < 2; b++) {
+                tu_attr_ints(both[b], "kernel_shape", 2, c ? k3 : k2);
+                tu_attr_ints(both[b], "strides", 2, c == 2 ? s1 : s2);
+                if (c >= 1)
+                    tu_attr_ints(both[b], "pads", 4, p1);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "MaxPool %s with NaNs, case %d", lt_dtype_name(dt), c);
+            check(&g, 1, in, tol(dt), what);
+            lt_err err;
+            lt_value *y[1] = {NULL};
+            setenv("LANTERN_BACKEND", "cpu", 1);
+            assert_int_equal(tu_run(&g, in, y, &err), LT_OK);
+            lt_value *gin[2] = {tu_rand(dt, 4, y[0]->t.dims, -1, 1, 2250 + (uint64_t)c), in[0]};
+            snprintf(what, sizeof what, "%s %s with NaNs, case %d", lt_op_names[gg.node->op], lt_dtype_name(dt), c);
+            check(&gg, 2, gin, tol(dt), what);
+            lt_value_free(gin[0]);
+            lt_value_free(y[0]);
+            free_all(1, in);
+            tu_free(&g);
+            tu_free(&gg);
+        }
+}
+
+/* Where the naive forms lose precision, against the CPU's: Elu near 0
+ * (expm1, not exp(x) - 1), Softplus float64 past 20 (x + log1p(exp(-x)),
+ * no cutoff), exact Gelu for x << 0 (erfc(-t), not 1 + erf(t)). */
+static void test_precise_activations(void **state)
+{
+    (void)state;
+    static const struct {
+        lt_op op;
+        lt_dtype dt;
+        double lo, hi, rtol;
+    } cases[] = {
+        {LT_OP_ELU, LT_F32, -1e-6, -1e-8, 1e-4},  {LT_OP_ELU, LT_F64, -1e-9, -1e-12, 1e-10},
+        {LT_OP_SOFTPLUS, LT_F64, 18, 40, 1e-13}, {LT_OP_SOFTPLUS, LT_F32, -30, 30, 1e-4},
+        {LT_OP_SOFTPLUS, LT_F64, -40, 40, 1e-10}, {LT_OP_GELU, LT_F32, -6, -3, 1e-4},
+        {LT_OP_GELU, LT_F64, -9, -5, 1e-10},
+    };
+    int64_t d[1] = {97};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tu_graph g = tu_single(cases[i].op, 20, 1, 1);
+        lt_value *in[1] = {tu_rand(cases[i].dt, 1, d, cases[i].lo, cases[i].hi, 2300 + i)};
+        char what[96];
+        snprintf(what, sizeof what, "%s %s on [%g, %g]", lt_op_names[cases[i].op], lt_dtype_name(cases[i].dt),
+                 cases[i].lo, cases[i].hi);
+        check(&g, 1, in, cases[i].rtol, what);
+        free_all(1, in);
+        tu_free(&g);
+    }
+}
+
+/* The CPU's refusals, made by the kernels with the same status and message:
+ * Gelu's approximate, two input types to Add, an axes input that is not
+ * 1-D integers, GlobalAveragePool without N and C. */
+static void test_refusals(void **state)
+{
+    (void)state;
+    int64_t d[2] = {3, 4}, one[1] = {4};
+    tu_graph gg = tu_single(LT_OP_GELU, 20, 1, 1);
+    tu_attr_str(&gg, "approximate", "sigmoid");
+    lt_value *gin[1] = {tu_rand(LT_F32, 2, d, -1, 1, 2400)};
+    check_invalid(&gg, 1, gin, LT_F32, 2, d, "Gelu approximate 'sigmoid'");
+    tu_free(&gg);
+    tu_graph ga = tu_single(LT_OP_ADD, 14, 2, 1);
+    lt_value *ain[2] = {gin[0], tu_rand(LT_F64, 2, d, -1, 1, 2401)};
+    check_invalid(&ga, 2, ain, LT_F32, 2, d, "Add float32 + float64");
+    lt_value_free(ain[1]);
+    tu_free(&ga);
+    int64_t a2[2] = {1, 1}, a1[1] = {1}, od[1] = {3};
+    const int64_t ax2[1] = {1};
+    for (int bad = 0; bad < 2; bad++) {
+        tu_graph gr = tu_single(LT_OP_REDUCE_SUM, 13, 2, 1);
+        tu_attr_int(&gr, "keepdims", 0);
+        lt_value *rin[2] = {gin[0], bad ? ints(2, a2, ax2) : tu_from(LT_F32, 1, a1, (double[]){1})};
+        check_invalid(&gr, 2, rin, LT_F32, 1, od, bad ? "ReduceSum, axes of rank 2" : "ReduceSum, float axes");
+        lt_value_free(rin[1]);
+        tu_free(&gr);
+    }
+    tu_graph gp = tu_single(LT_OP_GLOBAL_AVERAGE_POOL, 13, 1, 1);
+    lt_value *pin[1] = {tu_rand(LT_F32, 1, one, -1, 1, 2402)};
+    check_invalid(&gp, 1, pin, LT_F32, 1, one, "GlobalAveragePool of rank 1");
+    free_all(1, pin);
+    tu_free(&gp);
+    free_all(1, gin);
+}
+
+/* Reductions over nothing, as on the CPU: ReduceMean NaN (0/0), ReduceSum
+ * 0, GlobalAveragePool 0 on empty planes and a copy of an (N, C) input; the
+ * losses' mean NaN when every target is ignored or there are none (sum 0),
+ * their gradients 0. */
+static void test_empty_reductions(void **state)
+{
+    (void)state;
+    int64_t xd[3] = {2, 0, 3}, one[1] = {1};
+    const int64_t ax1[1] = {1};
+    for (int t = 0; t < 2; t++)
+        for (int keep = 0; keep < 2; keep++) {
+            lt_dtype dt = t ? LT_F64 : LT_F32;
+            tu_graph gm = tu_single(LT_OP_REDUCE_MEAN, 13, 1, 1);
+            tu_attr_ints(&gm, "axes", 1, ax1);
+            tu_attr_int(&gm, "keepdims", keep);
+            lt_value *in[2] = {tu_rand(dt, 3, xd, -1, 1, 2500), ints(1, one, ax1)};
+            check(&gm, 1, in, 0, "ReduceMean over an empty axis");
+            tu_free(&gm);
+            tu_graph gs = tu_single(LT_OP_REDUCE_SUM, 13, 2, 1);
+            tu_attr_int(&gs, "keepdims", keep);
+            check(&gs, 2, in, 0, "ReduceSum over an empty axis");
+            tu_free(&gs);
+            free_all(2, in);
+        }
+    int64_t pd2[2] = {3, 4}, pd4[4] = {2, 3, 0, 4};
+    for (int t = 0; t < 2; t++) {
+        lt_dtype dt = t ? LT_F64 : LT_F32;
+        tu_graph gp = tu_single(LT_OP_GLOBAL_AVERAGE_POOL, 13, 1, 1);
+        lt_value *p2[1] = {tu_rand(dt, 2, pd2, -1, 1, 2510)}, *p4[1] = {tu_rand(dt, 4, pd4, -1, 1, 2511)};
+        check(&gp, 1, p2, tol(dt), "GlobalAveragePool of (N, C)");
+        check(&gp, 1, p4, 0, "GlobalAveragePool of empty planes");
+        free_all(1, p2);
+        free_all(1, p4);
+        tu_free(&gp);
+    }
+    int64_t x4[2] = {4, 5}, t4[1] = {4}, x0[2] = {0, 5}, t0[1] = {0}, l1 = 1;
+    const int64_t ign[4] = {2, 2, 2, 2};
+    static const char *const reds[] = {"mean", "sum"};
+    for (int none = 0; none < 2; none++) /* none: no positions, else every target ignored */
+        for (int r = 0; r < 2; r++)
+            for (int sce = 0; sce < 2; sce++) {
+                lt_op op = sce ? LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS : LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS;
+                tu_graph g = tu_single(op, 13, 2, 1);
+                tu_attr_str(&g, "reduction", reds[r]);
+                tu_attr_int(&g, "ignore_index", 2);
+                lt_value *in[2] = {tu_rand(LT_F32, 2, none ? x0 : x4, -3, 3, 2520 + (uint64_t)r),
+                                   ints(1, none ? t0 : t4, ign)};
+                char what[96];
+                snprintf(what, sizeof what, "%s %s, %s", lt_op_names[op], reds[r],
+                         none ? "no positions" : "every target ignored");
+                check(&g, 2, in, 0, what);
+                tu_graph gg = tu_single(sce ? LT_OP_SCE_LOSS_GRAD : LT_OP_NLL_LOSS_GRAD, 13, 3, 1);
+                tu_attr_str(&gg, "reduction", reds[r]);
+                tu_attr_int(&gg, "ignore_index", 2);
+                lt_value *dl = tu_rand(LT_F32, 0, &l1, 0.5, 1.5, 2530);
+                lt_value *gin[3] = {dl, in[0], in[1]};
+                snprintf(what, sizeof what, "%s %s, %s", lt_op_names[gg.node->op], reds[r],
+                         none ? "no positions" : "every target ignored");
+                check(&gg, 3, gin, 0, what);
+                lt_value_free(dl);
+                free_all(2, in);
+                tu_free(&g);
+                tu_free(&gg);
+            }
+}
+
+/* ConstantOfShape's value attribute: one element of dt. */
+static void constant_value(tu_graph *g, lt_dtype dt, double v)
+{
+    lt_node *nd = g->node;
+    lt_attr *a = lt_ir_alloc(g->m, sizeof *a * (nd->nattr + 1));
+    if (nd->nattr)
+        memcpy(a, nd->attrs, sizeof *a * nd->nattr);
+    nd->attrs = a;
+    lt_attr *x = &a[nd->nattr++];
+    x->name = "value";
+    x->kind = LT_ATTR_TENSOR;
+    x->t = lt_ir_alloc(g->m, sizeof *x->t);
+    memset(x->t, 0, sizeof *x->t);
+    x->t->dtype = dt;
+    x->t->rank = 1;
+    x->t->dims[0] = 1;
+    x->t->numel = 1;
+    x->t->data = lt_ir_alloc(g->m, 8);
+    memset(x->t->data, 0, 8);
+    lt_tensor_set_f64(x->t, 0, v);
+}
+
+/* A bool ConstantOfShape (a mask) is filled on the device, true and false;
+ * float values are filled by their bytes (-0.0 stays negative). */
+static void test_constant_of_shape_bool(void **state)
+{
+    (void)state;
+    int64_t sd[1] = {3}, shape[3] = {2, 3, 41};
+    for (int v = 0; v < 3; v++) {
+        tu_graph g = tu_single(LT_OP_CONSTANT_OF_SHAPE, 20, 1, 1);
+        constant_value(&g, v < 2 ? LT_BOOL : LT_F64, v == 1 ? 1.0 : v == 2 ? -0.0 : 0.0);
+        lt_value *in[1] = {ints(1, sd, shape)};
+        check(&g, 1, in, 0.0, v == 0 ? "ConstantOfShape bool false" : v == 1 ? "ConstantOfShape bool true"
+                                                                              : "ConstantOfShape float64 -0.0");
+        if (v == 2) { /* the sign bit came through */
+            lt_err err;
+            lt_value *y[1] = {NULL};
+            setenv("LANTERN_BACKEND", "cuda", 1);
+            assert_int_equal(tu_run(&g, in, y, &err), LT_OK);
+            setenv("LANTERN_BACKEND", "cpu", 1);
+            assert_true(signbit(tu_get(y[0], 0)));
+            lt_value_free(y[0]);
+        }
+        free_all(1, in);
+        tu_free(&g);
+    }
+}
+
+/* Pow of a float32 base and a float64 exponent (and the reverse): the cuda
+ * backend leaves the node to the host, which computes it as the CPU does. */
+static void test_pow_mixed(void **state)
+{
+    (void)state;
+    int64_t d[2] = {4, 6};
+    for (int r = 0; r < 2; r++) {
+        lt_dtype bt = r ? LT_F64 : LT_F32, et = r ? LT_F32 : LT_F64;
+        tu_graph g = tu_single(LT_OP_POW, 15, 2, 1);
+        lt_value *in[2] = {tu_rand(bt, 2, d, 0.5, 2, 2600), tu_rand(et, 2, d, -2, 2, 2601)};
+        for (int j = 0; j < 2; j++)
+            lt_type_tensor(&g.node->in[j]->type, in[j]->t.dtype, 2, d);
+        lt_type_tensor(&g.node->out[0]->type, bt, 2, d);
+        uint64_t mask;
+        assert_null(lt_cuda_kernel_for(g.node, &mask));
+        lt_err err;
+        lt_value *want[1] = {NULL}, *got[1] = {NULL};
+        setenv("LANTERN_BACKEND", "cpu", 1);
+        assert_int_equal(tu_run(&g, in, want, &err), LT_OK);
+        setenv("LANTERN_BACKEND", "cuda", 1);
+        if (tu_run(&g, in, got, &err) != LT_OK)
+            fail_msg("Pow %s ^ %s under cuda: %s", lt_dtype_name(bt), lt_dtype_name(et), err.msg);
+        setenv("LANTERN_BACKEND", "cpu", 1);
+        assert_int_equal(tu_last_copies.host_nodes, 1);
+        assert_int_equal(got[0]->t.dtype, bt);
+        for (int64_t i = 0; i < got[0]->t.numel; i++)
+            assert_true(tu_get(got[0], i) == tu_get(want[0], i));
+        lt_value_free(want[0]);
+        lt_value_free(got[0]);
+        free_all(2, in);
+        tu_free(&g);
+    }
+}
+
+/* Concat and Split by rows: one row (outer 1, one plain copy), several
+ * (a 2-D copy), bool data. With LANTERN_CUDA_BIG=1 also rows over
+ * 2^31 - 1 bytes apart, past cudaMemcpy2D's largest pitch (about 13 GB of
+ * host memory and 9 GB on the device). */
+static void test_concat_split_rows(void **state)
+{
+    (void)state;
+    int64_t ad[3] = {2, 3, 4}, bd[3] = {5, 3, 4}, sd[1] = {2};
+    const int64_t sizes[2] = {2, 5};
+    for (int t = 0; t < 3; t++) {
+        lt_dtype dt = t == 0 ? LT_F32 : t == 1 ? LT_F64 : LT_BOOL;
+        lt_value *in[2] = {tu_rand(dt, 3, ad, t == 2 ? 0 : -1, t == 2 ? 2 : 1, 2700),
+                           tu_rand(dt, 3, bd, t == 2 ? 0 : -1, t == 2 ? 2 : 1, 2701)};
+        for (int axis = 0; axis < 2; axis++) {
+            tu_graph g = tu_single(LT_OP_CONCAT, 13, 2, 1);
+            tu_attr_int(&g, "axis", axis);
+            lt_value *cin[2] = {in[0], axis ? tu_rand(dt, 3, (int64_t[]){2, 7, 4}, 0, 2, 2702) : in[1]};
+            char what[64];
+            snprintf(what, sizeof what, "Concat %s on axis %d", lt_dtype_name(dt), axis);
+            check(&g, 2, cin, 0, what);
+            if (axis)
+                lt_value_free(cin[1]);
+            tu_free(&g);
+        }
+        lt_err err;
+        lt_value *cat[1] = {NULL};
+        tu_graph gc = tu_single(LT_OP_CONCAT, 13, 2, 1);
+        tu_attr_int(&gc, "axis", 0);
+        setenv("LANTERN_BACKEND", "cpu", 1);
+        assert_int_equal(tu_run(&gc, in, cat, &err), LT_OK);
+        tu_graph gs = tu_single(LT_OP_SPLIT, 13, 2, 2);
+        tu_attr_int(&gs, "axis", 0);
+        lt_value *sin[2] = {cat[0], ints(1, sd, sizes)};
+        check(&gs, 2, sin, 0, "Split on axis 0");
+        free_all(2, sin);
+        tu_free(&gs);
+        tu_free(&gc);
+        free_all(2, in);
+    }
+    const char *big = getenv("LANTERN_CUDA_BIG");
+    if (!big || strcmp(big, "1") != 0)
+        return;
+    /* bool [2, 2^31 + 64] and [2, 16] on axis 1: the output's rows are
+     * over 2^31 - 1 bytes apart; the Split of it back reads such rows */
+    int64_t w = ((int64_t)1 << 31) + 64, xd[2] = {2, w}, yd[2] = {2, 16}, od[2] = {2, w + 16}, two[1] = {2};
+    const int64_t parts[2] = {w, 16};
+    lt_err err;
+    lt_value *in[2] = {lt_value_new_tensor(), tu_rand(LT_BOOL, 2, yd, 0, 2, 2710)};
+    assert_int_equal(lt_tensor_alloc(&in[0]->t, LT_BOOL, 2, xd, &err), LT_OK);
+    uint8_t *p = in[0]->t.data;
+    for (int64_t i = 0; i < 2 * w; i++)
+        p[i] = (uint8_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 63);
+    tu_graph g = tu_single(LT_OP_CONCAT, 13, 2, 1);
+    tu_attr_int(&g, "axis", 1);
+    lt_type_tensor(&g.node->in[0]->type, LT_BOOL, 2, xd);
+    lt_type_tensor(&g.node->in[1]->type, LT_BOOL, 2, yd);
+    lt_type_tensor(&g.node->out[0]->type, LT_BOOL, 2, od);
+    lt_value *want[1] = {NULL}, *got[1] = {NULL};
+    setenv("LANTERN_BACKEND", "cpu", 1);
+    assert_int_equal(tu_run(&g, in, want, &err), LT_OK);
+    setenv("LANTERN_BACKEND", "cuda", 1);
+    if (tu_run(&g, in, got, &err) != LT_OK)
+        fail_msg("Concat with rows of 2^31 + 80 bytes on cuda: %s", err.msg);
+    setenv("LANTERN_BACKEND", "cpu", 1);
+    assert_int_equal(tu_last_copies.device_nodes, 1);
+    assert_true(memcmp(want[0]->t.data, got[0]->t.data, (size_t)(2 * (w + 16))) == 0);
+    lt_value_free(got[0]);
+    tu_free(&g);
+    tu_graph gs = tu_single(LT_OP_SPLIT, 13, 2, 2);
+    tu_attr_int(&gs, "axis", 1);
+    lt_value *sin[2] = {want[0], ints(1, two, parts)}, *sout[2] = {NULL, NULL};
+    lt_type_tensor(&gs.node->in[0]->type, LT_BOOL, 2, od);
+    lt_type_tensor(&gs.node->in[1]->type, LT_I64, 1, two);
+    lt_type_tensor(&gs.node->out[0]->type, LT_BOOL, 2, xd);
+    lt_type_tensor(&gs.node->out[1]->type, LT_BOOL, 2, yd);
+    setenv("LANTERN_BACKEND", "cuda", 1);
+    if (tu_run(&gs, sin, sout, &err) != LT_OK)
+        fail_msg("Split of rows of 2^31 + 80 bytes on cuda: %s", err.msg);
+    setenv("LANTERN_BACKEND", "cpu", 1);
+    assert_int_equal(tu_last_copies.device_nodes, 1);
+    for (int o = 0; o < 2; o++) /* the Concat's inputs back, as the CPU's Split gives them */
+        assert_true(memcmp(sout[o]->t.data, in[o]->t.data, lt_tensor_nbytes(&in[o]->t)) == 0);
+    free_all(2, sout);
+    free_all(2, sin);
+    free_all(2, in);
+    tu_free(&gs);
+}
+
 int main(void)
 {
     lt_err err;
@@ -1092,7 +1499,10 @@ int main(void)
         cmocka_unit_test(test_movement), cmocka_unit_test(test_gather_grad_padding),
         cmocka_unit_test(test_index_out_of_range), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
         cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_recurrent), cmocka_unit_test(test_split),
-        cmocka_unit_test(test_fused),
+        cmocka_unit_test(test_fused),  cmocka_unit_test(test_legacy_broadcast), cmocka_unit_test(test_nan_rules),
+        cmocka_unit_test(test_precise_activations), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_empty_reductions), cmocka_unit_test(test_constant_of_shape_bool),
+        cmocka_unit_test(test_pow_mixed), cmocka_unit_test(test_concat_split_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

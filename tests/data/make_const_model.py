@@ -78,3 +78,19 @@ for name, tp, dt in (("mlp_f64.onnx", TP.DOUBLE, np.float64), ("mlp_f32.onnx", T
     mm = h.make_model(gm, producer_name="lantern-tests", opset_imports=[h.make_opsetid("", 13)])
     onnx.checker.check_model(mm)
     onnx.save(mm, os.path.join(os.path.dirname(os.path.abspath(__file__)), name))
+
+# shared_folded.onnx: a weight's folded transpose that two layers read, as
+# torch's TorchScript exporter writes it once two folded copies come out
+# equal: onnx::MatMul_937 = Identity(onnx::MatMul_826). It is one tensor:
+# the gradient sums both reads
+OUT4 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shared_folded.onnx")
+g4 = h.make_graph(
+    [h.make_node("Identity", ["onnx::MatMul_826"], ["onnx::MatMul_937"], name="Identity_12"),
+     h.make_node("MatMul", ["x", "onnx::MatMul_826"], ["a"]), h.make_node("MatMul", ["a", "onnx::MatMul_937"], ["y"])],
+    "shared_folded", [h.make_tensor_value_info("x", TP.FLOAT, ["N", 3])],
+    [h.make_tensor_value_info("y", TP.FLOAT, ["N", 3])],
+    initializer=[nh.from_array((np.random.default_rng(37).standard_normal((3, 3)) * 0.5).astype(np.float32),
+                               "onnx::MatMul_826")])
+m4 = h.make_model(g4, producer_name="pytorch", producer_version="2.15.0", opset_imports=[h.make_opsetid("", 17)])
+onnx.checker.check_model(m4)
+onnx.save(m4, OUT4)

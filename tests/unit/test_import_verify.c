@@ -511,6 +511,52 @@ static void sparse_initializer(void **state)
     lt_value_free(z);
 }
 
+/* onnx::MatMul_937 = Identity(onnx::MatMul_826), as TorchScript writes a
+ * weight's folded transpose that two layers share, is one tensor: one
+ * parameter, whose gradient sums both reads (y = (x W) W, dW = x^T (s W^T)
+ * + (x W)^T s for the seed s). An Identity to a parameter's own name is
+ * untied (input_shadows_initializer). */
+static void shared_folded_weight(void **state)
+{
+    (void)state;
+    lt_err err;
+    lt_model *m = NULL;
+    assert_int_equal(lt_model_load(LT_SOURCE_DIR "/tests/data/shared_folded.onnx", &m, &err), LT_OK);
+    assert_int_equal(lt_model_num_params(m), 1);
+    double W[9];
+    for (int i = 0; i < 9; i++)
+        W[i] = lt_tensor_get_f64(lt_model_param(m, 0), i);
+    const char *seeds[1] = {"y"};
+    lt_grad_opts o = {.loss = LT_LOSS_SEEDS, .nseeds = 1, .seed_outputs = seeds};
+    assert_int_equal(lt_model_grad(m, &o, &err), LT_OK);
+    assert_int_equal(lt_model_num_outputs(m), 2);
+    int64_t d[2] = {2, 3};
+    lt_value *in[2] = {tu_rand(LT_F32, 2, d, -1, 1, 3), tu_rand(LT_F32, 2, d, -1, 1, 4)}, *out[2] = {0};
+    const char *names[2] = {"x", "y_seed"};
+    lt_session *s = NULL;
+    assert_int_equal(lt_session_new(m, &s, &err), LT_OK);
+    if (lt_session_run(s, 2, names, in, out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    double want[9] = {0};
+    for (int n = 0; n < 2; n++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double sw = 0, xw = 0; /* (s W^T)[n,j] and (x W)[n,i] */
+                for (int k = 0; k < 3; k++) {
+                    sw += tu_get(in[1], n * 3 + k) * W[j * 3 + k];
+                    xw += tu_get(in[0], n * 3 + k) * W[k * 3 + i];
+                }
+                want[i * 3 + j] += tu_get(in[0], n * 3 + i) * sw + xw * tu_get(in[1], n * 3 + j);
+            }
+    tu_assert_close(out[1], want, 9, 1e-5, 1e-6, 0);
+    for (int i = 0; i < 2; i++) {
+        lt_value_free(in[i]);
+        lt_value_free(out[i]);
+    }
+    lt_session_free(s);
+    lt_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +572,7 @@ int main(void)
         cmocka_unit_test(broadcast_inference),
         cmocka_unit_test(function_inlined),
         cmocka_unit_test(sparse_initializer),
+        cmocka_unit_test(shared_folded_weight),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
