@@ -566,8 +566,10 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
     if (st == LT_OK) {
         lt_ir_freeze_buffers(m);
         lt_ir_tie_folded_copies(m);
-        int ngathered;
+        int ngathered, nunfolded_ops;
         st = lt_ir_ungather_tables(m, &ngathered, err);
+        if (st == LT_OK)
+            st = lt_ir_unfold_computed(m, &nunfolded_ops, err);
     }
     if (st != LT_OK)
         return st;

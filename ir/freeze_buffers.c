@@ -92,9 +92,24 @@ static bool params_accounted(const lt_module *m)
     return all;
 }
 
+/* Whether the optimizer's record of p's folding (folded_from) names a
+ * parameter of the source: then p stands for it, whatever its size */
+static bool folded_from_param(const lt_module *m, const lt_param *p)
+{
+    const char *at = p->folded_from, *el;
+    size_t len;
+    while (at && (el = lt_torch_list_next(&at, &len)))
+        for (int t = 0; t < m->ntorch; t++)
+            if (!m->torch_buffer[t] && strlen(m->torch_name[t]) == len && !memcmp(m->torch_name[t], el, len))
+                return true;
+    return false;
+}
+
 /* Whether p is a constant the exporter folded, not a parameter's stand-in:
  * an initializer the signature does not name, not an exporter
- * intermediate (val_N, which may be a folded weight), that holds half
+ * intermediate (val_N, which may be a folded weight), not one the
+ * optimizer's record says a parameter made (logit_scale.exp() folded into
+ * exp: ir/gathered_table.c refuses to train it in the parameter's place), that holds half
  * precision (Falcon's ALiBi table cast to bfloat16) or one number (BLOOM's
  * mask fill), or any such where every parameter is accounted for (MPT's
  * ALiBi table, Funnel's masks). */
@@ -103,7 +118,7 @@ static bool folded_constant(const lt_module *m, const lt_param *p, bool accounte
     const lt_tensor *t = &p->data;
     if (!p->name || !p->value || p->value->block != m->main || !lt_dtype_is_float(t->dtype) ||
         !strncmp(p->name, "val_", 4) || lt_torch_named(m, p->name) || p->split_from || p->torch_source ||
-        p->restored || p->untied_from || p->is_input_default)
+        p->restored || p->untied_from || p->is_input_default || folded_from_param(m, p))
         return false;
     /* a folded transpose of a weight (W.t().unsqueeze(0)) is that weight,
      * tied to it at training (ir/tie_transposed.c) */

@@ -177,6 +177,11 @@ typedef struct lt_param {
      * lantern cannot undo (ir/gathered_table.c): training refuses it
      * unless it is frozen */
     const char *fold_param, *fold_op;
+    /* set when the initializer is parameter computed_from of the source
+     * through the invertible operations compute_ops ("Exp,Neg"), undone
+     * (ir/unfold_computed.c): its readers read those operations of that
+     * parameter, it is not trained, and lt_ir_refresh_tied writes it */
+    const char *computed_from, *compute_ops;
     /* set when the parameter is one of the separate tensors an exporter
      * merged into initializer `split_from` (ir/split_merged.c): the nodes
      * (by file name) and input slots that read it; the exporter writes it
@@ -461,6 +466,12 @@ lt_status lt_ir_unfold_batch_norms(lt_module *m, int *nunfolded, lt_err *err);
  * operations get fold_param and fold_op (see ir/gathered_table.c);
  * *nfound gets how many were gathered */
 lt_status lt_ir_ungather_tables(lt_module *m, int *nfound, lt_err *err);
+/* Of those computed ones, a parameter the file lacks computed through
+ * elementwise operations lantern can invert (exp, neg, sigmoid, ...)
+ * trains as PyTorch trains it (see ir/unfold_computed.c); *nfound gets
+ * how many. lt_ir_refresh_computed writes such an initializer from it. */
+lt_status lt_ir_unfold_computed(lt_module *m, int *nfound, lt_err *err);
+void lt_ir_refresh_computed(lt_module *m, lt_param *cp);
 /* Loops that append to a carried list stacked after the loop (TorchScript's
  * list.append and torch.stack) get a scan output instead (loop_lists.c) */
 lt_status lt_ir_loop_lists_to_scans(lt_module *m, lt_err *err);

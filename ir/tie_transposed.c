@@ -245,6 +245,7 @@ void lt_ir_refresh_tied(lt_module *m)
             }
         }
         refresh_gathered(m, cp);
+        lt_ir_refresh_computed(m, cp);
         if (!cp->transpose_of)
             continue;
         for (int a = 0; a < m->nparams; a++) {

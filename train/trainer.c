@@ -167,9 +167,13 @@ static lt_status apply_freeze(lt_trainer *t, lt_err *err)
             if (fnmatch(t->o->freeze[f], t->tm->params[p].name, 0) == 0) {
                 t->tm->params[p].trainable = false;
                 hits++;
-                /* a tied weight's folded copy (tie_copies) freezes the tie */
-                for (int q = 0; t->tm->params[p].transpose_of && q < t->tm->nparams; q++)
-                    if (!strcmp(t->tm->params[q].name, t->tm->params[p].transpose_of))
+                /* a tied weight's folded copy (tie_copies) freezes the tie,
+                 * and an initializer computed from a parameter
+                 * (ir/unfold_computed.c) that parameter */
+                const char *src = t->tm->params[p].transpose_of ? t->tm->params[p].transpose_of
+                                                                : t->tm->params[p].computed_from;
+                for (int q = 0; src && q < t->tm->nparams; q++)
+                    if (!strcmp(t->tm->params[q].name, src))
                         t->tm->params[q].trainable = false;
             }
         if (!hits)
@@ -180,8 +184,8 @@ static lt_status apply_freeze(lt_trainer *t, lt_err *err)
 }
 
 /* An initializer torch's exporter computed from a parameter through an
- * operation lantern cannot undo (lt_param.fold_op: the exp of -exp(A_log);
- * ir/gathered_table.c) cannot train as PyTorch trains the parameter, and
+ * operation lantern cannot undo (lt_param.fold_op: the sigmoid of Swin V2's
+ * 16 * sigmoid(table); ir/gathered_table.c) cannot train as PyTorch trains the parameter, and
  * trained in its place it would follow another parameterisation: refused,
  * with what to do, unless --freeze keeps it fixed (the user's choice). */
 static lt_status check_folds(const lt_trainer *t, lt_err *err)
@@ -801,7 +805,7 @@ static void note_exporter_rewrites(const lt_trainer *t)
                  "relative position bias, trains as the table where the file records the folding, entry by entry "
                  "otherwise; a broadcast or several slices of one, such as position embeddings, train each copy on "
                  "its own, unlike PyTorch; a value computed from one through other operations, such as "
-                 "-exp(A_log), is not trained in its place where the file records the folding), merged two "
+                 "16 * sigmoid(table), is not trained in its place where the file records the folding), merged two "
                  "modules' nodes into one, or dropped them; torch.onnx.export(..., optimize=False) keeps every one",
                  t->path, nmissing, list, nmissing > 3 ? ", ..." : "");
         t->o->on_note(note, t->o->user);

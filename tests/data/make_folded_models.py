@@ -28,6 +28,9 @@ where G is the folded initializer (8 values):
                   only copying operations, no gather; G trains as a.
   gathermul.onnx  G = mul_1 = 16 * sigmoid(table[index]) (Swin V2's bias):
                   a gather, then operations that compute new values.
+  scale.onnx      G = exp = logit_scale.exp(), one number (CLIP's learned
+                  temperature): folded_from ['logit_scale'], the operation
+                  in the initializer's own name; G trains as logit_scale.
   view.onnx       G = view = A_log.view(8), A_log as in rep.onnx: a fold
                   that copies each entry once, so its repeated values are
                   A_log's own, each trained apart as PyTorch trains them.
@@ -94,7 +97,8 @@ def write(path, g_name, g_values, params, buffers=(), folded_from=None):
     rng = np.random.RandomState(3)
     w = (rng.standard_normal((8, 8)) * 0.3).astype(np.float32)
     b = (rng.standard_normal(8) * 0.1).astype(np.float32)
-    g = np.asarray(g_values, np.float32).reshape((1, 8) if g_name == "unsqueeze" else (8,))
+    g = np.asarray(g_values, np.float32)
+    g = g.reshape((1, 8) if g_name == "unsqueeze" else (8,) if g.size == 8 else ())
     inits = [numpy_helper.from_array(w, "lin.weight"), numpy_helper.from_array(b, "lin.bias"),
              numpy_helper.from_array(g, g_name)]
     gemm = helper.make_node("Gemm", ["x", "lin.weight", "lin.bias"], ["linear"], name="node_linear", transB=1)
@@ -142,3 +146,4 @@ write("copy.onnx", "repeat", np.tile(np.array([0.5, -1.5, 2.25, 0.75], np.float3
 write("gathermul.onnx", "mul_1", 16 / (1 + np.exp(-table[index])), ["table"] + lin, ["index_buf"],
       folded_from=["index", "index_buf", "sigmoid", "table", "val_1", "val_2", "view"])
 write("view.onnx", "view", a_log, ["A_log"] + lin, folded_from=["A_log", "val_0"])
+write("scale.onnx", "exp", np.exp(np.float32(0.75)), ["logit_scale"] + lin, folded_from=["logit_scale"])

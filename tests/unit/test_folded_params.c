@@ -5,11 +5,12 @@
  * optimizer's record of what it folded G from.
  *
  * Repeated values alone are no table: -exp(A_log) of Mamba's A_log
- * (log(1..4) twice) is not trained as 4 tied values, and no fold through
- * an operation that computes new values (exp; a sigmoid and product after
- * a gather) trains in the parameter's place: training refuses it, naming
- * the initializer and the parameter and saying how to export, and
- * --freeze of it trains the rest. A file without the record shows no
+ * (log(1..4) twice) is not trained as 4 tied values. A fold through
+ * operations lantern can invert (exp, then neg) trains as the parameter
+ * (ir/unfold_computed.c); no other fold through an operation that computes
+ * new values (a sigmoid and product after a gather) trains in the
+ * parameter's place: training refuses it, naming the initializer and the
+ * parameter and saying how to export, and --freeze of it trains the rest. A file without the record shows no
  * table. A table gathered or expanded into copies trains as the table
  * (one SGD step: each value moved by the sum of its copies' gradients, as
  * PyTorch moves it), and a fold that copies each entry once (a view)
@@ -83,19 +84,23 @@ static void assert_refused(const char *file, const char *g, const char *param)
 }
 
 /* Mamba's -exp(A_log), A_log = log(1..4) twice: four values repeated, not
- * a table; refused, and frozen on request it stays as it is while the
- * Linear trains. */
+ * a table; A_log comes back as log(-neg), read through Exp and Neg, and
+ * frozen on request (--freeze neg) neg stays as it is while the Linear
+ * trains. */
 static void repeated_values_are_no_table(void **state)
 {
     (void)state;
     lt_model *m = load(FOLDED "rep.onnx");
     assert_int_equal(tables(m), 0);
-    const lt_param *neg = param_named(m, "neg");
-    assert_non_null(neg->fold_op);
-    assert_string_equal(neg->fold_op, "exp");
-    assert_string_equal(neg->fold_param, "A_log");
+    const lt_param *neg = param_named(m, "neg"), *a_log = param_named(m, "A_log");
+    assert_null(neg->fold_op);
+    assert_false(neg->trainable);
+    assert_string_equal(neg->computed_from, "A_log");
+    assert_string_equal(neg->compute_ops, "Exp,Neg");
+    assert_true(a_log->trainable);
+    for (int i = 0; i < 8; i++)
+        assert_float_equal(lt_tensor_get_f64(&a_log->data, i), log(1 + i % 4), 1e-6);
     lt_model_free(m);
-    assert_refused(FOLDED "rep.onnx", "neg", "A_log");
 
     lt_train_opts o;
     sgd_opts(&o);
@@ -115,11 +120,85 @@ static void repeated_values_are_no_table(void **state)
     lt_model_free(before);
 }
 
-/* The same fold without repeats trains no more in A_log's place. */
-static void computed_fold_is_refused(void **state)
+/* The same fold without repeats trains as A_log, as PyTorch trains it:
+ * after one SGD step of the mean squared error of out = lin(x) * G, G =
+ * -exp(A_log), A_log has moved by -lr dL/dG G and the written neg is
+ * -exp of that. */
+static void computed_fold_trains_as_parameter(void **state)
 {
     (void)state;
-    assert_refused(FOLDED "exp.onnx", "neg", "A_log");
+    lt_model *before = load(FOLDED "exp.onnx");
+    lt_value *x = NULL, *y = NULL;
+    lt_err err;
+    assert_int_equal(lt_value_load(FOLDED "x.npy", &x, &err), LT_OK);
+    assert_int_equal(lt_value_load(FOLDED "y.npy", &y, &err), LT_OK);
+    const lt_tensor *W = tu_param(before, "lin.weight"), *b = tu_param(before, "lin.bias"), *G = tu_param(before, "neg");
+    double dG[8] = {0}, want[8];
+    for (int n = 0; n < 8; n++)
+        for (int j = 0; j < 8; j++) {
+            double lin = lt_tensor_get_f64(b, j);
+            for (int k = 0; k < 8; k++)
+                lin += tu_get(x, n * 8 + k) * lt_tensor_get_f64(W, j * 8 + k);
+            double out = lin * lt_tensor_get_f64(G, j);
+            dG[j] += 2 * (out - tu_get(y, n * 8 + j)) * lin / 64;
+        }
+    for (int j = 0; j < 8; j++) {
+        double g = lt_tensor_get_f64(G, j), a = log(-g) - 0.1 * dG[j] * g;
+        want[j] = -exp(a);
+    }
+    lt_train_opts o;
+    sgd_opts(&o);
+    lt_model *trained = NULL;
+    if (lt_train(FOLDED "exp.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    for (int j = 0; j < 8; j++) {
+        assert_float_equal(lt_tensor_get_f64(tu_param(trained, "neg"), j), want[j], 1e-5 * fabs(want[j]));
+        assert_float_equal(lt_tensor_get_f64(tu_param(trained, "A_log"), j), log(-want[j]), 1e-5);
+    }
+    lt_model_free(trained);
+    lt_model_free(before);
+    lt_value_free(x);
+    lt_value_free(y);
+}
+
+/* One number folded from a parameter (CLIP's logit_scale.exp() as `exp`)
+ * is that parameter's, not a constant the exporter made: it trains as
+ * logit_scale, as PyTorch trains it (it was kept fixed). */
+static void folded_scalar_trains_as_parameter(void **state)
+{
+    (void)state;
+    lt_model *m = load(FOLDED "scale.onnx");
+    const lt_param *e = param_named(m, "exp"), *ls = param_named(m, "logit_scale");
+    assert_string_equal(e->computed_from, "logit_scale");
+    assert_true(ls->trainable);
+    assert_float_equal(lt_tensor_get_f64(&ls->data, 0), 0.75, 1e-6);
+    lt_model_free(m);
+    lt_value *x = NULL, *y = NULL;
+    lt_err err;
+    assert_int_equal(lt_value_load(FOLDED "x.npy", &x, &err), LT_OK);
+    assert_int_equal(lt_value_load(FOLDED "y.npy", &y, &err), LT_OK);
+    lt_model *before = load(FOLDED "scale.onnx");
+    const lt_tensor *W = tu_param(before, "lin.weight"), *b = tu_param(before, "lin.bias");
+    double g = exp(0.75), dg = 0;
+    for (int n = 0; n < 8; n++)
+        for (int j = 0; j < 8; j++) {
+            double lin = lt_tensor_get_f64(b, j);
+            for (int k = 0; k < 8; k++)
+                lin += tu_get(x, n * 8 + k) * lt_tensor_get_f64(W, j * 8 + k);
+            dg += 2 * (lin * g - tu_get(y, n * 8 + j)) * lin / 64;
+        }
+    double want = exp(0.75 - 0.1 * dg * g);
+    lt_train_opts o;
+    sgd_opts(&o);
+    lt_model *trained = NULL;
+    if (lt_train(FOLDED "scale.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_float_equal(lt_tensor_get_f64(tu_param(trained, "exp"), 0), want, 1e-5 * want);
+    assert_true(fabs(want - g) > 1e-3); /* it moved */
+    lt_model_free(trained);
+    lt_model_free(before);
+    lt_value_free(x);
+    lt_value_free(y);
 }
 
 /* Gathered, then passed through a sigmoid and a product (Swin V2's
@@ -238,7 +317,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(repeated_values_are_no_table),
-        cmocka_unit_test(computed_fold_is_refused),
+        cmocka_unit_test(computed_fold_trains_as_parameter),
+        cmocka_unit_test(folded_scalar_trains_as_parameter),
         cmocka_unit_test(computed_after_gather_is_refused),
         cmocka_unit_test(no_record_no_table),
         cmocka_unit_test(gathered_table_trains_as_table),
