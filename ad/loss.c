@@ -148,9 +148,15 @@ lt_status lt_ad_append_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **loss
         if (!y)
             return lt_errf(err, LT_ERR_INVALID, "%s: the model has no output named '%s'", m->path, spec->output);
     }
-    if (y->type.kind != LT_KIND_TENSOR || (y->type.dtype != LT_UNDEFINED && y->type.dtype != LT_F32 && y->type.dtype != LT_F64 &&
-                                            y->type.dtype != LT_F16 && y->type.dtype != LT_BF16))
-        return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' is not a float tensor; a loss needs one", m->path, y->name);
+    if (y->type.kind != LT_KIND_TENSOR || (y->type.dtype != LT_UNDEFINED && !lt_dtype_is_float(y->type.dtype))) {
+        /* name a float output the loss could read instead */
+        const char *other = NULL;
+        for (int r = 0; r < b->nresults && !other; r++)
+            if (b->results[r]->type.kind == LT_KIND_TENSOR && lt_dtype_is_float(b->results[r]->type.dtype))
+                other = b->results[r]->name;
+        return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' is not a float tensor; a loss needs one%s%s%s", m->path,
+                       y->name, other ? " (--output " : "", other ? other : "", other ? " reads a float output)" : "");
+    }
     lt_ival *L = NULL, *in = NULL;
     switch (spec->loss) {
     case LT_AD_LOSS_SUM:

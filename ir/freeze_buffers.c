@@ -5,10 +5,79 @@
  * folds from them that every layer multiplies by (folded_buffer_table). A BatchNormalization's running statistics are
  * buffers that its own training-mode forward moves (ir/train_mode.c): they
  * keep their place and are left as they are. So do constants the exporter
- * folded that no parameter made (folded_constant). */
+ * folded that no parameter made (folded_constant).
+ *
+ * In any model, a float initializer that nodes read only as one of their
+ * settings (op_setting_only: a Resize's scales, as torch's dynamo exporter
+ * writes nn.Upsample's scale factor, val_N = [1, 1, 2, 2]) is no parameter
+ * either: it gets no gradient, and trained, weight decay alone would shrink
+ * it (after one SGD step the scales 0.999995 and 2 * 0.999995 made the
+ * upsampled channels 63 of 64 and the next Conv failed). */
 #include "torch_names.h"
 #include <stdlib.h>
 #include <string.h>
+
+/* Whether input k of n is a setting of the operation that no gradient
+ * flows to, in PyTorch as in lantern's rules: a Resize's roi and scales,
+ * an Upsample's scales, a Dropout's ratio, a loss's class weights (torch
+ * has no derivative for them), the boxes of RoiAlign and MaxRoiPool
+ * (torchvision's give them none). */
+static bool setting_slot(const lt_node *n, int k)
+{
+    switch (n->op) {
+    case LT_OP_RESIZE:
+        return k == 1 || k == 2;
+    case LT_OP_UPSAMPLE:
+    case LT_OP_DROPOUT:
+    case LT_OP_ROI_ALIGN:
+    case LT_OP_MAX_ROI_POOL:
+        return k == 1;
+    case LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS:
+    case LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
+        return k == 2;
+    default:
+        return false;
+    }
+}
+
+/* The reads of v in b and the blocks inside it (they read it by lexical
+ * scope): how many, -1 when one is not a setting_slot. */
+static int setting_reads(const lt_block *b, const lt_ival *v)
+{
+    int reads = 0;
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int k = 0; k < n->nin; k++) {
+            if (n->in[k] != v)
+                continue;
+            if (!setting_slot(n, k))
+                return -1;
+            reads++;
+        }
+        for (int r = 0; r < n->nregions; r++) {
+            int in = setting_reads(n->regions[r], v);
+            if (in < 0)
+                return -1;
+            reads += in;
+        }
+    }
+    return reads;
+}
+
+/* Whether p is a float initializer read, and only as a setting; the
+ * default of a graph input (an initializer listed among the inputs) is
+ * read through that input, which shadows it. */
+static bool op_setting_only(const lt_module *m, int p)
+{
+    const lt_param *pp = &m->params[p];
+    if (!pp->trainable || !pp->value || !lt_dtype_is_float(pp->data.dtype))
+        return false;
+    const lt_ival *v = pp->value;
+    for (int k = 0; pp->is_input_default && m->input_default && k < m->main->nparams; k++)
+        if (m->input_default[k] == p)
+            v = m->main->params[k];
+    return setting_reads(m->main, v) > 0 && (v == pp->value || setting_reads(m->main, pp->value) >= 0);
+}
 
 static bool running_stat(const lt_block *b, const lt_ival *v)
 {
@@ -105,6 +174,28 @@ static bool folded_from_param(const lt_module *m, const lt_param *p)
     return false;
 }
 
+/* Whether a node the optimizer fused a BatchNorm into (onnxscript's
+ * FuseBatchNormIntoConv: its torch.fx call is the BatchNorm's) reads p as
+ * its weight or bias: W * gamma / sqrt(var + eps) under W's name, and
+ * beta - mean * gamma / sqrt(var + eps) under a name of its own
+ * (s1.0.0.weight_bias), both made from the BatchNorm's parameters, which
+ * that call names (so they count as accounted for). */
+static bool fused_bn_input(const lt_block *b, const lt_ival *v)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        bool fused = n->rule && strstr(n->rule, "FuseBatchNormInto") &&
+                     (n->op == LT_OP_CONV || n->op == LT_OP_CONV_TRANSPOSE || n->op == LT_OP_GEMM);
+        for (int k = 1; fused && k < 3 && k < n->nin; k++)
+            if (n->in[k] == v)
+                return true;
+        for (int r = 0; r < n->nregions; r++)
+            if (fused_bn_input(n->regions[r], v))
+                return true;
+    }
+    return false;
+}
+
 /* Whether p is a constant the exporter folded, not a parameter's stand-in:
  * an initializer the signature does not name, not an exporter
  * intermediate (val_N, which may be a folded weight), not one the
@@ -112,13 +203,15 @@ static bool folded_from_param(const lt_module *m, const lt_param *p)
  * exp: ir/gathered_table.c refuses to train it in the parameter's place), that holds half
  * precision (Falcon's ALiBi table cast to bfloat16) or one number (BLOOM's
  * mask fill), or any such where every parameter is accounted for (MPT's
- * ALiBi table, Funnel's masks). */
+ * ALiBi table, Funnel's masks). A fused BatchNorm's bias is none of these
+ * (fused_bn_input). */
 static bool folded_constant(const lt_module *m, const lt_param *p, bool accounted)
 {
     const lt_tensor *t = &p->data;
     if (!p->name || !p->value || p->value->block != m->main || !lt_dtype_is_float(t->dtype) ||
         !strncmp(p->name, "val_", 4) || lt_torch_named(m, p->name) || p->split_from || p->torch_source ||
-        p->restored || p->untied_from || p->is_input_default || folded_from_param(m, p))
+        p->restored || p->untied_from || p->is_input_default || folded_from_param(m, p) ||
+        fused_bn_input(m->main, p->value))
         return false;
     /* a folded transpose of a weight (W.t().unsqueeze(0)) is that weight,
      * tied to it at training (ir/tie_transposed.c) */
@@ -130,6 +223,14 @@ static bool folded_constant(const lt_module *m, const lt_param *p, bool accounte
 int lt_ir_freeze_buffers(lt_module *m)
 {
     int frozen = 0;
+    for (int p = 0; p < m->nparams; p++) {
+        lt_param *pp = &m->params[p];
+        if (op_setting_only(m, p)) {
+            pp->trainable = false;
+            pp->op_setting = true;
+            frozen++;
+        }
+    }
     bool accounted = m->ntorch && params_accounted(m);
     for (int p = 0; m->ntorch && p < m->nparams; p++) {
         lt_param *pp = &m->params[p];

@@ -45,7 +45,18 @@
  * parameter through a function the file does not hold: trained as found
  * it would follow another parameterisation than PyTorch's, frozen it
  * would not train at all. It gets fold_param and fold_op, and the trainer
- * refuses it unless --freeze names it (train/trainer.c). */
+ * refuses it unless --freeze names it (train/trainer.c).
+ *
+ * So does a product the optimizer folded whole (folded_product): where a
+ * module multiplies a weight by a constant the exporter sees (DETR's first
+ * decoder layer's self-attention on its learned queries: linear(q, W) of
+ * the query table expanded over the batch and the in-projection W), the
+ * file holds only the product, in a val_N the aten operation's
+ * decomposition made (the bias is added after it). Its record holds only
+ * copying operations (expand, transpose) besides the parameters, so it
+ * looks like a gathered table, but its values are sums of products of two
+ * tensors, and W, the file lacking it, cannot be had back from them:
+ * trained as found, its copies would train apart and W not at all. */
 #include "torch_names.h"
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +145,97 @@ static bool candidate(const lt_module *m, const lt_param *p)
            !p->untied_from && !lt_torch_named(m, p->name) && !lt_ir_one_value(t) && gathered(m, p);
 }
 
+/* The name of an fx node without the _N torch.fx appends from the second
+ * on (linear_3 is a linear): its length */
+static size_t fx_base(const char *name, size_t len)
+{
+    size_t d = len;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+        d--;
+    return d > 1 && d < len && name[d - 1] == '_' ? d - 1 : len;
+}
+
+static bool in_record(const char *record, const char *name, size_t len)
+{
+    const char *at = record, *el;
+    size_t l;
+    while ((el = lt_torch_list_next(&at, &l)))
+        if (l == len && !memcmp(el, name, len))
+            return true;
+    return false;
+}
+
+/* Whether p, named as an exporter names an operation's intermediate
+ * (val_N), is the product of an fx call that multiplies its operands
+ * (linear, matmul, conv, einsum ...) read by every node that reads p, two
+ * or more of whose operands its record names (the constant input the
+ * call read and the weight), a parameter the file lacks among them
+ * (*param). A copy of several parameters (an LSTM's biases concatenated)
+ * is read by no product call, and a weight the call read alone folded
+ * into its transpose names one operand. */
+static bool folded_product(const lt_module *m, const lt_param *p, const char **param, const char **op, size_t *oplen)
+{
+    static const char *const products[] = {
+        "linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "einsum", "bilinear",
+        "tensordot", "conv1d", "conv2d", "conv3d", "convolution", "_convolution", "conv_transpose1d",
+        "conv_transpose2d", "conv_transpose3d", NULL};
+    if (lt_torch_fold_kind(m, p->name, strlen(p->name)) != LT_FOLD_LEAF || strncmp(p->name, "val_", 4) != 0)
+        return false;
+    *param = NULL;
+    *op = NULL;
+    int readers = 0;
+    const lt_block *b = m->main;
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        bool reads = false;
+        for (int k = 0; k < n->nin; k++)
+            reads |= n->in[k] == p->value;
+        if (!reads)
+            continue;
+        if (!n->fx_name || !n->fx_call)
+            return false;
+        size_t base = fx_base(n->fx_name, strlen(n->fx_name));
+        bool product = false;
+        for (const char *const *q = products; *q && !product; q++)
+            product = strlen(*q) == base && !memcmp(*q, n->fx_name, base);
+        const char *args = strstr(n->fx_call, "args = (");
+        if (!product || !args)
+            return false;
+        /* the call's operands, %NAME each: a placeholder stands for the
+         * signature's name of the tensor, any other for an fx node */
+        int named = 0;
+        const char *missing = NULL;
+        for (const char *a = strchr(args, '%'); a; a = strchr(a + 1, '%')) {
+            const char *s = a + 1, *e = s;
+            while ((*e >= 'a' && *e <= 'z') || (*e >= 'A' && *e <= 'Z') || (*e >= '0' && *e <= '9') || *e == '_')
+                e++;
+            const char *tn = NULL;
+            for (int t = 0; t < m->ntorch && !tn; t++) {
+                const char *ph = m->torch_placeholder[t];
+                if (ph && strlen(ph) == (size_t)(e - s) && !memcmp(ph, s, (size_t)(e - s)))
+                    tn = m->torch_name[t];
+            }
+            const char *nm = tn ? tn : s;
+            size_t len = tn ? strlen(tn) : (size_t)(e - s);
+            if (!len || !in_record(p->folded_from, nm, len))
+                continue;
+            named++;
+            for (int t = 0; tn && !missing && t < m->ntorch; t++)
+                if (m->torch_name[t] == tn && !m->torch_buffer[t] && !lt_torch_is_param(m, tn))
+                    missing = tn;
+        }
+        if (named < 2 || !missing)
+            return false;
+        if (!*param) {
+            *param = missing;
+            *op = n->fx_name;
+            *oplen = base;
+        }
+        readers++;
+    }
+    return readers > 0;
+}
+
 /* A parameter of the source computed into p through an operation lantern
  * cannot undo: fold_param and fold_op. p's own name counts as the last
  * operation; a record with a gather counts only a last operation, the
@@ -148,9 +250,11 @@ static lt_status mark_computed(lt_module *m, lt_param *p)
         lt_torch_named(m, p->name) || p->split_from || p->torch_source || p->restored || p->copy_of ||
         p->transpose_of || p->untied_from || p->gathered_from || !read_record(m, p, &r) || !r.param)
         return LT_OK;
-    const char *op = NULL;
+    const char *op = NULL, *product_param = NULL;
     size_t oplen = 0;
-    if (r.op && !r.gathers) {
+    if (folded_product(m, p, &product_param, &op, &oplen)) {
+        r.param = product_param;
+    } else if (r.op && !r.gathers) {
         op = r.op;
         oplen = r.oplen;
     } else if (r.last_computes) {

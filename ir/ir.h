@@ -195,6 +195,11 @@ typedef struct lt_param {
     /* a buffer of the source module (graph signature), kept out of
      * training as PyTorch keeps it (ir/freeze_buffers.c) */
     bool torch_buffer;
+    /* a float initializer every node reads only as one of its settings
+     * (a Resize's scales or roi, a Dropout's ratio, a loss's class
+     * weights), which get no gradient: kept out of training, as no
+     * optimizer in PyTorch moves them (ir/freeze_buffers.c) */
+    bool op_setting;
     /* set when the parameter is a bias the exporter dropped for holding
      * zeros, given back (ir/restore_bias.c): the exporter adds it as the
      * input split_slot[0] of node split_node[0] */
@@ -434,8 +439,9 @@ lt_status lt_ir_record_clone(lt_module *m, const lt_node *n, const lt_node *c, c
  * ir/restore_bias.c); *nrestored gets how many */
 lt_status lt_ir_restore_biases(lt_module *m, int *nrestored, lt_err *err);
 /* The initializers the graph signature names as buffers (not a
- * BatchNormalization's running statistics) are not trainable (see
- * ir/freeze_buffers.c); returns how many */
+ * BatchNormalization's running statistics), and in any model the float
+ * initializers read only as operators' settings (op_setting), are not
+ * trainable (see ir/freeze_buffers.c); returns how many */
 int lt_ir_freeze_buffers(lt_module *m);
 /* ir/tie_transposed.c: every trainable 2-D parameter of the main graph
  * that holds exactly the transpose of another (not constant-valued) is

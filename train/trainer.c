@@ -913,6 +913,26 @@ static void fix_quant_stats(lt_trainer *t)
     }
 }
 
+/* Float initializers the nodes read only as their settings (a Resize's
+ * scales: ir/freeze_buffers.c) get no gradient; trained, weight decay
+ * alone would move them. They stay fixed, and a note names the first. */
+static void note_op_settings(const lt_trainer *t)
+{
+    const lt_module *m = t->tm;
+    const lt_param *first = NULL;
+    int n = 0;
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].op_setting && !n++)
+            first = &m->params[p];
+    if (!n || !t->o->on_note)
+        return;
+    char note[600], shown[200];
+    snprintf(note, sizeof note, "%s: %d float initializer(s) are read only as operators' settings (a Resize's scales "
+             "or roi, a Dropout's ratio, a loss's class weights), which get no gradient: they stay fixed, as PyTorch "
+             "keeps them ('%s'%s)", t->path, n, lt_str_printable(first->name, shown, sizeof shown), n > 1 ? ", ..." : "");
+    t->o->on_note(note, t->o->user);
+}
+
 /* A nan in a weight to be trained would only show as a diverged loss. */
 static lt_status check_param_values(const lt_trainer *t, lt_err *err)
 {
@@ -986,6 +1006,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
     note_exporter_rewrites(t);
     fix_infinite(t);
     fix_quant_stats(t);
+    note_op_settings(t);
     if (o->init_random) {
         init_random(t->tm, o->seed);
         t->em_stale = true;

@@ -34,6 +34,16 @@ where G is the folded initializer (8 values):
   view.onnx       G = view = A_log.view(8), A_log as in rep.onnx: a fold
                   that copies each entry once, so its repeated values are
                   A_log's own, each trained apart as PyTorch trains them.
+  product.onnx    G = val_12 = the product of a linear(q, attn.in_proj_weight)
+                  on a learned query table q expanded over a batch of 2
+                  (DETR's first self-attention on its queries), read by the
+                  Add of the bias, whose fx call is that linear: the record
+                  names both parameters and the copying nodes between, the
+                  file has neither. A fold lantern cannot undo.
+  cat.onnx        G = val_5 = the concatenation of two biases the file
+                  lacks (lstm.bias_ih and lstm.bias_hh, as an LSTM's are
+                  joined), read by a product that is no linear: copies of
+                  two parameters, each entry once, trained as found.
   x.npy, y.npy    8 samples of 8 inputs and 8 targets (float32)
 
 Run with /usr/bin/python3 (onnx 1.12, numpy):
@@ -93,7 +103,7 @@ def fx(name, target, args):
         name, target, ", ".join("%" + a for a in args))
 
 
-def write(path, g_name, g_values, params, buffers=(), folded_from=None):
+def write(path, g_name, g_values, params, buffers=(), folded_from=None, reader=None):
     rng = np.random.RandomState(3)
     w = (rng.standard_normal((8, 8)) * 0.3).astype(np.float32)
     b = (rng.standard_normal(8) * 0.1).astype(np.float32)
@@ -109,11 +119,23 @@ def write(path, g_name, g_values, params, buffers=(), folded_from=None):
     mul = with_fields(mul, 9, [
         ("pkg.torch.onnx.name_scopes", "['', 'mul']"),
         ("pkg.torch.onnx.fx_node", fx("mul", "mul.Tensor", ["linear", g_name]))])
+    nodes = [gemm, mul]
+    if reader is not None:
+        # G read by a node of its own (reader: its scope, fx name, aten
+        # target, fx arguments and an initializer added to G) before the Mul
+        scope, name, target, args, bias_name, bias = reader
+        inits.append(numpy_helper.from_array(bias, bias_name))
+        add = helper.make_node("Add", [g_name, bias_name], ["proj"], name="node_" + name)
+        add = with_fields(add, 9, [
+            ("pkg.torch.onnx.name_scopes", repr(["", scope, name])),
+            ("pkg.torch.onnx.fx_node", fx(name, target, args))])
+        mul.input[1] = "proj"
+        nodes = [gemm, add, mul]
     vi = helper.make_tensor_value_info(g_name, TensorProto.FLOAT, list(g.shape))
     if folded_from is not None:
         vi = with_fields(vi, 4, [("pkg.onnxscript.optimizer.folded_from", repr(sorted(folded_from)))])
     graph = helper.make_graph(
-        [gemm, mul], "main_graph",
+        nodes, "main_graph",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
         [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 8])], inits, value_info=[vi])
     graph = with_fields(graph, 16, [
@@ -147,3 +169,12 @@ write("gathermul.onnx", "mul_1", 16 / (1 + np.exp(-table[index])), ["table"] + l
       folded_from=["index", "index_buf", "sigmoid", "table", "val_1", "val_2", "view"])
 write("view.onnx", "view", a_log, ["A_log"] + lin, folded_from=["A_log", "val_0"])
 write("scale.onnx", "exp", np.exp(np.float32(0.75)), ["logit_scale"] + lin, folded_from=["logit_scale"])
+q = np.array([0.5, -0.25, 1.5, 0.75], np.float32)
+write("product.onnx", "val_12", np.tile(q, 2), ["query.weight", "attn.in_proj_weight", "attn.in_proj_bias"] + lin,
+      folded_from=["attn.in_proj_weight", "expand", "query.weight", "transpose_1", "unsqueeze", "val_10", "val_11"],
+      reader=("attn", "linear", "linear.default", ["transpose_1", "p_attn_in_proj_weight", "p_attn_in_proj_bias"],
+              "attn.in_proj_bias", np.full(8, 0.125, np.float32)))
+write("cat.onnx", "val_5", np.concatenate([q, -q * 0.5]), ["lstm.bias_ih", "lstm.bias_hh"] + lin,
+      folded_from=["lstm.bias_hh", "lstm.bias_ih"],
+      reader=("lstm", "lstm", "lstm.input", ["x", "p_lstm_bias_ih", "p_lstm_bias_hh"],
+              "lstm.shift", np.full(8, 0.125, np.float32)))

@@ -10,7 +10,9 @@
  * (ir/unfold_computed.c); no other fold through an operation that computes
  * new values (a sigmoid and product after a gather) trains in the
  * parameter's place: training refuses it, naming the initializer and the
- * parameter and saying how to export, and --freeze of it trains the rest. A file without the record shows no
+ * parameter and saying how to export, and --freeze of it trains the rest;
+ * so does a product of two parameters folded whole (a linear of learned
+ * queries), while a join of two by copying trains as found. A file without the record shows no
  * table. A table gathered or expanded into copies trains as the table
  * (one SGD step: each value moved by the sum of its copies' gradients, as
  * PyTorch moves it), and a fold that copies each entry once (a view)
@@ -212,6 +214,58 @@ static void computed_after_gather_is_refused(void **state)
     assert_refused(FOLDED "gathermul.onnx", "mul_1", "table");
 }
 
+/* A linear of a learned query table and a weight, both constant to the
+ * exporter, folded whole into val_12 (DETR's first self-attention on its
+ * queries): the record holds only copying nodes besides the two
+ * parameters, but the values are products, and the weight cannot be had
+ * back from them. Refused, naming val_12 and the weight (its copies
+ * trained apart, and the weight not at all); --freeze val_12 trains the
+ * rest. */
+static void folded_product_is_refused(void **state)
+{
+    (void)state;
+    lt_model *m = load(FOLDED "product.onnx");
+    assert_int_equal(tables(m), 0);
+    const lt_param *g = param_named(m, "val_12");
+    assert_string_equal(g->fold_param, "attn.in_proj_weight");
+    assert_string_equal(g->fold_op, "linear");
+    lt_model_free(m);
+    assert_refused(FOLDED "product.onnx", "val_12", "attn.in_proj_weight");
+    lt_train_opts o;
+    sgd_opts(&o);
+    static const char *const freeze[] = {"val_12"};
+    o.nfreeze = 1;
+    o.freeze = freeze;
+    lt_model *trained = NULL, *before = load(FOLDED "product.onnx");
+    lt_err err;
+    if (lt_train(FOLDED "product.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_true(tu_max_rel_err(tu_param(trained, "val_12"), tu_param(before, "val_12")) == 0);
+    assert_true(tu_max_rel_err(tu_param(trained, "lin.weight"), tu_param(before, "lin.weight")) > 1e-4);
+    lt_model_free(trained);
+    lt_model_free(before);
+}
+
+/* Two parameters joined by copying (an LSTM's biases), read by an
+ * operation that multiplies nothing: each entry once, trained as found. */
+static void joined_copies_train(void **state)
+{
+    (void)state;
+    lt_model *m = load(FOLDED "cat.onnx");
+    assert_null(param_named(m, "val_5")->fold_op);
+    assert_true(param_named(m, "val_5")->trainable);
+    lt_model_free(m);
+    lt_train_opts o;
+    sgd_opts(&o);
+    lt_model *trained = NULL, *before = load(FOLDED "cat.onnx");
+    lt_err err;
+    if (lt_train(FOLDED "cat.onnx", &o, &trained, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_true(tu_max_rel_err(tu_param(trained, "val_5"), tu_param(before, "val_5")) > 1e-4);
+    lt_model_free(trained);
+    lt_model_free(before);
+}
+
 /* Without the optimizer's record nothing shows a gather. */
 static void no_record_no_table(void **state)
 {
@@ -320,6 +374,8 @@ int main(void)
         cmocka_unit_test(computed_fold_trains_as_parameter),
         cmocka_unit_test(folded_scalar_trains_as_parameter),
         cmocka_unit_test(computed_after_gather_is_refused),
+        cmocka_unit_test(folded_product_is_refused),
+        cmocka_unit_test(joined_copies_train),
         cmocka_unit_test(no_record_no_table),
         cmocka_unit_test(gathered_table_trains_as_table),
         cmocka_unit_test(expanded_copies_train_as_source),
