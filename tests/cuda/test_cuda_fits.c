@@ -110,9 +110,51 @@ static void test_taken(void **state)
     tu_free(&gp);
 }
 
+/* A Conv (or one of its gradients) of a [2,3,H,H] image and a [4,3,k,k]
+ * window with auto_pad and strides s, as the plan sees it (H < 0: a
+ * symbolic size) */
+static bool conv_taken(lt_op op, const char *auto_pad, int64_t s, int64_t H, int64_t k)
+{
+    bool fwd = op == LT_OP_CONV, data = op == LT_OP_CONV_GRAD_DATA;
+    tu_graph g = tu_single(op, 13, fwd ? 2 : 3, 1);
+    int64_t xd[4] = {2, 3, H, H}, wd[4] = {4, 3, k, k}, yd[4] = {2, 4, H, H};
+    ty(g.node->in[fwd ? 0 : data ? 2 : 1], LT_F32, 4, xd);
+    ty(g.node->in[fwd || data ? 1 : 2], LT_F32, 4, wd);
+    if (H < 0)
+        for (int i = 2; i < 4; i++)
+            g.node->in[fwd ? 0 : data ? 2 : 1]->type.dims[i] = (lt_dim){.v = -1, .sym = 0};
+    if (!fwd)
+        ty(g.node->in[0], LT_F32, 4, yd);
+    ty(g.node->out[0], LT_F32, 4, fwd ? yd : data ? xd : wd);
+    tu_attr_str(&g, "auto_pad", auto_pad);
+    int64_t st[2] = {s, s};
+    tu_attr_ints(&g, "strides", 2, st);
+    bool r = taken(&g);
+    tu_free(&g);
+    return r;
+}
+
+/* SAME_UPPER / SAME_LOWER pads that come out even on both sides, as cuDNN
+ * takes them, are run there (Keras' convolutions); uneven ones, or ones
+ * that depend on a size the plan does not know, are left to the host */
+static void test_conv_same_pads(void **state)
+{
+    (void)state;
+    const lt_op ops[3] = {LT_OP_CONV, LT_OP_CONV_GRAD_DATA, LT_OP_CONV_GRAD_FILTER};
+    for (int o = 0; o < 3; o++) {
+        assert_true(conv_taken(ops[o], "SAME_UPPER", 1, 32, 3));   /* pads 1 and 1 */
+        assert_true(conv_taken(ops[o], "SAME_LOWER", 1, -1, 5));   /* 2 and 2, whatever the size */
+        assert_false(conv_taken(ops[o], "SAME_UPPER", 1, 32, 4));  /* 1 and 2 */
+        assert_false(conv_taken(ops[o], "SAME_UPPER", 2, 32, 3));  /* 0 and 1 */
+        assert_true(conv_taken(ops[o], "SAME_UPPER", 2, 33, 3));   /* 1 and 1 */
+        assert_false(conv_taken(ops[o], "SAME_UPPER", 2, -1, 3));  /* depends on the size */
+        assert_true(conv_taken(ops[o], "VALID", 2, 32, 3));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_pow),
-                                       cmocka_unit_test(test_taken)};
+                                       cmocka_unit_test(test_taken), cmocka_unit_test(test_conv_same_pads)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
