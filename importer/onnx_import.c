@@ -570,6 +570,9 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
         st = lt_ir_ungather_tables(m, &ngathered, err);
         if (st == LT_OK)
             st = lt_ir_unfold_computed(m, &nunfolded_ops, err);
+        int npadding;
+        if (st == LT_OK)
+            st = lt_ir_mark_embedding_padding(m, &npadding, err);
     }
     if (st != LT_OK)
         return st;

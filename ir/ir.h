@@ -477,6 +477,10 @@ lt_status lt_ir_ungather_tables(lt_module *m, int *nfound, lt_err *err);
  * trains as PyTorch trains it (see ir/unfold_computed.c); *nfound gets
  * how many. lt_ir_refresh_computed writes such an initializer from it. */
 lt_status lt_ir_unfold_computed(lt_module *m, int *nfound, lt_err *err);
+/* Gathers of an embedding whose torch.fx call (dynamo's metadata) gives a
+ * padding_idx get that row as attribute padding_idx, whose gradient the
+ * lookups then leave out, as PyTorch does (see ir/embedding_padding.c) */
+lt_status lt_ir_mark_embedding_padding(lt_module *m, int *nmarked, lt_err *err);
 void lt_ir_refresh_computed(lt_module *m, lt_param *cp);
 /* Loops that append to a carried list stacked after the loop (TorchScript's
  * list.append and torch.stack) get a scan output instead (loop_lists.c) */

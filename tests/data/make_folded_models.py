@@ -45,6 +45,10 @@ where G is the folded initializer (8 values):
                   joined), read by a product that is no linear: copies of
                   two parameters, each entry once, trained as found.
   x.npy, y.npy    8 samples of 8 inputs and 8 targets (float32)
+  embedding.onnx  not a fold: an nn.Embedding(10, 4, padding_idx=3) whose
+                  Gather's fx call records the padding row, with
+                  ids.npy (pads in the last two columns) and labels.npy
+                  (tests/unit/test_padding_rows.c)
 
 Run with /usr/bin/python3 (onnx 1.12, numpy):
     python3 tests/data/make_folded_models.py
@@ -178,3 +182,40 @@ write("cat.onnx", "val_5", np.concatenate([q, -q * 0.5]), ["lstm.bias_ih", "lstm
       folded_from=["lstm.bias_hh", "lstm.bias_ih"],
       reader=("lstm", "lstm", "lstm.input", ["x", "p_lstm_bias_ih", "p_lstm_bias_hh"],
               "lstm.shift", np.full(8, 0.125, np.float32)))
+
+
+def embedding_model(path):
+    """embedding.onnx: logits = (emb[ids] summed over the sequence) @ fc.weight.T,
+    as dynamo writes nn.Embedding(10, 4, padding_idx=3): the Gather's fx call
+    carries padding_idx as its third argument. ids.npy (int64 [8, 5], the last
+    two columns the pad id 3) and labels.npy come with it."""
+    r = np.random.RandomState(11)
+    emb = (r.standard_normal((10, 4)) * 0.5).astype(np.float32)
+    fc = (r.standard_normal((3, 4)) * 0.5).astype(np.float32)
+    gather = with_fields(helper.make_node("Gather", ["emb.weight", "ids"], ["embedding"], name="node_embedding"), 9, [
+        ("pkg.torch.onnx.name_scopes", "['', 'emb', 'embedding']"),
+        ("pkg.torch.onnx.fx_node",
+         "%embedding : [num_users=1] = call_function[target=torch.ops.aten.embedding.default]"
+         "(args = (%p_emb_weight, %ids, 3), kwargs = {})")])
+    nodes = [gather, helper.make_node("ReduceSum", ["embedding", "axes"], ["pooled"], keepdims=0),
+             helper.make_node("Gemm", ["pooled", "fc.weight"], ["logits"], transB=1)]
+    graph = helper.make_graph(
+        nodes, "main_graph", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 5])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 3])],
+        [numpy_helper.from_array(emb, "emb.weight"), numpy_helper.from_array(fc, "fc.weight"),
+         numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    graph = with_fields(graph, 16, [
+        ("pkg.torch.export.ExportedProgram.graph_signature", signature(["emb.weight", "fc.weight"])),
+        ("pkg.torch.export.ExportedProgram.range_constraints", "{}")])
+    model = helper.make_model(graph, producer_name="pytorch", producer_version="2.15.0",
+                              opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    with open(os.path.join(OUT, path), "wb") as f:
+        f.write(model.SerializeToString())
+    ids = r.randint(0, 10, (8, 5)).astype(np.int64)
+    ids[:, 3:] = 3
+    np.save(os.path.join(OUT, "ids.npy"), ids)
+    np.save(os.path.join(OUT, "labels.npy"), r.randint(0, 3, 8).astype(np.int64))
+
+
+embedding_model("embedding.onnx")

@@ -227,6 +227,8 @@ static void folded_product_is_refused(void **state)
     lt_model *m = load(FOLDED "product.onnx");
     assert_int_equal(tables(m), 0);
     const lt_param *g = param_named(m, "val_12");
+    assert_non_null(g->fold_param);
+    assert_non_null(g->fold_op);
     assert_string_equal(g->fold_param, "attn.in_proj_weight");
     assert_string_equal(g->fold_op, "linear");
     lt_model_free(m);

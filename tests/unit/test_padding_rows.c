@@ -206,6 +206,54 @@ static void refuses(void **state)
     }
 }
 
+/* A dynamo export records padding_idx in the Gather's torch.fx call
+ * (tests/data/folded/embedding.onnx, padding_idx 3): one SGD step on a
+ * batch whose last two columns are the pad id leaves row 3 as it was, as
+ * PyTorch does, and moves the rows looked up; given the same row by
+ * --padding-idx, training gives the same weights. */
+static void recorded_by_dynamo(void **state)
+{
+    (void)state;
+    const char *folded = LT_SOURCE_DIR "/tests/data/folded/";
+    char spec[512];
+    snprintf(spec, sizeof spec, "npy=%sids.npy,%slabels.npy", folded, folded);
+    lt_model *trained[2] = {NULL, NULL}, *before = NULL;
+    lt_err err;
+    char path[512];
+    snprintf(path, sizeof path, "%sembedding.onnx", folded);
+    assert_int_equal(lt_model_load(path, &before, &err), LT_OK);
+    static const lt_padding_row row3 = {"emb.weight", 3};
+    for (int given = 0; given < 2; given++) {
+        lt_train_opts o;
+        lt_train_defaults(&o);
+        o.data = spec;
+        o.batch = 8;
+        o.no_shuffle = 1;
+        o.schedule.lr = 0.5;
+        if (given) {
+            o.npadding = 1;
+            o.padding = &row3;
+        }
+        if (lt_train(path, &o, &trained[given], &err) != LT_OK)
+            fail_msg("%s", err.msg);
+    }
+    const lt_tensor *w0 = tu_param(before, "emb.weight"), *w = tu_param(trained[0], "emb.weight");
+    double pad_moved = 0, moved = 0;
+    for (int64_t i = 0; i < w->numel; i++) {
+        double d = fabs(lt_tensor_get_f64(w, i) - lt_tensor_get_f64(w0, i));
+        if (i / 4 == 3)
+            pad_moved = fmax(pad_moved, d);
+        else
+            moved = fmax(moved, d);
+    }
+    assert_true(pad_moved == 0);
+    assert_true(moved > 1e-3);
+    assert_true(tu_max_rel_err(w, tu_param(trained[1], "emb.weight")) == 0);
+    lt_model_free(trained[0]);
+    lt_model_free(trained[1]);
+    lt_model_free(before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +261,7 @@ int main(void)
         cmocka_unit_test(sgd_steps),
         cmocka_unit_test(inside_loop),
         cmocka_unit_test(refuses),
+        cmocka_unit_test(recorded_by_dynamo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
