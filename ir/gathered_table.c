@@ -187,10 +187,7 @@ static bool folded_product(const lt_module *m, const lt_param *p, const char **p
     const lt_block *b = m->main;
     for (int i = 0; i < b->nnodes; i++) {
         const lt_node *n = b->nodes[i];
-        bool reads = false;
-        for (int k = 0; k < n->nin; k++)
-            reads |= n->in[k] == p->value;
-        if (!reads)
+        if (!lt_node_reads(n, p->value))
             continue;
         if (!n->fx_name || !n->fx_call)
             return false;
@@ -322,17 +319,8 @@ static int new_param(lt_module *m, const char *base, const char *suffix, lt_tens
         return -1;
     memcpy(name, base, lb);
     memcpy(name + lb, suffix, ls + 1);
-    lt_ival *v = lt_ival_new(m, m->main, name);
-    int q = v ? lt_module_add_param(m, name) : -1;
+    int q = lt_module_new_param(m, name, t, trainable);
     free(name);
-    if (q < 0)
-        return -1;
-    lt_param *p = &m->params[q];
-    p->data = t;
-    p->trainable = trainable;
-    p->value = v;
-    v->param = q;
-    lt_type_tensor(&v->type, t.dtype, t.rank, t.dims);
     return q;
 }
 

@@ -270,6 +270,29 @@ int lt_module_add_param(lt_module *m, const char *name)
     return m->nparams++;
 }
 
+int lt_module_new_param(lt_module *m, const char *name, lt_tensor t, bool trainable)
+{
+    lt_ival *v = lt_ival_new(m, m->main, name);
+    int q = v ? lt_module_add_param(m, name) : -1;
+    if (q < 0)
+        return -1;
+    lt_param *p = &m->params[q];
+    p->data = t;
+    p->trainable = trainable;
+    p->value = v;
+    v->param = q;
+    lt_type_tensor(&v->type, t.dtype, t.rank, t.dims);
+    return q;
+}
+
+bool lt_node_reads(const lt_node *n, const lt_ival *v)
+{
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k] == v)
+            return true;
+    return false;
+}
+
 int lt_module_copy_param(lt_module *m, int src, const char *name, lt_ival *v)
 {
     const lt_tensor *t = &m->params[src].data;

@@ -372,6 +372,11 @@ typedef struct lt_rewrite {
 lt_status lt_module_rewrite(lt_module *m, const lt_rewrite *r, int *n, lt_err *err);
 int lt_module_sym(lt_module *m, const char *name); /* interns; -1 on OOM */
 int lt_module_add_param(lt_module *m, const char *name); /* -1 on OOM */
+/* A parameter named name holding t (its data taken over), with its value
+ * in the main block; its index, -1 on OOM */
+int lt_module_new_param(lt_module *m, const char *name, lt_tensor t, bool trainable);
+/* Whether one of n's inputs is v */
+bool lt_node_reads(const lt_node *n, const lt_ival *v);
 /* A parameter named name holding a copy of parameter src's values,
  * trainable as src is, whose value is v (typed from the data, no longer
  * defined by a node); its index, -1 on OOM. */

@@ -27,10 +27,7 @@ static const char *folded_from(const lt_module *m, const lt_param *p)
     const lt_block *b = m->main;
     for (int i = 0; i < b->nnodes; i++) {
         const lt_node *n = b->nodes[i];
-        bool reads = false;
-        for (int k = 0; k < n->nin; k++)
-            reads |= n->in[k] == p->value;
-        if (!reads)
+        if (!lt_node_reads(n, p->value))
             continue;
         const char *fx[8], *own = NULL;
         int nf = lt_torch_fx_tensors(m, n->fx_call, fx, 8);

@@ -134,18 +134,11 @@ static bool invert_values(const lt_tensor *t, const lt_op *chain, int n, lt_tens
 
 static lt_status unfold(lt_module *m, int p, const lt_op *chain, int n, const char *param, lt_tensor values)
 {
-    lt_ival *v = lt_ival_new(m, m->main, param);
-    int q = v ? lt_module_add_param(m, param) : -1;
+    int q = lt_module_new_param(m, param, values, true);
     if (q < 0)
         return LT_ERR_NOMEM;
-    lt_param *src = &m->params[q];
-    src->data = values;
-    src->trainable = true;
-    src->value = v;
-    v->param = q;
-    lt_type_tensor(&v->type, values.dtype, values.rank, values.dims);
     lt_param *xp = &m->params[p];
-    lt_ival *cur = v;
+    lt_ival *cur = m->params[q].value;
     char *ops = lt_ir_alloc(m, (size_t)n * 12 + 1);
     if (!ops)
         return LT_ERR_NOMEM;

@@ -58,38 +58,9 @@ import os
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from pb_fields import with_fields
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "folded")
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        c = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(c | 0x80)
-        else:
-            out.append(c)
-            return bytes(out)
-
-
-def field(number, payload):
-    """A length-delimited protobuf field."""
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-def entry(key, value):
-    """A StringStringEntryProto's bytes."""
-    return field(1, key.encode()) + field(2, value.encode())
-
-
-def with_fields(msg, number, pairs):
-    """A copy of msg with metadata entries appended as field number."""
-    extra = b"".join(field(number, entry(k, v)) for k, v in pairs)
-    out = type(msg)()
-    out.ParseFromString(msg.SerializeToString() + extra)
-    return out
 
 
 def signature(params, buffers=()):

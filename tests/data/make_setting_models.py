@@ -28,31 +28,9 @@ import os
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from pb_fields import with_fields
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "settings")
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        low = n & 0x7F
-        n >>= 7
-        out.append(low | 0x80 if n else low)
-        if not n:
-            return bytes(out)
-
-
-def field(number, payload):
-    """a length-delimited protobuf field"""
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-def with_entries(msg, number, pairs):
-    """msg with StringStringEntryProto entries appended as field number"""
-    extra = b"".join(field(number, field(1, k.encode()) + field(2, v.encode())) for k, v in pairs)
-    out = type(msg)()
-    out.ParseFromString(msg.SerializeToString() + extra)
-    return out
 
 
 def save(graph, name):
@@ -84,7 +62,7 @@ save(helper.make_graph(
 call = ("call_function[target=torch.ops.aten._native_batch_norm_legit_no_training.default](args = (%conv2d, "
         "%p_bn_weight, %p_bn_bias, %b_bn_running_mean, %b_bn_running_var, 0.1, 1e-05), kwargs = {})")
 fused = helper.make_node("Conv", ["x", "conv.weight", "conv.weight_bias"], ["out"], name="node_Conv_7")
-fused = with_entries(fused, 9, [
+fused = with_fields(fused, 9, [
     ("pkg.onnxscript.rewriter.rule_name", "FuseBatchNormIntoConv"),
     ("pkg.torch.onnx.name_scopes", "['', 'bn', '_native_batch_norm_legit_no_training']"),
     ("pkg.torch.onnx.fx_node", "%_native_batch_norm_legit_no_training : [num_users=1] = " + call)])
@@ -99,5 +77,5 @@ signature = "\n".join([
 graph = helper.make_graph(
     [fused], "main_graph", [x_in], [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 3, 2, 2])],
     [numpy_helper.from_array(w, "conv.weight"), numpy_helper.from_array(b, "conv.weight_bias")])
-graph = with_entries(graph, 16, [("pkg.torch.export.ExportedProgram.graph_signature", signature)])
+graph = with_fields(graph, 16, [("pkg.torch.export.ExportedProgram.graph_signature", signature)])
 save(graph, "fused_bn.onnx")
