@@ -685,8 +685,9 @@ static int cmd_train(const lt_cli_args *a)
     if (log_path) {
         /* a resumed run continues the log of the run it resumes; a link
          * planted at the name since the check is not followed; nothing in it
-         * changes before the first row (log_begin) */
-        int fd = open(log_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0666);
+         * changes before the first row (log_begin, which reads it back to
+         * cut a killed run's rows after the checkpoint: read and write) */
+        int fd = open(log_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0666);
         pr.log = fd >= 0 ? fdopen(fd, "a") : NULL;
         if (!pr.log) {
             fprintf(stderr, "lantern: --log %s: cannot write: %s\n", log_shown, strerror(errno));

@@ -137,6 +137,18 @@ static void sigint_writes_beside_output(void **state)
     assert_int_equal(lt_ckpt_read_info(ck, &ci, &e), LT_OK);
     assert_true(ci.global >= 10 && ci.global < 30 * 10);
 
+    /* the log a run killed between flushing its log and writing its next
+     * checkpoint leaves: rows after the checkpoint's step, the last cut
+     * short; the resumed run drops them and logs each step once */
+    char *alog = text("a.csv"), blog[600];
+    in_dir(blog, sizeof blog, "b.csv");
+    f = fopen(blog, "w");
+    assert_non_null(f);
+    fprintf(f, "%s99,1,%lld,0.01,9.5,,,\n99,2,%lld,0.01,9.5,,,\n99,3,%lld,0.0", alog, (long long)ci.global + 1,
+            (long long)ci.global + 2, (long long)ci.global + 3);
+    fclose(f);
+    free(alog);
+
     /* resumed: it says where, and finishes the run */
     pid = start("out.onnx", "b", "--checkpoint-dir", ck, "--resume");
     rc = finish(pid);
@@ -147,6 +159,14 @@ static void sigint_writes_beside_output(void **state)
     if (rc != 0 || !strstr(so, at) || !strstr(so, "samples/s and ETA count the steps from here"))
         fail_msg("exit %d, stdout lacks '%s':\n%s", rc, at, so);
     free(so);
+    char *bl = text("b.csv");
+    if (strstr(bl, ",9.5,") || strstr(bl, "\n99,"))
+        fail_msg("the killed run's rows after step %lld stayed in the log:\n%s", (long long)ci.global, bl);
+    int steps = 0;
+    for (const char *l = strchr(bl, '\n'); l && l[1]; l = strchr(l + 1, '\n'))
+        steps += l[1] != '\n' && strchr(l + 1, ',') && strchr(l + 1, ',')[1] != ',';
+    assert_int_equal(steps, 30 * 10); /* every step once: 30 epochs of 10 */
+    free(bl);
 
     /* the same bytes as a run never interrupted */
     assert_int_equal(finish(start("ref.onnx", "c", NULL, NULL, NULL)), 0);
