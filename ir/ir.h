@@ -408,7 +408,14 @@ void lt_ir_print(const lt_module *m, FILE *f);
 /* Verifier: SSA, scoping, operand counts, types where known. */
 lt_status lt_ir_verify(const lt_module *m, lt_err *err);
 
-/* Turns every float32 tensor of the module into float64 (for gradient checks). */
+/* Turns the module into float64 for gradient checks: the float32, float16
+ * and bfloat16 values that depend on a float graph input or a trained
+ * parameter (through subgraphs too), those parameters, and the float
+ * constants and frozen initializers only widened nodes read. Float values computed from integer or
+ * bool values alone (relative position buckets, Shape arithmetic, masks
+ * made from integer masks) and the constants only they read keep their
+ * type; a widened node reads such a value through a Cast to float64. A
+ * module that already holds functions (the AD's program) widens whole. */
 lt_status lt_ir_to_f64(lt_module *m, lt_err *err);
 /* Main-graph Identity nodes reading an initializer become parameters of
  * their own, named after the Identity's output (see ir/untie.c). */
