@@ -43,8 +43,10 @@ static bool untie_candidate(const lt_module *m, const lt_node *n)
         return false;
     /* without one, an Identity to a name the exporter made up is one
      * tensor read twice (a weight's folded transpose that two layers share,
-     * as DeBERTa's relative embeddings): its gradient sums both reads */
-    if (!m->ntorch && made_up_name(n->out[0]->name))
+     * as DeBERTa's relative embeddings): its gradient sums both reads. Not
+     * where every entry holds one value: folded copies of two freshly
+     * zeroed weights (LoRA's B matrices) are equal by initialisation */
+    if (!m->ntorch && made_up_name(n->out[0]->name) && !lt_ir_one_value(&p->data))
         return false;
     return !p->is_input_default && p->data.dtype != LT_STRING;
 }

@@ -94,3 +94,17 @@ g4 = h.make_graph(
 m4 = h.make_model(g4, producer_name="pytorch", producer_version="2.15.0", opset_imports=[h.make_opsetid("", 17)])
 onnx.checker.check_model(m4)
 onnx.save(m4, OUT4)
+
+# shared_zero.onnx: the same layout with zeros (two freshly zeroed weights,
+# as LoRA's B matrices, whose equal folded copies the exporter merged): two
+# parameters, each trained on its own
+OUT5 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shared_zero.onnx")
+g5 = h.make_graph(
+    [h.make_node("Identity", ["onnx::MatMul_826"], ["onnx::MatMul_937"], name="Identity_12"),
+     h.make_node("MatMul", ["x", "onnx::MatMul_826"], ["a"]), h.make_node("MatMul", ["a", "onnx::MatMul_937"], ["y"])],
+    "shared_zero", [h.make_tensor_value_info("x", TP.FLOAT, ["N", 3])],
+    [h.make_tensor_value_info("y", TP.FLOAT, ["N", 3])],
+    initializer=[nh.from_array(np.zeros((3, 3), np.float32), "onnx::MatMul_826")])
+m5 = h.make_model(g5, producer_name="pytorch", producer_version="2.15.0", opset_imports=[h.make_opsetid("", 17)])
+onnx.checker.check_model(m5)
+onnx.save(m5, OUT5)

@@ -555,6 +555,11 @@ static void shared_folded_weight(void **state)
     }
     lt_session_free(s);
     lt_model_free(m);
+    /* the same layout holding zeros: two freshly zeroed weights (LoRA's B
+     * matrices) whose equal folded copies were merged, two parameters */
+    assert_int_equal(lt_model_load(LT_SOURCE_DIR "/tests/data/shared_zero.onnx", &m, &err), LT_OK);
+    assert_int_equal(lt_model_num_params(m), 2);
+    lt_model_free(m);
 }
 
 int main(void)
