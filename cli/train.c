@@ -792,11 +792,15 @@ static int cmd_train(const lt_cli_args *a)
         }
     }
     lt_model_free(m);
-    if (best_out)
-        printf("wrote %s: the weights of epoch %d of %d, the best validation %s (%.4f)\n", out, pr.best_epoch,
-               pr.last_epoch, pr.val_accuracy ? "accuracy" : "loss", pr.best_value);
-    else
+    if (best_out) {
+        char early[64] = "";
+        if (pr.stopped_early)
+            snprintf(early, sizeof early, " run (stopped early; %d asked)", o.epochs);
+        printf("wrote %s: the weights of epoch %d of %d%s, the best validation %s (%.4f)\n", out, pr.best_epoch,
+               pr.last_epoch, early, pr.val_accuracy ? "accuracy" : "loss", pr.best_value);
+    } else {
         printf("wrote %s\n", out);
+    }
     if (o.norm.nmean || o.norm.nstd)
         printf("normalisation stored in %s (metadata_props %s, %s): lantern eval and predict apply it\n", out,
                LT_META_MEAN, LT_META_STD);

@@ -375,6 +375,16 @@ static void cli_prints_and_logs(void **state)
     assert_non_null(strstr(svg, "class=\"epoch-val-accuracy\""));
     assert_non_null(strstr(svg, "epoch validation loss"));
     free(svg);
+    /* stopped early: the line says how many epochs ran of those asked */
+    snprintf(cmd, sizeof cmd,
+             "%s train %smlp.onnx --data %s --limit 600 --test-limit 200 --epochs 8 --batch 32 "
+             "--lr 0.05 --seed 5 --val-split 0.2 --save-best --early-stop 2 -o %s/early.onnx",
+             LANTERN, MODELS, data_spec, dir);
+    rc = tu_sh(cmd, out, sizeof out, err, sizeof err);
+    if (rc != 0)
+        fail_msg("exit %d: %s", rc, err);
+    if (!strstr(out, "the weights of epoch 2 of 4 run (stopped early; 8 asked), the best validation accuracy ("))
+        fail_msg("no line naming the best epoch of an early stop: %s", out);
     td_rmtree(dir);
 }
 
