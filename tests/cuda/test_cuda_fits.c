@@ -28,25 +28,8 @@ static bool constant_taken(bool has_value, lt_dtype dt)
     int64_t sd[1] = {3}, od[3] = {2, 3, 4};
     ty(g.node->in[0], LT_I64, 1, sd);
     ty(g.node->out[0], has_value ? dt : LT_F32, 3, od);
-    if (has_value) {
-        lt_node *nd = g.node;
-        lt_attr *a = lt_ir_alloc(g.m, sizeof *a * (nd->nattr + 1));
-        if (nd->nattr)
-            memcpy(a, nd->attrs, sizeof *a * nd->nattr);
-        nd->attrs = a;
-        lt_attr *x = &a[nd->nattr++];
-        x->name = "value";
-        x->kind = LT_ATTR_TENSOR;
-        x->t = lt_ir_alloc(g.m, sizeof *x->t);
-        memset(x->t, 0, sizeof *x->t);
-        x->t->dtype = dt;
-        x->t->rank = 1;
-        x->t->dims[0] = 1;
-        x->t->numel = 1;
-        x->t->data = lt_ir_alloc(g.m, 8);
-        memset(x->t->data, 0, 8);
-        lt_tensor_set_f64(x->t, 0, 1.0);
-    }
+    if (has_value)
+        tu_attr_tensor1(&g, "value", dt, 1.0);
     bool r = taken(&g);
     tu_free(&g);
     return r;

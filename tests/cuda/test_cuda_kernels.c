@@ -900,22 +900,7 @@ static void test_constant_of_shape(void **state)
     for (int t = 0; t < 2; t++) {
         lt_dtype dt = t ? LT_F64 : LT_F32;
         tu_graph g = tu_single(LT_OP_CONSTANT_OF_SHAPE, 20, 1, 1);
-        lt_node *nd = g.node;
-        lt_attr *a = lt_ir_alloc(g.m, sizeof *a * (nd->nattr + 1));
-        if (nd->nattr)
-            memcpy(a, nd->attrs, sizeof *a * nd->nattr);
-        nd->attrs = a;
-        lt_attr *x = &a[nd->nattr++];
-        x->name = "value";
-        x->kind = LT_ATTR_TENSOR;
-        x->t = lt_ir_alloc(g.m, sizeof *x->t);
-        memset(x->t, 0, sizeof *x->t);
-        x->t->dtype = dt;
-        x->t->rank = 1;
-        x->t->dims[0] = 1;
-        x->t->numel = 1;
-        x->t->data = lt_ir_alloc(g.m, 8);
-        lt_tensor_set_f64(x->t, 0, -2.75);
+        tu_attr_tensor1(&g, "value", dt, -2.75);
         int64_t sd[1] = {3}, shape[3] = {5, 1, 77};
         lt_value *in[1] = {ints(1, sd, shape)};
         check(&g, 1, in, 0.0, t ? "ConstantOfShape float64" : "ConstantOfShape float32");
@@ -1311,28 +1296,6 @@ static void test_empty_reductions(void **state)
             }
 }
 
-/* ConstantOfShape's value attribute: one element of dt. */
-static void constant_value(tu_graph *g, lt_dtype dt, double v)
-{
-    lt_node *nd = g->node;
-    lt_attr *a = lt_ir_alloc(g->m, sizeof *a * (nd->nattr + 1));
-    if (nd->nattr)
-        memcpy(a, nd->attrs, sizeof *a * nd->nattr);
-    nd->attrs = a;
-    lt_attr *x = &a[nd->nattr++];
-    x->name = "value";
-    x->kind = LT_ATTR_TENSOR;
-    x->t = lt_ir_alloc(g->m, sizeof *x->t);
-    memset(x->t, 0, sizeof *x->t);
-    x->t->dtype = dt;
-    x->t->rank = 1;
-    x->t->dims[0] = 1;
-    x->t->numel = 1;
-    x->t->data = lt_ir_alloc(g->m, 8);
-    memset(x->t->data, 0, 8);
-    lt_tensor_set_f64(x->t, 0, v);
-}
-
 /* A bool ConstantOfShape (a mask) is filled on the device, true and false;
  * float values are filled by their bytes (-0.0 stays negative). */
 static void test_constant_of_shape_bool(void **state)
@@ -1341,7 +1304,7 @@ static void test_constant_of_shape_bool(void **state)
     int64_t sd[1] = {3}, shape[3] = {2, 3, 41};
     for (int v = 0; v < 3; v++) {
         tu_graph g = tu_single(LT_OP_CONSTANT_OF_SHAPE, 20, 1, 1);
-        constant_value(&g, v < 2 ? LT_BOOL : LT_F64, v == 1 ? 1.0 : v == 2 ? -0.0 : 0.0);
+        tu_attr_tensor1(&g, "value", v < 2 ? LT_BOOL : LT_F64, v == 1 ? 1.0 : v == 2 ? -0.0 : 0.0);
         lt_value *in[1] = {ints(1, sd, shape)};
         check(&g, 1, in, 0.0, v == 0 ? "ConstantOfShape bool false" : v == 1 ? "ConstantOfShape bool true"
                                                                               : "ConstantOfShape float64 -0.0");

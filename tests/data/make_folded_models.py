@@ -58,7 +58,7 @@ import os
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from pb_fields import with_fields
+from pb_fields import save_torch_model, with_fields
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "folded")
 
@@ -116,11 +116,7 @@ def write(path, g_name, g_values, params, buffers=(), folded_from=None, reader=N
     graph = with_fields(graph, 16, [
         ("pkg.torch.export.ExportedProgram.graph_signature", signature(params, buffers)),
         ("pkg.torch.export.ExportedProgram.range_constraints", "{}")])
-    model = helper.make_model(graph, producer_name="pytorch", producer_version="2.15.0",
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    with open(os.path.join(OUT, path), "wb") as f:
-        f.write(model.SerializeToString())
+    save_torch_model(graph, os.path.join(OUT, path), 17)
 
 
 os.makedirs(OUT, exist_ok=True)
@@ -178,11 +174,7 @@ def embedding_model(path):
     graph = with_fields(graph, 16, [
         ("pkg.torch.export.ExportedProgram.graph_signature", signature(["emb.weight", "fc.weight"])),
         ("pkg.torch.export.ExportedProgram.range_constraints", "{}")])
-    model = helper.make_model(graph, producer_name="pytorch", producer_version="2.15.0",
-                              opset_imports=[helper.make_opsetid("", 18)])
-    model.ir_version = 8
-    with open(os.path.join(OUT, path), "wb") as f:
-        f.write(model.SerializeToString())
+    save_torch_model(graph, os.path.join(OUT, path), 18)
     ids = r.randint(0, 10, (8, 5)).astype(np.int64)
     ids[:, 3:] = 3
     np.save(os.path.join(OUT, "ids.npy"), ids)

@@ -28,17 +28,13 @@ import os
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from pb_fields import with_fields
+from pb_fields import save_torch_model, with_fields
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "settings")
 
 
 def save(graph, name):
-    model = helper.make_model(graph, producer_name="pytorch", producer_version="2.15.0",
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    with open(os.path.join(OUT, name), "wb") as f:
-        f.write(model.SerializeToString())
+    save_torch_model(graph, os.path.join(OUT, name), 17)
 
 
 os.makedirs(OUT, exist_ok=True)

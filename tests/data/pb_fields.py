@@ -1,7 +1,9 @@
 """Raw protobuf fields for the generators that write torch's dynamo
 metadata (make_folded_models.py, make_setting_models.py): onnx 1.12's IR 8
 schema names none of the metadata_props fields torch 2.x writes on graphs,
-nodes and value_info, so they are appended to a message's bytes."""
+nodes and value_info, so they are appended to a message's bytes; and the
+model those generators save around such a graph."""
+from onnx import helper
 
 
 def varint(n):
@@ -30,3 +32,13 @@ def with_fields(msg, number, pairs):
     out = type(msg)()
     out.ParseFromString(msg.SerializeToString() + extra)
     return out
+
+
+def save_torch_model(graph, path, opset):
+    """graph as torch 2.15's exporter labels its model (producer pytorch,
+    IR 8, ai.onnx opset), written to path."""
+    model = helper.make_model(graph, producer_name="pytorch", producer_version="2.15.0",
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())

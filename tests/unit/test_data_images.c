@@ -414,15 +414,6 @@ static void cli_trains(void **state)
     td_rmtree(dir);
 }
 
-static const lt_tensor *param_named(const lt_model *m, const char *name)
-{
-    for (int i = 0; i < lt_model_num_params(m); i++)
-        if (!strcmp(lt_model_param_name(m, i), name))
-            return lt_model_param(m, i);
-    fail_msg("no parameter %s", name);
-    return NULL;
-}
-
 /* A model taking images channels last ([N,H,W,C], as Keras models do) is
  * fed the folder's images transposed: it trains as the channels-first
  * model of the same weights, with flips and per-channel normalisation, and
@@ -456,7 +447,7 @@ static void channels_last_model(void **state)
     }
     const char *names[] = {"W", "B", "W2", "b2"};
     for (int i = 0; i < 4; i++) {
-        const lt_tensor *a = param_named(m[0], names[i]), *b = param_named(m[1], names[i]);
+        const lt_tensor *a = tu_param(m[0], names[i]), *b = tu_param(m[1], names[i]);
         for (int64_t j = 0; j < a->numel; j++)
             if (fabs(lt_tensor_get_f64(a, j) - lt_tensor_get_f64(b, j)) > 1e-6)
                 fail_msg("%s[%lld]: %g channels first, %g channels last", names[i], (long long)j,

@@ -28,30 +28,12 @@
 #define FOLDED LT_SOURCE_DIR "/tests/data/folded/"
 #define DATA "npy=" FOLDED "x.npy," FOLDED "y.npy"
 
-static const lt_param *param_named(const lt_model *m, const char *name)
-{
-    for (int p = 0; p < m->nparams; p++)
-        if (m->params[p].name && !strcmp(m->params[p].name, name))
-            return &m->params[p];
-    fail_msg("no parameter %s", name);
-    return NULL;
-}
-
 static int tables(const lt_model *m)
 {
     int n = 0;
     for (int p = 0; p < m->nparams; p++)
         n += m->params[p].gathered_from != NULL;
     return n;
-}
-
-static lt_model *load(const char *file)
-{
-    lt_model *m = NULL;
-    lt_err err;
-    if (lt_model_load(file, &m, &err) != LT_OK)
-        fail_msg("%s: %s", file, err.msg);
-    return m;
 }
 
 static void sgd_opts(lt_train_opts *o)
@@ -92,9 +74,9 @@ static void assert_refused(const char *file, const char *g, const char *param)
 static void repeated_values_are_no_table(void **state)
 {
     (void)state;
-    lt_model *m = load(FOLDED "rep.onnx");
+    lt_model *m = tu_model(FOLDED "rep.onnx");
     assert_int_equal(tables(m), 0);
-    const lt_param *neg = param_named(m, "neg"), *a_log = param_named(m, "A_log");
+    const lt_param *neg = tu_ir_param(m, "neg"), *a_log = tu_ir_param(m, "A_log");
     assert_null(neg->fold_op);
     assert_false(neg->trainable);
     assert_string_equal(neg->computed_from, "A_log");
@@ -111,7 +93,7 @@ static void repeated_values_are_no_table(void **state)
     o.freeze = freeze;
     o.on_note = tu_keep_note;
     tu_notes[0] = 0;
-    lt_model *trained = NULL, *before = load(FOLDED "rep.onnx");
+    lt_model *trained = NULL, *before = tu_model(FOLDED "rep.onnx");
     lt_err err;
     if (lt_train(FOLDED "rep.onnx", &o, &trained, &err) != LT_OK)
         fail_msg("%s", err.msg);
@@ -122,6 +104,25 @@ static void repeated_values_are_no_table(void **state)
     lt_model_free(before);
 }
 
+/* dL/dG[j] of the mean squared error of out = (x lin.weight^T + lin.bias)
+ * * g over the 8 samples of x.npy against y.npy (the models' layout) */
+static void mse_grad_of_g(lt_model *m, const double *g, double *dG)
+{
+    lt_value *x = tu_load(FOLDED "x.npy"), *y = tu_load(FOLDED "y.npy");
+    const lt_tensor *W = tu_param(m, "lin.weight"), *b = tu_param(m, "lin.bias");
+    for (int j = 0; j < 8; j++)
+        dG[j] = 0;
+    for (int n = 0; n < 8; n++)
+        for (int j = 0; j < 8; j++) {
+            double lin = lt_tensor_get_f64(b, j);
+            for (int k = 0; k < 8; k++)
+                lin += tu_get(x, n * 8 + k) * lt_tensor_get_f64(W, j * 8 + k);
+            dG[j] += 2 * (lin * g[j] - tu_get(y, n * 8 + j)) * lin / 64;
+        }
+    lt_value_free(x);
+    lt_value_free(y);
+}
+
 /* The same fold without repeats trains as A_log, as PyTorch trains it:
  * after one SGD step of the mean squared error of out = lin(x) * G, G =
  * -exp(A_log), A_log has moved by -lr dL/dG G and the written neg is
@@ -129,25 +130,15 @@ static void repeated_values_are_no_table(void **state)
 static void computed_fold_trains_as_parameter(void **state)
 {
     (void)state;
-    lt_model *before = load(FOLDED "exp.onnx");
-    lt_value *x = NULL, *y = NULL;
+    lt_model *before = tu_model(FOLDED "exp.onnx");
+    const lt_tensor *G = tu_param(before, "neg");
+    double g[8], dG[8], want[8];
+    for (int j = 0; j < 8; j++)
+        g[j] = lt_tensor_get_f64(G, j);
+    mse_grad_of_g(before, g, dG);
+    for (int j = 0; j < 8; j++)
+        want[j] = -exp(log(-g[j]) - 0.1 * dG[j] * g[j]);
     lt_err err;
-    assert_int_equal(lt_value_load(FOLDED "x.npy", &x, &err), LT_OK);
-    assert_int_equal(lt_value_load(FOLDED "y.npy", &y, &err), LT_OK);
-    const lt_tensor *W = tu_param(before, "lin.weight"), *b = tu_param(before, "lin.bias"), *G = tu_param(before, "neg");
-    double dG[8] = {0}, want[8];
-    for (int n = 0; n < 8; n++)
-        for (int j = 0; j < 8; j++) {
-            double lin = lt_tensor_get_f64(b, j);
-            for (int k = 0; k < 8; k++)
-                lin += tu_get(x, n * 8 + k) * lt_tensor_get_f64(W, j * 8 + k);
-            double out = lin * lt_tensor_get_f64(G, j);
-            dG[j] += 2 * (out - tu_get(y, n * 8 + j)) * lin / 64;
-        }
-    for (int j = 0; j < 8; j++) {
-        double g = lt_tensor_get_f64(G, j), a = log(-g) - 0.1 * dG[j] * g;
-        want[j] = -exp(a);
-    }
     lt_train_opts o;
     sgd_opts(&o);
     lt_model *trained = NULL;
@@ -159,8 +150,6 @@ static void computed_fold_trains_as_parameter(void **state)
     }
     lt_model_free(trained);
     lt_model_free(before);
-    lt_value_free(x);
-    lt_value_free(y);
 }
 
 /* One number folded from a parameter (CLIP's logit_scale.exp() as `exp`)
@@ -169,27 +158,21 @@ static void computed_fold_trains_as_parameter(void **state)
 static void folded_scalar_trains_as_parameter(void **state)
 {
     (void)state;
-    lt_model *m = load(FOLDED "scale.onnx");
-    const lt_param *e = param_named(m, "exp"), *ls = param_named(m, "logit_scale");
+    lt_model *m = tu_model(FOLDED "scale.onnx");
+    const lt_param *e = tu_ir_param(m, "exp"), *ls = tu_ir_param(m, "logit_scale");
     assert_string_equal(e->computed_from, "logit_scale");
     assert_true(ls->trainable);
     assert_float_equal(lt_tensor_get_f64(&ls->data, 0), 0.75, 1e-6);
     lt_model_free(m);
-    lt_value *x = NULL, *y = NULL;
-    lt_err err;
-    assert_int_equal(lt_value_load(FOLDED "x.npy", &x, &err), LT_OK);
-    assert_int_equal(lt_value_load(FOLDED "y.npy", &y, &err), LT_OK);
-    lt_model *before = load(FOLDED "scale.onnx");
-    const lt_tensor *W = tu_param(before, "lin.weight"), *b = tu_param(before, "lin.bias");
-    double g = exp(0.75), dg = 0;
-    for (int n = 0; n < 8; n++)
-        for (int j = 0; j < 8; j++) {
-            double lin = lt_tensor_get_f64(b, j);
-            for (int k = 0; k < 8; k++)
-                lin += tu_get(x, n * 8 + k) * lt_tensor_get_f64(W, j * 8 + k);
-            dg += 2 * (lin * g - tu_get(y, n * 8 + j)) * lin / 64;
-        }
+    lt_model *before = tu_model(FOLDED "scale.onnx");
+    double g = exp(0.75), gs[8], dG[8], dg = 0;
+    for (int j = 0; j < 8; j++)
+        gs[j] = g;
+    mse_grad_of_g(before, gs, dG);
+    for (int j = 0; j < 8; j++)
+        dg += dG[j]; /* the one number scales every column */
     double want = exp(0.75 - 0.1 * dg * g);
+    lt_err err;
     lt_train_opts o;
     sgd_opts(&o);
     lt_model *trained = NULL;
@@ -199,8 +182,6 @@ static void folded_scalar_trains_as_parameter(void **state)
     assert_true(fabs(want - g) > 1e-3); /* it moved */
     lt_model_free(trained);
     lt_model_free(before);
-    lt_value_free(x);
-    lt_value_free(y);
 }
 
 /* Gathered, then passed through a sigmoid and a product (Swin V2's
@@ -208,7 +189,7 @@ static void folded_scalar_trains_as_parameter(void **state)
 static void computed_after_gather_is_refused(void **state)
 {
     (void)state;
-    lt_model *m = load(FOLDED "gathermul.onnx");
+    lt_model *m = tu_model(FOLDED "gathermul.onnx");
     assert_int_equal(tables(m), 0);
     lt_model_free(m);
     assert_refused(FOLDED "gathermul.onnx", "mul_1", "table");
@@ -224,9 +205,9 @@ static void computed_after_gather_is_refused(void **state)
 static void folded_product_is_refused(void **state)
 {
     (void)state;
-    lt_model *m = load(FOLDED "product.onnx");
+    lt_model *m = tu_model(FOLDED "product.onnx");
     assert_int_equal(tables(m), 0);
-    const lt_param *g = param_named(m, "val_12");
+    const lt_param *g = tu_ir_param(m, "val_12");
     assert_non_null(g->fold_param);
     assert_non_null(g->fold_op);
     assert_string_equal(g->fold_param, "attn.in_proj_weight");
@@ -238,7 +219,7 @@ static void folded_product_is_refused(void **state)
     static const char *const freeze[] = {"val_12"};
     o.nfreeze = 1;
     o.freeze = freeze;
-    lt_model *trained = NULL, *before = load(FOLDED "product.onnx");
+    lt_model *trained = NULL, *before = tu_model(FOLDED "product.onnx");
     lt_err err;
     if (lt_train(FOLDED "product.onnx", &o, &trained, &err) != LT_OK)
         fail_msg("%s", err.msg);
@@ -253,13 +234,13 @@ static void folded_product_is_refused(void **state)
 static void joined_copies_train(void **state)
 {
     (void)state;
-    lt_model *m = load(FOLDED "cat.onnx");
-    assert_null(param_named(m, "val_5")->fold_op);
-    assert_true(param_named(m, "val_5")->trainable);
+    lt_model *m = tu_model(FOLDED "cat.onnx");
+    assert_null(tu_ir_param(m, "val_5")->fold_op);
+    assert_true(tu_ir_param(m, "val_5")->trainable);
     lt_model_free(m);
     lt_train_opts o;
     sgd_opts(&o);
-    lt_model *trained = NULL, *before = load(FOLDED "cat.onnx");
+    lt_model *trained = NULL, *before = tu_model(FOLDED "cat.onnx");
     lt_err err;
     if (lt_train(FOLDED "cat.onnx", &o, &trained, &err) != LT_OK)
         fail_msg("%s", err.msg);
@@ -272,9 +253,9 @@ static void joined_copies_train(void **state)
 static void no_record_no_table(void **state)
 {
     (void)state;
-    lt_model *m = load(FOLDED "norecord.onnx");
+    lt_model *m = tu_model(FOLDED "norecord.onnx");
     assert_int_equal(tables(m), 0);
-    assert_null(param_named(m, "neg")->fold_op);
+    assert_null(tu_ir_param(m, "neg")->fold_op);
     lt_model_free(m);
     lt_trainer *t = tu_trainer_noting(FOLDED "norecord.onnx");
     assert_non_null(strstr(tu_notes, "train as weights (neg)"));
@@ -287,7 +268,7 @@ static void no_record_no_table(void **state)
  * each has its own otherwise. */
 static void check_step(const char *file, const char *g, bool tied)
 {
-    lt_model *m = load(file);
+    lt_model *m = tu_model(file);
     lt_value *xv = tu_load(FOLDED "x.npy"), *yv = tu_load(FOLDED "y.npy");
     const lt_tensor *w = tu_param(m, "lin.weight"), *b = tu_param(m, "lin.bias"), *gt = tu_param(m, g);
     const float *x = lt_value_tensor(xv)->data, *y = lt_value_tensor(yv)->data;
@@ -338,9 +319,9 @@ static void check_step(const char *file, const char *g, bool tied)
 static void gathered_table_trains_as_table(void **state)
 {
     (void)state;
-    lt_model *m = load(FOLDED "table.onnx");
+    lt_model *m = tu_model(FOLDED "table.onnx");
     assert_int_equal(tables(m), 1);
-    assert_null(param_named(m, "unsqueeze")->fold_op);
+    assert_null(tu_ir_param(m, "unsqueeze")->fold_op);
     lt_model_free(m);
     lt_trainer *t = tu_trainer_noting(FOLDED "table.onnx");
     assert_non_null(strstr(tu_notes, "relative position bias): they train as those values"));
@@ -352,7 +333,7 @@ static void gathered_table_trains_as_table(void **state)
 static void expanded_copies_train_as_source(void **state)
 {
     (void)state;
-    lt_model *m = load(FOLDED "copy.onnx");
+    lt_model *m = tu_model(FOLDED "copy.onnx");
     assert_int_equal(tables(m), 1);
     lt_model_free(m);
     check_step(FOLDED "copy.onnx", "repeat", true);
@@ -362,9 +343,9 @@ static void expanded_copies_train_as_source(void **state)
 static void one_copy_each_trains_apart(void **state)
 {
     (void)state;
-    lt_model *m = load(FOLDED "view.onnx");
+    lt_model *m = tu_model(FOLDED "view.onnx");
     assert_int_equal(tables(m), 0);
-    assert_null(param_named(m, "view")->fold_op);
+    assert_null(tu_ir_param(m, "view")->fold_op);
     lt_model_free(m);
     check_step(FOLDED "view.onnx", "view", false);
 }

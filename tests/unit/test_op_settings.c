@@ -20,24 +20,6 @@
 
 #define DIR LT_SOURCE_DIR "/tests/data/settings/"
 
-static const lt_param *param_named(const lt_model *m, const char *name)
-{
-    for (int p = 0; p < m->nparams; p++)
-        if (m->params[p].name && !strcmp(m->params[p].name, name))
-            return &m->params[p];
-    fail_msg("no parameter %s", name);
-    return NULL;
-}
-
-static lt_model *load(const char *file)
-{
-    lt_model *m = NULL;
-    lt_err err;
-    if (lt_model_load(file, &m, &err) != LT_OK)
-        fail_msg("%s: %s", file, err.msg);
-    return m;
-}
-
 static void sgd(lt_train_opts *o, const char *data, int epochs, double wd)
 {
     lt_train_defaults(o);
@@ -60,14 +42,14 @@ static void resize_scales_stay(void **state)
     (void)state;
     lt_train_opts o;
     sgd(&o, "npy=" DIR "x.npy," DIR "y_resize.npy", 3, 0.01);
-    lt_model *trained = NULL, *before = load(DIR "resize.onnx");
+    lt_model *trained = NULL, *before = tu_model(DIR "resize.onnx");
     lt_err err;
     if (lt_train(DIR "resize.onnx", &o, &trained, &err) != LT_OK)
         fail_msg("%s", err.msg);
-    const lt_param *s = param_named(before, "val_3");
+    const lt_param *s = tu_ir_param(before, "val_3");
     assert_false(s->trainable);
     assert_true(s->op_setting);
-    assert_true(param_named(before, "w")->trainable);
+    assert_true(tu_ir_param(before, "w")->trainable);
     assert_true(tu_max_rel_err(tu_param(trained, "val_3"), tu_param(before, "val_3")) == 0);
     assert_true(tu_max_rel_err(tu_param(trained, "w"), tu_param(before, "w")) > 1e-4);
     assert_non_null(strstr(tu_notes, "read only as operators' settings"));
@@ -81,8 +63,8 @@ static void resize_scales_stay(void **state)
 static void fused_bn_bias_trains(void **state)
 {
     (void)state;
-    lt_model *m = load(DIR "fused_bn.onnx");
-    const lt_param *fb = param_named(m, "conv.weight_bias");
+    lt_model *m = tu_model(DIR "fused_bn.onnx");
+    const lt_param *fb = tu_ir_param(m, "conv.weight_bias");
     assert_true(fb->trainable);
     assert_false(fb->torch_buffer);
     const lt_tensor *W = tu_param(m, "conv.weight"), *b = tu_param(m, "conv.weight_bias");

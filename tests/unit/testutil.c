@@ -86,6 +86,20 @@ void tu_attr_ints(tu_graph *g, const char *name, int n, const int64_t *v)
     memcpy(a->ints, v, sizeof *v * n);
 }
 
+void tu_attr_tensor1(tu_graph *g, const char *name, lt_dtype dt, double v)
+{
+    lt_attr *a = new_attr(g, name, LT_ATTR_TENSOR);
+    a->t = lt_ir_alloc(g->m, sizeof *a->t);
+    memset(a->t, 0, sizeof *a->t);
+    a->t->dtype = dt;
+    a->t->rank = 1;
+    a->t->dims[0] = 1;
+    a->t->numel = 1;
+    a->t->data = lt_ir_alloc(g->m, 8);
+    memset(a->t->data, 0, 8);
+    lt_tensor_set_f64(a->t, 0, v);
+}
+
 void tu_attr_floats(tu_graph *g, const char *name, int n, const float *v)
 {
     lt_attr *a = new_attr(g, name, LT_ATTR_FLOATS);
@@ -263,6 +277,24 @@ const lt_tensor *tu_param(lt_model *m, const char *name)
             return lt_model_param(m, p);
     fail_msg("no parameter %s", name);
     return NULL;
+}
+
+const lt_param *tu_ir_param(const lt_model *m, const char *name)
+{
+    for (int p = 0; p < m->nparams; p++)
+        if (m->params[p].name && !strcmp(m->params[p].name, name))
+            return &m->params[p];
+    fail_msg("no parameter %s", name);
+    return NULL;
+}
+
+lt_model *tu_model(const char *path)
+{
+    lt_model *m = NULL;
+    lt_err err;
+    if (lt_model_load(path, &m, &err) != LT_OK)
+        fail_msg("%s: %s", path, err.msg);
+    return m;
 }
 
 lt_value *tu_load(const char *path)

@@ -29,6 +29,8 @@ void tu_attr_str(tu_graph *g, const char *name, const char *s);
 void tu_attr_strings(tu_graph *g, const char *name, int n, const char *const *s);
 void tu_attr_ints(tu_graph *g, const char *name, int n, const int64_t *v);
 void tu_attr_floats(tu_graph *g, const char *name, int n, const float *v);
+/* a tensor attribute of one element of dt holding v (ConstantOfShape's value) */
+void tu_attr_tensor1(tu_graph *g, const char *name, lt_dtype dt, double v);
 /* Runs the graph; outputs[i] must be freed with lt_value_free. Returns the
  * status; err->msg holds the message. */
 lt_status tu_run(tu_graph *g, lt_value *const *inputs, lt_value **outputs, lt_err *err);
@@ -76,6 +78,10 @@ lt_value *tu_load(const char *path);
 double tu_max_rel_err(const lt_tensor *got, const lt_tensor *want);
 /* the model's parameter of that name (fails the test when there is none) */
 const lt_tensor *tu_param(lt_model *m, const char *name);
+/* its IR record (trainable, what it was folded or computed from) */
+const lt_param *tu_ir_param(const lt_model *m, const char *name);
+/* the model at path (fails the test when it does not load) */
+lt_model *tu_model(const char *path);
 /* Largest |a-b|/(atol+|b|)-style mismatch check; fails the test with the seed. */
 void tu_assert_close(const lt_value *got, const double *want, int64_t n, double rtol, double atol, uint64_t seed);
 
