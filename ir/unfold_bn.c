@@ -12,9 +12,11 @@
  * the weight is W / sqrt(1 + eps). The node's torch.fx call
  * is the BatchNorm's (_native_batch_norm_legit_functional(%conv, %p_bn_weight,
  * %p_bn_bias, %b_bn_running_mean, %b_bn_running_var, training, momentum,
- * eps)): it names the four tensors and gives eps and momentum. So such a
- * node, whose product had no bias of its own in the source, gets its weight
- * times sqrt(1 + eps) back and a BatchNormalization after it reading new
+ * eps)), or _native_batch_norm_legit_no_training(...) without the flag
+ * from a model exported in eval mode: it names the four tensors and gives
+ * eps and momentum. So such a node gets its weight times sqrt(1 + eps)
+ * back (and its own bias so, where the product had one in the source and
+ * the fold kept it: fresh_with_bias says when that is a fresh pair's) and a BatchNormalization after it reading new
  * tensors of those four names with the fresh values; the exporter writes
  * the BatchNormalization and its tensors into the graph
  * (lt_model.bn_inserts, importer/export.c). A fused bias left in the file
@@ -49,7 +51,7 @@ static bool bn_call(const lt_module *m, const lt_node *n, const char **t, double
         if (strncmp(t[k], t[0], ls) != 0 || t[k][ls] != '.')
             return false;
     /* "..., %b_bn_running_var, True, 0.1, 1e-05)": the numbers after the
-     * last placeholder */
+     * last placeholder (after the flag when there is one) */
     const char *args = strstr(call, "args = (");
     const char *last = NULL;
     for (const char *p = args ? strchr(args, '%') : NULL; p; p = strchr(p + 1, '%'))
@@ -57,7 +59,9 @@ static bool bn_call(const lt_module *m, const lt_node *n, const char **t, double
     if (!last)
         return false;
     double v[2];
-    int got = 0;
+    /* _native_batch_norm_legit_no_training (a model exported in eval mode)
+     * has no training flag before its momentum and eps */
+    int got = strstr(call, "_no_training") ? 1 : 0;
     for (const char *p = strchr(last, ','); p && got < 3; p = strchr(p + 1, ',')) {
         const char *s = p + 1;
         while (*s == ' ')
@@ -105,6 +109,11 @@ static int64_t channel_of(const lt_node *n, const lt_tensor *w, int64_t i, int64
     return (ic / (w->dims[0] / (g ? g : 1))) * w->dims[1] + j;
 }
 
+static double entry(const lt_tensor *t, int64_t i)
+{
+    return t->dtype == LT_F64 ? ((const double *)t->data)[i] : ((const float *)t->data)[i];
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -127,7 +136,7 @@ static bool channels_alike(const lt_node *n, const lt_tensor *w, int64_t c)
     if (!ss)
         return false;
     for (int64_t i = 0; i < w->numel; i++) {
-        double v = w->dtype == LT_F64 ? ((const double *)w->data)[i] : ((const float *)w->data)[i];
+        double v = entry(w, i);
         int64_t ch = channel_of(n, w, i, c);
         if (ch >= 0 && ch < c)
             ss[ch] += v * v;
@@ -136,6 +145,39 @@ static bool channels_alike(const lt_node *n, const lt_tensor *w, int64_t c)
     double per = (double)w->numel / (double)c, q1 = sqrt(ss[c / 4]), q3 = sqrt(ss[(3 * c) / 4]);
     free(ss);
     return q1 > 0 && q3 / q1 <= 1.0 + 5.0 / sqrt(per);
+}
+
+/* Whether n's own bias b (a Conv2d or Linear made with bias=True) beside a
+ * BatchNorm folded in looks like a fresh pair's: the fold then leaves
+ * W / sqrt(1 + eps) and b / sqrt(1 + eps), where a trained BatchNorm leaves
+ * (b - mean) * gamma / sqrt(var + eps) + beta, which the bias alone cannot
+ * tell apart. PyTorch's default initialisation of Conv, ConvTranspose and
+ * Linear (kaiming_uniform_ with a = sqrt(5), and its bias rule) draws both
+ * uniformly within 1 / sqrt(fan_in): every entry within that bound, and the
+ * largest weight near it (64 or more entries miss 0.9 of it with
+ * probability below 0.0013), is what a fresh pair leaves and a trained one,
+ * whose scales spread the channels, does not. */
+static bool fresh_with_bias(const lt_module *m, const lt_node *n, const lt_tensor *w, int64_t c)
+{
+    const lt_ival *bv = n->in[2];
+    if (bv->param < 0 || bv->param >= m->nparams || bv->uses != 1 || w->rank < 2 || w->dims[0] < 1)
+        return false;
+    const lt_tensor *b = &m->params[bv->param].data;
+    if (b->dtype != w->dtype || !b->data || b->rank != 1 || b->numel != c)
+        return false;
+    int64_t fan_in = n->op == LT_OP_GEMM ? (lt_attr_int(n, "transB", 0) ? w->dims[1] : w->dims[0])
+                                         : w->numel / w->dims[0];
+    double bound = (1.0 + 1e-6) / sqrt((double)fan_in), top = 0;
+    for (int64_t i = 0; i < w->numel; i++) {
+        double v = fabs(entry(w, i));
+        if (!(v <= bound))
+            return false;
+        top = v > top ? v : top;
+    }
+    for (int64_t i = 0; i < b->numel; i++)
+        if (!(fabs(entry(b, i)) <= bound))
+            return false;
+    return w->numel < 64 || top >= 0.9 * bound;
 }
 
 /* A new parameter name of c values, each v, of type dt. */
@@ -219,14 +261,18 @@ static lt_status unfold(lt_module *m, lt_node *n, const char **t, double momentu
      * precision, gives W bit for bit nearly always (multiplying by
      * sqrt(1 + eps) instead misses one weight in ten by a unit in the last
      * place, enough to turn a near tie in a MaxPool the other way) */
-    if (w->dtype == LT_F64) {
-        double s = 1.0 / sqrt(1.0 + eps);
-        for (int64_t i = 0; i < w->numel; i++)
-            ((double *)w->data)[i] /= s;
-    } else {
-        float s = 1.0f / sqrtf(1.0f + (float)eps);
-        for (int64_t i = 0; i < w->numel; i++)
-            ((float *)w->data)[i] /= s;
+    lt_tensor *own = n->nin > 2 && n->in[2] ? &m->params[n->in[2]->param].data : NULL;
+    for (int k = 0; k < (own ? 2 : 1); k++) {
+        lt_tensor *t = k ? own : w;
+        if (t->dtype == LT_F64) {
+            double s = 1.0 / sqrt(1.0 + eps);
+            for (int64_t i = 0; i < t->numel; i++)
+                ((double *)t->data)[i] /= s;
+        } else {
+            float s = 1.0f / sqrtf(1.0f + (float)eps);
+            for (int64_t i = 0; i < t->numel; i++)
+                ((float *)t->data)[i] /= s;
+        }
     }
     lt_node *bn = lt_node_new(m, b, LT_OP_BATCH_NORMALIZATION, 5, 1);
     if (!bn || lt_node_set_attrs(m, bn, 2) != LT_OK)
@@ -274,13 +320,14 @@ lt_status lt_ir_unfold_batch_norms(lt_module *m, int *nunfolded, lt_err *err)
         double momentum, eps;
         if ((n->op != LT_OP_CONV && n->op != LT_OP_CONV_TRANSPOSE && n->op != LT_OP_GEMM) || !n->rule ||
             !strstr(n->rule, "FuseBatchNormInto") ||
-            n->nout != 1 || !n->out[0] || !n->name || !*n->name || n->nin < 2 || (n->nin > 2 && n->in[2]) ||
-            !n->in[1] || n->in[1]->param < 0 || n->in[1]->param >= m->nparams)
+            n->nout != 1 || !n->out[0] || !n->name || !*n->name || n->nin < 2 || !n->in[1] ||
+            n->in[1]->param < 0 || n->in[1]->param >= m->nparams)
             continue;
         const lt_param *wp = &m->params[n->in[1]->param];
         if ((wp->data.dtype != LT_F32 && wp->data.dtype != LT_F64) || !wp->data.data || lt_ir_one_value(&wp->data) ||
             n->in[1]->uses != 1 || channels(n, &wp->data) < 1 || lt_ir_read_elsewhere(m->main, n->out[0]) ||
             !channels_alike(n, &wp->data, channels(n, &wp->data)) ||
+            (n->nin > 2 && n->in[2] && !fresh_with_bias(m, n, &wp->data, channels(n, &wp->data))) ||
             !bn_call(m, n, t, &momentum, &eps))
             continue;
         if (unfold(m, n, t, momentum, eps) != LT_OK)

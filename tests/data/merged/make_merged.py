@@ -37,8 +37,9 @@ test can check that lantern trains the source module's separate tensors:
                   (a tie the source meant: stays one tensor)
   ones_tie.onnx   the same with a weight of ones (split, as a merged one)
   folded.onnx     Conv, BatchNorm2d, ReLU, Linear as the default export
-                  writes it: the BatchNorm folded into the Conv, the zero
-                  bias of the Linear dropped (both named in a note)
+                  writes it: the fresh BatchNorm folded into the Conv (whose
+                  own bias the fold keeps) and the zero bias of the Linear
+                  dropped: lantern gives both back (named in notes)
   ts_folded.onnx  the same network from the TorchScript exporter in eval
                   mode (its default): the BatchNorm folded into the Conv,
                   whose weight is then onnx::Conv_N (named in a note)
@@ -86,6 +87,13 @@ test can check that lantern trains the source module's separate tensors:
                   are drawn from N(0, 0.02) (as Hugging Face's MobileViT
                   draws them): folded, not a fresh BatchNorm, so it stays
                   folded (with a note)
+  unfold_bias.onnx  unfold.onnx's network with bias=True on its first Conv
+                  and its Linear, exported in eval mode (the fx calls are
+                  _native_batch_norm_legit_no_training): the BatchNorms come
+                  back all the same; unfold_bias_ref/NAME.npy after 3 SGD
+                  steps in training mode
+  bnbias_trained.onnx  Conv (bias=True), BatchNorm2d that PyTorch trained
+                  for 20 steps, exported in eval mode: stays folded
   clone.onnx      a layer that applies a clone of its bias (Swin V2's qkv
                   bias), exported with optimize=False: the file has an
                   Identity from the bias to the clone, which stays, so the
@@ -300,11 +308,13 @@ torch.onnx.export(Rot(), (torch.randn(2, 6, 8),), os.path.join(out, "rot.onnx"),
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
 
 
-def export_trained(model, name, optimize=True):
-    """Exports a fresh model as name.onnx, trains it three steps on x, y and
-    stores its tensors as name_ref/NAME.npy."""
+def export_trained(model, name, optimize=True, eval_mode=False):
+    """Exports a fresh model as name.onnx (in eval mode if asked), trains it
+    three steps on x, y and stores its tensors as name_ref/NAME.npy."""
+    model.train(not eval_mode)
     torch.onnx.export(model, (x[:8],), os.path.join(out, name + ".onnx"), dynamo=True, external_data=False,
                       optimize=optimize, dynamic_shapes=({0: torch.export.Dim("batch")},))
+    model.train()
     sgd3(model, x, y, 8)
     os.makedirs(os.path.join(out, name + "_ref"), exist_ok=True)
     for k, v in model.state_dict().items():
@@ -512,4 +522,37 @@ class BnGamma(torch.nn.Module):
 
 
 torch.onnx.export(BnGamma(), (x[:8],), os.path.join(out, "bngamma.onnx"), dynamo=True, external_data=False,
+                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+
+
+class UnfoldBias(Unfold):
+    """Unfold whose first Conv and whose Linear are made with bias=True."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.fc = torch.nn.Conv2d(2, 6, 3, padding=1), torch.nn.Linear(6, 8)
+
+
+export_trained(UnfoldBias(), "unfold_bias", eval_mode=True)
+
+
+class BnTrained(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c, self.b = torch.nn.Conv2d(2, 16, 3, padding=1), torch.nn.BatchNorm2d(16)
+        self.head = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.b(self.c(x.reshape(x.shape[0], 2, 2, 2)))).mean((2, 3)))
+
+
+bt = BnTrained()
+opt = torch.optim.SGD(bt.parameters(), lr=0.1)
+for s in range(20):
+    opt.zero_grad()
+    xs = torch.randn(16, 8) * 2 + 1
+    torch.nn.functional.cross_entropy(bt(xs), torch.randint(0, 4, (16,))).backward()
+    opt.step()
+bt.eval()
+torch.onnx.export(bt, (x[:8],), os.path.join(out, "bnbias_trained.onnx"), dynamo=True, external_data=False,
                   dynamic_shapes=({0: torch.export.Dim("batch")},))
