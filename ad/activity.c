@@ -82,6 +82,14 @@ bool lt_ad_activity_pass(lt_ad *c, const lt_block *b)
         in_active |= fq && c->active[fq->in[0]->id];
         for (int r = 0; r < n->nregions && !in_active; r++)
             in_active = any_active_in_block(c, n->regions[r]);
+        if (n->op == LT_OP_SCAN && n->opset < 9) {
+            /* Scan-8 (a batch axis, sequence lengths) is not differentiated:
+             * its outputs are active so that lt_ad_loop says so, where
+             * leaving them inactive would give its inputs zero gradients */
+            for (int k = 0; in_active && k < n->nout; k++)
+                changed |= lt_ad_mark(c, n->out[k]);
+            continue;
+        }
         if (n->op == LT_OP_LOOP || n->op == LT_OP_SCAN) {
             /* scan outputs follow the body's per-iteration values */
             const lt_block *body = n->nregions ? n->regions[0] : NULL;

@@ -329,6 +329,58 @@ done:
     return s;
 }
 
+/* A new tensor of t's type whose axis 0 has n entries: t's first
+ * min(n, t's) rows, then zeros (Scan-8's sequence lengths: a shorter
+ * sequence's scan inputs cut, its scan outputs padded). */
+static lt_status resize_axis0(lt_kctx *k, const lt_tensor *t, int64_t n, lt_value **out)
+{
+    int64_t dims[LT_MAX_RANK];
+    memcpy(dims, t->dims, sizeof *dims * (size_t)t->rank);
+    dims[0] = n;
+    lt_value *v = lt_value_new_tensor();
+    if (!v)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    lt_status s = lt_tensor_alloc(&v->t, t->dtype, t->rank, dims, k->err);
+    if (s != LT_OK) {
+        free(v);
+        return s;
+    }
+    size_t row = t->dims[0] ? (size_t)(t->numel / t->dims[0]) * lt_dtype_size(t->dtype) : 0;
+    size_t keep = (size_t)(n < t->dims[0] ? n : t->dims[0]) * row;
+    if (keep)
+        memcpy(v->t.data, t->data, keep);
+    memset((char *)v->t.data + keep, 0, (size_t)n * row - keep);
+    *out = v;
+    return LT_OK;
+}
+
+/* Scan-8's sequence_lens: one length per batch entry in 0..T (an absent
+ * input: every sequence is T long). */
+static lt_status scan8_lengths(lt_kctx *k, int64_t B, int64_t T, int64_t **lens)
+{
+    *lens = NULL;
+    const lt_tensor *l = k->nin > 0 && k->in[0] ? lt_k_in(k, 0) : NULL;
+    if (!l)
+        return LT_OK;
+    if (l->rank != 1 || l->dims[0] != B)
+        return lt_k_fail(k, LT_ERR_INVALID, "sequence_lens has %lld entries for a batch of %lld",
+                         (long long)(l->rank == 1 ? l->dims[0] : l->numel), (long long)B);
+    int64_t *v = malloc(sizeof *v * (size_t)(B + 1));
+    if (!v)
+        return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
+    for (int64_t b = 0; b < B; b++) {
+        double x = lt_tensor_get_f64(l, b);
+        if (!(x >= 0 && x <= (double)T)) {
+            free(v);
+            return lt_k_fail(k, LT_ERR_INVALID, "sequence_lens[%lld] is %g, outside 0..%lld (the sequence axis)",
+                             (long long)b, x, (long long)T);
+        }
+        v[b] = (int64_t)x;
+    }
+    *lens = v;
+    return LT_OK;
+}
+
 static lt_status op_scan(lt_kctx *k)
 {
     const lt_block *b = region(k, "body");
@@ -395,10 +447,16 @@ static lt_status op_scan(lt_kctx *k)
         /* opset 8: axis 0 of every state and scan input is the batch; the
          * sequence axis of scan inputs is 1; outputs stack on axis 1 */
         const lt_tensor *st0 = nstate ? lt_k_in(k, first) : xs[0];
-        int64_t B = st0 ? st0->dims[0] : 0;
+        int64_t B = st0 ? st0->dims[0] : 0, T8 = nscan_in && xs[0]->rank >= 2 ? xs[0]->dims[1] : 0, *lens = NULL;
+        for (int j = 0; j < nscan_in && s == LT_OK; j++)
+            if (xs[j]->rank < 2 || xs[j]->dims[0] != B || xs[j]->dims[1] != T8)
+                s = lt_k_fail(k, LT_ERR_INVALID, "Scan-8's scan input %d is not [batch %lld, sequence %lld, ...]", j,
+                              (long long)B, (long long)T8);
+        if (s == LT_OK)
+            s = scan8_lengths(k, B, T8, &lens);
         lt_value ***per_b_state = calloc(B + 1, sizeof *per_b_state);
         lt_value **batch_scan_out = calloc((size_t)nscan_out * (B + 1) + 1, sizeof *batch_scan_out);
-        if (!per_b_state || !batch_scan_out)
+        if (s == LT_OK && (!per_b_state || !batch_scan_out))
             s = lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
         for (int64_t bi = 0; bi < B && s == LT_OK; bi++) {
             const lt_tensor *xb[64];
@@ -406,6 +464,13 @@ static lt_status op_scan(lt_kctx *k)
             int64_t axes1[64];
             for (int j = 0; j < nscan_in && s == LT_OK; j++) {
                 s = slice_axis(k, xs[j], 0, bi, &xbv[j]);
+                if (s == LT_OK && lens && lens[bi] < T8) {
+                    /* this sequence's first lens[bi] steps only */
+                    lt_value *cut = NULL;
+                    s = resize_axis0(k, &xbv[j]->t, lens[bi], &cut);
+                    lt_value_free(xbv[j]);
+                    xbv[j] = cut;
+                }
                 xb[j] = xbv[j] ? &xbv[j]->t : NULL;
                 axes1[j] = 0;
             }
@@ -425,14 +490,22 @@ static lt_status op_scan(lt_kctx *k)
                     lt_value_free(states[i]);
                 states[i] = NULL;
             }
-            /* stack this batch element's outputs into one tensor each */
+            /* stack this batch element's outputs into one tensor each,
+             * zeros past a shorter sequence's end (none at all: filled in
+             * below from another element's shape) */
             for (int j = 0; j < nscan_out; j++) {
-                if (s == LT_OK) {
+                if (s == LT_OK && Tb > 0) {
                     lt_kctx tmp = *k;
                     lt_value *slot[1] = {NULL};
                     tmp.out = slot;
                     tmp.nout = 1;
                     s = stack(&tmp, 0, sc[j], (int)Tb, 0, false, NULL);
+                    if (s == LT_OK && Tb < T8) {
+                        lt_value *padded = NULL;
+                        s = resize_axis0(k, &slot[0]->t, T8, &padded);
+                        lt_value_free(slot[0]);
+                        slot[0] = padded;
+                    }
                     batch_scan_out[(size_t)j * B + bi] = slot[0];
                 }
                 if (sc[j])
@@ -447,8 +520,23 @@ static lt_status op_scan(lt_kctx *k)
             s = col ? stack(k, i, col, (int)B, 0, false, NULL) : lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
             free(col);
         }
-        for (int j = 0; j < nscan_out && s == LT_OK; j++)
-            s = stack(k, nstate + j, &batch_scan_out[(size_t)j * B], (int)B, 0, false, NULL);
+        for (int j = 0; j < nscan_out && s == LT_OK; j++) {
+            lt_value **col = &batch_scan_out[(size_t)j * B];
+            const lt_value *shape = NULL;
+            for (int64_t bi = 0; bi < B && !shape; bi++)
+                shape = col[bi];
+            for (int64_t bi = 0; bi < B && s == LT_OK; bi++)
+                if (!col[bi]) {
+                    if (!shape)
+                        s = lt_k_fail(k, LT_ERR_UNSUPPORTED,
+                                      "every sequence_lens entry is 0: scan output %d has no shape to fill", j);
+                    else if ((s = resize_axis0(k, &shape->t, T8, &col[bi])) == LT_OK)
+                        memset(col[bi]->t.data, 0, (size_t)col[bi]->t.numel * lt_dtype_size(col[bi]->t.dtype));
+                }
+            if (s == LT_OK)
+                s = stack(k, nstate + j, col, (int)B, 0, false, NULL);
+        }
+        free(lens);
         for (int64_t bi = 0; bi < B; bi++) {
             if (per_b_state && per_b_state[bi]) {
                 free_values(per_b_state[bi], nstate);
