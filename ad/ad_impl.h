@@ -55,9 +55,10 @@ void lt_ad_register_affine_grid(lt_ad_rule *tab, uint32_t *nondiff);
  * the split tensor; lt_ad_seq_split gives that SplitToSequence, or NULL */
 void lt_ad_register_sequence(lt_ad_rule *tab, uint32_t *nondiff);
 const lt_node *lt_ad_seq_split(const lt_node *n);
-/* A DequantizeLinear of a QuantizeLinear's integers (fake quantization):
+/* A DequantizeLinear reading a QuantizeLinear's output (fake quantization):
  * that QuantizeLinear, whose x takes the pair's straight-through gradient
- * (rules_quant.c), or NULL */
+ * (rules_quant.c, which refuses a pair through a type it has no rule for,
+ * such as float8), or NULL */
 const lt_node *lt_ad_fake_quant(const lt_node *n);
 /* drops adjoints nobody reads and values nobody uses */
 lt_status lt_ad_dce(lt_module *m, lt_err *err);
