@@ -3,6 +3,7 @@
  * themselves (or one common scale under keep_aspect_ratio_policy) from
  * sizes, when those inputs are constants. */
 #include "infer.h"
+#include "shape_image.h"
 #include <math.h>
 #include <string.h>
 
@@ -40,6 +41,15 @@ static double elem(const lt_tensor *t, int64_t i)
     }
 }
 
+int64_t lt_resize_len(int64_t in, double scale)
+{
+    if (in <= ((int64_t)1 << 24)) {
+        volatile float p = (float)in * (float)scale; /* rounded to float32, whatever the evaluation method */
+        return (int64_t)floorf(p);
+    }
+    return (int64_t)floor((double)in * scale);
+}
+
 /* Output dims of x scaled by sc[d] (sc NULL: unknown). */
 static void scaled(const lt_type *x, const double *sc, lt_type *o)
 {
@@ -47,7 +57,7 @@ static void scaled(const lt_type *x, const double *sc, lt_type *o)
         if (sc[d] == 1)
             o->dims[d] = x->dims[d];
         else if (known(x->dims[d]) && sc[d] > 0 && sc[d] * (double)x->dims[d].v < 9e15)
-            o->dims[d] = (lt_dim){(int64_t)floor(sc[d] * (double)x->dims[d].v), -1};
+            o->dims[d] = (lt_dim){lt_resize_len(x->dims[d].v, sc[d]), -1};
     }
 }
 

@@ -64,7 +64,7 @@ lt_status lt_img_resize_scales(lt_kctx *k, lt_resize *p, const lt_tensor *x, con
         p->out_f[d] = p->scale[d] * (double)x->dims[d];
         if (p->out_f[d] > 9.0e15)
             return lt_k_fail(k, LT_ERR_RUNTIME, "output size along axis %d is too large", d);
-        p->out[d] = (int64_t)floor(p->out_f[d]);
+        p->out[d] = lt_resize_len(x->dims[d], p->scale[d]);
     }
     return LT_OK;
 }

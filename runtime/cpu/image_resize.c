@@ -19,7 +19,11 @@ static double coord(const lt_resize *p, int d, int64_t in, double x)
     case LT_RS_PYTORCH_HALF_PIXEL: return of > 1 ? (x + 0.5) / s - 0.5 : 0;
     case LT_RS_ALIGN_CORNERS: return of == 1 ? 0 : x * (double)(in - 1) / (of - 1);
     case LT_RS_ASYMMETRIC: return x / s;
-    case LT_RS_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / s;
+    case LT_RS_TF_HALF_PIXEL_FOR_NN:
+        /* an axis kept as it is (batch, channels) stays itself, as in
+         * TensorFlow and onnxruntime: x + 0.5 would round or interpolate
+         * into the next sample */
+        return s == 1 && p->out[d] == in ? x : (x + 0.5) / s;
     case LT_RS_TF_CROP_AND_RESIZE: {
         double a = p->roi_start[d], b = p->roi_end[d];
         if (of == 1)

@@ -6,6 +6,7 @@
 #define LT_CPU_IMAGE_UTIL_H
 
 #include "../runtime.h"
+#include "../../ir/shape_image.h"
 #include <math.h>
 
 enum { LT_RS_NEAREST, LT_RS_LINEAR, LT_RS_CUBIC };

@@ -3,6 +3,7 @@
  * algorithms (per output point, nested 1-d interpolation, neighbours picked
  * by distance in an edge-padded axis). */
 #include "testutil.h"
+#include "ir/shape_image.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,6 +441,77 @@ static void resize_legacy(void **state)
     tu_free(&g);
 }
 
+/* One Resize-13 of x by scales (a [4] tensor): out[0] gets the result. */
+static void resize_by(const char *mode, const char *coord, const char *nearest, lt_value *x, const double *sc,
+                      lt_value **out)
+{
+    tu_graph g = tu_single(LT_OP_RESIZE, 13, 3, 1);
+    tu_attr_str(&g, "mode", mode);
+    tu_attr_str(&g, "coordinate_transformation_mode", coord);
+    tu_attr_str(&g, "nearest_mode", nearest);
+    tu_omit_input(&g, 1);
+    int64_t sd[1] = {4};
+    lt_value *in[3] = {x, NULL, tu_from(LT_F32, 1, sd, sc)};
+    run_ok(&g, in, out);
+    lt_value_free(in[2]);
+    tu_free(&g);
+}
+
+/* tf_half_pixel_for_nn keeps an axis of scale 1 (batch, channels) as it
+ * is: (x + 0.5) / 1 rounded up, or interpolated, read the next sample
+ * (onnxruntime and TensorFlow keep them). Each [b, c] slice of a batch
+ * resized at once equals the slice resized alone. */
+static void resize_tf_nn_keeps_unscaled_axes(void **state)
+{
+    (void)state;
+    static const char *const modes[3][2] = {{"nearest", "round_prefer_ceil"}, {"nearest", "ceil"},
+                                            {"linear", "round_prefer_floor"}};
+    int64_t xd[4] = {2, 3, 3, 4}, sd[4] = {1, 1, 3, 4};
+    double sc[4] = {1, 1, 2, 1.5};
+    for (int m = 0; m < 3; m++) {
+        lt_value *x = tu_rand(LT_F32, 4, xd, -4, 6, 40 + (uint64_t)m), *all[1] = {0};
+        resize_by(modes[m][0], "tf_half_pixel_for_nn", modes[m][1], x, sc, all);
+        assert_int_equal(all[0]->t.dims[2], 6);
+        assert_int_equal(all[0]->t.dims[3], 6);
+        for (int64_t bc = 0; bc < 6; bc++) {
+            double v[12];
+            for (int i = 0; i < 12; i++)
+                v[i] = tu_get(x, bc * 12 + i);
+            lt_value *one = tu_from(LT_F32, 4, sd, v), *alone[1] = {0};
+            resize_by(modes[m][0], "tf_half_pixel_for_nn", modes[m][1], one, sc, alone);
+            for (int i = 0; i < 36; i++)
+                if (tu_get(all[0], bc * 36 + i) != tu_get(alone[0], i))
+                    fail_msg("%s/%s: slice %lld entry %d is %g, alone %g", modes[m][0], modes[m][1], (long long)bc,
+                             i, tu_get(all[0], bc * 36 + i), tu_get(alone[0], i));
+            lt_value_free(one);
+            lt_value_free(alone[0]);
+        }
+        lt_value_free(x);
+        lt_value_free(all[0]);
+    }
+}
+
+/* An output length from a float scale is floor of the float32 product, as
+ * onnxruntime computes it and PyTorch's own length agrees: 5 * 2.6f is
+ * 13.0f (in float64 12.9999995, which floors to 12), in the kernel and in
+ * shape inference. */
+static void resize_length_float32_product(void **state)
+{
+    (void)state;
+    int64_t xd[4] = {1, 1, 5, 2};
+    double sc[4] = {1, 1, 2.6, 1};
+    lt_value *x = tu_rand(LT_F32, 4, xd, -1, 1, 9), *out[1] = {0};
+    resize_by("nearest", "asymmetric", "floor", x, sc, out);
+    assert_int_equal(out[0]->t.dims[2], 13);
+    /* output row 12 reads row floor(12 / 2.6) = 4 */
+    assert_true(tu_get(out[0], 12 * 2) == tu_get(x, 4 * 2));
+    assert_int_equal(lt_resize_len(5, (double)2.6f), 13);
+    assert_int_equal(lt_resize_len(4, (double)0.6f), 2);
+    assert_int_equal(lt_resize_len((int64_t)1 << 30, 1.0), (int64_t)1 << 30);
+    lt_value_free(x);
+    lt_value_free(out[0]);
+}
+
 static void resize_errors(void **state)
 {
     (void)state;
@@ -791,6 +863,8 @@ int main(void)
         cmocka_unit_test(resize_axes_and_policy),
         cmocka_unit_test(resize_nearest_int8),
         cmocka_unit_test(resize_legacy),
+        cmocka_unit_test(resize_tf_nn_keeps_unscaled_axes),
+        cmocka_unit_test(resize_length_float32_product),
         cmocka_unit_test(resize_errors),
         cmocka_unit_test(gridsample_vs_reference),
         cmocka_unit_test(gridsample_hand),
