@@ -107,6 +107,13 @@ lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_o
         lt_gradcheck_row *row = &rows[nr++];
         snprintf(row->name, sizeof row->name, "%s", p->name);
         double *d = p->data.data;
+        /* an initializer fed as an input (IR 4's overridable defaults, or
+         * IR 3's initializers listed as inputs) runs with the fed value:
+         * that is the one to move */
+        for (int j = 0; j < n; j++)
+            if (names[j] && !strcmp(names[j], p->name) && in64[j] && in64[j]->kind == LT_VAL_TENSOR &&
+                in64[j]->t.dtype == LT_F64 && in64[j]->t.numel == p->data.numel)
+                d = in64[j]->t.data;
         int64_t cnt = p->data.numel < max_per_param ? p->data.numel : max_per_param;
         for (int64_t i = 0; i < p->data.numel; i++) {
             /* a gradient that is not finite anywhere fails, whether or not
