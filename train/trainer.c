@@ -538,7 +538,9 @@ static bool graph_constant(const lt_module *m, const lt_param *p)
      * weight's transpose is single-valued too): only its scalars count */
     bool temp = (!strncmp(n, "onnx::", 6) && t->numel == 1) || !strncmp(n, "_tensor_constant", 16) ||
                 !strncmp(n, "lifted_tensor", 13) ||
-                (!strncmp(n, "val_", 4) && n[4] && strspn(n + 4, "0123456789") == strlen(n + 4));
+                /* val_N, and val_N_M: a torch.cond branch's literal the
+                 * dynamo exporter lifted into the main graph */
+                (!strncmp(n, "val_", 4) && n[4] >= '0' && n[4] <= '9' && strspn(n + 4, "0123456789_") == strlen(n + 4));
     return temp || p->value->block != m->main;
 }
 

@@ -129,6 +129,37 @@ static void graph_constants_stay(void **state)
     lt_trainer_free(t);
 }
 
+/* A literal of a torch.cond branch that the dynamo exporter lifted into
+ * the main graph (models/zoo/if_dynamo: val_0_2, the 2.0 of b(x) * 2.0)
+ * is one of the graph's constants too: it was trained as a weight. */
+static void branch_literal_stays(void **state)
+{
+    (void)state;
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.loss = LT_LOSS_MSE;
+    o.on_note = tu_keep_note;
+    o.schedule.lr = 0.1;
+    tu_notes[0] = 0;
+    lt_trainer *t = NULL;
+    lt_err err;
+    if (lt_trainer_new(LT_SOURCE_DIR "/models/zoo/if_dynamo/model.onnx", &o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_non_null(strstr(tu_notes, "stay fixed as the graph's constants (val_0_2)"));
+    lt_value *in[2] = {tu_load(LT_SOURCE_DIR "/models/zoo/if_dynamo/in_0.npy"),
+                       tu_rand(LT_F32, 2, (int64_t[]){3, 5}, -1, 1, 78)};
+    const char *names[2] = {"in0", "targets"};
+    for (int step = 0; step < 2; step++)
+        if (lt_trainer_step(t, 0.1, 2, names, in, NULL, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+    const lt_model *m = lt_trainer_model(t);
+    assert_true(value_of(m, "val_0_2") == 2.0f);
+    assert_true(value_of(m, "b.bias") != 0.0f);
+    lt_value_free(in[0]);
+    lt_value_free(in[1]);
+    lt_trainer_free(t);
+}
+
 /* One all-ones scale and one zero bias read by two LayerNormalizations:
  * the note says they train as one tensor each; const_model.onnx, whose
  * weights are each read once, gets no such note. */
@@ -188,7 +219,8 @@ static void infinite_mask_fixed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(scales_start_at_one), cmocka_unit_test(half_weight_named),
-                                       cmocka_unit_test(graph_constants_stay), cmocka_unit_test(merged_weights_noted),
+                                       cmocka_unit_test(graph_constants_stay), cmocka_unit_test(branch_literal_stays),
+                                       cmocka_unit_test(merged_weights_noted),
                                        cmocka_unit_test(infinite_mask_fixed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
