@@ -376,9 +376,15 @@ static lt_status to_device(lt_trainer *t, lt_err *err)
 
 lt_status lt_trainer_pull(lt_trainer *t, lt_err *err)
 {
-    if (!t->dev || !t->host_stale)
-        return LT_OK;
     lt_module *m = t->tm;
+    /* the copies the importer made of trained tensors (a tied weight's
+     * folded transpose, a gathered table's folded form), which nothing
+     * reads in training, are written from those once the host holds them:
+     * a checkpoint then holds them as `lantern export` writes them */
+    if (!t->dev || !t->host_stale) {
+        lt_ir_refresh_tied(m);
+        return LT_OK;
+    }
     for (int p = 0; p < m->nparams; p++)
         if (t->dparam[p].buf) {
             lt_status st = t->dev->download(t->dev, m->params[p].data.data, t->dparam[p].buf,
@@ -387,8 +393,10 @@ lt_status lt_trainer_pull(lt_trainer *t, lt_err *err)
                 return st;
         }
     lt_status st = lt_optim_pull(t->opt, err);
-    if (st == LT_OK)
+    if (st == LT_OK) {
         t->host_stale = false;
+        lt_ir_refresh_tied(m);
+    }
     return st;
 }
 

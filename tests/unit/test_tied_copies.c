@@ -5,7 +5,8 @@
  * - three trainer steps of SGD with momentum train the two as one tensor:
  *   every parameter within 1e-5 of PyTorch's, the copy exactly the
  *   table's transpose after the steps, and in the export;
- * - a checkpoint after two steps resumes to the same bits as three steps;
+ * - a checkpoint after two steps resumes to the same bits as three steps,
+ *   and holds the copy as trained (what `lantern export CHECKPOINT` writes);
  * - with no_tie the copy trains on its own and the table ends far from
  *   PyTorch's (the reference can tell);
  * - lantern grad's tie_transposed: the table's gradient is the sum of the
@@ -146,6 +147,19 @@ static void resumes(void **state)
         }
         if (s == 1 && lt_trainer_save_checkpoint(t[1], dir, &err) != LT_OK)
             fail_msg("%s", err.msg);
+        if (s == 1) {
+            /* the checkpoint holds the copy as trained (lantern export
+             * CHECKPOINT --model writes it from there): the table's
+             * transpose, not the file's first values */
+            lt_model *m;
+            assert_int_equal(lt_model_load(DIR "tied.onnx", &m, &err), LT_OK);
+            if (lt_model_load_checkpoint(m, dir, &err) != LT_OK)
+                fail_msg("%s", err.msg);
+            assert_true(transposes(tu_param(m, TABLE), tu_param(m, COPY)));
+            assert_memory_equal(tu_param(m, TABLE)->data, tu_param(lt_trainer_model(t[1]), TABLE)->data,
+                                (size_t)tu_param(m, TABLE)->numel * sizeof(float));
+            lt_model_free(m);
+        }
         lt_value_free(in[0]);
         lt_value_free(in[1]);
     }
