@@ -196,8 +196,8 @@ static lt_status check_folds(const lt_trainer *t, lt_err *err)
             return lt_errf(err, LT_ERR_UNSUPPORTED,
                            "%s: initializer '%s' is parameter '%s' of the source module computed through operations "
                            "torch's exporter folded into it (%s among them), which lantern cannot undo to train '%s' "
-                           "as PyTorch does; export with torch.onnx.export(..., optimize=False) (or dynamo=False) to "
-                           "keep '%s', or --freeze %s to train the rest with it fixed",
+                           "as PyTorch does; export with torch.onnx.export(..., optimize=False) (or dynamo=False, "
+                           "do_constant_folding=False) to keep '%s', or --freeze %s to train the rest with it fixed",
                            t->path, pp->name, pp->fold_param, pp->fold_op, pp->fold_param, pp->fold_param, pp->name);
     }
     return LT_OK;
