@@ -1,6 +1,7 @@
 /* ONNX attributes to IR attributes: kinds checked against what each name
  * means across ops, graphs become regions. */
 #include "import_impl.h"
+#include "../ir/shape_elementwise.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,28 @@ lt_attr_kind lt_imp_attr_kind(const Onnx__AttributeProto *ap)
     return LT_ATTR_UNDEFINED;
 }
 
+/* Cast-1 names its target type as a string, the TensorProto.DataType
+ * enum's name ("FLOAT", "DOUBLE", "INT64"); it becomes the number every
+ * later Cast carries, so the kernels, inference and passes read one form. */
+static lt_status cast_to_name(imp *im, const Onnx__NodeProto *np, const Onnx__AttributeProto *ap, lt_attr *a)
+{
+    char name[32];
+    size_t len = ap->s.len < sizeof name - 1 ? ap->s.len : sizeof name - 1;
+    if (len)
+        memcpy(name, ap->s.data, len);
+    name[len] = 0;
+    lt_attr s = {.name = "to", .kind = LT_ATTR_STRING, .s = name, .slen = len};
+    lt_node probe = {.op = LT_OP_CAST, .nattr = 1, .attrs = &s};
+    lt_dtype to = len == ap->s.len && !memchr(name, 0, len) ? lt_cast_to_dtype(&probe) : LT_UNDEFINED;
+    if (to == LT_UNDEFINED)
+        return lt_imp_node_err(im, np, LT_ERR_INVALID,
+                               "attribute 'to' names '%s', not a TensorProto data type (FLOAT, DOUBLE, INT64, ...)",
+                               name);
+    a->kind = LT_ATTR_INT;
+    a->i = to;
+    return LT_OK;
+}
+
 lt_status lt_imp_convert_attr(imp *im, const Onnx__NodeProto *np, lt_node *n, const Onnx__AttributeProto *ap,
                               lt_attr *a, lt_block *b, scope *s, const opsets *ops, int *region)
 {
@@ -52,6 +75,8 @@ lt_status lt_imp_convert_attr(imp *im, const Onnx__NodeProto *np, lt_node *n, co
     a->kind = lt_imp_attr_kind(ap);
     if (a->kind == LT_ATTR_UNDEFINED)
         return lt_imp_node_err(im, np, LT_ERR_INVALID, "attribute '%s' has no type and no value", ap->name);
+    if (n->op == LT_OP_CAST && a->kind == LT_ATTR_STRING && strcmp(a->name, "to") == 0)
+        return cast_to_name(im, np, ap, a);
     for (size_t i = 0; i < sizeof fixed_kinds / sizeof fixed_kinds[0]; i++)
         if (strcmp(fixed_kinds[i].name, a->name) == 0 && fixed_kinds[i].except != n->op &&
             fixed_kinds[i].kind != a->kind)

@@ -93,6 +93,11 @@ lt_status lt_imp_node(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np,
                       const fnctx *fc);
 lt_status lt_imp_inline_function(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np,
                                  const Onnx__FunctionProto *f, const opsets *caller_ops);
+/* the experimental ops before opset 10 (ImageScaler, Scale, Affine,
+ * ScaledTanh, ParametricSoftplus, Crop) imported as the standard ops they
+ * are made of (legacy_ops.c); *done false for any other op */
+lt_status lt_imp_experimental(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np, const fnctx *fc,
+                              bool *done);
 void lt_imp_map_free(namemap *mp);
 lt_ival *lt_imp_map_get(const namemap *mp, const char *k);
 /* an error naming the file, the node and its op; fmt has one %s for detail */

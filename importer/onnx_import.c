@@ -251,6 +251,10 @@ lt_status lt_imp_node(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np,
         const Onnx__FunctionProto *f = lt_imp_find_function(im, domain, np);
         if (f)
             return lt_imp_inline_function(im, s, b, np, f, ops);
+        bool lowered = false;
+        lt_status ls = dom == LT_DOMAIN_ONNX ? lt_imp_experimental(im, s, b, np, fc, &lowered) : LT_OK;
+        if (ls != LT_OK || lowered)
+            return ls;
         return record_unsupported(im, s, b, np, *domain ? domain : "ai.onnx");
     }
     if (np->n_input > 4096 || np->n_output > 4096 || np->n_attribute > 4096)
@@ -579,6 +583,12 @@ static lt_status import_model(lt_module *m, const Onnx__ModelProto *mp, lt_err *
     if (m->nunsupported)
         return LT_OK; /* types of unknown ops cannot be inferred; report first */
     st = lt_infer_module(m, err);
+    /* opset < 7 broadcasts in numpy's form, now that ranks are known */
+    int nlegacy = 0;
+    if (st == LT_OK)
+        st = lt_ir_legacy_broadcast(m, &nlegacy, err);
+    if (st == LT_OK && nlegacy)
+        st = lt_infer_module(m, err);
     if (st == LT_OK)
         st = lt_ir_verify(m, err);
     return st;

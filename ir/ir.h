@@ -450,6 +450,11 @@ lt_status lt_ir_record_clone(lt_module *m, const lt_node *n, const lt_node *c, c
  * parameters of zeros again where the graph signature names them (see
  * ir/restore_bias.c); *nrestored gets how many */
 lt_status lt_ir_restore_biases(lt_module *m, int *nrestored, lt_err *err);
+/* Legacy broadcasts (opset < 7 binary ops with broadcast = 1, B aligned at
+ * `axis`) rewritten as numpy broadcasts: B read through an Unsqueeze that
+ * appends the dims of 1, the attributes dropped (see ir/legacy_bcast.c);
+ * needs inferred ranks. *n gets how many nodes were rewritten. */
+lt_status lt_ir_legacy_broadcast(lt_module *m, int *n, lt_err *err);
 /* The initializers the graph signature names as buffers (not a
  * BatchNormalization's running statistics), and in any model the float
  * initializers read only as operators' settings (op_setting), are not
