@@ -115,14 +115,20 @@ static lt_ival *cast_to(lt_ad *c, lt_ival *v, lt_dtype t)
 
 /* ---- fake quantization ---- */
 
-/* Every QuantizeLinear read by a DequantizeLinear: its gradient is the
- * pair's (fake_quant_grad), which fails where it has none to give rather
- * than leave what was quantized without one. */
+/* Every QuantizeLinear read by a DequantizeLinear, directly or through
+ * operations that only move or reshape its integers (Transpose, Reshape,
+ * ...): its gradient is the pair's (fake_quant_grad), which fails where it
+ * has none to give rather than leave what was quantized without one. */
 const lt_node *lt_ad_fake_quant(const lt_node *n)
 {
     if (n->op != LT_OP_DEQUANTIZE_LINEAR || n->nin < 2 || !n->in[0] || !n->in[0]->def)
         return NULL;
     const lt_node *q = n->in[0]->def;
+    for (int hops = 0; hops < 16 && q->nin >= 1 && q->in[0] && q->in[0]->def &&
+                       (q->op == LT_OP_TRANSPOSE || q->op == LT_OP_RESHAPE || q->op == LT_OP_SQUEEZE ||
+                        q->op == LT_OP_UNSQUEEZE || q->op == LT_OP_FLATTEN || q->op == LT_OP_IDENTITY);
+         hops++)
+        q = q->in[0]->def;
     if (q->op != LT_OP_QUANTIZE_LINEAR || q->nin < 2 || !q->in[0] || !q->in[1] || q->nout < 1 || !q->out[0])
         return NULL;
     return q;
@@ -140,6 +146,11 @@ static lt_status dq_scale_grad(lt_ad *c, const lt_node *n, lt_ival *x, lt_ival *
 
 static lt_status fake_quant_grad(lt_ad *c, const lt_node *n, const lt_node *q, lt_ival *const *in, lt_ival *g)
 {
+    if (n->in[0]->def != q)
+        return lt_ad_fail(c, n, "the straight-through gradient of the QuantizeLinear making '%s' is taken only where "
+                          "a DequantizeLinear reads its output directly; here a %s making '%s' lies between them",
+                          q->out[0]->name ? q->out[0]->name : "?", lt_op_names[n->in[0]->def->op],
+                          n->in[0]->name ? n->in[0]->name : "?");
     lt_status st = LT_OK;
     bool own_scale = n->in[1] != q->in[1];
     if (own_scale && lt_ad_wants(c, n, 1) && (st = dq_scale_grad(c, n, in[0], in[1], lt_ad_arg(n, in, 2), g)) != LT_OK)

@@ -168,6 +168,21 @@ static void float8_refused(void **state)
     lt_model_free(m);
 }
 
+/* A Transpose between the pair (QuantizeLinear, Transpose of its integers,
+ * DequantizeLinear): refused by name, where W's gradient was silently
+ * zero (integers carry no gradient). */
+static void op_between_refused(void **state)
+{
+    (void)state;
+    lt_err err;
+    lt_model *m = tu_model(FQ "fq_between.onnx");
+    lt_grad_opts o = {.loss = LT_LOSS_SUM};
+    assert_int_not_equal(lt_model_grad(m, &o, &err), LT_OK);
+    assert_non_null(strstr(err.msg, "of the QuantizeLinear making 'Wq' is taken only where a DequantizeLinear "
+                                    "reads its output directly; here a Transpose making 'Wt' lies between them"));
+    lt_model_free(m);
+}
+
 static void observer_scales_fixed(void **state)
 {
     (void)state;
@@ -191,7 +206,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(straight_through_as_torch),
                                        cmocka_unit_test(block_straight_through),
-                                       cmocka_unit_test(block_constant_scale), cmocka_unit_test(float8_refused),
+                                       cmocka_unit_test(block_constant_scale), cmocka_unit_test(float8_refused), cmocka_unit_test(op_between_refused),
                                        cmocka_unit_test(observer_scales_fixed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,9 @@ covers indices [4j, 4j + 4) along the axis; D = 10 is not a multiple of 4):
                        uint4 (axis -1) by a Constant scale and zero point
   fq_f8.onnx           x [2,4] -> MatMul with W' -> y, W' fake-quantized to
                        float8e4m3fn (by output_dtype): no straight-through gradient
+  fq_between.onnx      x [2,4] -> MatMul with W', W' = DequantizeLinear of the
+                       Transpose of QuantizeLinear(W): the straight-through
+                       gradient is refused, not silently zero
   bx.npy, bdy.npy      the input and seed of both block models
   bdA, bdC, bdW.npy    the weights' gradients: torch's fake_quantize_per_-
                        channel_affine on the blocks laid out as channels (the
@@ -179,6 +182,16 @@ g = h.make_graph(
     "fq_f8", [h.make_tensor_value_info("x", TP.FLOAT, [2, 4])], [h.make_tensor_value_info("y", TP.FLOAT, [2, 3])],
     initializer=[nh.from_array(rng.standard_normal((4, 3)).astype(np.float32), "W")])
 save21(g, "fq_f8.onnx")
+
+g = h.make_graph(
+    [h.make_node("QuantizeLinear", ["W", "s"], ["Wq"]),
+     h.make_node("Transpose", ["Wq"], ["Wt"], perm=[1, 0]),
+     h.make_node("DequantizeLinear", ["Wt", "s"], ["Wd"]),
+     h.make_node("MatMul", ["x", "Wd"], ["y"])],
+    "fq_between", [h.make_tensor_value_info("x", TP.FLOAT, [2, 4])], [h.make_tensor_value_info("y", TP.FLOAT, [2, 3])],
+    initializer=[nh.from_array(rng.standard_normal((3, 4)).astype(np.float32), "W"),
+                 nh.from_array(np.array(0.01, np.float32), "s")])
+save21(g, "fq_between.onnx")
 
 for name, a in (("bx", bx), ("bdy", bdy), ("bdA", dA), ("bdC", dC), ("bdW", dW2), ("bdsb", dsb.astype(np.float32)),
                 ("bdscd", dscd.astype(np.float32))):
