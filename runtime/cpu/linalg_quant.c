@@ -199,18 +199,25 @@ static lt_status dequantize_linear(lt_kctx *k)
     if (s != LT_OK)
         return s;
     float *sc = lt_k_scratch(k, sizeof *sc * (size_t)nch);
-    double *z = lt_k_scratch(k, sizeof *z * (size_t)nch);
-    if (!sc || !z)
+    double *z = lt_k_scratch(k, sizeof *z * (size_t)nch), *sc64 = lt_k_scratch(k, sizeof *sc64 * (size_t)nch);
+    if (!sc || !z || !sc64)
         return lt_k_fail(k, LT_ERR_NOMEM, "out of memory");
     for (int64_t c = 0; c < nch; c++) {
-        sc[c] = (float)lt_tensor_get_f64(scale, c); /* e8m0 2^-127 .. 2^127: float holds every one */
+        sc64[c] = lt_tensor_get_f64(scale, c);
+        sc[c] = (float)sc64[c]; /* e8m0 2^-127 .. 2^127: float holds every one */
         z[c] = zp ? lt_tensor_get_f64(zp, c) : 0;
     }
     float *yf = y->dtype == LT_F32 ? y->data : NULL;
+    /* a float64 output (a model widened by grad --f64) multiplies in float64 */
+    bool wide = y->dtype == LT_F64;
 #pragma omp parallel for if (x->numel > 32768)
     for (int64_t i = 0; i < x->numel; i++) {
         int64_t c = qidx(&qm, i);
         double d = xfloat ? lt_tensor_get_f64(x, i) - z[c] : (double)(lt_tensor_get_i64(x, i) - (int64_t)z[c]);
+        if (wide) {
+            ((double *)y->data)[i] = d * sc64[c];
+            continue;
+        }
         float v = (float)d * sc[c];
         if (yf)
             yf[i] = v;
