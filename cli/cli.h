@@ -29,6 +29,11 @@ int lt_cli_same_file(const char *a, const char *b);
  * (NULL entries skipped) the command reads or writes as what[i]; else one
  * line naming both uses, and 0. */
 int lt_cli_out_distinct(const char *path, const char *opt, const char *const *others, const char *const *what, int n);
+/* The data file a model written to out may take (out + ".data", for
+ * external data: importer/export_external.h) must be none of others[i]
+ * either; else one line naming the three, and 0. */
+int lt_cli_out_data_distinct(const char *out, const char *opt, const char *const *others, const char *const *what,
+                             int n);
 /* --mean / --std: one number or up to max comma-separated ones into v (*n
  * of them); 0 after a line saying why not. */
 int lt_cli_norm_arg(const char *opt, const char *s, int *n, double *v, int max);

@@ -3,6 +3,7 @@
  * those of .npy files named after the parameters (MODEL --weights DIR). */
 #include "options.h"
 #include "train/checkpoint.h"
+#include "importer/export_external.h"
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -56,6 +57,44 @@ static int params_distinct(lt_model *m, const char *weights)
     return ok;
 }
 
+/* -o against the files the command reads: the checkpoint and its folder's
+ * lock (NULL: none), the model's external data; the data file -o may take
+ * against those and the model. */
+static int outputs_apart(const char *out, const char *model, const char *ck, const char *lock)
+{
+    char **ext = NULL;
+    int next = 0;
+    const char **files = NULL, **what = NULL;
+    if (lt_model_external_files(model, &ext, &next)) {
+        files = calloc((size_t)next + 3, sizeof *files);
+        what = calloc((size_t)next + 3, sizeof *what);
+    }
+    if (!files || !what) {
+        free(files);
+        free(what);
+        lt_export_free_files(ext, next);
+        fprintf(stderr, "lantern: out of memory\n");
+        return 0;
+    }
+    int n = 0;
+    files[n] = ck;
+    what[n++] = "the checkpoint";
+    files[n] = lock;
+    what[n++] = "the checkpoint folder's lock";
+    for (int i = 0; i < next; i++) {
+        files[n] = ext[i];
+        what[n++] = "the model's external data";
+    }
+    int ok = lt_cli_out_distinct(out, "-o", files, what, n);
+    files[n] = model;
+    what[n++] = "the model";
+    ok = ok && lt_cli_out_data_distinct(out, "-o", files, what, n);
+    free(files);
+    free(what);
+    lt_export_free_files(ext, next);
+    return ok;
+}
+
 #define EXPORT_OPTIONS(X, A)                                                                                         \
     X(E_OUT, "-o", "OUT.onnx", "the file to write (required)", NULL, 0)                                              \
     A(E_OUT, "--output", "OUT.onnx", "the file to write (required)", NULL, 0)                                        \
@@ -91,17 +130,22 @@ static int cmd_export(const lt_cli_args *a)
     if (!lt_cli_out_file(out, "-o", 0))
         return 2;
     /* -o may replace the model (written whole, at the end), never the
-     * checkpoint or a .npy the weights come from */
-    char ckfile[PATH_MAX + 32], outdir[PATH_MAX];
+     * checkpoint, its folder's lock, a file of the model's external data or
+     * a .npy the weights come from; nor may the data file -o may take */
+    char ckfile[PATH_MAX + 32], lockfile[PATH_MAX + 32], outdir[PATH_MAX];
     struct stat ss;
-    const char *ck = NULL;
+    const char *ck = NULL, *lock = NULL;
     if (model && stat(src, &ss) == 0 && S_ISDIR(ss.st_mode) &&
         snprintf(ckfile, sizeof ckfile, "%s/%s", src, LT_CKPT_FILE) < (int)sizeof ckfile)
         ck = ckfile;
     else if (model)
         ck = src;
-    const char *what[1] = {"the checkpoint"};
-    if (ck && !lt_cli_out_distinct(out, "-o", &ck, what, 1))
+    if (ck && strlen(ck) < sizeof outdir) {
+        memcpy(outdir, ck, strlen(ck) + 1);
+        if (snprintf(lockfile, sizeof lockfile, "%s/checkpoint.lock", dirname(outdir)) < (int)sizeof lockfile)
+            lock = lockfile;
+    }
+    if (!outputs_apart(out, model ? model : src, ck, lock))
         return 2;
     size_t ol = strlen(out);
     if (weights && ol > 4 && !strcmp(out + ol - 4, ".npy") && ol < sizeof outdir) {
@@ -158,7 +202,8 @@ const lt_cli_cmd lt_cli_export = {
     "export", "CHECKPOINT --model MODEL -o OUT.onnx | MODEL [--weights DIR] -o OUT.onnx",
     "write the model again with a training checkpoint's weights, or with parameters from DIR/*.npy",
     "CHECKPOINT or MODEL", 1, 1,
-    "Writes MODEL again (external data inlined) with the parameters of a training checkpoint (the\n"
-    ".ltck file or the folder holding it, from lantern train --checkpoint-dir DIR), or with --weights\n"
-    "those of DIR/<name>.npy (names sanitized as lantern grad writes them).\n",
+    "Writes MODEL again with the parameters of a training checkpoint (the .ltck file or the folder\n"
+    "holding it, from lantern train --checkpoint-dir DIR), or with --weights those of DIR/<name>.npy\n"
+    "(names sanitized as lantern grad writes them). A MODEL with external data, or one past 2 GiB,\n"
+    "is written with its initializers of 1 KiB or more in OUT.onnx.data beside OUT.onnx.\n",
     export_opts, cmd_export};

@@ -1,9 +1,11 @@
 /* Checks on what a command is about to write, made before any work is done:
  * the target of -o / --plot / --log (a file lantern may create or replace,
- * never a folder, a device or a symbolic link it would follow or clobber),
+ * never a folder, a device or a symbolic link it would follow or clobber;
+ * never a file the command reads, nor the external-data file beside -o),
  * the output folder, and the .npy names that parameters and outputs map to.
  * Each failure prints one line and the caller exits 2. */
 #include "cli.h"
+#include "importer/export_external.h"
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -87,6 +89,24 @@ int lt_cli_out_distinct(const char *path, const char *opt, const char *const *ot
             fprintf(stderr, "lantern: %s %s is also %s%s%s; give %s another file\n", opt,
                     lt_str_printable(path, a, sizeof a), what[i], strcmp(path, others[i]) ? " " : "",
                     strcmp(path, others[i]) ? lt_str_printable(others[i], b, sizeof b) : "", opt);
+            return 0;
+        }
+    return 1;
+}
+
+int lt_cli_out_data_distinct(const char *out, const char *opt, const char *const *others, const char *const *what,
+                             int n)
+{
+    char data[PATH_MAX + 16];
+    if (!lt_export_data_path(out, data, sizeof data))
+        return 1;
+    for (int i = 0; i < n; i++)
+        if (others[i] && lt_cli_same_file(data, others[i])) {
+            char a[512], b[512], c[512];
+            fprintf(stderr, "lantern: %s %s would write its external data to %s, which is also %s%s%s; give %s "
+                    "another file\n", opt, lt_str_printable(out, a, sizeof a), lt_str_printable(data, b, sizeof b),
+                    what[i], strcmp(data, others[i]) ? " " : "",
+                    strcmp(data, others[i]) ? lt_str_printable(others[i], c, sizeof c) : "", opt);
             return 0;
         }
     return 1;

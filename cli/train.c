@@ -4,6 +4,7 @@
  * test split. */
 #include "options.h"
 #include "json.h"
+#include "importer/export_external.h"
 #include "train/checkpoint.h"
 #include "train/norm_meta.h"
 #include "train/plot.h"
@@ -435,15 +436,29 @@ static void say_resume(const char *dir, char *line, size_t len)
 }
 
 /* -o, --log and --plot are three files, none of them the model (--log,
- * --plot), a file of the data or the checkpoint: written over, those would
- * be lost before or after the run. -o may replace the model: it is written
- * whole, after the run. */
+ * --plot), a file its external data lives in, a file of the data, the
+ * checkpoint or the checkpoint folder's lock: written over, those would be
+ * lost before or after the run. -o may replace the model: it is written
+ * whole, after the run. The data file -o may take for external data
+ * (OUT.data) is none of them either. */
 static int outputs_apart(const char *model, const char *data, const char *ckdir, const char *out, const char *log,
                          const char *plot)
 {
-    enum { MAXF = 12 };
-    char pieces[8][PATH_MAX], ck[PATH_MAX + 32];
-    const char *files[MAXF], *what[MAXF];
+    char pieces[8][PATH_MAX], ck[PATH_MAX + 32], lock[PATH_MAX + 32];
+    char **ext = NULL;
+    int next = 0;
+    if (!lt_model_external_files(model, &ext, &next)) {
+        fprintf(stderr, "lantern: out of memory\n");
+        return 0;
+    }
+    const char **files = calloc((size_t)next + 14, sizeof *files), **what = calloc((size_t)next + 14, sizeof *what);
+    if (!files || !what) {
+        free(files);
+        free(what);
+        lt_export_free_files(ext, next);
+        fprintf(stderr, "lantern: out of memory\n");
+        return 0;
+    }
     int n = 0;
     const char *arg = strchr(data, '=');
     for (const char *p = arg ? arg + 1 : NULL; p && *p && n < 8;) {
@@ -461,6 +476,14 @@ static int outputs_apart(const char *model, const char *data, const char *ckdir,
         files[n] = ck;
         what[n++] = "the checkpoint";
     }
+    if (ckdir && snprintf(lock, sizeof lock, "%s/checkpoint.lock", ckdir) < (int)sizeof lock) {
+        files[n] = lock;
+        what[n++] = "the checkpoint folder's lock";
+    }
+    for (int i = 0; i < next; i++) {
+        files[n] = ext[i];
+        what[n++] = "the model's external data";
+    }
     /* each output against every other file but itself: -o may replace the
      * model, and --plot was checked against --log as --log was */
     int im = n, ip = n + 1, il = n + 2;
@@ -472,16 +495,17 @@ static int outputs_apart(const char *model, const char *data, const char *ckdir,
     what[il] = "--log";
     n += 3;
     files[im] = NULL;
-    if (!lt_cli_out_distinct(out, "-o", files, what, n))
-        return 0;
+    int ok = lt_cli_out_distinct(out, "-o", files, what, n);
     files[im] = model;
+    ok = ok && lt_cli_out_data_distinct(out, "-o", files, what, n);
     files[il] = NULL;
-    if (log && !lt_cli_out_distinct(log, "--log", files, what, n))
-        return 0;
+    ok = ok && (!log || lt_cli_out_distinct(log, "--log", files, what, n));
     files[ip] = NULL;
-    if (plot && !lt_cli_out_distinct(plot, "--plot", files, what, n))
-        return 0;
-    return 1;
+    ok = ok && (!plot || lt_cli_out_distinct(plot, "--plot", files, what, n));
+    free(files);
+    free(what);
+    lt_export_free_files(ext, next);
+    return ok;
 }
 
 /* Where checkpoints go must be able to take one before the run: a new run
@@ -952,6 +976,8 @@ const lt_cli_cmd lt_cli_train = {
     "(ml_dtypes' .npy), float32 or float64. Integer y are class labels, float y targets. An npz (or npy\n"
     "pair) whose arrays are named like the model's inputs feeds each input its array, in the type it\n"
     "declares.\n"
+    "A MODEL with external data, or one past 2 GiB, is written with its initializers of 1 KiB or more\n"
+    "in OUT.onnx.data beside OUT.onnx (offsets 4096-aligned); smaller ones stay inline.\n"
     "--mean/--std are stored in OUT.onnx (metadata_props lantern.mean, lantern.std) and\n"
     "lantern eval and predict apply them; a MODEL that stores them trains with them unless given.\n"
     "--init keep trains the weights MODEL holds (fine-tuning, or PyTorch's initialisation as\n"

@@ -3,9 +3,12 @@
  * If/Loop/Scan attributes, at any depth) takes the bytes of the parameter of
  * the same name and scope, and the message is packed and written atomically.
  * metadata_props entries the model set (the normalisation of a training run)
- * are written or added. Nothing else in the file changes. */
+ * are written or added. Nothing else in the file changes. A model that had
+ * external data, or one whose protobuf would pass 2 GiB, is written with
+ * its tensors in a data file beside it (export_external.c). */
 #include "importer.h"
 #include "atomic_file.h"
+#include "export_external.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -42,6 +45,11 @@ typedef struct exporter {
     const char *path;
     bool *used; /* per module parameter: already written */
     lt_err *err;
+    const char *base_dir; /* the original's folder, for external data read again */
+    /* initializers whose raw_data is a parameter's own memory (not copied,
+     * never freed here): detached before the message is freed */
+    Onnx__TensorProto **borrowed;
+    size_t nborrowed, cap_borrowed;
 } exporter;
 
 static const char *str_or(const char *s, const char *dflt) { return s && *s ? s : dflt; }
@@ -99,14 +107,39 @@ static void *dup_bytes(const void *src, size_t n)
     return d;
 }
 
-/* Replaces the tensor's data by `bytes` bytes at src (raw_data), clearing the
- * typed fields and any external data reference. */
-static lt_status set_raw(exporter *x, Onnx__TensorProto *tp, const void *src, size_t bytes)
+/* Tensor protos in address order, for the borrowed list. */
+static int by_address(const void *a, const void *b)
 {
-    void *copy = dup_bytes(src, bytes);
+    uintptr_t p = (uintptr_t) * (Onnx__TensorProto *const *)a, q = (uintptr_t) * (Onnx__TensorProto *const *)b;
+    return p < q ? -1 : p > q;
+}
+/* Whether tp's raw_data is borrowed (x->borrowed is sorted by then). */
+static bool is_borrowed(void *ud, const Onnx__TensorProto *tp)
+{
+    exporter *x = ud;
+    return x->nborrowed && bsearch(&tp, x->borrowed, x->nborrowed, sizeof *x->borrowed, by_address);
+}
+
+/* Replaces the tensor's data by `bytes` bytes at src (raw_data), clearing the
+ * typed fields and any external data reference. borrow: src (a parameter's
+ * data, alive until the export ends) is used in place, not copied. */
+static lt_status set_raw(exporter *x, Onnx__TensorProto *tp, const void *src, size_t bytes, bool borrow)
+{
+    if (borrow && bytes && x->nborrowed == x->cap_borrowed) {
+        size_t cap = x->cap_borrowed ? 2 * x->cap_borrowed : 64;
+        Onnx__TensorProto **grown = realloc(x->borrowed, sizeof *grown * cap);
+        if (grown) {
+            x->borrowed = grown;
+            x->cap_borrowed = cap;
+        }
+    }
+    borrow = borrow && bytes && x->nborrowed < x->cap_borrowed;
+    void *copy = borrow ? (void *)src : dup_bytes(src, bytes);
     if (!copy)
         return lt_errf(x->err, LT_ERR_NOMEM, "out of memory (%zu bytes for initializer '%s')", bytes,
                        str_or(tp->name, "?"));
+    if (borrow)
+        x->borrowed[x->nborrowed++] = tp;
     if (tp->has_raw_data || tp->raw_data.data)
         free(tp->raw_data.data);
     tp->raw_data.data = copy;
@@ -144,14 +177,14 @@ static lt_status set_raw(exporter *x, Onnx__TensorProto *tp, const void *src, si
 static lt_status set_raw_tensor(exporter *x, Onnx__TensorProto *tp, const lt_tensor *t)
 {
     if (lt_dtype_bits(t->dtype) >= 8)
-        return set_raw(x, tp, t->data, tensor_bytes(t));
+        return set_raw(x, tp, t->data, tensor_bytes(t), true);
     size_t n = lt_dtype_packed_bytes(t->dtype, t->numel);
     uint8_t *packed = malloc(n ? n : 1);
     if (!packed)
         return lt_errf(x->err, LT_ERR_NOMEM, "out of memory (%zu bytes for initializer '%s')", n,
                        str_or(tp->name, "?"));
     lt_narrow_pack(t->dtype, t->data, t->numel, packed);
-    lt_status s = set_raw(x, tp, packed, n);
+    lt_status s = set_raw(x, tp, packed, n, false);
     free(packed);
     return s;
 }
@@ -215,7 +248,7 @@ static lt_status write_sparse(exporter *x, Onnx__GraphProto *g, size_t i, const 
     const lt_tensor *t = &x->m->params[p].data;
     char what[300];
     snprintf(what, sizeof what, "sparse initializer '%s'", name);
-    lt_tp_ctx c = {x->path, NULL, what};
+    lt_tp_ctx c = {x->path, x->base_dir, what};
     lt_tensor orig;
     lt_status s = lt_tensor_from_sparse(&c, sp, &orig, x->err);
     if (s != LT_OK)
@@ -589,9 +622,13 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
             onnx__model_proto__free_unpacked(mp, &pb_allocator);
         return lt_errf(err, LT_ERR_INVALID, "%s: not an ONNX model (the protobuf does not parse)", original_onnx);
     }
-    exporter x = {trained, original_onnx, calloc(trained->nparams + 1, sizeof(bool)), err};
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", original_onnx);
+    exporter x = {trained, original_onnx, calloc(trained->nparams + 1, sizeof(bool)), err, dirname(dir), NULL, 0, 0};
     if (!x.used)
         s = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    /* asked before the initializers lose their external data references */
+    bool had_external = lt_export_has_external(mp);
     if (s == LT_OK)
         s = export_graph(&x, mp->graph, NULL, 0);
     if (s == LT_OK)
@@ -604,8 +641,12 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
         s = write_split(&x, mp->graph);
     if (s == LT_OK)
         s = write_metadata(&x, mp);
-    if (s == LT_OK) {
-        size_t n = onnx__model_proto__get_packed_size(mp);
+    size_t n = s == LT_OK ? onnx__model_proto__get_packed_size(mp) : 0;
+    if (s == LT_OK && (had_external || n > lt_export_inline_max())) {
+        if (x.nborrowed)
+            qsort(x.borrowed, x.nborrowed, sizeof *x.borrowed, by_address);
+        s = lt_export_write_external(mp, original_onnx, out_path, is_borrowed, &x, err);
+    } else if (s == LT_OK) {
         packed = malloc(n ? n : 1);
         if (!packed)
             s = lt_errf(err, LT_ERR_NOMEM, "out of memory (%zu bytes for the packed model)", n);
@@ -616,6 +657,12 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
     }
     free(packed);
     free(x.used);
+    for (size_t i = 0; i < x.nborrowed; i++) { /* the parameters' memory, not the message's */
+        x.borrowed[i]->raw_data.data = NULL;
+        x.borrowed[i]->raw_data.len = 0;
+        x.borrowed[i]->has_raw_data = 0;
+    }
+    free(x.borrowed);
     onnx__model_proto__free_unpacked(mp, &pb_allocator);
     return s;
 }

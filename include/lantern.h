@@ -392,10 +392,13 @@ void lt_set_num_threads(int n);
 
 /* Writes original_onnx again to out_path with every initializer (main graph
  * and If/Loop/Scan subgraphs at any depth) replaced by the trained model's
- * parameter of the same name and scope, as raw_data (typed fields and
- * external data references cleared); a sparse initializer whose values
- * changed becomes a dense one. Nothing else changes. The file is written
- * atomically (temp file in the same folder, fsync, rename). */
+ * parameter of the same name and scope, as raw_data (typed fields
+ * cleared); a sparse initializer whose values changed becomes a dense one.
+ * Where original_onnx had external data, or the file would pass 2 GiB, the
+ * initializers of 1024 bytes or more go to one file out_path + ".data"
+ * beside it (offsets multiples of 4096), never to the input's data files.
+ * Nothing else changes. The files are written atomically (temp files in the
+ * same folder, fsync, rename: the data file first). */
 lt_status lt_model_export(const lt_model *trained, const char *original_onnx, const char *out_path, lt_err *err);
 
 /* Loads the parameters a training checkpoint holds (the checkpoint file,

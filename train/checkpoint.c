@@ -18,6 +18,8 @@
 #include "../importer/atomic_file.h"
 #include "../importer/open_read.h"
 #include "optim.h"
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -865,6 +867,32 @@ char *lt_ckpt_run_text(const char *model_path, const lt_train_opts *o)
     return text;
 }
 
+/* The temp files of checkpoint writes a killed run left in dir (named as
+ * lt_atomic_open names them: LT_CKPT_FILE.tmp.XXXXXX, mkstemp's six
+ * letters or digits). Only the lock's holder writes checkpoints there, so
+ * once it holds the lock any such file is stale. Regular files only. */
+static void remove_stale_temps(const char *dir)
+{
+    static const char prefix[] = LT_CKPT_FILE ".tmp.";
+    const size_t pl = sizeof prefix - 1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *name = e->d_name;
+        if (strncmp(name, prefix, pl) != 0 || strlen(name) != pl + 6)
+            continue;
+        int ours = 1;
+        for (size_t i = pl; i < pl + 6; i++)
+            ours &= isalnum((unsigned char)name[i]) != 0;
+        struct stat st;
+        if (ours && fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            unlinkat(dirfd(d), name, 0);
+    }
+    closedir(d);
+}
+
 lt_status lt_ckpt_lock(const char *dir, int *fd, lt_err *err)
 {
     char file[PATH_MAX];
@@ -889,6 +917,7 @@ lt_status lt_ckpt_lock(const char *dir, int *fd, lt_err *err)
         return lt_errf(err, LT_ERR_IO, "%s: cannot lock the checkpoint folder: %s", dir, strerror(e));
     }
     *fd = f;
+    remove_stale_temps(dir); /* a run killed while writing its checkpoint left them */
     return LT_OK;
 }
 

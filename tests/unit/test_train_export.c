@@ -1,7 +1,8 @@
 /* Export: trained parameters go back into the original ONNX file by name and
  * scope, the outputs of the re-imported model change accordingly, external
- * data becomes raw_data, sparse initializers stay sparse unless changed, and
- * everything outside the initializers is byte-identical. */
+ * data is written again beside the output, sparse initializers stay sparse
+ * unless changed, and everything outside the initializers is
+ * byte-identical. */
 #include "testutil.h"
 #include "onnx.pb-c.h"
 #include <dirent.h>
@@ -272,8 +273,10 @@ static void unchanged_model_is_byte_identical(void **state)
     rm_tree(dir);
 }
 
-/* fc1.weight moved to an external file at offset 4096: the export inlines it. */
-static void external_data_becomes_raw(void **state)
+/* fc1.weight moved to an external file at offset 4096: the export writes
+ * external data again, in one file beside out.onnx (w.bin is not next to
+ * it): out.onnx.data holds every initializer of 1 KiB or more. */
+static void external_data_written_beside(void **state)
 {
     (void)state;
     char dir[] = "/tmp/lt_export_XXXXXX", other[] = "/tmp/lt_export_XXXXXX", path[256], bin[256], out[256];
@@ -317,7 +320,7 @@ static void external_data_becomes_raw(void **state)
     assert_int_equal(lt_model_load(path, &m, &err), LT_OK);
     if (lt_model_export(m, path, out, &err) != LT_OK)
         fail_msg("%s", err.msg);
-    /* w.bin is not next to out.onnx: the weights must be inside it */
+    /* w.bin is not next to out.onnx: the weights must be in out.onnx.data */
     if (lt_model_load(out, &back, &err) != LT_OK)
         fail_msg("%s", err.msg);
     assert_int_equal(lt_model_load(MODELS "mlp.onnx", &ref, &err), LT_OK);
@@ -326,10 +329,20 @@ static void external_data_becomes_raw(void **state)
     if (!lt_value_close(a, b, 0, 0, why, sizeof why))
         fail_msg("%s", why);
     Onnx__ModelProto *e = unpack_file(out);
+    for (size_t i = 0; i < e->graph->n_initializer; i++) {
+        tp = e->graph->initializer[i];
+        bool ext = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+        size_t bytes = 4;
+        for (size_t d = 0; d < tp->n_dims; d++)
+            bytes *= (size_t)tp->dims[d];
+        if (ext != (bytes >= 1024) || ext == (bool)tp->has_raw_data)
+            fail_msg("%s: '%s' (%zu bytes) %s", out, tp->name, bytes, ext ? "external" : "inline");
+        if (ext && (tp->n_external_data != 3 || strcmp(tp->external_data[0]->key, "location") != 0 ||
+                    strcmp(tp->external_data[0]->value, "out.onnx.data") != 0))
+            fail_msg("%s: '%s' is not in out.onnx.data", out, tp->name);
+    }
     tp = find_init(e->graph, "fc1.weight");
-    assert_true(tp->has_raw_data && tp->raw_data.len == 784 * 512 * 4);
-    assert_int_equal(tp->n_external_data, 0);
-    assert_false(tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL);
+    assert_true(!tp->has_raw_data && tp->n_external_data == 3);
     onnx__model_proto__free_unpacked(e, NULL);
     assert_same_outside_initializers(path, out);
     lt_value_free(a);
@@ -490,7 +503,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(changed_bias_moves_outputs),
         cmocka_unit_test(unchanged_model_is_byte_identical),
-        cmocka_unit_test(external_data_becomes_raw),
+        cmocka_unit_test(external_data_written_beside),
         cmocka_unit_test(subgraph_initializers_by_scope),
         cmocka_unit_test(subgraph_initializers_out_of_order),
         cmocka_unit_test(sparse_initializers),
