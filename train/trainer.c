@@ -582,6 +582,65 @@ static void keep_constants(lt_trainer *t)
     }
 }
 
+/* The float Constant nodes of 256 values or more in b and its regions: n
+ * of them, v values, the largest's output name and the Loop/Scan/If it is
+ * in (NULL: the main graph). */
+static void big_constants(const lt_block *b, const lt_node *in, int *n, int64_t *v, const lt_tensor **top,
+                          const char **top_name, const lt_node **top_in)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *k = b->nodes[i];
+        for (int r = 0; r < k->nregions; r++)
+            big_constants(k->regions[r], k, n, v, top, top_name, top_in);
+        if (k->op != LT_OP_CONSTANT || k->nattr < 1 || k->attrs[0].kind != LT_ATTR_TENSOR || !k->attrs[0].t ||
+            !lt_dtype_is_float(k->attrs[0].t->dtype) || k->attrs[0].t->numel < 256 || k->nout < 1 || !k->out[0] ||
+            !k->out[0]->uses)
+            continue;
+        const lt_tensor *t = k->attrs[0].t;
+        ++*n;
+        *v += t->numel;
+        if (!*top || t->numel > (*top)->numel) {
+            *top = t;
+            *top_name = k->out[0]->name;
+            *top_in = in;
+        }
+    }
+}
+
+/* Weights the exporter wrote as Constant nodes (TorchScript does so for a
+ * scripted module's nn.LSTM run inside a loop body) are not initializers,
+ * so they do not train: said, since the loss then moves only the rest. */
+static void note_constant_weights(const lt_trainer *t)
+{
+    if (!t->o->on_note)
+        return;
+    int n = 0;
+    int64_t v = 0;
+    const lt_tensor *top = NULL;
+    const char *name = NULL;
+    const lt_node *in = NULL;
+    big_constants(t->tm->main, NULL, &n, &v, &top, &name, &in);
+    if (!n)
+        return;
+    char dims[96] = "", note[900];
+    size_t at = 0;
+    for (int d = 0; d < top->rank && at < sizeof dims; d++) {
+        int w = snprintf(dims + at, sizeof dims - at, "%s%lld", d ? "," : "", (long long)top->dims[d]);
+        at += w > 0 ? (size_t)w : 0;
+    }
+    char where[300] = "the main graph";
+    if (in)
+        snprintf(where, sizeof where, "the body of %s '%s'", lt_op_names[in->op],
+                 in->name && *in->name ? in->name : "?");
+    snprintf(note, sizeof note,
+             "%s: %d Constant node(s) hold float tensors of 256 values or more (%lld values; the largest '%s', %s[%s], "
+             "in %s) and stay fixed: lantern trains initializers, and an exporter writes some weights as Constant "
+             "nodes (TorchScript does for an nn.LSTM or Linear a scripted loop body runs); if these are weights, "
+             "the model trains without them",
+             t->path, n, (long long)v, name ? name : "?", lt_dtype_name(top->dtype), dims, where);
+    t->o->on_note(note, t->o->user);
+}
+
 /* A trainable weight of more than one element holding one value throughout
  * and read by several nodes is most likely equal initializers an exporter
  * merged (torch's dynamo exporter does so for the fresh LayerNorm scales
@@ -1013,6 +1072,7 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
     if (st != LT_OK)
         return st;
     note_merged(t);
+    note_constant_weights(t);
     note_exporter_rewrites(t);
     fix_infinite(t);
     fix_quant_stats(t);

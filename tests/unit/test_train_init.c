@@ -160,6 +160,22 @@ static void branch_literal_stays(void **state)
     lt_trainer_free(t);
 }
 
+/* Weights written as Constant nodes (tests/data/const_weight.onnx: two in
+ * a Loop body, as TorchScript writes a scripted loop's LSTM) do not train,
+ * and the note says so; const_model.onnx, whose Constants are small, gets
+ * no such note. */
+static void constant_weights_noted(void **state)
+{
+    (void)state;
+    lt_trainer *t = tu_trainer_noting(DATA "const_weight.onnx");
+    assert_non_null(strstr(tu_notes, "2 Constant node(s) hold float tensors of 256 values or more (512 values; the "
+                                     "largest 'w1', float32[4,64], in the body of Loop"));
+    lt_trainer_free(t);
+    t = tu_trainer_noting(DATA "const_model.onnx");
+    assert_null(strstr(tu_notes, "Constant node(s)"));
+    lt_trainer_free(t);
+}
+
 /* One all-ones scale and one zero bias read by two LayerNormalizations:
  * the note says they train as one tensor each; const_model.onnx, whose
  * weights are each read once, gets no such note. */
@@ -219,7 +235,7 @@ static void infinite_mask_fixed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(scales_start_at_one), cmocka_unit_test(half_weight_named),
-                                       cmocka_unit_test(graph_constants_stay), cmocka_unit_test(branch_literal_stays),
+                                       cmocka_unit_test(graph_constants_stay), cmocka_unit_test(branch_literal_stays), cmocka_unit_test(constant_weights_noted),
                                        cmocka_unit_test(merged_weights_noted),
                                        cmocka_unit_test(infinite_mask_fixed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
