@@ -41,6 +41,8 @@ lt_status lt_ad_extend_call(lt_ad *c, lt_node *call, int n, lt_ival *const *extr
 lt_node *lt_ad_call(lt_ad *c, lt_func *f, int nin, lt_ival *const *args, int nout);
 lt_ival *lt_ad_mapped(lt_ad *c, const lt_ival *v);
 lt_ival *lt_ad_new_cell(lt_ad *c, lt_ival *v);
+/* a Constant of that type and shape holding data (NULL: zeros) */
+lt_ival *lt_ad_const(lt_ad *c, lt_dtype dt, int rank, const int64_t *dims, const void *data);
 lt_status lt_ad_make_cells(lt_ad *c, lt_ival *const *src, int n);
 lt_status lt_ad_clone_node(lt_ad *c, const lt_node *n);
 /* runs the shape rule of an emitted node (inputs and attributes set) */

@@ -6,8 +6,9 @@
  * so iteration i's backward runs as the call for i+1 returns and its
  * intermediates live exactly until then. Loop-carried adjoints travel as
  * cells passed down the recursion; scan outputs are gathered in a sequence
- * on the way down, stacked at the bottom, and their adjoints are read slice
- * by slice on the way back up. Scan is the same rule with scanned inputs
+ * on the way down, stacked at the bottom (empty where no iteration ran: the
+ * carried values then pass straight to k, their cells with them), and their
+ * adjoints are read slice by slice on the way back up. Scan is the same rule with scanned inputs
  * sliced per iteration (axes and directions as ONNX defines them). */
 #include "ad_impl.h"
 #include <stdlib.h>
@@ -127,6 +128,68 @@ static lt_status iter_kont(lt_ad *c, void *envp)
     return LT_OK;
 }
 
+/* The scan outputs stacked once the loop is over (i iterations ran):
+ * ConcatFromSequence of each one's sequence where i > 0; where the loop ran
+ * no iteration, the sequences are empty (ConcatFromSequence refuses them, as
+ * onnxruntime does: the spec takes the rank from the elements) and each
+ * output is the empty tensor the forward Loop and Scan kernels make (stack in
+ * runtime/cpu/control.c): the output's type with its unknown dims and the
+ * stacking axis 0, float32[0] where the rank is unknown. */
+static lt_status stack_scan_outputs(lt_ad *c, loopx *x, lt_ival **stacked)
+{
+    const lt_node *n = x->n;
+    if (x->K == 0)
+        return LT_OK;
+    lt_ival *ran = lt_ad_op2(c, LT_OP_GREATER, x->i, lt_ad_scalar(c, LT_I64, 0));
+    lt_node *iff = ran ? lt_ad_node(c, LT_OP_IF, 1, x->K) : NULL;
+    if (!iff || lt_node_set_regions(c->m, iff, 2) != LT_OK)
+        return oom(c);
+    iff->in[0] = ran;
+    lt_node_set_attrs(c->m, iff, 2);
+    iff->attrs[0] = (lt_attr){.name = "then_branch", .kind = LT_ATTR_GRAPH, .region = 0};
+    iff->attrs[1] = (lt_attr){.name = "else_branch", .kind = LT_ATTR_GRAPH, .region = 1};
+    lt_block *outer = c->out;
+    lt_block *tb = lt_block_new(c->m, outer, "stack");
+    lt_block *eb = lt_block_new(c->m, outer, "none_ran");
+    if (!tb || !eb || lt_block_set_results(c->m, tb, x->K) != LT_OK ||
+        lt_block_set_results(c->m, eb, x->K) != LT_OK)
+        return oom(c);
+    tb->owner = eb->owner = iff;
+    iff->regions[0] = tb;
+    iff->regions[1] = eb;
+    for (int k = 0; k < x->K; k++) {
+        const lt_type *ot = &n->out[x->N + k]->type;
+        c->out = tb;
+        lt_node *cat = lt_ad_node(c, LT_OP_CONCAT_FROM_SEQUENCE, 1, 1);
+        if (!cat) {
+            c->out = outer;
+            return oom(c);
+        }
+        cat->in[0] = x->seqs[k];
+        lt_ad_attr_int(c, cat, "axis", x->out_axis[k]);
+        lt_ad_attr_int(c, cat, "new_axis", 1);
+        cat->out[0]->type = *ot;
+        tb->results[k] = cat->out[0];
+        c->out = eb;
+        int64_t dims[LT_MAX_RANK] = {0};
+        int rank = 1;
+        if (ot->rank >= 1) {
+            rank = ot->rank;
+            for (int d = 0; d < rank; d++)
+                dims[d] = ot->dims[d].sym < 0 && ot->dims[d].v >= 0 ? ot->dims[d].v : 0;
+            dims[x->out_axis[k] < rank ? x->out_axis[k] : 0] = 0;
+        }
+        lt_dtype dt = ot->dtype != LT_UNDEFINED ? ot->dtype : LT_F32;
+        eb->results[k] = lt_ad_const(c, dt, rank, dims, NULL);
+        c->out = outer;
+        if (!eb->results[k])
+            return oom(c);
+        iff->out[k]->type = *ot;
+        stacked[k] = iff->out[k];
+    }
+    return LT_OK;
+}
+
 /* the loop function's body: test, then recurse or continue */
 static lt_status emit_loop_body(lt_ad *c, loopx *x)
 {
@@ -240,16 +303,10 @@ static lt_status emit_loop_body(lt_ad *c, loopx *x)
     int na = 0;
     for (int j = 0; j < x->N; j++)
         args[na++] = x->carried[j];
-    for (int k = 0; k < x->K; k++) {
-        lt_node *cat = lt_ad_node(c, LT_OP_CONCAT_FROM_SEQUENCE, 1, 1);
-        if (!cat)
-            return oom(c);
-        cat->in[0] = x->seqs[k];
-        lt_ad_attr_int(c, cat, "axis", x->out_axis[k]);
-        lt_ad_attr_int(c, cat, "new_axis", 1);
-        cat->out[0]->type = n->out[x->N + k]->type;
-        stacked[k] = args[na++] = cat->out[0];
-    }
+    if ((s = stack_scan_outputs(c, x, stacked)) != LT_OK)
+        return s;
+    for (int k = 0; k < x->K; k++)
+        args[na++] = stacked[k];
     q = 0;
     for (int j = 0; j < x->N; j++)
         if (active(c, body->params[x->bp_carried + j]))

@@ -127,7 +127,10 @@ static lt_ival *const_tensor(lt_ad *c, lt_dtype dt, int rank, const int64_t *dim
     void *p = t ? lt_ir_alloc(c->m, bytes ? bytes : 1) : NULL;
     if (!p)
         return NULL;
-    memcpy(p, data, bytes);
+    if (data)
+        memcpy(p, data, bytes);
+    else
+        memset(p, 0, bytes);
     t->dtype = dt;
     t->rank = rank;
     for (int i = 0; i < rank; i++)
@@ -137,6 +140,11 @@ static lt_ival *const_tensor(lt_ad *c, lt_dtype dt, int rank, const int64_t *dim
     a->t = t;
     lt_type_tensor(&n->out[0]->type, dt, rank, dims);
     return n->out[0];
+}
+
+lt_ival *lt_ad_const(lt_ad *c, lt_dtype dt, int rank, const int64_t *dims, const void *data)
+{
+    return const_tensor(c, dt, rank, dims, data);
 }
 
 lt_ival *lt_ad_scalar(lt_ad *c, lt_dtype dt, double v)
