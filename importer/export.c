@@ -318,16 +318,41 @@ static lt_status set_string(exporter *x, char **field, const char *value)
     return replace_string(field, value) ? LT_OK : lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
 }
 
-/* Points the node inputs (in g and its subgraphs, by node name and slot)
- * that read pp->split_from and now read parameter pp at pp's name; *hits
- * counts the inputs changed. false when out of memory. */
-static bool point_inputs(Onnx__GraphProto *g, const lt_param *pp, int *hits, int depth)
+/* The path of node np of a graph whose nodes' paths start with prefix:
+ * prefix then its name (as lt_torch_node_path writes it: a subgraph's
+ * nodes are under "NODE/GRAPH/"). NULL when out of memory. */
+static char *node_path(const char *prefix, const char *name, const char *sub)
+{
+    size_t lp = strlen(prefix), ln = strlen(name), ls = sub ? strlen(sub) + 2 : 0;
+    char *path = malloc(lp + ln + ls + 1);
+    if (!path)
+        return NULL;
+    memcpy(path, prefix, lp);
+    memcpy(path + lp, name, ln + 1);
+    if (sub) {
+        path[lp + ln] = '/';
+        memcpy(path + lp + ln + 1, sub, ls - 2);
+        path[lp + ln + ls - 1] = '/';
+        path[lp + ln + ls] = 0;
+    }
+    return path;
+}
+
+/* Points the node inputs (in g and its subgraphs, by node path and slot:
+ * lt_param.split_node) that read pp->split_from and now read parameter pp
+ * at pp's name; *hits counts the inputs changed. prefix: the path of g's
+ * nodes less their names ("" for the main graph). false when out of
+ * memory. */
+static bool point_inputs(Onnx__GraphProto *g, const char *prefix, const lt_param *pp, int *hits, int depth)
 {
     for (size_t n = 0; g && depth <= 64 && n < g->n_node; n++) {
         Onnx__NodeProto *np = g->node[n];
-        for (int r = 0; np && np->name && r < pp->nsplit; r++) {
+        char *path = np && np->name ? node_path(prefix, np->name, NULL) : NULL;
+        if (np && np->name && !path)
+            return false;
+        for (int r = 0; path && r < pp->nsplit; r++) {
             size_t k = (size_t)pp->split_slot[r];
-            if (strcmp(np->name, pp->split_node[r]) != 0)
+            if (!pp->split_node[r] || strcmp(path, pp->split_node[r]) != 0)
                 continue;
             /* a split one replaces the merged name; a restored bias fills
              * an omitted input or is added */
@@ -340,17 +365,30 @@ static bool point_inputs(Onnx__GraphProto *g, const lt_param *pp, int *hits, int
                 if (grown)
                     np->input = grown;
                 char *empty = grown ? dup_bytes("", 1) : NULL;
-                if (!empty)
+                if (!empty) {
+                    free(path);
                     return false;
+                }
                 np->input[np->n_input++] = empty;
             }
-            if (!replace_string(&np->input[k], pp->name))
+            if (!replace_string(&np->input[k], pp->name)) {
+                free(path);
                 return false;
+            }
             ++*hits;
         }
-        for (size_t a = 0; np && a < np->n_attribute; a++)
-            if (np->attribute[a] && np->attribute[a]->g && !point_inputs(np->attribute[a]->g, pp, hits, depth + 1))
+        free(path);
+        for (size_t a = 0; np && a < np->n_attribute; a++) {
+            Onnx__AttributeProto *ap = np->attribute[a];
+            if (!ap || !ap->g)
+                continue;
+            /* as the importer names the block: the graph's name, else the attribute's */
+            char *sub = node_path(prefix, np->name ? np->name : "", str_or(ap->g->name, str_or(ap->name, "")));
+            bool ok = sub && point_inputs(ap->g, sub, pp, hits, depth + 1);
+            free(sub);
+            if (!ok)
                 return false;
+        }
     }
     return true;
 }
@@ -518,7 +556,8 @@ static lt_status write_bn_inserts(exporter *x, Onnx__GraphProto *g)
 
 /* Parameters split from an initializer an exporter merged (ir/split_merged.c)
  * or biases it dropped (ir/restore_bias.c) become initializers of the main
- * graph, and their readers read them. */
+ * graph, and their readers read them (a node in a subgraph from the outer
+ * scope). */
 static lt_status write_split(exporter *x, Onnx__GraphProto *g)
 {
     for (int p = 0; p < x->m->nparams; p++) {
@@ -527,7 +566,7 @@ static lt_status write_split(exporter *x, Onnx__GraphProto *g)
             continue;
         x->used[p] = true;
         int hits = 0;
-        if (!point_inputs(g, pp, &hits, 0))
+        if (!point_inputs(g, "", pp, &hits, 0))
             return lt_errf(x->err, LT_ERR_NOMEM, "out of memory");
         if (hits != pp->nsplit)
             return lt_errf(x->err, LT_ERR_INVALID, "%s: %d of the %d node inputs that read '%s' as '%s' are not in the "

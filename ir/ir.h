@@ -205,6 +205,8 @@ typedef struct lt_param {
      * input split_slot[0] of node split_node[0] */
     bool restored;
     int nsplit;
+    /* the reader nodes: a main-graph node's name, a body node's path
+     * OWNER/GRAPH/NODE (lt_torch_node_path; names repeat across bodies) */
     const char **split_node;
     int *split_slot;
 } lt_param;

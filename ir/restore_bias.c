@@ -15,7 +15,11 @@
  * BatchNorm's, which the file cannot give back (the trainer's note says
  * so); a convolution made without a bias has none in the signature. The
  * exporter writes the parameter as an initializer and adds it to the
- * node's inputs (importer/export.c). */
+ * node's inputs (importer/export.c). A node inside a torch.cond,
+ * while_loop or scan body (no module path; its fx call reads the body
+ * graph's placeholders, the higher-order op's operands: %arg2_1 for
+ * %p_step_bias) gets it as well, as a main-graph initializer the body
+ * reads from the outer scope. */
 #include "torch_names.h"
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +69,9 @@ static lt_status restore(lt_module *m, lt_node *n, const char *name, int64_t len
     v->uses++;
     n->in = in;
     n->nin = 3;
-    nodes[0] = n->name;
+    nodes[0] = lt_torch_node_path(m, n); /* a body's node by its path */
+    if (!nodes[0])
+        return lt_errf(err, LT_ERR_NOMEM, "out of memory");
     slots[0] = 2;
     p->nsplit = 1;
     p->split_node = nodes;
@@ -73,27 +79,29 @@ static lt_status restore(lt_module *m, lt_node *n, const char *name, int64_t len
     return LT_OK;
 }
 
-lt_status lt_ir_restore_biases(lt_module *m, int *nrestored, lt_err *err)
+static lt_status restore_in(lt_module *m, lt_block *b, int *nrestored, int depth, lt_err *err)
 {
-    *nrestored = 0;
-    if (!m->ntorch)
-        return LT_OK;
-    lt_block *b = m->main;
     for (int i = 0; i < b->nnodes; i++) {
         lt_node *n = b->nodes[i];
+        for (int r = 0; r < n->nregions && depth < 64; r++) {
+            lt_status st = n->regions[r] ? restore_in(m, n->regions[r], nrestored, depth + 1, err) : LT_OK;
+            if (st != LT_OK)
+                return st;
+        }
         if ((n->op != LT_OP_GEMM && n->op != LT_OP_CONV && n->op != LT_OP_CONV_TRANSPOSE) ||
-            !(n->nin == 2 || (n->nin == 3 && !n->in[2])) || !n->in[1] || n->in[1]->param < 0 ||
-            !n->scope || !n->name || !n->rule || !strstr(n->rule, "RemoveOptionalBiasFrom") ||
-            strstr(n->rule, "FuseBatchNorm"))
+            !(n->nin == 2 || (n->nin == 3 && !n->in[2])) || !n->in[1] || n->in[1]->param < 0 || !n->name ||
+            !n->rule || !strstr(n->rule, "RemoveOptionalBiasFrom") || strstr(n->rule, "FuseBatchNorm"))
             continue;
         int64_t len = bias_len(m, n);
         if (len < 1 || !lt_dtype_is_float(m->params[n->in[1]->param].data.dtype))
             continue;
-        const char *name = lt_torch_fx_leaf(m, n->fx_call, "bias"); /* F.linear(x, self.qkv.weight, self.qkv.bias) */
-        if (!name && !(name = lt_torch_join(m, n->scope, "bias")))
+        /* F.linear(x, self.qkv.weight, self.qkv.bias); in a control-flow
+         * body F.linear(x, arg3_1, arg2_1), the higher-order op's operands */
+        const char *name = lt_torch_node_leaf(m, n, "bias");
+        if (!name && n->scope && !(name = lt_torch_join(m, n->scope, "bias")))
             return lt_errf(err, LT_ERR_NOMEM, "out of memory");
-        if (!lt_torch_named(m, name) || lt_torch_is_param(m, name))
-            name = lt_torch_missing_below(m, n->scope, "bias");
+        if (!name || !lt_torch_named(m, name) || lt_torch_is_param(m, name))
+            name = n->scope ? lt_torch_missing_below(m, n->scope, "bias") : NULL;
         if (!name || lt_torch_name_taken(m, name))
             continue;
         lt_status st = restore(m, n, name, len, err);
@@ -102,4 +110,10 @@ lt_status lt_ir_restore_biases(lt_module *m, int *nrestored, lt_err *err)
         ++*nrestored;
     }
     return LT_OK;
+}
+
+lt_status lt_ir_restore_biases(lt_module *m, int *nrestored, lt_err *err)
+{
+    *nrestored = 0;
+    return m->ntorch ? restore_in(m, m->main, nrestored, 0, err) : LT_OK;
 }

@@ -23,7 +23,11 @@
  * module's tensor read by several nodes, and without the metadata (other
  * exporters, TorchScript) nothing changes. An all-ones or all-zeros tensor
  * the source tied across modules of different names on purpose cannot be
- * told from a merged one and is split. */
+ * told from a merged one and is split. A node inside a control-flow body
+ * (a LayerNorm in a scan's combine function) has no module path there
+ * and its fx call reads the body graph's placeholders (%arg3_1), which
+ * stand for the operands of the higher-order op in the fx call of the
+ * If, Loop or Scan around it (%p_ln_step_weight): it reads that tensor. */
 #include "torch_names.h"
 #include <stdlib.h>
 #include <string.h>
@@ -86,14 +90,16 @@ static bool find_readers(const lt_module *m, readers *rd)
  * below the node's module that was merged away. NULL when the signature
  * does not tell. */
 /* What the node's torch.fx call says it read: of the parameters and
- * buffers it names as placeholders, the one whose last part is leaf (a
- * BatchNormalization's input 4 its running_var), or the only one; NULL
- * when it does not tell (no metadata; a linear layer's call naming weight
- * and bias, for an input of neither). */
+ * buffers it names as placeholders (inside a torch.cond, while_loop or
+ * scan body, through the body graph's placeholders, which name the
+ * higher-order op's operands: lt_torch_node_tensors), the one whose last
+ * part is leaf (a BatchNormalization's input 4 its running_var), or the
+ * only one; NULL when it does not tell (no metadata; a linear layer's
+ * call naming weight and bias, for an input of neither). */
 static const char *fx_source(const lt_module *m, const lt_node *n, const char *leaf)
 {
-    const char *fx[2], *by_leaf = lt_torch_fx_leaf(m, n->fx_call, leaf);
-    return by_leaf ? by_leaf : lt_torch_fx_tensors(m, n->fx_call, fx, 2) == 1 ? fx[0] : NULL;
+    const char *fx[2], *by_leaf = lt_torch_node_leaf(m, n, leaf);
+    return by_leaf ? by_leaf : lt_torch_node_tensors(m, n, fx, 2) == 1 ? fx[0] : NULL;
 }
 
 static const char *source_name(lt_module *m, const lt_node *n, int slot, const char *below_home)
@@ -155,7 +161,9 @@ static lt_status split_off(lt_module *m, int p, const char *name, const reader *
         r[i].n->in[r[i].slot] = v;
         sp->value->uses--;
         v->uses++;
-        nodes[j] = r[i].n->name;
+        nodes[j] = r[i].n->name ? lt_torch_node_path(m, r[i].n) : NULL; /* a body's node by its path */
+        if (r[i].n->name && !nodes[j])
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
         slots[j++] = r[i].slot;
     }
     np->nsplit = nread;

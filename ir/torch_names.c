@@ -51,19 +51,26 @@ const char *lt_torch_missing_below(const lt_module *m, const char *scope, const 
     return found;
 }
 
+static bool block_has(const lt_block *b, const char *name, int depth)
+{
+    for (int i = 0; i < b->nparams; i++)
+        if (b->params[i] && b->params[i]->name && !strcmp(b->params[i]->name, name))
+            return true;
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int k = 0; k < n->nout; k++)
+            if (n->out[k] && n->out[k]->name && !strcmp(n->out[k]->name, name))
+                return true;
+        for (int r = 0; r < n->nregions && depth < 64; r++)
+            if (n->regions[r] && block_has(n->regions[r], name, depth + 1))
+                return true;
+    }
+    return false;
+}
+
 bool lt_torch_name_taken(const lt_module *m, const char *name)
 {
-    if (lt_torch_is_param(m, name))
-        return true;
-    const lt_block *b = m->main;
-    for (int i = 0; i < b->nparams; i++)
-        if (b->params[i]->name && !strcmp(b->params[i]->name, name))
-            return true;
-    for (int i = 0; i < b->nnodes; i++)
-        for (int k = 0; k < b->nodes[i]->nout; k++)
-            if (b->nodes[i]->out[k] && b->nodes[i]->out[k]->name && !strcmp(b->nodes[i]->out[k]->name, name))
-                return true;
-    return false;
+    return lt_torch_is_param(m, name) || block_has(m->main, name, 0);
 }
 
 bool lt_torch_same_but_numbers(const char *a, const char *b)
@@ -103,20 +110,112 @@ const char *lt_torch_slot_leaf(lt_op op, int slot)
     }
 }
 
-int lt_torch_fx_tensors(const lt_module *m, const char *call, const char **out, int cap)
+/* The number of leading arguments of a higher-order op's call that are
+ * not its operands (a cond's predicate and branches, a while_loop's two
+ * graphs, a scan's or map's body): the operands after them, flattened,
+ * are the body graph's placeholders arg0_1, arg1_1, ... in order. -1 for
+ * a call of anything else. */
+static int hop_skip(const char *call)
+{
+    static const struct {
+        const char *op;
+        int skip;
+    } hops[] = {{"cond", 3}, {"while_loop", 2}, {"scan", 1}, {"map_impl", 1}};
+    static const char target[] = "target=torch.ops.higher_order.";
+    const char *t = call ? strstr(call, target) : NULL;
+    if (!t)
+        return -1;
+    t += sizeof target - 1;
+    size_t len = strcspn(t, "]( ,");
+    for (size_t i = 0; i < sizeof hops / sizeof *hops; i++)
+        if (strlen(hops[i].op) == len && !strncmp(t, hops[i].op, len))
+            return hops[i].skip;
+    return -1;
+}
+
+/* Operand k of the higher-order op call (hop_skip): the text of the k-th
+ * leaf of its arguments after the skipped ones, lists and tuples
+ * flattened ("%p_ln_weight", or a literal), in *s and *len; false when the
+ * call has fewer. */
+static bool hop_operand(const char *call, long k, const char **s, size_t *len)
+{
+    int skip = hop_skip(call);
+    const char *p = skip >= 0 ? strstr(call, "args = (") : NULL;
+    if (!p)
+        return false;
+    p += strlen("args = (");
+    int depth = 0, arg = 0;
+    long leaf = 0;
+    while (*p && depth >= 0) {
+        if (*p == '(' || *p == '[') {
+            depth++;
+            p++;
+        } else if (*p == ')' || *p == ']') {
+            depth--;
+            p++;
+        } else if (*p == ',' || *p == ' ') {
+            arg += *p == ',' && depth == 0;
+            p++;
+        } else {
+            const char *e = p + strcspn(p, ",()[]");
+            while (e > p && e[-1] == ' ')
+                e--;
+            if (arg >= skip && leaf++ == k) {
+                *s = p;
+                *len = (size_t)(e - p);
+                return true;
+            }
+            p = e;
+        }
+    }
+    return false;
+}
+
+/* The index K of a higher-order op body's placeholder argK_N, or -1. */
+static long body_arg(const char *s, size_t len)
+{
+    size_t i = 3;
+    long k = 0;
+    if (len < 6 || strncmp(s, "arg", 3) != 0 || s[i] < '0' || s[i] > '9')
+        return -1;
+    for (; i < len && s[i] >= '0' && s[i] <= '9' && k < 1000000; i++)
+        k = k * 10 + (s[i] - '0');
+    if (i + 1 >= len || s[i] != '_')
+        return -1;
+    for (i++; i < len; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+    return k;
+}
+
+/* The signature name of the fx value s[0..len) as a node of block b reads
+ * it: a placeholder of the exported program's, or (b a control-flow body)
+ * a placeholder of the body's graph, which stands for that operand of the
+ * higher-order op its If, Loop or Scan was made from, looked up in turn
+ * where that node sits. NULL when neither names one. */
+static const char *fx_value(const lt_module *m, const lt_block *b, const char *s, size_t len, int depth)
+{
+    for (int i = 0; i < m->ntorch; i++) {
+        const char *ph = m->torch_placeholder[i];
+        if (ph && !strncmp(ph, s, len) && !ph[len])
+            return m->torch_name[i];
+    }
+    long k = b && b->owner && depth < 64 ? body_arg(s, len) : -1;
+    const char *op;
+    size_t ol;
+    if (k < 0 || !hop_operand(b->owner->fx_call, k, &op, &ol) || ol < 2 || *op != '%')
+        return NULL;
+    return fx_value(m, b->owner->block, op + 1, ol - 1, depth + 1);
+}
+
+static int fx_tensors(const lt_module *m, const lt_block *b, const char *call, const char **out, int cap)
 {
     int n = 0;
     for (const char *p = call ? strchr(call, '%') : NULL; p; p = strchr(p + 1, '%')) {
         const char *s = p + 1, *e = s;
         while ((*e >= 'a' && *e <= 'z') || (*e >= 'A' && *e <= 'Z') || (*e >= '0' && *e <= '9') || *e == '_')
             e++;
-        size_t len = (size_t)(e - s);
-        const char *found = NULL;
-        for (int i = 0; i < m->ntorch && !found; i++) {
-            const char *ph = m->torch_placeholder[i];
-            if (ph && !strncmp(ph, s, len) && !ph[len])
-                found = m->torch_name[i];
-        }
+        const char *found = fx_value(m, b, s, (size_t)(e - s), 0);
         for (int j = 0; found && j < n && j < cap; j++)
             if (out[j] == found)
                 found = NULL;
@@ -126,10 +225,10 @@ int lt_torch_fx_tensors(const lt_module *m, const char *call, const char **out, 
     return n;
 }
 
-const char *lt_torch_fx_leaf(const lt_module *m, const char *call, const char *leaf)
+static const char *fx_leaf(const lt_module *m, const lt_block *b, const char *call, const char *leaf)
 {
     const char *fx[16], *found = NULL;
-    int nf = lt_torch_fx_tensors(m, call, fx, 16);
+    int nf = fx_tensors(m, b, call, fx, 16);
     size_t ll = strlen(leaf);
     for (int i = 0; i < nf; i++) {
         size_t lf = strlen(fx[i]);
@@ -140,6 +239,46 @@ const char *lt_torch_fx_leaf(const lt_module *m, const char *call, const char *l
         }
     }
     return found;
+}
+
+int lt_torch_fx_tensors(const lt_module *m, const char *call, const char **out, int cap)
+{
+    return fx_tensors(m, NULL, call, out, cap);
+}
+
+const char *lt_torch_fx_leaf(const lt_module *m, const char *call, const char *leaf)
+{
+    return fx_leaf(m, NULL, call, leaf);
+}
+
+int lt_torch_node_tensors(const lt_module *m, const lt_node *n, const char **out, int cap)
+{
+    return fx_tensors(m, n->block, n->fx_call, out, cap);
+}
+
+const char *lt_torch_node_leaf(const lt_module *m, const lt_node *n, const char *leaf)
+{
+    return fx_leaf(m, n->block, n->fx_call, leaf);
+}
+
+const char *lt_torch_node_path(lt_module *m, const lt_node *n)
+{
+    if (!n->name || !n->block || !n->block->owner)
+        return n->name;
+    const char *up = lt_torch_node_path(m, n->block->owner);
+    const char *bn = n->block->name ? n->block->name : "";
+    if (!up)
+        return NULL;
+    size_t lu = strlen(up), lb = strlen(bn), ln = strlen(n->name);
+    char *path = lt_ir_alloc(m, lu + lb + ln + 3);
+    if (path) {
+        memcpy(path, up, lu);
+        path[lu] = '/';
+        memcpy(path + lu + 1, bn, lb);
+        path[lu + 1 + lb] = '/';
+        memcpy(path + lu + lb + 2, n->name, ln + 1);
+    }
+    return path;
 }
 
 const char *lt_torch_list_next(const char **at, size_t *len)

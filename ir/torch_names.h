@@ -17,8 +17,9 @@ bool lt_torch_is_param(const lt_module *m, const char *name);
  * NULL: the tensor a module's function call read from a submodule
  * (attention's out_proj.bias, read by the attention module's product). */
 const char *lt_torch_missing_below(const lt_module *m, const char *scope, const char *leaf);
-/* whether a parameter, a main-graph input or a main-graph node output has
- * the name */
+/* whether a parameter, a graph input or a node output (in the main graph
+ * or any subgraph, whose names a main-graph initializer must not shadow)
+ * has the name */
 bool lt_torch_name_taken(const lt_module *m, const char *name);
 
 /* whether a and b are the same once every run of digits counts as one
@@ -38,6 +39,24 @@ int lt_torch_fx_tensors(const lt_module *m, const char *call, const char **out, 
 /* Of those, the one whose last part is leaf ("bias": qkv.bias), or NULL
  * when none or two are. */
 const char *lt_torch_fx_leaf(const lt_module *m, const char *call, const char *leaf);
+
+/* lt_torch_fx_tensors and lt_torch_fx_leaf of node n's fx call, where a
+ * node inside a control-flow body also reads the body graph's
+ * placeholders (%arg3_1 in a scan's combine function): each stands for
+ * that operand of the torch.cond, while_loop, scan or map the If, Loop or
+ * Scan around it was made from (its fx call: "scan(%scan_combine_graph_0,
+ * [%zeros], [%permute], (%p_u, %p_ln_step_weight, ...))"; arg3_1 is
+ * p_ln_step_weight), looked up where that node sits in turn. */
+int lt_torch_node_tensors(const lt_module *m, const lt_node *n, const char **out, int cap);
+const char *lt_torch_node_leaf(const lt_module *m, const lt_node *n, const char *leaf);
+
+/* Where node n sits, as lt_param.split_node names the nodes that read a
+ * split or restored parameter: its name in the main graph; in a
+ * subgraph, the path of the node that holds it, '/', the graph's
+ * name (its attribute's where it has none, as lt_block.name), '/', its name ("node_scan__1/body/node_Gemm_1": node
+ * names repeat across subgraphs, as torch.cond's two branches' Gemms
+ * do). NULL for a node without a name, or out of memory. */
+const char *lt_torch_node_path(lt_module *m, const lt_node *n);
 
 /* The elements of a Python list literal of names, as torch's optimizer
  * writes folded_from ("['A_log', 'exp']"): call with *at at the list

@@ -14,7 +14,10 @@
  * constants both GroupNorms read, train apart as PyTorch's; so does a
  * fresh nn.TransformerDecoder, whose cross-attentions share one Split.
  * Registered buffers stay fixed, and so does a table folded from one that
- * every layer multiplies by (a rotary embedding's cos). */
+ * every layer multiplies by (a rotary embedding's cos). Inside torch.cond,
+ * while_loop and scan bodies (tests/data/merged/make_body_merged.py) a
+ * merged LayerNorm is split and a dropped zero bias restored as well,
+ * with gradients within 1e-5 of PyTorch's. */
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
@@ -588,6 +591,199 @@ static void notes_name_the_rewrites(void **state)
     lt_trainer_free(t);
 }
 
+/* The first eight samples of x.npy, as the data's generators export and
+ * differentiate their models. */
+static lt_value *first8(void)
+{
+    lt_value *x = tu_load(MERGED "x.npy");
+    double v[64];
+    for (int i = 0; i < 64; i++)
+        v[i] = tu_get(x, i);
+    lt_value_free(x);
+    static const int64_t d8[2] = {8, 8};
+    return tu_from(LT_F32, 2, d8, v);
+}
+
+/* The gradient of the sum of model's output on x[:8] against PyTorch's,
+ * refdir/NAME.npy: every parameter of the source module has one within
+ * 1e-5 relative (zero where PyTorch's is: a branch not taken), and the
+ * only others are the graph's constants (val_N). The worst error. */
+static double grads_against_ref(const char *model, const char *refdir)
+{
+    lt_model *g = tu_grad_program(model, false);
+    lt_value *x = first8(), *outs[TU_MAX_OUTPUTS] = {NULL};
+    int n = tu_run_x(g, x, outs), matched = 0, files = 0;
+    double worst = 0;
+    char path[512], name[256];
+    for (int i = 1; i < n; i++) {
+        const char *o = lt_model_output_name(g, i);
+        size_t l = strlen(o);
+        assert_true(l > 5 && !strcmp(o + l - 5, "_grad"));
+        snprintf(name, sizeof name, "%.*s", (int)(l - 5), o);
+        snprintf(path, sizeof path, "%s/%s.npy", refdir, name);
+        if (access(path, R_OK) != 0) {
+            if (strncmp(name, "val_", 4) != 0)
+                fail_msg("%s: gradient of %s, which PyTorch's module does not have", model, name);
+            continue;
+        }
+        lt_value *want = tu_load(path);
+        const lt_tensor *w = lt_value_tensor(want), *got = lt_value_tensor(outs[i]);
+        double e = tu_max_rel_err(got, w), wmax = 0;
+        for (int64_t k = 0; k < w->numel; k++)
+            wmax = fmax(wmax, fabs(lt_tensor_get_f64(w, k)));
+        if (wmax == 0)
+            e = tu_max_rel_err(w, got) == 0 ? 0 : 1; /* both zero */
+        if (e > 1e-5)
+            fail_msg("%s: gradient of %s %g off PyTorch's", model, name, e);
+        worst = e > worst ? e : worst;
+        matched++;
+        lt_value_free(want);
+    }
+    DIR *d = opendir(refdir);
+    assert_non_null(d);
+    for (struct dirent *de; (de = readdir(d));)
+        files += strlen(de->d_name) > 4 && !strcmp(de->d_name + strlen(de->d_name) - 4, ".npy");
+    closedir(d);
+    if (matched != files)
+        fail_msg("%s: %d of PyTorch's %d parameters have a gradient", model, matched, files);
+    for (int i = 0; i < n; i++)
+        lt_value_free(outs[i]);
+    lt_value_free(x);
+    lt_model_free(g);
+    return worst;
+}
+
+/* Whether node n sits at path: its name in the main graph, else the path
+ * of the node holding its graph, '/', the graph's name, '/', its name
+ * ("node_cond__0/true_graph_0/node_Gemm_1"). */
+static bool at_path(const lt_node *n, const char *path, size_t len)
+{
+    size_t ln = strlen(n->name);
+    if (len < ln || strncmp(path + len - ln, n->name, ln) != 0)
+        return false;
+    const lt_block *b = n->block;
+    if (!b->owner)
+        return len == ln;
+    size_t lb = strlen(b->name);
+    if (len < ln + lb + 2 || path[len - ln - 1] != '/' || path[len - ln - lb - 2] != '/' ||
+        strncmp(path + len - ln - lb - 1, b->name, lb) != 0)
+        return false;
+    return at_path(b->owner, path, len - ln - lb - 2);
+}
+
+/* The node of block b (or below) at path; NULL when none. */
+static const lt_node *node_at(const lt_block *b, const char *path)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        if (at_path(n, path, strlen(path)))
+            return n;
+        for (int r = 0; r < n->nregions; r++) {
+            const lt_node *in = node_at(n->regions[r], path);
+            if (in)
+                return in;
+        }
+    }
+    return NULL;
+}
+
+/* The name of the value input slot of node path of the model file reads. */
+static void assert_reads(const char *model, const char *path, int slot, const char *name)
+{
+    lt_model *m = tu_model(model);
+    const lt_node *n = node_at(m->main, path);
+    if (!n || slot >= n->nin || !n->in[slot] || !n->in[slot]->name || strcmp(n->in[slot]->name, name) != 0)
+        fail_msg("%s: node %s does not read %s at input %d", model, path, name, slot);
+    lt_model_free(m);
+}
+
+/* A LayerNorm outside and one each in a scan's step, a while_loop's body
+ * and a torch.cond's branch (tests/data/merged/make_body_merged.py), all
+ * merged into ln_in's weight and bias: the bodies' nodes have no module
+ * path, and their fx calls read the body graphs' placeholders (%arg4_1),
+ * which name the Scan's and Loop's operands (%p_ln_scan_weight). Each
+ * trains its own tensors: gradients and three SGD steps as PyTorch's, the
+ * written model's bodies reading their own. */
+static void body_norms_split(void **state)
+{
+    (void)state;
+    static const char *const split[] = {"ln_scan.weight", "ln_scan.bias",   "ln_while.weight",
+                                        "ln_while.bias",  "ln_then.weight", "ln_then.bias"};
+    lt_model *m = tu_model(MERGED "body_ln.onnx");
+    assert_int_equal(split_count(m), 6);
+    for (int i = 0; i < 6; i++) {
+        const lt_param *pp = tu_ir_param(m, split[i]);
+        assert_non_null(pp);
+        assert_string_equal(pp->split_from, strstr(split[i], "weight") ? "ln_in.weight" : "ln_in.bias");
+        assert_int_equal(pp->nsplit, 1);
+        assert_non_null(strchr(pp->split_node[0], '/')); /* a body's node */
+    }
+    lt_model_free(m);
+    double g = grads_against_ref(MERGED "body_ln.onnx", MERGED "body_ln_grad");
+    lt_model *trained;
+    double worst = check_against_ref(MERGED "body_ln.onnx", MERGED "body_ln_ref", &trained);
+    print_message("gradients %.2g and three steps %.2g off PyTorch\n", g, worst);
+    char tmp[] = "/tmp/lt_body_XXXXXX", out[128];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/trained.onnx", tmp);
+    lt_err err;
+    if (lt_model_export(trained, MERGED "body_ln.onnx", out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_reads(out, "node_scan__1/scan_combine_graph_0/node_layer_norm_2", 1, "ln_scan.weight");
+    assert_reads(out, "node_while_loop__1/while_loop_body_graph_0_loop_body/node_layer_norm_3", 2, "ln_while.bias");
+    assert_reads(out, "node_cond__0/true_graph_0/node_layer_norm_4", 1, "ln_then.weight");
+    assert_reads(out, "node_layer_norm", 1, "ln_in.weight");
+    unlink(out);
+    rmdir(tmp);
+    lt_model_free(trained);
+    lt_trainer *t = tu_trainer_noting(MERGED "body_ln.onnx");
+    assert_non_null(strstr(tu_notes, "6 tensor(s) of the source module that the exporter had merged"));
+    assert_non_null(strstr(tu_notes, "(ln_scan.weight, split from ln_in.weight)"));
+    lt_trainer_free(t);
+}
+
+/* Linear layers with zero biases in a scan's step, a while_loop's body,
+ * both branches of a torch.cond and the head: the exporter drops every
+ * bias, and the Gemms of the scan's step and of both branches have one
+ * name (node_Gemm_1). Each bias trains from zero again, gradients and
+ * three SGD steps as PyTorch's, and the written model gives each its own
+ * node. */
+static void body_biases_restored(void **state)
+{
+    (void)state;
+    static const char *const restored[] = {"step_fc.bias", "fw.bias", "a.bias", "b.bias", "head.bias"};
+    lt_model *m = tu_model(MERGED "body_bias.onnx");
+    for (int i = 0; i < 5; i++) {
+        const lt_param *pp = tu_ir_param(m, restored[i]);
+        assert_non_null(pp);
+        assert_true(pp->restored);
+    }
+    lt_model_free(m);
+    double g = grads_against_ref(MERGED "body_bias.onnx", MERGED "body_bias_grad");
+    lt_model *trained;
+    double worst = check_against_ref(MERGED "body_bias.onnx", MERGED "body_bias_ref", &trained);
+    print_message("gradients %.2g and three steps %.2g off PyTorch\n", g, worst);
+    char tmp[] = "/tmp/lt_body_XXXXXX", out[128];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/trained.onnx", tmp);
+    lt_err err;
+    if (lt_model_export(trained, MERGED "body_bias.onnx", out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    assert_reads(out, "node_scan__1/scan_combine_graph_0/node_Gemm_1", 2, "step_fc.bias");
+    assert_reads(out, "node_while_loop__1/while_loop_body_graph_0_loop_body/node_Gemm_2", 2, "fw.bias");
+    assert_reads(out, "node_cond__0/true_graph_0/node_Gemm_1", 2, "a.bias");
+    assert_reads(out, "node_cond__0/false_graph_0/node_Gemm_1", 2, "b.bias");
+    assert_reads(out, "node_Gemm_15", 2, "head.bias");
+    unlink(out);
+    rmdir(tmp);
+    lt_model_free(trained);
+    lt_trainer *t = tu_trainer_noting(MERGED "body_bias.onnx");
+    assert_non_null(strstr(tu_notes, "5 bias(es) the exporter dropped for holding zeros"));
+    assert_non_null(strstr(tu_notes, "(step_fc.bias, of node 'node_scan__1/scan_combine_graph_0/node_Gemm_1')"));
+    assert_null(strstr(tu_notes, "have no initializer of that name"));
+    lt_trainer_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -608,6 +804,8 @@ int main(void)
         cmocka_unit_test(tie_of_random_weight_stays),
         cmocka_unit_test(no_signature_no_split),
         cmocka_unit_test(notes_name_the_rewrites),
+        cmocka_unit_test(body_norms_split),
+        cmocka_unit_test(body_biases_restored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
