@@ -142,34 +142,7 @@ static lt_status set_raw(exporter *x, Onnx__TensorProto *tp, const void *src, si
         x->borrowed[x->nborrowed++] = tp;
     if (tp->has_raw_data || tp->raw_data.data)
         free(tp->raw_data.data);
-    tp->raw_data.data = copy;
-    tp->raw_data.len = bytes;
-    tp->has_raw_data = 1;
-    free(tp->float_data);
-    tp->float_data = NULL;
-    tp->n_float_data = 0;
-    free(tp->int32_data);
-    tp->int32_data = NULL;
-    tp->n_int32_data = 0;
-    free(tp->int64_data);
-    tp->int64_data = NULL;
-    tp->n_int64_data = 0;
-    free(tp->double_data);
-    tp->double_data = NULL;
-    tp->n_double_data = 0;
-    free(tp->uint64_data);
-    tp->uint64_data = NULL;
-    tp->n_uint64_data = 0;
-    for (size_t i = 0; i < tp->n_external_data; i++)
-        if (tp->external_data[i])
-            protobuf_c_message_free_unpacked(&tp->external_data[i]->base, &pb_allocator);
-    free(tp->external_data);
-    tp->external_data = NULL;
-    tp->n_external_data = 0;
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        tp->has_data_location = 0;
-        tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT;
-    }
+    lt_export_tp_set_raw(tp, copy, bytes);
     return LT_OK;
 }
 
@@ -696,11 +669,8 @@ lt_status lt_model_export(const lt_model *trained, const char *original_onnx, co
     }
     free(packed);
     free(x.used);
-    for (size_t i = 0; i < x.nborrowed; i++) { /* the parameters' memory, not the message's */
-        x.borrowed[i]->raw_data.data = NULL;
-        x.borrowed[i]->raw_data.len = 0;
-        x.borrowed[i]->has_raw_data = 0;
-    }
+    for (size_t i = 0; i < x.nborrowed; i++) /* the parameters' memory, not the message's */
+        lt_export_tp_detach_raw(x.borrowed[i]);
     free(x.borrowed);
     onnx__model_proto__free_unpacked(mp, &pb_allocator);
     return s;

@@ -270,6 +270,54 @@ bool lt_export_has_external(const Onnx__ModelProto *mp)
     return !visit_model((Onnx__ModelProto *)mp, not_external, NULL);
 }
 
+/* ---- tensor proto fields ---- */
+
+#define CLEAR_TYPED(tp, f)                                                                                       \
+    do {                                                                                                         \
+        free((tp)->f##_data);                                                                                    \
+        (tp)->f##_data = NULL;                                                                                   \
+        (tp)->n_##f##_data = 0;                                                                                  \
+    } while (0)
+
+void lt_export_tp_clear_typed(Onnx__TensorProto *tp)
+{
+    CLEAR_TYPED(tp, float);
+    CLEAR_TYPED(tp, int32);
+    CLEAR_TYPED(tp, int64);
+    CLEAR_TYPED(tp, double);
+    CLEAR_TYPED(tp, uint64);
+}
+
+void lt_export_tp_clear_external(Onnx__TensorProto *tp)
+{
+    for (size_t i = 0; i < tp->n_external_data; i++)
+        if (tp->external_data[i])
+            protobuf_c_message_free_unpacked(&tp->external_data[i]->base, NULL);
+    free(tp->external_data);
+    tp->external_data = NULL;
+    tp->n_external_data = 0;
+    if (is_external(tp)) {
+        tp->has_data_location = 0;
+        tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT;
+    }
+}
+
+void lt_export_tp_detach_raw(Onnx__TensorProto *tp)
+{
+    tp->raw_data.data = NULL;
+    tp->raw_data.len = 0;
+    tp->has_raw_data = 0;
+}
+
+void lt_export_tp_set_raw(Onnx__TensorProto *tp, void *raw, size_t len)
+{
+    lt_export_tp_clear_typed(tp);
+    lt_export_tp_clear_external(tp);
+    tp->raw_data.data = raw;
+    tp->raw_data.len = len;
+    tp->has_raw_data = 1;
+}
+
 /* ---- the writer ---- */
 
 typedef struct ext_out {
@@ -288,21 +336,7 @@ static void drop_raw(ext_out *x, Onnx__TensorProto *tp)
 {
     if (tp->raw_data.data && !x->borrowed(x->ud, tp))
         free(tp->raw_data.data);
-    tp->raw_data.data = NULL;
-    tp->raw_data.len = 0;
-    tp->has_raw_data = 0;
-}
-
-static void drop_entries(Onnx__TensorProto *tp)
-{
-    for (size_t i = 0; i < tp->n_external_data; i++)
-        if (tp->external_data[i])
-            protobuf_c_message_free_unpacked(&tp->external_data[i]->base, NULL);
-    free(tp->external_data);
-    tp->external_data = NULL;
-    tp->n_external_data = 0;
-    tp->has_data_location = 0;
-    tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT;
+    lt_export_tp_detach_raw(tp);
 }
 
 static lt_status nomem(ext_out *x) { return lt_errf(x->err, LT_ERR_NOMEM, "out of memory"); }
@@ -330,25 +364,7 @@ static lt_status read_back(ext_out *x, Onnx__TensorProto *tp, bool initializer)
             return nomem(x);
     }
     drop_raw(x, tp);
-    drop_entries(tp);
-    free(tp->float_data);
-    tp->float_data = NULL;
-    tp->n_float_data = 0;
-    free(tp->int32_data);
-    tp->int32_data = NULL;
-    tp->n_int32_data = 0;
-    free(tp->int64_data);
-    tp->int64_data = NULL;
-    tp->n_int64_data = 0;
-    free(tp->double_data);
-    tp->double_data = NULL;
-    tp->n_double_data = 0;
-    free(tp->uint64_data);
-    tp->uint64_data = NULL;
-    tp->n_uint64_data = 0;
-    tp->raw_data.data = raw;
-    tp->raw_data.len = bytes;
-    tp->has_raw_data = 1;
+    lt_export_tp_set_raw(tp, raw, bytes);
     return LT_OK;
 }
 
@@ -383,7 +399,7 @@ static lt_status place(ext_out *x, Onnx__TensorProto *tp)
                        strerror(errno ? errno : EIO));
     uint64_t offset = x->pos + pad;
     x->pos = offset + len;
-    drop_entries(tp);
+    lt_export_tp_clear_external(tp);
     tp->external_data = malloc(3 * sizeof *tp->external_data);
     char off[32], length[32];
     snprintf(off, sizeof off, "%llu", (unsigned long long)offset);

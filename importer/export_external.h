@@ -54,6 +54,19 @@ bool lt_export_has_external(const struct Onnx__ModelProto *mp);
  * before either rename). original: the model file read (its folder is where
  * remaining external data is read from). borrowed(ud, tp): whether tp's
  * raw_data belongs to someone else (it is detached, never freed). */
+/* Tensor proto fields, shared by the exporter and the writer. */
+/* Frees the typed value fields (float_data, int32_data, int64_data,
+ * double_data, uint64_data). */
+void lt_export_tp_clear_typed(struct Onnx__TensorProto *tp);
+/* Frees the external_data entries; an EXTERNAL data_location is unset. */
+void lt_export_tp_clear_external(struct Onnx__TensorProto *tp);
+/* raw_data unset, its bytes left to the caller. */
+void lt_export_tp_detach_raw(struct Onnx__TensorProto *tp);
+/* raw (len bytes, now the message's) becomes tp's only data: the typed
+ * fields and external data reference are cleared. The old raw_data is the
+ * caller's to free (or keep) first. */
+void lt_export_tp_set_raw(struct Onnx__TensorProto *tp, void *raw, size_t len);
+
 lt_status lt_export_write_external(struct Onnx__ModelProto *mp, const char *original, const char *out_path,
                                    bool (*borrowed)(void *ud, const struct Onnx__TensorProto *tp), void *ud,
                                    lt_err *err);

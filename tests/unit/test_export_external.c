@@ -27,17 +27,8 @@
 /* Runs cmd (stdout dropped); stderr into err. Returns the exit code. */
 static int sh(const char *cmd, char *err, size_t elen)
 {
-    char full[4096], ef[] = "/tmp/lt_extdata_errXXXXXX";
-    close(mkstemp(ef));
-    snprintf(full, sizeof full, "%s >/dev/null 2>%s", cmd, ef);
-    int st = system(full);
-    FILE *f = fopen(ef, "r");
-    size_t got = f ? fread(err, 1, elen - 1, f) : 0;
-    err[got] = 0;
-    if (f)
-        fclose(f);
-    unlink(ef);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char out[64];
+    return tu_sh(cmd, out, sizeof out, err, elen);
 }
 
 static void ok(const char *cmd)
@@ -59,26 +50,10 @@ static void refused(const char *cmd, const char *want)
         fail_msg("%s\nexit %d (want 2, one line holding '%s'): %s", cmd, rc, want, err);
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot read %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *d = malloc(n > 0 ? (size_t)n : 1);
-    assert_non_null(d);
-    assert_int_equal(fread(d, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return d;
-}
-
 static void assert_same_bytes(const char *a, const char *b)
 {
     size_t la, lb;
-    uint8_t *da = slurp(a, &la), *db = slurp(b, &lb);
+    uint8_t *da = tu_slurp(a, &la), *db = tu_slurp(b, &lb);
     if (la != lb || memcmp(da, db, la) != 0)
         fail_msg("%s and %s differ", a, b);
     free(da);
@@ -110,7 +85,7 @@ static void rm_tree(const char *dir)
 static Onnx__ModelProto *unpack_file(const char *path)
 {
     size_t n;
-    uint8_t *d = slurp(path, &n);
+    uint8_t *d = tu_slurp(path, &n);
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, n, d);
     free(d);
     assert_non_null(mp);

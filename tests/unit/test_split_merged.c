@@ -697,6 +697,36 @@ static void assert_reads(const char *model, const char *path, int slot, const ch
     lt_model_free(m);
 }
 
+/* A node input the written model must have: node path reads name at slot. */
+typedef struct node_read {
+    const char *path;
+    int slot;
+    const char *name;
+} node_read;
+
+/* model's gradients (against grad_dir) and three SGD steps (against
+ * ref_dir) as PyTorch's; the trained model, written to a temporary folder,
+ * has each of the nreads inputs of reads. */
+static void trains_and_writes(const char *model, const char *grad_dir, const char *ref_dir, const node_read *reads,
+                              int nreads)
+{
+    double g = grads_against_ref(model, grad_dir);
+    lt_model *trained;
+    double worst = check_against_ref(model, ref_dir, &trained);
+    print_message("gradients %.2g and three steps %.2g off PyTorch\n", g, worst);
+    char tmp[] = "/tmp/lt_body_XXXXXX", out[128];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(out, sizeof out, "%s/trained.onnx", tmp);
+    lt_err err;
+    if (lt_model_export(trained, model, out, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    for (int i = 0; i < nreads; i++)
+        assert_reads(out, reads[i].path, reads[i].slot, reads[i].name);
+    unlink(out);
+    rmdir(tmp);
+    lt_model_free(trained);
+}
+
 /* A LayerNorm outside and one each in a scan's step, a while_loop's body
  * and a torch.cond's branch (tests/data/merged/make_body_merged.py), all
  * merged into ln_in's weight and bias: the bodies' nodes have no module
@@ -719,23 +749,13 @@ static void body_norms_split(void **state)
         assert_non_null(strchr(pp->split_node[0], '/')); /* a body's node */
     }
     lt_model_free(m);
-    double g = grads_against_ref(MERGED "body_ln.onnx", MERGED "body_ln_grad");
-    lt_model *trained;
-    double worst = check_against_ref(MERGED "body_ln.onnx", MERGED "body_ln_ref", &trained);
-    print_message("gradients %.2g and three steps %.2g off PyTorch\n", g, worst);
-    char tmp[] = "/tmp/lt_body_XXXXXX", out[128];
-    assert_non_null(mkdtemp(tmp));
-    snprintf(out, sizeof out, "%s/trained.onnx", tmp);
-    lt_err err;
-    if (lt_model_export(trained, MERGED "body_ln.onnx", out, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    assert_reads(out, "node_scan__1/scan_combine_graph_0/node_layer_norm_2", 1, "ln_scan.weight");
-    assert_reads(out, "node_while_loop__1/while_loop_body_graph_0_loop_body/node_layer_norm_3", 2, "ln_while.bias");
-    assert_reads(out, "node_cond__0/true_graph_0/node_layer_norm_4", 1, "ln_then.weight");
-    assert_reads(out, "node_layer_norm", 1, "ln_in.weight");
-    unlink(out);
-    rmdir(tmp);
-    lt_model_free(trained);
+    static const node_read reads[] = {
+        {"node_scan__1/scan_combine_graph_0/node_layer_norm_2", 1, "ln_scan.weight"},
+        {"node_while_loop__1/while_loop_body_graph_0_loop_body/node_layer_norm_3", 2, "ln_while.bias"},
+        {"node_cond__0/true_graph_0/node_layer_norm_4", 1, "ln_then.weight"},
+        {"node_layer_norm", 1, "ln_in.weight"},
+    };
+    trains_and_writes(MERGED "body_ln.onnx", MERGED "body_ln_grad", MERGED "body_ln_ref", reads, 4);
     lt_trainer *t = tu_trainer_noting(MERGED "body_ln.onnx");
     assert_non_null(strstr(tu_notes, "6 tensor(s) of the source module that the exporter had merged"));
     assert_non_null(strstr(tu_notes, "(ln_scan.weight, split from ln_in.weight)"));
@@ -759,24 +779,14 @@ static void body_biases_restored(void **state)
         assert_true(pp->restored);
     }
     lt_model_free(m);
-    double g = grads_against_ref(MERGED "body_bias.onnx", MERGED "body_bias_grad");
-    lt_model *trained;
-    double worst = check_against_ref(MERGED "body_bias.onnx", MERGED "body_bias_ref", &trained);
-    print_message("gradients %.2g and three steps %.2g off PyTorch\n", g, worst);
-    char tmp[] = "/tmp/lt_body_XXXXXX", out[128];
-    assert_non_null(mkdtemp(tmp));
-    snprintf(out, sizeof out, "%s/trained.onnx", tmp);
-    lt_err err;
-    if (lt_model_export(trained, MERGED "body_bias.onnx", out, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    assert_reads(out, "node_scan__1/scan_combine_graph_0/node_Gemm_1", 2, "step_fc.bias");
-    assert_reads(out, "node_while_loop__1/while_loop_body_graph_0_loop_body/node_Gemm_2", 2, "fw.bias");
-    assert_reads(out, "node_cond__0/true_graph_0/node_Gemm_1", 2, "a.bias");
-    assert_reads(out, "node_cond__0/false_graph_0/node_Gemm_1", 2, "b.bias");
-    assert_reads(out, "node_Gemm_15", 2, "head.bias");
-    unlink(out);
-    rmdir(tmp);
-    lt_model_free(trained);
+    static const node_read reads[] = {
+        {"node_scan__1/scan_combine_graph_0/node_Gemm_1", 2, "step_fc.bias"},
+        {"node_while_loop__1/while_loop_body_graph_0_loop_body/node_Gemm_2", 2, "fw.bias"},
+        {"node_cond__0/true_graph_0/node_Gemm_1", 2, "a.bias"},
+        {"node_cond__0/false_graph_0/node_Gemm_1", 2, "b.bias"},
+        {"node_Gemm_15", 2, "head.bias"},
+    };
+    trains_and_writes(MERGED "body_bias.onnx", MERGED "body_bias_grad", MERGED "body_bias_ref", reads, 5);
     lt_trainer *t = tu_trainer_noting(MERGED "body_bias.onnx");
     assert_non_null(strstr(tu_notes, "5 bias(es) the exporter dropped for holding zeros"));
     assert_non_null(strstr(tu_notes, "(step_fc.bias, of node 'node_scan__1/scan_combine_graph_0/node_Gemm_1')"));

@@ -14,25 +14,10 @@
 
 #define MODELS LT_SOURCE_DIR "/models/"
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *d = malloc(n > 0 ? (size_t)n : 1);
-    assert_non_null(d);
-    assert_int_equal(fread(d, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return d;
-}
-
 static Onnx__ModelProto *unpack_file(const char *path)
 {
     size_t n;
-    uint8_t *d = slurp(path, &n);
+    uint8_t *d = tu_slurp(path, &n);
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, n, d);
     free(d);
     assert_non_null(mp);
@@ -264,7 +249,7 @@ static void unchanged_model_is_byte_identical(void **state)
     assert_int_equal(lt_model_load(MODELS "cnn.onnx", &m, &err), LT_OK);
     assert_int_equal(lt_model_export(m, MODELS "cnn.onnx", out, &err), LT_OK);
     size_t la, lb;
-    uint8_t *a = slurp(MODELS "cnn.onnx", &la), *b = slurp(out, &lb);
+    uint8_t *a = tu_slurp(MODELS "cnn.onnx", &la), *b = tu_slurp(out, &lb);
     assert_int_equal(la, lb);
     assert_memory_equal(a, b, la);
     free(a);

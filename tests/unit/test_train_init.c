@@ -89,26 +89,42 @@ static void half_weight_named(void **state)
 
 static double value_of(const lt_model *m, const char *name) { return lt_tensor_get_f64(param(m, name), 0); }
 
+/* A trainer of model on o (lt_train_defaults and the caller's changes) at
+ * lr 0.1, its notes in tu_notes. */
+static lt_trainer *trainer_at_01(const char *model, lt_train_opts *o)
+{
+    o->on_note = tu_keep_note;
+    o->schedule.lr = 0.1;
+    tu_notes[0] = 0;
+    lt_trainer *t = NULL;
+    lt_err err;
+    if (lt_trainer_new(model, o, &t, &err) != LT_OK)
+        fail_msg("%s", err.msg);
+    return t;
+}
+
+/* steps SGD steps at lr 0.1 on in[0..1], named names; frees in. */
+static void steps_at_01(lt_trainer *t, int steps, const char *const *names, lt_value **in)
+{
+    lt_err err;
+    for (int step = 0; step < steps; step++)
+        if (lt_trainer_step(t, 0.1, 2, names, in, NULL, &err) != LT_OK)
+            fail_msg("%s", err.msg);
+    lt_value_free(in[0]);
+    lt_value_free(in[1]);
+}
+
 /* one SGD step at lr 0.1 on a seeded batch; the model after it */
 static lt_trainer *one_step(int train_constants)
 {
     lt_train_opts o;
     lt_train_defaults(&o);
     o.train_constants = train_constants;
-    o.on_note = tu_keep_note;
-    o.schedule.lr = 0.1;
-    tu_notes[0] = 0;
-    lt_trainer *t = NULL;
-    lt_err err;
-    if (lt_trainer_new(DATA "const_model.onnx", &o, &t, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    lt_trainer *t = trainer_at_01(DATA "const_model.onnx", &o);
     lt_value *in[2] = {tu_rand(LT_F32, 2, (int64_t[]){8, 4}, -1, 1, 77),
                        tu_from(LT_I64, 1, (int64_t[]){8}, (double[]){0, 1, 2, 0, 1, 2, 0, 1})};
     const char *names[2] = {"x", "labels"};
-    if (lt_trainer_step(t, 0.1, 2, names, in, NULL, &err) != LT_OK)
-        fail_msg("%s", err.msg);
-    lt_value_free(in[0]);
-    lt_value_free(in[1]);
+    steps_at_01(t, 1, names, in);
     return t;
 }
 
@@ -138,25 +154,15 @@ static void branch_literal_stays(void **state)
     lt_train_opts o;
     lt_train_defaults(&o);
     o.loss = LT_LOSS_MSE;
-    o.on_note = tu_keep_note;
-    o.schedule.lr = 0.1;
-    tu_notes[0] = 0;
-    lt_trainer *t = NULL;
-    lt_err err;
-    if (lt_trainer_new(LT_SOURCE_DIR "/models/zoo/if_dynamo/model.onnx", &o, &t, &err) != LT_OK)
-        fail_msg("%s", err.msg);
+    lt_trainer *t = trainer_at_01(LT_SOURCE_DIR "/models/zoo/if_dynamo/model.onnx", &o);
     assert_non_null(strstr(tu_notes, "stay fixed as the graph's constants (val_0_2)"));
     lt_value *in[2] = {tu_load(LT_SOURCE_DIR "/models/zoo/if_dynamo/in_0.npy"),
                        tu_rand(LT_F32, 2, (int64_t[]){3, 5}, -1, 1, 78)};
     const char *names[2] = {"in0", "targets"};
-    for (int step = 0; step < 2; step++)
-        if (lt_trainer_step(t, 0.1, 2, names, in, NULL, &err) != LT_OK)
-            fail_msg("%s", err.msg);
+    steps_at_01(t, 2, names, in);
     const lt_model *m = lt_trainer_model(t);
     assert_true(value_of(m, "val_0_2") == 2.0f);
     assert_true(value_of(m, "b.bias") != 0.0f);
-    lt_value_free(in[0]);
-    lt_value_free(in[1]);
     lt_trainer_free(t);
 }
 

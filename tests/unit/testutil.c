@@ -306,6 +306,22 @@ lt_value *tu_load(const char *path)
     return v;
 }
 
+uint8_t *tu_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot read %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *d = malloc(n > 0 ? (size_t)n : 1);
+    assert_non_null(d);
+    assert_int_equal(fread(d, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return d;
+}
+
 int tu_sh(const char *cmd, char *out, size_t olen, char *err, size_t elen)
 {
     char full[4096], of[] = "/tmp/lt_sh_outXXXXXX", ef[] = "/tmp/lt_sh_errXXXXXX";

@@ -149,6 +149,9 @@ void tu_gemm_ref(double *want, int64_t ldw, bool ta, bool tb, int64_t M, int64_t
  * (--data mnist=DIR). Returns 0, or -1 when a file cannot be written. */
 int tu_write_idx_split(const char *dir, const char *prefix, uint32_t n, unsigned seed);
 
+/* The bytes of the file at path (free them), *len their count; fails the
+ * test when it cannot be opened. */
+uint8_t *tu_slurp(const char *path, size_t *len);
 /* Runs the shell command cmd with its stdout and stderr captured into out
  * and err (NUL-terminated, cut at olen - 1 and elen - 1 bytes); returns its
  * exit status, -1 when it did not exit. */
