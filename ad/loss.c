@@ -69,25 +69,47 @@ static lt_ival *loss_input(lt_module *m, const char *name, const lt_ival *y, boo
     return v;
 }
 
+/* A Constant int64 [-1]: the shape that flattens a tensor. */
+static lt_ival *flat_shape(lt_module *m)
+{
+    lt_node *c = lt_node_new(m, m->main, LT_OP_CONSTANT, 0, 1);
+    lt_tensor *t = c ? lt_ir_alloc(m, sizeof *t) : NULL;
+    int64_t *v = t ? lt_ir_alloc(m, sizeof *v) : NULL;
+    if (!v)
+        return NULL;
+    memset(t, 0, sizeof *t);
+    *v = -1;
+    t->dtype = LT_I64;
+    t->rank = 1;
+    t->dims[0] = 1;
+    t->numel = 1;
+    t->data = v;
+    c->opset = LT_AD_OPSET;
+    lt_node_set_attrs(m, c, 1);
+    c->attrs[0] = (lt_attr){.name = "value", .kind = LT_ATTR_TENSOR, .t = t};
+    c->out[0] = lt_ival_new(m, m->main, "loss_flat_shape");
+    if (!c->out[0])
+        return NULL;
+    c->out[0]->def = c;
+    return c->out[0];
+}
+
 /* Class scores [d0, ..., C] (classes last, as per-token outputs have them)
- * as the loss ops read them, [d0, C, d1, ...]; rank 2 stays as it is. */
-static lt_ival *classes_to_axis1(lt_module *m, lt_ival *y)
+ * as rows [d0 * ..., C], and their labels [d0, ...] as one axis: the loss
+ * ops' mean over the labels not ignored is the same, and each row's
+ * classes stay contiguous (a transpose to [d0, C, d1, ...] cost two copies
+ * of the scores and a strided softmax); rank 2 stays as it is. */
+static lt_ival *classes_as_rows(lt_module *m, lt_ival *y, lt_ival **labels)
 {
     int r = y->type.rank;
     if (r <= 2)
         return y;
-    lt_ival *t = loss_node(m, LT_OP_TRANSPOSE, "loss_classes_axis1", 1, y, NULL);
-    if (!t || lt_node_set_attrs(m, t->def, 1) != LT_OK)
+    lt_ival *f = loss_node(m, LT_OP_FLATTEN, "loss_class_rows", 1, y, NULL);
+    if (!f || lt_node_set_attrs(m, f->def, 1) != LT_OK)
         return NULL;
-    int64_t *perm = lt_ir_alloc(m, sizeof *perm * (size_t)r);
-    if (!perm)
-        return NULL;
-    perm[0] = 0;
-    perm[1] = r - 1;
-    for (int d = 2; d < r; d++)
-        perm[d] = d - 1;
-    t->def->attrs[0] = (lt_attr){.name = "perm", .kind = LT_ATTR_INTS, .n = r, .ints = perm};
-    return t;
+    f->def->attrs[0] = (lt_attr){.name = "axis", .kind = LT_ATTR_INT, .i = r - 1};
+    *labels = loss_node(m, LT_OP_RESHAPE, "loss_label_rows", 2, *labels, flat_shape(m));
+    return *labels ? f : NULL;
 }
 
 /* The sum of output * seed over the seeded outputs. */
@@ -191,8 +213,12 @@ lt_status lt_ad_append_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **loss
          * labels of those axes ([N, T]); the mean runs over the labels that
          * are not ignore_index, as PyTorch's */
         in = loss_input(m, "labels", y, true);
-        L = loss_node(m, spec->loss == LT_AD_LOSS_SCE ? LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS : LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS,
-                      "loss", 2, classes_to_axis1(m, y), in);
+        {
+            lt_ival *rows_labels = in, *rows = in ? classes_as_rows(m, y, &rows_labels) : NULL;
+            L = loss_node(m, spec->loss == LT_AD_LOSS_SCE ? LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS
+                                                          : LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS,
+                          "loss", 2, rows, rows_labels);
+        }
         if (L && lt_node_set_attrs(m, L->def, 1) == LT_OK)
             L->def->attrs[0] = (lt_attr){.name = "ignore_index", .kind = LT_ATTR_INT, .i = spec->ignore_index};
         else
