@@ -15,8 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
-TARGETS="lantern test_cuda_kernels test_cuda_train test_cuda_plan test_cuda_optim test_cuda_steady test_cuda_control
- test_backend_open test_cli_device bench_train"
+# every suite in tests/cuda, besides the programs gpu-check.sh runs
+TARGETS="lantern $(cd tests/cuda && ls test_*.c | sed 's/\.c$//' | tr '\n' ' ')test_backend_open test_cli_device bench_train"
 case "${1:-}" in
 pack)
     PACK=${2:-.gpu/pack.tar.xz}
