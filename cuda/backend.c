@@ -516,6 +516,14 @@ static lt_status open_device(int device, lt_err *err)
     LT_CUDA_CHECK(err, on_device());
     st->tf32 = env_on("LANTERN_TF32", false);
     st->benchmark = env_on("LANTERN_CUDNN_BENCHMARK", true);
+    st->log_algos = env_on("LANTERN_CUDNN_LOG", false);
+    /* LANTERN_CUDNN_ALGO=fwd:A,data:B,filter:C (any of the three) */
+    static const char *const dirs[3] = {"fwd:", "data:", "filter:"};
+    const char *fa = getenv("LANTERN_CUDNN_ALGO");
+    for (int d = 0; d < 3; d++) {
+        const char *at = fa ? strstr(fa, dirs[d]) : NULL;
+        st->force_algo[d] = at ? atoi(at + strlen(dirs[d])) : -1;
+    }
     guard_mode = env_on("LANTERN_CUDA_GUARD", false);
     lt_status s = make_handles(st, err);
     if (s != LT_OK) {

@@ -12,13 +12,18 @@
  * Algorithm selection: the first time a shape key (direction, type, input
  * and filter dims, pads, strides, dilations, groups) is met, cudnnFind*Ex
  * times the algorithms on the real buffers and the fastest is cached for
- * the process; with LANTERN_CUDNN_BENCHMARK=0 the heuristics
+ * the process, the non-fused Winograd ones left out in full float32
+ * (allowed()); with LANTERN_CUDNN_BENCHMARK=0 the heuristics
  * (cudnnGet*Algorithm_v7) choose instead. The key's cuDNN descriptors are
  * made on that first run too and kept with the algorithm, so a later run
- * only looks its key up (by hash) and launches. Float32 runs with CUDNN_FMA_MATH
+ * only looks its key up (by hash) and launches. LANTERN_CUDNN_LOG=1 prints
+ * each choice; LANTERN_CUDNN_ALGO=fwd:A,data:B,filter:C takes the
+ * algorithm numbered so (cudnnConvolution*Algo_t) for a direction named,
+ * wherever cuDNN can run it (for finding which algorithm does what). Float32 runs with CUDNN_FMA_MATH
  * (no TF32) unless LANTERN_TF32=1. */
 #include "cuda_internal.h"
 #include "../ir/shape_nn.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,6 +324,43 @@ static bool workspace_ok(lt_kctx *k, size_t bytes)
     return lt_cuda_workspace(k->be, bytes) != NULL;
 }
 
+/* LANTERN_CUDNN_LOG=1: one line on stderr per shape key when its
+ * algorithm is chosen (how, which, its workspace, of how many results) */
+static void log_choice(const conv_job *j, bool timed, int algo, size_t ws, int got)
+{
+    static const char *const dir[] = {"forward", "backward-data", "backward-filter"};
+    char x[96] = "", w[96] = "";
+    int r = 2 + j->key.nsp, nx = 0, nw = 0;
+    for (int i = 0; i < r; i++) {
+        nx += snprintf(x + nx, sizeof x - (size_t)nx, "%s%lld", i ? "x" : "", (long long)j->key.x[i]);
+        nw += snprintf(w + nw, sizeof w - (size_t)nw, "%s%lld", i ? "x" : "", (long long)j->key.w[i]);
+    }
+    fprintf(stderr, "lantern cudnn: %s x %s w %s stride %d pad %d groups %d%s: algo %d, workspace %zu, %s of %d\n",
+            dir[j->key.dir], x, w, j->key.stride[0], j->key.pad[0], j->key.groups, j->key.f64 ? " f64" : "", algo, ws,
+            timed ? "fastest timed" : "heuristics' first", got);
+}
+
+/* Whether an algorithm may be taken. The non-fused Winograd algorithms
+ * lose float32 precision (on an H200, the shipped CNN's 5x5 convolutions:
+ * its first loss 2.3e-5 off the CPU's with the forward one, the loss curve
+ * 5.4e-2 off after 20 steps; 2.9e-3 with the backward-data one; every other
+ * algorithm within 1.1e-7), so cudnnFind, which takes whatever ran fastest,
+ * made a training run's numbers depend on timing. They are left out unless
+ * TF32 is on (a loss of precision asked for) or LANTERN_CUDNN_ALGO names
+ * one. */
+static bool allowed(const lt_cuda *st, int dir, int algo, int force)
+{
+    if (force >= 0)
+        return algo == force;
+    if (st->tf32)
+        return true;
+    switch (dir) {
+    case DIR_FWD: return algo != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    case DIR_DATA: return algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    default: return algo != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+    }
+}
+
 /* The algorithm for the job: cached, else found (timed on a, b and the
  * output out) or taken from the heuristics. */
 static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, void *out, int *algo, size_t *ws)
@@ -335,6 +377,7 @@ static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, v
         room = 0;
     }
     cudnnHandle_t h = st->dnn;
+    int force = st->force_algo[j->key.dir];
     if (j->key.dir == DIR_FWD) {
         cudnnConvolutionFwdAlgoPerf_t perf[N];
         if (st->benchmark)
@@ -344,7 +387,8 @@ static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, v
             LT_CUDNN_K(k, cudnnGetConvolutionForwardAlgorithm_v7(h, j->xdesc, j->wdesc, j->cdesc, j->ydesc, N, &got,
                                                                  perf));
         for (int i = 0; i < got && best < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && workspace_ok(k, perf[i].memory)) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && allowed(st, DIR_FWD, (int)perf[i].algo, force) &&
+                workspace_ok(k, perf[i].memory)) {
                 best = (int)perf[i].algo;
                 need = perf[i].memory;
             }
@@ -357,7 +401,8 @@ static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, v
             LT_CUDNN_K(k, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, j->wdesc, j->ydesc, j->cdesc, j->xdesc, N,
                                                                       &got, perf));
         for (int i = 0; i < got && best < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && workspace_ok(k, perf[i].memory)) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && allowed(st, DIR_DATA, (int)perf[i].algo, force) &&
+                workspace_ok(k, perf[i].memory)) {
                 best = (int)perf[i].algo;
                 need = perf[i].memory;
             }
@@ -370,13 +415,18 @@ static lt_status choose(lt_kctx *k, conv_job *j, const void *a, const void *b, v
             LT_CUDNN_K(k, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, j->xdesc, j->ydesc, j->cdesc, j->wdesc, N,
                                                                         &got, perf));
         for (int i = 0; i < got && best < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && workspace_ok(k, perf[i].memory)) {
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && allowed(st, DIR_FILTER, (int)perf[i].algo, force) &&
+                workspace_ok(k, perf[i].memory)) {
                 best = (int)perf[i].algo;
                 need = perf[i].memory;
             }
     }
+    if (best < 0 && force >= 0)
+        return lt_k_fail(k, LT_ERR_UNSUPPORTED, "LANTERN_CUDNN_ALGO: cuDNN cannot run algorithm %d here", force);
     if (best < 0)
         return lt_k_fail(k, LT_ERR_UNSUPPORTED, "cuDNN has no algorithm for this convolution (%d tried)", got);
+    if (st->log_algos)
+        log_choice(j, st->benchmark, best, need, got);
     algo_store(j->e, best, need);
     *algo = best;
     *ws = need;

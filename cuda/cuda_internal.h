@@ -75,6 +75,8 @@ typedef struct lt_cuda {
     cudnnHandle_t dnn;
     bool tf32;      /* LANTERN_TF32=1: TF32 tensor cores for float32 (off by default) */
     bool benchmark; /* cuDNN algorithms by timing (cudnnFind*AlgorithmEx); LANTERN_CUDNN_BENCHMARK=0: heuristics */
+    bool log_algos; /* LANTERN_CUDNN_LOG=1: each convolution algorithm chosen, on stderr */
+    int force_algo[3]; /* LANTERN_CUDNN_ALGO: forward, backward data, backward filter (-1: choose) */
     /* the caching pool: per class a stack of free blocks */
     pthread_mutex_t mu;
     lt_buf **freel[LT_CU_CLASSES];
