@@ -60,8 +60,7 @@ static lt_ival *slice_axis(lt_ad *c, lt_ival *g, lt_ival *start, lt_ival *end, i
 static lt_status r_concat(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
                           lt_ival *const *dout)
 {
-    /* below opset 4 the axis may be left out and is 1, as the kernel reads it */
-    int64_t axis = lt_attr_int(n, "axis", n->opset < 4 ? 1 : 0);
+    int64_t axis = lt_attr_int(n, "axis", 0); /* the importer writes Concat-1's default out */
     if (axis < 0)
         axis += out[0]->type.rank;
     lt_ival *ax = lt_ad_ints(c, 1, &axis), *off = lt_ad_ints(c, 1, (int64_t[]){0});

@@ -306,7 +306,14 @@ lt_status lt_imp_node(imp *im, scope *s, lt_block *b, const Onnx__NodeProto *np,
         if (lt_imp_attr_kind(ap) == LT_ATTR_GRAPH)
             nregions++;
     }
-    lt_status st = lt_node_set_attrs(m, n, nattr);
+    /* Concat before opset 4 may leave out its axis, which is then 1: it is
+     * written out, so every kernel, rule and pass reads the one value */
+    bool concat_axis = op == LT_OP_CONCAT && version < 4;
+    for (int i = 0; i < nattr && concat_axis; i++)
+        concat_axis = !(aps[i]->name && strcmp(aps[i]->name, "axis") == 0);
+    lt_status st = lt_node_set_attrs(m, n, nattr + concat_axis);
+    if (st == LT_OK && concat_axis)
+        n->attrs[nattr] = (lt_attr){.name = "axis", .kind = LT_ATTR_INT, .i = 1};
     if (st == LT_OK)
         st = lt_node_set_regions(m, n, nregions);
     if (st != LT_OK)

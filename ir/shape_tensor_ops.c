@@ -68,7 +68,7 @@ static lt_status r_concat(lt_infer_ctx *c, lt_node *n)
             o.rank = x->rank;
     }
     if (o.rank >= 0) {
-        int64_t a = lt_attr_int(n, "axis", n->opset < 4 ? 1 : 0);
+        int64_t a = lt_attr_int(n, "axis", 0);
         if (a < -o.rank || a >= o.rank)
             return lt_infer_fail(c, n, "axis %lld is out of range for rank %d", (long long)a, o.rank);
         int axis = (int)(a < 0 ? a + o.rank : a);

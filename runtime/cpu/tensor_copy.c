@@ -47,7 +47,7 @@ static lt_status k_concat(lt_kctx *k)
     if (!x0)
         return lt_k_fail(k, LT_ERR_INVALID, "no inputs");
     int r = x0->rank, axis;
-    int64_t a = lt_attr_int(k->node, "axis", k->node->opset < 4 ? 1 : INT64_MIN);
+    int64_t a = lt_attr_int(k->node, "axis", INT64_MIN);
     if (a == INT64_MIN)
         return lt_k_fail(k, LT_ERR_INVALID, "the axis attribute is missing");
     if (!lt_tk_axis(a, r, &axis))
