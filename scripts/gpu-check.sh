@@ -11,6 +11,9 @@
 #      (OUTDIR/cuda-tests.log); where nvidia-smi lists a GPU they run with
 #      LANTERN_CUDA_REQUIRED=1, so a suite whose backend cannot open (driver,
 #      CUDA runtime or cuDNN trouble) fails instead of being skipped
+#   3b. the CPU suites tests/cuda/on_cuda.txt names (the model zoo against
+#      PyTorch's values, trainer steps, control flow), again with
+#      LANTERN_BACKEND=cuda (OUTDIR/on-cuda.log); a failure counts as step 3's
 #   4. the GPU benchmark: the CNN, SqueezeNet 1.1 and ResNet-50 on 3x32x32
 #      (batch 64), the LSTM, the Loop-RNN and the TreeLSTM, one training step
 #      on lantern's cuda backend and in this machine's PyTorch on the same GPU
@@ -18,7 +21,7 @@
 #      the ratios (OUTDIR/bench-gpu.txt); the models come from
 #      bench/make_bench_models.py run with this machine's python3
 # and a summary in OUTDIR/summary.txt. Each step has a time limit and the
-# script goes on after a failure; its exit status is that of step 3.
+# script goes on after a failure; its exit status is that of steps 3 and 3b.
 # BUDGET=s (default 470) caps the seconds before the benchmark stops. BUILD=dir changes the build folder; CUDNN_ROOT=dir points at a cuDNN 9
 # outside the toolkit; else, where the toolkit has no cuDNN, the nvidia/cudnn
 # package of python3's environment (PyTorch's) is used, for the build (CMake
@@ -78,6 +81,7 @@ elif timeout 300 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -
     -DCMAKE_CUDA_ARCHITECTURES="$ARCH" $CUDNN_ARG >"$OUT/build.log" 2>&1 &&
     timeout 300 cmake --build "$BUILD" -j"$JOBS" --target lantern \
         $(cd "$SRC/tests/cuda" && ls test_*.c | sed 's/\.c$//') test_backend_open test_cli_device bench_train \
+        $(grep -v '^#' "$SRC/tests/cuda/on_cuda.txt") \
         >>"$OUT/build.log" 2>&1; then
     note "build: ok ($(elapsed) s)"
 else
@@ -96,6 +100,22 @@ grep -E "tests passed|tests failed|Passed|Failed|Skipped|\*\*\*" "$OUT/cuda-test
 grep -E "step +[0-9]+: cpu " "$OUT/cuda-tests.log" >"$OUT/cnn-loss-curve.txt" 2>/dev/null
 SKIPPED=$(grep -c '\*\*\*Skipped' "$OUT/cuda-tests.log")
 note "cuda suites: exit $TESTS ($(elapsed) s), $SKIPPED skipped, $REQUIRED; the CNN's loss curves side by side in cnn-loss-curve.txt"
+
+# ---- 3b. CPU suites again on cuda (tests/cuda/on_cuda.txt) ----
+: >"$OUT/on-cuda.log"
+FAILED_ON=""
+for t in $(grep -v '^#' "$SRC/tests/cuda/on_cuda.txt"); do
+    echo "==== $t (LANTERN_BACKEND=cuda)" >>"$OUT/on-cuda.log"
+    if ! (cd "$BUILD/tests" && LANTERN_BACKEND=cuda LANTERN_TF32=0 timeout 120 "./$t") >>"$OUT/on-cuda.log" 2>&1; then
+        FAILED_ON="$FAILED_ON $t"
+        TESTS=1
+    fi
+done
+if [ -n "$FAILED_ON" ]; then
+    note "cpu suites on cuda: FAILED:$FAILED_ON ($(elapsed) s; on-cuda.log)"
+else
+    note "cpu suites on cuda: all $(grep -vc '^#' "$SRC/tests/cuda/on_cuda.txt") pass ($(elapsed) s; on-cuda.log)"
+fi
 
 # ---- 4. the GPU benchmark: lantern's cuda backend against PyTorch ----
 MODELS=$BUILD/bench_models

@@ -5,7 +5,8 @@
  * - three trainer steps of SGD with momentum train the two as one tensor:
  *   every parameter within 1e-5 of PyTorch's, the copy exactly the
  *   table's transpose after the steps, and in the export;
- * - a checkpoint after two steps resumes to the same bits as three steps,
+ * - a checkpoint after two steps resumes to the same bits as three steps
+ *   (within 1e-6 on a device backend, LANTERN_BACKEND),
  *   and holds the copy as trained (what `lantern export CHECKPOINT` writes);
  * - with no_tie the copy trains on its own and the table ends far from
  *   PyTorch's (the reference can tell);
@@ -164,9 +165,18 @@ static void resumes(void **state)
         lt_value_free(in[1]);
     }
     lt_model *a = lt_trainer_model(t[0]), *b = lt_trainer_model(t[2]);
-    for (int p = 0; p < lt_model_num_params(a); p++)
-        assert_memory_equal(lt_model_param(a, p)->data, lt_model_param(b, p)->data,
-                            (size_t)lt_model_param(a, p)->numel * lt_dtype_size(lt_model_param(a, p)->dtype));
+    /* on the host, the same bits; a device backend's embedding gradient
+     * adds its rows with atomics, in an order that changes from run to
+     * run (ulps apart on cuda) */
+    const char *be = getenv("LANTERN_BACKEND");
+    bool host = !be || !*be || strcmp(be, "cpu") == 0;
+    for (int p = 0; p < lt_model_num_params(a); p++) {
+        const lt_tensor *pa = lt_model_param(a, p), *pb = lt_model_param(b, p);
+        if (host)
+            assert_memory_equal(pa->data, pb->data, (size_t)pa->numel * lt_dtype_size(pa->dtype));
+        else if (tu_max_rel_err(pb, pa) > 1e-6)
+            fail_msg("%s resumed %.3g from three steps", lt_model_param_name(a, p), tu_max_rel_err(pb, pa));
+    }
     assert_true(transposes(tu_param(b, TABLE), tu_param(b, COPY)));
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
