@@ -262,14 +262,14 @@ static lt_status k_sce_loss_grad(lt_kctx *k)
         lt_red_softmax_f64(x->data, dx->data, L.n, L.c, L.d, LT_RED_SOFTMAX);
         smg_sce_f64(dx->data, L.coef, L.cls, L.n, L.c, L.d);
     } else if (x->dtype == LT_F32) {
-        lt_red_softmax_f32(x->data, dx->data, L.n, L.c, L.d, LT_RED_SOFTMAX);
+        lt_red_softmax_any_f32(x->data, dx->data, L.n, L.c, L.d, LT_RED_SOFTMAX);
         smg_sce_f32(dx->data, L.coef, L.cls, L.n, L.c, L.d);
     } else {
         const float *xf = lt_red_load_f32(k, x);
         float *pf = lt_k_scratch(k, sizeof(float) * (size_t)dx->numel);
         if (!xf || !pf)
             return lt_k_fail(k, LT_ERR_NOMEM, "out of scratch memory");
-        lt_red_softmax_f32(xf, pf, L.n, L.c, L.d, LT_RED_SOFTMAX);
+        lt_red_softmax_any_f32(xf, pf, L.n, L.c, L.d, LT_RED_SOFTMAX);
         smg_sce_f32(pf, L.coef, L.cls, L.n, L.c, L.d);
         lt_red_store_f32(pf, dx);
     }

@@ -123,7 +123,7 @@ static lt_status k_sce_loss(lt_kctx *k)
     if (f64)
         lt_red_softmax_f64(src, lp, n, c, d, LT_RED_LOGSOFTMAX);
     else
-        lt_red_softmax_f32(src, lp, n, c, d, LT_RED_LOGSOFTMAX);
+        lt_red_softmax_any_f32(src, lp, n, c, d, LT_RED_LOGSOFTMAX);
     if (lpt && !native)
         lt_red_store_f32(lp, lpt);
     return nll_core(k, lp, f64, x->dtype, t, w, n, c, d, red);

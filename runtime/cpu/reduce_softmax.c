@@ -32,6 +32,14 @@ static lt_status need_float(lt_kctx *k, const lt_tensor *x)
     return LT_OK;
 }
 
+void lt_red_softmax_any_f32(const float *x, float *y, int64_t outer, int64_t c, int64_t inner, int mode)
+{
+    bool rows = inner == 1 && outer > 0 && mode != LT_RED_HARDMAX, logsm = mode == LT_RED_LOGSOFTMAX;
+    if (rows && (lt_softmax_rows_avx512(x, y, outer, c, logsm) || lt_softmax_rows_avx2(x, y, outer, c, logsm)))
+        return;
+    lt_red_softmax_f32(x, y, outer, c, inner, mode);
+}
+
 /* ---- Softmax, LogSoftmax, Hardmax ---- */
 static lt_status softmax_like(lt_kctx *k, int mode)
 {
@@ -67,10 +75,7 @@ static lt_status softmax_like(lt_kctx *k, int mode)
     if (x->dtype == LT_F64) {
         lt_red_softmax_f64(x->data, y->data, outer, c, inner, mode);
     } else if (x->dtype == LT_F32) {
-        bool rows = inner == 1 && mode != LT_RED_HARDMAX;
-        if (!(rows && lt_softmax_rows_avx512(x->data, y->data, outer, c, mode == LT_RED_LOGSOFTMAX)) &&
-            !(rows && mode == LT_RED_SOFTMAX && lt_softmax_rows_avx2(x->data, y->data, outer, c)))
-            lt_red_softmax_f32(x->data, y->data, outer, c, inner, mode);
+        lt_red_softmax_any_f32(x->data, y->data, outer, c, inner, mode);
     } else {
         const float *xf = lt_red_load_f32(k, x);
         float *yf = lt_k_scratch(k, sizeof(float) * (size_t)x->numel);

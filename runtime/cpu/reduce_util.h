@@ -126,9 +126,13 @@ void lt_red_softmax_f64(const double *x, double *y, int64_t outer, int64_t c, in
 /* Softmax (log-softmax when logsm) of `rows` contiguous rows of c floats
  * with AVX-512 (softmax_avx512.c); false, with y untouched, without it. */
 bool lt_softmax_rows_avx512(const float *x, float *y, int64_t rows, int64_t c, bool logsm);
-/* Softmax of `rows` contiguous rows of c floats with AVX2 and FMA
- * (softmax_avx2.c); false, with y untouched, without them. */
-bool lt_softmax_rows_avx2(const float *x, float *y, int64_t rows, int64_t c);
+/* Softmax (log-softmax when logsm) of `rows` contiguous rows of c floats
+ * with AVX2 and FMA (softmax_avx2.c); false, with y untouched, without
+ * them. */
+bool lt_softmax_rows_avx2(const float *x, float *y, int64_t rows, int64_t c, bool logsm);
+/* lt_red_softmax_f32 through the widest row kernel the CPU has where the
+ * axis is the last (inner 1): Softmax, LogSoftmax and the losses' softmax */
+void lt_red_softmax_any_f32(const float *x, float *y, int64_t outer, int64_t c, int64_t inner, int mode);
 
 /* ---- registrars of the family's files ---- */
 void lt_cpu_register_reduce_arg(lt_kernel_fn *tab);     /* ArgMax, ArgMin, TopK, CumSum */

@@ -1,5 +1,5 @@
-/* float32 Softmax along contiguous rows with AVX2 and FMA, for CPUs without
- * AVX-512 (softmax_avx512.c): attention's rows of 28 keys, which the
+/* float32 Softmax and LogSoftmax along contiguous rows with AVX2 and FMA, for
+ * CPUs without AVX-512 (softmax_avx512.c): attention's rows of 28 keys, which the
  * baseline build's 4-wide loop and scalar exponential take ten times
  * longer over. Each thread takes its share of the rows in blocks that stay
  * in L1: x - max into y row by row, one array exponential over the block
@@ -111,11 +111,67 @@ AVX2 static void scale_rows(float *y, int64_t r0, int64_t r1, int64_t c)
     }
 }
 
-AVX2 static void rows_share(const float *x, float *y, int64_t r0, int64_t r1, int64_t c)
+/* sum of n floats, in double (as the generic kernel's log-softmax sums) */
+AVX2 static double sum_f64(const float *e, int64_t n)
+{
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t j = 0; j < n; j++)
+        s += e[j];
+    return s;
+}
+
+/* y[j] -= v for a row of n */
+AVX2 static void sub_row(float *y, int64_t n, float v)
+{
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++)
+        y[j] -= v;
+}
+
+/* Log-softmax of rows [r0, r1): y = (x - max) - log(sum exp(x - max)), the
+ * (x - max) kept in y (exact near the max, as in the generic kernel) and
+ * the exponentials in a block of scratch; a row longer than the block (a
+ * language model's vocabulary) is summed a block at a time. */
+AVX2 static void logsm_share(const float *x, float *y, int64_t r0, int64_t r1, int64_t c, const rowv *w)
+{
+    float e[BLOCK];
+    if (c > BLOCK) {
+        for (int64_t o = r0; o < r1; o++) {
+            float *yr = y + o * c;
+            shift_rows(x, y, o, o + 1, c);
+            double s = 0;
+            for (int64_t j = 0; j < c; j += BLOCK) {
+                int64_t n = c - j < BLOCK ? c - j : BLOCK;
+                lt_vexpf(yr + j, e, n);
+                s += sum_f64(e, n);
+            }
+            sub_row(yr, c, (float)log(s));
+        }
+        return;
+    }
+    int64_t per = BLOCK / c;
+    for (int64_t b = r0; b < r1; b += per) {
+        int64_t end = b + per < r1 ? b + per : r1;
+        if (c <= 32)
+            shift_rows32(x, y, b, end, c, w);
+        else
+            shift_rows(x, y, b, end, c);
+        lt_vexpf(y + b * c, e, (end - b) * c);
+        for (int64_t o = b; o < end; o++)
+            sub_row(y + o * c, c, (float)log(sum_f64(e + (o - b) * c, c)));
+    }
+}
+
+AVX2 static void rows_share(const float *x, float *y, int64_t r0, int64_t r1, int64_t c, bool logsm)
 {
     int64_t per = BLOCK / c > 0 ? BLOCK / c : 1;
     rowv w = {(int)((c + 7) / 8), (int)(c - 8 * ((c + 7) / 8 - 1)), _mm256_setzero_si256()};
     w.mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(w.nl), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    if (logsm) {
+        logsm_share(x, y, r0, r1, c, &w);
+        return;
+    }
     for (int64_t b = r0; b < r1; b += per) {
         int64_t e = b + per < r1 ? b + per : r1;
         if (c <= 32)
@@ -130,7 +186,7 @@ AVX2 static void rows_share(const float *x, float *y, int64_t r0, int64_t r1, in
     }
 }
 
-bool lt_softmax_rows_avx2(const float *x, float *y, int64_t rows, int64_t c)
+bool lt_softmax_rows_avx2(const float *x, float *y, int64_t rows, int64_t c, bool logsm)
 {
     if (!lt_cpu_avx2() || c < 1)
         return false;
@@ -138,16 +194,16 @@ bool lt_softmax_rows_avx2(const float *x, float *y, int64_t rows, int64_t c)
 #pragma omp parallel if (work > LT_RED_PAR_MIN && rows > 1)
     {
         int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-        rows_share(x, y, rows * id / nt, rows * (id + 1) / nt, c);
+        rows_share(x, y, rows * id / nt, rows * (id + 1) / nt, c, logsm);
     }
     return true;
 }
 
 #else
 
-bool lt_softmax_rows_avx2(const float *x, float *y, int64_t rows, int64_t c)
+bool lt_softmax_rows_avx2(const float *x, float *y, int64_t rows, int64_t c, bool logsm)
 {
-    (void)x, (void)y, (void)rows, (void)c;
+    (void)x, (void)y, (void)rows, (void)c, (void)logsm;
     return false;
 }
 

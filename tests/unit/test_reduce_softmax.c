@@ -328,58 +328,64 @@ static void fast_exp(void **state)
 }
 
 /* The AVX2 row kernel (softmax_avx2.c) called directly, on any CPU with
- * AVX2 and FMA: rows of 1 to 100 (whole and partial 8-lane vectors,
- * attention's 28), enough rows to span several of its blocks and both
- * threads, against double; a NaN row, -inf entries (exactly 0) and a
- * maximum far past exp's range; in place too. Without AVX2 it refuses. */
+ * AVX2 and FMA, as softmax and as log-softmax: rows of 1 to 100 (whole and
+ * partial 8-lane vectors, attention's 28), enough rows to span several of
+ * its blocks and both threads, and rows longer than a block (a vocabulary,
+ * summed a block at a time), against double; a NaN row, -inf entries
+ * (exactly 0, or -inf) and a maximum far past exp's range; in place too.
+ * Without AVX2 it refuses. */
 static void softmax_rows_avx2(void **state)
 {
     (void)state;
-    static const int64_t lens[] = {1, 7, 8, 9, 28, 33, 100};
+    static const int64_t lens[] = {1, 7, 8, 9, 28, 33, 100, 2049, 5003};
     uint64_t seed = 400;
-    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
-        int64_t c = lens[l], rows = 301, n = rows * c, d[1] = {n};
-        lt_value *xv = tu_rand(LT_F32, 1, d, -6, 6, seed++);
-        float *x = (float *)xv->t.data, *y = malloc(sizeof *y * (size_t)n);
-        assert_non_null(y);
-        if (c > 2) {
-            x[5 * c + 1] = NAN;                      /* row 5: all NaN */
-            x[7 * c] = x[7 * c + c - 1] = -INFINITY; /* row 7: two zeros */
-            x[9 * c + c / 2] = 300.0f;               /* row 9: one, the rest underflow */
-        }
-        if (!lt_softmax_rows_avx2(x, y, rows, c)) {
-            assert_false(lt_cpu_avx2());
+    for (int logsm = 0; logsm < 2; logsm++)
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            int64_t c = lens[l], rows = c > 1000 ? 13 : 301, n = rows * c, d[1] = {n};
+            lt_value *xv = tu_rand(LT_F32, 1, d, -6, 6, seed++);
+            float *x = (float *)xv->t.data, *y = malloc(sizeof *y * (size_t)n);
+            assert_non_null(y);
+            if (c > 2) {
+                x[5 * c + 1] = NAN;                      /* row 5: all NaN */
+                x[7 * c] = x[7 * c + c - 1] = -INFINITY; /* row 7: two zeros (log: -inf) */
+                x[9 * c + c / 2] = 300.0f;               /* row 9: one, the rest underflow */
+            }
+            if (!lt_softmax_rows_avx2(x, y, rows, c, logsm)) {
+                assert_false(lt_cpu_avx2());
+                lt_value_free(xv);
+                free(y);
+                return;
+            }
+            for (int64_t r = 0; r < rows; r++) {
+                const float *xr = x + r * c;
+                double m = -INFINITY, s = 0;
+                bool nan = false;
+                for (int64_t j = 0; j < c; j++) {
+                    nan |= isnan(xr[j]);
+                    m = xr[j] > m ? xr[j] : m;
+                }
+                for (int64_t j = 0; j < c; j++)
+                    s += exp((double)xr[j] - m);
+                for (int64_t j = 0; j < c; j++) {
+                    double got = y[r * c + j];
+                    double want = logsm ? ((double)xr[j] - m) - log(s) : exp((double)xr[j] - m) / s;
+                    bool ok = nan ? isnan(got)
+                              : isinf(xr[j]) ? got == (logsm ? -INFINITY : 0.0)
+                              : logsm ? fabs(got - want) <= 2e-6 * (1 + fabs(want))
+                                      : fabs(got - want) <= 1e-6 * want + 1e-12;
+                    if (!ok)
+                        fail_msg("%s row %lld of %lld: y[%lld] = %.9g, want %.9g", logsm ? "log-softmax" : "softmax",
+                                 (long long)r, (long long)c, (long long)j, got, nan ? NAN : want);
+                }
+            }
+            /* in place: the same values */
+            assert_true(lt_softmax_rows_avx2(x, x, rows, c, logsm));
+            for (int64_t i = 0; i < n; i++)
+                if (!(x[i] == y[i] || (isnan(x[i]) && isnan(y[i]))))
+                    fail_msg("in place: %lld differs (%.9g, %.9g)", (long long)i, x[i], y[i]);
             lt_value_free(xv);
             free(y);
-            return;
         }
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = x + r * c;
-            double m = -INFINITY, s = 0;
-            bool nan = false;
-            for (int64_t j = 0; j < c; j++) {
-                nan |= isnan(xr[j]);
-                m = xr[j] > m ? xr[j] : m;
-            }
-            for (int64_t j = 0; j < c; j++)
-                s += exp((double)xr[j] - m);
-            for (int64_t j = 0; j < c; j++) {
-                double want = exp((double)xr[j] - m) / s, got = y[r * c + j];
-                if (nan ? !isnan(got) : !(fabs(got - want) <= 1e-6 * want + 1e-12))
-                    fail_msg("row %lld of %lld: y[%lld] = %.9g, want %.9g", (long long)r, (long long)c,
-                             (long long)j, got, nan ? NAN : want);
-                if (isinf(xr[j]) && got != 0.0)
-                    fail_msg("row %lld: -inf gave %g", (long long)r, got);
-            }
-        }
-        /* in place: the same values */
-        assert_true(lt_softmax_rows_avx2(x, x, rows, c));
-        for (int64_t i = 0; i < n; i++)
-            if (!(x[i] == y[i] || (isnan(x[i]) && isnan(y[i]))))
-                fail_msg("in place: %lld differs (%.9g, %.9g)", (long long)i, x[i], y[i]);
-        lt_value_free(xv);
-        free(y);
-    }
 }
 
 static void bad_axis(void **state)
