@@ -31,6 +31,22 @@ static bool other_rank(const lt_type *declared, const lt_type *start)
            start->rank >= 0 && declared->rank != start->rank;
 }
 
+/* A carried value's param with an element type but no shape declared (a
+ * loop body's state as some exporters leave it): the start's element type
+ * and rank, with every dimension unknown (the value may grow from one
+ * iteration to the next, its rank does not change); without a rank, a
+ * MatMul or a broadcast in the body cannot be differentiated */
+static bool no_shape(const lt_type *declared, const lt_type *start)
+{
+    return declared->kind == LT_KIND_TENSOR && start->kind == LT_KIND_TENSOR && declared->rank < 0 &&
+           start->rank >= 0 && (declared->dtype == LT_UNDEFINED || declared->dtype == start->dtype);
+}
+
+static void start_rank(lt_type *param, const lt_type *start)
+{
+    lt_type_unknown(param, start->dtype, start->rank);
+}
+
 static void add_axis(lt_type *t, int axis, lt_dim d)
 {
     if (t->kind != LT_KIND_TENSOR || t->rank < 0 || t->rank >= LT_MAX_RANK) {
@@ -59,9 +75,14 @@ void lt_infer_region_params(lt_node *n)
             if (unknown(&b->params[1]->type))
                 lt_type_tensor(&b->params[1]->type, LT_BOOL, 0, NULL);
         }
-        for (int i = 2; i < b->nparams && i < n->nin; i++)
-            if (n->in[i] && (unknown(&b->params[i]->type) || other_rank(&b->params[i]->type, &n->in[i]->type)))
+        for (int i = 2; i < b->nparams && i < n->nin; i++) {
+            if (!n->in[i])
+                continue;
+            if (unknown(&b->params[i]->type) || other_rank(&b->params[i]->type, &n->in[i]->type))
                 b->params[i]->type = n->in[i]->type;
+            else if (no_shape(&b->params[i]->type, &n->in[i]->type))
+                start_rank(&b->params[i]->type, &n->in[i]->type);
+        }
     } else if (n->op == LT_OP_SCAN && n->nregions == 1 && n->opset >= 9) {
         lt_block *b = n->regions[0];
         int nscan = (int)lt_attr_int(n, "num_scan_inputs", 0), nstate = n->nin - nscan, na;
@@ -82,6 +103,12 @@ void lt_infer_region_params(lt_node *n)
             }
             if (unknown(&b->params[i]->type) || other_rank(&b->params[i]->type, &t))
                 b->params[i]->type = t;
+            else if (no_shape(&b->params[i]->type, &t)) {
+                if (i < nstate)
+                    start_rank(&b->params[i]->type, &t);
+                else
+                    b->params[i]->type = t; /* every slice has the same shape */
+            }
         }
     } else if (n->op == LT_OP_SEQUENCE_MAP && n->nregions == 1) {
         lt_block *b = n->regions[0];

@@ -313,3 +313,35 @@ save("ad_ln_inv_only",
       h.make_node("Add", ["a", "d"], ["loss"])],
      [vi("x", [3, 4])], [vi("loss", [])],
      [w("W", 4, 5, scale=1.0), w("g", 5, scale=1.0), w("b", 5, scale=0.5)], opset=17)
+# A Loop and a Scan whose bodies declare their carried values and outputs
+# with an element type but no shape, as some exporters write them: the
+# state's rank comes from the value it starts from (ir/shape_control.c), so
+# the MatMuls in the body and after the loop can be differentiated.
+def nos(name):
+    return h.make_tensor_value_info(name, F, None)
+
+
+und_body = h.make_graph(
+    [h.make_node("Gather", ["x", "it"], ["xt"], axis=0), h.make_node("MatMul", ["xt", "W"], ["xw"]),
+     h.make_node("MatMul", ["h_in", "U"], ["hu"]), h.make_node("Add", ["xw", "hu"], ["s"]),
+     h.make_node("Tanh", ["s"], ["h_out"]), h.make_node("Identity", ["h_out"], ["y_t"]),
+     h.make_node("Identity", ["c_in"], ["c_out"])],
+    "und_body", [vi("it", [], TP.INT64), vi("c_in", [], TP.BOOL), nos("h_in")],
+    [vi("c_out", [], TP.BOOL), nos("h_out"), nos("y_t")])
+save("ad_loop_undeclared",
+     [h.make_node("Loop", ["T", "", "h0"], ["hT", "ys"], body=und_body),
+      h.make_node("MatMul", ["hT", "O"], ["z"]), h.make_node("Mul", ["z", "z"], ["zq"]),
+      h.make_node("Mul", ["ys", "ys"], ["yq"]), rsum("zq", "a"), rsum("yq", "b"), h.make_node("Add", ["a", "b"], ["y"])],
+     [vi("x", [4, 2, 3])], [vi("y", [])],
+     [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5), w("O", 5, 3), i64("T", 4)])
+und_scan = h.make_graph(
+    [h.make_node("MatMul", ["x_t", "W"], ["xw"]), h.make_node("MatMul", ["h_in", "U"], ["hu"]),
+     h.make_node("Add", ["xw", "hu"], ["s"]), h.make_node("Tanh", ["s"], ["h_out"]),
+     h.make_node("Identity", ["h_out"], ["y_t"])],
+    "und_scan", [nos("h_in"), nos("x_t")], [nos("h_out"), nos("y_t")])
+save("ad_scan_undeclared",
+     [h.make_node("Scan", ["h0", "x"], ["hT", "ys"], body=und_scan, num_scan_inputs=1),
+      h.make_node("MatMul", ["hT", "O"], ["z"]), h.make_node("Mul", ["z", "z"], ["zq"]),
+      h.make_node("Mul", ["ys", "ys"], ["yq"]), rsum("zq", "a"), rsum("yq", "b"), h.make_node("Add", ["a", "b"], ["y"])],
+     [vi("x", [4, 2, 3])], [vi("y", [])],
+     [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5), w("O", 5, 3)])

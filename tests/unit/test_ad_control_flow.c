@@ -46,6 +46,17 @@ static void scan_declared_rank(void **s)
     tu_grad_check_model(DATA "ad_scan_declared_rank.onnx", 3, d423, -1, 1, 20, "W");
     tu_grad_check_model(DATA "ad_scan_declared_rank.onnx", 3, d423, -1, 1, 21, "h0");
 }
+/* a Loop's and a Scan's body states declared with an element type but no
+ * shape: their rank comes from the start (was "MatMul with an operand of
+ * unknown rank cannot be differentiated") */
+static void undeclared_states(void **s)
+{
+    (void)s;
+    tu_grad_check_model(DATA "ad_loop_undeclared.onnx", 3, d423, -1, 1, 22, "U");
+    tu_grad_check_model(DATA "ad_loop_undeclared.onnx", 3, d423, -1, 1, 23, "h0");
+    tu_grad_check_model(DATA "ad_scan_undeclared.onnx", 3, d423, -1, 1, 24, "W");
+    tu_grad_check_model(DATA "ad_scan_undeclared.onnx", 3, d423, -1, 1, 25, "O");
+}
 static void loop_list_stacked(void **s)
 {
     (void)s;
@@ -120,7 +131,7 @@ int main(void)
         cmocka_unit_test(loop_rnn_model),  cmocka_unit_test(flex_attention_mods), cmocka_unit_test(flex_attention_plain),
         cmocka_unit_test(seq_split_at),    cmocka_unit_test(seq_unbind_at),  cmocka_unit_test(loop_list_stacked),
         cmocka_unit_test(seq_refused),     cmocka_unit_test(unbind_loop),
-        cmocka_unit_test(unbind_loop_in3), cmocka_unit_test(scan_declared_rank),
+        cmocka_unit_test(unbind_loop_in3), cmocka_unit_test(scan_declared_rank), cmocka_unit_test(undeclared_states),
         cmocka_unit_test(if_in_loop_scan), cmocka_unit_test(loop_in_loop_scan), cmocka_unit_test(loop_list_concatenated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
