@@ -109,6 +109,14 @@ static void merge(lt_type *declared, const lt_type *inferred)
         *declared = *inferred;
         return;
     }
+    /* a file declares a sequence's element type only; the rules may know
+     * the elements' shape (shape_control.c) */
+    if (declared->kind == LT_KIND_SEQUENCE && inferred->kind == LT_KIND_SEQUENCE &&
+        declared->inner == 0 && inferred->inner != 0 &&
+        (declared->dtype == LT_UNDEFINED || declared->dtype == inferred->dtype)) {
+        *declared = *inferred;
+        return;
+    }
     if (inferred->kind != LT_KIND_TENSOR || declared->kind != LT_KIND_TENSOR)
         return;
     if (declared->dtype == LT_UNDEFINED)

@@ -433,7 +433,8 @@ void lt_type_print(const lt_module *m, const lt_type *t, FILE *f)
         return;
     }
     fprintf(f, "%s", lt_dtype_name(t->dtype));
-    if (t->kind == LT_KIND_TENSOR || t->kind == LT_KIND_CELL || t->inner == LT_KIND_TENSOR) {
+    if (t->kind == LT_KIND_TENSOR || t->kind == LT_KIND_CELL || t->kind == LT_KIND_SEQUENCE ||
+        t->inner == LT_KIND_TENSOR) {
         if (t->rank < 0) {
             fprintf(f, "[*]");
         } else {

@@ -47,9 +47,16 @@ typedef struct lt_dim {
     int sym;
 } lt_dim;
 
+/* What shape inference knows of a sequence's elements (lt_type.inner):
+ * LT_SEQ_ELEMS: every element has the type's rank and dims; LT_SEQ_NONE: it
+ * has no element yet (SequenceEmpty's), so the first inserted gives them.
+ * A file's declared sequence type says neither (0). */
+enum { LT_SEQ_ELEMS = 16, LT_SEQ_NONE = 17 };
+
 typedef struct lt_type {
     uint8_t kind;  /* lt_kind */
-    uint8_t inner; /* for LT_KIND_OPTIONAL: LT_KIND_TENSOR or LT_KIND_SEQUENCE */
+    uint8_t inner; /* for LT_KIND_OPTIONAL: LT_KIND_TENSOR or LT_KIND_SEQUENCE; for
+                    * LT_KIND_SEQUENCE: LT_SEQ_ELEMS or LT_SEQ_NONE (0: unknown) */
     lt_dtype dtype;
     int rank; /* -1 when shape inference could not tell */
     lt_dim dims[LT_MAX_RANK];

@@ -31,6 +31,47 @@ static bool other_rank(const lt_type *declared, const lt_type *start)
            start->rank >= 0 && declared->rank != start->rank;
 }
 
+/* A sequence's element type, where rules know it (LT_SEQ_ELEMS: a file's
+ * declared sequence type never has one, tensor_proto.c), or a sequence with
+ * no elements yet (LT_SEQ_NONE: SequenceEmpty's, and a Loop's carried
+ * sequence that starts from one), to which the first element inserted
+ * gives the type. */
+static bool seq_empty(const lt_type *t) { return t->kind == LT_KIND_SEQUENCE && t->inner == LT_SEQ_NONE; }
+
+static bool seq_known(const lt_type *t)
+{
+    return t->kind == LT_KIND_SEQUENCE && t->inner == LT_SEQ_ELEMS && t->rank >= 0;
+}
+
+/* elements of a and of b */
+static void seq_join(lt_type *a, const lt_type *b)
+{
+    if (seq_empty(a) && (seq_empty(b) || seq_known(b))) {
+        *a = *b;
+        return;
+    }
+    if (seq_empty(b) && seq_known(a))
+        return;
+    if (!seq_known(a) || !seq_known(b) || a->dtype != b->dtype || a->rank != b->rank) {
+        lt_type_unknown(a, a->dtype != LT_UNDEFINED ? a->dtype : b->dtype, -1);
+        a->kind = LT_KIND_SEQUENCE;
+        return;
+    }
+    join(a, b);
+}
+
+/* a sequence of elements of tensor type t */
+static lt_type seq_of(const lt_type *t)
+{
+    lt_type s = *t;
+    if (t->kind != LT_KIND_TENSOR || t->rank < 0)
+        lt_type_unknown(&s, t->dtype, -1);
+    else
+        s.inner = LT_SEQ_ELEMS;
+    s.kind = LT_KIND_SEQUENCE;
+    return s;
+}
+
 /* A carried value's param with an element type but no shape declared (a
  * loop body's state as some exporters leave it): the start's element type
  * and rank, with every dimension unknown (the value may grow from one
@@ -82,6 +123,9 @@ void lt_infer_region_params(lt_node *n)
                 b->params[i]->type = n->in[i]->type;
             else if (no_shape(&b->params[i]->type, &n->in[i]->type))
                 start_rank(&b->params[i]->type, &n->in[i]->type);
+            else if (b->params[i]->type.kind == LT_KIND_SEQUENCE && seq_empty(&n->in[i]->type) &&
+                     b->params[i]->type.dtype == n->in[i]->type.dtype)
+                b->params[i]->type = n->in[i]->type; /* its elements are those the body inserts */
         }
     } else if (n->op == LT_OP_SCAN && n->nregions == 1 && n->opset >= 9) {
         lt_block *b = n->regions[0];
@@ -131,7 +175,10 @@ static lt_status infer_if(lt_infer_ctx *c, lt_node *n)
         if (!n->out[i] || i >= n->regions[0]->nresults || i >= n->regions[1]->nresults)
             continue;
         lt_type t = n->regions[0]->results[i]->type;
-        join(&t, &n->regions[1]->results[i]->type);
+        if (t.kind == LT_KIND_SEQUENCE)
+            seq_join(&t, &n->regions[1]->results[i]->type);
+        else
+            join(&t, &n->regions[1]->results[i]->type);
         n->out[i]->type = t;
     }
     return LT_OK;
@@ -222,14 +269,32 @@ static lt_dtype in_dtype(const lt_node *n, int i)
 
 static lt_status infer_seq_from_input(lt_infer_ctx *c, lt_node *n)
 {
-    seq_type(n, in_dtype(n, n->op == LT_OP_SEQUENCE_CONSTRUCT || n->op == LT_OP_SPLIT_TO_SEQUENCE ? 0 : 0));
+    seq_type(n, in_dtype(n, 0));
+    if (!n->out[0] || n->nin < 1 || !n->in[0])
+        return LT_OK;
+    if (n->op == LT_OP_SEQUENCE_CONSTRUCT) {
+        lt_type t = seq_of(&n->in[0]->type);
+        for (int i = 1; i < n->nin; i++) {
+            lt_type e = n->in[i] ? seq_of(&n->in[i]->type) : t;
+            seq_join(&t, &e);
+        }
+        n->out[0]->type = t;
+    } else if (n->op == LT_OP_SEQUENCE_INSERT && n->nin >= 2 && n->in[1]) {
+        lt_type t = n->in[0]->type, e = seq_of(&n->in[1]->type);
+        if (seq_empty(&t) || seq_known(&t)) {
+            seq_join(&t, &e);
+            n->out[0]->type = t;
+        }
+    } else if (n->op == LT_OP_SEQUENCE_ERASE && (seq_empty(&n->in[0]->type) || seq_known(&n->in[0]->type))) {
+        n->out[0]->type = n->in[0]->type;
+    }
     return LT_OK;
 }
 
 /* SplitToSequence's elements: the input's type with the split axis of
  * unknown size, or gone where the pieces drop it (no split and keepdims=0,
  * or a constant scalar split of 1 and keepdims=0: runtime/cpu/
- * control_seq.c). The sequence's type carries them (inner: tensor), so
+ * control_seq.c). The sequence's type carries them (LT_SEQ_ELEMS), so
  * that SequenceAt gives its rank to the ops that read it (a MatMul's
  * gradient needs it). */
 static lt_status infer_split_to_seq(lt_infer_ctx *c, lt_node *n)
@@ -267,7 +332,7 @@ static lt_status infer_split_to_seq(lt_infer_ctx *c, lt_node *n)
         t.dims[axis].v = !sp ? 1 : -1;
     }
     t.kind = LT_KIND_SEQUENCE;
-    t.inner = LT_KIND_TENSOR;
+    t.inner = LT_SEQ_ELEMS;
     n->out[0]->type = t;
     return LT_OK;
 }
@@ -275,6 +340,8 @@ static lt_status infer_split_to_seq(lt_infer_ctx *c, lt_node *n)
 static lt_status infer_seq_empty(lt_infer_ctx *c, lt_node *n)
 {
     seq_type(n, (lt_dtype)lt_attr_int(n, "dtype", LT_F32));
+    if (n->out[0])
+        n->out[0]->type.inner = LT_SEQ_NONE;
     return LT_OK;
 }
 
@@ -282,11 +349,12 @@ static lt_status infer_seq_at(lt_infer_ctx *c, lt_node *n)
 {
     if (!n->out[0])
         return LT_OK;
-    /* the elements of a sequence SplitToSequence made (infer_split_to_seq);
-     * an element type a file declares is not relied on */
+    /* the elements of a sequence a node made (SplitToSequence, SequenceInsert
+     * or Construct, a Loop's carried sequence), as the rules found them; a
+     * body's sequence parameter is not relied on (its elements change from
+     * one iteration to the next) */
     const lt_ival *s = n->nin > 0 ? n->in[0] : NULL;
-    if (s && s->def && s->def->op == LT_OP_SPLIT_TO_SEQUENCE && s->type.kind == LT_KIND_SEQUENCE &&
-        s->type.rank >= 0) {
+    if (s && s->def && seq_known(&s->type)) {
         n->out[0]->type = s->type;
         n->out[0]->type.kind = LT_KIND_TENSOR;
         n->out[0]->type.inner = 0;
@@ -305,8 +373,30 @@ static lt_status infer_seq_length(lt_infer_ctx *c, lt_node *n)
 
 static lt_status infer_concat_from_seq(lt_infer_ctx *c, lt_node *n)
 {
-    if (n->out[0])
-        lt_type_unknown(&n->out[0]->type, in_dtype(n, 0), -1);
+    if (!n->out[0])
+        return LT_OK;
+    lt_type_unknown(&n->out[0]->type, in_dtype(n, 0), -1);
+    /* the elements' type, the axis joined (or a new one) of unknown size: a
+     * stack of a loop's states has a rank (torch.stack after a TorchScript
+     * loop, whose exporter declares one rank too many) */
+    const lt_ival *s = n->nin > 0 ? n->in[0] : NULL;
+    if (!s || !s->def || !seq_known(&s->type))
+        return LT_OK;
+    lt_type t = s->type;
+    t.kind = LT_KIND_TENSOR;
+    t.inner = 0;
+    int64_t axis = lt_attr_int(n, "axis", 0);
+    if (lt_attr_int(n, "new_axis", 0) != 0) {
+        add_axis(&t, (int)axis, (lt_dim){-1, -1});
+    } else {
+        if (axis < 0)
+            axis += t.rank;
+        if (axis < 0 || axis >= t.rank)
+            return LT_OK;
+        t.dims[axis] = (lt_dim){-1, -1};
+    }
+    if (t.rank >= 0)
+        n->out[0]->type = t;
     return LT_OK;
 }
 

@@ -345,3 +345,25 @@ save("ad_scan_undeclared",
       h.make_node("Mul", ["ys", "ys"], ["yq"]), rsum("zq", "a"), rsum("yq", "b"), h.make_node("Add", ["a", "b"], ["y"])],
      [vi("x", [4, 2, 3])], [vi("y", [])],
      [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5), w("O", 5, 3)])
+# torch.stack of a TorchScript loop's states, as its exporter writes it: the
+# states go into a sequence (SequenceEmpty, SequenceInsert), stacked by
+# ConcatFromSequence(new_axis=1), and the output is declared with one rank
+# too many (rank 4 for what is [N, T, 3]). The rank comes from the inserted
+# states (ir/shape_control.c), so a seed or target of the true shape fits.
+stack_body = h.make_graph(
+    [h.make_node("SequenceAt", ["xs", "it"], ["xt"]), h.make_node("MatMul", ["xt", "W"], ["xw"]),
+     h.make_node("MatMul", ["h_in", "U"], ["hu"]), h.make_node("Add", ["xw", "hu"], ["s"]),
+     h.make_node("Tanh", ["s"], ["h_out"]), h.make_node("SequenceInsert", ["seq_in", "h_out"], ["seq_out"]),
+     h.make_node("Identity", ["c_in"], ["c_out"])],
+    "stack_body", [vi("it", [], TP.INT64), vi("c_in", [], TP.BOOL), vi("h_in", [2, 5]),
+                   h.make_tensor_sequence_value_info("seq_in", F, None)],
+    [vi("c_out", [], TP.BOOL), vi("h_out", [2, 5]), h.make_tensor_sequence_value_info("seq_out", F, None)])
+save("ad_loop_stack_declared",
+     [h.make_node("SplitToSequence", ["x", "one"], ["xs"], axis=1, keepdims=0),
+      h.make_node("SequenceLength", ["xs"], ["T"]), h.make_node("SequenceEmpty", [], ["seq0"], dtype=F),
+      h.make_node("Loop", ["T", "true", "h0", "seq0"], ["hT", "hs"], body=stack_body),
+      h.make_node("ConcatFromSequence", ["hs"], ["st"], axis=1, new_axis=1),
+      h.make_node("MatMul", ["st", "O"], ["y"])],
+     [vi("x", [2, 4, 3])], [vi("y", ["a", "b", "c", 3])],
+     [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5), w("O", 5, 3), i64("one", 1),
+      nh.from_array(np.array(True), "true")])
