@@ -14,6 +14,9 @@
 #   3b. the CPU suites tests/cuda/on_cuda.txt names (the model zoo against
 #      PyTorch's values, trainer steps, control flow), again with
 #      LANTERN_BACKEND=cuda (OUTDIR/on-cuda.log); a failure counts as step 3's
+#   3c. the model zoo's exports trained four Adam steps on the host and on
+#      cuda from the same data, loss curves compared (tests/cuda/
+#      zoo_curves.py, OUTDIR/zoo-curves.txt); a failure counts as step 3's
 #   4. the GPU benchmark: the CNN, SqueezeNet 1.1 and ResNet-50 on 3x32x32
 #      (batch 64), the LSTM, the Loop-RNN and the TreeLSTM, one training step
 #      on lantern's cuda backend and in this machine's PyTorch on the same GPU
@@ -21,7 +24,7 @@
 #      the ratios (OUTDIR/bench-gpu.txt); the models come from
 #      bench/make_bench_models.py run with this machine's python3
 # and a summary in OUTDIR/summary.txt. Each step has a time limit and the
-# script goes on after a failure; its exit status is that of steps 3 and 3b.
+# script goes on after a failure; its exit status is that of steps 3 to 3c.
 # BUDGET=s (default 470) caps the seconds before the benchmark stops. BUILD=dir changes the build folder; CUDNN_ROOT=dir points at a cuDNN 9
 # outside the toolkit; else, where the toolkit has no cuDNN, the nvidia/cudnn
 # package of python3's environment (PyTorch's) is used, for the build (CMake
@@ -115,6 +118,14 @@ if [ -n "$FAILED_ON" ]; then
     note "cpu suites on cuda: FAILED:$FAILED_ON ($(elapsed) s; on-cuda.log)"
 else
     note "cpu suites on cuda: all $(grep -vc '^#' "$SRC/tests/cuda/on_cuda.txt") pass ($(elapsed) s; on-cuda.log)"
+fi
+
+# ---- 3c. the model zoo trained on the host and on cuda, curves compared ----
+if timeout 300 "$PY" "$SRC/tests/cuda/zoo_curves.py" --lantern "$BUILD/lantern" >"$OUT/zoo-curves.txt" 2>&1; then
+    note "zoo curves: $(tail -1 "$OUT/zoo-curves.txt") ($(elapsed) s; zoo-curves.txt)"
+else
+    note "zoo curves: FAILED: $(grep -c FAILED "$OUT/zoo-curves.txt") case(s); $(tail -1 "$OUT/zoo-curves.txt") ($(elapsed) s; zoo-curves.txt)"
+    TESTS=1
 fi
 
 # ---- 4. the GPU benchmark: lantern's cuda backend against PyTorch ----
