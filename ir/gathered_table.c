@@ -24,7 +24,10 @@
  * for the index's own computation (T5 computes its buckets with log,
  * where, min from positions): the record is a set, and does not tell
  * which path an operation was on; without a gather they make the fold
- * one lantern cannot undo (below). A file without the record (an older
+ * one lantern cannot undo (below). The initializer's own operation counts
+ * too: GPT-2's position embedding read at arange(T) + offset is folded
+ * into embedding_1 with a record of [add, arange, wpe, unsqueeze], the
+ * rows of the table the model reads. A file without the record (an older
  * exporter) shows nothing, and its tensors are left alone.
  *
  * So a trainable float initializer that the graph signature does not name
@@ -123,6 +126,10 @@ static bool read_record(const lt_module *m, const lt_param *p, fold_record *r)
         }
     }
     lt_fold_kind own = lt_torch_fold_kind(m, p->name, strlen(p->name));
+    /* p made by a gather itself (embedding_1: GPT-2's position table read
+     * at arange(T) + offset) is a record with a gather: its computing
+     * operations are the index's */
+    r->gathers |= own == LT_FOLD_GATHER;
     r->last_copies = own == LT_FOLD_COPY || own == LT_FOLD_EXPAND || own == LT_FOLD_GATHER;
     r->expands |= own == LT_FOLD_EXPAND || own == LT_FOLD_GATHER;
     r->last_computes = own == LT_FOLD_COMPUTE;

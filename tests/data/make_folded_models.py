@@ -44,6 +44,11 @@ where G is the folded initializer (8 values):
                   lacks (lstm.bias_ih and lstm.bias_hh, as an LSTM's are
                   joined), read by a product that is no linear: copies of
                   two parameters, each entry once, trained as found.
+  posgather.onnx  G = embedding_1 = pos.weight[arange(8) + 2] (GPT-2's
+                  position table at an offset): folded_from ['add',
+                  'arange', 'pos.weight', 'unsqueeze', 'val_0'], the gather
+                  in the initializer's own name, the add on the index: the
+                  rows the model reads, each once, trained apart.
   x.npy, y.npy    8 samples of 8 inputs and 8 targets (float32)
   embedding.onnx  not a fold: an nn.Embedding(10, 4, padding_idx=3) whose
                   Gather's fx call records the padding row, with
@@ -182,3 +187,8 @@ def embedding_model(path):
 
 
 embedding_model("embedding.onnx")
+# GPT-2's position embedding at arange(T) + 2, folded into embedding_1 (the
+# rows the model reads, each once): the record's add and arange made the
+# index, the gather is embedding_1's own operation
+write("posgather.onnx", "embedding_1", np.array([0.75, -0.5, 1.25, 0.125, -1.0, 0.625, 0.25, -0.375], np.float32),
+      ["pos.weight"] + lin, folded_from=["add", "arange", "pos.weight", "unsqueeze", "val_0"])

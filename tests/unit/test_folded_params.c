@@ -15,8 +15,9 @@
  * queries), while a join of two by copying trains as found. A file without the record shows no
  * table. A table gathered or expanded into copies trains as the table
  * (one SGD step: each value moved by the sum of its copies' gradients, as
- * PyTorch moves it), and a fold that copies each entry once (a view)
- * trains each entry apart, as PyTorch trains the parameter. */
+ * PyTorch moves it), and a fold that copies each entry once (a view, or
+ * a table's rows read at positions the record computed) trains each entry
+ * apart, as PyTorch trains the parameter. */
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
@@ -350,6 +351,20 @@ static void one_copy_each_trains_apart(void **state)
     check_step(FOLDED "view.onnx", "view", false);
 }
 
+/* pos.weight[arange(8) + 2] folded into embedding_1 (GPT-2's position
+ * table as dynamo writes it): the add made the index, so the rows the
+ * model reads train as found, each apart, as PyTorch moves them (was
+ * refused as a fold through add) */
+static void gathered_rows_train_apart(void **state)
+{
+    (void)state;
+    lt_model *m = tu_model(FOLDED "posgather.onnx");
+    assert_int_equal(tables(m), 0);
+    assert_null(tu_ir_param(m, "embedding_1")->fold_op);
+    lt_model_free(m);
+    check_step(FOLDED "posgather.onnx", "embedding_1", false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +378,7 @@ int main(void)
         cmocka_unit_test(gathered_table_trains_as_table),
         cmocka_unit_test(expanded_copies_train_as_source),
         cmocka_unit_test(one_copy_each_trains_apart),
+        cmocka_unit_test(gathered_rows_train_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
