@@ -16,9 +16,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Marks each parameter n reads through an input its op takes no gradient
+ * for by design (lt_ad_nondiff) while the parameter is differentiated. */
+static void note_no_grad(lt_ad *c, const lt_node *n)
+{
+    for (int j = 0; j < n->nin && j < 32; j++) {
+        const lt_ival *v = n->in[j];
+        if (!v || v->param < 0 || v->param >= c->m->nparams || !(lt_ad_nondiff[n->op] >> j & 1) ||
+            v->id >= c->nsrc || !c->active[v->id] || c->m->params[v->param].no_grad)
+            continue;
+        char why[96];
+        snprintf(why, sizeof why, "%s input %d", lt_op_names[n->op], j);
+        c->m->params[v->param].no_grad = lt_ir_strdup(c->m, why);
+    }
+}
+
 /* The backward of a straight-line node. */
 static lt_status backward(lt_ad *c, const lt_node *n)
 {
+    note_no_grad(c, n);
     bool any = false;
     for (int j = 0; j < n->nin; j++)
         any |= lt_ad_wants(c, n, j);

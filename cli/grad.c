@@ -6,6 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* grad --check: the largest relative difference in float64 that passes */
+#define CHECK_TOL 1e-4
+
 #define GRAD_OPTIONS(X)                                                                                              \
     X(G_INPUT, "--input", "NAME=FILE", "the model input NAME from a .npy or TensorProto .pb file", NULL,             \
       LT_OPT_REPEAT)                                                                                                 \
@@ -25,7 +28,9 @@
       LT_PADDING_IDX_HELP, "none", LT_OPT_REPEAT)                                            \
     X(G_NO_TIE, "--no-tie", NULL, LT_NO_TIE_HELP, "tied: the source's gradient sums both uses", 0)                  \
     X(G_PRINT, "--print", NULL, "print the combined forward/backward program", NULL, 0)                              \
-    X(G_CHECK, "--check", NULL, "compare every gradient with central finite differences in float64", NULL, 0)        \
+    X(G_CHECK, "--check", NULL, "compare every gradient with central finite differences in float64; exit status 1 " \
+      "when one differs by more than 1e-4 (relative, in float64), a parameter that takes no gradient by design " \
+      "(BatchNormalization's running statistics, ...) excepted", NULL, 0)        \
     X(G_F64, "--f64", NULL, "run the whole program in float64", "the model's types", 0)
 typedef enum { GRAD_OPTIONS(LT_OPT_ENUM) } grad_opt;
 static const lt_cli_opt grad_opts[] = {GRAD_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
@@ -67,6 +72,7 @@ static int cmd_grad(const lt_cli_args *a)
 {
     const char *path = a->ops[0], *outdir = NULL, *labels = NULL, *targets = NULL;
     int print = 0, check = 0, f64 = 0, no_tie = 0, rc = 0, nin = 0, nseeds = 0, n = a->nitems + 1;
+    bool check_failed = false;
     lt_grad_opts o = {LT_LOSS_SUM, 0, NULL, 0};
     const char **names = calloc((size_t)n + 1, sizeof *names), **seed_names = calloc((size_t)n, sizeof *seed_names);
     const char **seed_files = calloc((size_t)n, sizeof *seed_files);
@@ -189,11 +195,28 @@ static int cmd_grad(const lt_cli_args *a)
         if ((s = lt_grad_check(path, &o, nin, names, vals, 64, &rows, &nrows, &err)) != LT_OK)
             goto fail;
         printf("%-40s %8s %14s %14s %12s\n", "parameter", "checked", "rel.err f64", "rel.err f32", "max |grad|");
+        int nbad = 0, nby = 0;
         for (int r = 0; r < nrows; r++) {
             char shown[256];
-            printf("%-40s %8d %14.3e %14.3e %12.4g\n", lt_str_printable(rows[r].name, shown, sizeof shown),
+            bool by_design = rows[r].no_grad[0] != 0;
+            bool bad = !(rows[r].err64 <= CHECK_TOL) && !by_design;
+            printf("%-40s %8d %14.3e %14.3e %12.4g", lt_str_printable(rows[r].name, shown, sizeof shown),
                    rows[r].checked, rows[r].err64, rows[r].err32, rows[r].max_grad);
+            if (bad)
+                printf("  FAILED");
+            else if (by_design)
+                printf("  (no gradient by design: %s)", rows[r].no_grad);
+            printf("\n");
+            nbad += bad;
+            nby += by_design && !(rows[r].err64 <= CHECK_TOL);
         }
+        if (nbad)
+            printf("gradient check: %d of %d parameters differ from finite differences by more than %g (float64)\n",
+                   nbad, nrows, CHECK_TOL);
+        else
+            printf("gradient check: %d parameters agree with finite differences within %g (float64)%s\n",
+                   nrows - nby, CHECK_TOL, nby ? "; the others take no gradient by design" : "");
+        check_failed = nbad > 0;
         free(rows);
     }
     o.tie_transposed = 0; /* note_ties ties them, naming the pairs */
@@ -258,6 +281,8 @@ static int cmd_grad(const lt_cli_args *a)
                 goto fail;
         }
     }
+    if (check_failed)
+        rc = 1;
     goto done;
 fail:
     seed_message(&err, nseeds, seed_names, seed_files);

@@ -168,6 +168,11 @@ typedef struct lt_param {
      * readers read that one, it is not trained, and lt_ir_refresh_tied
      * writes it from that one */
     const char *copy_of;
+    /* set by the AD when the parameter feeds an op input that takes no
+     * gradient by design (BatchNormalization's running statistics, a
+     * loss's class weights, Resize's scales, ...): "Op input K", so that a
+     * gradient check can tell that zero from a missing one */
+    const char *no_grad;
     /* set when the parameter is a table the exporter gathered from a
      * smaller one and folded (ir/gathered_table.c): its readers read
      * Gather(gathered_from, gather_index), it is not trained, and

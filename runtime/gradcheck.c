@@ -106,6 +106,8 @@ lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_o
             continue; /* gradients with respect to inputs: checked through parameters */
         lt_gradcheck_row *row = &rows[nr++];
         snprintf(row->name, sizeof row->name, "%s", p->name);
+        if (p->no_grad)
+            snprintf(row->no_grad, sizeof row->no_grad, "%s", p->no_grad);
         double *d = p->data.data;
         /* an initializer fed as an input (IR 4's overridable defaults, or
          * IR 3's initializers listed as inputs) runs with the fed value:
