@@ -367,3 +367,7 @@ save("ad_loop_stack_declared",
      [vi("x", [2, 4, 3])], [vi("y", ["a", "b", "c", 3])],
      [w("W", 3, 5, scale=1.0), w("U", 5, 5, scale=0.5), w("h0", 2, 5, scale=0.5), w("O", 5, 3), i64("one", 1),
       nh.from_array(np.array(True), "true")])
+# Relu at its kink: W[0] + x = 0 for x = 0, where central differences see a
+# slope of 1/2 and the gradient takes 0 (grad --check must fail on it)
+save("ad_relu_kink", [h.make_node("Add", ["x", "W"], ["s"]), h.make_node("Relu", ["s"], ["y"])],
+     [vi("x", [3])], [vi("y", [3])], [nh.from_array(np.array([0.0, 0.5, -0.5], np.float32), "W")])

@@ -1,0 +1,68 @@
+/* lantern grad --check's exit status: 0 where every gradient agrees with
+ * float64 central finite differences (a parameter its op takes no gradient
+ * for by design, BatchNormalization's running statistics, is marked and
+ * excepted), 1 where one differs (Relu at its kink, where the differences
+ * see a slope of 1/2 and the gradient takes 0: tests/data/ad_relu_kink.onnx),
+ * with a last line saying which. */
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LANTERN LT_BINARY_DIR "/lantern"
+#define DATA LT_SOURCE_DIR "/tests/data/"
+
+static char out[16384], errs[4096];
+
+/* a float32 .npy of the shape, uniform in [-1, 1) from seed or all zero; its path in path */
+static void input_file(char *path, size_t len, const char *tag, int rank, const int64_t *dims, uint64_t seed, bool zero)
+{
+    snprintf(path, len, "/tmp/lt_gcx_%s_%d.npy", tag, (int)getpid());
+    lt_value *x = tu_rand(LT_F32, rank, dims, -1, 1, seed);
+    if (zero)
+        memset(x->t.data, 0, lt_tensor_nbytes(&x->t));
+    lt_err err;
+    assert_int_equal(lt_value_save_npy(x, path, &err), LT_OK);
+    lt_value_free(x);
+}
+
+static void agreeing_with_by_design(void **state)
+{
+    (void)state;
+    char x[256], cmd[1024];
+    input_file(x, sizeof x, "bn", 2, (int64_t[]){6, 4}, 3, false);
+    snprintf(cmd, sizeof cmd, "%s grad %sbn_model.onnx --input x=%s --check", LANTERN, DATA, x);
+    int rc = tu_sh(cmd, out, sizeof out, errs, sizeof errs);
+    unlink(x);
+    if (rc != 0)
+        fail_msg("exit %d: %s%s", rc, out, errs);
+    assert_non_null(strstr(out, "(no gradient by design: BatchNormalization input 3)"));
+    assert_non_null(strstr(out, "(no gradient by design: BatchNormalization input 4)"));
+    assert_non_null(strstr(out, "gradient check: 4 parameters agree with finite differences within 0.0001 (float64); "
+                                "the others take no gradient by design"));
+    assert_null(strstr(out, "FAILED"));
+}
+
+static void differing_fails(void **state)
+{
+    (void)state;
+    char x[256], cmd[1024];
+    input_file(x, sizeof x, "kink", 1, (int64_t[]){3}, 4, true);
+    snprintf(cmd, sizeof cmd, "%s grad %sad_relu_kink.onnx --input x=%s --check", LANTERN, DATA, x);
+    int rc = tu_sh(cmd, out, sizeof out, errs, sizeof errs);
+    unlink(x);
+    if (rc != 1)
+        fail_msg("exit %d (want 1): %s%s", rc, out, errs);
+    assert_non_null(strstr(out, "FAILED"));
+    assert_non_null(strstr(out, "gradient check: 1 of 1 parameters differ from finite differences by more than "
+                                "0.0001 (float64)"));
+    /* the gradients are printed all the same */
+    assert_non_null(strstr(out, "W: float32[3]"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(agreeing_with_by_design), cmocka_unit_test(differing_fails)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
