@@ -286,41 +286,47 @@ static lt_status plan_target(const lt_model *m, lt_afeed *f, const lt_train_opts
 
 /* Inputs that share a symbolic dim (input_ids and attention_mask, both
  * [batch, seq]) must get arrays that agree on it; else the model fails in
- * its first run (on a test split: after a whole epoch of training). Ragged
- * arrays vary per sample and are left to the run. */
+ * its first run (on a test split: after a whole epoch of training), or,
+ * where one of them is 1, broadcasts it and trains on something else (a
+ * mask of one position for ids of 20). Ragged arrays vary per sample: every
+ * sample is checked. */
 static lt_status check_shared_dims(const lt_model *m, const lt_afeed *f, const int *free_in, lt_err *err)
 {
-    if (f->ragged)
-        return LT_OK;
     /* the first slot to give each symbolic dim, and its size there */
     struct {
         int sym, slot;
         int64_t v;
     } seen[(LT_AFEED_MAX + 1) * LT_MAX_RANK];
-    int nseen = 0;
-    for (int i = 0; i < f->nslot; i++) {
-        const lt_afeed_slot *s = &f->slot[i];
-        const lt_type *t = &m->main->params[free_in[i]]->type;
-        int64_t sd[LT_MAX_RANK];
-        lt_ds_array_sample(s->src, 0, sd);
-        for (int d = 0; t->rank == s->rank && d < t->rank; d++) {
-            int sym = t->dims[d].sym;
-            if (sym < 0 || d == s->axis)
-                continue;
-            int64_t v = sd[s->axis >= 0 && d > s->axis ? d - 1 : d];
-            int k = 0;
-            while (k < nseen && seen[k].sym != sym)
-                k++;
-            if (k == nseen) {
-                seen[nseen].sym = sym;
-                seen[nseen].slot = i;
-                seen[nseen++].v = v;
-            } else if (seen[k].v != v) {
-                const lt_afeed_slot *o = &f->slot[seen[k].slot];
-                return lt_errf(err, LT_ERR_INVALID, "%s: arrays '%s' (for input '%s') and '%s' (for input '%s') give "
-                               "the model's dim '%s' as %lld and %lld; inputs that share it must agree", f->data->path,
-                               o->src->member, o->name, s->src->member, s->name, m->syms[sym], (long long)seen[k].v,
-                               (long long)v);
+    int64_t samples = f->ragged && f->nslot > 0 ? f->slot[0].src->n : 1;
+    for (int64_t k = 0; k < samples; k++) {
+        int nseen = 0;
+        for (int i = 0; i < f->nslot; i++) {
+            const lt_afeed_slot *s = &f->slot[i];
+            const lt_type *t = &m->main->params[free_in[i]]->type;
+            int64_t sd[LT_MAX_RANK];
+            lt_ds_array_sample(s->src, k, sd);
+            for (int d = 0; t->rank == s->rank && d < t->rank; d++) {
+                int sym = t->dims[d].sym;
+                if (sym < 0 || d == s->axis)
+                    continue;
+                int64_t v = sd[s->axis >= 0 && d > s->axis ? d - 1 : d];
+                int q = 0;
+                while (q < nseen && seen[q].sym != sym)
+                    q++;
+                if (q == nseen) {
+                    seen[nseen].sym = sym;
+                    seen[nseen].slot = i;
+                    seen[nseen++].v = v;
+                } else if (seen[q].v != v) {
+                    const lt_afeed_slot *o = &f->slot[seen[q].slot];
+                    char which[48] = "";
+                    if (f->ragged)
+                        snprintf(which, sizeof which, " for sample %lld", (long long)k);
+                    return lt_errf(err, LT_ERR_INVALID, "%s: arrays '%s' (for input '%s') and '%s' (for input '%s') "
+                                   "give the model's dim '%s' as %lld and %lld%s; inputs that share it must agree",
+                                   f->data->path, o->src->member, o->name, s->src->member, s->name, m->syms[sym],
+                                   (long long)seen[q].v, (long long)v, which);
+                }
             }
         }
     }

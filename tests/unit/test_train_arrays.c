@@ -1051,6 +1051,13 @@ static void bad_data_one_line(void **state)
     int64_t three[3] = {0, 4, 9};
     write_split_case(path, "<i8", three, sizeof three, 3);
     cli_refuses(tree, path, "", "words holds 2 samples but", "3", NULL);
+    /* ragged arrays that share the model's dim n but not sample 0's length
+     * (words 4 rows, children 3): checked sample by sample before the
+     * first step (one of length 1 would have broadcast) */
+    int64_t other[4] = {0, 4, 5, 9};
+    write_split_case(path, "<i8", other, sizeof other, 4);
+    cli_refuses(tree, path, "", "arrays 'words' (for input 'words') and 'children' (for input 'children') give the "
+                "model's dim 'n' as 4 and 3 for sample 0", NULL);
 
     /* ragged rows saved as Python objects, without splits */
     {
