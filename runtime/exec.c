@@ -879,6 +879,12 @@ lt_status lt_k_run_block(lt_kctx *k, const lt_block *b, lt_value *const *args, l
 
 const lt_module *lt_k_module(lt_kctx *k) { return k->ex->m; }
 
+bool lt_k_from_pytorch(lt_kctx *k)
+{
+    const char *p = k->ex->m->producer_name;
+    return p && !strcmp(p, "pytorch");
+}
+
 const lt_func *lt_k_callee(lt_kctx *k, int64_t fi)
 {
     return fi >= 0 && fi < k->ex->m->nfuncs ? k->ex->m->funcs[fi] : NULL;

@@ -136,6 +136,10 @@ lt_status lt_k_run_block(lt_kctx *k, const lt_block *b, lt_value *const *args, l
 bool lt_k_interrupted(void);
 /* The module the kernel's node belongs to. */
 const lt_module *lt_k_module(lt_kctx *k);
+/* whether the model was written by PyTorch's exporters (producer "pytorch"):
+ * where the ONNX reference and PyTorch differ, such a file runs as PyTorch
+ * computes it */
+bool lt_k_from_pytorch(lt_kctx *k);
 /* Function fi of the module (for Call), NULL when out of range. */
 const lt_func *lt_k_callee(lt_kctx *k, int64_t fi);
 /* Seeded RNG owned by the executor (Dropout, Random*). */

@@ -218,8 +218,7 @@ void lt_ew_cast(void *dst, lt_dtype dt, const void *src, lt_dtype st, int64_t n)
  * autocast export toward zero. */
 static bool bf16_truncates(lt_kctx *k)
 {
-    const lt_module *m = lt_k_module(k);
-    return k->node->opset < 19 && !(m->producer_name && !strcmp(m->producer_name, "pytorch"));
+    return k->node->opset < 19 && !lt_k_from_pytorch(k);
 }
 
 static lt_status cast_bf16_truncating(lt_kctx *k, const lt_tensor *x, lt_tensor *y)

@@ -65,6 +65,14 @@ lt_status lt_img_resize_scales(lt_kctx *k, lt_resize *p, const lt_tensor *x, con
         if (p->out_f[d] > 9.0e15)
             return lt_k_fail(k, LT_ERR_RUNTIME, "output size along axis %d is too large", d);
         p->out[d] = lt_resize_len(x->dims[d], p->scale[d]);
+        /* align_corners where the scale makes the length fractional (7 x
+         * 1.5): the ONNX reference (and the backend test data) divides by
+         * scale x length - 1, PyTorch and onnxruntime by the output's
+         * integer length - 1, 0.72 apart on a ramp; a file torch exported
+         * (F.interpolate(scale_factor=..., align_corners=True)) runs as
+         * PyTorch computes it */
+        if (p->coord == LT_RS_ALIGN_CORNERS && lt_k_from_pytorch(k))
+            p->out_f[d] = (double)p->out[d];
     }
     return LT_OK;
 }

@@ -442,10 +442,12 @@ static void resize_legacy(void **state)
 }
 
 /* One Resize-13 of x by scales (a [4] tensor): out[0] gets the result. */
-static void resize_by(const char *mode, const char *coord, const char *nearest, lt_value *x, const double *sc,
-                      lt_value **out)
+static void resize_from(const char *producer, const char *mode, const char *coord, const char *nearest, lt_value *x,
+                        const double *sc, lt_value **out)
 {
     tu_graph g = tu_single(LT_OP_RESIZE, 13, 3, 1);
+    if (producer)
+        g.m->producer_name = producer;
     tu_attr_str(&g, "mode", mode);
     tu_attr_str(&g, "coordinate_transformation_mode", coord);
     tu_attr_str(&g, "nearest_mode", nearest);
@@ -455,6 +457,37 @@ static void resize_by(const char *mode, const char *coord, const char *nearest, 
     run_ok(&g, in, out);
     lt_value_free(in[2]);
     tu_free(&g);
+}
+
+static void resize_by(const char *mode, const char *coord, const char *nearest, lt_value *x, const double *sc,
+                      lt_value **out)
+{
+    resize_from(NULL, mode, coord, nearest, x, sc, out);
+}
+
+/* align_corners where the scale makes the length fractional (7 x 1.5 =
+ * 10.5, 10 out): the ONNX reference (and its backend test data) divides by
+ * 10.5 - 1, PyTorch and onnxruntime by 10 - 1, so a file PyTorch's exporter
+ * wrote (producer "pytorch": F.interpolate(scale_factor=1.5,
+ * align_corners=True)) resizes a ramp to i * 6 / 9, any other to
+ * i * 6 / 9.5 */
+static void resize_align_corners_fractional(void **state)
+{
+    (void)state;
+    int64_t xd[4] = {1, 1, 1, 7};
+    double ramp[7] = {0, 1, 2, 3, 4, 5, 6}, sc[4] = {1, 1, 1, 1.5};
+    for (int torch = 0; torch < 2; torch++) {
+        lt_value *x = tu_from(LT_F32, 4, xd, ramp), *out[1] = {0};
+        resize_from(torch ? "pytorch" : "onnx-example", "linear", "align_corners", "round_prefer_floor", x, sc, out);
+        assert_int_equal(out[0]->t.dims[3], 10);
+        for (int i = 0; i < 10; i++) {
+            double want = i * 6.0 / (torch ? 9.0 : 9.5);
+            if (!(fabs(tu_get(out[0], i) - want) <= 1e-5))
+                fail_msg("%s file: y[%d] = %.7g, want %.7g", torch ? "a torch" : "an onnx", i, tu_get(out[0], i), want);
+        }
+        lt_value_free(x);
+        lt_value_free(out[0]);
+    }
 }
 
 /* tf_half_pixel_for_nn keeps an axis of scale 1 (batch, channels) as it
@@ -864,7 +897,7 @@ int main(void)
         cmocka_unit_test(resize_nearest_int8),
         cmocka_unit_test(resize_legacy),
         cmocka_unit_test(resize_tf_nn_keeps_unscaled_axes),
-        cmocka_unit_test(resize_length_float32_product),
+        cmocka_unit_test(resize_length_float32_product), cmocka_unit_test(resize_align_corners_fractional),
         cmocka_unit_test(resize_errors),
         cmocka_unit_test(gridsample_vs_reference),
         cmocka_unit_test(gridsample_hand),
