@@ -29,8 +29,8 @@
     X(G_NO_TIE, "--no-tie", NULL, LT_NO_TIE_HELP, "tied: the source's gradient sums both uses", 0)                  \
     X(G_PRINT, "--print", NULL, "print the combined forward/backward program", NULL, 0)                              \
     X(G_CHECK, "--check", NULL, "compare every gradient with central finite differences in float64; exit status 1 " \
-      "when one differs by more than 1e-4 (relative, in float64), a parameter that takes no gradient by design " \
-      "(BatchNormalization's running statistics, ...) excepted", NULL, 0)        \
+      "when one differs by more than 1e-4 (relative, in float64), excepting a parameter that takes no gradient by " \
+      "design (BatchNormalization's running statistics, ...) and an exporter's graph constant (val_N)", NULL, 0)        \
     X(G_F64, "--f64", NULL, "run the whole program in float64", "the model's types", 0)
 typedef enum { GRAD_OPTIONS(LT_OPT_ENUM) } grad_opt;
 static const lt_cli_opt grad_opts[] = {GRAD_OPTIONS(LT_OPT_ROW){0, NULL, NULL, NULL, NULL, 0}};
@@ -205,7 +205,7 @@ static int cmd_grad(const lt_cli_args *a)
             if (bad)
                 printf("  FAILED");
             else if (by_design)
-                printf("  (no gradient by design: %s)", rows[r].no_grad);
+                printf("  (excepted: %s)", rows[r].no_grad);
             printf("\n");
             nbad += bad;
             nby += by_design && !(rows[r].err64 <= CHECK_TOL);
@@ -215,7 +215,7 @@ static int cmd_grad(const lt_cli_args *a)
                    nbad, nrows, CHECK_TOL);
         else
             printf("gradient check: %d parameters agree with finite differences within %g (float64)%s\n",
-                   nrows - nby, CHECK_TOL, nby ? "; the others take no gradient by design" : "");
+                   nrows - nby, CHECK_TOL, nby ? "; the others are excepted" : "");
         check_failed = nbad > 0;
         free(rows);
     }

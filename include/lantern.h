@@ -280,10 +280,11 @@ typedef struct lt_gradcheck_row {
     double err64;     /* worst relative error, float64 AD vs finite differences */
     double err32;     /* worst relative error, float32 AD vs finite differences */
     double max_grad;  /* largest |gradient| seen */
-    /* empty, or the op input through which lantern gives this parameter no
-     * gradient by design ("BatchNormalization input 3": running statistics,
-     * a loss's class weights, Resize's scales, ...): there the finite
-     * differences see what lantern's gradient leaves out */
+    /* empty, or why the parameter is not held to the finite differences:
+     * "no gradient through BatchNormalization input 3" (an op input lantern
+     * gives no gradient by design: running statistics, a loss's class
+     * weights, Resize's scales), or "a graph constant, which train keeps
+     * fixed" (an exporter's single value, val_N: GELU's 3.0) */
     char no_grad[96];
 } lt_gradcheck_row;
 

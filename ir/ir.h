@@ -338,6 +338,9 @@ void lt_block_place_at(lt_block *b, lt_node *n, int at);
 /* Whether every element of t has the first one's bits (true for one
  * element): a constant's or a fresh scale's, not a trained weight's. */
 bool lt_ir_one_value(const lt_tensor *t);
+/* whether p is one of the graph's constants, an exporter's single value
+ * (ir/graph_constant.c) */
+bool lt_ir_graph_constant(const lt_module *m, const lt_param *p);
 lt_status lt_block_set_params(lt_module *m, lt_block *b, int n);
 lt_status lt_block_set_results(lt_module *m, lt_block *b, int n);
 lt_status lt_node_set_attrs(lt_module *m, lt_node *n, int nattr);

@@ -532,26 +532,6 @@ static bool fuses_elementwise(void)
     return on_cpu() || !off || strcmp(off, "0") != 0;
 }
 
-/* whether p is one of the graph's constants (lt_train_opts.train_constants):
- * one value throughout, and a name an exporter gives its own values or a
- * place in an If/Loop/Scan body */
-static bool graph_constant(const lt_module *m, const lt_param *p)
-{
-    const lt_tensor *t = &p->data;
-    if (!p->trainable || p->torch_source || !lt_dtype_is_float(t->dtype) || t->numel < 1 || !p->value ||
-        !lt_ir_one_value(t))
-        return false;
-    const char *n = p->name;
-    /* TorchScript's onnx::* also names folded weights (a zero-initialized
-     * weight's transpose is single-valued too): only its scalars count */
-    bool temp = (!strncmp(n, "onnx::", 6) && t->numel == 1) || !strncmp(n, "_tensor_constant", 16) ||
-                !strncmp(n, "lifted_tensor", 13) ||
-                /* val_N, and val_N_M: a torch.cond branch's literal the
-                 * dynamo exporter lifted into the main graph */
-                (!strncmp(n, "val_", 4) && n[4] >= '0' && n[4] <= '9' && strspn(n + 4, "0123456789_") == strlen(n + 4));
-    return temp || p->value->block != m->main;
-}
-
 /* The graph's constants stay fixed; the note names the first few. */
 static void keep_constants(lt_trainer *t)
 {
@@ -560,7 +540,7 @@ static void keep_constants(lt_trainer *t)
     int kept = 0;
     for (int p = 0; p < t->tm->nparams; p++) {
         lt_param *pp = &t->tm->params[p];
-        if (!graph_constant(t->tm, pp))
+        if (!lt_ir_graph_constant(t->tm, pp))
             continue;
         pp->trainable = false;
         if (kept < 4 && at < sizeof list) {
@@ -816,7 +796,7 @@ static void note_exporter_rewrites(const lt_trainer *t)
         for (int q = 0; q < m->nparams && !table; q++)
             table = m->params[q].gathered_from && pp->name && !strcmp(m->params[q].gathered_from, pp->name);
         if (!pp->trainable || !pp->value || !lt_dtype_is_float(pp->data.dtype) || pp->torch_source || !pp->name ||
-            !strncmp(pp->name, "val_", 4) || lt_torch_named(m, pp->name) || graph_constant(m, pp) || table)
+            !strncmp(pp->name, "val_", 4) || lt_torch_named(m, pp->name) || lt_ir_graph_constant(m, pp) || table)
             continue;
         if (!nother++)
             other = pp->name;
