@@ -36,6 +36,27 @@ lt_status lt_model_to_f64(lt_model *m, lt_err *err)
 
 static lt_status load_path(void *ctx, lt_model **m, lt_err *err) { return lt_model_load(ctx, m, err); }
 
+/* v for input `name` of the model's own-type program: a float64 tensor
+ * (a seed given for --f64) in the narrower float type the input has */
+static lt_value *in_model_type(const lt_model *m, const char *name, lt_value *v)
+{
+    lt_dtype want = LT_UNDEFINED;
+    for (int k = 0; name && k < m->main->nparams; k++)
+        if (!strcmp(m->main->params[k]->name, name))
+            want = m->main->params[k]->type.dtype;
+    if (!v || v->kind != LT_VAL_TENSOR || v->t.dtype != LT_F64 || (want != LT_F32 && want != LT_F16 && want != LT_BF16))
+        return lt_value_ref(v);
+    lt_value *d = lt_value_new_tensor();
+    lt_err err;
+    if (!d || lt_tensor_alloc(&d->t, want, v->t.rank, v->t.dims, &err) != LT_OK) {
+        free(d);
+        return NULL;
+    }
+    for (int64_t i = 0; i < v->t.numel; i++)
+        lt_tensor_set_f64(&d->t, i, lt_tensor_get_f64(&v->t, i));
+    return d;
+}
+
 /* Builds the model, optionally converts it to float64, builds the gradient program. */
 static lt_status prepare(lt_model_builder build, void *ctx, const lt_grad_opts *o, bool f64, lt_model **m,
                          lt_session **s, lt_err *err)
@@ -65,9 +86,9 @@ lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_o
 {
     lt_model *m32 = NULL, *m64 = NULL;
     lt_session *s32 = NULL, *s64 = NULL;
-    lt_value **in64 = calloc(n + 1, sizeof *in64), **o32 = NULL, **o64 = NULL;
+    lt_value **in64 = calloc(n + 1, sizeof *in64), **in32 = calloc(n + 1, sizeof *in32), **o32 = NULL, **o64 = NULL;
     lt_gradcheck_row *rows = NULL;
-    lt_status st = in64 ? LT_OK : lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    lt_status st = in64 && in32 ? LT_OK : lt_errf(err, LT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n && st == LT_OK; i++)
         if (!(in64[i] = lt_value_to_f64(inputs[i])))
             st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
@@ -75,6 +96,9 @@ lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_o
         st = prepare(build, ctx, o, false, &m32, &s32, err);
     if (st == LT_OK)
         st = prepare(build, ctx, o, true, &m64, &s64, err);
+    for (int i = 0; i < n && st == LT_OK; i++)
+        if (inputs[i] && !(in32[i] = in_model_type(m32, names[i], inputs[i])))
+            st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
     if (st != LT_OK)
         goto done;
     int nout = lt_model_num_outputs(m64);
@@ -85,7 +109,7 @@ lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_o
         st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((st = lt_session_run(s32, n, names, inputs, o32, err)) != LT_OK ||
+    if ((st = lt_session_run(s32, n, names, in32, o32, err)) != LT_OK ||
         (st = lt_session_run(s64, n, names, in64, o64, err)) != LT_OK)
         goto done;
     lt_value **tmp = calloc(nout, sizeof *tmp);
@@ -181,9 +205,12 @@ done:
         lt_value_free(o32[i]);
     for (int i = 0; o64 && i < lt_model_num_outputs(m64); i++)
         lt_value_free(o64[i]);
-    for (int i = 0; in64 && i < n; i++)
-        lt_value_free(in64[i]);
+    for (int i = 0; i < n; i++) {
+        lt_value_free(in64 ? in64[i] : NULL);
+        lt_value_free(in32 ? in32[i] : NULL);
+    }
     free(in64);
+    free(in32);
     free(o32);
     free(o64);
     free(rows);

@@ -57,8 +57,34 @@ static void differing_fails(void **state)
     assert_non_null(strstr(out, "W: float32[3]"));
 }
 
+/* --f64 takes a float64 seed; --check's float32 program reads it in
+ * float32 (it was refused: "expects float32[2,4,3], got float64") */
+static void f64_seed_checks(void **state)
+{
+    (void)state;
+    char x[256], sd[256], cmd[1024];
+    int64_t d[3] = {2, 4, 3};
+    snprintf(x, sizeof x, "/tmp/lt_gcx_x_%d.npy", (int)getpid());
+    snprintf(sd, sizeof sd, "/tmp/lt_gcx_s_%d.npy", (int)getpid());
+    lt_value *xv = tu_rand(LT_F32, 3, d, -1, 1, 5), *sv = tu_rand(LT_F64, 3, d, -1, 1, 6);
+    lt_err err;
+    assert_int_equal(lt_value_save_npy(xv, x, &err), LT_OK);
+    assert_int_equal(lt_value_save_npy(sv, sd, &err), LT_OK);
+    lt_value_free(xv);
+    lt_value_free(sv);
+    snprintf(cmd, sizeof cmd, "%s grad %sad_loop_stack_declared.onnx --input x=%s --f64 --seed y=%s --check", LANTERN,
+             DATA, x, sd);
+    int rc = tu_sh(cmd, out, sizeof out, errs, sizeof errs);
+    unlink(x);
+    unlink(sd);
+    if (rc != 0)
+        fail_msg("exit %d: %s%s", rc, out, errs);
+    assert_non_null(strstr(out, "gradient check: 4 parameters agree with finite differences"));
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(agreeing_with_by_design), cmocka_unit_test(differing_fails)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(agreeing_with_by_design), cmocka_unit_test(differing_fails),
+                                       cmocka_unit_test(f64_seed_checks)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
