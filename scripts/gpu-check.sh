@@ -15,8 +15,9 @@
 #      PyTorch's values, trainer steps, control flow), again with
 #      LANTERN_BACKEND=cuda (OUTDIR/on-cuda.log); a failure counts as step 3's
 #   3c. the model zoo's exports trained four Adam steps on the host and on
-#      cuda from the same data, loss curves compared (tests/cuda/
-#      zoo_curves.py, OUTDIR/zoo-curves.txt); a failure counts as step 3's
+#      cuda from the same data, loss curves compared, allowing for each net's
+#      own sensitivity to rounding (tests/cuda/zoo_curves.py,
+#      OUTDIR/zoo-curves.txt); a failure counts as step 3's
 #   4. the GPU benchmark: the CNN, SqueezeNet 1.1 and ResNet-50 on 3x32x32
 #      (batch 64), the LSTM, the Loop-RNN and the TreeLSTM, one training step
 #      on lantern's cuda backend and in this machine's PyTorch on the same GPU

@@ -6,14 +6,20 @@ of four batches (the saved batch and three copies with noise on the float
 inputs), its first output's targets random class labels (a [batch, classes]
 output, softmax cross-entropy) or random values (mse); four Adam steps at
 lr 1e-3, no shuffling, TF32 off. A case whose inputs take no batch along
-axis 0 (the GRU's [T, N, D]) is left out. Needs numpy.
+axis 0 (the GRU's [T, N, D]) is left out. Needs numpy and onnx.
+
+Some of these nets are chaotic at batch 2 under Adam: on the host alone,
+weights moved by 1e-7 of themselves put ShuffleNet's curve 3e-2 away from
+itself. So each case is also trained on --a from such a perturbed copy, and
+--b passes where its gap is within --tol or within ten times that one: a
+difference the model's own rounding sensitivity does not explain fails.
 
   python3 tests/cuda/zoo_curves.py --lantern BUILD/lantern [--a cpu] [--b cuda]
       [--tol 1e-3] [--keep DIR] [CASE...]
 
-Prints one row per case (steps, worst relative difference of the losses)
-and exits 1 when a case fails to train on either side or differs by more
-than --tol."""
+Prints one row per case (steps, worst relative difference of the losses,
+and the perturbed copy's) and exits 1 when a case fails to train on either
+side or differs by more than that allows."""
 import argparse
 import csv
 import os
@@ -64,6 +70,23 @@ def make_data(d, ins, outs, path, rng):
     return loss, batch, outs[0][0]
 
 
+def perturbed(model, path, rng):
+    """model's file with every float initializer of 2+ values times 1 + 1e-7 noise"""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(model)
+    for t in m.graph.initializer:
+        a = numpy_helper.to_array(t)
+        if a.dtype == np.float32 and a.size > 1:
+            t.CopyFrom(numpy_helper.from_array((a * (1 + 1e-7 * rng.standard_normal(a.shape))).astype(np.float32),
+                                               t.name))
+    onnx.save(m, path)
+
+
+def gap(a, b):
+    return max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(a, b))
+
+
 def curve(lantern, model, data, loss, batch, out, device, work, tag):
     log = os.path.join(work, tag + ".csv")
     cmd = [lantern, "train", model, "--data", "npz=" + data, "--loss", loss, "--output", out, "--batch", str(batch),
@@ -90,7 +113,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     cases = a.cases or sorted(c for c in os.listdir(ZOO) if os.path.isfile(os.path.join(ZOO, c, "case.txt")))
     bad = ran = 0
-    print("%-28s %5s %12s  (%s against %s)" % ("case", "steps", "worst rel", a.b, a.a))
+    print("%-28s %5s %12s %12s  (%s against %s; perturbed: %s from weights x (1 + 1e-7 noise))" %
+          ("case", "steps", "worst rel", "perturbed", a.b, a.a, a.a))
     for c in cases:
         d = os.path.join(ZOO, c)
         ins, outs = read_case(d)
@@ -103,15 +127,21 @@ def main():
         model = os.path.join(d, "model.onnx")
         ca, ea = curve(a.lantern, model, data, loss, batch, out, a.a, work, c + "." + a.a)
         cb, eb = curve(a.lantern, model, data, loss, batch, out, a.b, work, c + "." + a.b)
+        pmodel = os.path.join(work, c + ".perturbed.onnx")
+        perturbed(model, pmodel, rng)
+        cp, ep = curve(a.lantern, pmodel, data, loss, batch, out, a.a, work, c + ".perturbed")
         ran += 1
-        if ea or eb or not ca or len(ca) != len(cb):
+        if ea or eb or ep or not ca or len(ca) != len(cb) or len(ca) != len(cp):
             bad += 1
-            print("%-28s FAILED: %s" % (c, ea or eb or "curves of %d and %d steps" % (len(ca or []), len(cb or []))))
+            print("%-28s FAILED: %s" % (c, ea or eb or ep or "curves of %d, %d and %d steps" %
+                                        (len(ca or []), len(cb or []), len(cp or []))))
             continue
-        worst = max(abs(x - y) / max(abs(x), 1e-12) for x, y in zip(ca, cb))
-        bad += worst > a.tol
-        print("%-28s %5d %12.2e%s" % (c, len(ca), worst, "  FAILED (over %g)" % a.tol if worst > a.tol else ""))
-    print("%d of %d cases within %g" % (ran - bad, ran, a.tol))
+        worst, own = gap(ca, cb), gap(ca, cp)
+        allowed = max(a.tol, 10 * own)
+        bad += worst > allowed
+        print("%-28s %5d %12.2e %12.2e%s" % (c, len(ca), worst, own,
+                                             "  FAILED (over %.2g)" % allowed if worst > allowed else ""))
+    print("%d of %d cases within %g or ten times their own rounding sensitivity" % (ran - bad, ran, a.tol))
     return 1 if bad or not ran else 0
 
 
