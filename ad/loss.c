@@ -30,26 +30,37 @@ static lt_ival *loss_node(lt_module *m, lt_op op, const char *name, int nin, lt_
     return n->out[0];
 }
 
+/* A Constant int64 vector of n values named name (a shape for Reshape). */
+static lt_ival *shape_const(lt_module *m, const char *name, int64_t n, const int64_t *vals)
+{
+    lt_node *c = lt_node_new(m, m->main, LT_OP_CONSTANT, 0, 1);
+    lt_tensor *t = c ? lt_ir_alloc(m, sizeof *t) : NULL;
+    int64_t *v = t ? lt_ir_alloc(m, sizeof *v * (size_t)(n ? n : 1)) : NULL;
+    if (!v)
+        return NULL;
+    memset(t, 0, sizeof *t);
+    if (n)
+        memcpy(v, vals, sizeof *v * (size_t)n);
+    t->dtype = LT_I64;
+    t->rank = 1;
+    t->dims[0] = n;
+    t->numel = n;
+    t->data = v;
+    c->opset = LT_AD_OPSET;
+    lt_node_set_attrs(m, c, 1);
+    c->attrs[0] = (lt_attr){.name = "value", .kind = LT_ATTR_TENSOR, .t = t};
+    c->out[0] = lt_ival_new(m, m->main, name);
+    if (!c->out[0])
+        return NULL;
+    c->out[0]->def = c;
+    return c->out[0];
+}
+
 /* y reshaped to a scalar: the run fails with a clear message unless y has
  * exactly one element. */
 static lt_ival *as_scalar(lt_module *m, lt_ival *y)
 {
-    lt_node *c = lt_node_new(m, m->main, LT_OP_CONSTANT, 0, 1);
-    lt_tensor *t = c ? lt_ir_alloc(m, sizeof *t) : NULL;
-    if (!t)
-        return NULL;
-    memset(t, 0, sizeof *t);
-    t->dtype = LT_I64;
-    t->rank = 1;
-    t->data = lt_ir_alloc(m, 1);
-    c->opset = LT_AD_OPSET;
-    lt_node_set_attrs(m, c, 1);
-    c->attrs[0] = (lt_attr){.name = "value", .kind = LT_ATTR_TENSOR, .t = t};
-    c->out[0] = lt_ival_new(m, m->main, "loss_shape");
-    if (!c->out[0] || !t->data)
-        return NULL;
-    c->out[0]->def = c;
-    return loss_node(m, LT_OP_RESHAPE, "loss_scalar", 2, y, c->out[0]);
+    return loss_node(m, LT_OP_RESHAPE, "loss_scalar", 2, y, shape_const(m, "loss_shape", 0, NULL));
 }
 
 /* A new program input typed like y (targets) or int64 class indices of y
@@ -70,29 +81,7 @@ static lt_ival *loss_input(lt_module *m, const char *name, const lt_ival *y, boo
 }
 
 /* A Constant int64 [-1]: the shape that flattens a tensor. */
-static lt_ival *flat_shape(lt_module *m)
-{
-    lt_node *c = lt_node_new(m, m->main, LT_OP_CONSTANT, 0, 1);
-    lt_tensor *t = c ? lt_ir_alloc(m, sizeof *t) : NULL;
-    int64_t *v = t ? lt_ir_alloc(m, sizeof *v) : NULL;
-    if (!v)
-        return NULL;
-    memset(t, 0, sizeof *t);
-    *v = -1;
-    t->dtype = LT_I64;
-    t->rank = 1;
-    t->dims[0] = 1;
-    t->numel = 1;
-    t->data = v;
-    c->opset = LT_AD_OPSET;
-    lt_node_set_attrs(m, c, 1);
-    c->attrs[0] = (lt_attr){.name = "value", .kind = LT_ATTR_TENSOR, .t = t};
-    c->out[0] = lt_ival_new(m, m->main, "loss_flat_shape");
-    if (!c->out[0])
-        return NULL;
-    c->out[0]->def = c;
-    return c->out[0];
-}
+static lt_ival *flat_shape(lt_module *m) { return shape_const(m, "loss_flat_shape", 1, (const int64_t[]){-1}); }
 
 /* Class scores [d0, ..., C] (classes last, as per-token outputs have them)
  * as rows [d0 * ..., C], and their labels [d0, ...] as one axis: the loss

@@ -7,6 +7,20 @@
 
 /* float32, float16 and bfloat16 tensors widen (each value exact), as
  * lt_model_to_f64 widens the model's own values of those types */
+/* v, a float tensor, as a new tensor of float type dt */
+static lt_value *as_float_type(const lt_value *v, lt_dtype dt)
+{
+    lt_value *d = lt_value_new_tensor();
+    lt_err err;
+    if (!d || lt_tensor_alloc(&d->t, dt, v->t.rank, v->t.dims, &err) != LT_OK) {
+        free(d);
+        return NULL;
+    }
+    for (int64_t i = 0; i < v->t.numel; i++)
+        lt_tensor_set_f64(&d->t, i, lt_tensor_get_f64(&v->t, i));
+    return d;
+}
+
 lt_value *lt_value_to_f64(const lt_value *v)
 {
     if (!v)
@@ -14,15 +28,7 @@ lt_value *lt_value_to_f64(const lt_value *v)
     lt_dtype dt = v->kind == LT_VAL_TENSOR ? v->t.dtype : LT_UNDEFINED;
     if (dt != LT_F32 && dt != LT_F16 && dt != LT_BF16)
         return lt_value_ref(v);
-    lt_value *d = lt_value_new_tensor();
-    lt_err err;
-    if (!d || lt_tensor_alloc(&d->t, LT_F64, v->t.rank, v->t.dims, &err) != LT_OK) {
-        free(d);
-        return NULL;
-    }
-    for (int64_t i = 0; i < v->t.numel; i++)
-        ((double *)d->t.data)[i] = lt_tensor_get_f64(&v->t, i);
-    return d;
+    return as_float_type(v, LT_F64);
 }
 
 lt_status lt_model_to_f64(lt_model *m, lt_err *err)
@@ -46,15 +52,7 @@ static lt_value *in_model_type(const lt_model *m, const char *name, lt_value *v)
             want = m->main->params[k]->type.dtype;
     if (!v || v->kind != LT_VAL_TENSOR || v->t.dtype != LT_F64 || (want != LT_F32 && want != LT_F16 && want != LT_BF16))
         return lt_value_ref(v);
-    lt_value *d = lt_value_new_tensor();
-    lt_err err;
-    if (!d || lt_tensor_alloc(&d->t, want, v->t.rank, v->t.dims, &err) != LT_OK) {
-        free(d);
-        return NULL;
-    }
-    for (int64_t i = 0; i < v->t.numel; i++)
-        lt_tensor_set_f64(&d->t, i, lt_tensor_get_f64(&v->t, i));
-    return d;
+    return as_float_type(v, want);
 }
 
 /* Builds the model, optionally converts it to float64, builds the gradient program. */

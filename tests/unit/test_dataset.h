@@ -76,20 +76,7 @@ static inline void td_write(const char *path, const void *data, size_t len)
     assert_int_equal(fclose(f), 0);
 }
 
-static inline uint8_t *td_read(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *d = malloc(n > 0 ? (size_t)n : 1);
-    assert_non_null(d);
-    assert_int_equal(fread(d, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return d;
-}
+static inline uint8_t *td_read(const char *path, size_t *len) { return tu_slurp(path, len); }
 
 static inline void td_write_gz(const char *path, const void *data, size_t len)
 {
