@@ -17,6 +17,10 @@ typedef enum lt_ad_loss {
     LT_AD_LOSS_MODEL    /* the output is the loss already (one element) */
 } lt_ad_loss;
 
+/* The node that gives MSE's and BCE's targets the output's computed shape
+ * where the output's dims are not all known (ad/loss.c). */
+#define LT_AD_TARGETS_NODE "loss_targets_as_output"
+
 typedef struct lt_ad_spec {
     lt_ad_loss loss;
     int nseeds;

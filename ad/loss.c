@@ -83,6 +83,38 @@ static lt_ival *loss_input(lt_module *m, const char *name, const lt_ival *y, boo
 /* A Constant int64 [-1]: the shape that flattens a tensor. */
 static lt_ival *flat_shape(lt_module *m) { return shape_const(m, "loss_flat_shape", 1, (const int64_t[]){-1}); }
 
+/* Whether every dim of y past the batch axis is a known number. */
+static bool known_per_sample(const lt_ival *y)
+{
+    if (y->type.rank < 1)
+        return false;
+    for (int d = 1; d < y->type.rank; d++)
+        if (y->type.dims[d].sym >= 0 || y->type.dims[d].v < 0)
+            return false;
+    return true;
+}
+
+/* The float targets of MSE and BCE as the loss compares them with y. Where
+ * y's dims are all known the feed gives them in y's shape (train_feed.c
+ * refuses data of another size). Otherwise (a Loop's output, a shape
+ * computed from data) the input takes any shape and is reshaped to y's as
+ * computed: a run whose targets hold another number of elements fails in
+ * node LT_AD_TARGETS_NODE (which the trainer names the data for), where a
+ * broadcast in the loss would have compared [N, 1] targets with every
+ * column of an [N, C] output without a word. */
+static lt_ival *float_targets(lt_module *m, lt_ival *y, lt_ival **in)
+{
+    *in = loss_input(m, "targets", y, false);
+    if (!*in || known_per_sample(y))
+        return *in;
+    lt_type_unknown(&(*in)->type, y->type.dtype, -1);
+    lt_ival *t = loss_node(m, LT_OP_RESHAPE, LT_AD_TARGETS_NODE, 2, *in,
+                           loss_node(m, LT_OP_SHAPE, "loss_output_shape", 1, y, NULL));
+    if (t)
+        t->type = y->type;
+    return t;
+}
+
 /* Class scores [d0, ..., C] (classes last, as per-token outputs have them)
  * as rows [d0 * ..., C], and their labels [d0, ...] as one axis: the loss
  * ops' mean over the labels not ignored is the same, and each row's
@@ -214,18 +246,17 @@ lt_status lt_ad_append_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **loss
             L = NULL;
         break;
     case LT_AD_LOSS_MSE: {
-        in = loss_input(m, "targets", y, false);
-        lt_ival *d = loss_node(m, LT_OP_SUB, "mse_diff", 2, y, in);
+        lt_ival *d = loss_node(m, LT_OP_SUB, "mse_diff", 2, y, float_targets(m, y, &in));
         L = loss_node(m, LT_OP_REDUCE_MEAN, "loss", 1, loss_node(m, LT_OP_MUL, "mse_sq", 2, d, d), NULL);
         break;
     }
     case LT_AD_LOSS_BCE_LOGITS: {
         /* max(z, 0) - z t + log(1 + exp(-|z|)): no overflow for any z */
-        in = loss_input(m, "targets", y, false);
+        lt_ival *tg = float_targets(m, y, &in);
         lt_ival *z_abs = loss_node(m, LT_OP_ABS, "bce_abs", 1, y, NULL);
         lt_ival *sp = loss_node(m, LT_OP_SOFTPLUS, "bce_softplus", 1, loss_node(m, LT_OP_NEG, "bce_neg", 1, z_abs, NULL), NULL);
         lt_ival *lin = loss_node(m, LT_OP_SUB, "bce_lin", 2, loss_node(m, LT_OP_RELU, "bce_relu", 1, y, NULL),
-                                 loss_node(m, LT_OP_MUL, "bce_zt", 2, y, in));
+                                 loss_node(m, LT_OP_MUL, "bce_zt", 2, y, tg));
         L = loss_node(m, LT_OP_REDUCE_MEAN, "loss", 1, loss_node(m, LT_OP_ADD, "bce_terms", 2, lin, sp), NULL);
         break;
     }

@@ -4,6 +4,7 @@
  * the running statistics it returns, clips and updates. lt_train's loop
  * (train.c) drives one, and programs drive one through lt_trainer_*. */
 #include "trainer.h"
+#include "ad/ad.h"
 #include "ir/acc_to_add.h"
 #include "ir/fold_heads.h"
 #include "ir/fold_scale.h"
@@ -1126,6 +1127,32 @@ void lt_trainer_fini(lt_trainer *t)
 
 /* One run of the training program, its thread count set and its time
  * reported to the governor (per input element). */
+/* A run that failed where the loss gives the targets the output's computed
+ * shape (ad/loss.c, LT_AD_TARGETS_NODE) is data that does not fit the
+ * model: the message names the targets first. */
+static lt_status name_targets(const lt_trainer *t, lt_status st, int n, const char *const *names,
+                              lt_value *const *inputs, lt_err *err)
+{
+    const lt_tensor *y = NULL;
+    for (int i = 0; i < n && !y; i++)
+        if (names[i] && !strcmp(names[i], "targets") && inputs[i])
+            y = lt_value_tensor(inputs[i]);
+    if (!y || !strstr(err->msg, "'" LT_AD_TARGETS_NODE "'"))
+        return st;
+    char shape[160];
+    size_t k = 0;
+    for (int d = 0; d < y->rank && k + 24 < sizeof shape; d++)
+        k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? "," : "", (long long)y->dims[d]);
+    shape[k] = 0;
+    const char *out = t->o->output ? t->o->output : lt_model_output_name(t->em, 0);
+    char was[LT_ERR_MSG_MAX];
+    size_t np = strlen(t->path);
+    snprintf(was, sizeof was, "%s", err->msg + (!strncmp(err->msg, t->path, np) && !strncmp(err->msg + np, ": ", 2) ? np + 2 : 0));
+    return lt_errf(err, LT_ERR_INVALID, "%s: the targets, [%s] in this batch, do not hold as many values as output "
+                   "'%s' computes (%s): the loss compares them element by element", t->path, shape,
+                   out ? out : "?", was);
+}
+
 static lt_status run_program(lt_trainer *t, int n, const char *const *names, lt_value *const *inputs,
                              lt_value **out, lt_err *err)
 {
@@ -1139,6 +1166,8 @@ static lt_status run_program(lt_trainer *t, int n, const char *const *names, lt_
     lt_status st = lt_session_run(t->ts, n, names, inputs, out, err);
     if (st == LT_OK)
         lt_thread_gov_after(&t->gov, lt_thread_gov_now() - t0, work);
+    else
+        st = name_targets(t, st, n, names, inputs, err);
     return st;
 }
 

@@ -371,3 +371,16 @@ save("ad_loop_stack_declared",
 # slope of 1/2 and the gradient takes 0 (grad --check must fail on it)
 save("ad_relu_kink", [h.make_node("Add", ["x", "W"], ["s"]), h.make_node("Relu", ["s"], ["y"])],
      [vi("x", [3])], [vi("y", [3])], [nh.from_array(np.array([0.0, 0.5, -0.5], np.float32), "W")])
+# A Loop's per-iteration outputs as the model's output, [N, 2 * 4] with no
+# dim known to shape inference: mse and bce-logits targets are compared in
+# the shape the run computes, and targets of another size are refused
+out_body = h.make_graph(
+    [h.make_node("MatMul", ["h_in", "W"], ["hw"]), h.make_node("Tanh", ["hw"], ["h_out"]),
+     h.make_node("Identity", ["h_out"], ["y_t"]), h.make_node("Identity", ["c_in"], ["c_out"])],
+    "out_body", [vi("it", [], TP.INT64), vi("c_in", [], TP.BOOL), vi("h_in", None)],
+    [vi("c_out", [], TP.BOOL), vi("h_out", None), vi("y_t", None)])
+save("ad_loop_out_unknown",
+     [h.make_node("Loop", ["two", "true", "x"], ["hT", "ys"], body=out_body),
+      h.make_node("Transpose", ["ys"], ["yt"], perm=[1, 0, 2]), h.make_node("Flatten", ["yt"], ["y"], axis=1)],
+     [vi("x", ["N", 4])], [vi("y", ["N", "k"])],
+     [w("W", 4, 4), i64("two", 2), nh.from_array(np.array(True), "true")])
