@@ -906,7 +906,21 @@ static lt_status k_slice_grad(lt_kctx *k)
     return LT_OK;
 }
 
-/* Gather (data, indices): indices read on the host, checked, and uploaded. */
+/* The positions of one index along the middle axis of an (outer, ax,
+ * inner) tensor, as a strided walk over (outer, inner): base offset
+ * index * inner. */
+static void single_index_walk(int64_t outer, int64_t ax, int64_t inner, lt_cu_shape *sh)
+{
+    sh->rank = 2;
+    sh->n = outer * inner;
+    sh->dims[0] = outer;
+    sh->dims[1] = inner;
+    sh->st[0][0] = ax * inner;
+    sh->st[0][1] = 1;
+}
+
+/* Gather (data, indices): indices read on the host and checked; one index
+ * is a strided copy, more are uploaded. */
 static lt_status k_gather(lt_kctx *k)
 {
     const lt_tensor *x, *ix;
@@ -948,10 +962,19 @@ static lt_status k_gather(lt_kctx *k)
     lt_tensor *y;
     if ((s = lt_k_out(k, 0, x->dtype, orank, od, &y)) != LT_OK || y->numel == 0)
         return s;
+    cudaStream_t st = stream_of(k);
+    if (m == 1) {
+        /* one index (a loop's step reading its time slice): one strided
+         * copy, nothing uploaded */
+        lt_cu_shape sh;
+        memset(&sh, 0, sizeof sh);
+        single_index_walk(outer, ax, inner, &sh);
+        LT_CUDA_K(k, lt_cu_gather_strided(st, lt_dtype_size(x->dtype), x->data, y->data, &sh, idx[0] * inner));
+        return LT_OK;
+    }
     lt_buf *dix;
     if ((s = lt_cuda_scratch(k, sizeof(int64_t) * (size_t)m, &dix)) != LT_OK)
         return s;
-    cudaStream_t st = stream_of(k);
     const char *call = "lt_cuda_upload_bytes"; /* the one that failed, for the message */
     cudaError_t e = lt_cuda_upload_bytes(k->be, dix->data, idx, sizeof(int64_t) * (size_t)m);
     if (e == cudaSuccess) {
@@ -1013,6 +1036,14 @@ static lt_status k_gather_grad(lt_kctx *k)
     LT_CUDA_K(k, cudaMemsetAsync(dx->data, 0, lt_tensor_nbytes(dx), st));
     if (dy->numel == 0)
         return LT_OK;
+    if (m == 1 && !(pad && idx[0] == pad->i)) {
+        /* one index: dy written into its slice (nothing to add up) */
+        lt_cu_shape sh;
+        memset(&sh, 0, sizeof sh);
+        single_index_walk(outer, ax, inner, &sh);
+        LT_CUDA_K(k, lt_cu_scatter_strided(st, lt_dtype_size(dy->dtype), dy->data, dx->data, &sh, idx[0] * inner));
+        return LT_OK;
+    }
     lt_buf *dix;
     if ((s = lt_cuda_scratch(k, sizeof(int64_t) * (size_t)m, &dix)) != LT_OK)
         return s;

@@ -652,6 +652,63 @@ static void test_gather_grad_padding(void **state)
         }
 }
 
+/* Gather and GatherGrad of one index (a 0-d one, as a loop's step reads
+ * its time slice, and a [1] one; negative too), which cuda runs as a
+ * strided copy with nothing uploaded: on every axis of a [3, 4, 5] tensor,
+ * float32, float64 and int64 data; GatherGrad also with padding_idx on the
+ * index and beside it */
+static void test_gather_one_index(void **state)
+{
+    (void)state;
+    int64_t xd[3] = {3, 4, 5}, one[1] = {1};
+    static const lt_dtype types[] = {LT_F32, LT_F64, LT_I64};
+    for (int t = 0; t < 3; t++)
+        for (int axis = 0; axis < 3; axis++)
+            for (int form = 0; form < 3; form++) {
+                int64_t v = form == 2 ? -1 : axis + form; /* within every axis: 0..2, then -1 */
+                lt_dtype dt = types[t];
+                lt_value *x = dt == LT_I64 ? NULL : tu_rand(dt, 3, xd, -1, 1, 1660 + (uint64_t)(t * 9 + axis * 3 + form));
+                if (!x) {
+                    double d[60];
+                    for (int i = 0; i < 60; i++)
+                        d[i] = (double)(i * 7 % 23) - 11;
+                    x = tu_from(LT_I64, 3, xd, d);
+                }
+                lt_value *gin[2] = {x, form == 1 ? ints(1, one, &v) : ints(0, NULL, &v)};
+                tu_graph g = tu_single(LT_OP_GATHER, 13, 2, 1);
+                tu_attr_int(&g, "axis", axis);
+                char what[96];
+                snprintf(what, sizeof what, "Gather %s axis %d index %lld (%s)", lt_dtype_name(dt), axis,
+                         (long long)v, form == 1 ? "[1]" : "0-d");
+                check(&g, 2, gin, 0, what);
+                tu_free(&g);
+                if (dt != LT_I64)
+                    for (int pad = -1; pad < 2; pad++) {
+                        /* dy: x's shape without the axis (0-d index) or with it of size 1 */
+                        int64_t dyd[3];
+                        int dr = 0;
+                        for (int d = 0; d < 3; d++)
+                            if (d != axis)
+                                dyd[dr++] = xd[d];
+                            else if (form == 1)
+                                dyd[dr++] = 1;
+                        tu_graph gg = tu_single(LT_OP_GATHER_GRAD, 13, 3, 1);
+                        tu_attr_int(&gg, "axis", axis);
+                        int64_t row = v < 0 ? v + xd[axis] : v;
+                        if (pad >= 0) /* the gathered row, then another */
+                            tu_attr_int(&gg, "padding_idx", pad ? (row + 1) % xd[axis] : row);
+                        lt_value *grin[3] = {tu_rand(dt, dr, dyd, -1, 1, 1700 + (uint64_t)(t * 9 + axis * 3 + form)),
+                                             gin[1], x};
+                        snprintf(what, sizeof what, "GatherGrad %s axis %d index %lld (%s) padding %d",
+                                 lt_dtype_name(dt), axis, (long long)v, form == 1 ? "[1]" : "0-d", pad);
+                        check(&gg, 3, grin, 0, what);
+                        lt_value_free(grin[0]);
+                        tu_free(&gg);
+                    }
+                free_all(2, gin);
+            }
+}
+
 /* An index out of range is bad input (LT_ERR_INVALID, as on the CPU, with
  * its message) in every cuda kernel that reads indices on the host: one
  * bad index each, so both sides name the same one */
@@ -1460,6 +1517,7 @@ int main(void)
         cmocka_unit_test(test_softmax), cmocka_unit_test(test_losses), cmocka_unit_test(test_pool),
         cmocka_unit_test(test_conv),   cmocka_unit_test(test_batch_norm), cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_movement), cmocka_unit_test(test_gather_grad_padding),
+        cmocka_unit_test(test_gather_one_index),
         cmocka_unit_test(test_index_out_of_range), cmocka_unit_test(test_index), cmocka_unit_test(test_cells),
         cmocka_unit_test(test_constant_of_shape), cmocka_unit_test(test_recurrent), cmocka_unit_test(test_split),
         cmocka_unit_test(test_fused),  cmocka_unit_test(test_legacy_broadcast), cmocka_unit_test(test_nan_rules),
