@@ -75,8 +75,18 @@ bool lt_ad_activity_pass(lt_ad *c, const lt_block *b)
         for (int r = 0; r < n->nregions; r++)
             changed |= lt_ad_activity_pass(c, n->regions[r]);
         bool in_active = false;
-        for (int j = 0; j < n->nin; j++)
-            in_active |= n->in[j] && c->active[n->in[j]->id];
+        for (int j = 0; j < n->nin; j++) {
+            if (!n->in[j] || !c->active[n->in[j]->id])
+                continue;
+            if (c->diff_only && j < 32 && (lt_ad_nondiff[n->op] >> j & 1)) {
+                if (!c->blocked) {
+                    c->blocked = n;
+                    c->blocked_in = j;
+                }
+                continue;
+            }
+            in_active = true;
+        }
         const lt_node *split = lt_ad_seq_split(n), *fq = lt_ad_fake_quant(n);
         in_active |= split && c->active[split->in[0]->id];
         in_active |= fq && c->active[fq->in[0]->id];

@@ -31,6 +31,60 @@ static void note_no_grad(lt_ad *c, const lt_node *n)
     }
 }
 
+/* Whether an active value enters an input its op takes no gradient for
+ * anywhere in b (regions included). */
+static bool meets_nondiff(const lt_ad *c, const lt_block *b)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int j = 0; j < n->nin && j < 32; j++)
+            if (n->in[j] && n->in[j]->id < c->nsrc && c->active[n->in[j]->id] && (lt_ad_nondiff[n->op] >> j & 1))
+                return true;
+        for (int r = 0; r < n->nregions; r++)
+            if (meets_nondiff(c, n->regions[r]))
+                return true;
+    }
+    return false;
+}
+
+/* Marks each differentiated parameter that reaches the loss only through
+ * inputs their ops take no gradient for, over any number of other ops (a
+ * box tensor scaled before RoiAlign's rois): its gradient is zero by
+ * design, as note_no_grad's are, where finite differences see the path.
+ * Activity from that parameter alone, followed through differentiable
+ * inputs only, does not reach the loss. Only where some active value meets
+ * such an input at all. */
+static lt_status note_unreached(lt_ad *c, const lt_block *src, const lt_ival *loss)
+{
+    if (!meets_nondiff(c, src))
+        return LT_OK;
+    bool *all = c->active, *one = calloc((size_t)c->nsrc + 1, sizeof *one);
+    if (!one)
+        return lt_errf(c->err, LT_ERR_NOMEM, "out of memory");
+    c->active = one;
+    c->diff_only = true;
+    for (int p = 0; p < c->m->nparams; p++) {
+        lt_param *pp = &c->m->params[p];
+        if (!pp->trainable || pp->no_grad || !pp->value || pp->value->id >= c->nsrc || !all[pp->value->id])
+            continue;
+        memset(one, 0, sizeof *one * ((size_t)c->nsrc + 1));
+        c->blocked = NULL;
+        lt_ad_mark(c, pp->value);
+        while (lt_ad_activity_pass(c, src))
+            ;
+        if (one[loss->id] || !c->blocked)
+            continue;
+        char why[96];
+        snprintf(why, sizeof why, "%s input %d", lt_op_names[c->blocked->op], c->blocked_in);
+        if (!(pp->no_grad = lt_ir_strdup(c->m, why)))
+            break;
+    }
+    c->active = all;
+    c->diff_only = false;
+    free(one);
+    return LT_OK;
+}
+
 /* The backward of a straight-line node. */
 static lt_status backward(lt_ad *c, const lt_node *n)
 {
@@ -327,6 +381,8 @@ lt_status lt_ad_transform(lt_module *m, const lt_ad_spec *spec, lt_err *err)
             lt_ad_mark(&c, src->params[p]);
     while (lt_ad_activity_pass(&c, src))
         ;
+    if ((s = note_unreached(&c, src, loss)) != LT_OK)
+        goto done;
     bool *taint = calloc(c.nsrc + 1, sizeof *taint);
     const lt_node *cut = NULL;
     if (!taint) {

@@ -13,6 +13,12 @@ struct lt_ad {
     lt_ival **map;  /* source value -> value in the new program */
     lt_ival **cell; /* source value -> its adjoint cell in the new program */
     bool *active;   /* source value depends on something differentiated */
+    /* activity through differentiable inputs only (ad.c's note_unreached):
+     * the first node met whose input lt_ad_nondiff leaves out, and that
+     * input */
+    bool diff_only;
+    const lt_node *blocked;
+    int blocked_in;
     int counter;    /* fresh names */
     lt_ival *loss_src, *loss_cell;
     /* values a loop iteration returns upward (its scan-output adjoints),

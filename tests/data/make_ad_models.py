@@ -384,3 +384,11 @@ save("ad_loop_out_unknown",
       h.make_node("Transpose", ["ys"], ["yt"], perm=[1, 0, 2]), h.make_node("Flatten", ["yt"], ["y"], axis=1)],
      [vi("x", ["N", 4])], [vi("y", ["N", "k"])],
      [w("W", 4, 4), i64("two", 2), nh.from_array(np.array(True), "true")])
+# Boxes that reach RoiAlign's rois (an input it takes no gradient for, as
+# torch's roi_align) through a Mul: grad --check excepts both factors
+save("ad_roi_scaled",
+     [h.make_node("Conv", ["x", "Wc"], ["c"]), h.make_node("Mul", ["B", "S"], ["rois"]),
+      h.make_node("RoiAlign", ["c", "rois", "bi"], ["y"], output_height=2, output_width=2, sampling_ratio=2)],
+     [vi("x", [1, 1, 5, 5])], [vi("y", [1, 2, 2, 2])],
+     [nh.from_array(np.array([[0.3, 0.4, 2.6, 2.9]], np.float32), "B"), w("Wc", 2, 1, 1, 1),
+      nh.from_array(np.array([1.25], np.float32), "S"), i64("bi", [0])], opset=16)

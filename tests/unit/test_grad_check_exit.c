@@ -1,7 +1,8 @@
 /* lantern grad --check's exit status: 0 where every gradient agrees with
  * float64 central finite differences (a parameter its op takes no gradient
  * for by design, BatchNormalization's running statistics, is marked and
- * excepted), 1 where one differs (Relu at its kink, where the differences
+ * excepted, as is one that reaches such an input only over other ops), 1
+ * where one differs (Relu at its kink, where the differences
  * see a slope of 1/2 and the gradient takes 0: tests/data/ad_relu_kink.onnx),
  * with a last line saying which. */
 #include "testutil.h"
@@ -46,6 +47,25 @@ static void agreeing_with_by_design(void **state)
     assert_null(strstr(out, "FAILED"));
 }
 
+/* a parameter that reaches such an input over other ops: boxes scaled
+ * before RoiAlign's rois (FAILED before, as a TorchScript roi_align's
+ * boxes buffer was) */
+static void reaching_by_design_over_ops(void **state)
+{
+    (void)state;
+    check_model("ad_roi_scaled.onnx", 4, (int64_t[]){1, 1, 5, 5}, 7, false, 0);
+    const char *rows[2] = {"\nB ", "\nS "};
+    for (int r = 0; r < 2; r++) {
+        const char *at = strstr(out, rows[r]), *nl = at ? strchr(at + 1, '\n') : NULL;
+        if (!at || !nl || !strstr(at, "(excepted: no gradient through RoiAlign input 1)") ||
+            strstr(at, "(excepted: no gradient through RoiAlign input 1)") > nl)
+            fail_msg("row %s not excepted: %s", rows[r] + 1, out);
+    }
+    assert_non_null(strstr(out, "gradient check: 1 parameters agree with finite differences within 0.0001 (float64); "
+                                "the others are excepted"));
+    assert_null(strstr(out, "FAILED"));
+}
+
 static void differing_fails(void **state)
 {
     (void)state;
@@ -84,7 +104,8 @@ static void f64_seed_checks(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(agreeing_with_by_design), cmocka_unit_test(differing_fails),
-                                       cmocka_unit_test(f64_seed_checks)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(agreeing_with_by_design),
+                                       cmocka_unit_test(reaching_by_design_over_ops),
+                                       cmocka_unit_test(differing_fails), cmocka_unit_test(f64_seed_checks)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
