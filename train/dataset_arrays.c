@@ -208,9 +208,8 @@ lt_status lt_arrays_open(const char *path, int split, lt_arrays **out, lt_err *e
     for (int i = 0; i < set->n && s == LT_OK; i++) {
         lt_ds_array *a = &set->a[i];
         if (!a->splits && a->t.rank < 1) {
-            s = lt_errf(err, LT_ERR_INVALID, "%s: %s is a scalar; arrays hold one sample per row along axis 0", path,
-                        a->member);
-            break;
+            a->shared = true; /* one value for every sample (train_arrays.c says what it may feed) */
+            continue;
         }
         int64_t n = a->splits ? a->n : a->t.dims[0];
         a->n = n;
@@ -222,6 +221,9 @@ lt_status lt_arrays_open(const char *path, int split, lt_arrays **out, lt_err *e
                         (long long)set->samples, a->member, (long long)n);
         }
     }
+    if (s == LT_OK && !first)
+        s = lt_errf(err, LT_ERR_INVALID, "%s: every %s array is a single value (0-d); arrays hold one sample per row "
+                    "along axis 0", path, split ? "test (NAME_test)" : "training");
 done:
     for (int k = 0; k < nst; k++)
         free(st[k].data);

@@ -13,6 +13,7 @@ typedef struct lt_ds_array {
     lt_tensor t;     /* the whole array; t.data is a malloc block owned here */
     int64_t *splits; /* ragged: samples + 1 row splits; NULL otherwise */
     int64_t n;       /* samples */
+    bool shared;     /* a 0-d array: one value all samples share (a model's step count), fed whole every run */
 } lt_ds_array;
 
 typedef struct lt_arrays {
@@ -26,7 +27,7 @@ typedef struct lt_arrays {
 
 /* Reads every array of the split and checks the splits (integers, 0 first,
  * non-decreasing, ending at the array's length) and that all arrays hold
- * the same number of samples. */
+ * the same number of samples, but 0-d arrays (shared). */
 lt_status lt_arrays_open(const char *path, int split, lt_arrays **out, lt_err *err);
 void lt_arrays_free(lt_arrays *s);
 /* The arrays of a dataset spec: npz=FILE (lt_arrays_open) or an npy pair

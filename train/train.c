@@ -183,10 +183,14 @@ static lt_status setup_arrays(trainer *tr, bool *taken)
                  rag ? "' is ragged" : "", (long long)o->batch);
         o->on_note(note, o->user);
     }
-    if (st == LT_OK && tr->afeed.fixed_batch && tr->afeed.fixed_batch != o->batch)
+    if (st == LT_OK && tr->afeed.fixed_batch && tr->afeed.fixed_batch != o->batch) {
+        int b = 0;
+        while (b + 1 < tr->afeed.nslot && tr->afeed.slot[b].axis < 0)
+            b++; /* the first input fed batches */
         st = lt_errf(tr->err, LT_ERR_INVALID, "%s: input '%s' has a fixed batch size of %lld; use --batch %lld",
-                     tr->path, tr->afeed.slot[0].name, (long long)tr->afeed.fixed_batch,
+                     tr->path, tr->afeed.slot[b].name, (long long)tr->afeed.fixed_batch,
                      (long long)tr->afeed.fixed_batch);
+    }
     return st;
 }
 

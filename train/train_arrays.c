@@ -188,6 +188,15 @@ static lt_status plan_input(const lt_model *m, const lt_afeed *f, const lt_train
     if (!type_fits(v->type.dtype, a->t.dtype))
         return lt_errf(err, LT_ERR_INVALID, "%s: array '%s' is %s, but the model's input '%s' takes %s (%s)", data,
                        a->member, lt_dtype_name(a->t.dtype), v->name, lt_dtype_name(v->type.dtype), have);
+    if (a->shared) {
+        /* one value every run: a rank-0 input (a Loop's trip count) */
+        if (v->type.rank != 0)
+            return lt_errf(err, LT_ERR_INVALID, "%s: array '%s' is a single value (0-d), which feeds a rank-0 input "
+                           "whole every run; the model's input '%s' is %s", data, a->member, v->name, have);
+        slot->rank = 0;
+        slot->axis = LT_AFEED_WHOLE;
+        return LT_OK;
+    }
     if (v->type.rank < 0)
         return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' has no declared rank; lantern cannot tell how array '%s' "
                        "feeds it", f->path, v->name, a->member);
@@ -241,6 +250,9 @@ static lt_status plan_target(const lt_model *m, lt_afeed *f, const lt_train_opts
         return lt_errf(err, LT_ERR_INVALID, "%s: no array '%s%s' with the %s (it holds %s)%s", data, lname,
                        f->data->split ? "_test" : "", f->loss == LT_LOSS_MSE || f->loss == LT_LOSS_BCE_LOGITS ?
                        "targets" : "labels", f->data->listing, o->labels ? "" : "; --labels NAME picks another array");
+    if (a->shared)
+        return lt_errf(err, LT_ERR_INVALID, "%s: array '%s' is a single value (0-d); the %s hold one per sample", data,
+                       a->member, f->loss == LT_LOSS_MSE || f->loss == LT_LOSS_BCE_LOGITS ? "targets" : "labels");
     const lt_type *ot = &out->type;
     char have[256], samp[128];
     lt_feed_type_text(m, ot, have, sizeof have);
@@ -297,13 +309,15 @@ static lt_status check_shared_dims(const lt_model *m, const lt_afeed *f, const i
         int sym, slot;
         int64_t v;
     } seen[(LT_AFEED_MAX + 1) * LT_MAX_RANK];
-    int64_t samples = f->ragged && f->nslot > 0 ? f->slot[0].src->n : 1;
+    int64_t samples = f->ragged ? f->data->samples : 1;
     for (int64_t k = 0; k < samples; k++) {
         int nseen = 0;
         for (int i = 0; i < f->nslot; i++) {
             const lt_afeed_slot *s = &f->slot[i];
             const lt_type *t = &m->main->params[free_in[i]]->type;
             int64_t sd[LT_MAX_RANK];
+            if (s->axis == LT_AFEED_WHOLE)
+                continue; /* rank 0: no dims */
             lt_ds_array_sample(s->src, k, sd);
             for (int d = 0; t->rank == s->rank && d < t->rank; d++) {
                 int sym = t->dims[d].sym;
@@ -364,7 +378,7 @@ lt_status lt_afeed_plan(const lt_model *m, const lt_arrays *a, const lt_train_op
     if (nfree == 0)
         return lt_errf(err, LT_ERR_INVALID, "%s: the model has no input without a default to feed", m->path);
     lt_status st = check_axis_names(m, o, free_in, nfree, err);
-    int first = -1;
+    int first = -1, fslot = -1; /* the first input fed samples, and its slot */
     for (int i = 0; i < nfree && st == LT_OK; i++) {
         const lt_ival *v = b->params[free_in[i]];
         const lt_ds_array *arr = lt_arrays_find(a, v->name);
@@ -378,11 +392,16 @@ lt_status lt_afeed_plan(const lt_model *m, const lt_arrays *a, const lt_train_op
         if (st != LT_OK)
             break;
         f->ragged = f->ragged || arr->splits;
-        if (i == 0) {
+        if (s->axis == LT_AFEED_WHOLE) {
+            f->nslot++;
+            continue;
+        }
+        if (first < 0) {
             f->batched = s->axis >= 0;
             first = free_in[i];
+            fslot = f->nslot;
         } else if (f->batched != (s->axis >= 0)) {
-            const lt_afeed_slot *s0 = &f->slot[0];
+            const lt_afeed_slot *s0 = &f->slot[fslot];
             return lt_errf(err, LT_ERR_INVALID, "%s: input '%s' %s a batch axis for array '%s' but input '%s' %s one "
                            "for array '%s'; all inputs take batches or all take single samples", m->path, s0->name,
                            f->batched ? "has" : "has no", s0->src->member, s->name, f->batched ? "has no" : "has",
@@ -390,13 +409,16 @@ lt_status lt_afeed_plan(const lt_model *m, const lt_arrays *a, const lt_train_op
         }
         f->nslot++;
     }
+    if (st == LT_OK && first < 0)
+        st = lt_errf(err, LT_ERR_INVALID, "%s: every input the model takes from %s is fed a single value (0-d); "
+                     "samples come as arrays with one per row along axis 0", m->path, a->path);
     if (st == LT_OK)
         st = check_shared_dims(m, f, free_in, err);
     if (st != LT_OK)
         return st;
     if (f->batched) {
         const lt_ival *v0 = b->params[first];
-        const lt_dim *bd = &v0->type.dims[f->slot[0].axis];
+        const lt_dim *bd = &v0->type.dims[f->slot[fslot].axis];
         f->fixed_batch = bd->sym < 0 && bd->v > 0 ? bd->v : 0;
     }
     if (f->loss == LT_LOSS_MODEL)
@@ -404,7 +426,7 @@ lt_status lt_afeed_plan(const lt_model *m, const lt_arrays *a, const lt_train_op
     if (f->loss != LT_LOSS_SOFTMAX_CROSS_ENTROPY && f->loss != LT_LOSS_NLL && f->loss != LT_LOSS_MSE &&
         f->loss != LT_LOSS_BCE_LOGITS)
         return lt_errf(err, LT_ERR_INVALID, "%s: loss %s cannot train a model", m->path, lt_loss_name(f->loss));
-    return plan_target(m, f, o, out, b->params[first], f->slot[0].axis, err);
+    return plan_target(m, f, o, out, b->params[first], f->slot[fslot].axis, err);
 }
 
 int64_t lt_afeed_run_size(const lt_afeed *f, int64_t B) { return f->batched && !f->ragged ? B : 1; }
@@ -456,6 +478,14 @@ static lt_status make_slot(const lt_afeed *f, const lt_afeed_slot *s, const int6
                            lt_err *err)
 {
     const lt_ds_array *a = s->src;
+    if (s->axis == LT_AFEED_WHOLE) {
+        lt_value *v = lt_value_new_tensor();
+        if (!v)
+            return lt_errf(err, LT_ERR_NOMEM, "out of memory");
+        *out = v;
+        lt_status st = lt_tensor_alloc(&v->t, s->dtype, 0, NULL, err);
+        return st == LT_OK ? convert(&v->t, 0, a->t.data, a->t.dtype, 1, s, err) : st;
+    }
     int64_t sd[LT_MAX_RANK], dims[LT_MAX_RANK], sdj[LT_MAX_RANK];
     int sr = lt_ds_array_sample_rank(a);
     lt_ds_array_sample(a, idx[0], sd);
@@ -667,7 +697,7 @@ int lt_afeed_wanted(const lt_model *m, const lt_arrays *a, const lt_train_opts *
         if (a->a[i].splits)
             return 1;
     const lt_ds_array *x = lt_arrays_find(a, "x"), *y = lt_arrays_find(a, "y");
-    if (!x || !y)
+    if (!x || !y || x->shared || y->shared)
         return 1;
     if (x->t.dtype != LT_U8 && !lt_dtype_is_float(x->t.dtype))
         return 1;

@@ -18,8 +18,11 @@ typedef struct lt_afeed_slot {
     const lt_ds_array *src;   /* the array feeding it */
     lt_dtype dtype;           /* the element type the input takes */
     int rank;                 /* of the tensor fed */
-    int axis;                 /* its batch axis; -1: one sample as it is */
+    int axis;                 /* its batch axis; -1: one sample as it is; LT_AFEED_WHOLE: the whole array */
 } lt_afeed_slot;
+
+/* The axis of a slot fed a 0-d array, the same every run (a step count). */
+#define LT_AFEED_WHOLE (-2)
 
 typedef struct lt_afeed {
     const char *path; /* the model's file */

@@ -15,6 +15,8 @@ written with onnx.helper; weights drawn with a fixed seed.
                     -> h = emb[words], z = tanh(h + h[children[:,0]] + h[children[:,1]])
                     -> MatMul 8x3 + b -> logits [n,3] (one score row per node)
   feed_f16.onnx     x float16 [N,4] -> Cast float -> MatMul 4x2 + b -> logits [N,2]
+  feed_steps.onnx   x float [N,4], steps int64 [] (a step count every sample shares)
+                    -> h = x, then steps times h = tanh(h W) (a Loop) -> logits [N,4]
 
   /usr/bin/python3 tests/data/make_feed_models.py
 """
@@ -117,9 +119,27 @@ def f16():
           [init("W", W), init("b", b)], "feed_f16")
 
 
+def steps():
+    W = uni((4, 4), 4) * 2
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h_in", "W"], ["hw"]), helper.make_node("Tanh", ["hw"], ["h_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"])], "steps_body",
+        [helper.make_tensor_value_info("it", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_in", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_out", TensorProto.FLOAT, ["N", 4])])
+    nodes = [helper.make_node("Loop", ["steps", "true", "x"], ["logits"], body=body)]
+    model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
+                  helper.make_tensor_value_info("steps", TensorProto.INT64, [])],
+          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 4])],
+          [init("W", W), init("true", np.array(True))], "feed_steps")
+
+
 tok()
 tagger()
 rnn("feed_tm_rnn", ["T", "N"], False)
 rnn("feed_tm_tag", ["d0", "d1"], True)
 tree()
 f16()
+steps()

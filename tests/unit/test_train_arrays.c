@@ -9,6 +9,7 @@
  * - ragged arrays (NAME_splits) feed a model without a batch axis one tree
  *   at a time; --batch B makes one step of the mean of B trees' gradients,
  *   each taken alone through the step API;
+ * - a 0-d array feeds a rank-0 input (a step count) whole every run;
  * - every bad file or option gives one line naming the array, exit 2. */
 #include "test_dataset.h"
 #include "train/dataset_arrays.h"
@@ -1126,6 +1127,116 @@ static void bad_data_one_line(void **state)
     td_rmtree(dir);
 }
 
+/* ---- a value every sample shares ---- */
+
+/* feed_steps.onnx on sample i: h = x, steps times tanh(h W); its softmax
+ * cross-entropy against y[i], in double */
+static double steps_ce(const float *W, const float *x, int64_t y, int steps)
+{
+    double h[4], t[4];
+    for (int c = 0; c < 4; c++)
+        h[c] = x[c];
+    for (int s = 0; s < steps; s++) {
+        for (int c = 0; c < 4; c++) {
+            double a = 0;
+            for (int r = 0; r < 4; r++)
+                a += h[r] * W[r * 4 + c];
+            t[c] = tanh(a);
+        }
+        memcpy(h, t, sizeof h);
+    }
+    return ce(h, 4, y);
+}
+
+/* A 0-d array (a Loop's trip count beside batched samples) feeds its rank-0
+ * input whole every run, in training and on the test split: each step's
+ * loss is the one computed here with that count (it was refused: "steps is
+ * a scalar"); a 0-d array for a batched input or for the labels, or a [1]
+ * one for the count, is refused with one line */
+static void whole_array_input(void **state)
+{
+    (void)state;
+    enum { N = 32 };
+    float x[N * 4];
+    int64_t y[N];
+    uint64_t seed = 35;
+    for (int i = 0; i < N * 4; i++)
+        x[i] = (float)td_uniform(&seed, -2, 2);
+    for (int i = 0; i < N; i++)
+        y[i] = (int64_t)(td_next(&seed) % 4);
+    lt_err err;
+    lt_model *m = NULL;
+    assert_int_equal(lt_model_load(DATA "feed_steps.onnx", &m, &err), LT_OK);
+    const float *W = param(m, "W");
+    char dir[64], path[128], log[160], cmd[1024];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/s.npz", dir);
+    snprintf(log, sizeof log, "%s/log.csv", dir);
+    int64_t dx[2] = {N, 4}, dy[1] = {N};
+    for (int steps = 0; steps <= 3; steps += 3) {
+        int64_t st = steps;
+        npz_w z = {0};
+        add(&z, "x.npy", "<f4", 2, dx, x, sizeof x);
+        add(&z, "steps.npy", "<i8", 0, NULL, &st, sizeof st);
+        add(&z, "y.npy", "<i8", 1, dy, y, sizeof y);
+        add(&z, "x_test.npy", "<f4", 2, dx, x, sizeof x);
+        add(&z, "steps_test.npy", "<i8", 0, NULL, &st, sizeof st);
+        add(&z, "y_test.npy", "<i8", 1, dy, y, sizeof y);
+        save(&z, path);
+        snprintf(cmd, sizeof cmd, "%s train %sfeed_steps.onnx --data npz=%s --batch 8 --lr 1e-12 --shuffle off "
+                 "--log %s -o %s/out.onnx >/dev/null 2>&1", LANTERN, DATA, path, log, dir);
+        assert_int_equal(system(cmd), 0);
+        FILE *f = fopen(log, "r");
+        assert_non_null(f);
+        char line[256];
+        int rows = 0;
+        double all = 0;
+        for (int i = 0; i < N; i++)
+            all += steps_ce(W, x + i * 4, y[i], steps) / N;
+        while (fgets(line, sizeof line, f)) {
+            int ep, step;
+            double lr, l, tl;
+            if (sscanf(line, "%d,%d,%*d,%lf,%lf", &ep, &step, &lr, &l) == 4) {
+                double want = 0;
+                for (int i = (step - 1) * 8; i < step * 8; i++)
+                    want += steps_ce(W, x + i * 4, y[i], steps) / 8;
+                if (!(fabs(l - want) <= 1e-6 * fabs(want)))
+                    fail_msg("steps %d, step %d: loss %.9g, want %.9g", steps, step, l, want);
+                rows++;
+            } else if (sscanf(line, "%d,,,%lf,%lf,%lf", &ep, &lr, &l, &tl) == 4) {
+                if (!(fabs(tl - all) <= 1e-6 * all))
+                    fail_msg("steps %d: test loss %.9g, want %.9g", steps, tl, all);
+                rows++;
+            }
+        }
+        fclose(f);
+        assert_int_equal(rows, 5);
+    }
+    lt_model_free(m);
+
+    int64_t one[1] = {1}, three = 3;
+    npz_w z = {0};
+    add(&z, "x.npy", "<f4", 2, dx, x, sizeof x);
+    add(&z, "steps.npy", "<i8", 1, one, &three, sizeof three);
+    add(&z, "y.npy", "<i8", 1, dy, y, sizeof y);
+    save(&z, path);
+    cli_refuses(DATA "feed_steps.onnx", path, "", "x holds 32 samples but steps holds 1", NULL);
+    add(&z, "x.npy", "<f4", 2, dx, x, sizeof x);
+    add(&z, "steps.npy", "<i8", 0, NULL, &three, sizeof three);
+    add(&z, "y.npy", "<i8", 0, NULL, y, sizeof *y);
+    save(&z, path);
+    cli_refuses(DATA "feed_steps.onnx", path, "", "array 'y' is a single value (0-d); the labels hold one per sample",
+                NULL);
+    float x0 = 1;
+    add(&z, "x.npy", "<f4", 0, NULL, &x0, sizeof x0);
+    add(&z, "steps.npy", "<i8", 0, NULL, &three, sizeof three);
+    add(&z, "y.npy", "<i8", 1, dy, y, sizeof y);
+    save(&z, path);
+    cli_refuses(DATA "feed_steps.onnx", path, "", "array 'x' is a single value (0-d), which feeds a rank-0 input",
+                "the model's input 'x' is float32[N,4]", NULL);
+    td_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1139,6 +1250,7 @@ int main(void)
         cmocka_unit_test(float16_input),
         cmocka_unit_test(torch_exports_train),
         cmocka_unit_test(bad_data_one_line),
+        cmocka_unit_test(whole_array_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
