@@ -166,6 +166,8 @@ static lt_status setup_arrays(trainer *tr, bool *taken)
         return lt_errf(tr->err, LT_ERR_INVALID, "%s: --mean / --std apply to x / y data; the named-input feed takes "
                        "the arrays as they are", file);
     st = lt_afeed_plan(tr->t.em, tr->atrain, o, &tr->afeed, tr->err);
+    if (st == LT_OK)
+        st = lt_afeed_check_samples(&tr->afeed, tr->err);
     if (st == LT_OK && lt_arrays_spec_has_split(o->data, 1)) {
         st = lt_arrays_open_spec(o->data, 1, &tr->atest, tr->err);
         if (st == LT_OK && tr->atest->samples < 1)

@@ -347,6 +347,30 @@ static lt_status check_shared_dims(const lt_model *m, const lt_afeed *f, const i
     return LT_OK;
 }
 
+lt_status lt_afeed_check_samples(const lt_afeed *f, lt_err *err)
+{
+    if (f->target < 0 || (f->batched && !f->ragged))
+        return LT_OK;
+    const lt_afeed_slot *s = &f->slot[f->target];
+    const lt_ds_array *a = s->src;
+    bool classes = f->loss == LT_LOSS_SOFTMAX_CROSS_ENTROPY || f->loss == LT_LOSS_NLL;
+    lt_tensor whole = a->t;
+    for (int64_t i = 0; i < f->data->samples; i++) {
+        int64_t sd[LT_MAX_RANK], n = 1, kept = 0;
+        const char *p = lt_ds_array_sample(a, i, sd);
+        for (int d = 0; d < lt_ds_array_sample_rank(a); d++)
+            n *= sd[d];
+        int64_t off = (int64_t)((p - (const char *)a->t.data) / (ptrdiff_t)lt_dtype_size(a->t.dtype));
+        for (int64_t j = 0; j < n && !kept; j++)
+            kept += !classes || lt_tensor_get_i64(&whole, off + j) != f->ignore_index;
+        if (!kept)
+            return lt_errf(err, LT_ERR_INVALID, "%s: sample %lld of '%s' holds no %s%s: its loss, a mean over them, "
+                           "would be nan; leave the sample out", f->data->path, (long long)i, a->member,
+                           classes ? "labels" : "targets", classes && n ? " but the ignore index" : "");
+    }
+    return LT_OK;
+}
+
 lt_status lt_afeed_plan(const lt_model *m, const lt_arrays *a, const lt_train_opts *o, lt_afeed *f, lt_err *err)
 {
     memset(f, 0, sizeof *f);

@@ -51,6 +51,12 @@ lt_status lt_afeed_plan(const lt_model *m, const lt_arrays *a, const lt_train_op
  * NULL where the data feeds otherwise. */
 lt_status lt_afeed_for_eval(const lt_model *m, const lt_eval_opts *o, lt_loss_kind loss, lt_arrays **a, lt_afeed *f,
                             lt_err *err);
+/* For training: where each program run takes one sample (ragged arrays, no
+ * batch axis), each sample's loss is a mean over its own labels or targets,
+ * and a sample with none (an empty ragged row, or only the ignore index)
+ * makes it nan, which would stop training as a diverged loss: refused,
+ * naming the sample. (Test figures are means over all samples' labels.) */
+lt_status lt_afeed_check_samples(const lt_afeed *f, lt_err *err);
 /* Samples one program run takes when a step has B: B when the inputs have
  * a batch axis and nothing is ragged, else 1 (steps then accumulate). */
 int64_t lt_afeed_run_size(const lt_afeed *f, int64_t B);

@@ -1060,6 +1060,26 @@ static void bad_data_one_line(void **state)
     cli_refuses(tree, path, "", "arrays 'words' (for input 'words') and 'children' (for input 'children') give the "
                 "model's dim 'n' as 4 and 3 for sample 0", NULL);
 
+    /* a tree with no labels, or only the ignore index: its loss, a mean
+     * over none, was nan, and training stopped calling it diverged */
+    for (int ignored = 0; ignored < 2; ignored++) {
+        int64_t words[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, ch[18] = {0}, y[9] = {0, 1, 2, 1, 1, 2, 0, 1, 2};
+        int64_t sp[5] = {0, 3, 3, 5, 9}, sp2[5] = {0, 3, 4, 5, 9}, d1[1] = {9}, d2[2] = {9, 2}, ds[1] = {5};
+        const int64_t *splits = ignored ? sp2 : sp;
+        if (ignored)
+            y[3] = -100;
+        npz_w z = {0};
+        add(&z, "words.npy", "<i8", 1, d1, words, sizeof words);
+        add(&z, "words_splits.npy", "<i8", 1, ds, splits, sizeof sp);
+        add(&z, "children.npy", "<i8", 2, d2, ch, sizeof ch);
+        add(&z, "children_splits.npy", "<i8", 1, ds, splits, sizeof sp);
+        add(&z, "y.npy", "<i8", 1, d1, y, sizeof y);
+        add(&z, "y_splits.npy", "<i8", 1, ds, splits, sizeof sp);
+        save(&z, path);
+        cli_refuses(tree, path, "--batch 2", ignored ? "sample 1 of 'y' holds no labels but the ignore index"
+                                                     : "sample 1 of 'y' holds no labels", "would be nan", NULL);
+    }
+
     /* ragged rows saved as Python objects, without splits */
     {
         const char hdr[] = "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }";
