@@ -260,13 +260,39 @@ int lt_ir_count_running_stats(const lt_module *m)
  * objects every nested block and lifted function can reach): every batch
  * norm adds its updated statistic to the first and 1 to the second. The AD
  * returns the source program's cells as results, and the statistic becomes
- * sum / count: the updated value itself for a batch norm that ran once, the
- * mean of the updates for one that ran in every iteration of a loop, and
- * unchanged for one in a branch not taken. */
+ * sum / count: the updated value itself for a batch norm that ran once,
+ * and unchanged for one in a branch not taken; a statistic updated more
+ * than once a run is updated in turn (count_runs). */
 
 typedef struct stat_cells {
     lt_ival **sum, **count; /* per module parameter, made on first use */
+    int *runs;              /* per module parameter: batch norm updates a run may make (2 for "more than one") */
 } stat_cells;
+
+/* Batch norms that update each parameter's statistics, a Loop or Scan body's
+ * counted twice (it runs any number of times). A statistic updated more
+ * than once is updated in turn, as PyTorch updates a BatchNorm's buffers
+ * each time the module runs (a BatchNorm applied in every iteration of a
+ * scripted loop, or called twice): every batch norm reads the cell's value
+ * so far as its running statistic (the sum cell starts at the parameter's
+ * value, its count at 1) and adds the change its update makes, so the
+ * cell ends at momentum^K r + the batch statistics' terms in their order,
+ * where the mean of the K updates came out before. */
+static void count_runs(const lt_module *m, const lt_block *b, bool in_loop, int *runs)
+{
+    for (int i = 0; i < b->nnodes; i++) {
+        const lt_node *n = b->nodes[i];
+        for (int r = 0; r < n->nregions; r++)
+            count_runs(m, n->regions[r], in_loop || n->op == LT_OP_LOOP || n->op == LT_OP_SCAN, runs);
+        if (n->op != LT_OP_BATCH_NORMALIZATION || n->nin < 5 || n->nout < 3)
+            continue;
+        for (int j = 1; j <= 2; j++) {
+            int p = param_of(m, n->in[2 + j]);
+            if (p >= 0 && n->out[j])
+                runs[p] += in_loop ? 2 : 1;
+        }
+    }
+}
 
 static lt_ival *scalar_at(lt_module *m, lt_block *b, int at, double val, const char *name)
 {
@@ -311,7 +337,36 @@ static lt_status cells_of(lt_module *m, stat_cells *sc, int p)
     sc->count[p]->type.kind = LT_KIND_CELL;
     /* running statistics follow the batches, not the gradient */
     m->params[p].trainable = false;
+    if (sc->runs[p] < 2)
+        return LT_OK;
+    /* updated in turn (count_runs): the value so far, counted once */
+    snprintf(nm, sizeof nm, "%s_running_one", m->params[p].name);
+    lt_ival *one = node_at(m, mb, 3, LT_OP_ACC_ADD, sc->sum[p], pv, NULL) ? scalar_at(m, mb, 4, 1.0, nm) : NULL;
+    if (!one || !node_at(m, mb, 5, LT_OP_ACC_ADD, sc->count[p], one, NULL))
+        return LT_ERR_NOMEM;
     return LT_OK;
+}
+
+/* A batch norm's update of a statistic updated in turn: it reads the cell's
+ * value so far in place of the parameter, and adds its update's change. */
+static lt_status update_in_turn(lt_module *m, stat_cells *sc, lt_block *b, lt_node *n, int j, int p)
+{
+    char nm[512];
+    snprintf(nm, sizeof nm, "%s_running_now", m->params[p].name);
+    lt_node *rd = node_at(m, b, n->index, LT_OP_ACC_READ, sc->sum[p], NULL, nm);
+    if (!rd)
+        return LT_ERR_NOMEM;
+    lt_ival *now = rd->out[0];
+    now->type = m->params[p].value->type;
+    n->in[2 + j]->uses--;
+    n->in[2 + j] = now;
+    now->uses++;
+    snprintf(nm, sizeof nm, "%s_running_change", m->params[p].name);
+    lt_node *d = node_at(m, b, n->index + 1, LT_OP_SUB, n->out[j], now, nm);
+    if (!d)
+        return LT_ERR_NOMEM;
+    d->out[0]->type = now->type;
+    return node_at(m, b, d->index + 1, LT_OP_ACC_ADD, sc->sum[p], d->out[0], NULL) ? LT_OK : LT_ERR_NOMEM;
 }
 
 static lt_status block_cells(lt_module *m, stat_cells *sc, lt_block *b)
@@ -331,6 +386,10 @@ static lt_status block_cells(lt_module *m, stat_cells *sc, lt_block *b)
             s = cells_of(m, sc, p);
             if (s != LT_OK)
                 break;
+            if (sc->runs[p] >= 2) {
+                s = update_in_turn(m, sc, b, n, j, p);
+                continue;
+            }
             int at = n->index + 1;
             char nm[512];
             snprintf(nm, sizeof nm, "%s_running_one", m->params[p].name);
@@ -346,10 +405,16 @@ static lt_status block_cells(lt_module *m, stat_cells *sc, lt_block *b)
 
 static lt_status add_stat_cells(lt_module *m)
 {
-    stat_cells sc = {calloc((size_t)m->nparams + 1, sizeof *sc.sum), calloc((size_t)m->nparams + 1, sizeof *sc.count)};
-    lt_status s = sc.sum && sc.count ? block_cells(m, &sc, m->main) : LT_ERR_NOMEM;
+    stat_cells sc = {calloc((size_t)m->nparams + 1, sizeof *sc.sum), calloc((size_t)m->nparams + 1, sizeof *sc.count),
+                     calloc((size_t)m->nparams + 1, sizeof *sc.runs)};
+    lt_status s = LT_ERR_NOMEM;
+    if (sc.sum && sc.count && sc.runs) {
+        count_runs(m, m->main, false, sc.runs);
+        s = block_cells(m, &sc, m->main);
+    }
     free(sc.sum);
     free(sc.count);
+    free(sc.runs);
     return s;
 }
 

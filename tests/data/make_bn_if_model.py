@@ -94,3 +94,33 @@ graph = helper.make_graph(unrolled, "bn_unrolled", [helper.make_tensor_value_inf
                           [i for i in inits if i.name != "cond"])
 save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="lantern tests"),
      os.path.join(HERE, "bn_unrolled.onnx"))
+
+# bn_loop3.onnx: x [N,4] -> a Loop of three iterations applying one batch
+# norm (momentum 0.7, statistics away from 0 and 1) and a Relu -> Gemm 4x3:
+# its running statistics are updated three times a step, in turn
+body3 = helper.make_graph(
+    [helper.make_node("BatchNormalization", ["hp", "g3", "b3", "m3", "v3"], ["hq"], momentum=0.7),
+     helper.make_node("Relu", ["hq"], ["hn"]),
+     helper.make_node("Identity", ["c"], ["co"])],
+    "body3",
+    [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+     helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("hp", TensorProto.FLOAT, ["N", 4])],
+    [helper.make_tensor_value_info("co", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("hn", TensorProto.FLOAT, ["N", 4])])
+inits3 = [
+    numpy_helper.from_array(rng.uniform(0.5, 1.5, 4).astype(np.float32), "g3"),
+    numpy_helper.from_array(rng.uniform(-0.5, 0.5, 4).astype(np.float32), "b3"),
+    numpy_helper.from_array(rng.uniform(-0.5, 0.5, 4).astype(np.float32), "m3"),
+    numpy_helper.from_array(rng.uniform(0.5, 2.0, 4).astype(np.float32), "v3"),
+    numpy_helper.from_array(np.array(3, np.int64), "trips3"),
+    numpy_helper.from_array(np.array(True), "cond3"),
+    numpy_helper.from_array(rng.uniform(-0.5, 0.5, (4, 3)).astype(np.float32), "W3"),
+]
+graph = helper.make_graph(
+    [helper.make_node("Loop", ["trips3", "cond3", "x"], ["hl"], body=body3),
+     helper.make_node("Gemm", ["hl", "W3"], ["logits"])], "bn_loop3",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 3])], inits3)
+save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="lantern tests"),
+     os.path.join(HERE, "bn_loop3.onnx"))
