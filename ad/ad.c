@@ -527,6 +527,38 @@ lt_status lt_model_tie_transposed(lt_model *m, int *ntied, char *list, size_t le
     return s != LT_OK ? s : lt_ir_tie_transposed_params(m, ntied ? ntied : &none, list, len, err);
 }
 
+lt_status lt_model_class_axis(const lt_model *m, const char *output, int rank, const int64_t *dims, int *axis,
+                              lt_err *err)
+{
+    const lt_block *b = m->main;
+    const lt_ival *y = b->nresults > 0 && !output ? b->results[0] : NULL;
+    for (int r = 0; output && r < b->nresults && !y; r++)
+        if (!strcmp(b->results[r]->name, output))
+            y = b->results[r];
+    if (!y)
+        return lt_errf(err, LT_ERR_INVALID, "%s: the model has no output %s%s%s", m->path, output ? "named '" : "",
+                       output ? output : "", output ? "'" : "");
+    *axis = -1;
+    if (y->type.rank <= 2)
+        return LT_OK;
+    int fit = lt_ad_class_axes_fit(&y->type, rank, dims);
+    char lab[160] = "";
+    for (int d = 0, at = 0; d < rank && at + 24 < (int)sizeof lab; d++)
+        at += dims[d] < 0 ? snprintf(lab + at, sizeof lab - (size_t)at, "%s%s", d ? "," : "[", d ? "?" : "N")
+                          : snprintf(lab + at, sizeof lab - (size_t)at, "%s%lld", d ? "," : "[", (long long)dims[d]);
+    if (rank > 0)
+        strcat(lab, "]");
+    if (fit == 3)
+        return lt_errf(err, LT_ERR_INVALID, "%s: labels %s fit output '%s' with its classes on axis 1 ([N, C, ...], as "
+                       "PyTorch's losses read them) and on the last axis ([N, ..., C]); say which with --class-axis 1 "
+                       "or --class-axis -1", m->path, lab, y->name);
+    if (!fit)
+        return lt_errf(err, LT_ERR_INVALID, "%s: labels %s fit output '%s' neither with its classes on axis 1 nor on "
+                       "the last axis: they take the output's other axes", m->path, lab, y->name);
+    *axis = fit == 2 ? 1 : -1;
+    return LT_OK;
+}
+
 lt_status lt_model_grad(lt_model *m, const lt_grad_opts *o, lt_err *err)
 {
     if (!o)
@@ -543,7 +575,8 @@ lt_status lt_model_grad(lt_model *m, const lt_grad_opts *o, lt_err *err)
         return lt_errf(err, LT_ERR_INVALID, "lt_model_grad: %d seed outputs and no list of them", o->nseeds);
     lt_ad_spec spec = {.loss = (lt_ad_loss)o->loss, .nseeds = o->nseeds, .seed_outputs = o->seed_outputs,
                        .wrt_inputs = o->wrt_inputs != 0, .output = o->output,
-                       .ignore_index = o->set_ignore_index ? o->ignore_index : -100};
+                       .ignore_index = o->set_ignore_index ? o->ignore_index : -100,
+                       .class_axis = o->class_axis == 1 ? 1 : -1};
     if (m->nunsupported) {
         const struct lt_unsupported *u = &m->unsupported[0];
         return lt_errf(err, LT_ERR_UNSUPPORTED, "%s: node '%s' (%s%s%s): an op lantern does not know%s (lantern import "

@@ -28,7 +28,16 @@ typedef struct lt_ad_spec {
     bool wrt_inputs;                 /* also differentiate with respect to float graph inputs */
     const char *output;              /* the output the loss is attached to (NULL: the first) */
     int64_t ignore_index;            /* softmax-cross-entropy, nll: labels of this value count for nothing */
+    int class_axis;                  /* softmax-cross-entropy, nll on scores of rank >= 3: 1 reads the classes
+                                        on axis 1 ([N, C, d1, ...], PyTorch's layout), anything else on the last */
 } lt_ad_spec;
+
+/* Which class axes labels of dims[0..rank) (the batch first; -1 where not
+ * known) fit for class scores of type t: bit 0 the last axis (labels
+ * [N, d1, ...] for scores [N, d1, ..., C]), bit 1 axis 1 (labels
+ * [N, d1, ...] for scores [N, C, d1, ...]); an unknown dim fits any size.
+ * Scores of rank 2 fit both. */
+int lt_ad_class_axes_fit(const lt_type *t, int rank, const int64_t *dims);
 
 /* Replaces the module's main block with the combined forward/backward
  * program. New main: parameters = the original inputs, then "labels" (SCE,

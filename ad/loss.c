@@ -64,8 +64,8 @@ static lt_ival *as_scalar(lt_module *m, lt_ival *y)
 }
 
 /* A new program input typed like y (targets) or int64 class indices of y
- * without its class dim (labels). */
-static lt_ival *loss_input(lt_module *m, const char *name, const lt_ival *y, bool classes)
+ * without its class dim (labels: the last, or axis 1 where class_axis is 1). */
+static lt_ival *loss_input(lt_module *m, const char *name, const lt_ival *y, bool classes, int class_axis)
 {
     lt_ival *v = lt_ival_new(m, m->main, name);
     if (!v)
@@ -74,10 +74,30 @@ static lt_ival *loss_input(lt_module *m, const char *name, const lt_ival *y, boo
         v->type = y->type;
         return v;
     }
-    lt_type_unknown(&v->type, LT_I64, y->type.rank >= 1 ? y->type.rank - 1 : -1);
-    for (int d = 0; d + 1 < y->type.rank; d++)
-        v->type.dims[d] = y->type.dims[d];
+    int r = y->type.rank, skip = class_axis == 1 && r >= 2 ? 1 : r - 1;
+    lt_type_unknown(&v->type, LT_I64, r >= 1 ? r - 1 : -1);
+    for (int d = 0, k = 0; d < r; d++)
+        if (d != skip)
+            v->type.dims[k++] = y->type.dims[d];
     return v;
+}
+
+static bool dim_fits(const lt_dim *d, int64_t v) { return v < 0 || d->sym >= 0 || d->v < 0 || d->v == v; }
+
+int lt_ad_class_axes_fit(const lt_type *t, int rank, const int64_t *dims)
+{
+    int r = t->rank;
+    if (r < 2 || rank != r - 1)
+        return 0;
+    int fit = 0;
+    for (int skip = r - 1, bit = 1; bit <= 2; skip = 1, bit <<= 1) {
+        bool ok = true;
+        for (int d = 0, k = 0; d < r && ok; d++)
+            if (d != skip)
+                ok = dim_fits(&t->dims[d], dims[k++]);
+        fit |= ok ? bit : 0;
+    }
+    return fit;
 }
 
 /* A Constant int64 [-1]: the shape that flattens a tensor. */
@@ -104,7 +124,7 @@ static bool known_per_sample(const lt_ival *y)
  * column of an [N, C] output without a word. */
 static lt_ival *float_targets(lt_module *m, lt_ival *y, lt_ival **in)
 {
-    *in = loss_input(m, "targets", y, false);
+    *in = loss_input(m, "targets", y, false, 0);
     if (!*in || known_per_sample(y))
         return *in;
     lt_type_unknown(&(*in)->type, y->type.dtype, -1);
@@ -149,7 +169,7 @@ static lt_status seeded_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **los
                            spec->seed_outputs[s]);
         char nm[300];
         snprintf(nm, sizeof nm, "%s_seed", out->name);
-        lt_ival *seed = loss_input(m, nm, out, false);
+        lt_ival *seed = loss_input(m, nm, out, false, 0);
         /* named for what it multiplies, so a seed of another shape is named
          * where the run refuses it */
         char prod[620];
@@ -233,9 +253,10 @@ lt_status lt_ad_append_loss(lt_module *m, const lt_ad_spec *spec, lt_ival **loss
         /* scores with extra axes ([N, T, C]: per token, per node) against
          * labels of those axes ([N, T]); the mean runs over the labels that
          * are not ignore_index, as PyTorch's */
-        in = loss_input(m, "labels", y, true);
+        /* classes on axis 1 ([N, C, d1, ...]) are the loss ops' own layout */
+        in = loss_input(m, "labels", y, true, spec->class_axis);
         {
-            lt_ival *rows_labels = in, *rows = in ? classes_as_rows(m, y, &rows_labels) : NULL;
+            lt_ival *rows_labels = in, *rows = !in ? NULL : spec->class_axis == 1 ? y : classes_as_rows(m, y, &rows_labels);
             L = loss_node(m, spec->loss == LT_AD_LOSS_SCE ? LT_OP_SOFTMAX_CROSS_ENTROPY_LOSS
                                                           : LT_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS,
                           "loss", 2, rows, rows_labels);

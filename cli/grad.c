@@ -17,6 +17,7 @@
       "sum", 0)                                                                                                      \
     X(G_LABELS, "--labels", "FILE", "class labels for softmax-cross-entropy and nll (.npy or .pb)", NULL, 0)         \
     X(G_TARGETS, "--targets", "FILE", "targets for mse and bce-logits (.npy or .pb)", NULL, 0)                       \
+    X(G_CLASS_AXIS, "--class-axis", "K", LT_CLASS_AXIS_HELP, "the one the labels' shape fits", 0)                     \
     X(G_OUTPUT, "--output", "NAME", "the output the loss is taken of", "the first output", 0)                        \
     X(G_SEED, "--seed", "OUTPUT=FILE", "the cotangent of OUTPUT (a vector-Jacobian product; replaces --loss)",       \
       NULL, LT_OPT_REPEAT)                                                                                           \
@@ -140,6 +141,12 @@ static int cmd_grad(const lt_cli_args *a)
             }
             break;
         case G_LABELS: labels = val; break;
+        case G_CLASS_AXIS:
+            if (!lt_cli_class_axis(a->items[i].name, val, &o.class_axis)) {
+                rc = 2;
+                goto done;
+            }
+            break;
         case G_TARGETS: targets = val; break;
         case G_OUTPUT: o.output = val; break;
         case G_OUTPUT_DIR: outdir = val; break;
@@ -176,6 +183,14 @@ static int cmd_grad(const lt_cli_args *a)
         if ((s = lt_value_load(want_labels ? labels : targets, &vals[nin], &err)) != LT_OK)
             goto fail;
         nin++;
+        /* classes on the axis the labels' shape fits, where not given */
+        const lt_tensor *lt = lt_value_tensor(vals[nin - 1]);
+        if (want_labels && !o.class_axis && lt &&
+            ((s = lt_model_load(path, &m, &err)) != LT_OK ||
+             (s = lt_model_class_axis(m, o.output, lt->rank, lt->dims, &o.class_axis, &err)) != LT_OK))
+            goto fail;
+        lt_model_free(m);
+        m = NULL;
     }
     o.tie_transposed = !no_tie;
     if (nseeds) {

@@ -311,6 +311,18 @@ int lt_cli_int(const char *opt, const char *s, double lo, double hi, int64_t *ou
     return 1;
 }
 
+int lt_cli_class_axis(const char *opt, const char *s, int *out)
+{
+    if (!strcmp(s, "1") || !strcmp(s, "-1")) {
+        *out = atoi(s);
+        return 1;
+    }
+    char shown[256];
+    fprintf(stderr, "lantern: %s wants 1 (classes on axis 1, [N,C,H,W]) or -1 (the last axis), got '%s'\n", opt,
+            lt_str_printable(s, shown, sizeof shown));
+    return 0;
+}
+
 int lt_cli_padding(const char *opt, const char *s, lt_padding_row *out, char **owned)
 {
     char shown[512];

@@ -106,6 +106,11 @@ const char *lt_cli_nearest(const char *s, const char *const *names, int n);
  * option and returns 0 on a bad value. */
 int lt_cli_num(const char *opt, const char *s, double lo, double hi, double *out);
 int lt_cli_int(const char *opt, const char *s, double lo, double hi, int64_t *out);
+/* --class-axis: 1 or -1 (lt_train_opts.class_axis). */
+int lt_cli_class_axis(const char *opt, const char *s, int *out);
+#define LT_CLASS_AXIS_HELP                                                                                           \
+    "softmax-cross-entropy, nll on an output of rank >= 3: the classes' axis, 1 ([N,C,H,W], as PyTorch's losses "    \
+    "read it) or -1 (the last, [N,T,C])"
 /* s must be one of names[0..n); *out receives its index. */
 int lt_cli_pick(const char *opt, const char *s, const char *const *names, int n, int *out);
 /* --padding-idx's help (lantern train and lantern grad) */

@@ -361,6 +361,7 @@ static int data_option(const char *a, const char *val, lt_eval_opts *e)
       "from the model", LT_OPT_REPEAT)                                                                               \
     X(T_IGNORE_INDEX, "--ignore-index", "I", "softmax-cross-entropy, nll: labels equal to I count for nothing",       \
       "-100", 0)                                                                                                     \
+    X(T_CLASS_AXIS, "--class-axis", "K", LT_CLASS_AXIS_HELP, "the one the labels' shape fits", 0)                        \
     X(T_AUGMENT, "--augment", "LIST",                                                                                \
       "training images: flip (random horizontal flip), crop:P (random crop after zero padding by P), or both "      \
       "comma-separated; drawn from --seed, the epoch and the sample", "none", 0)                                    \
@@ -617,6 +618,7 @@ static int cmd_train(const lt_cli_args *a)
             ok = lt_cli_int(opt, val, -9007199254740992.0, 9007199254740992.0, &o.ignore_index);
             o.set_ignore_index = 1;
             break;
+        case T_CLASS_AXIS: ok = lt_cli_class_axis(opt, val, &o.class_axis); break;
         case T_INIT: ok = lt_cli_pick(opt, val, inits, 2, &init); break;
         case T_STATS: pr.stats = 1; break;
         case T_SHUFFLE:
@@ -805,7 +807,8 @@ static int cmd_train(const lt_cli_args *a)
     if (best_out && pr.best_measured != pr.best_epoch && pr.test.count > 0) {
         /* the best epoch ran before a resume: its weights, now in m, are
          * scored on the test split again */
-        lt_eval_opts te = {o.data, o.test_limit, o.loss, o.output, o.norm, 0, o.set_ignore_index, o.ignore_index};
+        lt_eval_opts te = {o.data,           o.test_limit,     o.loss,          o.output,    o.norm, 0,
+                           o.set_ignore_index, o.ignore_index, o.class_axis};
         lt_eval_result r;
         /* lt_model_evaluate takes no --labels, --batch-axis or --padding-idx:
          * with those, no figure rather than another one */
@@ -855,6 +858,7 @@ done:
     X(V_LIMIT, "--limit", "N", "score the first N test samples only", "all", 0)                                      \
     X(V_IGNORE_INDEX, "--ignore-index", "I", "softmax-cross-entropy, nll: labels equal to I count for nothing",       \
       "-100", 0)                                                                                                     \
+    X(V_CLASS_AXIS, "--class-axis", "K", LT_CLASS_AXIS_HELP, "the one the labels' shape fits", 0)                        \
     X(V_NO_MODEL_NORM, "--no-model-norm", NULL, "ignore the --mean/--std stored in MODEL by lantern train", NULL, 0)   \
     X(V_JSON, "--json", NULL, "write the result as one JSON object", NULL, 0)
 typedef enum { EVAL_OPTIONS(LT_OPT_ENUM) } eval_opt;
@@ -893,6 +897,7 @@ static int cmd_eval(const lt_cli_args *a)
             ok = lt_cli_int(opt, val, -9007199254740992.0, 9007199254740992.0, &eo.ignore_index);
             eo.set_ignore_index = 1;
             break;
+        case V_CLASS_AXIS: ok = lt_cli_class_axis(opt, val, &eo.class_axis); break;
         case V_NO_MODEL_NORM: eo.no_model_norm = 1; break;
         case V_JSON: json = 1; break;
         }

@@ -252,7 +252,21 @@ typedef struct lt_grad_opts {
      * no longer a parameter: the source's gradient sums both uses, as
      * PyTorch's does for the tie (lt_model_tie_transposed names the pairs) */
     int tie_transposed;
+    /* softmax-cross-entropy, nll on scores of rank >= 3: 1 reads the
+     * classes on axis 1 (scores [N, C, d1, ...], labels [N, d1, ...]: a
+     * segmentation map, as PyTorch's losses take it); anything else on the
+     * last axis (scores [N, d1, ..., C]: per-token scores).
+     * lt_model_class_axis says which labels of a shape fit. */
+    int class_axis;
 } lt_grad_opts;
+
+/* For softmax-cross-entropy and nll on output `output` (NULL: the first)
+ * of m: the class axis labels of dims[0..rank) (their batch first) fit, as
+ * lt_grad_opts.class_axis takes it: 1 (axis 1) or -1 (the last). Scores of
+ * rank <= 2 give -1. LT_ERR_INVALID where the labels fit neither, or both
+ * (scores [N, 4, 4, 4] and labels [N, 4, 4]: say which). */
+lt_status lt_model_class_axis(const lt_model *m, const char *output, int rank, const int64_t *dims, int *axis,
+                              lt_err *err);
 
 /* Turns the model into its combined forward/backward program (reverse-mode
  * AD as a CPS transform): outputs become "loss" then "<param>_grad" for each
@@ -575,6 +589,10 @@ typedef struct lt_train_opts {
     const char *const *batch_axes;
     int set_ignore_index;
     int64_t ignore_index;
+    /* softmax-cross-entropy, nll on an output of rank >= 3 (npz named
+     * arrays): the class axis, 1 ([N, C, d1, ...]) or -1 (the last); 0
+     * takes the one the labels' shape fits (refused where both fit) */
+    int class_axis;
     /* image augmentation of the training split, "flip", "crop:P" or
      * "flip,crop:P" (NULL: none): a random horizontal flip and a random crop
      * after zero padding by P pixels, drawn per sample from (seed, epoch,
@@ -709,6 +727,7 @@ typedef struct lt_eval_opts {
      * nothing when set_ignore_index (else -100, as training's default) */
     int set_ignore_index;
     int64_t ignore_index;
+    int class_axis; /* as lt_train_opts.class_axis */
 } lt_eval_opts;
 
 lt_status lt_model_evaluate(lt_model *m, const lt_eval_opts *o, lt_eval_result *r, lt_err *err);

@@ -147,7 +147,7 @@ static lt_status setup_arrays(trainer *tr, bool *taken)
     if (o->train_set)
         return LT_OK;
     const char *file = o->data + 4;
-    lt_status st = lt_arrays_open_spec(o->data, 0, &tr->atrain, tr->err);
+    lt_status st = tr->atrain ? LT_OK : lt_arrays_open_spec(o->data, 0, &tr->atrain, tr->err);
     if (st != LT_OK || !tr->atrain)
         return st;
     if (tr->atrain->samples < 1)
@@ -219,13 +219,39 @@ static lt_status check_splits(const char *spec, const lt_dataset *a, const lt_da
     return LT_OK;
 }
 
+/* npz or npy arrays: opened before the trainer, whose program reads class
+ * scores on the axis the labels' shape fits (lt_train_opts.class_axis 0);
+ * a file that does not open is reported where the arrays are set up */
+static void labels_hint(trainer *tr)
+{
+    const lt_train_opts *o = tr->o;
+    lt_err ignored;
+    if (o->train_set || (o->loss != LT_LOSS_SOFTMAX_CROSS_ENTROPY && o->loss != LT_LOSS_NLL) ||
+        lt_arrays_open_spec(o->data, 0, &tr->atrain, &ignored) != LT_OK || !tr->atrain)
+        return;
+    const lt_ds_array *y = lt_arrays_find(tr->atrain, o->labels ? o->labels : "y");
+    if (!y || y->shared)
+        return;
+    int64_t sd[LT_MAX_RANK];
+    lt_ds_array_sample(y, 0, sd);
+    int sr = lt_ds_array_sample_rank(y);
+    tr->t.hint_rank = sr + 1;
+    tr->t.hint_dims[0] = -1;
+    for (int d = 0; d < sr; d++)
+        tr->t.hint_dims[d + 1] = y->splits && d == 0 ? -1 : sd[d];
+}
+
 static lt_status setup(trainer *tr, const char *path)
 {
     const lt_train_opts *o = tr->o;
     lt_status st = check_opts(o, tr->err);
     bool arrays = false;
     if (st == LT_OK)
+        labels_hint(tr);
+    if (st == LT_OK)
         st = lt_trainer_init(&tr->t, path, o, tr->err);
+    if (st == LT_OK)
+        tr->own_opts->class_axis = tr->t.class_axis; /* the feed's and the test figures' too */
     if (st == LT_OK)
         st = lt_augment_parse(o->augment, &tr->aug.a, tr->err);
     tr->augment = lt_augment_on(&tr->aug.a);

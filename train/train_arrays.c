@@ -266,18 +266,34 @@ static lt_status plan_target(const lt_model *m, lt_afeed *f, const lt_train_opts
     int64_t sd[LT_MAX_RANK];
     int sr = sample_dims(a, sd);
     dims_text(sr, sd, a->splits != NULL, samp, sizeof samp);
+    int cax = ot->rank - 1; /* the class axis */
     if (classes) {
         if (!lt_dtype_is_int(a->t.dtype))
             return lt_errf(err, LT_ERR_INVALID, "%s: array '%s' is %s; --loss %s takes integer class labels", data,
                            a->member, lt_dtype_name(a->t.dtype), lt_loss_name(f->loss));
-        if (ot->rank < 2 || s->axis == ot->rank - 1)
-            return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' is %s; --loss %s reads class scores on its last axis "
+        f->class_axis = o->class_axis;
+        if (!f->class_axis && ot->rank >= 3 && s->axis == 0 && sr == ot->rank - 2) {
+            /* the axis the labels leave out (lt_model_class_axis) */
+            int64_t ld[LT_MAX_RANK + 1] = {-1};
+            memcpy(ld + 1, sd, sizeof *sd * (size_t)sr);
+            lt_status cs = lt_model_class_axis(m, out->name, sr + 1, ld, &f->class_axis, err);
+            if (cs != LT_OK)
+                return cs;
+        }
+        if (f->class_axis != 1 || ot->rank < 3)
+            f->class_axis = -1;
+        if (f->class_axis == 1 && s->axis != 0)
+            return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' is %s; classes on axis 1 need the batch on axis 0",
+                           f->path, out->name, have);
+        cax = f->class_axis == 1 ? 1 : ot->rank - 1;
+        if (ot->rank < 2 || s->axis == cax)
+            return lt_errf(err, LT_ERR_INVALID, "%s: output '%s' is %s; --loss %s reads class scores on its %s axis "
                            "with a %s axis before it", f->path, out->name, have, lt_loss_name(f->loss),
-                           f->batched ? "batch" : "sample");
+                           cax == 1 ? "second" : "last", f->batched ? "batch" : "sample");
         s->name = "labels";
         s->dtype = LT_I64;
         s->rank = ot->rank - 1;
-        f->classes = dim_known(ot, ot->rank - 1) ? ot->dims[ot->rank - 1].v : 0;
+        f->classes = dim_known(ot, cax) ? ot->dims[cax].v : 0;
     } else {
         if (!lt_dtype_is_float(a->t.dtype) && !lt_dtype_is_int(a->t.dtype))
             return lt_errf(err, LT_ERR_INVALID, "%s: array '%s' is %s; --loss %s takes numeric targets", data,
@@ -287,11 +303,20 @@ static lt_status plan_target(const lt_model *m, lt_afeed *f, const lt_train_opts
         s->rank = ot->rank;
     }
     int want = s->rank - (s->axis >= 0 ? 1 : 0);
-    if (sr != want || !dims_match(ot, s->axis, classes, sr, sd))
+    bool fits = sr == want;
+    if (fits && classes && cax == 1) {
+        /* the output's axes from 2 on */
+        for (int d = 2, j = 0; d < ot->rank && fits; d++, j++)
+            fits = !dim_known(ot, d) || sd[j] < 0 || ot->dims[d].v == sd[j];
+    } else if (fits) {
+        fits = dims_match(ot, s->axis, classes, sr, sd);
+    }
+    if (!fits)
         return lt_errf(err, LT_ERR_INVALID, "%s: array '%s' holds %s of %s per sample; output '%s' is %s, so each "
                        "sample needs %s of rank %d%s", data, a->member, classes ? "labels" : "targets", samp, out->name,
-                       have, classes ? "labels" : "targets", want, classes ? " (the output's axes but the batch and "
-                       "the last, the classes)" : " (the output's axes but the batch)");
+                       have, classes ? "labels" : "targets", want, !classes ? " (the output's axes but the batch)"
+                       : cax == 1 ? " (the output's axes but the batch and the second, the classes)"
+                                  : " (the output's axes but the batch and the last, the classes)");
     f->target = f->nslot++;
     return LT_OK;
 }
@@ -602,7 +627,13 @@ static lt_status score_run(const lt_afeed *f, const lt_tensor *o, const lt_tenso
         sc->count += o->numel;
         return LT_OK;
     }
-    int64_t C = o->rank >= 1 ? o->dims[o->rank - 1] : 0, rows = C > 0 ? o->numel / C : 0;
+    /* class c of label r (outer o, position p) at (o * C + c) * inner + p:
+     * classes last, inner is 1; on axis 1 ([N, C, d1, ...]), outer the batch */
+    int cax = f->class_axis == 1 && o->rank >= 3 ? 1 : o->rank - 1;
+    int64_t C = o->rank >= 1 ? o->dims[cax] : 0, rows = C > 0 ? o->numel / C : 0;
+    int64_t inner = 1;
+    for (int d = cax + 1; d < o->rank; d++)
+        inner *= o->dims[d];
     if (C < 1 || rows != t->numel)
         return lt_errf(err, LT_ERR_INVALID, "%s: the output has %lld rows of class scores for %lld labels", f->path,
                        (long long)rows, (long long)t->numel);
@@ -613,21 +644,21 @@ static lt_status score_run(const lt_afeed *f, const lt_tensor *o, const lt_tenso
         if (lab[r] < 0 || lab[r] >= C)
             return lt_errf(err, LT_ERR_INVALID, "%s: label %lld does not fit the model's %lld classes", f->path,
                            (long long)lab[r], (long long)C);
-        int64_t best = 0;
+        int64_t best = 0, base = r / inner * C * inner + r % inner;
         double mx = -INFINITY, sum = 0;
         for (int64_t c = 0; c < C; c++) {
-            double z = lt_tensor_get_f64(o, r * C + c);
+            double z = lt_tensor_get_f64(o, base + c * inner);
             if (z > mx) {
                 mx = z;
                 best = c;
             }
         }
-        double zl = lt_tensor_get_f64(o, r * C + lab[r]);
+        double zl = lt_tensor_get_f64(o, base + lab[r] * inner);
         if (f->loss == LT_LOSS_NLL) {
             sc->loss -= zl;
         } else {
             for (int64_t c = 0; c < C; c++)
-                sum += exp(lt_tensor_get_f64(o, r * C + c) - mx);
+                sum += exp(lt_tensor_get_f64(o, base + c * inner) - mx);
             sc->loss += log(sum) + mx - zl;
         }
         sc->correct += best == lab[r];
@@ -703,6 +734,7 @@ lt_status lt_afeed_for_eval(const lt_model *m, const lt_eval_opts *o, lt_loss_ki
     to.output = o->output;
     to.set_ignore_index = o->set_ignore_index;
     to.ignore_index = o->ignore_index;
+    to.class_axis = o->class_axis;
     if (!lt_afeed_wanted(m, arr, &to)) {
         lt_arrays_free(arr);
         return LT_OK;

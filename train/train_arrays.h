@@ -35,7 +35,8 @@ typedef struct lt_afeed {
     bool batched;      /* the inputs have a batch axis */
     bool ragged;       /* some array is ragged */
     int64_t fixed_batch; /* > 0 when the model fixes its batch size */
-    int64_t classes;   /* the output's class count (last dim) when known, else 0 */
+    int64_t classes;   /* the output's class count (on class_axis) when known, else 0 */
+    int class_axis;    /* softmax-cross-entropy, nll: 1 (scores [N, C, d1, ...]) or -1 (the last axis) */
     int64_t ignore_index;
 } lt_afeed;
 

@@ -1067,7 +1067,19 @@ lt_status lt_trainer_init(lt_trainer *t, const char *path, const lt_train_opts *
             return st;
     }
     lt_grad_opts g = {o->loss, 0, NULL, 0, o->output, o->set_ignore_index, o->ignore_index, o->npadding, o->padding};
-    st = lt_ir_set_training(t->tm, err);
+    t->class_axis = o->class_axis;
+    if (o->class_axis < -1 || o->class_axis > 1)
+        return lt_errf(err, LT_ERR_INVALID, "%s: the class axis is 1 or -1 (the last), or 0 to take it from the "
+                       "labels; got %d", path, o->class_axis);
+    if (o->loss != LT_LOSS_SOFTMAX_CROSS_ENTROPY && o->loss != LT_LOSS_NLL)
+        t->class_axis = -1;
+    else if (!t->class_axis && t->hint_rank > 0)
+        st = lt_model_class_axis(t->em, o->output, t->hint_rank, t->hint_dims, &t->class_axis, err);
+    else if (!t->class_axis)
+        t->class_axis = -1;
+    g.class_axis = t->class_axis;
+    if (st == LT_OK)
+        st = lt_ir_set_training(t->tm, err);
     int all_stats = st == LT_OK ? lt_ir_count_running_stats(t->tm) : 0;
     if (st == LT_OK)
         st = lt_model_grad(t->tm, &g, err);

@@ -40,6 +40,12 @@ struct lt_trainer {
     bool host_stale;       /* tm's host data lags dparam */
     int nstat, *stat_param; /* running statistics: parameters the program's stat results update */
     bool *stat_result;      /* per result: a running-statistic sum or count (brought to the host) */
+    /* set by the caller before lt_trainer_init where the data is known: the
+     * labels' dims (the batch first; -1 where they vary), from which a
+     * class axis of 0 (lt_train_opts.class_axis) is taken */
+    int hint_rank;
+    int64_t hint_dims[LT_MAX_RANK + 1];
+    int class_axis; /* the class axis the training program reads: 1, or -1 (the last) */
 };
 
 /* splitmix64: the trainer's seeded generator (shuffling, initialization). */

@@ -15,6 +15,10 @@ written with onnx.helper; weights drawn with a fixed seed.
                     -> h = emb[words], z = tanh(h + h[children[:,0]] + h[children[:,1]])
                     -> MatMul 8x3 + b -> logits [n,3] (one score row per node)
   feed_f16.onnx     x float16 [N,4] -> Cast float -> MatMul 4x2 + b -> logits [N,2]
+  feed_seg.onnx     x float [N,2,4,5] -> Conv 1x1 to 3 channels -> logits [N,3,4,5] (a per-pixel
+                    class map, classes on axis 1 as PyTorch's losses read them)
+  feed_seg_sq.onnx  x float [N,2,4,4] -> Conv 1x1 to 4 channels -> logits [N,4,4,4] (labels [N,4,4]
+                    fit classes on axis 1 and on the last axis alike)
   feed_steps.onnx   x float [N,4], steps int64 [] (a step count every sample shares)
                     -> h = x, then steps times h = tanh(h W) (a Loop) -> logits [N,4]
 
@@ -143,3 +147,15 @@ rnn("feed_tm_tag", ["d0", "d1"], True)
 tree()
 f16()
 steps()
+
+
+def seg(name, w, c):
+    W, b = uni((c, 2, 1, 1), 2), uni((c,), 2)
+    nodes = [helper.make_node("Conv", ["x", "W", "b"], ["logits"])]
+    model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, 4, w])],
+          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", c, 4, w])], [init("W", W), init("b", b)],
+          name)
+
+
+seg("feed_seg", 5, 3)
+seg("feed_seg_sq", 4, 4)

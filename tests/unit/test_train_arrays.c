@@ -10,6 +10,8 @@
  *   at a time; --batch B makes one step of the mean of B trees' gradients,
  *   each taken alone through the step API;
  * - a 0-d array feeds a rank-0 input (a step count) whole every run;
+ * - a per-pixel class map [N, C, H, W] takes labels [N, H, W] (classes on
+ *   axis 1), or --class-axis says where both axes fit;
  * - every bad file or option gives one line naming the array, exit 2. */
 #include "test_dataset.h"
 #include "train/dataset_arrays.h"
@@ -1257,6 +1259,114 @@ static void whole_array_input(void **state)
     td_rmtree(dir);
 }
 
+/* ---- per-pixel classes ---- */
+
+/* feed_seg*.onnx (a 1x1 convolution, C classes, images [2, 4, W]) on
+ * samples [from, from + n): the mean softmax cross-entropy of the pixels'
+ * labels not -100, the classes read on axis 1 (axis1) or on the last axis,
+ * in double */
+static double seg_loss(const float *W, const float *b, const float *x, const int64_t *y, int C, int Wd, int from,
+                       int n, bool axis1)
+{
+    double sum = 0;
+    int counted = 0;
+    for (int i = from; i < from + n; i++) {
+        double z[4][4][5]; /* [class][row][col] */
+        for (int c = 0; c < C; c++)
+            for (int h = 0; h < 4; h++)
+                for (int w = 0; w < Wd; w++)
+                    z[c][h][w] = b[c] + W[c * 2] * x[((i * 2 + 0) * 4 + h) * Wd + w] +
+                                 W[c * 2 + 1] * x[((i * 2 + 1) * 4 + h) * Wd + w];
+        for (int h = 0; h < 4; h++)
+            for (int w = 0; w < Wd; w++) {
+                int64_t lab = y[(i * 4 + h) * Wd + w];
+                if (lab == -100)
+                    continue;
+                double row[5];
+                for (int c = 0; c < (axis1 ? C : Wd); c++)
+                    row[c] = axis1 ? z[c][h][w] : z[h][w][c]; /* last axis: scores [N, C, 4, W] read as rows of W */
+                sum += ce(row, axis1 ? C : Wd, lab);
+                counted++;
+            }
+    }
+    return sum / counted;
+}
+
+/* A per-pixel class map [N, C, H, W] with labels [N, H, W] (segmentation,
+ * as PyTorch's losses read it) trains with the classes on axis 1: the step
+ * losses and the test split's are the ones computed here (it was refused,
+ * "needs labels of rank 2", and where C equals W trained over the wrong
+ * axis); where the labels fit both axes ([N, 4, 4, 4]) --class-axis says
+ * which, and without it the run is refused with one line */
+static void segmentation_classes(void **state)
+{
+    (void)state;
+    char dir[64], path[128], log[160], cmd[1024];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/seg.npz", dir);
+    snprintf(log, sizeof log, "%s/log.csv", dir);
+    for (int sq = 0; sq < 2; sq++) {
+        int C = sq ? 4 : 3, Wd = sq ? 4 : 5;
+        const char *model = sq ? DATA "feed_seg_sq.onnx" : DATA "feed_seg.onnx";
+        enum { N = 8 };
+        float x[N * 2 * 4 * 5];
+        int64_t y[N * 4 * 5];
+        uint64_t seed = 37 + (uint64_t)sq;
+        for (int i = 0; i < N * 2 * 4 * Wd; i++)
+            x[i] = (float)td_uniform(&seed, -2, 2);
+        for (int i = 0; i < N * 4 * Wd; i++)
+            y[i] = (int64_t)(td_next(&seed) % (uint64_t)C);
+        y[3] = -100;
+        int64_t dx[4] = {N, 2, 4, Wd}, dy[3] = {N, 4, Wd};
+        npz_w z = {0};
+        add(&z, "x.npy", "<f4", 4, dx, x, sizeof *x * (size_t)(N * 2 * 4 * Wd));
+        add(&z, "y.npy", "<i8", 3, dy, y, sizeof *y * (size_t)(N * 4 * Wd));
+        add(&z, "x_test.npy", "<f4", 4, dx, x, sizeof *x * (size_t)(N * 2 * 4 * Wd));
+        add(&z, "y_test.npy", "<i8", 3, dy, y, sizeof *y * (size_t)(N * 4 * Wd));
+        save(&z, path);
+        lt_err err;
+        lt_model *m = NULL;
+        assert_int_equal(lt_model_load(model, &m, &err), LT_OK);
+        const float *W = param(m, "W"), *b = param(m, "b");
+        if (sq)
+            cli_refuses(model, path, "--batch 4", "labels [N,4,4] fit output 'logits' with its classes on axis 1",
+                        "--class-axis 1 or --class-axis -1", NULL);
+        /* the square model with --class-axis -1 and 1; the other without
+         * (its labels fit axis 1 only) and with 1 */
+        static const char *const given[2][2] = {{"", "--class-axis 1"}, {"--class-axis -1", "--class-axis 1"}};
+        for (int k = 0; k < 2; k++) {
+            const char *extra = given[sq][k];
+            bool axis1 = !(sq && k == 0);
+            snprintf(cmd, sizeof cmd, "%s train %s --data npz=%s --batch 4 --lr 1e-12 --shuffle off %s --log %s "
+                     "-o %s/out.onnx >/dev/null 2>&1", LANTERN, model, path, extra, log, dir);
+            assert_int_equal(system(cmd), 0);
+            FILE *f = fopen(log, "r");
+            assert_non_null(f);
+            char line[256];
+            int rows = 0;
+            while (fgets(line, sizeof line, f)) {
+                int ep, step;
+                double lr, l, tl;
+                if (sscanf(line, "%d,%d,%*d,%lf,%lf", &ep, &step, &lr, &l) == 4) {
+                    double want = seg_loss(W, b, x, y, C, Wd, (step - 1) * 4, 4, axis1);
+                    if (!(fabs(l - want) <= 1e-6 * want))
+                        fail_msg("%s %s step %d: loss %.9g, want %.9g", model, extra, step, l, want);
+                    rows++;
+                } else if (sscanf(line, "%d,,,%lf,%lf,%lf", &ep, &lr, &l, &tl) == 4) {
+                    double want = seg_loss(W, b, x, y, C, Wd, 0, N, axis1);
+                    if (!(fabs(tl - want) <= 1e-6 * want))
+                        fail_msg("%s %s: test loss %.9g, want %.9g", model, extra, tl, want);
+                    rows++;
+                }
+            }
+            fclose(f);
+            assert_int_equal(rows, 3);
+        }
+        lt_model_free(m);
+    }
+    td_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1271,6 +1381,7 @@ int main(void)
         cmocka_unit_test(torch_exports_train),
         cmocka_unit_test(bad_data_one_line),
         cmocka_unit_test(whole_array_input),
+        cmocka_unit_test(segmentation_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
