@@ -174,6 +174,36 @@ static bool folded_from_param(const lt_module *m, const lt_param *p)
     return false;
 }
 
+/* Whether the optimizer's record of p's folding names only values no
+ * parameter made: none is a parameter of the source, nor an initializer
+ * whose own record names one (or that has no record and is not an
+ * exporter constant, val_N); the others are the folded operations' values
+ * (arange, pow_1). BLOOM's ALiBi slopes, folded from arange and pow, are
+ * such a constant even where the file leaves a parameter unaccounted for
+ * (a tied embedding's second name). */
+static bool folded_from_constants(const lt_module *m, const lt_param *p, int depth)
+{
+    const char *at = p->folded_from, *el;
+    size_t len;
+    bool any = false;
+    if (!at || depth > 8)
+        return false;
+    while ((el = lt_torch_list_next(&at, &len))) {
+        any = true;
+        for (int t = 0; t < m->ntorch; t++)
+            if (!m->torch_buffer[t] && strlen(m->torch_name[t]) == len && !memcmp(m->torch_name[t], el, len))
+                return false;
+        for (int q = 0; q < m->nparams; q++) {
+            const lt_param *qp = &m->params[q];
+            if (!qp->name || strlen(qp->name) != len || memcmp(qp->name, el, len) != 0)
+                continue;
+            if (qp->folded_from ? !folded_from_constants(m, qp, depth + 1) : strncmp(qp->name, "val_", 4) != 0)
+                return false;
+        }
+    }
+    return any;
+}
+
 /* Whether a node the optimizer fused a BatchNorm into (onnxscript's
  * FuseBatchNormIntoConv: its torch.fx call is the BatchNorm's) reads p as
  * its weight or bias: W * gamma / sqrt(var + eps) under W's name, and
@@ -203,7 +233,8 @@ static bool fused_bn_input(const lt_block *b, const lt_ival *v)
  * exp: ir/gathered_table.c refuses to train it in the parameter's place), that holds half
  * precision (Falcon's ALiBi table cast to bfloat16) or one number (BLOOM's
  * mask fill), or any such where every parameter is accounted for (MPT's
- * ALiBi table, Funnel's masks). A fused BatchNorm's bias is none of these
+ * ALiBi table, Funnel's masks), or one its record says no parameter made
+ * (folded_from_constants). A fused BatchNorm's bias is none of these
  * (fused_bn_input). */
 static bool folded_constant(const lt_module *m, const lt_param *p, bool accounted)
 {
@@ -217,7 +248,7 @@ static bool folded_constant(const lt_module *m, const lt_param *p, bool accounte
      * tied to it at training (ir/tie_transposed.c) */
     if (accounted && lt_ir_transposed_copy(m, p))
         return false;
-    return t->dtype == LT_F16 || t->dtype == LT_BF16 || t->numel == 1 || accounted;
+    return t->dtype == LT_F16 || t->dtype == LT_BF16 || t->numel == 1 || accounted || folded_from_constants(m, p, 0);
 }
 
 int lt_ir_freeze_buffers(lt_module *m)

@@ -155,6 +155,12 @@ write("cat.onnx", "val_5", np.concatenate([q, -q * 0.5]), ["lstm.bias_ih", "lstm
       reader=("lstm", "lstm", "lstm.input", ["x", "p_lstm_bias_ih", "p_lstm_bias_hh"],
               "lstm.shift", np.full(8, 0.125, np.float32)))
 
+# BLOOM's ALiBi slopes: a constant folded from arange and pow, recorded so,
+# in a file where a tied embedding's second name (emb.weight) leaves a
+# parameter unaccounted for: the slopes stay fixed
+write("slopes.onnx", "unsqueeze_1", 2.0 ** -np.arange(1, 9, dtype=np.float32), ["emb.weight"] + lin,
+      folded_from=["arange", "full", "pow_1", "val_10"])
+
 
 def embedding_model(path):
     """embedding.onnx: logits = (emb[ids] summed over the sequence) @ fc.weight.T,
