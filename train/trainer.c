@@ -707,6 +707,33 @@ static void note_exporter_rewrites(const lt_trainer *t)
                 computed = n;
         }
     }
+    /* other trained tensors TorchScript's constant folding made (named
+     * onnx::OP_N): a Linear's transposed weight (MatMul, Gemm) trains as
+     * the weight would, and Conv's are noted above; the rest were computed
+     * from parameters or constants */
+    int nfolded = 0;
+    const char *folded = NULL;
+    for (int p = 0; p < m->nparams; p++) {
+        const lt_param *pp = &m->params[p];
+        if (!pp->trainable || !pp->name || strncmp(pp->name, "onnx::", 6) != 0 ||
+            !lt_dtype_is_float(pp->data.dtype) || lt_ir_graph_constant(m, pp) || !strncmp(pp->name + 6, "MatMul_", 7) ||
+            !strncmp(pp->name + 6, "Gemm_", 5) || !strncmp(pp->name + 6, "Conv", 4))
+            continue;
+        if (!nfolded++)
+            folded = pp->name;
+    }
+    if (nfolded) {
+        char note[1000];
+        snprintf(note, sizeof note,
+                 "%s: %d initializer(s) are tensors TorchScript's constant folding computed (%s%s), which train each "
+                 "as a tensor of its own: one computed from a parameter trains unlike the module's (a norm scale "
+                 "stored as 1 + weight takes weight decay on 1 + weight; a table gathered into one entry per "
+                 "position, such as a relative position bias, trains each entry apart), and one computed from "
+                 "constants (a mask) is fixed in PyTorch: --freeze it; torch.onnx.export(..., "
+                 "do_constant_folding=False) keeps the parameters",
+                 t->path, nfolded, folded, nfolded > 1 ? ", ..." : "");
+        t->o->on_note(note, t->o->user);
+    }
     if (ncomputed) {
         char note[1000];
         snprintf(note, sizeof note,

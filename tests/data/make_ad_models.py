@@ -392,3 +392,11 @@ save("ad_roi_scaled",
      [vi("x", [1, 1, 5, 5])], [vi("y", [1, 2, 2, 2])],
      [nh.from_array(np.array([[0.3, 0.4, 2.6, 2.9]], np.float32), "B"), w("Wc", 2, 1, 1, 1),
       nh.from_array(np.array([1.25], np.float32), "S"), i64("bi", [0])], opset=16)
+# TorchScript's constant folding names what it computes onnx::OP_N: a norm
+# scale stored as 1 + weight (onnx::Mul_7) trains unlike the module's (the
+# trainer notes it); a Linear's transposed weight (onnx::MatMul_8) trains as
+# the weight would (not noted)
+save("ts_fold_names",
+     [h.make_node("Mul", ["x", "onnx::Mul_7"], ["s"]), h.make_node("MatMul", ["s", "onnx::MatMul_8"], ["y"])],
+     [vi("x", ["N", 4])], [vi("y", ["N", 3])],
+     [nh.from_array((1 + rng.standard_normal(4) * 0.1).astype(np.float32), "onnx::Mul_7"), w("onnx::MatMul_8", 4, 3)])

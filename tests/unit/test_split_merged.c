@@ -588,6 +588,12 @@ static void notes_name_the_rewrites(void **state)
     lt_trainer_free(t);
     t = tu_trainer_noting(MERGED "ts_folded.onnx");
     assert_non_null(strstr(tu_notes, "1 Conv weight(s) are tensors the exporter made by constant folding (onnx::Conv_"));
+    assert_null(strstr(tu_notes, "TorchScript's constant folding computed"));
+    lt_trainer_free(t);
+    /* 1 + weight folded (Gemma's norms): noted; a transposed weight is not */
+    t = tu_trainer_noting(LT_SOURCE_DIR "/tests/data/ts_fold_names.onnx");
+    assert_non_null(strstr(tu_notes, "1 initializer(s) are tensors TorchScript's constant folding computed "
+                                  "(onnx::Mul_7), which train each as a tensor of its own"));
     lt_trainer_free(t);
 }
 
