@@ -845,9 +845,9 @@ static void note_exporter_rewrites(const lt_trainer *t)
         snprintf(note, sizeof note,
                  "%s: %d initializer(s) holding buffers of the source module (the graph signature's), a table the "
                  "exporter folded from them that every layer multiplies by (a rotary embedding's cos, sin), or a "
-                 "constant it folded that no parameter made (one number, half precision, or any where every "
-                 "parameter is accounted for), stay fixed as PyTorch keeps them (%s)", t->path, nbuffers,
-                 buffer->name);
+                 "constant it folded that no parameter made (one number, half precision, one its record says no "
+                 "parameter made, or any where every parameter is accounted for), stay fixed as PyTorch keeps them (%s%s)", t->path, nbuffers,
+                 buffer->name, nbuffers > 1 ? ", ..." : "");
         t->o->on_note(note, t->o->user);
     }
     if (nrestored) {
