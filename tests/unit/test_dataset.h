@@ -267,6 +267,33 @@ static inline uint8_t *td_zip(const td_member *m, int n, int zip64, size_t *len)
     return z;
 }
 
+/* One array of an npz td_write_npz writes: member name (NAME.npy), npy
+ * descr, shape and nbytes of data. */
+typedef struct td_array {
+    const char *name, *descr;
+    int rank;
+    const int64_t *dims;
+    const void *data;
+    size_t nbytes;
+} td_array;
+
+/* An .npz of n arrays at path (stored and deflated alternately). */
+static inline void td_write_npz(const char *path, const td_array *a, int n)
+{
+    td_member m[16];
+    assert_true(n <= 16);
+    for (int i = 0; i < n; i++) {
+        m[i] = (td_member){a[i].name, NULL, 0, i % 2 ? 8 : 0};
+        m[i].data = td_npy(a[i].descr, 0, a[i].rank, a[i].dims, a[i].data, a[i].nbytes, &m[i].len);
+    }
+    size_t len;
+    uint8_t *z = td_zip(m, n, 0, &len);
+    td_write(path, z, len);
+    free(z);
+    for (int i = 0; i < n; i++)
+        free((void *)m[i].data);
+}
+
 /* Asserts a one-line failure with the given status whose message holds
  * every given fragment (NULL-terminated). */
 static inline void td_fails(lt_status got, lt_status want, const lt_err *err, const char *frag, ...)

@@ -19,20 +19,11 @@ static float xs[N * 4], ys[N * 8];
 
 static void write_npz(const char *path, int yrank, const int64_t *ydims)
 {
-    int64_t xd[2] = {N, 4};
-    size_t lx, ly, len;
-    int64_t yn = 1;
+    int64_t xd[2] = {N, 4}, yn = 1;
     for (int d = 0; d < yrank; d++)
         yn *= ydims[d];
-    td_member m[2] = {{"x.npy", td_npy("<f4", 0, 2, xd, xs, sizeof xs, &lx), 0, 0},
-                      {"y.npy", td_npy("<f4", 0, yrank, ydims, ys, sizeof(float) * (size_t)yn, &ly), 0, 8}};
-    m[0].len = lx;
-    m[1].len = ly;
-    uint8_t *z = td_zip(m, 2, 0, &len);
-    td_write(path, z, len);
-    free(z);
-    free((void *)m[0].data);
-    free((void *)m[1].data);
+    td_array a[2] = {{"x.npy", "<f4", 2, xd, xs, sizeof xs}, {"y.npy", "<f4", yrank, ydims, ys, sizeof(float) * (size_t)yn}};
+    td_write_npz(path, a, 2);
 }
 
 /* lantern train at lr 1e-12 (the weights stay): the step losses of --log */

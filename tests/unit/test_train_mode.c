@@ -442,16 +442,8 @@ static void test_bn_loop_in_turn(void **state)
     snprintf(path, sizeof path, "%s/b.npz", dir);
     snprintf(spec, sizeof spec, "npz=%s", path);
     int64_t dx[2] = {N, 4}, dy[1] = {N};
-    size_t lx, ly, len;
-    td_member mem[2] = {{"x.npy", td_npy("<f4", 0, 2, dx, x, sizeof x, &lx), 0, 0},
-                        {"y.npy", td_npy("<i8", 0, 1, dy, y, sizeof y, &ly), 0, 8}};
-    mem[0].len = lx;
-    mem[1].len = ly;
-    uint8_t *z = td_zip(mem, 2, 0, &len);
-    td_write(path, z, len);
-    free(z);
-    free((void *)mem[0].data);
-    free((void *)mem[1].data);
+    td_array arrays[2] = {{"x.npy", "<f4", 2, dx, x, sizeof x}, {"y.npy", "<i8", 1, dy, y, sizeof y}};
+    td_write_npz(path, arrays, 2);
 
     lt_model *m0 = load("bn_loop3");
     double g[4], b[4], rm[4], rv[4], h[N * 4];
