@@ -78,7 +78,7 @@ bool lt_ad_activity_pass(lt_ad *c, const lt_block *b)
         for (int j = 0; j < n->nin; j++) {
             if (!n->in[j] || !c->active[n->in[j]->id])
                 continue;
-            if (c->diff_only && j < 32 && (lt_ad_nondiff[n->op] >> j & 1)) {
+            if (c->diff_only && lt_ad_input_nondiff(n, j)) {
                 if (!c->blocked) {
                     c->blocked = n;
                     c->blocked_in = j;

@@ -22,7 +22,7 @@ static void note_no_grad(lt_ad *c, const lt_node *n)
 {
     for (int j = 0; j < n->nin && j < 32; j++) {
         const lt_ival *v = n->in[j];
-        if (!v || v->param < 0 || v->param >= c->m->nparams || !(lt_ad_nondiff[n->op] >> j & 1) ||
+        if (!v || v->param < 0 || v->param >= c->m->nparams || !lt_ad_input_nondiff(n, j) ||
             v->id >= c->nsrc || !c->active[v->id] || c->m->params[v->param].no_grad)
             continue;
         char why[96];
@@ -38,7 +38,7 @@ static bool meets_nondiff(const lt_ad *c, const lt_block *b)
     for (int i = 0; i < b->nnodes; i++) {
         const lt_node *n = b->nodes[i];
         for (int j = 0; j < n->nin && j < 32; j++)
-            if (n->in[j] && n->in[j]->id < c->nsrc && c->active[n->in[j]->id] && (lt_ad_nondiff[n->op] >> j & 1))
+            if (n->in[j] && n->in[j]->id < c->nsrc && c->active[n->in[j]->id] && lt_ad_input_nondiff(n, j))
                 return true;
         for (int r = 0; r < n->nregions; r++)
             if (meets_nondiff(c, n->regions[r]))

@@ -63,6 +63,12 @@ extern lt_ad_rule lt_ad_rules[LT_OP_COUNT];
  * (shapes, indices, scales...): nothing is accumulated and no rule is needed
  * for them. */
 extern uint32_t lt_ad_nondiff[LT_OP_COUNT];
+/* Whether input i of n takes no gradient: lt_ad_nondiff's bit, but an
+ * inference-mode BatchNormalization's computed mean and variance do. */
+bool lt_ad_input_nondiff(const lt_node *n, int i);
+/* Whether a BatchNormalization computes batch statistics (training_mode,
+ * or before opset 14 its statistics outputs asked for). */
+bool lt_ad_bn_training(const lt_node *n);
 void lt_ad_rules_init(void);
 void lt_ad_register_elementwise(lt_ad_rule *tab, uint32_t *nondiff);
 void lt_ad_register_tensor(lt_ad_rule *tab, uint32_t *nondiff);

@@ -48,7 +48,7 @@ bool lt_ad_wants(lt_ad *c, const lt_node *n, int i)
         v = fq->in[0];
     if (!v || v->id >= c->nsrc || !c->active[v->id] || !c->cell[v->id])
         return false;
-    return i >= 32 || fq || !(lt_ad_nondiff[n->op] >> i & 1);
+    return fq || !lt_ad_input_nondiff(n, i);
 }
 
 lt_status lt_ad_accum(lt_ad *c, const lt_node *n, int i, lt_ival *v)

@@ -131,6 +131,28 @@ static lt_status layer_norm_stats_grad(lt_ad *c, const lt_node *n, lt_ival *cons
 }
 
 /* normalizations: (dy, x, scale[, bias, mean, var]) -> dx, dscale, dbias */
+/* An inference-mode BatchNormalization's computed mean and variance
+ * (lt_ad_input_nondiff): y = scale (x - mean) / sqrt(var + eps) + B per
+ * channel, so dmean = -scale dB / sqrt(var + eps) and dvar = -scale
+ * dscale / (2 (var + eps)), from the sums k (BatchNormalizationGrad)
+ * made: dscale = sum(dy (x - mean) / sqrt(var + eps)), dB = sum(dy). */
+static lt_status bn_stats_grad(lt_ad *c, const lt_node *n, lt_ival *const *in, const lt_node *k)
+{
+    lt_ival *scale = lt_ad_arg(n, in, 1), *var = lt_ad_arg(n, in, 4);
+    double eps = lt_attr_float(n, "epsilon", 1e-5);
+    lt_ival *ve = var ? OP2(ADD, var, lt_ad_scalar_like(c, var, eps)) : NULL;
+    lt_status s = LT_OK;
+    if (lt_ad_wants(c, n, 3)) {
+        lt_ival *r = ve ? OP1(RECIPROCAL, OP1(SQRT, ve)) : NULL;
+        s = ACC(3, r && scale && k->out[2] ? OP1(NEG, OP2(MUL, OP2(MUL, scale, k->out[2]), r)) : NULL);
+    }
+    if (s == LT_OK && lt_ad_wants(c, n, 4)) {
+        lt_ival *h = ve ? OP2(DIV, lt_ad_scalar_like(c, var, -0.5), ve) : NULL;
+        s = ACC(4, h && scale && k->out[1] ? OP2(MUL, OP2(MUL, scale, k->out[1]), h) : NULL);
+    }
+    return s;
+}
+
 static lt_status r_norm(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival *const *out,
                         lt_ival *const *dout)
 {
@@ -147,21 +169,16 @@ static lt_status r_norm(lt_ad *c, const lt_node *n, lt_ival *const *in, lt_ival 
     lt_node *k = grad_node(c, n, op, nin, ins, 3);
     if (!k)
         return LT_ERR_NOMEM;
-    if (op == LT_OP_BATCH_NORM_GRAD && n->opset < 14) {
-        /* before training_mode, asking for the statistics outputs meant
-         * training (with is_test = 0 before opset 7); the grad kernel only
-         * reads training_mode */
-        bool stats = false;
-        for (int j = 1; j < 5 && j < n->nout; j++)
-            stats = stats || n->out[j];
-        if (stats && (n->opset >= 7 || lt_attr_int(n, "is_test", 0) == 0))
-            lt_ad_attr_int(c, k, "training_mode", 1);
-    }
+    /* the grad kernel only reads training_mode (lt_ad_bn_training) */
+    if (op == LT_OP_BATCH_NORM_GRAD && n->opset < 14 && lt_ad_bn_training(n))
+        lt_ad_attr_int(c, k, "training_mode", 1);
     lt_status s = ACC(0, k->out[0]);
     if (s == LT_OK)
         s = ACC(1, k->out[1]);
     if (s == LT_OK)
         s = ACC(2, k->out[2]);
+    if (s == LT_OK && op == LT_OP_BATCH_NORM_GRAD && (lt_ad_wants(c, n, 3) || lt_ad_wants(c, n, 4)))
+        s = bn_stats_grad(c, n, in, k);
     if (s == LT_OK && n->op == LT_OP_LAYER_NORMALIZATION)
         s = layer_norm_stats_grad(c, n, in, out, dout);
     return s;

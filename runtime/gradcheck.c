@@ -55,13 +55,23 @@ static lt_value *in_model_type(const lt_model *m, const char *name, lt_value *v)
     return as_float_type(v, want);
 }
 
-/* Builds the model, optionally converts it to float64, builds the gradient program. */
+/* Builds the model, optionally converts it to float64, builds the gradient
+ * program. consts (when given) gets, per parameter, whether it is one of
+ * the graph's constants (lt_ir_graph_constant), told apart on the source
+ * program: the gradient program's main block is another. */
 static lt_status prepare(lt_model_builder build, void *ctx, const lt_grad_opts *o, bool f64, lt_model **m,
-                         lt_session **s, lt_err *err)
+                         lt_session **s, bool **consts, lt_err *err)
 {
     lt_status st = build(ctx, m, err);
     if (st == LT_OK && f64)
         st = lt_ir_to_f64(*m, err);
+    if (st == LT_OK && consts) {
+        *consts = calloc((size_t)(*m)->nparams + 1, sizeof **consts);
+        for (int p = 0; *consts && p < (*m)->nparams; p++)
+            (*consts)[p] = lt_ir_graph_constant(*m, &(*m)->params[p]);
+        if (!*consts)
+            st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
+    }
     if (st == LT_OK)
         st = lt_model_grad(*m, o, err);
     if (st == LT_OK)
@@ -86,14 +96,15 @@ lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_o
     lt_session *s32 = NULL, *s64 = NULL;
     lt_value **in64 = calloc(n + 1, sizeof *in64), **in32 = calloc(n + 1, sizeof *in32), **o32 = NULL, **o64 = NULL;
     lt_gradcheck_row *rows = NULL;
+    bool *consts = NULL; /* per parameter of m64: a graph constant */
     lt_status st = in64 && in32 ? LT_OK : lt_errf(err, LT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n && st == LT_OK; i++)
         if (!(in64[i] = lt_value_to_f64(inputs[i])))
             st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
     if (st == LT_OK)
-        st = prepare(build, ctx, o, false, &m32, &s32, err);
+        st = prepare(build, ctx, o, false, &m32, &s32, NULL, err);
     if (st == LT_OK)
-        st = prepare(build, ctx, o, true, &m64, &s64, err);
+        st = prepare(build, ctx, o, true, &m64, &s64, &consts, err);
     for (int i = 0; i < n && st == LT_OK; i++)
         if (inputs[i] && !(in32[i] = in_model_type(m32, names[i], inputs[i])))
             st = lt_errf(err, LT_ERR_NOMEM, "out of memory");
@@ -137,7 +148,7 @@ lt_status lt_grad_check_built(lt_model_builder build, void *ctx, const lt_grad_o
         snprintf(row->name, sizeof row->name, "%s", p->name);
         if (p->no_grad)
             snprintf(row->no_grad, sizeof row->no_grad, "no gradient through %s", p->no_grad);
-        else if (lt_ir_graph_constant(m64, p))
+        else if (consts[p - m64->params])
             snprintf(row->no_grad, sizeof row->no_grad, "a graph constant, which train keeps fixed");
         double *d = p->data.data;
         /* an initializer fed as an input (IR 4's overridable defaults, or
@@ -211,6 +222,7 @@ done:
     free(in32);
     free(o32);
     free(o64);
+    free(consts);
     free(rows);
     lt_session_free(s32);
     lt_session_free(s64);

@@ -400,3 +400,30 @@ save("ts_fold_names",
      [h.make_node("Mul", ["x", "onnx::Mul_7"], ["s"]), h.make_node("MatMul", ["s", "onnx::MatMul_8"], ["y"])],
      [vi("x", ["N", 4])], [vi("y", ["N", 3])],
      [nh.from_array((1 + rng.standard_normal(4) * 0.1).astype(np.float32), "onnx::Mul_7"), w("onnx::MatMul_8", 4, 3)])
+# tf2onnx's names: an attention scale ".../Mul/y:0" and LayerNormalization's
+# ".../ones/Const:0" are constants train keeps fixed; a Keras variable read
+# (".../ReadVariableOp:0", here a bias of zeros) trains
+save("tf_consts",
+     [h.make_node("MatMul", ["x", "model/dense/MatMul/ReadVariableOp:0"], ["z"]),
+      h.make_node("Add", ["z", "model/dense/BiasAdd/ReadVariableOp:0"], ["zb"]),
+      h.make_node("Mul", ["zb", "model/mha/Mul/y:0"], ["zs"]),
+      h.make_node("Mul", ["zs", "model/ln/ones/Const:0"], ["logits"])],
+     [vi("x", ["N", 4])], [vi("logits", ["N", 3])],
+     [w("model/dense/MatMul/ReadVariableOp:0", 4, 3), nh.from_array(np.zeros(3, np.float32), "model/dense/BiasAdd/ReadVariableOp:0"),
+      nh.from_array(np.array(0.5, np.float32), "model/mha/Mul/y:0"), nh.from_array(np.ones(3, np.float32), "model/ln/ones/Const:0")])
+# BatchNormalization in inference form whose mean and variance are computed
+# from its input, as tf2onnx writes Keras's LayerNormalization: the
+# gradient flows through them too (grad --check holds it to finite
+# differences)
+save("ad_bn_computed_stats",
+     [h.make_node("Mul", ["x", "p"], ["hh"]),
+      h.make_node("ReduceMean", ["hh"], ["mean4"], axes=[0, 2, 3], keepdims=1),
+      h.make_node("Sub", ["hh", "mean4"], ["d"]), h.make_node("Mul", ["d", "d"], ["d2"]),
+      h.make_node("ReduceMean", ["d2"], ["var4"], axes=[0, 2, 3], keepdims=1),
+      h.make_node("Reshape", ["mean4", "shp1"], ["mean"]), h.make_node("Reshape", ["var4", "shp1"], ["var"]),
+      h.make_node("BatchNormalization", ["hh", "scale", "bias", "mean", "var"], ["y4"], epsilon=1e-3),
+      h.make_node("Reshape", ["y4", "shp2"], ["yf"]), h.make_node("MatMul", ["yf", "Wo"], ["y"])],
+     [vi("x", [6, 3, 4, 1])], [vi("y", [6, 2])],
+     [nh.from_array((rng.standard_normal((1, 3, 4, 1)) * 0.5 + 1).astype(np.float32), "p"), w("Wo", 12, 2),
+      nh.from_array(np.ones(3, np.float32), "scale"), nh.from_array(np.zeros(3, np.float32), "bias"),
+      i64("shp1", [3]), i64("shp2", [-1, 12])])

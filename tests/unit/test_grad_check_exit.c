@@ -66,6 +66,19 @@ static void reaching_by_design_over_ops(void **state)
     assert_null(strstr(out, "FAILED"));
 }
 
+/* an inference-mode BatchNormalization whose mean and variance are
+ * computed from its input (tf2onnx's LayerNormalization): the gradient
+ * through them was left out (p 0.52 off); and single-valued weights of
+ * their own names (a fresh scale of ones, a bias of zeros) are checked,
+ * not excepted as graph constants (every one-valued parameter was) */
+static void computed_statistics_checked(void **state)
+{
+    (void)state;
+    check_model("ad_bn_computed_stats.onnx", 4, (int64_t[]){6, 3, 4, 1}, 8, false, 0);
+    assert_null(strstr(out, "excepted"));
+    assert_non_null(strstr(out, "gradient check: 4 parameters agree with finite differences within 0.0001 (float64)"));
+}
+
 static void differing_fails(void **state)
 {
     (void)state;
@@ -106,6 +119,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(agreeing_with_by_design),
                                        cmocka_unit_test(reaching_by_design_over_ops),
+                                       cmocka_unit_test(computed_statistics_checked),
                                        cmocka_unit_test(differing_fails), cmocka_unit_test(f64_seed_checks)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -145,6 +145,28 @@ static void graph_constants_stay(void **state)
     lt_trainer_free(t);
 }
 
+/* tf2onnx's constants (an attention scale ".../Mul/y:0", LayerNorm's
+ * ".../ones/Const:0") stay fixed as the graph's constants; a Keras
+ * variable's read of zeros (".../ReadVariableOp:0") trains: the constants
+ * trained (MHA's losses 1.1688 against Keras's 1.1796) */
+static void tf2onnx_constants_stay(void **state)
+{
+    (void)state;
+    lt_train_opts o;
+    lt_train_defaults(&o);
+    o.loss = LT_LOSS_MSE;
+    lt_trainer *t = trainer_at_01(DATA "tf_consts.onnx", &o);
+    assert_non_null(strstr(tu_notes, "stay fixed as the graph's constants (model/mha/Mul/y:0, "
+                                     "model/ln/ones/Const:0)"));
+    lt_value *in[2] = {tu_rand(LT_F32, 2, (int64_t[]){8, 4}, -1, 1, 79), tu_rand(LT_F32, 2, (int64_t[]){8, 3}, -1, 1, 80)};
+    const char *names[2] = {"x", "targets"};
+    steps_at_01(t, 2, names, in);
+    const lt_model *m = lt_trainer_model(t);
+    assert_true(value_of(m, "model/mha/Mul/y:0") == 0.5f && value_of(m, "model/ln/ones/Const:0") == 1.0f);
+    assert_true(value_of(m, "model/dense/BiasAdd/ReadVariableOp:0") != 0.0f);
+    lt_trainer_free(t);
+}
+
 /* A literal of a torch.cond branch that the dynamo exporter lifted into
  * the main graph (models/zoo/if_dynamo: val_0_2, the 2.0 of b(x) * 2.0)
  * is one of the graph's constants too: it was trained as a weight. */
@@ -241,7 +263,8 @@ static void infinite_mask_fixed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(scales_start_at_one), cmocka_unit_test(half_weight_named),
-                                       cmocka_unit_test(graph_constants_stay), cmocka_unit_test(branch_literal_stays), cmocka_unit_test(constant_weights_noted),
+                                       cmocka_unit_test(graph_constants_stay), cmocka_unit_test(branch_literal_stays),
+                                       cmocka_unit_test(tf2onnx_constants_stay), cmocka_unit_test(constant_weights_noted),
                                        cmocka_unit_test(merged_weights_noted),
                                        cmocka_unit_test(infinite_mask_fixed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
