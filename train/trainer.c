@@ -722,6 +722,25 @@ static void note_exporter_rewrites(const lt_trainer *t)
         if (!nfolded++)
             folded = pp->name;
     }
+    /* tf2onnx's optimizer folds a BatchNorm into the Conv before it, naming
+     * the products NAME_weights_fused_bn and NAME_bias_fused_bn */
+    int ntf = 0;
+    const char *tf = NULL;
+    for (int p = 0; p < m->nparams; p++) {
+        const char *nm = m->params[p].name;
+        size_t l = nm ? strlen(nm) : 0;
+        if (m->params[p].trainable && l > 9 && !strcmp(nm + l - 9, "_fused_bn") && strstr(nm, "_weights_fused_bn") &&
+            !ntf++)
+            tf = nm;
+    }
+    if (ntf) {
+        char note[700];
+        snprintf(note, sizeof note,
+                 "%s: %d Conv weight(s) hold a BatchNormalization tf2onnx folded in (%s%s): they train as plain "
+                 "weights, with no batch statistics, unlike the Keras model",
+                 t->path, ntf, tf, ntf > 1 ? ", ..." : "");
+        t->o->on_note(note, t->o->user);
+    }
     if (nfolded) {
         char note[1000];
         snprintf(note, sizeof note,

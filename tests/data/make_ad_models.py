@@ -427,3 +427,9 @@ save("ad_bn_computed_stats",
      [nh.from_array((rng.standard_normal((1, 3, 4, 1)) * 0.5 + 1).astype(np.float32), "p"), w("Wo", 12, 2),
       nh.from_array(np.ones(3, np.float32), "scale"), nh.from_array(np.zeros(3, np.float32), "bias"),
       i64("shp1", [3]), i64("shp2", [-1, 12])])
+# tf2onnx folds a BatchNorm into the Conv before it, naming the products
+# NAME_weights_fused_bn and NAME_bias_fused_bn: the trainer notes them
+save("tf_fused_bn",
+     [h.make_node("Conv", ["x", "seq/conv2d/BiasAdd_weights_fused_bn", "seq/conv2d/BiasAdd_bias_fused_bn"], ["y"])],
+     [vi("x", ["N", 2, 5, 5])], [vi("y", ["N", 3, 5, 5])],
+     [w("seq/conv2d/BiasAdd_weights_fused_bn", 3, 2, 1, 1), nh.from_array(np.zeros(3, np.float32) + 0.1, "seq/conv2d/BiasAdd_bias_fused_bn")])

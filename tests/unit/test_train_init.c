@@ -167,6 +167,17 @@ static void tf2onnx_constants_stay(void **state)
     lt_trainer_free(t);
 }
 
+/* A BatchNorm tf2onnx folded into a Conv (NAME_weights_fused_bn) is noted:
+ * the Keras model trains it with batch statistics */
+static void tf2onnx_fused_bn_noted(void **state)
+{
+    (void)state;
+    lt_trainer *t = tu_trainer_noting(DATA "tf_fused_bn.onnx");
+    assert_non_null(strstr(tu_notes, "1 Conv weight(s) hold a BatchNormalization tf2onnx folded in "
+                                     "(seq/conv2d/BiasAdd_weights_fused_bn)"));
+    lt_trainer_free(t);
+}
+
 /* A literal of a torch.cond branch that the dynamo exporter lifted into
  * the main graph (models/zoo/if_dynamo: val_0_2, the 2.0 of b(x) * 2.0)
  * is one of the graph's constants too: it was trained as a weight. */
@@ -264,7 +275,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(scales_start_at_one), cmocka_unit_test(half_weight_named),
                                        cmocka_unit_test(graph_constants_stay), cmocka_unit_test(branch_literal_stays),
-                                       cmocka_unit_test(tf2onnx_constants_stay), cmocka_unit_test(constant_weights_noted),
+                                       cmocka_unit_test(tf2onnx_constants_stay), cmocka_unit_test(tf2onnx_fused_bn_noted),
+                                       cmocka_unit_test(constant_weights_noted),
                                        cmocka_unit_test(merged_weights_noted),
                                        cmocka_unit_test(infinite_mask_fixed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
