@@ -108,3 +108,26 @@ g5 = h.make_graph(
 m5 = h.make_model(g5, producer_name="pytorch", producer_version="2.15.0", opset_imports=[h.make_opsetid("", 17)])
 onnx.checker.check_model(m5)
 onnx.save(m5, OUT5)
+
+# deepcopy_layers.onnx: two layers deep-copied from one (nn.TransformerEncoder
+# makes its layers so), as TorchScript writes them: the second layer's
+# folded transpose and its bias are Identities of the first's; the bias is
+# the second module's own tensor (2.bias), so the module's tensors were
+# merged by value, and its folded weight is a chance copy too: two
+# parameters each, trained apart
+OUT6 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "deepcopy_layers.onnx")
+g6 = h.make_graph(
+    [h.make_node("Identity", ["onnx::MatMul_18"], ["onnx::MatMul_19"], name="Identity_0"),
+     h.make_node("Identity", ["0.bias"], ["2.bias"], name="Identity_1"),
+     h.make_node("MatMul", ["x", "onnx::MatMul_18"], ["a"], name="/0/MatMul"),
+     h.make_node("Add", ["a", "0.bias"], ["b"], name="/0/Add"),
+     h.make_node("MatMul", ["b", "onnx::MatMul_19"], ["c"], name="/2/MatMul"),
+     h.make_node("Add", ["c", "2.bias"], ["y"], name="/2/Add")],
+    "deepcopy_layers", [h.make_tensor_value_info("x", TP.FLOAT, ["N", 3])],
+    [h.make_tensor_value_info("y", TP.FLOAT, ["N", 3])],
+    initializer=[nh.from_array((np.random.default_rng(38).standard_normal((3, 3)) * 0.5).astype(np.float32),
+                               "onnx::MatMul_18"),
+                 nh.from_array(np.array([0.1, -0.2, 0.3], np.float32), "0.bias")])
+m6 = h.make_model(g6, producer_name="pytorch", producer_version="2.15.0", opset_imports=[h.make_opsetid("", 17)])
+onnx.checker.check_model(m6)
+onnx.save(m6, OUT6)

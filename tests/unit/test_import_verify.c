@@ -560,6 +560,13 @@ static void shared_folded_weight(void **state)
     assert_int_equal(lt_model_load(LT_SOURCE_DIR "/tests/data/shared_zero.onnx", &m, &err), LT_OK);
     assert_int_equal(lt_model_num_params(m), 2);
     lt_model_free(m);
+    /* two layers deep-copied from one (nn.TransformerEncoder's): the second
+     * module's bias is an Identity of the first's too, so its folded
+     * weight's copy is equal by chance: four parameters (they trained as
+     * two, layer 1's weight moved by the sum of both layers' gradients) */
+    assert_int_equal(lt_model_load(LT_SOURCE_DIR "/tests/data/deepcopy_layers.onnx", &m, &err), LT_OK);
+    assert_int_equal(lt_model_num_params(m), 4);
+    lt_model_free(m);
 }
 
 int main(void)
