@@ -557,6 +557,17 @@ static lt_status run_epochs(trainer *tr)
         st = batches_new(tr, &bs, n, B);
     }
     int64_t steps = bs.steps;
+    int64_t fixed = tr->use_arrays ? tr->afeed.fixed_batch : tr->feed.fixed_batch;
+    if (st == LT_OK && fixed && n % B && o->on_note) {
+        /* a static batch size (an export without dynamic axes) runs whole
+         * batches only */
+        char note[400];
+        snprintf(note, sizeof note, "%s: the model fixes its batch size at %lld, so each epoch trains on %lld of the "
+                 "%lld samples (the last %lld do not fill a batch), and test figures score whole batches only; "
+                 "export with a dynamic batch axis to use every sample", tr->path, (long long)B,
+                 (long long)(n - n % B), (long long)n, (long long)(n % B));
+        o->on_note(note, o->user);
+    }
     tr->order = st == LT_OK ? malloc(sizeof *tr->order * (size_t)n) : NULL;
     if (st == LT_OK && !tr->order)
         st = lt_errf(tr->err, LT_ERR_NOMEM, "out of memory");

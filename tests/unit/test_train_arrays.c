@@ -1367,6 +1367,37 @@ static void segmentation_classes(void **state)
     td_rmtree(dir);
 }
 
+/* A model whose batch size is fixed (loop_state.onnx: x [4, 3]) trains on
+ * whole batches only: 10 samples at --batch 4 run 2 steps, and a note says
+ * that 2 samples were left out (they were dropped without a word) */
+static void fixed_batch_noted(void **state)
+{
+    (void)state;
+    char dir[64], path[128], cmd[1024], out[4096], err[4096];
+    td_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/fb.npz", dir);
+    float x[30], y[30];
+    uint64_t seed = 39;
+    for (int i = 0; i < 30; i++) {
+        x[i] = (float)td_uniform(&seed, -1, 1);
+        y[i] = (float)td_uniform(&seed, -1, 1);
+    }
+    int64_t d[2] = {10, 3};
+    npz_w z = {0};
+    add(&z, "x.npy", "<f4", 2, d, x, sizeof x);
+    add(&z, "y.npy", "<f4", 2, d, y, sizeof y);
+    save(&z, path);
+    snprintf(cmd, sizeof cmd, "%s train %sloop_state.onnx --data npz=%s --batch 4 --loss mse -o %s/out.onnx", LANTERN,
+             DATA, path, dir);
+    if (tu_sh(cmd, out, sizeof out, err, sizeof err) != 0)
+        fail_msg("%s: %s", cmd, err);
+    if (!strstr(err, "the model fixes its batch size at 4, so each epoch trains on 8 of the 10 samples (the last 2 "
+                     "do not fill a batch)"))
+        fail_msg("no note: %s", err);
+    assert_true(strstr(out, "step 1/2") || strstr(err, "step 1/2")); /* 2 steps an epoch */
+    td_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1382,6 +1413,7 @@ int main(void)
         cmocka_unit_test(bad_data_one_line),
         cmocka_unit_test(whole_array_input),
         cmocka_unit_test(segmentation_classes),
+        cmocka_unit_test(fixed_batch_noted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
