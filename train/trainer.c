@@ -657,6 +657,14 @@ static void note_merged(const lt_trainer *t)
     t->o->on_note(note, t->o->user);
 }
 
+/* TorchScript's onnx::LSTM_N, onnx::GRU_N, onnx::RNN_N: an nn.LSTM's weights
+ * with their gates reordered and the two biases joined, which train as the
+ * module's own do */
+static bool recurrence_weights(const char *n)
+{
+    return !strncmp(n, "onnx::LSTM_", 11) || !strncmp(n, "onnx::GRU_", 10) || !strncmp(n, "onnx::RNN_", 10);
+}
+
 /* What the importer made of torch's exporters' optimizations: tensors it
  * split from one merged initializer (ir/split_merged.c), nodes it copied
  * for modules whose computation was merged away (ir/unmerge.c); BatchNorms the
@@ -717,7 +725,7 @@ static void note_exporter_rewrites(const lt_trainer *t)
         const lt_param *pp = &m->params[p];
         if (!pp->trainable || !pp->name || strncmp(pp->name, "onnx::", 6) != 0 ||
             !lt_dtype_is_float(pp->data.dtype) || lt_ir_graph_constant(m, pp) || !strncmp(pp->name + 6, "MatMul_", 7) ||
-            !strncmp(pp->name + 6, "Gemm_", 5) || !strncmp(pp->name + 6, "Conv", 4))
+            !strncmp(pp->name + 6, "Gemm_", 5) || !strncmp(pp->name + 6, "Conv", 4) || recurrence_weights(pp->name))
             continue;
         if (!nfolded++)
             folded = pp->name;
