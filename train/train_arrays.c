@@ -311,12 +311,22 @@ static lt_status plan_target(const lt_model *m, lt_afeed *f, const lt_train_opts
     } else if (fits) {
         fits = dims_match(ot, s->axis, classes, sr, sd);
     }
-    if (!fits)
+    if (!fits) {
+        /* what a sample should be: the output's axes but the batch (and the classes) */
+        char need[128] = "";
+        size_t at = 0;
+        for (int d = 0; d < ot->rank && at + 24 < sizeof need; d++)
+            if (d != s->axis && !(classes && d == cax))
+                at += dim_known(ot, d) ? (size_t)snprintf(need + at, sizeof need - at, "%s%lld", at ? "x" : "",
+                                                          (long long)ot->dims[d].v)
+                                       : (size_t)snprintf(need + at, sizeof need - at, "%s?", at ? "x" : "");
         return lt_errf(err, LT_ERR_INVALID, "%s: array '%s' holds %s of %s per sample; output '%s' is %s, so each "
-                       "sample needs %s of rank %d%s", data, a->member, classes ? "labels" : "targets", samp, out->name,
-                       have, classes ? "labels" : "targets", want, !classes ? " (the output's axes but the batch)"
+                       "sample needs %s of %s%s", data, a->member, classes ? "labels" : "targets", samp, out->name,
+                       have, classes ? "labels" : "targets", at ? need : "scalars",
+                       !classes     ? " (the output's axes but the batch)"
                        : cax == 1 ? " (the output's axes but the batch and the second, the classes)"
                                   : " (the output's axes but the batch and the last, the classes)");
+    }
     f->target = f->nslot++;
     return LT_OK;
 }

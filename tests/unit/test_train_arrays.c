@@ -1362,6 +1362,9 @@ static void segmentation_classes(void **state)
             fclose(f);
             assert_int_equal(rows, 3);
         }
+        if (!sq) /* the last axis named against [N, H, W] labels: the shape wanted */
+            cli_refuses(model, path, "--batch 4 --class-axis -1", "array 'y' holds labels of 4x5 per sample",
+                        "so each sample needs labels of 3x4", NULL);
         lt_model_free(m);
     }
     td_rmtree(dir);
