@@ -718,28 +718,25 @@ static void note_exporter_rewrites(const lt_trainer *t)
     /* other trained tensors TorchScript's constant folding made (named
      * onnx::OP_N): a Linear's transposed weight (MatMul, Gemm) trains as
      * the weight would, and Conv's are noted above; the rest were computed
-     * from parameters or constants */
-    int nfolded = 0;
-    const char *folded = NULL;
+     * from parameters or constants. And tf2onnx's optimizer folds a
+     * BatchNorm into the Conv before it, naming the products
+     * NAME_weights_fused_bn and NAME_bias_fused_bn */
+    int nfolded = 0, ntf = 0;
+    const char *folded = NULL, *tf = NULL;
     for (int p = 0; p < m->nparams; p++) {
         const lt_param *pp = &m->params[p];
-        if (!pp->trainable || !pp->name || strncmp(pp->name, "onnx::", 6) != 0 ||
-            !lt_dtype_is_float(pp->data.dtype) || lt_ir_graph_constant(m, pp) || !strncmp(pp->name + 6, "MatMul_", 7) ||
-            !strncmp(pp->name + 6, "Gemm_", 5) || !strncmp(pp->name + 6, "Conv", 4) || recurrence_weights(pp->name))
+        const char *nm = pp->name;
+        if (!pp->trainable || !nm)
+            continue;
+        size_t l = strlen(nm), sl = strlen("_weights_fused_bn");
+        if (l > sl && !strcmp(nm + l - sl, "_weights_fused_bn") && !ntf++)
+            tf = nm;
+        if (strncmp(nm, "onnx::", 6) != 0 || !lt_dtype_is_float(pp->data.dtype) || lt_ir_graph_constant(m, pp) ||
+            !strncmp(nm + 6, "MatMul_", 7) || !strncmp(nm + 6, "Gemm_", 5) || !strncmp(nm + 6, "Conv", 4) ||
+            recurrence_weights(nm))
             continue;
         if (!nfolded++)
-            folded = pp->name;
-    }
-    /* tf2onnx's optimizer folds a BatchNorm into the Conv before it, naming
-     * the products NAME_weights_fused_bn and NAME_bias_fused_bn */
-    int ntf = 0;
-    const char *tf = NULL;
-    for (int p = 0; p < m->nparams; p++) {
-        const char *nm = m->params[p].name;
-        size_t l = nm ? strlen(nm) : 0;
-        if (m->params[p].trainable && l > 9 && !strcmp(nm + l - 9, "_fused_bn") && strstr(nm, "_weights_fused_bn") &&
-            !ntf++)
-            tf = nm;
+            folded = nm;
     }
     if (ntf) {
         char note[700];
